@@ -1,0 +1,1 @@
+"""Evaluation protocols scored exactly as their official code: pairwise, pcp, par."""
