@@ -1,0 +1,1 @@
+"""Readers and writers of real dataset formats (MOT, JRDB, Collective Activity, PETS/CVML, stickmen, JRDB-PAR)."""
