@@ -54,7 +54,22 @@ CAD8 = LabelSet(
 #: Stage 1: does the pair interact? Class 1 = interacting, as in the released code.
 STAGE1 = LabelSet("stage1", ("not_interacting", "interacting"))
 
-LABEL_SETS: dict[str, LabelSet] = {s.name: s for s in (PAPER3, CAD8, STAGE1)}
+#: The scene simulator's pair labels. The first three are "together" (same social group): they are the
+#: stage-1 positives and map one-to-one onto PAPER3; the others are stage-1 negatives.
+SIM7 = LabelSet(
+    "sim7",
+    (
+        "walking_together",
+        "standing_together",
+        "sitting_together",
+        "approaching",
+        "leaving",
+        "passing_by",
+        "no_interaction",
+    ),
+)
+
+LABEL_SETS: dict[str, LabelSet] = {s.name: s for s in (PAPER3, CAD8, STAGE1, SIM7)}
 
 
 def get_label_set(name: str) -> LabelSet:

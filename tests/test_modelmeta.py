@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+from pairedge.errors import ModelError
+from pairedge.labels import PAPER3, SIM7, get_label_set
+from pairedge.modelmeta import ModelMetadata
+
+
+def _meta() -> ModelMetadata:
+    return ModelMetadata(
+        stage=2,
+        feature_spec="pairedge",
+        feature_spec_version="1",
+        labels=PAPER3.classes,
+        num_features=2,
+        norm_mean=(0.5, -1.0),
+        norm_std=(1.0, 2.0),
+        thresholds={"p_interact": 0.5},
+        extra={"epochs": 3},
+    )
+
+
+def test_round_trip() -> None:
+    meta = _meta()
+    props = meta.to_props()
+    assert props["pairedge.feature_spec"] == "pairedge"
+    assert ModelMetadata.from_props(props) == meta
+
+
+def test_missing_key_is_a_model_error() -> None:
+    props = _meta().to_props()
+    del props["pairedge.labels"]
+    with pytest.raises(ModelError, match="pairedge.labels"):
+        ModelMetadata.from_props(props, source="m.onnx")
+
+
+def test_bad_stats_length() -> None:
+    props = _meta().to_props()
+    props["pairedge.norm_std"] = "[1.0]"
+    with pytest.raises(ModelError, match="normalisation"):
+        ModelMetadata.from_props(props)
+
+
+def test_label_sets() -> None:
+    assert get_label_set("sim7") is SIM7
+    assert SIM7.classes[:3] == tuple(c for c in PAPER3.classes)
+    with pytest.raises(ValueError, match="unknown label"):
+        PAPER3.index("dancing")
