@@ -1,0 +1,271 @@
+"""PyTorch classifiers for the two stages. Every model takes RAW features and z-scores them first.
+
+The z-scoring statistics are registered buffers (``norm.mean``, ``norm.std``), so an exported ONNX graph is
+self-contained: the runtime feeds raw feature values (see :mod:`pairedge.modelmeta`). All models map
+``features`` (pairs, F) float32 -> ``logits`` (pairs, C) float32.
+
+Architectures (names used in configs, checkpoints and ONNX metadata):
+
+- ``stage1_mlp``: small MLP, F -> hidden... -> C (stage 1: C = 2, class 1 = interacting).
+- ``relation_net``: input laid out as ``[a (Fp), b (Fp), pair (Fq)]``; a shared person encoder gives
+  ``ea, eb``, a pair encoder gives ``ep``; a head classifies ``[ea, eb, |ea - eb|, ea * eb, ep]``.
+- ``residual_mlp``: the paper's stage-2 geometric MLP, ``network`` = Sequential(ResidualBlock(F, 256),
+  ResidualBlock(256, 128), Linear(128, C)) with BatchNorm, SiLU, dropout 0.3.
+- ``paper_adaptive_geometric``: the paper's stage-1 "adaptive geometric classifier",
+  ``classifier(((x + feature_biases) * feature_scales) * feature_weights)``.
+
+The ``network`` / ``classifier`` / ``feature_*`` sub-module names reproduce the paper's released code, so its
+checkpoints load into ``model.network`` / the model itself (see :mod:`pairedge.export.paper_import`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from pairedge.errors import InputError
+from torch import nn
+
+ARCHITECTURES = ("stage1_mlp", "relation_net", "residual_mlp", "paper_adaptive_geometric")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of a classifier; JSON-serialisable (stored next to every checkpoint).
+
+    Attributes:
+        architecture: one of :data:`ARCHITECTURES`.
+        num_features: F, the input width.
+        num_classes: C, the number of logits.
+        hidden: hidden widths (stage1_mlp: the MLP; residual_mlp: the residual blocks;
+            relation_net: ``(encoder width, head width)``; paper_adaptive_geometric: the classifier).
+        dropout: dropout probability (inactive in eval mode and in the exported graph).
+        person_features: Fp, per-person width (relation_net only).
+        pair_features: Fq, pair width (relation_net only); ``2 * Fp + Fq`` must equal F.
+    """
+
+    architecture: str
+    num_features: int
+    num_classes: int
+    hidden: tuple[int, ...] = ()
+    dropout: float = 0.1
+    person_features: int = 0
+    pair_features: int = 0
+
+    def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise InputError(
+                f"model config: unknown architecture {self.architecture!r}; expected one of {ARCHITECTURES}"
+            )
+        if self.num_features < 1 or self.num_classes < 2:
+            raise InputError(
+                f"model config: expected num_features >= 1 and num_classes >= 2, "
+                f"got {self.num_features} and {self.num_classes}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise InputError(f"model config: dropout must be in [0, 1), got {self.dropout}")
+        if self.architecture == "relation_net":
+            fp, fq = self.person_features, self.pair_features
+            if fp < 1 or fq < 0 or 2 * fp + fq != self.num_features:
+                raise InputError(
+                    f"relation_net: expected 2 * person_features + pair_features == num_features, got "
+                    f"2 * {fp} + {fq} != {self.num_features}; fix the feature layout [a (Fp), b (Fp), pair (Fq)]"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["hidden"] = list(self.hidden)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["hidden"] = tuple(int(h) for h in known.get("hidden", ()))
+        return cls(**known)
+
+
+DEFAULT_HIDDEN: dict[str, tuple[int, ...]] = {
+    "stage1_mlp": (64, 32),
+    "relation_net": (64, 128),
+    "residual_mlp": (256, 128),
+    "paper_adaptive_geometric": (32, 16),
+}
+
+
+class Standardize(nn.Module):
+    """``(x - mean) / std`` with the statistics as buffers. x: (N, F) float32."""
+
+    def __init__(self, num_features: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(num_features))
+        self.register_buffer("std", torch.ones(num_features))
+
+    def set_stats(self, mean: np.ndarray | Sequence[float], std: np.ndarray | Sequence[float]) -> None:
+        """Set the statistics (F,); ``std`` is the divisor and must be positive and finite."""
+        m = torch.as_tensor(np.asarray(mean, dtype=np.float32))
+        s = torch.as_tensor(np.asarray(std, dtype=np.float32))
+        if m.shape != self.mean.shape or s.shape != self.std.shape:
+            raise InputError(
+                f"normalisation statistics: expected shape {tuple(self.mean.shape)}, "
+                f"got {tuple(m.shape)} and {tuple(s.shape)}"
+            )
+        if not (torch.isfinite(m).all() and torch.isfinite(s).all() and (s > 0).all()):
+            raise InputError("normalisation statistics: expected finite mean and positive finite std")
+        self.mean.copy_(m)
+        self.std.copy_(s)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+def _mlp(widths: Sequence[int], dropout: float, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """Linear/activation/dropout stack over ``widths`` (in, h1, ..., out); no activation after the last."""
+    layers: list[nn.Module] = []
+    for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        layers.append(nn.Linear(n_in, n_out))
+        if i < len(widths) - 2:
+            layers.append(activation())
+            layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+class Stage1MLP(nn.Module):
+    """Small MLP on stage-1 features: (N, F) -> (N, C)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.norm = Standardize(config.num_features)
+        self.net = _mlp((config.num_features, *config.hidden, config.num_classes), config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(self.norm(x))
+
+
+class RelationNet(nn.Module):
+    """Relation network on ``[a (Fp), b (Fp), pair (Fq)]``: head([ea, eb, |ea-eb|, ea*eb, ep]) -> (N, C)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        if len(config.hidden) != 2:
+            raise InputError(
+                f"relation_net: expected hidden = (encoder width, head width), got {config.hidden}"
+            )
+        enc, head = config.hidden
+        self.fp, self.fq = config.person_features, config.pair_features
+        self.norm = Standardize(config.num_features)
+        self.person = nn.Sequential(nn.Linear(self.fp, enc), nn.ReLU(), nn.Linear(enc, enc), nn.ReLU())
+        pair_width = enc if self.fq > 0 else 0
+        self.pair = nn.Sequential(nn.Linear(self.fq, enc), nn.ReLU()) if self.fq > 0 else nn.Identity()
+        self.head = nn.Sequential(
+            nn.Linear(4 * enc + pair_width, head),
+            nn.ReLU(),
+            nn.Dropout(config.dropout),
+            nn.Linear(head, config.num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.norm(x)
+        ea = self.person(z[:, : self.fp])
+        eb = self.person(z[:, self.fp : 2 * self.fp])
+        parts = [ea, eb, torch.abs(ea - eb), ea * eb]
+        if self.fq > 0:
+            parts.append(self.pair(z[:, 2 * self.fp :]))
+        return self.head(torch.cat(parts, dim=1))
+
+
+class ResidualBlock(nn.Module):
+    """The released code's block: ``drop(silu(bn(fc(x)))) + proj(x)``; proj = Linear if in != out."""
+
+    def __init__(self, n_in: int, n_out: int, dropout: float) -> None:
+        super().__init__()
+        self.fc = nn.Linear(n_in, n_out)
+        self.bn = nn.BatchNorm1d(n_out)
+        self.act = nn.SiLU()
+        self.drop = nn.Dropout(dropout)
+        self.proj: nn.Module = nn.Linear(n_in, n_out) if n_in != n_out else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.act(self.bn(self.fc(x)))) + self.proj(x)
+
+
+class ResidualMLP(nn.Module):
+    """The paper's stage-2 geometric MLP (10 -> 256 -> 128 -> C); ``network`` keys match its checkpoints."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.norm = Standardize(config.num_features)
+        widths = (config.num_features, *config.hidden)
+        blocks: list[nn.Module] = [
+            ResidualBlock(a, b, config.dropout) for a, b in zip(widths[:-1], widths[1:], strict=True)
+        ]
+        self.network = nn.Sequential(*blocks, nn.Linear(widths[-1], config.num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.network(self.norm(x))
+
+
+class AdaptiveGeometricClassifier(nn.Module):
+    """The paper's stage-1 classifier: ``classifier(((z + feature_biases) * feature_scales) * feature_weights)``.
+
+    ``z`` is the standardised input (identity statistics for imported paper checkpoints, which feed raw
+    features). Keys ``feature_biases``, ``feature_scales``, ``feature_weights``, ``classifier.0/3/6.*``.
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        f = config.num_features
+        self.norm = Standardize(f)
+        self.feature_biases = nn.Parameter(torch.zeros(f))
+        self.feature_scales = nn.Parameter(torch.ones(f))
+        self.feature_weights = nn.Parameter(torch.ones(f))
+        self.classifier = _mlp((f, *config.hidden, config.num_classes), config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.norm(x)
+        return self.classifier(((z + self.feature_biases) * self.feature_scales) * self.feature_weights)
+
+
+_BUILDERS: dict[str, type[nn.Module]] = {
+    "stage1_mlp": Stage1MLP,
+    "relation_net": RelationNet,
+    "residual_mlp": ResidualMLP,
+    "paper_adaptive_geometric": AdaptiveGeometricClassifier,
+}
+
+
+def with_default_hidden(config: ModelConfig) -> ModelConfig:
+    """``config`` with the architecture's default hidden widths when none are given."""
+    if config.hidden:
+        return config
+    data = config.to_dict()
+    data["hidden"] = list(DEFAULT_HIDDEN[config.architecture])
+    return ModelConfig.from_dict(data)
+
+
+def build_model(config: ModelConfig) -> nn.Module:
+    """Instantiate the classifier described by ``config`` (default hidden widths when empty)."""
+    config = with_default_hidden(config)
+    return _BUILDERS[config.architecture](config)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def set_normalization(model: nn.Module, mean: np.ndarray, std: np.ndarray) -> None:
+    """Set the model's z-score statistics (F,) float; ``std`` is the divisor."""
+    norm = getattr(model, "norm", None)
+    if not isinstance(norm, Standardize):
+        raise InputError(f"{type(model).__name__} has no Standardize module named 'norm'")
+    norm.set_stats(mean, std)
+
+
+def get_normalization(model: nn.Module) -> tuple[np.ndarray, np.ndarray]:
+    """The model's z-score statistics as two (F,) float32 arrays."""
+    norm = model.norm
+    assert isinstance(norm, Standardize)
+    return norm.mean.detach().cpu().numpy().copy(), norm.std.detach().cpu().numpy().copy()
