@@ -1,0 +1,80 @@
+"""Flow over a stream of frames: each frame is converted and resized once, the previous one is kept.
+
+:class:`FlowStream` owns two reused frame buffers at the backend's scale (ping-pong) and one grayscale
+buffer, so pushing a frame allocates nothing once the resolution is known.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.runtime.flow.base import FlowBackend
+
+
+class FlowStream:
+    """Feeds consecutive frames to a :class:`FlowBackend`.
+
+    Args:
+        backend: the flow backend; its ``scale`` decides the buffer size.
+    """
+
+    def __init__(self, backend: FlowBackend) -> None:
+        self.backend = backend
+        self._slots: list[np.ndarray] = [np.empty((0, 0), np.uint8), np.empty((0, 0), np.uint8)]
+        self._gray = np.empty((0, 0), np.uint8)
+        self._cur = 0
+        self._has_prev = False
+        self._shape: tuple[int, int] | None = None
+
+    @property
+    def scale(self) -> float:
+        return self.backend.scale
+
+    def reset(self) -> None:
+        """Forget the previous frame (after a dropped frame or a cut)."""
+        self._has_prev = False
+
+    def push(self, image: np.ndarray) -> np.ndarray | None:
+        """Add a frame; return the flow from the previous frame to it.
+
+        Args:
+            image: (H, W) uint8 gray or (H, W, 3) uint8 BGR (already validated).
+
+        Returns:
+            (h, w, 2) float32 flow at the backend's scale (reused buffer, valid until the next push), or None
+            for the first frame, after :meth:`reset`, or when the resolution changed.
+        """
+        shape = (int(image.shape[0]), int(image.shape[1]))
+        if shape != self._shape:
+            self._allocate(shape)
+        self._cur ^= 1
+        self._fill(image, self._slots[self._cur])
+        if not self._has_prev:
+            self._has_prev = True
+            return None
+        return self.backend.compute_scaled(self._slots[self._cur ^ 1], self._slots[self._cur])
+
+    def _allocate(self, shape: tuple[int, int]) -> None:
+        h, w = self.backend.scaled_shape(*shape)
+        self._slots = [np.empty((h, w), np.uint8), np.empty((h, w), np.uint8)]
+        self._gray = np.empty(shape, np.uint8)
+        self._shape = shape
+        self._has_prev = False
+
+    def _fill(self, image: np.ndarray, slot: np.ndarray) -> None:
+        if image.ndim == 3 and image.shape[2] == 3:
+            if self.backend.scale == 1.0:
+                cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=slot)
+                return
+            gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=self._gray)
+        elif image.ndim == 2:
+            gray = image
+        else:
+            raise InputError(
+                f"flow stream: expected (H, W) gray or (H, W, 3) BGR uint8, got shape {image.shape}"
+            )
+        if self.backend.scale == 1.0:
+            np.copyto(slot, gray)
+        else:
+            cv2.resize(gray, (slot.shape[1], slot.shape[0]), dst=slot, interpolation=cv2.INTER_AREA)
