@@ -15,6 +15,8 @@ Stage 1 (7 values, with the released code's epsilons; ``a = w*h``):
 5. ``sqrt(dx^2 + dcy^2) / sqrt(aA + aB + 1e-6)``       centre distance over size
 6. ``|dcy| / H``                                        vertical distance
 
+(Value 3 of a zero-height box A is 0 where the released code divides 0 by 0.)
+
 Stage 2 (10 values) from dense Farneback flow (:data:`FARNEBACK_PARAMS`, grayscale by :func:`to_gray`),
 pooled over the pixel union of the two rectangles ``[int(x), int(x+w)) x [int(y), int(y+h))`` clipped to
 the image; ``d`` = centre distance (never wrapped); every divisor is ``max(., 1e-5)``; all values clamped to
@@ -165,7 +167,7 @@ def stage1_features(
             (dx - (wa + wb) / 2) / width,
             np.minimum(ha, hb) / np.maximum(ha, hb + 1e-6),
             dx / width,
-            overlap / np.minimum(ha, hb + 1e-6),
+            overlap / np.maximum(np.minimum(ha, hb + 1e-6), 1e-12),  # 0/0 -> 0 for zero-height A
             np.minimum(area_a, area_b) / np.maximum(area_a, area_b + 1e-6),
             np.sqrt(dx**2 + dcy**2) / np.sqrt(area_a + area_b + 1e-6),
             np.abs(dcy) / height,

@@ -1,0 +1,394 @@
+"""``pairedge``: this project's feature spec, built for a moving robot and for box-only data.
+
+Per frame: optical flow once (at ``flow_scale`` of the image, any backend, DIS by default), camera
+ego-motion estimated on the background (:mod:`pairedge.features.egomotion`) and removed, flow pooled per
+**person** with integral images (O(1) per box), a short bounded track history
+(:mod:`pairedge.features.history`), and pair values computed for all pairs at once. Motion is normalised by
+the real time step and by the person's box height: velocities are in **body heights per second**, which
+makes them independent of image resolution, distance to the camera and frame rate.
+
+Layout (see ``docs/features.md`` for every formula):
+
+* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 15)]`` (39 values), so a relation network can form
+  ``[a, b, |a-b|, a*b, pair]``; A is the pair's lower track id.
+* stage 1 = the pair block (Fq = 15 values). Every pair value is symmetric in A and B.
+
+Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
+comes from ego-compensated flow pooled in the box; in **box-only mode** (``motion="boxes"``, or no flow this
+frame) the same columns come from the track history (``spread`` = the spread of the per-step velocities),
+and the column ``flow_valid`` says which (1 = flow). A model trained box-only should run with
+``motion="boxes"`` (stored in its metadata) so its inputs keep their training meaning.
+All values are finite (every divisor is guarded) and clamped to [-10, 10].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.features import egomotion
+from pairedge.features.base import (
+    FeatureSpec,
+    PairFeatures,
+    check_flow,
+    check_image_size,
+    usable_rows,
+)
+from pairedge.features.history import TrackHistory, TrackMotion, wrap_delta
+from pairedge.features.integral import integral, pixel_rects, rect_area, rect_sums
+from pairedge.types import Detections
+
+CLAMP = 10.0
+EPS = 1e-6
+
+PERSON_NAMES = (
+    "vx",
+    "vy",
+    "speed",
+    "spread",
+    "hist_vx",
+    "hist_vy",
+    "scale_rate",
+    "aspect",
+    "height",
+    "bottom",
+    "history_fill",
+    "flow_valid",
+)
+PAIR_NAMES = (
+    "distance",
+    "dx",
+    "bottom_dy",
+    "height_ratio",
+    "vertical_overlap",
+    "iou",
+    "relative_speed",
+    "speed_difference",
+    "velocity_cosine",
+    "approach_rate",
+    "heading_alignment",
+    "mean_speed",
+    "mean_height",
+    "mean_bottom",
+    "mean_width",
+)
+FP, FQ = len(PERSON_NAMES), len(PAIR_NAMES)
+STAGE1_NAMES = PAIR_NAMES
+STAGE2_NAMES = (
+    tuple(f"a_{n}" for n in PERSON_NAMES)
+    + tuple(f"b_{n}" for n in PERSON_NAMES)
+    + tuple(f"pair_{n}" for n in PAIR_NAMES)
+)
+
+
+@dataclass(frozen=True)
+class PairedgeConfig:
+    """Options of the ``pairedge`` spec (stored in model metadata; defaults are the trained ones).
+
+    Attributes:
+        motion: "flow" (use the flow when given, fall back to box history when not) or "boxes" (box-only
+            mode: never use flow; for models trained on data without video).
+        history: K, samples of track history (>= 2).
+        evict_after: frames a track may be missing before its history is dropped.
+        ego_motion: "affine" (robust similarity fit), "median" (background translation) or "none".
+        grid_step: spacing of background flow samples for ego-motion, in flow pixels.
+        pool_inset: fraction of the box width / height trimmed on each side before pooling flow (keeps
+            background pixels at the box edges out of the person's motion).
+        nominal_dt: seconds between frames assumed when the real time step is unknown or not positive.
+        min_speed: heights/s below which a velocity has no direction (cosines become 0).
+        wrap: 360-degree panorama: horizontal distances and displacements wrap around.
+    """
+
+    motion: str = "flow"
+    history: int = 8
+    evict_after: int = 15
+    ego_motion: str = "affine"
+    grid_step: int = 8
+    pool_inset: tuple[float, float] = (0.15, 0.05)
+    nominal_dt: float = 1.0 / 30.0
+    min_speed: float = 0.05
+    wrap: bool = False
+
+    def __post_init__(self) -> None:
+        if self.motion not in ("flow", "boxes"):
+            raise InputError(f"pairedge config: motion must be 'flow' or 'boxes', got {self.motion!r}")
+        if self.ego_motion not in egomotion.METHODS:
+            raise InputError(
+                f"pairedge config: ego_motion must be one of {egomotion.METHODS}, got {self.ego_motion!r}"
+            )
+        if self.history < 2 or self.evict_after < 0 or self.grid_step < 1:
+            raise InputError(
+                "pairedge config: expected history >= 2, evict_after >= 0, grid_step >= 1, got "
+                f"{self.history}, {self.evict_after}, {self.grid_step}"
+            )
+        if not (self.nominal_dt > 0 and self.min_speed >= 0):
+            raise InputError(f"pairedge config: expected nominal_dt > 0, got {self.nominal_dt}")
+        if len(self.pool_inset) != 2 or not all(0 <= f < 0.5 for f in self.pool_inset):
+            raise InputError(
+                f"pairedge config: pool_inset must be two fractions in [0, 0.5), got {self.pool_inset}"
+            )
+        object.__setattr__(self, "pool_inset", tuple(float(f) for f in self.pool_inset))
+
+
+@dataclass(frozen=True)
+class FlowMotion:
+    """Per-person motion from flow. velocity (N, 2) and spread (N,) in heights/s; valid (N,) bool."""
+
+    velocity: np.ndarray
+    spread: np.ndarray
+    valid: np.ndarray
+
+
+def pool_flow(
+    flow: np.ndarray,
+    boxes: np.ndarray,
+    scale: float,
+    ego: np.ndarray,
+    dt: float,
+    inset: tuple[float, float] = (0.15, 0.05),
+) -> FlowMotion:
+    """Ego-compensated mean flow and flow spread inside each box, O(1) per box with integral images.
+
+    Args:
+        flow: (h, w, 2) float32 previous -> current, pixels of the flow image (``scale`` x full image).
+        boxes: (N, 4) float ``x y w h`` in full-image pixels.
+        scale: flow image size / full image size.
+        ego: (2, 3) camera motion in full-image pixels (:func:`pairedge.features.egomotion.estimate`).
+        dt: seconds between the two frames.
+        inset: fractions of width / height trimmed on each side of the box before pooling.
+
+    Returns:
+        :class:`FlowMotion`; ``velocity = (mean flow / scale - ego displacement at the box centre) / dt / h``,
+        ``spread = sqrt(var fx + var fy) / scale / dt / h``; rows whose pooled region is empty are invalid
+        (zeros).
+    """
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
+    table = integral(np.stack([fx, fy, fx * fx, fy * fy], axis=2))
+    inner = b.copy()
+    inner[:, 0] += b[:, 2] * inset[0]
+    inner[:, 1] += b[:, 3] * inset[1]
+    inner[:, 2] *= 1 - 2 * inset[0]
+    inner[:, 3] *= 1 - 2 * inset[1]
+    rects = pixel_rects(inner, scale, flow.shape[1], flow.shape[0])
+    n = rect_area(rects).astype(np.float64)
+    valid = n > 0
+    s = rect_sums(table, rects) / np.maximum(n, 1.0)[:, None]
+    mean = s[:, :2] / scale
+    var = np.maximum(s[:, 2:] - s[:, :2] ** 2, 0.0).sum(axis=1) / scale**2
+    centres = b[:, :2] + b[:, 2:] / 2
+    norm = max(dt, EPS) * np.maximum(b[:, 3], EPS)
+    velocity = (mean - egomotion.displacement(ego, centres)) / norm[:, None]
+    spread = np.sqrt(var) / norm
+    return FlowMotion(np.where(valid[:, None], velocity, 0.0), np.where(valid, spread, 0.0), valid)
+
+
+def person_block(
+    boxes: np.ndarray,
+    width: float,
+    height: float,
+    hist: TrackMotion,
+    flow: FlowMotion | None,
+) -> np.ndarray:
+    """Per-person values (:data:`PERSON_NAMES`), flow-derived where ``flow.valid``, else from history.
+
+    Args:
+        boxes: (N, 4) float ``x y w h``; hist: their :class:`TrackMotion`; flow: their :class:`FlowMotion`.
+
+    Returns:
+        (N, 12) float64, unclamped.
+    """
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    n = len(b)
+    v = hist.velocity.copy()
+    spread = hist.unsteadiness.copy()
+    valid = np.zeros(n, bool) if flow is None else flow.valid
+    if flow is not None:
+        v[valid] = flow.velocity[valid]
+        spread[valid] = flow.spread[valid]
+    return np.stack(
+        [
+            v[:, 0],
+            v[:, 1],
+            np.hypot(v[:, 0], v[:, 1]),
+            spread,
+            hist.velocity[:, 0],
+            hist.velocity[:, 1],
+            hist.scale_rate,
+            b[:, 2] / np.maximum(b[:, 3], EPS),
+            b[:, 3] / height,
+            (b[:, 1] + b[:, 3]) / height,
+            hist.fill,
+            valid.astype(np.float64),
+        ],
+        axis=1,
+    )
+
+
+def pair_block(
+    boxes_a: np.ndarray,
+    boxes_b: np.ndarray,
+    person_a: np.ndarray,
+    person_b: np.ndarray,
+    width: float,
+    height: float,
+    min_speed: float = 0.05,
+    wrap: bool = False,
+) -> np.ndarray:
+    """Pair values (:data:`PAIR_NAMES`), all symmetric in A and B.
+
+    Args:
+        boxes_a, boxes_b: (M, 4) float ``x y w h``; person_a, person_b: (M, 12) from :func:`person_block`.
+        width, height: image size. min_speed: heights/s below which a velocity has no direction.
+        wrap: 360-degree panorama (horizontal differences wrap around).
+
+    Returns:
+        (M, 15) float64, unclamped.
+    """
+    a, b = np.asarray(boxes_a, np.float64).reshape(-1, 4), np.asarray(boxes_b, np.float64).reshape(-1, 4)
+    ha, hb = a[:, 3], b[:, 3]
+    mean_h = np.maximum((ha + hb) / 2, EPS)
+    delta = (b[:, :2] + b[:, 2:] / 2) - (a[:, :2] + a[:, 2:] / 2)
+    delta[:, 0] = wrap_delta(delta[:, 0], width if wrap else None)
+    dist = np.hypot(delta[:, 0], delta[:, 1])
+    unit = delta / np.maximum(dist, EPS)[:, None]
+    overlap_y = np.maximum(0.0, np.minimum(a[:, 1] + ha, b[:, 1] + hb) - np.maximum(a[:, 1], b[:, 1]))
+    overlap_x = np.maximum(
+        0.0, np.minimum(a[:, 0] + a[:, 2], b[:, 0] + b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
+    )
+    inter = overlap_x * overlap_y
+    union = a[:, 2] * ha + b[:, 2] * hb - inter
+    va, vb = person_a[:, 0:2], person_b[:, 0:2]
+    sa, sb = person_a[:, 2], person_b[:, 2]
+    moving = (sa > min_speed) & (sb > min_speed)
+    cosine = np.where(moving, (va * vb).sum(axis=1) / np.maximum(sa * sb, EPS), 0.0)
+    hva, hvb = person_a[:, 4:6], person_b[:, 4:6]
+    approach = ((hvb - hva) * unit).sum(axis=1)
+    mean_v = (va + vb) / 2
+    mean_v_norm = np.hypot(mean_v[:, 0], mean_v[:, 1])
+    heading = np.where(
+        (mean_v_norm > min_speed) & (dist > EPS),
+        np.abs((mean_v * unit).sum(axis=1)) / np.maximum(mean_v_norm, EPS),
+        0.0,
+    )
+    return np.stack(
+        [
+            dist / mean_h,
+            np.abs(delta[:, 0]) / mean_h,
+            np.abs((a[:, 1] + ha) - (b[:, 1] + hb)) / mean_h,
+            np.minimum(ha, hb) / np.maximum(np.maximum(ha, hb), EPS),
+            overlap_y / np.maximum(np.minimum(ha, hb), EPS),
+            inter / np.maximum(union, EPS),
+            np.hypot(*(va - vb).T),
+            np.abs(sa - sb),
+            cosine,
+            approach,
+            heading,
+            (sa + sb) / 2,
+            mean_h / height,
+            ((a[:, 1] + ha) + (b[:, 1] + hb)) / 2 / height,
+            (a[:, 2] + b[:, 2]) / 2 / width,
+        ],
+        axis=1,
+    )
+
+
+def finish(x: np.ndarray) -> np.ndarray:
+    """Non-finite -> 0, clamp to [-10, 10], float32."""
+    return np.clip(np.nan_to_num(x, nan=0.0, posinf=CLAMP, neginf=-CLAMP), -CLAMP, CLAMP).astype(np.float32)
+
+
+class PairedgeExtractor:
+    """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
+
+    def __init__(self, config: PairedgeConfig) -> None:
+        self.config = config
+        self.history = TrackHistory(config.history, config.evict_after)
+        self._last_t: float | None = None
+        self._frame = 0
+        self.last_ego = egomotion.identity()  # diagnostics: ego-motion of the last frame
+
+    def reset(self) -> None:
+        """Forget all tracks and the previous timestamp."""
+        self.history.reset()
+        self._last_t = None
+        self._frame = 0
+        self.last_ego = egomotion.identity()
+
+    def _dt(self, timestamp: float) -> float:
+        if self._last_t is None:
+            return self.config.nominal_dt
+        dt = timestamp - self._last_t
+        return dt if dt > 0 else self.config.nominal_dt
+
+    def step(
+        self,
+        detections: Detections,
+        timestamp: float,
+        image_size: tuple[int, int],
+        flow: np.ndarray | None = None,
+        flow_scale: float = 1.0,
+    ) -> PairFeatures:
+        """Features of all pairs of this frame (see :class:`pairedge.features.base.FeatureExtractor`)."""
+        cfg = self.config
+        w, h = check_image_size(image_size)
+        if not np.isfinite(timestamp):
+            raise InputError(f"timestamp: expected a finite number of seconds, got {timestamp}")
+        flow = None if cfg.motion == "boxes" else check_flow(flow, flow_scale, (w, h))
+        rows = usable_rows(detections)
+        boxes = np.asarray(detections.boxes, dtype=np.float64)[rows]
+        ids = np.asarray(detections.track_ids, dtype=np.int64)[rows]
+        dt = self._dt(timestamp)
+        flow_motion = None
+        if flow is not None:
+            ego = egomotion.estimate(flow, boxes, flow_scale, cfg.ego_motion, cfg.grid_step)
+            self.last_ego = ego
+            self.history.warp(ego)
+            flow_motion = pool_flow(flow, boxes, flow_scale, ego, dt, cfg.pool_inset)
+        slots = self.history.observe(
+            ids, boxes[:, :2] + boxes[:, 2:] / 2, boxes[:, 3], timestamp, self._frame
+        )
+        hist = self.history.motion(slots, float(w) if cfg.wrap else None)
+        self.history.evict(self._frame)
+        self._frame += 1
+        self._last_t = timestamp
+        person = person_block(boxes, w, h, hist, flow_motion)
+        ia, ib = np.triu_indices(len(rows), k=1)
+        if len(ia) == 0:
+            return PairFeatures.empty(FQ, 2 * FP + FQ)
+        pair = pair_block(boxes[ia], boxes[ib], person[ia], person[ib], w, h, cfg.min_speed, cfg.wrap)
+        stage1 = finish(pair)
+        stage2 = finish(np.concatenate([person[ia], person[ib], pair], axis=1))
+        index = np.stack([rows[ia], rows[ib]], axis=1).astype(np.int64)
+        return PairFeatures(np.stack([ids[ia], ids[ib]], axis=1), index, stage1, stage2)
+
+
+class PairedgeSpec(FeatureSpec):
+    """The ``pairedge`` feature spec (see the module docstring).
+
+    Attributes:
+        person_dim: Fp, values per person in stage 2 (``[a, b, pair]`` layout).
+        pair_dim: Fq, values of the pair block (stage 1 = the pair block).
+    """
+
+    name = "pairedge"
+    version = "1"
+    stage1_names = STAGE1_NAMES
+    stage2_names = STAGE2_NAMES
+    needs_flow = True
+    flow_backend = "dis"
+    default_flow_scale = 0.5
+    config_type = PairedgeConfig
+    person_dim = FP
+    pair_dim = FQ
+
+    def uses_flow(self, config: object = None) -> bool:
+        """Whether an extractor with ``config`` uses optical flow (False in box-only mode)."""
+        return bool(self.make_config(config).motion == "flow")
+
+    def _new_extractor(self, config: PairedgeConfig) -> PairedgeExtractor:
+        return PairedgeExtractor(config)
+
+
+SPEC = PairedgeSpec()
