@@ -1,0 +1,133 @@
+"""The one classifier interface of the runtime, in the Polygraphy runner style.
+
+A :class:`Backend` wraps one loaded classifier (:class:`~pairedge.runtime.backends.model.ModelFile`).
+Its lifecycle is explicit: :meth:`Backend.activate` creates the session / engine context,
+:meth:`Backend.deactivate` releases it, and the backend is a context manager doing both. The public
+:meth:`Backend.infer` validates its input (shape, dtype, finiteness), answers an empty batch without touching
+the model, and calls the protected :meth:`Backend._infer` that subclasses write.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import ClassVar
+
+import numpy as np
+from pairedge.errors import BackendError, InputError
+from pairedge.runtime.backends.model import ModelFile
+
+
+class Backend(ABC):
+    """Runs one pairwise classifier: (N, F) float32 features -> (N, C) float32 logits.
+
+    Args:
+        model: the checked model file.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, model: ModelFile) -> None:
+        self.model = model
+        self._active = False
+        self._empty = np.zeros((0, model.num_classes), np.float32)
+
+    # -- availability -------------------------------------------------------------------------------------
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """None when this backend can run on this machine, else why not."""
+        return None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self._active
+
+    def activate(self) -> Backend:
+        """Create the session / engine context. Idempotent; returns self."""
+        if not self._active:
+            self._activate()
+            self._active = True
+        return self
+
+    def deactivate(self) -> None:
+        """Release the session / engine context. Idempotent."""
+        if self._active:
+            self._active = False
+            self._deactivate()
+
+    def __enter__(self) -> Backend:
+        return self.activate()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.deactivate()
+
+    @property
+    def num_features(self) -> int:
+        return self.model.num_features
+
+    @property
+    def num_classes(self) -> int:
+        return self.model.num_classes
+
+    # -- inference ----------------------------------------------------------------------------------------
+    def infer(self, features: np.ndarray) -> np.ndarray:
+        """Logits of a batch of pairs.
+
+        Args:
+            features: (N, F) float32 raw (un-normalised) features, finite; N may be 0.
+
+        Returns:
+            (N, C) float32 logits, a new array owned by the caller.
+
+        Raises:
+            InputError: wrong type, dtype, shape or non-finite values. BackendError: not activated, or the
+            runtime failed.
+        """
+        if not self._active:
+            raise BackendError(f"{self!r} is not active; call activate() first or use it in a `with` block")
+        x = self.check_features(features)
+        if len(x) == 0:
+            return self._empty.copy()
+        out = self._infer(x)
+        if out.shape != (len(x), self.num_classes):
+            raise BackendError(
+                f"{self!r}: expected logits of shape {(len(x), self.num_classes)}, got {out.shape}"
+            )
+        return out
+
+    def check_features(self, features: np.ndarray) -> np.ndarray:
+        """Validate ``features``; returns it C-contiguous (no copy when it already is)."""
+        if not isinstance(features, np.ndarray):
+            raise InputError(f"features: expected a numpy array, got {type(features).__name__}")
+        if features.dtype != np.float32:
+            raise InputError(
+                f"features: expected float32, got {features.dtype}; fix with features.astype(np.float32)"
+            )
+        if features.ndim != 2 or features.shape[1] != self.num_features:
+            raise InputError(
+                f"features: expected shape (N, {self.num_features}) for {self.model.path.name}, got {features.shape}"
+            )
+        if not np.isfinite(features).all():
+            bad = int((~np.isfinite(features)).any(axis=1).sum())
+            raise InputError(
+                f"features: {bad} row(s) contain NaN or inf; drop or repair them before inference"
+            )
+        return np.ascontiguousarray(features)
+
+    @abstractmethod
+    def _activate(self) -> None:
+        """Create the session; called once per activation."""
+
+    @abstractmethod
+    def _deactivate(self) -> None:
+        """Release what :meth:`_activate` created."""
+
+    @abstractmethod
+    def _infer(self, features: np.ndarray) -> np.ndarray:
+        """Logits (N, C) float32 of validated, C-contiguous (N, F) float32 features with N >= 1."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model.path.name})"

@@ -1,0 +1,170 @@
+"""Loading an exported classifier: read and check its metadata before any runtime touches the file.
+
+A pairedge ONNX model declares itself in ``metadata_props`` (see :mod:`pairedge.modelmeta`). The loader
+refuses, with a :class:`ModelError` that says how to fix it: a file that is not ONNX, a model without
+pairedge metadata, a feature spec (or spec version) this pairedge does not know, an input/output contract
+that does not match the metadata, and external-data references that leave the model's folder (absolute
+paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pairedge.errors import ModelError
+from pairedge.features import FeatureSpec, get_spec
+from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
+
+_EXTERNAL = 1  # onnx.TensorProto.EXTERNAL
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A checked classifier file.
+
+    Attributes:
+        path: the .onnx file (absolute).
+        metadata: its pairedge metadata.
+        spec: the feature spec the metadata names.
+        has_external_data: True when some tensor lives in a side file (all inside ``path.parent``).
+    """
+
+    path: Path
+    metadata: ModelMetadata
+    spec: FeatureSpec
+    has_external_data: bool = False
+
+    @property
+    def num_features(self) -> int:
+        return self.metadata.num_features
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.metadata.labels
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.metadata.labels)
+
+
+def load_model(path: str | Path, *, stage: int | None = None) -> ModelFile:
+    """Read and check an exported classifier (the weights are not loaded here; a backend does that).
+
+    Args:
+        path: the .onnx file.
+        stage: when given, the model must declare this stage (1 or 2).
+
+    Raises:
+        ModelError: see the module docstring.
+    """
+    import onnx  # core dependency; imported here so `import pairedge.runtime` stays light
+
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise ModelError(f"{path}: model file not found; fix the path (a model directory holds stage1.onnx)")
+    try:
+        proto = onnx.load(str(file), load_external_data=False)
+    except Exception as exc:  # protobuf raises its own DecodeError types
+        raise ModelError(f"{file}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    props = {p.key: p.value for p in proto.metadata_props}
+    meta = ModelMetadata.from_props(props, source=str(file))
+    if stage is not None and meta.stage != stage:
+        raise ModelError(f"{file}: expected a stage-{stage} model, got metadata stage {meta.stage}")
+    spec = _check_spec(file, meta)
+    _check_io(file, proto, meta)
+    external = _check_external_data(file, proto)
+    return ModelFile(path=file, metadata=meta, spec=spec, has_external_data=external)
+
+
+def _check_spec(file: Path, meta: ModelMetadata) -> FeatureSpec:
+    try:
+        spec = get_spec(meta.feature_spec)
+    except ModelError as exc:
+        raise ModelError(f"{file}: {exc}") from None
+    if spec.version and meta.feature_spec_version != spec.version:
+        raise ModelError(
+            f"{file}: trained on feature spec {spec.name!r} version {meta.feature_spec_version!r}, this pairedge "
+            f"implements version {spec.version!r}; re-export the model with this pairedge version"
+        )
+    width = spec.stage1_dim if meta.stage == 1 else spec.stage2_dim
+    if meta.num_features != width:
+        raise ModelError(
+            f"{file}: stage-{meta.stage} model of spec {spec.name!r} expects {width} features, metadata says "
+            f"num_features={meta.num_features}"
+        )
+    if meta.stage == 1 and len(meta.labels) not in (1, 2):
+        raise ModelError(
+            f"{file}: a stage-1 model has 2 classes (not / interacting), got labels {meta.labels}"
+        )
+    return spec
+
+
+def _dims(value_info: Any) -> list[int | str]:
+    return [
+        d.dim_value if d.HasField("dim_value") else d.dim_param for d in value_info.type.tensor_type.shape.dim
+    ]
+
+
+def _check_io(file: Path, proto: Any, meta: ModelMetadata) -> None:
+    initializers = {t.name for t in proto.graph.initializer}
+    inputs = [i for i in proto.graph.input if i.name not in initializers]
+    names_in = [i.name for i in inputs]
+    names_out = [o.name for o in proto.graph.output]
+    if names_in != [INPUT_NAME] or OUTPUT_NAME not in names_out:
+        raise ModelError(
+            f"{file}: expected one input {INPUT_NAME!r} and an output {OUTPUT_NAME!r}, got inputs {names_in} and "
+            f"outputs {names_out}; export with `pairedge export`"
+        )
+    checks = (
+        (inputs[0], meta.num_features, "input features"),
+        (proto.graph.output[names_out.index(OUTPUT_NAME)], len(meta.labels), "output logits"),
+    )
+    for info, width, what in checks:
+        dims = _dims(info)
+        if len(dims) != 2 or (isinstance(dims[1], int) and dims[1] not in (0, width)):
+            raise ModelError(f"{file}: {what}: expected shape (pairs, {width}), got {dims}")
+        if info.type.tensor_type.elem_type != 1:  # onnx.TensorProto.FLOAT
+            raise ModelError(
+                f"{file}: {what}: expected float32, got ONNX element type {info.type.tensor_type.elem_type}"
+            )
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every TensorProto of a graph, its subgraphs and node attributes."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _tensors(sub)
+
+
+def _check_external_data(file: Path, proto: Any) -> bool:
+    folder = file.parent
+    found = False
+    for tensor in _tensors(proto.graph):
+        if tensor.data_location != _EXTERNAL:
+            continue
+        found = True
+        entries = {e.key: e.value for e in tensor.external_data}
+        location = entries.get("location", "")
+        target = (folder / location).resolve()
+        if not location or Path(location).is_absolute() or not target.is_relative_to(folder):
+            raise ModelError(
+                f"{file}: tensor {tensor.name!r} stores its data at {location!r}, outside the model folder "
+                f"{folder}; refusing to read it. Keep external data files next to the .onnx file "
+                "(onnx.save_model(..., location='<name>.data'))"
+            )
+        if not target.is_file():
+            raise ModelError(f"{file}: external data file {location!r} of tensor {tensor.name!r} is missing")
+    return found

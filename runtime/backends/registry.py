@@ -1,0 +1,87 @@
+"""Classifier backends by name, imported lazily.
+
+The table maps a name to ``"module:Class"``. A native TensorRT-engine backend plugs in by adding a row
+and a module whose class subclasses :class:`~pairedge.runtime.backends.base.Backend` and reports through
+``unavailable_reason`` why it cannot run on a given machine (no GPU, no TensorRT).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pairedge.errors import BackendError, InputError
+from pairedge.runtime.backends.base import Backend
+from pairedge.runtime.backends.model import ModelFile, load_model
+
+#: name -> "module:Class". Read-only.
+BACKENDS: Mapping[str, str] = MappingProxyType(
+    {
+        "onnxruntime": "pairedge.runtime.backends.ort:OnnxRuntimeBackend",
+        "onnxruntime-cuda": "pairedge.runtime.backends.ort:OnnxRuntimeCudaBackend",
+        "onnxruntime-tensorrt": "pairedge.runtime.backends.ort:OnnxRuntimeTensorRTBackend",
+    }
+)
+
+#: What "auto" tries, in order. The TensorRT provider is left out: it builds engines at start-up.
+AUTO_ORDER: tuple[str, ...] = ("onnxruntime-cuda", "onnxruntime")
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class registered under ``name`` (imports its module)."""
+    if name not in BACKENDS:
+        raise InputError(f"unknown classifier backend {name!r}; expected one of {sorted(BACKENDS)} or 'auto'")
+    module_name, _, class_name = BACKENDS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BackendError(f"classifier backend {name!r} cannot be imported: {exc}") from exc
+    cls = getattr(module, class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise BackendError(f"classifier backend {name!r}: {BACKENDS[name]} is not a Backend")
+    return cls
+
+
+def available_backends() -> dict[str, str | None]:
+    """Every registered name -> None when it runs here, else the reason it does not."""
+    out: dict[str, str | None] = {}
+    for name in BACKENDS:
+        try:
+            out[name] = backend_class(name).unavailable_reason()
+        except BackendError as exc:
+            out[name] = str(exc)
+    return out
+
+
+def resolve_backend_name(name: str = "auto") -> str:
+    """``name`` itself, or for "auto" the first available of :data:`AUTO_ORDER`."""
+    if name != "auto":
+        return name
+    reasons = available_backends()
+    for candidate in AUTO_ORDER:
+        if reasons.get(candidate) is None:
+            return candidate
+    raise BackendError(f"no classifier backend can run here: {reasons}")
+
+
+def get_backend(name: str, model: ModelFile | str | Path, options: Any = None) -> Backend:
+    """Create (not activate) a classifier backend.
+
+    Args:
+        name: a registered name or "auto".
+        model: a :class:`ModelFile` or the path of an .onnx file (checked with :func:`load_model`).
+        options: the backend's options dataclass (e.g. :class:`~pairedge.runtime.backends.ort.OrtOptions`).
+
+    Raises:
+        InputError: unknown name. BackendError: not available on this machine. ModelError: bad model.
+    """
+    resolved = resolve_backend_name(name)
+    cls = backend_class(resolved)
+    reason = cls.unavailable_reason()
+    if reason is not None:
+        raise BackendError(f"classifier backend {resolved!r} is not available on this machine: {reason}")
+    model_file = model if isinstance(model, ModelFile) else load_model(model)
+    return cls(model_file, options) if options is not None else cls(model_file)
