@@ -38,6 +38,7 @@ class ExportResult:
         path: the ONNX file.
         metadata: what it declares.
         max_abs_diff: max |logits_onnxruntime - logits_torch| over every checked batch.
+        max_abs_logit: max |logits_torch| over the same inputs (the scale the difference is relative to).
         batch_sizes: the pair counts checked.
         opset: the declared ai.onnx opset.
         num_parameters: trainable parameters of the PyTorch model.
@@ -47,6 +48,7 @@ class ExportResult:
     path: Path
     metadata: ModelMetadata
     max_abs_diff: float
+    max_abs_logit: float
     batch_sizes: tuple[int, ...]
     opset: int
     num_parameters: int
@@ -112,6 +114,11 @@ def sample_inputs(metadata: ModelMetadata, n: int, seed: int = 0) -> np.ndarray:
 
 def max_abs_difference(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -> float:
     """max |ONNX Runtime(X) - torch(X)| for raw features X (N, F) float32 (CPU provider)."""
+    return parity_stats(model, onnx_path, X)[0]
+
+
+def parity_stats(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -> tuple[float, float]:
+    """(max |ONNX Runtime(X) - torch(X)|, max |torch(X)|) for raw features X (N, F) float32."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
@@ -121,7 +128,9 @@ def max_abs_difference(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -
         ref = model(torch.from_numpy(np.ascontiguousarray(X, np.float32))).numpy()
     if got.shape != ref.shape:
         raise ModelError(f"{onnx_path}: ONNX Runtime output shape {got.shape} != PyTorch {ref.shape}")
-    return float(np.max(np.abs(got - ref))) if got.size else 0.0
+    if not got.size:
+        return 0.0, 0.0
+    return float(np.max(np.abs(got - ref))), float(np.max(np.abs(ref)))
 
 
 def export_model(
@@ -151,13 +160,14 @@ def export_model(
     out.parent.mkdir(parents=True, exist_ok=True)
     proto = _finalise(_to_onnx_bytes(model, metadata.num_features, opset), metadata, opset)
     onnx.save(proto, str(out))
-    diffs = [max_abs_difference(model, out, sample_inputs(metadata, n, seed=n)) for n in check_batches]
+    stats = [parity_stats(model, out, sample_inputs(metadata, n, seed=n)) for n in check_batches]
     if check_inputs is not None and len(check_inputs):
-        diffs.append(max_abs_difference(model, out, check_inputs))
+        stats.append(parity_stats(model, out, check_inputs))
     return ExportResult(
         path=out,
         metadata=metadata,
-        max_abs_diff=max(diffs) if diffs else float("nan"),
+        max_abs_diff=max(d for d, _ in stats) if stats else float("nan"),
+        max_abs_logit=max(m for _, m in stats) if stats else float("nan"),
         batch_sizes=tuple(int(n) for n in check_batches),
         opset=opset,
         num_parameters=count_parameters(model),
