@@ -35,17 +35,20 @@ PARTS: tuple[str, ...] = (
 N_PARTS = len(PARTS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StickmenImage:
     """The stickmen of one image.
 
     Attributes:
         name: the header's frame number or filename (``""`` for a bare file).
         sticks: (P, 6, 4) float64, ``[x1, y1, x2, y2]`` per part in :data:`PARTS` order; NaN rows = occluded.
+        windows: optional (P, 4) float64 detection windows ``[min_x, min_y, max_x, max_y]`` (the CALVIN
+            ``.det`` field) of estimated stickmen; a NaN row (or None for all) = derive from torso + head.
     """
 
     name: str
     sticks: np.ndarray
+    windows: np.ndarray | None = None
 
 
 def read_stickmen(path: str | Path) -> np.ndarray:
