@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pairedge.cli import doctor as _doctor  # noqa: F401  (registers the command)
+from pairedge.cli import export as _export  # noqa: F401  (registers the command)
+from pairedge.cli import score as _score  # noqa: F401  (registers the command)
+from pairedge.cli import train as _train  # noqa: F401  (registers the command)
 from pairedge.cli.app import app, main
 
 __all__ = ["app", "main"]

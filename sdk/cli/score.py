@@ -1,0 +1,99 @@
+"""``pairedge score``: score a prediction file against ground truth with one of the evaluation protocols."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+
+if TYPE_CHECKING:
+    from pairedge.metrics.report import ScoreReport
+
+
+class Protocol(str, Enum):
+    pairwise = "pairwise"
+    pcp = "pcp"
+    par = "par"
+
+
+class PcpMode(str, Enum):
+    loose = "loose"
+    strict = "strict"
+
+
+@app.command()
+@handle_errors
+def score(
+    protocol: Protocol = typer.Option(..., "--protocol", "-p", help="Evaluation protocol."),
+    pred: Path = typer.Option(..., "--pred", help="Prediction file."),
+    gold: Path = typer.Option(..., "--gold", help="Ground-truth file."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the full report as JSON here."),
+    tau: float = typer.Option(0.5, "--tau", help="pairwise: stage-1 threshold on predicted p_interact."),
+    labels: str | None = typer.Option(
+        None,
+        "--labels",
+        help="pairwise: label set when the files have no header: a name (paper3, cad8, ...) or a "
+        "comma-separated list of class names.",
+    ),
+    mode: PcpMode = typer.Option(PcpMode.loose, "--mode", help="pcp: loose (Buffy official) or strict."),
+    threshold: float = typer.Option(0.5, "--threshold", help="pcp: the threshold t."),
+) -> None:
+    """Score PRED against GOLD (pairwise | pcp | par) and print the summary and tables.
+
+    File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem.
+    """
+    report = _dispatch(protocol, pred, gold, tau=tau, labels=labels, mode=mode.value, threshold=threshold)
+    print_report(report)
+    if json_out is not None:
+        report.write_json(json_out)
+        console.print(f"wrote {json_out}")
+
+
+def _dispatch(
+    protocol: Protocol, pred: Path, gold: Path, *, tau: float, labels: str | None, mode: str, threshold: float
+) -> ScoreReport:
+    if protocol is Protocol.pairwise:
+        from pairedge.metrics import pairwise
+
+        label_arg: str | list[str] | None = labels
+        if labels is not None and "," in labels:
+            label_arg = [name.strip() for name in labels.split(",") if name.strip()]
+        return pairwise.score_files(pred, gold, tau=tau, labels=label_arg)
+    if protocol is Protocol.pcp:
+        from pairedge.metrics import pcp
+
+        return pcp.score_files(pred, gold, mode=mode, threshold=threshold)
+    from pairedge.metrics import par
+
+    return par.score_files(pred, gold)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "—" if not math.isfinite(value) else f"{value:.4f}"
+    return str(value)
+
+
+def print_report(report: ScoreReport) -> None:
+    """Print a report's summary, tables and notes with rich."""
+    from rich.table import Table as RichTable
+
+    summary = RichTable(title=f"{report.protocol}: summary")
+    summary.add_column("metric")
+    summary.add_column("value", justify="right")
+    for name, value in report.summary.items():
+        summary.add_row(name, _cell(value))
+    console.print(summary)
+    for table in report.tables:
+        out = RichTable(title=table.title)
+        for i, column in enumerate(table.columns):
+            out.add_column(str(column), justify="left" if i == 0 else "right", overflow="fold")
+        for row in table.rows:
+            out.add_row(*(_cell(v) for v in row))
+        console.print(out)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
