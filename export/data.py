@@ -6,7 +6,8 @@ A features file (``docs/formats.md``) holds one row per (frame, pair):
   (str or int; the split never separates rows of one sequence), ``labels`` (C,) str class names.
 - optional: ``feature_spec`` (str), ``feature_spec_version`` (str), ``feature_names`` (F,) str,
   ``stage`` (int), ``person_features`` / ``pair_features`` (int; the ``[a, b, pair]`` layout of a
-  relation network), ``label_set`` (str).
+  relation network), ``label_set`` (str), ``feature_config`` (str: JSON of the feature extractor's options,
+  e.g. ``{"motion": "boxes"}``; stored in the model metadata so the runtime extracts features the same way).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class FeatureData:
     person_features: int = 0
     pair_features: int = 0
     label_set: str = ""
+    feature_config: str = ""
 
     def __post_init__(self) -> None:
         validate_arrays(self.X, self.y, self.groups, self.labels, source="<arrays>")
@@ -91,6 +93,7 @@ class FeatureData:
             person_features=np.asarray(self.person_features, dtype=np.int64),
             pair_features=np.asarray(self.pair_features, dtype=np.int64),
             label_set=np.asarray(self.label_set),
+            feature_config=np.asarray(self.feature_config),
         )
 
 
@@ -158,6 +161,7 @@ def load_npz(path: str | Path) -> FeatureData:
                 "person_features": _scalar(archive, "person_features", int, 0),
                 "pair_features": _scalar(archive, "pair_features", int, 0),
                 "label_set": _scalar(archive, "label_set", str, ""),
+                "feature_config": _scalar(archive, "feature_config", str, ""),
             }
         except ValueError as exc:  # e.g. an object array that would need pickle
             raise FormatError(path, f"unreadable array ({exc})") from None

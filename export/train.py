@@ -9,6 +9,7 @@ accuracy. Runs are deterministic on CPU: seeded numpy / torch generators, single
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -300,5 +301,6 @@ def checkpoint_of(
             "val_metrics": summary,
             "best_epoch": result.best_epoch,
             "train": result.train_config.to_dict(),
+            "feature_config": json.loads(data.feature_config) if data.feature_config else {},
         },
     )

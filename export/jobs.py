@@ -1,0 +1,105 @@
+"""End-to-end jobs behind ``pairedge train``: data -> trained checkpoint, report and ONNX in one folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.export.checkpoint import save_checkpoint
+from pairedge.export.data import FeatureData
+from pairedge.export.onnx_export import ExportResult, export_checkpoint
+from pairedge.export.report import write_report
+from pairedge.export.train import TrainConfig, TrainResult, checkpoint_of, train
+
+SPECS = ("liang2026", "pairedge")
+
+
+@dataclass(frozen=True)
+class TrainOutputs:
+    """Files written by :func:`train_to_dir` and the run's result."""
+
+    result: TrainResult
+    checkpoint_dir: Path
+    report: dict[str, Path]
+    export: ExportResult | None
+
+
+def resolve_data(data: FeatureData, spec: str, stage: int | None) -> FeatureData:
+    """Check ``data`` against the requested feature spec and stage; fill in what the file leaves out.
+
+    The spec version is the one this pairedge implements (a file that names another version is refused).
+    """
+    from pairedge.features import get_spec
+
+    if spec not in SPECS:
+        raise InputError(f"unknown feature spec {spec!r}; expected one of {list(SPECS)}")
+    if data.feature_spec and data.feature_spec != spec:
+        raise InputError(
+            f"the features file was built with spec {data.feature_spec!r}, but --spec {spec} was given; "
+            "rebuild the features or pass the matching --spec"
+        )
+    version = str(get_spec(spec).version)
+    if data.feature_spec_version and data.feature_spec_version != version:
+        raise InputError(
+            f"the features file has spec {spec!r} version {data.feature_spec_version!r}, this pairedge implements "
+            f"version {version!r}; rebuild the features with this version"
+        )
+    if stage is not None and data.stage and data.stage != stage:
+        raise InputError(f"the features file holds stage-{data.stage} data, but --stage {stage} was given")
+    chosen = stage or data.stage or (1 if len(data.labels) == 2 else 2)
+    spec_obj = get_spec(spec)
+    width = spec_obj.stage1_dim if chosen == 1 else spec_obj.stage2_dim
+    if data.num_features != width:
+        raise InputError(
+            f"spec {spec!r} stage {chosen} has {width} features, the file has {data.num_features}; "
+            "rebuild the features for this spec and stage"
+        )
+    fp, fq = data.person_features, data.pair_features
+    if chosen == 2 and not fp:
+        fp, fq = person_pair_layout(spec_obj.stage2_names)
+    return replace(
+        data,
+        feature_spec=spec,
+        feature_spec_version=version,
+        stage=chosen,
+        person_features=fp,
+        pair_features=fq,
+    )
+
+
+def person_pair_layout(names: tuple[str, ...]) -> tuple[int, int]:
+    """(Fp, Fq) when ``names`` are laid out as ``a_* (Fp), b_* (Fp), pair_* (Fq)``, else (0, 0)."""
+    fp = sum(n.startswith("a_") for n in names)
+    fq = len(names) - 2 * fp
+    ok = (
+        fp > 0
+        and all(n.startswith("b_") for n in names[fp : 2 * fp])
+        and all(n.startswith("pair_") for n in names[2 * fp :])
+    )
+    return (fp, fq) if ok else (0, 0)
+
+
+def train_to_dir(
+    data: FeatureData,
+    out: str | Path,
+    *,
+    spec: str,
+    stage: int | None = None,
+    config: TrainConfig | None = None,
+    export: bool = True,
+    progress: bool = True,
+    val_mask: np.ndarray | None = None,
+    title: str | None = None,
+) -> TrainOutputs:
+    """Train on ``data`` and write ``model.pt`` + ``model.json``, ``report.{json,md}``, ``curves.png`` and
+    (with ``export``) ``stage{N}.onnx`` into ``out``."""
+    data = resolve_data(data, spec, stage)
+    result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
+    out = Path(out)
+    ckpt = checkpoint_of(result, data)
+    save_checkpoint(ckpt, out)
+    report = write_report(result, out, title or f"{spec} stage {result.stage} training report")
+    exported = export_checkpoint(ckpt, out / f"stage{result.stage}.onnx") if export else None
+    return TrainOutputs(result=result, checkpoint_dir=out, report=report, export=exported)

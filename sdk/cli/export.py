@@ -1,0 +1,65 @@
+"""``pairedge export``: a checkpoint (pairedge-trained or from the paper's released code) -> ONNX."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+from pairedge.errors import InputError
+
+
+@app.command("export")
+@handle_errors
+def export_command(
+    checkpoint: Path = typer.Argument(
+        ..., help="A `pairedge train` output folder (model.pt + model.json), or a paper checkpoint file."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="The .onnx file to write."),
+    paper_stage1: bool = typer.Option(
+        False, "--paper-stage1", help="CHECKPOINT is the paper's stage-1 adaptive geometric classifier."
+    ),
+    paper_stage2: bool = typer.Option(
+        False,
+        "--paper-stage2",
+        help="CHECKPOINT is the paper's stage-2 geometric MLP (with normalization_stats).",
+    ),
+    labels: str | None = typer.Option(
+        None,
+        "--labels",
+        help="--paper-stage2 with other than 3 classes: a label set name (paper3, cad8, ...).",
+    ),
+    opset: int = typer.Option(17, "--opset", help="ai.onnx opset to declare."),
+) -> None:
+    """Export CHECKPOINT to ONNX (dynamic pair axis, metadata) and print the ONNX Runtime vs PyTorch error."""
+    from pairedge._optional import require
+
+    require("torch", purpose="pairedge export")
+    from pairedge.export.checkpoint import load_checkpoint
+    from pairedge.export.onnx_export import export_checkpoint
+    from pairedge.export.paper_import import import_paper_stage1, import_paper_stage2
+    from pairedge.labels import get_label_set
+
+    if paper_stage1 and paper_stage2:
+        raise InputError("give at most one of --paper-stage1 and --paper-stage2")
+    if labels is not None and not paper_stage2:
+        raise InputError("--labels applies to --paper-stage2 only (pairedge checkpoints store their labels)")
+    if paper_stage1:
+        ckpt = import_paper_stage1(checkpoint)
+    elif paper_stage2:
+        ckpt = import_paper_stage2(checkpoint, get_label_set(labels).classes if labels else None)
+    else:
+        ckpt = load_checkpoint(checkpoint)
+    result = export_checkpoint(ckpt, out, opset=opset)
+    meta = result.metadata
+    console.print(
+        f"wrote {result.path} ({result.onnx_bytes} bytes, opset {result.opset}): stage {meta.stage}, "
+        f"{meta.architecture}, {result.num_parameters} parameters, spec {meta.feature_spec} "
+        f"v{meta.feature_spec_version}, labels {list(meta.labels)}",
+        highlight=False,
+    )
+    console.print(
+        f"max abs difference ONNX Runtime vs PyTorch: {result.max_abs_diff:.3g} "
+        f"(pairs {list(result.batch_sizes)}, max |logit| {result.max_abs_logit:.3g})",
+        highlight=False,
+    )

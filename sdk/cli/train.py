@@ -1,0 +1,80 @@
+"""``pairedge train``: features -> checkpoint, training report and ONNX in one folder."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+
+
+class Spec(str, Enum):
+    liang2026 = "liang2026"
+    pairedge = "pairedge"
+
+
+@app.command("train")
+@handle_errors
+def train_command(
+    data: Path = typer.Option(
+        ..., "--data", help="Features file (.npz: X, y, groups, labels; docs/formats.md)."
+    ),
+    spec: Spec = typer.Option(..., "--spec", help="Feature spec the features were built with."),
+    stage: int = typer.Option(
+        ..., "--stage", min=1, max=2, help="1 = interacting or not, 2 = interaction type."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output folder (checkpoint, report, ONNX)."),
+    arch: str | None = typer.Option(
+        None,
+        "--arch",
+        help="stage1_mlp | relation_net | residual_mlp | paper_adaptive_geometric (default by stage).",
+    ),
+    epochs: int = typer.Option(60, "--epochs", min=1),
+    patience: int = typer.Option(12, "--patience", min=1, help="Early stopping on validation MPCA."),
+    batch_size: int = typer.Option(256, "--batch-size", min=2),
+    lr: float = typer.Option(2e-3, "--lr"),
+    samples_per_epoch: int | None = typer.Option(None, "--samples-per-epoch", help="Default: training rows."),
+    val_fraction: float = typer.Option(0.2, "--val-fraction", help="Share of rows, whole sequences."),
+    seed: int = typer.Option(0, "--seed"),
+    export: bool = typer.Option(True, "--export/--no-export", help="Also write stage{N}.onnx."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train a stage-1 or stage-2 classifier (focal loss, balanced sampling, AdamW, early stopping)."""
+    from pairedge._optional import require
+
+    require("torch", purpose="pairedge train")
+    from pairedge.export.data import load_npz
+    from pairedge.export.jobs import train_to_dir
+    from pairedge.export.train import TrainConfig
+
+    config = TrainConfig(
+        architecture=arch,
+        epochs=epochs,
+        patience=patience,
+        batch_size=batch_size,
+        lr=lr,
+        samples_per_epoch=samples_per_epoch,
+        val_fraction=val_fraction,
+        seed=seed,
+    )
+    outputs = train_to_dir(
+        load_npz(data), out, spec=spec.value, stage=stage, config=config, progress=progress
+    )
+    result, val = outputs.result, outputs.result.val_metrics
+    console.print(
+        f"stage {result.stage} {result.model_config.architecture} ({result.num_parameters} parameters), "
+        f"best epoch {result.best_epoch}/{len(result.history)}: validation accuracy {val['accuracy']:.4f}, "
+        f"MPCA {val['mpca']:.4f}, macro-F1 {val['macro_f1']:.4f} on {val['n']} pairs "
+        f"from {len(result.val_groups)} sequences",
+        highlight=False,
+    )
+    console.print(
+        f"wrote {outputs.checkpoint_dir}/model.pt, model.json, report.md, report.json", highlight=False
+    )
+    if outputs.export is not None:
+        console.print(
+            f"wrote {outputs.export.path} ({outputs.export.onnx_bytes} bytes), max abs difference ONNX Runtime "
+            f"vs PyTorch {outputs.export.max_abs_diff:.3g}",
+            highlight=False,
+        )

@@ -1,0 +1,72 @@
+"""`pairedge train` on a features .npz: outputs, determinism across two runs, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from pairedge.cli import app  # noqa: E402
+from pairedge.export.data import FeatureData  # noqa: E402
+from pairedge.labels import PAPER3  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+runner = CliRunner()
+
+
+def _npz(path: Path, features: int = 10, spec: str = "") -> Path:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 900)
+    X = rng.normal(size=(900, features)).astype(np.float32)
+    X[:, 0] += 1.5 * y
+    groups = np.array([f"s{i // 60}" for i in range(900)])
+    FeatureData.from_arrays(X, y, groups, PAPER3.classes, feature_spec=spec).save(path)
+    return path
+
+
+ARGS = ["--spec", "liang2026", "--stage", "2", "--epochs", "4", "--patience", "2", "--no-progress"]
+
+
+def test_train_writes_checkpoint_report_and_onnx(tmp_path: Path) -> None:
+    data = _npz(tmp_path / "f.npz")
+    result = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "a"), *ARGS])
+    assert result.exit_code == 0, result.output
+    assert "MPCA" in result.output and "max abs difference" in result.output
+    for name in ("model.pt", "model.json", "report.json", "report.md", "curves.png", "stage2.onnx"):
+        assert (tmp_path / "a" / name).is_file(), name
+    doc = json.loads((tmp_path / "a" / "model.json").read_text())
+    assert doc["feature_spec"] == "liang2026" and doc["feature_spec_version"] == "1"
+    assert doc["model"]["architecture"] == "residual_mlp"
+    # the same command twice gives identical metrics
+    again = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "b"), *ARGS])
+    assert again.exit_code == 0, again.output
+    first = json.loads((tmp_path / "a" / "report.json").read_text())
+    second = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert first["validation"] == second["validation"] and first["history"] == second["history"]
+    # and the exported checkpoint can be re-exported by `pairedge export`
+    exported = runner.invoke(app, ["export", str(tmp_path / "a"), "--out", str(tmp_path / "re.onnx")])
+    assert exported.exit_code == 0, exported.output
+    assert "max abs difference ONNX Runtime vs PyTorch" in exported.output
+
+
+def test_train_errors_are_one_line(tmp_path: Path) -> None:
+    wrong_width = _npz(tmp_path / "w.npz", features=9)
+    result = runner.invoke(app, ["train", "--data", str(wrong_width), "--out", str(tmp_path / "o"), *ARGS])
+    assert result.exit_code == 1
+    assert "has 10 features, the file has 9" in result.output and "Traceback" not in result.output
+    other_spec = _npz(tmp_path / "s.npz", spec="pairedge")
+    result = runner.invoke(app, ["train", "--data", str(other_spec), "--out", str(tmp_path / "o"), *ARGS])
+    assert result.exit_code == 1 and "built with spec 'pairedge'" in result.output
+    result = runner.invoke(
+        app, ["train", "--data", str(tmp_path / "none.npz"), "--out", str(tmp_path / "o"), *ARGS]
+    )
+    assert result.exit_code == 1 and "not found" in result.output
+    stage1 = runner.invoke(
+        app, ["train", "--data", str(_npz(tmp_path / "x.npz", features=7)), "--out", str(tmp_path / "o"),
+              "--spec", "liang2026", "--stage", "1", "--no-progress"],
+    )  # fmt: skip
+    assert stage1.exit_code == 1 and "interacting-or-not" in stage1.output
