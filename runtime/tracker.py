@@ -1,0 +1,235 @@
+"""A small built-in tracker that gives ids to detections without identities.
+
+Method (SORT-like, numpy only): every track keeps its last box and a constant-velocity estimate of its
+centre (pixels per second, smoothed). For a new frame each track's box is predicted forward to the frame's
+timestamp; candidate matches are track/detection pairs whose IoU with the prediction is at least
+``min_iou``, whose centre moved at most ``max_center_jump`` box heights (the gate widens with every frame the
+track went unseen) and whose height changed by at most ``max_scale_change``; candidates are then assigned
+greedily by decreasing IoU. Unmatched detections with ``score >= min_score`` start new tracks; a track
+unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks`` rows, so memory
+is bounded; when they are full the longest-unseen track is evicted first.
+
+Limits (use a real tracker such as ByteTrack or OC-SORT when they matter): greedy assignment, not
+optimal (Hungarian); no appearance model, so people who cross while fully overlapping can swap ids and a
+person who reappears after ``max_age`` frames gets a new id; a constant-velocity model only (no camera
+motion compensation: on a fast-turning robot lower ``min_iou`` or raise ``max_center_jump``); no
+confirmation period, so a single false detection gets an id for one frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pairedge.errors import InputError
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Options of :class:`IoUTracker` (all thresholds inclusive).
+
+    Attributes:
+        min_iou: minimum IoU of a detection with a track's predicted box.
+        max_center_jump: maximum centre displacement from the prediction, in track box heights, for a track
+            seen in the previous frame; multiplied by ``1 + frames unseen`` afterwards.
+        max_scale_change: maximum ratio between detection and track box heights.
+        max_age: frames a track survives without a detection.
+        max_tracks: capacity of the state arrays (bounded memory).
+        min_score: detections below this score do not start tracks (they may still continue one).
+        velocity_smoothing: weight of the newest velocity measurement in (0, 1].
+        nms_iou: detections overlapping a higher-scored detection of the same frame by more than this IoU
+            are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
+            every detection.
+    """
+
+    min_iou: float = 0.2
+    max_center_jump: float = 0.75
+    max_scale_change: float = 1.5
+    max_age: int = 15
+    max_tracks: int = 512
+    min_score: float = 0.0
+    velocity_smoothing: float = 0.5
+    nms_iou: float | None = 0.35
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_iou <= 1.0 or self.max_center_jump <= 0 or self.max_scale_change < 1.0:
+            raise InputError(f"tracker config: thresholds out of range in {self}")
+        if self.max_age < 0 or self.max_tracks < 1 or not 0.0 < self.velocity_smoothing <= 1.0:
+            raise InputError(
+                f"tracker config: max_age >= 0, max_tracks >= 1, velocity_smoothing in (0, 1]; got {self}"
+            )
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of every box in ``a`` (T, 4) with every box in ``b`` (N, 4), both ``x y w h``; (T, N) float64."""
+    ax0, ay0, ax1, ay1 = a[:, 0:1], a[:, 1:2], a[:, 0:1] + a[:, 2:3], a[:, 1:2] + a[:, 3:4]
+    bx0, by0, bx1, by1 = b[:, 0], b[:, 1], b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
+    iw = np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0, None)
+    ih = np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0, None)
+    inter = iw * ih
+    union = a[:, 2:3] * a[:, 3:4] + b[:, 2] * b[:, 3] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+
+
+def nms_keep(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
+    """(N,) bool: boxes kept by greedy non-maximum suppression at ``iou`` (higher score wins, then lower index)."""
+    n = len(boxes)
+    keep = np.ones(n, bool)
+    if n < 2:
+        return keep
+    overlap = iou_matrix(boxes, boxes)
+    order = np.argsort(-scores, kind="stable")
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    # i suppresses j when they overlap and i ranks higher; resolve in rank order (few candidates remain)
+    beats = (overlap > iou) & (rank[:, None] < rank[None, :])
+    for i in order[beats[order].any(axis=1)].tolist():
+        if keep[i]:
+            keep &= ~beats[i]
+    return keep
+
+
+def greedy_assign(score: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy one-to-one assignment by decreasing ``score`` among ``valid`` (T, N) entries.
+
+    Returns:
+        rows, cols: (K,) int64 matched index pairs.
+    """
+    t_idx, d_idx = np.nonzero(valid)
+    order = np.argsort(-score[t_idx, d_idx], kind="stable")
+    used_t = np.zeros(score.shape[0], bool)
+    used_d = np.zeros(score.shape[1], bool)
+    rows: list[int] = []
+    cols: list[int] = []
+    for t, d in zip(t_idx[order].tolist(), d_idx[order].tolist(), strict=True):  # ~N candidates after gating
+        if not used_t[t] and not used_d[d]:
+            used_t[t] = used_d[d] = True
+            rows.append(t)
+            cols.append(d)
+    return np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+
+
+class IoUTracker:
+    """Assigns track ids to per-frame detections (see the module docstring for the method and its limits).
+
+    Args:
+        config: :class:`TrackerConfig`; None for the defaults.
+    """
+
+    def __init__(self, config: TrackerConfig | None = None) -> None:
+        self.config = config or TrackerConfig()
+        k = self.config.max_tracks
+        self._box = np.zeros((k, 4), np.float64)  # last matched box, x y w h
+        self._vel = np.zeros((k, 2), np.float64)  # centre velocity, px / s
+        self._time = np.zeros(k, np.float64)  # timestamp of the last match
+        self._misses = np.zeros(k, np.int64)  # frames unseen
+        self._ids = np.full(k, -1, np.int64)
+        self._alive = np.zeros(k, bool)
+        self._next_id = 1
+
+    @property
+    def num_tracks(self) -> int:
+        """Tracks currently alive (seen within ``max_age`` frames)."""
+        return int(self._alive.sum())
+
+    def reset(self) -> None:
+        """Forget every track (ids keep increasing)."""
+        self._alive[:] = False
+
+    def predicted_boxes(self, slots: np.ndarray, timestamp: float) -> np.ndarray:
+        """(len(slots), 4) boxes of the given tracks moved with their velocity to ``timestamp``."""
+        dt = np.clip(timestamp - self._time[slots], 0.0, None)[:, None]
+        pred = self._box[slots].copy()
+        pred[:, :2] += self._vel[slots] * dt
+        return pred
+
+    def step(self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None) -> np.ndarray:
+        """Track one frame.
+
+        Args:
+            boxes: (N, 4) float ``x y w h`` pixels, finite with positive size (validated upstream).
+            timestamp: seconds, non-decreasing.
+            scores: (N,) detector scores, or None (all 1).
+
+        Returns:
+            (N,) int64 track ids; -1 for a detection that matched no track and did not start one.
+        """
+        cfg = self.config
+        det = np.asarray(boxes, np.float64).reshape(-1, 4)
+        sc = np.ones(len(det)) if scores is None else np.asarray(scores, np.float64).reshape(-1)
+        ids = np.full(len(det), -1, np.int64)
+        rows = np.arange(len(det)) if cfg.nms_iou is None else np.flatnonzero(nms_keep(det, sc, cfg.nms_iou))
+        slots = np.flatnonzero(self._alive)
+        matched, cols = self._associate(slots, det, rows, timestamp)
+        self._update(matched, det[cols], timestamp)
+        ids[cols] = self._ids[matched]
+        unseen = np.setdiff1d(slots, matched, assume_unique=True)
+        self._misses[unseen] += 1
+        self._alive[unseen[self._misses[unseen] > cfg.max_age]] = False
+        new = np.setdiff1d(rows, cols, assume_unique=True)
+        new = new[sc[new] >= cfg.min_score]
+        ids[new] = self._birth(det[new], timestamp)
+        return ids
+
+    def _associate(
+        self, slots: np.ndarray, det: np.ndarray, rows: np.ndarray, timestamp: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Match tracks ``slots`` with detections ``det[rows]``; returns (matched slots, detection rows)."""
+        r, c = self._match(slots, det[rows], timestamp)
+        return slots[r], rows[c]
+
+    def _match(self, slots: np.ndarray, det: np.ndarray, timestamp: float) -> tuple[np.ndarray, np.ndarray]:
+        cfg = self.config
+        if len(slots) == 0 or len(det) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        pred = self.predicted_boxes(slots, timestamp)
+        iou = iou_matrix(pred, det)
+        pc = pred[:, :2] + pred[:, 2:] / 2
+        dc = det[:, :2] + det[:, 2:] / 2
+        jump = np.hypot(pc[:, 0:1] - dc[:, 0], pc[:, 1:2] - dc[:, 1])
+        reach = cfg.max_center_jump * pred[:, 3:4] * (1 + self._misses[slots, None])
+        ratio = det[:, 3] / np.maximum(pred[:, 3:4], 1e-9)
+        valid = (
+            (iou >= cfg.min_iou)
+            & (jump <= reach)
+            & (ratio <= cfg.max_scale_change)
+            & (ratio >= 1.0 / cfg.max_scale_change)
+        )
+        return greedy_assign(iou, valid)
+
+    def _update(self, slots: np.ndarray, det: np.ndarray, timestamp: float) -> None:
+        if len(slots) == 0:
+            return
+        dt = timestamp - self._time[slots]
+        old_c = self._box[slots, :2] + self._box[slots, 2:] / 2
+        new_c = det[:, :2] + det[:, 2:] / 2
+        ok = dt > 1e-9
+        measured = np.where(ok[:, None], (new_c - old_c) / np.where(ok, dt, 1.0)[:, None], self._vel[slots])
+        a = self.config.velocity_smoothing
+        self._vel[slots] = a * measured + (1 - a) * self._vel[slots]
+        self._box[slots] = det
+        self._time[slots] = timestamp
+        self._misses[slots] = 0
+
+    def _birth(self, det: np.ndarray, timestamp: float) -> np.ndarray:
+        n = len(det)
+        if n == 0:
+            return np.zeros(0, np.int64)
+        free = np.flatnonzero(~self._alive)
+        if len(free) < n:  # full: evict the longest-unseen live tracks
+            live = np.flatnonzero(self._alive)
+            order = live[np.argsort(-self._misses[live], kind="stable")]
+            self._alive[order[: n - len(free)]] = False
+            free = np.flatnonzero(~self._alive)
+        slots = free[:n]
+        new_ids = np.arange(self._next_id, self._next_id + len(slots), dtype=np.int64)
+        self._next_id += len(slots)
+        self._box[slots] = det[: len(slots)]
+        self._vel[slots] = 0.0
+        self._time[slots] = timestamp
+        self._misses[slots] = 0
+        self._ids[slots] = new_ids
+        self._alive[slots] = True
+        out = np.full(n, -1, np.int64)
+        out[: len(slots)] = new_ids
+        return out
