@@ -1,176 +1,23 @@
-"""Training data: the features ``.npz`` format, sequence-level splits, class-balanced sampling (numpy only).
+"""Training-data utilities: sequence-level splits, class-balanced sampling, z-score statistics (numpy only).
 
-A features file (``docs/formats.md``) holds one row per (frame, pair):
-
-- ``X`` (N, F) float32 raw feature values, ``y`` (N,) int64 class ids, ``groups`` (N,) sequence ids
-  (str or int; the split never separates rows of one sequence), ``labels`` (C,) str class names.
-- optional: ``feature_spec`` (str), ``feature_spec_version`` (str), ``feature_names`` (F,) str,
-  ``stage`` (int), ``person_features`` / ``pair_features`` (int; the ``[a, b, pair]`` layout of a
-  relation network), ``label_set`` (str), ``feature_config`` (str: JSON of the feature extractor's options,
-  e.g. ``{"motion": "boxes"}``; stored in the model metadata so the runtime extracts features the same way).
+The features ``.npz`` format and :class:`FeatureData` live in :mod:`pairedge.datasets.arrays` (torch-free,
+shared with the dataset builders); they are re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, replace
-from pathlib import Path
-
 import numpy as np
-from pairedge.errors import FormatError, InputError
+from pairedge.datasets.arrays import FeatureData, load_npz, validate_arrays
+from pairedge.errors import InputError
 
-REQUIRED = ("X", "y", "groups", "labels")
-
-
-@dataclass(frozen=True)
-class FeatureData:
-    """Arrays for training. X: (N, F) float32, y: (N,) int64, groups: (N,) str sequence ids."""
-
-    X: np.ndarray
-    y: np.ndarray
-    groups: np.ndarray
-    labels: tuple[str, ...]
-    feature_spec: str = ""
-    feature_spec_version: str = ""
-    feature_names: tuple[str, ...] = ()
-    stage: int = 0
-    person_features: int = 0
-    pair_features: int = 0
-    label_set: str = ""
-    feature_config: str = ""
-
-    def __post_init__(self) -> None:
-        validate_arrays(self.X, self.y, self.groups, self.labels, source="<arrays>")
-
-    @classmethod
-    def from_arrays(
-        cls,
-        X: np.ndarray,
-        y: np.ndarray,
-        groups: np.ndarray,
-        labels: tuple[str, ...] | list[str],
-        **kw: object,
-    ) -> FeatureData:
-        """Convert dtypes (float32 / int64 / str) and validate."""
-        return cls(
-            np.ascontiguousarray(X, dtype=np.float32),
-            np.ascontiguousarray(y, dtype=np.int64),
-            np.asarray(groups).astype(str),
-            tuple(str(v) for v in labels),
-            **kw,  # type: ignore[arg-type]
-        )
-
-    @property
-    def num_features(self) -> int:
-        return int(self.X.shape[1])
-
-    def subset(self, mask: np.ndarray) -> FeatureData:
-        """Rows selected by a boolean mask or index array."""
-        return replace(self, X=self.X[mask], y=self.y[mask], groups=self.groups[mask])
-
-    def fingerprint(self) -> str:
-        """``sha256:<hex>`` over X, y, groups and labels: identifies the training data in model metadata."""
-        h = hashlib.sha256()
-        for arr in (self.X, self.y):
-            h.update(str(arr.shape).encode())
-            h.update(np.ascontiguousarray(arr).tobytes())
-        h.update("\x1f".join(self.groups.tolist()).encode())
-        h.update("\x1f".join(self.labels).encode())
-        return "sha256:" + h.hexdigest()
-
-    def save(self, path: str | Path) -> None:
-        """Write the ``.npz`` features format (no pickles)."""
-        np.savez_compressed(
-            path,
-            X=self.X,
-            y=self.y,
-            groups=self.groups.astype(str),
-            labels=np.asarray(self.labels, dtype=str),
-            feature_spec=np.asarray(self.feature_spec),
-            feature_spec_version=np.asarray(self.feature_spec_version),
-            feature_names=np.asarray(self.feature_names, dtype=str),
-            stage=np.asarray(self.stage, dtype=np.int64),
-            person_features=np.asarray(self.person_features, dtype=np.int64),
-            pair_features=np.asarray(self.pair_features, dtype=np.int64),
-            label_set=np.asarray(self.label_set),
-            feature_config=np.asarray(self.feature_config),
-        )
-
-
-def validate_arrays(
-    X: np.ndarray, y: np.ndarray, groups: np.ndarray, labels: tuple[str, ...], *, source: str
-) -> None:
-    """Raise FormatError (naming ``source``) unless shapes, dtypes and values are consistent and finite."""
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise FormatError(source, f"expected X of shape (N, F) with N, F >= 1, got {X.shape}", record="X")
-    n = X.shape[0]
-    if y.shape != (n,) or groups.shape != (n,):
-        raise FormatError(
-            source,
-            f"expected y and groups of shape ({n},), got {y.shape} and {groups.shape}",
-            record="y/groups",
-        )
-    if not np.isfinite(X).all():
-        bad = int(np.argwhere(~np.isfinite(X))[0, 0])
-        raise FormatError(
-            source, "X holds NaN or inf; clean or drop those rows before training", record=f"X[{bad}]"
-        )
-    if len(labels) < 2 or len(set(labels)) != len(labels):
-        raise FormatError(source, f"expected >= 2 unique class names, got {list(labels)}", record="labels")
-    if y.min() < 0 or y.max() >= len(labels):
-        raise FormatError(
-            source, f"expected class ids in [0, {len(labels)}), got {y.min()}..{y.max()}", record="y"
-        )
-
-
-def _scalar(archive: np.lib.npyio.NpzFile, key: str, kind: type, default: object) -> object:
-    if key not in archive.files:
-        return default
-    return kind(archive[key].item()) if archive[key].shape == () else default
-
-
-def load_npz(path: str | Path) -> FeatureData:
-    """Read a features ``.npz`` (never unpickles). Raises FormatError naming the file and the problem."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(
-            f"features file {path} not found; build one with a dataset builder (docs/formats.md)"
-        )
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FormatError(path, f"not a readable .npz without pickles ({exc})") from None
-    with archive:
-        missing = [k for k in REQUIRED if k not in archive.files]
-        if missing:
-            raise FormatError(path, f"expected arrays {list(REQUIRED)}, missing {missing}")
-        try:
-            X = archive["X"].astype(np.float32)
-            y = archive["y"]
-            if not np.issubdtype(y.dtype, np.integer):
-                raise FormatError(path, f"expected integer class ids in y, got dtype {y.dtype}", record="y")
-            groups = archive["groups"].astype(str)
-            labels = tuple(str(v) for v in archive["labels"].reshape(-1))
-            names = (
-                tuple(str(v) for v in archive["feature_names"]) if "feature_names" in archive.files else ()
-            )
-            meta = {
-                "feature_spec": _scalar(archive, "feature_spec", str, ""),
-                "feature_spec_version": _scalar(archive, "feature_spec_version", str, ""),
-                "stage": _scalar(archive, "stage", int, 0),
-                "person_features": _scalar(archive, "person_features", int, 0),
-                "pair_features": _scalar(archive, "pair_features", int, 0),
-                "label_set": _scalar(archive, "label_set", str, ""),
-                "feature_config": _scalar(archive, "feature_config", str, ""),
-            }
-        except ValueError as exc:  # e.g. an object array that would need pickle
-            raise FormatError(path, f"unreadable array ({exc})") from None
-    validate_arrays(X, y.astype(np.int64), groups, labels, source=str(path))
-    if names and len(names) != X.shape[1]:
-        raise FormatError(
-            path, f"expected {X.shape[1]} feature_names, got {len(names)}", record="feature_names"
-        )
-    return FeatureData(X, y.astype(np.int64), groups, labels, feature_names=names, **meta)  # type: ignore[arg-type]
+__all__ = [
+    "FeatureData",
+    "balanced_indices",
+    "load_npz",
+    "split_by_sequence",
+    "standardization_stats",
+    "validate_arrays",
+]
 
 
 def split_by_sequence(
