@@ -29,6 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from pairedge.errors import InputError
 
+#: Elements per chunk of the confusion pass (two int64 chunks and the key buffer stay in L2 cache).
+_CHUNK = 1 << 16
+
 
 @dataclass(frozen=True, eq=False)
 class PairwiseMetrics:
@@ -92,8 +95,8 @@ def classification_metrics(
     """
     c = _check_num_classes(num_classes)
     names = _check_names(labels, c)
-    truth = _as_class_ids(y_true, "y_true", c, allow_missing=False)
-    pred = _as_class_ids(y_pred, "y_pred", c, allow_missing=True)
+    truth = _as_class_ids(y_true, "y_true", c)
+    pred = _as_class_ids(y_pred, "y_pred", c)
     if truth.shape != pred.shape:
         raise InputError(
             f"y_true and y_pred must have the same length, got {len(truth)} and {len(pred)}; "
@@ -134,10 +137,11 @@ def _check_names(labels: Sequence[str] | None, c: int) -> tuple[str, ...]:
     return names
 
 
-def _as_class_ids(
-    values: np.ndarray | Sequence[int], name: str, c: int, *, allow_missing: bool
-) -> np.ndarray:
-    """Validate and return ``values`` as a (N,) int64 array (no copy when it already is one)."""
+def _as_class_ids(values: np.ndarray | Sequence[int], name: str, c: int) -> np.ndarray:
+    """Check shape and dtype and return ``values`` as (N,) int64 (no copy when it already is one).
+
+    The range of the ids is checked in :func:`_confusion`, chunk by chunk, while the data is in cache.
+    """
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise InputError(f"{name}: expected a 1-D array of class ids, got shape {arr.shape}")
@@ -160,28 +164,39 @@ def _as_class_ids(
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             raise InputError(f"{name}: class id {arr.max()} out of range [0, {c})")
         arr = arr.astype(np.int64)
-    if arr.size:
-        lowest = -1 if allow_missing else 0
-        lo, hi = arr.min(), arr.max()
-        if lo < lowest or hi >= c:
-            i = int(np.flatnonzero((arr < lowest) | (arr >= c))[0])
-            allowed = f"[0, {c})" + (" or -1 for no prediction" if allow_missing else "")
-            raise InputError(f"{name}[{i}] = {arr[i]} is out of range; expected a class id in {allowed}")
     return arr
 
 
+def _range_error(arr: np.ndarray, name: str, c: int, lowest: int) -> InputError:
+    """The error for the first value of ``arr`` outside ``[lowest, c)``."""
+    i = int(np.flatnonzero((arr < lowest) | (arr >= c))[0])
+    allowed = f"[0, {c})" + (" or -1 for no prediction" if lowest < 0 else "")
+    return InputError(f"{name}[{i}] = {arr[i]} is out of range; expected a class id in {allowed}")
+
+
 def _confusion(truth: np.ndarray, pred: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
-    """(C, C) confusion and (C,) missing counts from validated int64 ids, with one bincount pass."""
-    if pred.size and pred.min() < 0:
-        key = truth * (c + 1)
-        key += pred
-        key += 1  # column 0 = no prediction
-        full = np.bincount(key, minlength=c * (c + 1)).reshape(c, c + 1)
-        return full[:, 1:].astype(np.int64), full[:, 0].astype(np.int64)
-    key = truth * c
-    key += pred
-    conf = np.bincount(key, minlength=c * c).reshape(c, c).astype(np.int64)
-    return conf, np.zeros(c, np.int64)
+    """(C, C) confusion and (C,) missing counts from int64 ids, range-checked on the way.
+
+    One pass over the data in cache-sized chunks: check the range of each chunk, build its key
+    ``truth * (C + 1) + pred + 1`` (column 0 = no prediction) in a reused buffer, and bincount it. Working
+    chunk by chunk keeps the data in cache, so the whole costs about two bincount passes over the arrays.
+    """
+    m = c + 1
+    counts = np.zeros(c * m, np.int64)
+    buf = np.empty(min(_CHUNK, len(truth)), np.int64)
+    for start in range(0, len(truth), _CHUNK):
+        t, p = truth[start : start + _CHUNK], pred[start : start + _CHUNK]
+        if t.min() < 0 or t.max() >= c:
+            raise _range_error(truth, "y_true", c, 0)
+        if p.min() < -1 or p.max() >= c:
+            raise _range_error(pred, "y_pred", c, -1)
+        key = buf[: len(t)]
+        np.multiply(t, m, out=key)
+        key += p
+        key += 1
+        counts += np.bincount(key, minlength=c * m)
+    full = counts.reshape(c, m)
+    return full[:, 1:].copy(), full[:, 0].copy()
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:

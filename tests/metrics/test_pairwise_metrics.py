@@ -182,3 +182,14 @@ def test_bad_confusion_matrix() -> None:
         metrics_from_confusion(np.zeros((2, 3), np.int64))
     with pytest.raises(InputError, match="non-negative"):
         metrics_from_confusion(np.array([[1, -1], [0, 2]]))
+
+
+def test_out_of_range_in_a_later_chunk_names_the_index() -> None:
+    y_true = np.zeros(300_000, np.int64)
+    y_pred = np.zeros(300_000, np.int64)
+    y_pred[200_001] = 9
+    with pytest.raises(InputError, match=re.escape("y_pred[200001] = 9 is out of range")):
+        classification_metrics(y_true, y_pred, 3)
+    y_pred[200_001] = -1
+    m = classification_metrics(y_true, y_pred, 3)
+    assert m.n_missing == 1 and m.confusion[0, 0] == 299_999
