@@ -264,3 +264,18 @@ def test_config_validation_and_inputs():
         ex.step(dets, math.nan, (64, 48))
     with pytest.raises(InputError):
         ex.step(dets, 0.0, (64, 48), np.zeros((48, 64, 3), np.float32))
+
+
+def test_pool_flow_integral_equals_slicing_reference():
+    from pairedge.features.edge import pool_flow, pool_flow_reference
+
+    rng = np.random.default_rng(5)
+    flow = rng.normal(0, 2, (120, 160, 2)).astype(np.float32)
+    boxes = rng.uniform([-30, -30, 0.5, 0.5], [330, 250, 90, 150], (60, 4))  # full image 320 x 240
+    ego = np.array([[1.01, -0.02, 3.0], [0.02, 1.01, -1.0]])
+    fast = pool_flow(flow, boxes, 0.5, ego, 0.04)
+    ref = pool_flow_reference(flow, boxes, 0.5, ego, 0.04)
+    np.testing.assert_array_equal(fast.valid, ref.valid)
+    assert 0 < fast.valid.sum() < len(boxes)  # some boxes fall outside the image
+    np.testing.assert_allclose(fast.velocity, ref.velocity, atol=1e-6)
+    np.testing.assert_allclose(fast.spread, ref.spread, atol=1e-6)

@@ -35,12 +35,23 @@ from pairedge.features.base import (
     check_image_size,
     usable_rows,
 )
+from pairedge.features.flowpool import FlowMotion, pool_flow, pool_flow_reference
 from pairedge.features.history import TrackHistory, TrackMotion, wrap_delta
-from pairedge.features.integral import integral, pixel_rects, rect_area, rect_sums
 from pairedge.types import Detections
 
 CLAMP = 10.0
 EPS = 1e-6
+__all__ = [
+    "SPEC",
+    "FlowMotion",
+    "PairedgeConfig",
+    "PairedgeExtractor",
+    "PairedgeSpec",
+    "pair_block",
+    "person_block",
+    "pool_flow",
+    "pool_flow_reference",
+]
 
 PERSON_NAMES = (
     "vx",
@@ -129,59 +140,6 @@ class PairedgeConfig:
                 f"pairedge config: pool_inset must be two fractions in [0, 0.5), got {self.pool_inset}"
             )
         object.__setattr__(self, "pool_inset", tuple(float(f) for f in self.pool_inset))
-
-
-@dataclass(frozen=True)
-class FlowMotion:
-    """Per-person motion from flow. velocity (N, 2) and spread (N,) in heights/s; valid (N,) bool."""
-
-    velocity: np.ndarray
-    spread: np.ndarray
-    valid: np.ndarray
-
-
-def pool_flow(
-    flow: np.ndarray,
-    boxes: np.ndarray,
-    scale: float,
-    ego: np.ndarray,
-    dt: float,
-    inset: tuple[float, float] = (0.15, 0.05),
-) -> FlowMotion:
-    """Ego-compensated mean flow and flow spread inside each box, O(1) per box with integral images.
-
-    Args:
-        flow: (h, w, 2) float32 previous -> current, pixels of the flow image (``scale`` x full image).
-        boxes: (N, 4) float ``x y w h`` in full-image pixels.
-        scale: flow image size / full image size.
-        ego: (2, 3) camera motion in full-image pixels (:func:`pairedge.features.egomotion.estimate`).
-        dt: seconds between the two frames.
-        inset: fractions of width / height trimmed on each side of the box before pooling.
-
-    Returns:
-        :class:`FlowMotion`; ``velocity = (mean flow / scale - ego displacement at the box centre) / dt / h``,
-        ``spread = sqrt(var fx + var fy) / scale / dt / h``; rows whose pooled region is empty are invalid
-        (zeros).
-    """
-    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
-    table = integral(np.stack([fx, fy, fx * fx, fy * fy], axis=2))
-    inner = b.copy()
-    inner[:, 0] += b[:, 2] * inset[0]
-    inner[:, 1] += b[:, 3] * inset[1]
-    inner[:, 2] *= 1 - 2 * inset[0]
-    inner[:, 3] *= 1 - 2 * inset[1]
-    rects = pixel_rects(inner, scale, flow.shape[1], flow.shape[0])
-    n = rect_area(rects).astype(np.float64)
-    valid = n > 0
-    s = rect_sums(table, rects) / np.maximum(n, 1.0)[:, None]
-    mean = s[:, :2] / scale
-    var = np.maximum(s[:, 2:] - s[:, :2] ** 2, 0.0).sum(axis=1) / scale**2
-    centres = b[:, :2] + b[:, 2:] / 2
-    norm = max(dt, EPS) * np.maximum(b[:, 3], EPS)
-    velocity = (mean - egomotion.displacement(ego, centres)) / norm[:, None]
-    spread = np.sqrt(var) / norm
-    return FlowMotion(np.where(valid[:, None], velocity, 0.0), np.where(valid, spread, 0.0), valid)
 
 
 def person_block(
