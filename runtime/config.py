@@ -1,0 +1,98 @@
+"""Configuration of the streaming pipeline: frozen dataclasses, ``None`` meaning "the model's default"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pairedge.errors import InputError
+from pairedge.runtime.tracker import TrackerConfig
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """Optical flow.
+
+    Attributes:
+        backend: a registered flow backend or "auto" (the one the model's feature spec was defined with).
+        preset: DIS preset ("ultrafast", "fast", "medium"); None = "fast". Ignored by other backends.
+        scale: resize factor in (0, 1]; None = the feature spec's ``default_flow_scale``.
+    """
+
+    backend: str = "auto"
+    preset: str | None = None
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class SmoothingConfig:
+    """Per-pair temporal smoothing (exponential moving average, per frame).
+
+    Attributes:
+        alpha: weight of the newest value in (0, 1]; 1.0 turns smoothing off.
+        grace_frames: frames a pair's state survives while one of its tracks is missing (0: evicted at once).
+        max_pairs: capacity; the least recently seen pairs are evicted beyond it.
+    """
+
+    alpha: float = 0.6
+    grace_frames: int = 0
+    max_pairs: int = 20_000
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha <= 1.0:
+            raise InputError(f"smoothing alpha: expected a number in (0, 1], got {self.alpha}")
+        if self.grace_frames < 0 or self.max_pairs < 1:
+            raise InputError(f"smoothing: expected grace_frames >= 0 and max_pairs >= 1, got {self}")
+
+
+@dataclass(frozen=True)
+class ValidationConfig:
+    """What counts as a malformed detection (dropped and reported, never raised).
+
+    Attributes:
+        max_box_factor: boxes wider or taller than this many image widths / heights are dropped as huge.
+        min_box_side: boxes narrower or shorter than this (pixels) are dropped.
+        min_image_side: frames smaller than this (pixels) on a side are dropped.
+    """
+
+    max_box_factor: float = 4.0
+    min_box_side: float = 1.0
+    min_image_side: int = 16
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything :class:`~pairedge.runtime.pipeline.Pipeline` can be told.
+
+    Attributes:
+        tau_interact: stage-1 gate on the (smoothed) interaction probability; None = model metadata
+            ``thresholds["p_interact"]`` or 0.5.
+        tau_group: pairs with ``p_interact >= tau_group`` join groups; None = metadata ``tau_group`` or 0.5.
+        tracker: "auto" (track when the detections carry no ids), "always" (ignore given ids) or "never".
+        tracker_config: options of the built-in tracker.
+        flow: optical-flow options.
+        smoothing: per-pair smoothing options.
+        validation: input sanitising options.
+        features: options of the feature spec (a mapping of its config fields); None = those stored in the
+            model metadata (``extra["feature_config"]``), else the spec's defaults.
+        backend_options: options object of the classifier backend (e.g. ``OrtOptions``); None = defaults.
+    """
+
+    tau_interact: float | None = None
+    tau_group: float | None = None
+    tracker: str = "auto"
+    tracker_config: TrackerConfig = field(default_factory=TrackerConfig)
+    flow: FlowConfig = field(default_factory=FlowConfig)
+    smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    features: Mapping[str, Any] | None = None
+    backend_options: Any = None
+
+    def __post_init__(self) -> None:
+        if self.tracker not in ("auto", "always", "never"):
+            raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
+        for name in ("tau_interact", "tau_group"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise InputError(f"{name}: expected a probability in [0, 1], got {value}")

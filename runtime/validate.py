@@ -1,0 +1,123 @@
+"""Input sanitising for the stream: malformed frames and detections are dropped and reported, never raised.
+
+Frames: (H, W) or (H, W, 1) gray, or (H, W, 3) BGR, uint8, at least ``min_image_side`` pixels on a side;
+anything else (wrong dtype, shape, BGRA, empty, not an array) drops the image for this frame: the flow is
+skipped and the stream restarts its flow at the next good frame.
+
+Detections, row by row (vectorised): non-finite box or score; width or height below ``min_box_side``;
+huge boxes (larger than ``max_box_factor`` times the image); boxes entirely outside the image; ids below -1
+or at / above 2**31; repeated track ids (the first row is kept). Detections that are not a
+:class:`~pairedge.types.Detections`-like object with consistent array shapes are dropped as a whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pairedge.runtime.config import ValidationConfig
+from pairedge.types import Detections
+
+ID_LIMIT = 1 << 31
+
+
+def validate_frame(frame: Any, config: ValidationConfig) -> tuple[np.ndarray | None, str | None]:
+    """Return ``(image, None)`` for a usable frame, else ``(None, reason)``.
+
+    The returned image is (H, W) uint8 gray or (H, W, 3) uint8 BGR, C-contiguous (a view when possible).
+    """
+    if frame is None:
+        return None, "no frame given"
+    if not isinstance(frame, np.ndarray):
+        return None, f"expected a numpy image, got {type(frame).__name__}"
+    if frame.dtype != np.uint8:
+        return None, f"expected a uint8 image, got {frame.dtype} (convert with cv2.convertScaleAbs or astype)"
+    if frame.ndim == 3 and frame.shape[2] == 1:
+        frame = frame[:, :, 0]
+    if not (frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 3)):
+        return None, f"expected an (H, W) gray or (H, W, 3) BGR image, got shape {frame.shape}"
+    if min(frame.shape[:2]) < config.min_image_side:
+        return None, f"expected an image at least {config.min_image_side} px on a side, got {frame.shape[:2]}"
+    return np.ascontiguousarray(frame), None
+
+
+def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+    """(boxes (N,4) float64, ids (N,) int64, scores (N,) float64) or the reason they are unusable."""
+    if detections is None:
+        return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
+    try:
+        boxes = np.asarray(detections.boxes, dtype=np.float64)
+        ids_raw = np.asarray(detections.track_ids, dtype=np.float64)
+        scores = np.asarray(detections.scores, dtype=np.float64)
+    except (AttributeError, TypeError, ValueError) as exc:
+        return f"detections unusable ({type(exc).__name__}: {exc}); expected pairedge.types.Detections"
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        return f"detections: expected boxes of shape (N, 4), got {boxes.shape}"
+    n = len(boxes)
+    if ids_raw.shape != (n,) or scores.shape != (n,):
+        return f"detections: expected ({n},) ids and scores, got {ids_raw.shape} and {scores.shape}"
+    bad_id = ~np.isfinite(ids_raw) | (ids_raw != np.round(ids_raw)) | (ids_raw < -1) | (ids_raw >= ID_LIMIT)
+    ids = np.where(bad_id, -2, ids_raw).astype(np.int64)
+    return boxes, ids, scores
+
+
+def validate_detections(
+    detections: Any, image_size: tuple[int, int] | None, config: ValidationConfig
+) -> tuple[Detections, dict[str, int]]:
+    """Drop malformed rows.
+
+    Args:
+        detections: a :class:`Detections` (or an object with ``boxes``, ``track_ids``, ``scores``), or None.
+        image_size: ``(W, H)`` of the frame, or None when no image is known (no bounds checks then).
+        config: thresholds.
+
+    Returns:
+        The kept rows (float32 boxes, int64 ids, float32 scores; ids may be -1) and reason -> count dropped.
+    """
+    arrays = _as_arrays(detections)
+    if isinstance(arrays, str):
+        return Detections.empty(), {arrays: 1}
+    boxes, ids, scores = arrays
+    reasons: list[tuple[str, np.ndarray]] = []
+    finite = np.isfinite(boxes).all(axis=1) & np.isfinite(scores)
+    reasons.append(("non-finite box or score", ~finite))
+    b = np.where(finite[:, None], boxes, 0.0)
+    reasons.append(
+        (
+            "box smaller than min_box_side",
+            finite & ((b[:, 2] < config.min_box_side) | (b[:, 3] < config.min_box_side)),
+        )
+    )
+    if image_size is not None:
+        w, h = image_size
+        huge = (b[:, 2] > config.max_box_factor * w) | (b[:, 3] > config.max_box_factor * h)
+        outside = (b[:, 0] + b[:, 2] <= 0) | (b[:, 1] + b[:, 3] <= 0) | (b[:, 0] >= w) | (b[:, 1] >= h)
+        reasons.append(("huge box", finite & huge))
+        reasons.append(("box outside the image", finite & outside))
+    reasons.append(("invalid track id", ids == -2))
+    drop = np.zeros(len(boxes), bool)
+    dropped: dict[str, int] = {}
+    for reason, mask in reasons:
+        new = mask & ~drop
+        if new.any():
+            dropped[reason] = int(new.sum())
+        drop |= mask
+    keep = np.flatnonzero(~drop)
+    dup = _duplicates(ids[keep])
+    if dup.any():
+        dropped["duplicate track id"] = int(dup.sum())
+        keep = keep[~dup]
+    clean = Detections(boxes[keep].astype(np.float32), ids[keep], scores[keep].astype(np.float32))
+    return clean, dropped
+
+
+def _duplicates(ids: np.ndarray) -> np.ndarray:
+    """(N,) bool: rows whose id (>= 0) already occurred in an earlier row."""
+    out = np.zeros(len(ids), bool)
+    valid = np.flatnonzero(ids >= 0)
+    if len(valid) < 2:
+        return out
+    _, first = np.unique(ids[valid], return_index=True)
+    out[valid] = True
+    out[valid[first]] = False
+    return out
