@@ -253,6 +253,7 @@ def _rows(
                 raise _Bad(f"{where}[{k}]: {problem}")
             out[k, ids] = True
         return out
+    assert score_key is not None  # has_scores implies a score key
     scores = np.empty((len(items), width), dtype=np.float64)
     for k, it in enumerate(items):
         row = it.get(score_key)

@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pairedge.errors import FormatError, InputError
-from pairedge.io.par import ParFrame, read_par
+from pairedge.errors import InputError
+from pairedge.io.par import N_ACTIONS, ParFrame, read_par
 from pairedge.metrics.par_core import half_matches, safe_div, sample_prf, social_sums
+from pairedge.metrics.par_flat import (
+    ParThresholds,
+    PersonIndex,
+    check_persons,
+    flatten,
+    group_index,
+    order_predictions,
+    true_group_labels,
+)
 from pairedge.metrics.report import ScoreReport, Table
 
 VARIANTS = ("official", "corrected")
-
-
-@dataclass(frozen=True)
-class ParThresholds:
-    """Raw-logit thresholds (a label is on when ``score > threshold``); the released values by default."""
-
-    actions: float = 0.6
-    social: float = 0.6
-    global_activity: float = 0.5
+__all__ = ["VARIANTS", "ParThresholds", "score_files", "score_frames"]
 
 
 @dataclass(frozen=True)
@@ -45,106 +46,31 @@ class _Aligned:
     pred_size: np.ndarray  # (P,)
     true_social: np.ndarray  # (G, 32) bool
     pred_social: np.ndarray  # (P, 32) bool
-    notes: list[str] = field(default_factory=list)
 
 
-def _labels(arr: np.ndarray, threshold: float) -> np.ndarray:
-    return arr if arr.dtype == bool else arr > threshold
-
-
-def _group_truth(frame: ParFrame) -> np.ndarray:
-    """(G, 32) true group labels: the lowest-index member's social labels when persons carry them."""
-    if frame.person_social is None or not frame.groups:
-        return frame.group_activity
-    order = np.argsort(frame.person_ids, kind="stable")
-    position = [order[np.searchsorted(frame.person_ids[order], m)].min() for m in frame.groups]
-    return frame.person_social[np.array(position, dtype=np.int64)]
-
-
-def _check_frames(
-    pred: Sequence[ParFrame], gold: Sequence[ParFrame], pred_label: str, gold_label: str
-) -> list[ParFrame]:
-    """Predicted frames in ground-truth order; same frames, same person ids."""
-    by_frame = {f.frame: f for f in pred}
-    if len(by_frame) != len(pred):
-        raise FormatError(pred_label, "duplicate frame numbers")
-    gold_frames = {f.frame for f in gold}
-    extra = sorted(set(by_frame) - gold_frames)
-    if extra:
-        raise FormatError(pred_label, f"frame {extra[0]} is not in the ground truth", f"frame {extra[0]}")
-    out = []
-    for g in gold:
-        if g.actions.dtype != bool or g.group_activity.dtype != bool or g.global_activity.dtype != bool:
-            raise FormatError(
-                gold_label, "ground truth must hold label ids, not *_scores", f"frame {g.frame}"
-            )
-        p = by_frame.get(g.frame)
-        if p is None:
-            raise FormatError(pred_label, "no prediction for this ground-truth frame", f"frame {g.frame}")
-        if len(p.person_ids) != len(g.person_ids) or not np.array_equal(
-            np.sort(p.person_ids), np.sort(g.person_ids)
-        ):
-            missing = np.setdiff1d(g.person_ids, p.person_ids)[:3].tolist()
-            unknown = np.setdiff1d(p.person_ids, g.person_ids)[:3].tolist()
-            raise FormatError(
-                pred_label,
-                f"person ids differ from the ground truth (missing {missing}, not in ground truth {unknown}); "
-                "predict every ground-truth person, and only those",
-                f"frame {g.frame}",
-            )
-        out.append(p)
-    return out
-
-
-class _RowLookup:
-    """Person id -> row in the flattened ground-truth person arrays, for one frame."""
-
-    def __init__(self, person_ids: np.ndarray, base: int) -> None:
-        self._order = np.argsort(person_ids, kind="stable")
-        self._sorted = person_ids[self._order]
-        self._base = base
-
-    def __call__(self, ids: np.ndarray) -> np.ndarray:
-        return self._base + self._order[np.searchsorted(self._sorted, ids)]
-
-
-def _align(pred: list[ParFrame], gold: Sequence[ParFrame], th: ParThresholds) -> _Aligned:
-    counts = np.array([len(g.person_ids) for g in gold], dtype=np.int64)
-    start = np.cumsum(counts) - counts
-    n = int(counts.sum())
-    pred_actions = np.zeros((n, 27), dtype=bool)
-    gold_group = np.full(n, -1, dtype=np.int64)
-    pred_group = np.full(n, -1, dtype=np.int64)
-    gold_sizes: list[int] = []
-    pred_sizes: list[int] = []
-    true_social: list[np.ndarray] = []
-    pred_social: list[np.ndarray] = []
-    for k, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        rows = _RowLookup(g.person_ids, int(start[k]))
-        pred_actions[rows(p.person_ids)] = _labels(p.actions, th.actions)
-        truth = _group_truth(g)
-        for members, label in zip(g.groups, truth, strict=True):
-            if len(members) >= 2:
-                gold_group[rows(members)] = len(gold_sizes)
-                gold_sizes.append(len(members))
-                true_social.append(label)
-        labels = _labels(p.group_activity, th.social)
-        for members, label in zip(p.groups, labels, strict=True):
-            if len(members) >= 2:
-                pred_group[rows(members)] = len(pred_sizes)
-                pred_sizes.append(len(members))
-                pred_social.append(label)
+def _align(
+    pred: Sequence[ParFrame], gold: Sequence[ParFrame], th: ParThresholds, pred_label: str, gold_label: str
+) -> _Aligned:
+    ordered = order_predictions(pred, gold, pred_label, gold_label)
+    g, p = flatten(gold, th), flatten(ordered, th)
+    index = PersonIndex(g.person_frame, g.person_ids)
+    rows = check_persons(index, g, p, gold, pred_label)
+    n = len(g.person_ids)
+    pred_actions = np.zeros((n, N_ACTIONS), dtype=bool)
+    pred_actions[rows] = p.actions
+    gold_group, gold_size, gold_kept = group_index(index, g, n)
+    pred_group, pred_size, pred_kept = group_index(index, p, n)
     return _Aligned(
         pred_actions=pred_actions,
-        true_actions=np.concatenate([g.actions for g in gold]) if gold else np.zeros((0, 27), bool),
-        pred_global=np.array([_labels(p.global_activity, th.global_activity) for p in pred]).reshape(-1, 7),
-        true_global=np.array([g.global_activity for g in gold]).reshape(-1, 7),
+        true_actions=g.actions,
+        pred_global=p.global_labels,
+        true_global=g.global_labels,
         gold_group=gold_group,
         pred_group=pred_group,
-        gold_size=np.array(gold_sizes, dtype=np.int64),
-        pred_size=np.array(pred_sizes, dtype=np.int64),
-        true_social=np.array(true_social, dtype=bool).reshape(-1, 32),
-        pred_social=np.array(pred_social, dtype=bool).reshape(-1, 32),
+        gold_size=gold_size,
+        pred_size=pred_size,
+        true_social=true_group_labels(index, g)[gold_kept],
+        pred_social=p.group_labels[pred_kept],
     )
 
 
@@ -211,7 +137,7 @@ def score_frames(
     if variant not in VARIANTS:
         raise InputError(f"unknown PAR variant {variant!r}; expected one of {list(VARIANTS)}")
     th = thresholds or ParThresholds()
-    aligned = _align(_check_frames(pred, gold, pred_label, gold_label), gold, th)
+    aligned = _align(pred, gold, th, pred_label, gold_label)
     notes: list[str] = []
     p_i, r_i, f_i = _prf_or_nan(aligned.pred_actions, aligned.true_actions, "individual", notes)
     p_g, r_g, f_g = _prf_or_nan(aligned.pred_global, aligned.true_global, "global", notes)
