@@ -75,7 +75,7 @@ def test_extractors_handle_frames_with_fewer_than_two_people(name):
 def test_integral_rect_sums_match_direct_sums():
     rng = np.random.default_rng(0)
     img = rng.normal(size=(17, 23, 3))
-    table = integral(img)
+    table = integral([img[:, :, c] for c in range(3)])
     rects = pixel_rects(rng.uniform([-5, -5, 0, 0], [25, 20, 15, 15], (50, 4)), 1.0, 23, 17)
     direct = np.array([img[y0:y1, x0:x1].sum(axis=(0, 1)) for x0, y0, x1, y1 in rects])
     np.testing.assert_allclose(rect_sums(table, rects), direct, atol=1e-9)

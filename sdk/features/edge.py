@@ -23,6 +23,7 @@ All values are finite (every divisor is guarded) and clamped to [-10, 10].
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,8 +261,10 @@ def finish(x: np.ndarray) -> np.ndarray:
 class PairedgeExtractor:
     """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
 
-    def __init__(self, config: PairedgeConfig) -> None:
+    def __init__(self, config: PairedgeConfig, *, pooling: Callable[..., FlowMotion] = pool_flow) -> None:
+        """``pooling``: the per-person flow pooling (integral images; :func:`pool_flow_reference` for checks)."""
         self.config = config
+        self._pool = pooling
         self.history = TrackHistory(config.history, config.evict_after)
         self._last_t: float | None = None
         self._frame = 0
@@ -303,7 +306,7 @@ class PairedgeExtractor:
             ego = egomotion.estimate(flow, boxes, flow_scale, cfg.ego_motion, cfg.grid_step)
             self.last_ego = ego
             self.history.warp(ego)
-            flow_motion = pool_flow(flow, boxes, flow_scale, ego, dt, cfg.pool_inset)
+            flow_motion = self._pool(flow, boxes, flow_scale, ego, dt, cfg.pool_inset)
         slots = self.history.observe(
             ids, boxes[:, :2] + boxes[:, 2:] / 2, boxes[:, 3], timestamp, self._frame
         )

@@ -51,7 +51,7 @@ def pool_flow(
     """
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
-    table = integral(np.stack([fx, fy, fx * fx, fy * fy], axis=2))
+    table = integral([fx, fy, fx * fx, fy * fy])
     inner = b.copy()
     inner[:, 0] += b[:, 2] * inset[0]
     inner[:, 1] += b[:, 3] * inset[1]

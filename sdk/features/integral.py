@@ -6,22 +6,28 @@ clipped to the image (so ``0 <= x0 <= x1 <= w``); an empty rectangle has ``x0 ==
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import cv2
 import numpy as np
 
 
-def integral(channels: np.ndarray) -> np.ndarray:
-    """Summed-area table of a multi-channel image.
+def integral(planes: Sequence[np.ndarray]) -> np.ndarray:
+    """Summed-area tables of image planes, accumulated in float64 (``cv2.integral``).
 
     Args:
-        channels: (h, w, C) numeric image.
+        planes: C arrays of shape (h, w), each uint8, float32 or float64 (other dtypes are converted to
+            float64).
 
     Returns:
-        (h + 1, w + 1, C) float64 table ``S`` with ``S[y, x] = sum(channels[:y, :x])``.
+        (C, h + 1, w + 1) float64 tables ``S`` with ``S[c, y, x] = sum(planes[c][:y, :x])``.
     """
-    h, w, c = channels.shape
-    out = np.zeros((h + 1, w + 1, c), np.float64)
-    np.cumsum(channels, axis=0, dtype=np.float64, out=out[1:, 1:])
-    np.cumsum(out[1:, 1:], axis=1, out=out[1:, 1:])
+    h, w = planes[0].shape
+    out = np.empty((len(planes), h + 1, w + 1), np.float64)
+    for c, plane in enumerate(planes):
+        if plane.dtype not in (np.uint8, np.float32, np.float64):
+            plane = plane.astype(np.float64)
+        cv2.integral(np.ascontiguousarray(plane), out[c], sdepth=cv2.CV_64F)
     return out
 
 
@@ -75,14 +81,14 @@ def rect_sums(table: np.ndarray, rects: np.ndarray) -> np.ndarray:
     """Per-channel sums over rectangles, four lookups each.
 
     Args:
-        table: (h + 1, w + 1, C) float64 from :func:`integral`.
+        table: (C, h + 1, w + 1) float64 from :func:`integral`.
         rects: (M, 4) int64 clipped rectangles.
 
     Returns:
         (M, C) float64.
     """
     x0, y0, x1, y1 = rects[:, 0], rects[:, 1], rects[:, 2], rects[:, 3]
-    return table[y1, x1] - table[y0, x1] - table[y1, x0] + table[y0, x0]
+    return (table[:, y1, x1] - table[:, y0, x1] - table[:, y1, x0] + table[:, y0, x0]).T
 
 
 def union_sums(table: np.ndarray, ra: np.ndarray, rb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

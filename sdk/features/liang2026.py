@@ -215,22 +215,32 @@ def _assemble2(g: dict[str, np.ndarray], flow_stats: np.ndarray) -> np.ndarray:
     return np.clip(out, -CLAMP, CLAMP).astype(np.float32)
 
 
-def flow_channels(flow: np.ndarray) -> np.ndarray:
-    """Per-pixel channels pooled for stage 2.
+def flow_magnitude(flow: np.ndarray) -> np.ndarray:
+    """(h, w) float32 ``sqrt(fx^2 + fy^2)`` computed in float32 (``cv2.magnitude``), shared by the fast
+    path and the reference so both apply the ``> 1.0`` threshold to the same numbers."""
+    fx = np.ascontiguousarray(flow[:, :, 0], dtype=np.float32)
+    fy = np.ascontiguousarray(flow[:, :, 1], dtype=np.float32)
+    return cv2.magnitude(fx, fy)
+
+
+def flow_channels(flow: np.ndarray) -> list[np.ndarray]:
+    """Per-pixel planes pooled for stage 2.
 
     Args:
         flow: (h, w, 2) float32.
 
     Returns:
-        (h, w, 7) float64: ``|f|, |f|^2, |fx|, |fy|, moving, cos, sin`` where ``moving = |f| > 1.0`` and
-        ``cos, sin`` are the unit flow direction on moving pixels (0 elsewhere).
+        7 planes (h, w): ``|f|, |f|^2 (float64), |fx|, |fy|, moving, cos, sin`` (float32 unless noted) where
+        ``moving = |f| > 1.0`` and ``cos, sin`` are the unit flow direction on moving pixels (0 elsewhere).
     """
-    fx = flow[:, :, 0].astype(np.float64)
-    fy = flow[:, :, 1].astype(np.float64)
-    mag = np.hypot(fx, fy)
+    fx = np.ascontiguousarray(flow[:, :, 0], dtype=np.float32)
+    fy = np.ascontiguousarray(flow[:, :, 1], dtype=np.float32)
+    mag = cv2.magnitude(fx, fy)
     moving = mag > MOVING_PIXEL
-    inv = np.where(moving, 1.0 / np.maximum(mag, MOVING_PIXEL), 0.0)
-    return np.stack([mag, mag * mag, np.abs(fx), np.abs(fy), moving, fx * inv, fy * inv], axis=2)
+    inv = np.zeros_like(mag)
+    np.divide(1.0, mag, out=inv, where=moving)
+    mag64 = mag.astype(np.float64)
+    return [mag, mag64 * mag64, np.abs(fx), np.abs(fy), moving.astype(np.float32), fx * inv, fy * inv]
 
 
 def _stats_from_sums(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -270,7 +280,7 @@ def stage2_features(
         return _assemble2(g, np.zeros((len(a), 4)))
     if table is None:
         table = integral(flow_channels(np.asarray(flow)))
-    h, w = table.shape[0] - 1, table.shape[1] - 1
+    h, w = table.shape[1] - 1, table.shape[2] - 1
     sums, counts = union_sums(table, pixel_rects(a, 1.0, w, h), pixel_rects(b, 1.0, w, h))
     return _assemble2(g, _stats_from_sums(sums, counts))
 
@@ -288,7 +298,7 @@ def stage2_features_reference(
     if flow is not None:
         fx = flow[:, :, 0].astype(np.float64)
         fy = flow[:, :, 1].astype(np.float64)
-        mag = np.sqrt(fx**2 + fy**2)
+        mag = flow_magnitude(flow).astype(np.float64)
         ang = np.arctan2(fy, fx)
         h, w = mag.shape
         for i in range(len(a)):
