@@ -20,6 +20,7 @@ and unknown label names are :class:`~pairedge.errors.FormatError` naming the fil
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -132,7 +133,7 @@ class _Parsed:
         self.pairs: list[tuple[int, int, int, int, float, int]] = []
         self.probs: dict[int, list[float]] = {}
         self.groups: list[tuple[int, int, int]] = []  # frame, activity, line
-        self.members: list[tuple[int, int]] = []  # group index, id
+        self.members: list[list[int]] = []  # member ids, one list per group
         self.has_groups = False
 
     def label_id(self, value: Any, record: str) -> int:
@@ -196,13 +197,15 @@ class _Parsed:
         if not self.has_groups:
             return None, np.zeros(0, np.int64)
         g = np.asarray(self.groups, np.int64).reshape(-1, 3)
-        m = np.asarray(self.members, np.int64).reshape(-1, 2)
+        sizes = np.fromiter(map(len, self.members), np.int64, len(self.members))
+        ids = np.fromiter(itertools.chain.from_iterable(self.members), np.int64, int(sizes.sum()))
+        m = np.stack([np.repeat(np.arange(len(sizes)), sizes), ids], axis=1)
         groups = Groups(frame=g[:, 0], activity=g[:, 1], member_group=m[:, 0], member_id=m[:, 1])
         dup = first_duplicate(row_keys(groups.member_rows())[0])
         if dup is not None:
             i, j = dup
             raise FormatError(
-                self.path, f"person {int(m[j, 1])} is in two groups of frame {int(g[m[j, 0], 0])} (first on "
+                self.path, f"person {int(m[j, 1])} appears twice in the groups of frame {int(g[m[j, 0], 0])} (first on "
                 f"line {int(g[m[i, 0], 2])}); expected a person in at most one group per frame",
                 f"line {int(g[m[j, 0], 2])}",
             )  # fmt: skip
@@ -289,7 +292,12 @@ def _read_frame_record(path: Path, parsed: _Parsed, lineno: int, obj: Any, c: in
         ids = item.get("ids")
         if not isinstance(ids, list) or len(ids) != 2:
             raise FormatError(path, f"ids: expected a list of two track ids, got {ids!r}", where)
-        pair = (_int(path, ids[0], "ids", where), _int(path, ids[1], "ids", where))
+        a, b = ids
+        if not (_is_id(a) and _is_id(b)):  # slow path only to build the message
+            for value in ids:
+                _int(path, value, "ids", where)
+            raise FormatError(path, f"ids: expected track ids >= 0 (pairs need identities), got {ids}", where)
+        pair = (a, b)
         label = parsed.label_id(item.get("label"), where)
         p = _prob(path, item.get("p_interact", 1.0), where)
         if item.get("probs") is not None:
@@ -307,13 +315,12 @@ def _read_group(path: Path, parsed: _Parsed, frame: int, lineno: int, group: Any
     members = _list(path, group.get("members"), "members", where)
     if not members:
         raise FormatError(path, "members: expected at least one track id, got []", where)
-    ids = [_int(path, m, "members", where) for m in members]
-    if min(ids) < 0:
+    if not all(map(_is_id, members)):  # slow path only to build the message
+        ids = [_int(path, m, "members", where) for m in members]
         raise FormatError(path, f"members: expected track ids >= 0, got {ids}", where)
     activity = parsed.label_id(group.get("activity"), where)
-    gi = len(parsed.groups)
     parsed.groups.append((frame, activity, lineno))
-    parsed.members.extend((gi, i) for i in ids)
+    parsed.members.append(members)
 
 
 def _read_csv(path: Path, parsed: _Parsed) -> None:
@@ -334,6 +341,11 @@ def _read_csv(path: Path, parsed: _Parsed) -> None:
         label = parsed.label_id(fields[3], rec)
         p = _prob(path, _csv_float(path, fields[4], rec), rec) if len(fields) == 5 and fields[4] else 1.0
         parsed.add_pair(frame, (a, b), label, p, lineno, rec)
+
+
+def _is_id(value: Any) -> bool:
+    """True for a JSON integer (not a bool) in [0, 2**62)."""
+    return type(value) is int and 0 <= value < _MAX_INT
 
 
 def _int(path: Path, value: Any, what: str, rec: str) -> int:

@@ -18,7 +18,12 @@ def test_bench_metrics_writes_results(tmp_path: Path) -> None:
         "pcp": {"error": "skipped in test"},
         "par": {"error": "skipped"},
     }
-    assert bench.main(["--n", "20000", "--pairs", "2000", "--repeat", "1", "--out", str(tmp_path)]) == 0
+    assert (
+        bench.main(
+            ["--n", "20000", "--pairs", "2000", "--frames", "50", "--repeat", "1", "--out", str(tmp_path)]
+        )
+        == 0
+    )
     data = json.loads((tmp_path / "bench_metrics.json").read_text())
     assert data["pairwise"]["n"] == 20000 and data["pairwise"]["classes"] == 8
     assert data["pairwise"]["ratio_vs_bincount"] > 0

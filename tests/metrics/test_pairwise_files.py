@@ -147,7 +147,7 @@ BAD_RECORDS: list[tuple[str, str]] = [
     ),
     (
         '{"frame": 1, "groups": [{"members": [1, 2]}, {"members": [2, 3]}]}',
-        "person 2 is in two groups of frame 1",
+        "person 2 appears twice in the groups of frame 1",
     ),
     ('{"frame": 1, "groups": [{"members": []}]}', "at least one track id"),
     ('{"frame": 1, "groups": [{"members": [1, 2], "activity": "x"}]}', "unknown label 'x'"),
@@ -218,3 +218,16 @@ def test_perfect_prediction_scores_one(gold: Path) -> None:
     for key in ("accuracy", "mpca", "mpca_over_all_classes", "macro_f1", "pair_f1", "group_f1"):
         assert r.summary[key] == 1.0, key
     assert r.summary["group_activity_accuracy"] == 1.0 and r.summary["group_vote_share"] == 1.0
+
+
+def test_person_twice_in_one_group_and_bool_ids_are_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"frame": 1, "groups": [{"members": [4, 4]}]}\n')
+    with pytest.raises(FormatError, match="person 4 appears twice"):
+        read_pairwise_file(path, PAPER3)
+    path.write_text('{"frame": 1, "interactions": [{"ids": [true, 2]}]}\n')
+    with pytest.raises(FormatError, match="ids: expected an integer"):
+        read_pairwise_file(path, PAPER3)
+    path.write_text('{"frame": 1, "groups": [{"members": [1, -3]}]}\n')
+    with pytest.raises(FormatError, match="members: expected track ids >= 0"):
+        read_pairwise_file(path, PAPER3)
