@@ -140,15 +140,36 @@ def pair_detection(pred_rows: np.ndarray, gold_rows: np.ndarray) -> DetectionSco
     """Stage-1 P / R / F1 of predicted interacting pairs against true interacting pairs.
 
     Args:
-        pred_rows: (M, 3) int64 ``(frame, id_a, id_b)`` predicted interacting (already thresholded), unique.
-        gold_rows: (K, 3) int64 true interacting pairs, unique. Use the same id order in both (``id_a < id_b``).
+        pred_rows: (M, 3) integer ``(frame, id_a, id_b)`` predicted interacting (already thresholded).
+        gold_rows: (K, 3) integer true interacting pairs.
+
+    Pairs are unordered: ``(f, 7, 3)`` is the same pair as ``(f, 3, 7)``. A pair of a person with itself, or
+    the same pair twice in one table, is an InputError.
     """
-    pk, gk = row_keys(np.asarray(pred_rows).reshape(-1, 3), np.asarray(gold_rows).reshape(-1, 3))
+    pk, gk = row_keys(_unordered(pred_rows, "predicted"), _unordered(gold_rows, "true"))
     for name, keys in (("predicted", pk), ("true", gk)):
-        if first_duplicate(keys) is not None:
-            raise InputError(f"pair_detection: duplicate {name} pair rows; expected each pair once")
+        dup = first_duplicate(keys)
+        if dup is not None:
+            raise InputError(
+                f"pair_detection: {name} pair rows {dup[0]} and {dup[1]} are the same pair; expected each once"
+            )
     tp = len(np.intersect1d(pk, gk, assume_unique=True))
     return DetectionScore(tp=tp, fp=len(pk) - tp, fn=len(gk) - tp)
+
+
+def _unordered(rows: np.ndarray, name: str) -> np.ndarray:
+    """(M, 3) int64 copy with ``id_a < id_b`` in every row; rejects ``id_a == id_b``."""
+    arr = np.asarray(rows)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise InputError(
+            f"pair_detection: {name} pairs must be integer (frame, id_a, id_b) rows, got {arr.dtype}"
+        )
+    out = arr.astype(np.int64).reshape(-1, 3)
+    if out.size and (out[:, 1] == out[:, 2]).any():
+        i = int(np.flatnonzero(out[:, 1] == out[:, 2])[0])
+        raise InputError(f"pair_detection: {name} row {i} pairs person {out[i, 1]} with itself")
+    out[:, 1:] = np.sort(out[:, 1:], axis=1)
+    return out
 
 
 def group_activity(

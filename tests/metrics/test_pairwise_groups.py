@@ -62,9 +62,15 @@ def test_pair_detection_empty_prediction_is_nan_precision() -> None:
     assert np.isnan(pair_detection(np.zeros((0, 3)), np.zeros((0, 3))).f1)
 
 
-def test_pair_detection_rejects_duplicates() -> None:
-    with pytest.raises(InputError, match="duplicate"):
-        pair_detection(np.array([[0, 1, 2], [0, 1, 2]]), np.array([[0, 1, 2]]))
+def test_pair_detection_is_unordered_and_rejects_duplicates() -> None:
+    s = pair_detection(np.array([[0, 2, 1]]), np.array([[0, 1, 2]]))
+    assert (s.tp, s.fp, s.fn) == (1, 0, 0)
+    with pytest.raises(InputError, match="same pair"):
+        pair_detection(np.array([[0, 1, 2], [0, 2, 1]]), np.array([[0, 1, 2]]))
+    with pytest.raises(InputError, match="with itself"):
+        pair_detection(np.array([[0, 3, 3]]), np.array([[0, 1, 2]]))
+    with pytest.raises(InputError, match="integer"):
+        pair_detection(np.array([[0.5, 1, 2]]), np.array([[0, 1, 2]]))
 
 
 @settings(max_examples=100, deadline=None)
@@ -73,6 +79,8 @@ def test_pair_detection_rejects_duplicates() -> None:
     st.sets(st.tuples(st.integers(0, 5), st.integers(0, 6), st.integers(0, 6)), max_size=40),
 )
 def test_pair_detection_equals_python_sets(pred: set[tuple[int, ...]], gold: set[tuple[int, ...]]) -> None:
+    pred = {(f, a, b) for f, a, b in pred if a < b}
+    gold = {(f, a, b) for f, a, b in gold if a < b}
     s = pair_detection(np.array(sorted(pred)).reshape(-1, 3), np.array(sorted(gold)).reshape(-1, 3))
     assert (s.tp, s.fp, s.fn) == (len(pred & gold), len(pred - gold), len(gold - pred))
 
