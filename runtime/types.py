@@ -142,7 +142,7 @@ class FrameResult:
             "groups": [
                 {
                     "members": list(g.members),
-                    "activity": g.activity,
+                    "activity": g.activity or None,
                     "vote_share": round(g.vote_share, decimals),
                 }
                 for g in self.groups

@@ -1,0 +1,212 @@
+"""Writers of pipeline results: JSON Lines (one object per frame) and an annotated video.
+
+JSON Lines: an optional header line ``{"labels": [...], ...}``, then per frame
+``{"frame", "timestamp", "interactions": [{"ids", "label", "p_interact", "probs"}], "groups": [{"members",
+"activity", "vote_share"}], "tracks", "timings_ms", "diagnostics"}`` — the schema the pairwise scorer reads
+(``docs/formats.md``).
+
+Video: boxes and ids coloured per track, a line between the centres of every interacting pair coloured by
+its label (thicker when more confident), and the convex hull of every group outlined in the colour of its
+activity with the activity and vote share written above it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+import cv2
+import numpy as np
+from pairedge.errors import BackendError, InputError
+from pairedge.runtime.types import FrameResult
+
+#: BGR colours of stage-2 labels, by class index (cycled).
+LABEL_COLOURS: tuple[tuple[int, int, int], ...] = (
+    (60, 180, 75),
+    (48, 130, 245),
+    (200, 130, 0),
+    (75, 25, 230),
+    (180, 30, 145),
+    (25, 225, 255),
+    (240, 240, 70),
+    (128, 128, 128),
+)
+_FOURCC = {".mp4": "mp4v", ".avi": "MJPG", ".mkv": "MJPG"}
+
+
+def track_colour(track_id: int) -> tuple[int, int, int]:
+    """A stable, well-spread BGR colour for a track id."""
+    hue = (int(track_id) * 47) % 180
+    hsv = np.array([[[hue, 200, 235]]], np.uint8)
+    b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
+    return int(b), int(g), int(r)
+
+
+def label_colour(label_id: int) -> tuple[int, int, int]:
+    return LABEL_COLOURS[int(label_id) % len(LABEL_COLOURS)]
+
+
+class JsonlWriter:
+    """Writes one JSON object per frame.
+
+    Args:
+        path: output file (parent folders are created).
+        labels: stage-2 class names for the header line; None writes no header.
+        header: extra header fields (model description, source video, ...).
+    """
+
+    def __init__(
+        self, path: str | Path, labels: Sequence[str] | None = None, header: Mapping[str, Any] | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = self.path.open("w", encoding="utf-8")
+        if labels is not None:
+            self._line({"labels": list(labels), **(header or {})})
+
+    def _line(self, obj: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise InputError(f"{self.path}: writer is closed")
+        self._file.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
+
+    def write(self, result: FrameResult) -> None:
+        """Append the record of one frame."""
+        self._line(result.to_json_dict())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
+    """Draw ``result`` onto ``canvas`` ((H, W, 3) uint8 BGR) in place; returns it."""
+    boxes = np.asarray(result.boxes, np.float64)
+    centres = {int(t): (b[:2] + b[2:] / 2) for t, b in zip(result.track_ids.tolist(), boxes, strict=True)}
+    for group in result.groups:
+        _draw_group(canvas, group.members, group.activity, group.activity_id, group.vote_share, result)
+    for r in np.flatnonzero(result.interacting).tolist():
+        a, b = (int(v) for v in result.pairs[r])
+        if a in centres and b in centres:
+            thickness = 1 + int(round(3 * float(result.p_interact[r])))
+            pa, pb = centres[a].astype(int), centres[b].astype(int)
+            cv2.line(
+                canvas, tuple(pa), tuple(pb), label_colour(int(result.label_ids[r])), thickness, cv2.LINE_AA
+            )
+    for t, b in zip(result.track_ids.tolist(), boxes.astype(int), strict=True):
+        colour = track_colour(t)
+        cv2.rectangle(canvas, (b[0], b[1]), (b[0] + b[2], b[1] + b[3]), colour, 2)
+        cv2.putText(
+            canvas, str(t), (b[0] + 2, b[1] + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, cv2.LINE_AA
+        )
+    _draw_legend(canvas, result.labels)
+    return canvas
+
+
+def _draw_group(
+    canvas: np.ndarray,
+    members: tuple[int, ...],
+    activity: str,
+    activity_id: int,
+    share: float,
+    result: FrameResult,
+) -> None:
+    rows = np.flatnonzero(np.isin(result.track_ids, members))
+    if len(rows) < 2:
+        return
+    b = result.boxes[rows].astype(np.float32)
+    corners = np.concatenate(
+        [b[:, :2], b[:, :2] + b[:, 2:], b[:, :2] + b[:, 2:] * [1, 0], b[:, :2] + b[:, 2:] * [0, 1]]
+    )
+    hull = cv2.convexHull(corners.astype(np.int32))
+    colour = label_colour(activity_id) if activity_id >= 0 else (200, 200, 200)
+    cv2.polylines(canvas, [hull], True, colour, 2, cv2.LINE_AA)
+    x, y = int(hull[:, 0, 0].min()), int(hull[:, 0, 1].min())
+    text = f"{activity or 'group'} {share:.0%}" if activity else "group"
+    cv2.putText(canvas, text, (x, max(y - 6, 12)), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, cv2.LINE_AA)
+
+
+def _draw_legend(canvas: np.ndarray, labels: Sequence[str]) -> None:
+    for k, name in enumerate(labels):
+        y = 16 + 16 * k
+        cv2.line(canvas, (8, y - 4), (28, y - 4), label_colour(k), 3)
+        cv2.putText(canvas, name, (34, y), cv2.FONT_HERSHEY_SIMPLEX, 0.45, label_colour(k), 1, cv2.LINE_AA)
+
+
+class AnnotatedVideoWriter:
+    """Writes annotated frames to a video (``.mp4`` with mp4v, ``.avi`` / ``.mkv`` with MJPG).
+
+    The video size is fixed by the first frame; a later frame of another size is resized to it. The
+    drawing canvas is one buffer reused for every frame.
+
+    Args:
+        path: output video file.
+        fps: frames per second of the output.
+    """
+
+    def __init__(self, path: str | Path, fps: float = 30.0) -> None:
+        self.path = Path(path)
+        if self.path.suffix.lower() not in _FOURCC:
+            raise InputError(f"{path}: expected a .mp4, .avi or .mkv video path, got {self.path.suffix!r}")
+        if not fps > 0:
+            raise InputError(f"fps: expected a positive number, got {fps}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fps = float(fps)
+        self._writer: Any = None
+        self._canvas: np.ndarray | None = None
+        self.frames = 0
+
+    def write(self, image: np.ndarray | None, result: FrameResult) -> None:
+        """Annotate ``image`` ((H, W, 3) BGR or (H, W) gray uint8; None: a grey canvas) and append it."""
+        if self._canvas is None:
+            self._open(image)
+        assert self._canvas is not None
+        h, w = self._canvas.shape[:2]
+        usable = isinstance(image, np.ndarray) and image.dtype == np.uint8
+        usable = usable and (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3))
+        if not usable:
+            self._canvas.fill(64)
+        else:
+            src = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
+            if src.shape[:2] != (h, w):
+                src = cv2.resize(src, (w, h))
+            np.copyto(self._canvas, src)
+        self._writer.write(annotate(self._canvas, result))
+        self.frames += 1
+
+    def _open(self, image: np.ndarray | None) -> None:
+        if image is not None and isinstance(image, np.ndarray) and image.ndim in (2, 3):
+            h, w = image.shape[:2]
+        else:
+            h, w = 480, 640
+        self._canvas = np.zeros((h, w, 3), np.uint8)
+        fourcc = cv2.VideoWriter_fourcc(*_FOURCC[self.path.suffix.lower()])
+        self._writer = cv2.VideoWriter(str(self.path), fourcc, self.fps, (w, h))
+        if not self._writer.isOpened():
+            raise BackendError(
+                f"{self.path}: OpenCV cannot write this video format here; try a .avi path (MJPG)"
+            )
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
+
+    def __enter__(self) -> AnnotatedVideoWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

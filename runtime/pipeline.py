@@ -1,0 +1,316 @@
+"""The streaming pipeline: frames and detections in, interactions and groups out, one frame at a time.
+
+Per frame: validate -> track (when the detections carry no ids) -> optical flow, once (when the feature
+spec uses it; the previous frame is kept in a reused buffer) -> pair features -> stage 1 on all pairs in one
+batched call -> smoothing of ``p_interact`` -> gate ``p >= tau_interact`` -> stage 2 on the gated pairs in
+one batched call -> smoothing of the class probabilities -> groups. Every stage is timed. Bad input never
+raises mid-stream: it is dropped and reported in :attr:`FrameResult.diagnostics`.
+
+The gate sees the *smoothed* stage-1 probability, so a pair does not flicker in and out of stage 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from time import perf_counter_ns
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from pairedge.errors import PairedgeError
+from pairedge.features import PairFeatures
+from pairedge.runtime.backends import Backend, get_backend
+from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.flow import FlowBackend, FlowStream
+from pairedge.runtime.groups import find_groups
+from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
+from pairedge.runtime.smoothing import PairSmoother
+from pairedge.runtime.tracker import IoUTracker
+from pairedge.runtime.types import Diagnostics, FrameResult
+from pairedge.runtime.validate import validate_detections, validate_frame
+from pairedge.types import Detections
+
+STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
+NOMINAL_DT = 1.0 / 30.0
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of (N, C) logits as float32 (a sigmoid column pair when C == 1)."""
+    x = np.asarray(logits, np.float64)
+    if x.shape[1] == 1:
+        p = 1.0 / (1.0 + np.exp(-x))
+        return np.concatenate([1 - p, p], axis=1).astype(np.float32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+class Pipeline:
+    """A per-stream pipeline. Instances are independent (no global state) and not thread-safe.
+
+    Build it with :meth:`load`; use it as a context manager or call :meth:`close` to release the backends.
+    """
+
+    def __init__(
+        self,
+        models: ModelPair,
+        stage1: Backend,
+        stage2: Backend,
+        flow: FlowBackend | None,
+        config: PipelineConfig | None = None,
+    ) -> None:
+        self.config = config or PipelineConfig()
+        self.models = models
+        self.stage1, self.stage2 = stage1.activate(), stage2.activate()
+        self.flow = flow
+        self.labels = models.labels
+        cfg = self.config
+        self.tau_interact = (
+            cfg.tau_interact if cfg.tau_interact is not None else models.threshold("p_interact")
+        )
+        self.tau_group = cfg.tau_group if cfg.tau_group is not None else models.threshold("tau_group")
+        self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
+        self.extractor = models.spec.make_extractor(self.feature_config)
+        self._stream = FlowStream(flow) if flow is not None else None
+        self._tracker = IoUTracker(cfg.tracker_config)
+        self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
+        self._frames = 0
+        self._last_t: float | None = None
+        self._image_size: tuple[int, int] | None = None
+
+    @classmethod
+    def load(
+        cls,
+        model: str | Path | Sequence[str | Path],
+        backend: str = "auto",
+        flow: str | FlowBackend | None = "auto",
+        config: PipelineConfig | None = None,
+    ) -> Pipeline:
+        """Load a model and build the pipeline.
+
+        Args:
+            model: a directory with ``stage1.onnx`` and ``stage2.onnx``, or those two files.
+            backend: classifier backend name ("auto", "onnxruntime", "onnxruntime-cuda", ...).
+            flow: "auto" (the backend the model's feature spec was defined with), a registered flow backend
+                name, a :class:`FlowBackend`, or "none" (box-only).
+            config: :class:`PipelineConfig`; None for the defaults.
+
+        Raises:
+            ModelError, BackendError, InputError: with the reason and how to fix it.
+        """
+        config = config or PipelineConfig()
+        models = find_models(model)
+        feature_config = config.features if config.features is not None else models.feature_config()
+        uses_flow = spec_uses_flow(models.spec, feature_config)
+        flow_backend = make_flow_backend(flow, models.spec, uses_flow, config)
+        stage1 = get_backend(backend, models.stage1, config.backend_options)
+        stage2 = get_backend(backend, models.stage2, config.backend_options)
+        return cls(models, stage1, stage2, flow_backend, config)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the classifier backends."""
+        self.stage1.deactivate()
+        self.stage2.deactivate()
+
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def reset(self) -> None:
+        """Start a new stream (scene cut): forget flow, tracks, feature history and smoothing."""
+        if self._stream is not None:
+            self._stream.reset()
+        self.extractor.reset()
+        self._tracker.reset()
+        self._smoother.reset()
+        self._last_t = None
+
+    def describe(self) -> dict[str, Any]:
+        """What this pipeline runs (for logs and summaries)."""
+        return {
+            "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
+            "flow": repr(self.flow) if self.flow is not None else "none",
+            "stage1": repr(self.stage1),
+            "stage2": repr(self.stage2),
+            "labels": list(self.labels),
+            "tau_interact": self.tau_interact,
+            "tau_group": self.tau_group,
+        }
+
+    # -- the step -----------------------------------------------------------------------------------------
+    def step(
+        self,
+        frame: np.ndarray | None,
+        detections: Detections | None,
+        timestamp: float,
+        *,
+        frame_index: int | None = None,
+        image_size: tuple[int, int] | None = None,
+    ) -> FrameResult:
+        """Process one frame.
+
+        Args:
+            frame: (H, W, 3) uint8 BGR or (H, W) uint8 gray; None in box-only mode (then give ``image_size``
+                once, or keep passing it).
+            detections: the frame's boxes; ``track_ids`` all -1 lets the built-in tracker assign ids.
+            timestamp: seconds, increasing (a non-finite or decreasing value is repaired and reported).
+            frame_index: recorded in the result (default: the number of frames seen before this one).
+            image_size: ``(W, H)`` when no frame is given.
+
+        Returns:
+            The :class:`FrameResult`. Never raises for malformed frames or detections.
+        """
+        clock = _Clock()
+        notes: list[str] = []
+        index = self._frames if frame_index is None else int(frame_index)
+        self._frames += 1
+        timestamp = self._timestamp(timestamp, notes)
+        image, frame_reason = validate_frame(frame, self.config.validation)
+        size = self._size(image, image_size)
+        if frame is None and self._stream is None:
+            frame_reason = None  # box-only: no frame expected
+        dets, dropped = validate_detections(detections, size, self.config.validation)
+        clock.lap("validate")
+        dets = self._assign_ids(dets, timestamp, dropped)
+        clock.lap("track")
+        flow = self._flow(image, notes)
+        clock.lap("flow")
+        features = self._features(dets, timestamp, size, flow, notes)
+        clock.lap("features")
+        p, label_ids, probs = self._classify(features, clock)
+        groups = find_groups(features.pairs, p, label_ids, probs, self.tau_group, self.labels)
+        clock.lap("groups")
+        diagnostics = Diagnostics(frame_dropped=frame_reason, dropped=dropped, notes=tuple(notes))
+        return FrameResult(
+            frame_index=index,
+            timestamp=timestamp,
+            track_ids=dets.track_ids.copy(),
+            boxes=dets.boxes.copy(),
+            pairs=features.pairs,
+            p_interact=p,
+            interacting=label_ids >= 0,
+            label_ids=label_ids,
+            probs=probs,
+            labels=self.labels,
+            groups=groups,
+            timings_ms=clock.result(),
+            diagnostics=diagnostics,
+        )
+
+    def _timestamp(self, timestamp: float, notes: list[str]) -> float:
+        try:
+            t = float(timestamp)
+        except (TypeError, ValueError):
+            t = math.nan
+        if not math.isfinite(t) or (self._last_t is not None and t < self._last_t):
+            repaired = 0.0 if self._last_t is None else self._last_t + NOMINAL_DT
+            notes.append(f"timestamp {timestamp!r} not finite or decreasing; used {repaired:.6f}")
+            t = repaired
+        self._last_t = t
+        return t
+
+    def _size(self, image: np.ndarray | None, image_size: tuple[int, int] | None) -> tuple[int, int] | None:
+        if image is not None:
+            self._image_size = (int(image.shape[1]), int(image.shape[0]))
+        elif image_size is not None:
+            self._image_size = (int(image_size[0]), int(image_size[1]))
+        return self._image_size
+
+    def _assign_ids(self, dets: Detections, timestamp: float, dropped: dict[str, int]) -> Detections:
+        mode = self.config.tracker
+        missing = dets.track_ids < 0
+        if mode == "always" or (mode == "auto" and len(dets) > 0 and missing.all()):
+            ids = self._tracker.step(dets.boxes, timestamp, dets.scores)
+            dets = Detections(dets.boxes, ids, dets.scores)
+            missing = ids < 0
+            reason = "suppressed by the tracker (duplicate or low score)"
+        else:
+            reason = "no track id (mixed with detections that have ids)"
+        if missing.any():
+            dropped[reason] = int(missing.sum())
+            dets = dets.subset(~missing)
+        return dets
+
+    def _flow(self, image: np.ndarray | None, notes: list[str]) -> np.ndarray | None:
+        if self._stream is None:
+            return None
+        if image is None:
+            self._stream.reset()
+            return None
+        flow = self._stream.push(image)
+        if flow is None:
+            notes.append("no previous frame: flow not available for this frame")
+        return flow
+
+    def _features(
+        self,
+        dets: Detections,
+        timestamp: float,
+        size: tuple[int, int] | None,
+        flow: np.ndarray | None,
+        notes: list[str],
+    ) -> PairFeatures:
+        empty = PairFeatures.empty(self.models.spec.stage1_dim, self.models.spec.stage2_dim)
+        if size is None:
+            if len(dets) > 1:
+                notes.append("image size unknown (no frame and no image_size): pairs skipped")
+            return empty
+        scale = self.flow.scale if self.flow is not None else 1.0
+        try:
+            features = self.extractor.step(dets, timestamp, size, flow, scale)
+        except PairedgeError as exc:  # defensive: validated input should never get here
+            notes.append(f"features failed ({exc}); frame skipped")
+            return empty
+        finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
+        if not finite.all():
+            notes.append(f"{int((~finite).sum())} pair(s) with non-finite features dropped")
+            keep = np.flatnonzero(finite)
+            features = PairFeatures(
+                features.pairs[keep], features.index[keep], features.stage1[keep], features.stage2[keep]
+            )
+        return features
+
+    def _classify(self, features: PairFeatures, clock: _Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing."""
+        m = len(features)
+        p_raw = softmax(self.stage1.infer(features.stage1))[:, 1] if m else np.zeros(0, np.float32)
+        clock.lap("stage1")
+        p = self._smoother.smooth_interact(features.pairs, p_raw)
+        gated = np.flatnonzero(p >= self.tau_interact)
+        clock.lap("smooth")
+        raw_probs = (
+            softmax(self.stage2.infer(np.ascontiguousarray(features.stage2[gated]))) if len(gated) else None
+        )
+        clock.lap("stage2")
+        label_ids = np.full(m, -1, np.int64)
+        probs = np.zeros((m, len(self.labels)), np.float32)
+        if raw_probs is not None:
+            smoothed = self._smoother.smooth_probs(gated, raw_probs)
+            probs[gated] = smoothed
+            label_ids[gated] = smoothed.argmax(axis=1)
+        clock.lap("smooth")
+        return p, label_ids, probs
+
+
+class _Clock:
+    """Per-stage wall time with ``perf_counter_ns``; a stage lapped twice accumulates."""
+
+    def __init__(self) -> None:
+        self._start = self._last = perf_counter_ns()
+        self._ns = dict.fromkeys(STAGES, 0)
+
+    def lap(self, stage: str) -> None:
+        now = perf_counter_ns()
+        self._ns[stage] += now - self._last
+        self._last = now
+
+    def result(self) -> dict[str, float]:
+        out = {k: v / 1e6 for k, v in self._ns.items()}
+        out["total"] = (self._last - self._start) / 1e6
+        return out
