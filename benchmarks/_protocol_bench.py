@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -147,11 +150,35 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
     out = {
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        },
         "pcp": bench_pcp(args.people, args.seed, args.repeat),
         "par": bench_par(args.frames, args.seed, args.repeat),
     }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "protocol_bench.json").write_text(json.dumps(out, indent=2) + "\n")
+    pcp, par = out["pcp"], out["par"]
+    lines = [
+        "# PCP and PAR scoring speed (benchmarks/_protocol_bench.py)",
+        "",
+        f"Best of {args.repeat} runs after a warm-up; inputs built outside the timing. Machine: {out['machine']}.",
+        "",
+        "| protocol | size | best s | items/s |",
+        "|---|---|---|---|",
+        f"| pcp loose | {pcp['n_people']:,} people, {pcp['n_images']:,} images | {pcp['seconds']:.3f} | "
+        f"{pcp['items_per_s']:,.0f} people/s |",
+        f"| pcp strict | same | {pcp['strict_seconds']:.3f} | {pcp['strict_items_per_s']:,.0f} people/s |",
+        f"| par (official) | {par['n_frames']:,} frames, {par['n_persons']:,} persons | {par['seconds']:.3f} | "
+        f"{par['items_per_s']:,.0f} frames/s |",
+        "",
+    ]
+    (args.out / "protocol_bench.md").write_text("\n".join(lines))
     print(json.dumps(out, indent=2))
 
 

@@ -326,3 +326,18 @@ def test_partial_nan_stick_in_json_names_the_record(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"stickmen\[0\]\[5\]") as info:
         read_stickmen_json(tmp_path / "p.json")
     assert info.value.record == "images[0]"
+
+
+def test_in_memory_input_is_validated() -> None:
+    gold = [StickmenImage("a", person()[None])]
+    with pytest.raises(FormatError, match="shape") as info:
+        pcp_loose([StickmenImage("a", np.zeros((1, 5, 4)))], gold)
+    assert info.value.path == "<pred>"
+    half = person()
+    half[1, 0] = np.nan
+    with pytest.raises(FormatError, match="left_upper_arm") as info:
+        pcp_loose([], [StickmenImage("a", half[None])])
+    assert info.value.path == "<gold>" and info.value.record == "image 'a'"
+    with pytest.raises(FormatError, match="windows of shape"):
+        pcp_loose([StickmenImage("a", person()[None], np.zeros((2, 4)))], gold)
+    assert pcp_loose([StickmenImage("a", person())], gold).summary["pcp"] == 1.0  # (6, 4) = one person

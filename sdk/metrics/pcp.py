@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.stickmen import N_PARTS, PARTS, StickmenImage
+from pairedge.io.stickmen import N_PARTS, PARTS, StickmenImage, stick_problems
 from pairedge.io.stickmen_json import read_stickmen_file
 from pairedge.metrics.pcp_core import (
     loose_correct,
@@ -45,11 +45,44 @@ class _Flat:
     est_start: np.ndarray  # (n_images,) index of each image's first estimate
 
 
-def _flatten(pred: Sequence[StickmenImage], gold: Sequence[StickmenImage], pred_label: str) -> _Flat:
+def _as_sticks(im: StickmenImage, label: str) -> np.ndarray:
+    arr = np.asarray(im.sticks, dtype=np.float64)
+    if arr.shape == (N_PARTS, 4):
+        arr = arr[None]
+    if arr.ndim != 3 or arr.shape[1:] != (N_PARTS, 4):
+        raise FormatError(
+            label, f"expected sticks of shape (P, {N_PARTS}, 4), got {arr.shape}", f"image {im.name!r}"
+        )
+    return arr
+
+
+def _as_windows(im: StickmenImage, count: int, label: str) -> np.ndarray:
+    arr = np.asarray(im.windows, dtype=np.float64)
+    if arr.shape != (count, 4):
+        raise FormatError(
+            label, f"expected windows of shape ({count}, 4), got {arr.shape}", f"image {im.name!r}"
+        )
+    return arr
+
+
+def _check_values(sticks: np.ndarray, image: np.ndarray, names: tuple[str, ...], label: str) -> None:
+    """Partial-NaN or infinite sticks (vectorised over all images) -> FormatError naming the image."""
+    problem = stick_problems(sticks)
+    if problem is None:
+        return
+    row, what = problem
+    raise FormatError(
+        label, f"part {PARTS[row % N_PARTS]}: {what}", f"image {names[image[row // N_PARTS]]!r}"
+    )
+
+
+def _flatten(
+    pred: Sequence[StickmenImage], gold: Sequence[StickmenImage], pred_label: str, gold_label: str
+) -> _Flat:
     names = tuple(im.name for im in gold)
     index = {name: k for k, name in enumerate(names)}
     if len(index) != len(names):
-        raise InputError("ground truth: image names must be unique")
+        raise FormatError(gold_label, "image names must be unique")
     by_image: dict[int, StickmenImage] = {}
     for im in pred:
         if im.name not in index:
@@ -59,27 +92,23 @@ def _flatten(pred: Sequence[StickmenImage], gold: Sequence[StickmenImage], pred_
         if index[im.name] in by_image:
             raise FormatError(pred_label, f"image {im.name!r} appears twice")
         by_image[index[im.name]] = im
-    gt_parts = [np.asarray(im.sticks, dtype=np.float64).reshape(-1, N_PARTS, 4) for im in gold]
-    est_parts, win_parts = [], []
-    for k in range(len(names)):
-        im = by_image.get(k)
-        sticks = np.zeros((0, N_PARTS, 4)) if im is None else np.asarray(im.sticks, dtype=np.float64)
-        sticks = sticks.reshape(-1, N_PARTS, 4)
-        est_parts.append(sticks)
-        windows = None if im is None else im.windows
-        win_parts.append(
-            np.full((len(sticks), 4), np.nan) if windows is None else np.asarray(windows, np.float64)
-        )
-    counts = np.array([len(s) for s in est_parts], dtype=np.int64)
-    return _Flat(
-        names=names,
-        gt=_cat(gt_parts),
-        gt_image=np.repeat(np.arange(len(names)), [len(s) for s in gt_parts]),
-        est=_cat(est_parts),
-        est_image=np.repeat(np.arange(len(names)), counts),
-        est_windows=np.concatenate(win_parts) if win_parts else np.zeros((0, 4)),
-        est_start=np.cumsum(counts) - counts,
-    )
+    gt_parts = [_as_sticks(im, gold_label) for im in gold]
+    order = sorted(by_image)  # estimates grouped by ground-truth image order
+    est_parts = [_as_sticks(by_image[k], pred_label) for k in order]
+    counts = np.zeros(len(names), dtype=np.int64)
+    counts[order] = [len(s) for s in est_parts]
+    gt, est = _cat(gt_parts), _cat(est_parts)
+    gt_image = np.repeat(np.arange(len(names)), [len(s) for s in gt_parts])
+    est_image = np.repeat(np.arange(len(names)), counts)
+    _check_values(gt, gt_image, names, gold_label)
+    _check_values(est, est_image, names, pred_label)
+    start = np.cumsum(counts) - counts
+    windows = np.full((len(est), 4), np.nan)
+    for k in order:
+        im = by_image[k]
+        if im.windows is not None:
+            windows[start[k] : start[k] + counts[k]] = _as_windows(im, int(counts[k]), pred_label)
+    return _Flat(names, gt, gt_image, est, est_image, windows, start)
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
@@ -92,6 +121,7 @@ def pcp_loose(
     *,
     threshold: float = 0.5,
     pred_label: str = "<pred>",
+    gold_label: str = "<gold>",
 ) -> ScoreReport:
     """Loose PCP with the official detection stage.
 
@@ -105,7 +135,7 @@ def pcp_loose(
         summary ``detection_rate``, ``pcp`` (over detected people), ``total_pcp`` (= pcp x detection rate);
         a per-part table; details with counts.
     """
-    flat = _flatten(pred, gold, pred_label)
+    flat = _flatten(pred, gold, pred_label, gold_label)
     windows = flat.est_windows.copy()
     derive = np.isnan(windows).all(axis=1)
     windows[derive] = stickman_windows(flat.est[derive])
@@ -179,7 +209,7 @@ def pcp_strict(
         FormatError: an image with more estimates than ground-truth people, or an occluded (NaN)
             ground-truth part (strict PCP needs every part annotated).
     """
-    flat = _flatten(pred, gold, pred_label)
+    flat = _flatten(pred, gold, pred_label, gold_label)
     gt_counts = np.bincount(flat.gt_image, minlength=len(flat.names))
     est_counts = np.bincount(flat.est_image, minlength=len(flat.names))
     extra = np.flatnonzero(est_counts > gt_counts)
@@ -249,7 +279,7 @@ def score_images(
     if not (np.isfinite(threshold) and threshold > 0):
         raise InputError(f"expected a PCP threshold > 0, got {threshold}")
     if mode == "loose":
-        return pcp_loose(pred, gold, threshold=threshold, pred_label=pred_label)
+        return pcp_loose(pred, gold, threshold=threshold, pred_label=pred_label, gold_label=gold_label)
     return pcp_strict(pred, gold, threshold=threshold, pred_label=pred_label, gold_label=gold_label)
 
 
