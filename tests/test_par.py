@@ -239,3 +239,27 @@ def test_agrees_with_the_official_loops(seed: int, social_p: float) -> None:
         assert got[key] == pytest.approx(value, abs=1e-12, nan_ok=True), key
     if "F_p" not in expected:
         assert math.isnan(got["F_p"])  # the official code would have raised ZeroDivisionError
+
+
+def test_cli_scores_par_files_end_to_end(tmp_path: Path) -> None:
+    from pairedge.cli import app
+    from typer.testing import CliRunner
+
+    gold = [frame(4, (([1, 2, 3], [5]),), number=k) for k in range(2)]
+    write_par(tmp_path / "gold.jsonl", gold)
+    write_par(tmp_path / "pred.jsonl", [frame(4, number=k) for k in range(2)])  # no predicted group
+    args = [
+        "score",
+        "--protocol",
+        "par",
+        "--pred",
+        str(tmp_path / "pred.jsonl"),
+        "--gold",
+        str(tmp_path / "gold.jsonl"),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "no predicted group" in result.output
+    (tmp_path / "bad.jsonl").write_text('{"frame": 0, "persons": [{"id": 1, "actions": [99]}]}\n')
+    bad = CliRunner().invoke(app, [*args[:4], str(tmp_path / "bad.jsonl"), *args[5:]])
+    assert bad.exit_code == 1 and "unknown actions label id 99" in bad.output

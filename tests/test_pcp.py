@@ -341,3 +341,29 @@ def test_in_memory_input_is_validated() -> None:
     with pytest.raises(FormatError, match="windows of shape"):
         pcp_loose([StickmenImage("a", person()[None], np.zeros((2, 4)))], gold)
     assert pcp_loose([StickmenImage("a", person())], gold).summary["pcp"] == 1.0  # (6, 4) = one person
+
+
+def test_cli_scores_pcp_files_end_to_end(tmp_path: Path) -> None:
+    from pairedge.cli import app
+    from typer.testing import CliRunner
+
+    gts = np.stack([person(100), person(400)])
+    write_stickmen(tmp_path / "gold.txt", gts)
+    write_stickmen(tmp_path / "pred.txt", gts[:1])
+    out = tmp_path / "r.json"
+    args = [
+        "score",
+        "--protocol",
+        "pcp",
+        "--pred",
+        str(tmp_path / "pred.txt"),
+        "--gold",
+        str(tmp_path / "gold.txt"),
+    ]
+    result = CliRunner().invoke(app, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    import json
+
+    assert json.loads(out.read_text())["summary"] == {"detection_rate": 0.5, "pcp": 1.0, "total_pcp": 0.5}
+    strict = CliRunner().invoke(app, [*args, "--mode", "strict"])
+    assert strict.exit_code == 0 and "strict" in strict.output
