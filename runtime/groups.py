@@ -26,12 +26,15 @@ def connected_components(edges: np.ndarray, num_nodes: int) -> np.ndarray:
     label = np.arange(num_nodes, dtype=np.int64)
     if len(edges) == 0:
         return label
+    ends = np.concatenate([edges[:, 0], edges[:, 1]])
+    order = np.argsort(ends, kind="stable")
+    nodes, starts = np.unique(ends[order], return_index=True)  # segments of `order` per node
     a, b = edges[:, 0], edges[:, 1]
-    while True:  # min-label propagation with pointer jumping: O(log n) rounds in practice
+    while True:  # min-label propagation with pointer jumping: a few rounds in practice
         m = np.minimum(label[a], label[b])
+        reached = np.minimum.reduceat(np.concatenate([m, m])[order], starts)
         new = label.copy()
-        np.minimum.at(new, a, m)
-        np.minimum.at(new, b, m)
+        new[nodes] = np.minimum(new[nodes], reached)
         new = new[new]
         if np.array_equal(new, label):
             return label
@@ -46,7 +49,7 @@ def find_groups(
     tau_group: float,
     labels: tuple[str, ...],
 ) -> tuple[Group, ...]:
-    """Groups of one frame.
+    """Groups of one frame, from pairs of track ids.
 
     Args:
         pairs: (M, 2) int64 track ids.
@@ -59,17 +62,33 @@ def find_groups(
     Returns:
         Groups sorted by their smallest member id; members sorted.
     """
+    if not (p_interact >= tau_group).any():
+        return ()
+    nodes, inverse = np.unique(np.asarray(pairs, np.int64), return_inverse=True)
+    return groups_from_index(inverse.reshape(-1, 2), nodes, p_interact, label_ids, probs, tau_group, labels)
+
+
+def groups_from_index(
+    index: np.ndarray,
+    node_ids: np.ndarray,
+    p_interact: np.ndarray,
+    label_ids: np.ndarray,
+    probs: np.ndarray,
+    tau_group: float,
+    labels: tuple[str, ...],
+) -> tuple[Group, ...]:
+    """:func:`find_groups` with pairs given as (M, 2) int64 rows into ``node_ids`` ((N,) unique track ids),
+    as the feature extractor's ``PairFeatures.index`` gives them (no sort or search needed)."""
     edge = p_interact >= tau_group
     if not edge.any():
         return ()
-    ids, inverse = np.unique(pairs[edge].reshape(-1), return_inverse=True)
-    comp = connected_components(inverse.reshape(-1, 2), len(ids))
-    _, comp_index = np.unique(comp, return_inverse=True)  # components numbered 0..K-1 by smallest id
-    k = int(comp_index.max()) + 1
-    votes, mass = _votes(pairs, label_ids, probs, ids, comp_index, k, len(labels))
+    comp = connected_components(index[edge], len(node_ids))
+    size = np.bincount(comp, minlength=len(node_ids))
+    roots = np.flatnonzero(size >= 2)
+    votes, mass = _votes(index, label_ids, probs, comp, roots, len(labels))
     groups: list[Group] = []
-    for c in range(k):  # one iteration per group (few per frame)
-        members = tuple(int(v) for v in ids[comp_index == c])
+    for c, root in enumerate(roots.tolist()):  # one iteration per group (few per frame)
+        members = tuple(sorted(int(v) for v in node_ids[comp == root]))
         total = int(votes[c].sum())
         if total == 0:
             groups.append(Group(members, "", -1, 0.0))
@@ -77,30 +96,30 @@ def find_groups(
         best = votes[c] == votes[c].max()
         winner = int(np.flatnonzero(best)[np.argmax(mass[c][best])])
         groups.append(Group(members, labels[winner], winner, float(votes[c, winner]) / total))
+    groups.sort(key=lambda g: g.members[0])
     return tuple(groups)
 
 
 def _votes(
-    pairs: np.ndarray,
+    index: np.ndarray,
     label_ids: np.ndarray,
     probs: np.ndarray,
-    ids: np.ndarray,
-    comp_index: np.ndarray,
-    k: int,
+    comp: np.ndarray,
+    roots: np.ndarray,
     num_classes: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(K, C) vote counts and (K, C) summed probabilities of labelled pairs inside each component."""
-    votes = np.zeros((k, num_classes), np.int64)
+    """(K, C) vote counts and (K, C) summed probabilities of labelled pairs inside each group."""
+    k = len(roots)
+    labelled = np.flatnonzero(label_ids >= 0)
+    ca, cb = comp[index[labelled, 0]], comp[index[labelled, 1]]
+    slot = np.full(len(comp), -1, np.int64)
+    slot[roots] = np.arange(k)
+    group = slot[ca]
+    inside = (ca == cb) & (group >= 0)
+    group, lab = group[inside], label_ids[labelled[inside]]
+    votes = np.bincount(group * num_classes + lab, minlength=k * num_classes).reshape(k, num_classes)
+    p_in = np.asarray(probs, np.float64)[labelled[inside]]
     mass = np.zeros((k, num_classes), np.float64)
-    labelled = label_ids >= 0
-    if not labelled.any():
-        return votes, mass
-    lp = pairs[labelled]
-    pos = np.searchsorted(ids, lp)
-    pos = np.minimum(pos, len(ids) - 1)
-    in_graph = (ids[pos] == lp).all(axis=1)
-    ca, cb = comp_index[pos[:, 0]], comp_index[pos[:, 1]]
-    inside = in_graph & (ca == cb)
-    np.add.at(votes, (ca[inside], label_ids[labelled][inside]), 1)
-    np.add.at(mass, ca[inside], probs[labelled][inside])
+    for c in range(num_classes):
+        mass[:, c] = np.bincount(group, weights=p_in[:, c], minlength=k)
     return votes, mass

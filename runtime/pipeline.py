@@ -22,9 +22,10 @@ import numpy as np
 from pairedge.errors import PairedgeError
 from pairedge.features import PairFeatures
 from pairedge.runtime.backends import Backend, get_backend
+from pairedge.runtime.backends.base import all_finite
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend, FlowStream
-from pairedge.runtime.groups import find_groups
+from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
 from pairedge.runtime.smoothing import PairSmoother
 from pairedge.runtime.tracker import IoUTracker
@@ -37,13 +38,20 @@ NOMINAL_DT = 1.0 / 30.0
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of (N, C) logits as float32 (a sigmoid column pair when C == 1)."""
-    x = np.asarray(logits, np.float64)
-    if x.shape[1] == 1:
-        p = 1.0 / (1.0 + np.exp(-x))
-        return np.concatenate([1 - p, p], axis=1).astype(np.float32)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    """Row-wise softmax of (N, C) logits as a new float32 array."""
+    x = np.array(logits, np.float32)
+    x -= x.max(axis=1, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=1, keepdims=True)
+    return x
+
+
+def interact_probability(logits: np.ndarray) -> np.ndarray:
+    """(N,) float32 probability of class 1 ("interacting") from (N, 2) logits, or a sigmoid of (N, 1)."""
+    x = np.asarray(logits, np.float32)
+    z = x[:, 0] if x.shape[1] == 1 else x[:, 1] - x[:, 0]
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
 
 
 class Pipeline:
@@ -184,7 +192,9 @@ class Pipeline:
         features = self._features(dets, timestamp, size, flow, notes)
         clock.lap("features")
         p, label_ids, probs = self._classify(features, clock)
-        groups = find_groups(features.pairs, p, label_ids, probs, self.tau_group, self.labels)
+        groups = groups_from_index(
+            features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels
+        )
         clock.lap("groups")
         diagnostics = Diagnostics(frame_dropped=frame_reason, dropped=dropped, notes=tuple(notes))
         return FrameResult(
@@ -267,6 +277,8 @@ class Pipeline:
         except PairedgeError as exc:  # defensive: validated input should never get here
             notes.append(f"features failed ({exc}); frame skipped")
             return empty
+        if all_finite(features.stage1) and all_finite(features.stage2):
+            return features
         finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
         if not finite.all():
             notes.append(f"{int((~finite).sum())} pair(s) with non-finite features dropped")
@@ -279,7 +291,7 @@ class Pipeline:
     def _classify(self, features: PairFeatures, clock: _Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing."""
         m = len(features)
-        p_raw = softmax(self.stage1.infer(features.stage1))[:, 1] if m else np.zeros(0, np.float32)
+        p_raw = interact_probability(self.stage1.infer(features.stage1)) if m else np.zeros(0, np.float32)
         clock.lap("stage1")
         p = self._smoother.smooth_interact(features.pairs, p_raw)
         gated = np.flatnonzero(p >= self.tau_interact)

@@ -88,6 +88,8 @@ class PairSmoother:
         return out
 
     def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(keys) == len(self._keys) and np.array_equal(keys, self._keys):  # same pairs as last frame
+            return np.ones(len(keys), bool), np.arange(len(keys))
         if len(self._keys) == 0:
             return np.zeros(len(keys), bool), np.zeros(len(keys), np.int64)
         idx = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
@@ -103,7 +105,10 @@ class PairSmoother:
         probs_new[found] = self._probs[idx[found]]
         has_new[found] = self._has_probs[idx[found]]
         all_keys = np.concatenate([keys, self._keys[carry]])
-        order = np.argsort(all_keys, kind="stable")
+        if not carry.any() and (len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())):
+            order = np.arange(len(keys))  # the usual case: this frame's pairs only, already sorted
+        else:
+            order = np.argsort(all_keys, kind="stable")
         if len(order) > cfg.max_pairs:  # keep this frame's pairs first, then the most recently seen
             seen = np.concatenate([np.full(len(keys), self._frame), self._seen[carry]])
             keep = np.argsort(-seen, kind="stable")[: cfg.max_pairs]

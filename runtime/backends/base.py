@@ -18,6 +18,12 @@ from pairedge.errors import BackendError, InputError
 from pairedge.runtime.backends.model import ModelFile
 
 
+def all_finite(x: np.ndarray) -> bool:
+    """True when every value of ``x`` is finite. Fast path: a finite sum implies finite elements (a NaN or
+    inf propagates); only when the sum is not finite (or overflows) are the elements checked one by one."""
+    return bool(np.isfinite(x.sum())) or bool(np.isfinite(x).all())
+
+
 class Backend(ABC):
     """Runs one pairwise classifier: (N, F) float32 features -> (N, C) float32 logits.
 
@@ -110,7 +116,7 @@ class Backend(ABC):
             raise InputError(
                 f"features: expected shape (N, {self.num_features}) for {self.model.path.name}, got {features.shape}"
             )
-        if not np.isfinite(features).all():
+        if not all_finite(features):
             bad = int((~np.isfinite(features)).any(axis=1).sum())
             raise InputError(
                 f"features: {bad} row(s) contain NaN or inf; drop or repair them before inference"

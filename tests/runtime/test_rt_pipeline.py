@@ -204,3 +204,15 @@ def test_reset_and_independent_instances(tmp_path: Path) -> None:
         ra0 = a.step(frames[0].image, frames[0].detections, 0.0)
         np.testing.assert_allclose(ra0.p_interact, rb0.p_interact, atol=1e-6)
         assert len(ra.pairs) == 3
+
+
+def test_softmax_and_interaction_probability_are_stable() -> None:
+    from pairedge.runtime.pipeline import interact_probability
+
+    logits = np.array([[1000.0, -1000.0], [0.0, 0.0], [-5.0, 5.0]], np.float32)
+    p = softmax(logits)
+    assert p.dtype == np.float32 and np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(interact_probability(logits), p[:, 1], atol=1e-6)
+    np.testing.assert_allclose(interact_probability(np.array([[0.0], [50.0]], np.float32)), [0.5, 1.0])
+    assert logits[0, 0] == 1000.0  # input untouched

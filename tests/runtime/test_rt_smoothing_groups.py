@@ -147,3 +147,18 @@ def test_pairs_below_tau_group_do_not_link_but_still_vote() -> None:
 def test_group_without_labelled_pairs() -> None:
     (group,) = find_groups(np.array([[3, 8]]), np.array([0.9]), np.array([-1]), np.zeros((1, 3)), 0.5, LABELS)
     assert group.members == (3, 8) and group.activity == "" and group.activity_id == -1
+
+
+def test_groups_from_row_index_with_unsorted_track_ids() -> None:
+    from pairedge.runtime.groups import groups_from_index
+
+    node_ids = np.array([9, 3, 7, 20, 15])  # detection order, not sorted
+    index = np.array([[0, 1], [1, 2], [3, 4], [0, 3]])
+    p = np.array([0.9, 0.9, 0.8, 0.1])
+    label_ids = np.array([2, 2, 0, -1])
+    probs = np.eye(3, dtype=np.float32)[np.maximum(label_ids, 0)]
+    groups = groups_from_index(index, node_ids, p, label_ids, probs, 0.5, LABELS)
+    assert [g.members for g in groups] == [(3, 7, 9), (15, 20)]
+    assert [g.activity for g in groups] == ["sitting_together", "walking_together"]
+    pairs = node_ids[index]
+    assert find_groups(pairs, p, label_ids, probs, 0.5, LABELS) == groups
