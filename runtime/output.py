@@ -144,6 +144,13 @@ def _draw_legend(canvas: np.ndarray, labels: Sequence[str]) -> None:
         cv2.putText(canvas, name, (34, y), cv2.FONT_HERSHEY_SIMPLEX, 0.45, label_colour(k), 1, cv2.LINE_AA)
 
 
+def _drawable(image: np.ndarray | None) -> bool:
+    """True for an (H, W) or (H, W, 3) uint8 array."""
+    if not isinstance(image, np.ndarray) or image.dtype != np.uint8:
+        return False
+    return image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)
+
+
 class AnnotatedVideoWriter:
     """Writes annotated frames to a video (``.mp4`` with mp4v, ``.avi`` / ``.mkv`` with MJPG).
 
@@ -173,11 +180,10 @@ class AnnotatedVideoWriter:
             self._open(image)
         assert self._canvas is not None
         h, w = self._canvas.shape[:2]
-        usable = isinstance(image, np.ndarray) and image.dtype == np.uint8
-        usable = usable and (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3))
-        if not usable:
+        if not _drawable(image):
             self._canvas.fill(64)
         else:
+            assert image is not None
             src = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if image.ndim == 2 else image
             if src.shape[:2] != (h, w):
                 src = cv2.resize(src, (w, h))
@@ -191,7 +197,7 @@ class AnnotatedVideoWriter:
         else:
             h, w = 480, 640
         self._canvas = np.zeros((h, w, 3), np.uint8)
-        fourcc = cv2.VideoWriter_fourcc(*_FOURCC[self.path.suffix.lower()])
+        fourcc = cv2.VideoWriter.fourcc(*_FOURCC[self.path.suffix.lower()])
         self._writer = cv2.VideoWriter(str(self.path), fourcc, self.fps, (w, h))
         if not self._writer.isOpened():
             raise BackendError(
