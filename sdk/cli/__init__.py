@@ -5,6 +5,7 @@ from __future__ import annotations
 from pairedge.cli import doctor as _doctor  # noqa: F401  (registers the command)
 from pairedge.cli import export as _export  # noqa: F401  (registers the command)
 from pairedge.cli import score as _score  # noqa: F401  (registers the command)
+from pairedge.cli import simulate as _simulate  # noqa: F401  (registers the command)
 from pairedge.cli import train as _train  # noqa: F401  (registers the command)
 from pairedge.cli.app import app, main
 

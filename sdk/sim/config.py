@@ -104,7 +104,7 @@ class CrowdConfig:
     group_sizes: tuple[float, float, float, float] = (0.35, 0.35, 0.2, 0.1)
     benches: int = 2
     event_s: float = 12.0
-    approach_share: float = 0.3
+    approach_share: float = 0.4
     stop_share: float = 0.1
     pass_radius_m: float = 2.5
     leave_radius_m: float = 5.0

@@ -21,7 +21,7 @@ from pairedge.sim.world import World
 from pairedge.types import Detections
 
 #: Buffy stickman parts (torso, left upper arm, right upper arm, left lower arm, right lower arm, head) as
-#: joint pairs; "left" is the person's own left.
+#: joint pairs of the body model; the arms are then ordered by their image position (see :func:`_stickmen`).
 STICK_JOINTS = (
     ("neck", "pelvis"),
     ("l_shoulder", "l_elbow"),
@@ -49,8 +49,10 @@ class SimFrame:
         groups: social groups (>= 2 visible members) with their activity.
         actions: (N, len(SIM_ACTIONS)) bool multi-label individual actions.
         global_activity: scene-level labels (subset of SIM_GLOBAL).
-        stickmen: (N, 6, 4) float32 Buffy sticks x1 y1 x2 y2 (torso, l upper arm, r upper arm, l lower arm,
-            r lower arm, head), person's own left; panorama x like the box (may exceed W).
+        stickmen: (N, 6, 4) float32 Buffy sticks x1 y1 x2 y2 (torso, left upper arm, right upper arm, left
+            lower arm, right lower arm, head); "left" is the arm whose shoulder is further left in the image
+            (the convention of :mod:`pairedge.io.stickmen`); torso neck -> pelvis, head top -> neck, arms
+            shoulder -> elbow -> wrist; panorama x like the box (may exceed W). Hidden parts are not marked.
         camera_motion: (2, 3) float64 affine mapping a previous-frame pixel of the static world to this frame
             (identity on frame 0; panorama translation wrapped into [-W/2, W/2)).
         motion: (N, 2) float32 image displacement of each person's pelvis since the previous frame.
@@ -173,8 +175,7 @@ class Scene:
         pairs, labels = pair_labels(state, self.config.crowd)
         group_list = groups(state)
         acts = actions(state)
-        sticks = view.joints[drawn.rows][:, _STICK_IDX].reshape(-1, 6, 4).copy()
-        sticks[..., 0::2] -= drawn.x_shift[:, None, None]
+        sticks = _stickmen(view.joints[drawn.rows], drawn.x_shift)
         motion = self._motion(world_joints[drawn.rows], vis_rows, view.joints[drawn.rows, J["pelvis"]], prev)
         frame = SimFrame(
             index=self.index,
@@ -252,6 +253,16 @@ class Scene:
             w = self.config.camera.width
             d[:, 0] = (d[:, 0] + w / 2) % w - w / 2
         return d.astype(np.float32).reshape(-1, 2)
+
+
+def _stickmen(joints: np.ndarray, x_shift: np.ndarray) -> np.ndarray:
+    """(N, 6, 4) Buffy sticks from (N, J, 2) image joints; arms swapped where the body's left arm is on the
+    image's right, so that "left" means image-left."""
+    sticks = joints[:, _STICK_IDX].reshape(-1, 6, 4).copy()
+    sticks[..., 0::2] -= x_shift[:, None, None]
+    swap = sticks[:, 1, 0] > sticks[:, 2, 0]
+    sticks[swap] = sticks[swap][:, [0, 2, 1, 4, 3, 5]]
+    return sticks.astype(np.float32)
 
 
 def simulate(preset: str | SimConfig, seed: int, frames: int) -> Iterator[SimFrame]:

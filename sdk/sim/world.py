@@ -38,6 +38,7 @@ class Unit:
     next_speaker: float = 0.0
     speaker: int = -1
     stops: bool = False
+    reslot_at: float = math.inf
 
 
 def circle_slots(n: int, start_angle: float) -> np.ndarray:
@@ -82,6 +83,8 @@ class World:
         self.benches: tuple[Bench, ...] = area.place_benches(rng, self.cfg.benches)
         self.bench_slots = [[-1, -1, -1] for _ in self.benches]
         self._populate()
+        for unit in self.units.values():
+            self._speakers(unit)
 
     # ----------------------------------------------------------------------------------------- creation
     def _new_unit(self, mode: int, anchor: np.ndarray, **kw: object) -> Unit:
@@ -122,7 +125,8 @@ class World:
         for k in range(n):
             p = centre + slots[k]
             heading = math.atan2(*(centre - p)) if n > 1 else self.rng.uniform(-np.pi, np.pi)
-            self._add_person(unit, p, heading)
+            row = self._add_person(unit, p, heading)
+            self.people.slot[row] = slots[k]
 
     def _spawn_sit(self, n: int) -> bool:
         free = [b for b, used in enumerate(self.bench_slots) if all(u < 0 for u in used)]
@@ -144,12 +148,14 @@ class World:
     def _spawn_walk(self, n: int, *, at_edge: bool) -> None:
         start, goal = self.area.spawn(self.rng)
         target = -1
-        if at_edge and self.rng.random() < self.cfg.approach_share:
+        if self.rng.random() < self.cfg.approach_share:
             standing = [u.uid for u in self.units.values() if u.mode == STAND and self.area.inside(u.anchor)]
             if standing:
                 target = standing[int(self.rng.integers(len(standing)))]
         if not at_edge:
             start = self.area.random_interior(self.rng)
+            if target >= 0 and np.hypot(*(start - self.units[target].anchor)) < 4.0:
+                target = -1  # too close to make an approach
         speed = float(np.clip(self.rng.normal(1.3, 0.15), 0.9, 1.7)) - 0.05 * (n - 1)
         d = (self.units[target].anchor if target >= 0 else goal) - start
         heading = math.atan2(d[0], d[1])
@@ -182,6 +188,8 @@ class World:
             left = int(quota[mode])
             while left > 0:
                 n = self._group_size(left)
+                if mode == SIT and left >= 2:
+                    n = max(n, 2)  # benches mostly hold couples and small groups
                 if mode == SIT and not self._spawn_sit(n):
                     quota[STAND] += left  # no free bench: they stand instead
                     break
@@ -221,7 +229,9 @@ class World:
         p.left_t[leavers] = self.t
         p.sit_target[leavers] = 0.0
         if unit.mode == STAND and len(unit.members) > 1:
-            self._reslot(unit)
+            unit.reslot_at = self.t + 2.0  # close the circle once the leavers are on their way
+        elif unit.mode == STAND:
+            unit.anchor = self.people.pos[unit.members[0]].copy()  # the one left stays where they are
 
     def _walk_away(self, unit: Unit) -> None:
         if unit.bench >= 0:
@@ -295,9 +305,10 @@ class World:
             self._compact()
 
     def _steer(self, unit: Unit, want: np.ndarray) -> np.ndarray:
-        """Goal direction bent away from people ahead that are not in the unit (a simple social force)."""
+        """Goal direction bent away from people ahead that are not in the unit (a simple social force);
+        the members of a group being approached do not repel the newcomer."""
         p = self.people
-        others = p.alive & (p.unit != unit.uid)
+        others = p.alive & (p.unit != unit.uid) & (p.unit != unit.target)
         d = unit.anchor[None, :] - p.pos[others]
         dist = np.hypot(d[:, 0], d[:, 1])
         ahead = (d @ want) < 0
@@ -308,6 +319,10 @@ class World:
         force = (d[near] / dist[near, None] * w[:, None]).sum(0)
         out = want + 0.7 * force
         return out / max(float(np.hypot(*out)), 1e-9)
+
+    def _approach_point(self, unit: Unit) -> np.ndarray:
+        """Where a newcomer heads: the centre of the approached group (it joins on reaching its rim)."""
+        return self.units[unit.target].anchor
 
     def _move(self, unit: Unit) -> None:
         p = self.people
@@ -320,7 +335,7 @@ class World:
                 elif np.hypot(*(tgt.anchor - unit.anchor)) < 0.3 + 0.1 * len(tgt.members) + 0.9:
                     self._merge(unit, tgt)
                     return
-            dest = self.units[unit.target].anchor if unit.target >= 0 else unit.goal
+            dest = self._approach_point(unit) if unit.target >= 0 else unit.goal
             to_dest = dest - unit.anchor
             dist = float(np.hypot(*to_dest))
             if unit.target < 0 and (dist < 0.5 or not self.area.inside(unit.anchor, margin=3.5)):
@@ -332,11 +347,16 @@ class World:
                 unit.heading += float(np.clip(turn, -2.0 * self.dt, 2.0 * self.dt))
                 step = unit.speed * self.dt
                 unit.anchor = unit.anchor + step * np.array([math.sin(unit.heading), math.cos(unit.heading)])
+            if self.t < unit.start_after:
+                return  # still getting up / turning to go
             slots = formation_slots(len(rows))
             targets = unit.anchor[None, :] + np.array([self._rotate(o, unit.heading) for o in slots])
             p.move_towards(rows, targets, (unit.speed + 0.7) * self.dt)
             p.heading[rows] = unit.heading
         elif unit.mode == STAND:
+            if self.t >= unit.reslot_at:
+                unit.reslot_at = math.inf
+                self._reslot(unit)
             targets = unit.anchor[None, :] + (p.slot[rows] if len(rows) > 1 else np.zeros((1, 2)))
             p.move_towards(rows, targets, 0.7 * self.dt)
             if len(rows) > 1:
