@@ -60,10 +60,22 @@ def split_by_sequence(
     return best_mask
 
 
-def balanced_indices(y: np.ndarray, num: int, rng: np.random.Generator) -> np.ndarray:
-    """(num,) int64 row indices drawn with replacement so every present class is equally likely."""
+def balanced_indices(
+    y: np.ndarray, num: int, rng: np.random.Generator, groups: np.ndarray | None = None
+) -> np.ndarray:
+    """(num,) int64 row indices drawn with replacement so every present class is equally likely.
+
+    With ``groups`` (N,) sequence ids, every sequence is also equally likely within a class, so one long
+    sequence cannot dominate a class (better generalisation to unseen sequences).
+    """
     counts = np.bincount(y)
     weights = np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)[y]
+    if groups is not None:
+        _, g = np.unique(groups, return_inverse=True)
+        cell = y * (g.max() + 1) + g
+        _, cell_id, cell_count = np.unique(cell, return_inverse=True, return_counts=True)
+        seq_per_class = np.bincount(np.unique(cell) // (g.max() + 1), minlength=len(counts))
+        weights = 1.0 / (cell_count[cell_id] * seq_per_class[y])
     return rng.choice(len(y), size=num, replace=True, p=weights / weights.sum()).astype(np.int64)
 
 

@@ -47,6 +47,7 @@ class TrainConfig:
         samples_per_epoch: class-balanced draws per epoch; None = the number of training rows.
         val_fraction: share of rows (whole sequences) held out for validation.
         threads: torch intra-op threads during training (1 = bit-reproducible).
+        balance_sequences: also equalise the sequences within each class when sampling.
     """
 
     architecture: str | None = None
@@ -62,6 +63,7 @@ class TrainConfig:
     val_fraction: float = 0.2
     seed: int = 0
     threads: int = 1
+    balance_sequences: bool = True
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.patience < 1 or self.batch_size < 2 or self.lr <= 0:
@@ -263,7 +265,13 @@ def _fit(
         task = bar.add_task("train", total=config.epochs, status="")
         for epoch in range(1, config.epochs + 1):
             loss = _epoch(
-                model, opt, loss_fn, X, y, balanced_indices(tr.y, per_epoch, rng), config.batch_size
+                model,
+                opt,
+                loss_fn,
+                X,
+                y,
+                balanced_indices(tr.y, per_epoch, rng, tr.groups if config.balance_sequences else None),
+                config.batch_size,
             )
             sched.step()
             m = classification_metrics(va.y, predict_logits(model, va.X).argmax(1), tr.labels)

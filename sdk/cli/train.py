@@ -1,4 +1,4 @@
-"""``pairedge train``: features -> checkpoint, training report and ONNX in one folder."""
+"""``pairedge train``: training rows -> checkpoint, training report and ONNX in one folder."""
 
 from __future__ import annotations
 
@@ -17,14 +17,18 @@ class Spec(str, Enum):
 @app.command("train")
 @handle_errors
 def train_command(
-    data: Path = typer.Option(
-        ..., "--data", help="Features file (.npz: X, y, groups, labels; docs/formats.md)."
+    data: str = typer.Option(
+        ...,
+        "--data",
+        help="Features .npz (docs/formats.md), a Collective Activity folder of annoNN.mat files, or simulator "
+        "scenes 'sim:static+moving:seeds=0-11:frames=300'.",
     ),
-    spec: Spec = typer.Option(..., "--spec", help="Feature spec the features were built with."),
+    spec: Spec = typer.Option(..., "--spec", help="Feature spec."),
     stage: int = typer.Option(
         ..., "--stage", min=1, max=2, help="1 = interacting or not, 2 = interaction type."
     ),
     out: Path = typer.Option(..., "--out", help="Output folder (checkpoint, report, ONNX)."),
+    labels: str | None = typer.Option(None, "--labels", help="Simulator stage 2: paper3 (default) or sim7."),
     arch: str | None = typer.Option(
         None,
         "--arch",
@@ -35,6 +39,11 @@ def train_command(
     batch_size: int = typer.Option(256, "--batch-size", min=2),
     lr: float = typer.Option(2e-3, "--lr"),
     samples_per_epoch: int | None = typer.Option(None, "--samples-per-epoch", help="Default: training rows."),
+    balance_sequences: bool = typer.Option(
+        True,
+        "--balance-sequences/--balance-classes",
+        help="Sampling: also equalise sequences within a class.",
+    ),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="Share of rows, whole sequences."),
     seed: int = typer.Option(0, "--seed"),
     export: bool = typer.Option(True, "--export/--no-export", help="Also write stage{N}.onnx."),
@@ -44,7 +53,7 @@ def train_command(
     from pairedge._optional import require
 
     require("torch", purpose="pairedge train")
-    from pairedge.export.data import load_npz
+    from pairedge.datasets.sources import load_source
     from pairedge.export.jobs import train_to_dir
     from pairedge.export.train import TrainConfig
 
@@ -57,9 +66,11 @@ def train_command(
         samples_per_epoch=samples_per_epoch,
         val_fraction=val_fraction,
         seed=seed,
+        balance_sequences=balance_sequences,
     )
+    rows = load_source(data, spec=spec.value, stage=stage, labels=labels)
     outputs = train_to_dir(
-        load_npz(data), out, spec=spec.value, stage=stage, config=config, progress=progress
+        rows, out, spec=spec.value, stage=stage, config=config, export=export, progress=progress
     )
     result, val = outputs.result, outputs.result.val_metrics
     console.print(

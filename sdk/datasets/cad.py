@@ -1,0 +1,122 @@
+"""Collective Activity sequences -> per-pair feature arrays (box-only: CAD has tracks, no video frames).
+
+Every frame of a sequence goes through a fresh feature extractor in time order (so the track history is
+complete); the rows of every ``stride``-th frame are kept, for the pairs that carry an interaction label
+(both people present). Stage 2 rows are labelled with the 8 CAD interaction classes
+(:data:`pairedge.labels.CAD8`); stage 1 rows with interacting (the "together" classes in
+:data:`CAD_TOGETHER`) or not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pairedge.datasets.arrays import FeatureData
+from pairedge.errors import InputError
+from pairedge.io.cad import CadSequence
+from pairedge.labels import CAD8, STAGE1
+
+#: CAD classes that count as interacting for stage 1 (people who are together); approaching, leaving,
+#: passing-by and no-interaction are stage-1 negatives.
+CAD_TOGETHER: tuple[str, ...] = (
+    "facing_each_other",
+    "walking_side_by_side",
+    "standing_in_a_row",
+    "standing_side_by_side",
+)
+
+#: Box-only extraction (no frames exist in CAD).
+BOX_ONLY: dict[str, Any] = {"motion": "boxes"}
+
+
+def extractor_config(spec: str, feature_config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The feature options for box-only data: ``pairedge`` defaults to ``motion="boxes"``."""
+    if spec == "liang2026":
+        return dict(feature_config or {})
+    return {**BOX_ONLY, **(feature_config or {})}
+
+
+def sequence_rows(
+    seq: CadSequence, spec: str, stage: int, stride: int, feature_config: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Features (M, F) float32 and CAD8 labels (M,) int64 of one sequence's labelled pairs."""
+    from pairedge.features import get_spec
+
+    spec_obj = get_spec(spec)
+    extractor = spec_obj.make_extractor(dict(feature_config))
+    width = spec_obj.stage1_dim if stage == 1 else spec_obj.stage2_dim
+    xs: list[np.ndarray] = [np.zeros((0, width), np.float32)]
+    ys: list[np.ndarray] = [np.zeros(0, np.int64)]
+    for frame, timestamp, detections in seq.frames():
+        feats = extractor.step(detections, timestamp, seq.frame_size)
+        if (frame - 1) % stride or not len(feats):
+            continue
+        labels = seq.labels_for(frame, feats.pairs)
+        keep = labels >= 0
+        xs.append((feats.stage1 if stage == 1 else feats.stage2)[keep])
+        ys.append(labels[keep])
+    return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
+
+
+def cad_features(
+    sequences: Iterable[CadSequence],
+    *,
+    spec: str = "pairedge",
+    stage: int = 2,
+    stride: int = 5,
+    feature_config: Mapping[str, Any] | None = None,
+    together: Sequence[str] = CAD_TOGETHER,
+) -> FeatureData:
+    """Build training arrays from CAD sequences.
+
+    Args:
+        sequences: from :func:`pairedge.io.cad.read_cad_dir` / ``read_cad_mat``.
+        spec: feature spec; ``liang2026`` works for stage 1 only (its stage 2 needs optical flow).
+        stage: 2 = the 8 CAD classes, 1 = interacting (``together``) or not.
+        stride: keep the rows of every ``stride``-th frame (features are still computed on every frame).
+        feature_config: extractor options (``pairedge`` defaults to box-only ``{"motion": "boxes"}``).
+        together: the CAD classes that are stage-1 positives.
+
+    Returns:
+        :class:`FeatureData` with ``groups`` = ``"cadNN"`` (one sequence per group).
+    """
+    from pairedge.features import get_spec
+
+    if stage not in (1, 2) or stride < 1:
+        raise InputError(f"expected stage 1 or 2 and stride >= 1, got stage {stage}, stride {stride}")
+    if spec == "liang2026" and stage == 2:
+        raise InputError(
+            "liang2026 stage-2 features need video frames (optical flow); Collective Activity has tracks only: "
+            "use --spec pairedge (box-only mode) or stage 1"
+        )
+    config = extractor_config(spec, feature_config)
+    spec_obj = get_spec(spec)
+    xs, ys, groups = [], [], []
+    for seq in sequences:
+        X, y = sequence_rows(seq, spec, stage, stride, config)
+        xs.append(X)
+        ys.append(y)
+        groups.append(np.full(len(y), f"cad{seq.sequence or 0:02d}"))
+    if not xs or not sum(len(y) for y in ys):
+        raise InputError("no labelled pairs in the given CAD sequences")
+    y = np.concatenate(ys)
+    if stage == 1:
+        positive = np.array([CAD8.index(name) for name in together])
+        y, labels, label_set = np.isin(y, positive).astype(np.int64), STAGE1.classes, STAGE1.name
+    else:
+        labels, label_set = CAD8.classes, CAD8.name
+    return FeatureData.from_arrays(
+        np.concatenate(xs),
+        y,
+        np.concatenate(groups),
+        labels,
+        feature_spec=spec,
+        feature_spec_version=str(spec_obj.version),
+        feature_names=spec_obj.stage1_names if stage == 1 else spec_obj.stage2_names,
+        stage=stage,
+        label_set=label_set,
+        feature_config=json.dumps(config, sort_keys=True),
+    )

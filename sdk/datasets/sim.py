@@ -1,0 +1,141 @@
+"""Simulator scenes -> per-pair feature arrays, with the same flow backend and scale the runtime uses.
+
+Each ``(preset, seed)`` scene is rendered, its optical flow computed with the spec's flow backend
+(``liang2026``: Farneback at full resolution; ``pairedge``: DIS at half resolution) and every frame is fed to
+a fresh feature extractor in order. Rows of every ``stride``-th frame are kept for the pairs whose two track
+ids match a ground-truth pair (with ``boxes="detections"``, detector noise and identity switches are part of
+the data, as on a robot). Tasks:
+
+- ``stage1``: stage-1 features, label 1 for the "together" SIM7 classes (= :data:`PAPER3`), else 0.
+- ``paper3``: stage-2 features of the together pairs only, labels :data:`PAPER3`.
+- ``sim7``: stage-2 features of every pair, labels :data:`SIM7`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pairedge.datasets.arrays import FeatureData
+from pairedge.errors import InputError
+from pairedge.labels import PAPER3, SIM7, STAGE1
+
+TASKS = ("stage1", "paper3", "sim7")
+_KEY = np.int64(1) << np.int64(31)
+
+
+@dataclass(frozen=True)
+class SimDataset:
+    """Which scenes and how to turn them into rows.
+
+    Attributes:
+        presets: simulator presets (``static``, ``moving``, ...).
+        seeds: scene seeds per preset (held-out evaluation seeds must not appear in training).
+        frames: frames per scene.
+        stride: keep every ``stride``-th frame's rows (features use every frame).
+        boxes: ``"detections"`` (simulated detector + tracker) or ``"truth"`` (exact boxes).
+        task: one of :data:`TASKS`.
+        feature_config: extractor options (stored in the model metadata).
+    """
+
+    presets: tuple[str, ...] = ("static", "moving")
+    seeds: tuple[int, ...] = tuple(range(8))
+    frames: int = 300
+    stride: int = 3
+    boxes: str = "detections"
+    task: str = "paper3"
+    feature_config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise InputError(f"simulator dataset: task must be one of {TASKS}, got {self.task!r}")
+        if self.boxes not in ("detections", "truth"):
+            raise InputError(f"simulator dataset: boxes must be 'detections' or 'truth', got {self.boxes!r}")
+        if self.frames < 2 or self.stride < 1 or not self.presets or not self.seeds:
+            raise InputError(
+                "simulator dataset: expected frames >= 2, stride >= 1 and some presets and seeds"
+            )
+
+
+def _pair_keys(pairs: np.ndarray) -> np.ndarray:
+    """(M,) int64 keys of (M, 2) track-id pairs ``a < b``."""
+    return pairs[:, 0].astype(np.int64) * _KEY + pairs[:, 1].astype(np.int64)
+
+
+def match_labels(pairs: np.ndarray, truth_pairs: np.ndarray, truth_labels: np.ndarray) -> np.ndarray:
+    """SIM7 label of each pair (M, 2) by track ids in the truth pairs; -1 where the pair is not a true pair."""
+    if not len(pairs) or not len(truth_pairs):
+        return np.full(len(pairs), -1, np.int64)
+    keys = _pair_keys(truth_pairs)
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    query = _pair_keys(pairs)
+    pos = np.clip(np.searchsorted(sorted_keys, query), 0, len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == query
+    return np.where(hit, truth_labels[order][pos], -1).astype(np.int64)
+
+
+def scene_rows(spec: str, preset: str, seed: int, ds: SimDataset) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(features (M, F) float32, SIM7 labels (M,) int64)`` of the kept frames of one scene."""
+    from pairedge.features import get_spec
+    from pairedge.runtime.flow import FlowStream, get_flow_backend
+    from pairedge.sim import simulate
+
+    spec_obj = get_spec(spec)
+    extractor = spec_obj.make_extractor(dict(ds.feature_config))
+    stream = FlowStream(get_flow_backend(spec_obj.flow_backend, scale=spec_obj.default_flow_scale))
+    stage1 = ds.task == "stage1"
+    for frame in simulate(preset, seed=seed, frames=ds.frames):
+        flow = stream.push(frame.image)
+        detections = frame.detections if ds.boxes == "detections" else frame.truth
+        size = (int(frame.image.shape[1]), int(frame.image.shape[0]))
+        feats = extractor.step(detections, frame.timestamp, size, flow, stream.scale)
+        if frame.index % ds.stride or not len(feats):
+            continue
+        labels = match_labels(feats.pairs, frame.pairs, frame.pair_labels)
+        keep = labels >= 0
+        yield (feats.stage1 if stage1 else feats.stage2)[keep], labels[keep]
+
+
+def sim_features(spec: str, ds: SimDataset | None = None) -> FeatureData:
+    """Build training arrays from simulator scenes; ``groups`` = ``"<preset>-<seed>"`` (one scene each)."""
+    from pairedge.features import get_spec
+
+    ds = ds or SimDataset()
+    spec_obj = get_spec(spec)
+    xs, ys, groups = [], [], []
+    for preset in ds.presets:
+        for seed in ds.seeds:
+            for X, y in scene_rows(spec, preset, seed, ds):
+                xs.append(X)
+                ys.append(y)
+                groups.append(np.full(len(y), f"{preset}-{seed}"))
+    if not xs:
+        raise InputError(f"no labelled pairs in simulator scenes {ds.presets} x seeds {ds.seeds}")
+    X, y, g = np.concatenate(xs), np.concatenate(ys), np.concatenate(groups)
+    together = y < len(PAPER3)
+    if ds.task == "stage1":
+        y, labels, label_set = together.astype(np.int64), STAGE1.classes, STAGE1.name
+    elif ds.task == "paper3":
+        X, y, g, labels, label_set = X[together], y[together], g[together], PAPER3.classes, PAPER3.name
+    else:
+        labels, label_set = SIM7.classes, SIM7.name
+    if not len(y):
+        raise InputError(
+            f"no {ds.task} rows in simulator scenes {ds.presets} x seeds {ds.seeds}; add seeds/frames"
+        )
+    return FeatureData.from_arrays(
+        X,
+        y,
+        g,
+        labels,
+        feature_spec=spec,
+        feature_spec_version=str(spec_obj.version),
+        feature_names=spec_obj.stage1_names if ds.task == "stage1" else spec_obj.stage2_names,
+        stage=1 if ds.task == "stage1" else 2,
+        label_set=label_set,
+        feature_config=json.dumps(dict(ds.feature_config), sort_keys=True),
+    )

@@ -1,0 +1,82 @@
+"""``pairedge train --data SOURCE``: a features file, a Collective Activity folder, or simulator scenes.
+
+SOURCE is one of
+
+- ``path/to/features.npz`` (the features format, docs/formats.md);
+- a folder with Collective Activity ``annoNN.mat`` files (box-only features, CAD8 labels at stage 2);
+- ``sim:PRESET[+PRESET...][:seeds=A-B][:frames=N][:stride=S][:boxes=truth|detections]`` (simulator scenes,
+  e.g. ``sim:static+moving:seeds=0-11:frames=300``); stage 2 uses the paper's 3 classes unless
+  ``labels="sim7"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pairedge.datasets.arrays import FeatureData, load_npz
+from pairedge.datasets.sim import SimDataset, sim_features
+from pairedge.errors import InputError
+
+SIM_PREFIX = "sim:"
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"0-7"`` -> (0, ..., 7); ``"1,4,9"`` -> (1, 4, 9); ranges and lists combine (``"0-3,10"``)."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            seeds.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+    except ValueError:
+        raise InputError(f"seeds: expected e.g. '0-7' or '1,4,9', got {text!r}") from None
+    if not seeds:
+        raise InputError(f"seeds: expected at least one seed, got {text!r}")
+    return tuple(seeds)
+
+
+def parse_sim_source(source: str, stage: int, labels: str | None = None) -> SimDataset:
+    """The :class:`~pairedge.datasets.sim.SimDataset` described by a ``sim:...`` source."""
+    parts = source[len(SIM_PREFIX) :].split(":")
+    presets = tuple(p for p in parts[0].split("+") if p)
+    options: dict[str, str] = {}
+    for part in parts[1:]:
+        key, sep, value = part.partition("=")
+        if not sep or key not in ("seeds", "frames", "stride", "boxes"):
+            raise InputError(
+                f"{source!r}: expected options seeds=A-B, frames=N, stride=S, boxes=truth|detections, got {part!r}"
+            )
+        options[key] = value
+    if labels not in (None, "paper3", "sim7", "stage1"):
+        raise InputError(f"simulator data: labels must be paper3 or sim7 at stage 2, got {labels!r}")
+    task = "stage1" if stage == 1 else (labels or "paper3")
+    try:
+        return SimDataset(
+            presets=presets,
+            seeds=parse_seeds(options.get("seeds", "0-7")),
+            frames=int(options.get("frames", 300)),
+            stride=int(options.get("stride", 3)),
+            boxes=options.get("boxes", "detections"),
+            task=task,
+        )
+    except ValueError as exc:
+        raise InputError(f"{source!r}: {exc}") from None
+
+
+def load_source(source: str, *, spec: str, stage: int, labels: str | None = None) -> FeatureData:
+    """Training rows from a SOURCE (see the module docstring)."""
+    if source.startswith(SIM_PREFIX):
+        from pairedge.sim import get_preset
+
+        ds = parse_sim_source(source, stage, labels)
+        for preset in ds.presets:
+            get_preset(preset)  # unknown preset -> InputError before any rendering
+        return sim_features(spec, ds)
+    path = Path(source)
+    if path.is_dir():
+        from pairedge.datasets.cad import cad_features
+        from pairedge.io.cad import read_cad_dir
+
+        if labels not in (None, "cad8"):
+            raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
+        return cad_features(read_cad_dir(path), spec=spec, stage=stage)
+    return load_npz(path)
