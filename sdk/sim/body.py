@@ -58,7 +58,6 @@ WIDTHS = {
 # Part labels drawn into the per-person label buffer (index into an appearance's colour table).
 SKIN, HAIR, SHIRT, TROUSERS, SHOES, BAG = 1, 2, 3, 4, 5, 6
 FAR = 6  # far-side parts use label + FAR and a darker colour
-PATTERN_CHANNEL = np.array([0, 2, 2, 0, 1, 2, 2] * 2)[: 2 * FAR + 1]
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Appearance:
         colours: (13, 3) float32 BGR per part label (0 unused; labels 7..12 are the shaded far side).
         patterns: pyramid (64, 32, 16, 8 pixels square) of a (S, S, 3) uint8 periodic modulation: channel 0
             shirt, 1 trousers, 2 fine detail (skin, hair, shoes, bag); 1 pixel of level 0 = 1 cm.
-        shade: (13, 256, 3) uint8 lookup table: colour of part label L under texture value T.
+        colour_lut: (256, 1, 3) uint8 lookup table part label -> BGR colour (for cv2.LUT).
         short_sleeves: forearms are skin instead of shirt.
         bag: carries a bag in the right hand ("holding sth").
     """
@@ -78,7 +77,7 @@ class Appearance:
     height_m: float
     colours: np.ndarray
     patterns: tuple[np.ndarray, ...]
-    shade: np.ndarray
+    colour_lut: np.ndarray
     short_sleeves: bool
     bag: bool
 
@@ -115,12 +114,13 @@ def sample_appearance(rng: np.random.Generator, child_share: float = 0.05) -> Ap
     while levels[-1].shape[0] > 8:  # periodic pyramid: pad with wrap-around, reduce, crop
         padded = np.pad(levels[-1], ((4, 4), (4, 4), (0, 0)), mode="wrap")
         levels.append(np.ascontiguousarray(cv2.pyrDown(padded)[2:-2, 2:-2]))
-    shade = np.clip(colours[:, None, :] * (np.arange(256, dtype=np.float32) / 255.0)[None, :, None], 0, 255)
+    lut = np.zeros((256, 1, 3), np.uint8)
+    lut[: len(colours), 0] = np.clip(np.round(colours), 0, 255).astype(np.uint8)
     return Appearance(
         height,
         colours,
         tuple(levels),
-        shade.astype(np.uint8),
+        lut,
         bool(rng.random() < 0.4),
         bool(rng.random() < 0.2),
     )

@@ -51,7 +51,7 @@ class CameraConfig:
     fps: float = 15.0
     height_m: float = 1.2
     hfov_deg: float = 70.0
-    horizon: float = 0.33
+    horizon: float = 0.38
     margin: float = 0.0
     pan_px: float = 0.0
     stripe_s: float = 8.0
@@ -97,7 +97,7 @@ class CrowdConfig:
     """
 
     people: int = 10
-    depth_m: tuple[float, float] = (3.0, 16.0)
+    depth_m: tuple[float, float] = (2.5, 12.0)
     share_walk: float = 0.45
     share_stand: float = 0.35
     share_sit: float = 0.20

@@ -54,15 +54,10 @@ def draw_preview(frame: SimFrame, wrap: bool = False) -> np.ndarray:
         if name not in LINK_COLOURS:
             continue
         counts[name] = counts.get(name, 0) + 1
+        thick = 2 if name.endswith("_together") else 1
         for p, q in _segments(centre[a], centre[b], width):
-            cv2.line(
-                img,
-                tuple(np.round(p).astype(int)),
-                tuple(np.round(q).astype(int)),
-                LINK_COLOURS[name],
-                2,
-                cv2.LINE_AA,
-            )
+            pa, pb = tuple(np.round(p).astype(int).tolist()), tuple(np.round(q).astype(int).tolist())
+            cv2.line(img, pa, pb, LINK_COLOURS[name], thick, cv2.LINE_AA)
     for k, tid in enumerate(frame.truth.track_ids.tolist()):
         x, y, w, h = (int(v) for v in frame.truth.boxes[k])
         colour = id_colour(tid)
@@ -81,8 +76,8 @@ def _legend(img: np.ndarray, counts: dict[str, int], frame: SimFrame) -> None:
         (f"{name.replace('_', ' ')}: {counts.get(name, 0)}", colour) for name, colour in LINK_COLOURS.items()
     ]
     height = 14 * len(lines) + 8
-    overlay = img[:height, :230].copy()
-    cv2.rectangle(img, (0, 0), (230, height), (0, 0, 0), -1)
-    cv2.addWeighted(overlay, 0.4, img[:height, :230], 0.6, 0, dst=img[:height, :230])
+    top = img.shape[0] - height  # bottom-left corner: usually ground, rarely people
+    box = img[top:, :230]
+    box[:] = (box * 0.35).astype(np.uint8)
     for k, (text, colour) in enumerate(lines):
-        cv2.putText(img, text, (6, 16 + 14 * k), cv2.FONT_HERSHEY_SIMPLEX, 0.4, colour, 1, cv2.LINE_AA)
+        cv2.putText(img, text, (6, top + 16 + 14 * k), cv2.FONT_HERSHEY_SIMPLEX, 0.4, colour, 1, cv2.LINE_AA)

@@ -20,10 +20,11 @@ from pairedge.sim.config import CameraConfig
 
 SHIFT = 4
 ONE = 1 << SHIFT
-# texture channel per part label: shirt -> 0, trousers -> 1, everything else -> 2
-_CHANNEL = np.full(2 * FAR + 1, 2, np.uint8)
-_CHANNEL[[SHIRT, SHIRT + FAR]] = 0
-_CHANNEL[[TROUSERS, TROUSERS + FAR]] = 1
+# texture channel per part label: shirt -> 0, trousers -> 1, everything else -> 2 (as 0/255 masks for cv2.LUT)
+_SHIRT_MASK = np.zeros(256, np.uint8)
+_SHIRT_MASK[[SHIRT, SHIRT + FAR]] = 255
+_TROUSERS_MASK = np.zeros(256, np.uint8)
+_TROUSERS_MASK[[TROUSERS, TROUSERS + FAR]] = 255
 # limbs: (joints drawn as lines, width keys, labels) for arm_l, arm_r, leg_l, leg_r
 _LIMBS = (
     (("l_shoulder", "l_elbow", "l_wrist"), ("upper_arm", "forearm"), "l_hand"),
@@ -241,20 +242,22 @@ class Renderer:
         _draw_labels(
             lab, people.joints[k] - [x0, y0], people.depth[k], people.scale[k], look, bool(people.back[k])
         )
-        ys, xs = np.nonzero(lab)
-        count = len(ys)
+        count = cv2.countNonZero(lab)
         if count == 0:
             return None
-        colour = _colourise(
-            ys, xs, lab[ys, xs], look, people.joints[k, J["pelvis"]] - [x0, y0], float(people.scale[k])
-        )
+        colour = _colourise(lab, look, people.joints[k, J["pelvis"]] - [x0, y0], float(people.scale[k]))
+        mask = cv2.threshold(lab, 0, 255, cv2.THRESH_BINARY)[1]
         if self.wrap and (x0 < 0 or x1 > self.size[0]):
-            cols = (xs + x0) % self.size[0]
-            frame[ys + y0, cols] = colour
-            idbuf[ys + y0, cols] = value
+            cols = np.arange(x0, x1) % self.size[0]
+            region = np.ascontiguousarray(frame[y0:y1][:, cols])
+            ids = np.ascontiguousarray(idbuf[y0:y1][:, cols])
+            cv2.copyTo(colour, mask, region)
+            np.copyto(ids, np.uint16(value), where=lab > 0)
+            frame[y0:y1, cols] = region
+            idbuf[y0:y1, cols] = ids
         else:
-            frame[y0:y1, x0:x1][ys, xs] = colour
-            idbuf[y0:y1, x0:x1][ys, xs] = value
+            cv2.copyTo(colour, mask, frame[y0:y1, x0:x1])  # writes into the frame view in place
+            np.copyto(idbuf[y0:y1, x0:x1], np.uint16(value), where=lab > 0)
         return x0, y0, np.array([x1, y1, count, int(clipped)]), value
 
     def _measure(
@@ -298,26 +301,31 @@ class Renderer:
         )
 
 
-def _colourise(
-    ys: np.ndarray, xs: np.ndarray, labels: np.ndarray, look: Appearance, anchor: np.ndarray, scale: float
-) -> np.ndarray:
-    """Colour of the label pixels (ys, xs): part colour times the person's texture, which moves with its pelvis.
+def _colourise(lab: np.ndarray, look: Appearance, anchor: np.ndarray, scale: float) -> np.ndarray:
+    """Colour of a person's label image: part colour times the person's texture, which moves with its pelvis.
 
     The texture maps 1 tile pixel to 1 cm of clothing at pyramid level 0; the level is chosen so that it is not
     aliased; sampling is nearest-texel at continuous coordinates (texel edges move with sub-pixel accuracy).
 
+    Args:
+        lab: (h, w) uint8 part labels (0 = not the person).
+        anchor: (2,) pelvis position in ``lab`` pixels. scale: pixels per metre.
+
     Returns:
-        (len(ys), 3) uint8 BGR.
+        (h, w, 3) uint8 BGR (meaningful where ``lab > 0``).
     """
     cm_per_px = 100.0 / max(scale, 1e-3)
     level = int(np.clip(np.floor(np.log2(max(cm_per_px, 1.0))), 0, len(look.patterns) - 1))
     tile = look.patterns[level]
     k = cm_per_px / (1 << level)
-    size_mask = tile.shape[0] - 1  # tiles are powers of two: & wraps negative indices too
-    tx = np.floor((xs - anchor[0]) * k).astype(np.int64) & size_mask
-    ty = np.floor((ys - anchor[1]) * k).astype(np.int64) & size_mask
-    sel = tile[ty, tx, _CHANNEL[labels]]
-    return look.shade[labels, sel]
+    wrap = tile.shape[0] - 1  # tiles are powers of two: & wraps negative indices too
+    tx = np.floor((np.arange(lab.shape[1]) - anchor[0]) * k).astype(np.intp) & wrap
+    ty = np.floor((np.arange(lab.shape[0]) - anchor[1]) * k).astype(np.intp) & wrap
+    shirt, trousers, sel = cv2.split(np.take(np.take(tile, ty, axis=0), tx, axis=1))
+    cv2.copyTo(shirt, cv2.LUT(lab, _SHIRT_MASK), sel)
+    cv2.copyTo(trousers, cv2.LUT(lab, _TROUSERS_MASK), sel)
+    colours = cv2.LUT(cv2.merge([lab, lab, lab]), look.colour_lut)
+    return cv2.multiply(colours, cv2.merge([sel, sel, sel]), scale=1.0 / 255.0)
 
 
 def _draw_labels(

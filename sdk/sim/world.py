@@ -39,6 +39,7 @@ class Unit:
     speaker: int = -1
     stops: bool = False
     reslot_at: float = math.inf
+    want: np.ndarray | None = None
 
 
 def circle_slots(n: int, start_angle: float) -> np.ndarray:
@@ -223,6 +224,7 @@ class World:
             start_after=self.t + (0.9 if unit.mode == SIT else 0.3),
         )
         new.members = list(leavers)
+        self._order_for_formation(new)
         p = self.people
         p.unit[leavers] = new.uid
         p.left_from[leavers] = unit.uid
@@ -243,7 +245,22 @@ class World:
         unit.mode, unit.goal, unit.heading = WALK, goal, math.atan2(d[0], d[1])
         unit.speed = float(np.clip(self.rng.normal(1.25, 0.12), 0.9, 1.6))
         unit.start_after, unit.next_event, unit.target = self.t + delay, math.inf, -1
+        unit.anchor = self.people.pos[unit.members].mean(0)
+        self._order_for_formation(unit)
         self.people.sit_target[unit.members] = 0.0
+
+    def _order_for_formation(self, unit: Unit) -> None:
+        """Order members so that each takes the formation slot nearest to where they stand (no crossing)."""
+        d = self.people.pos[unit.members] - unit.anchor
+        s, c = math.sin(unit.heading), math.cos(unit.heading)
+        lateral, forward = d @ np.array([c, -s]), d @ np.array([s, c])
+        if len(unit.members) == 4:
+            front = np.argsort(-forward, kind="stable")
+            pairs = [front[:2], front[2:]]
+            order = np.concatenate([p[np.argsort(lateral[p], kind="stable")] for p in pairs])
+        else:
+            order = np.argsort(lateral, kind="stable")
+        unit.members = [unit.members[int(i)] for i in order]
 
     def _stop(self, unit: Unit) -> None:
         unit.mode, unit.target, unit.stops = STAND, -1, False
@@ -317,7 +334,7 @@ class World:
             return want
         w = np.exp(-(dist[near] - 0.6) / 0.4)
         force = (d[near] / dist[near, None] * w[:, None]).sum(0)
-        out = want + 0.7 * force
+        out = want + 0.5 * force
         return out / max(float(np.hypot(*out)), 1e-9)
 
     def _approach_point(self, unit: Unit) -> np.ndarray:
@@ -343,15 +360,19 @@ class World:
                 return
             if self.t >= unit.start_after:
                 want = self._steer(unit, to_dest / max(dist, 1e-9))
-                turn = (math.atan2(want[0], want[1]) - unit.heading + math.pi) % (2 * math.pi) - math.pi
-                unit.heading += float(np.clip(turn, -2.0 * self.dt, 2.0 * self.dt))
+                # low-pass the wanted direction (people do not zig-zag around every neighbour)
+                unit.want = 0.85 * unit.want + 0.15 * want if unit.want is not None else want
+                turn = (math.atan2(unit.want[0], unit.want[1]) - unit.heading + math.pi) % (
+                    2 * math.pi
+                ) - math.pi
+                unit.heading += float(np.clip(turn, -1.2 * self.dt, 1.2 * self.dt))
                 step = unit.speed * self.dt
                 unit.anchor = unit.anchor + step * np.array([math.sin(unit.heading), math.cos(unit.heading)])
             if self.t < unit.start_after:
                 return  # still getting up / turning to go
             slots = formation_slots(len(rows))
             targets = unit.anchor[None, :] + np.array([self._rotate(o, unit.heading) for o in slots])
-            p.move_towards(rows, targets, (unit.speed + 0.7) * self.dt)
+            p.move_towards(rows, targets, (unit.speed + 0.4) * self.dt)
             p.heading[rows] = unit.heading
         elif unit.mode == STAND:
             if self.t >= unit.reslot_at:
