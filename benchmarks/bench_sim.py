@@ -85,7 +85,9 @@ def markdown(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
         "# Scene simulator speed (one CPU core)",
         "",
         f"Machine: {env['machine']}, Python {env['python']}, numpy {env['numpy']}, OpenCV {env['opencv']}, "
-        f"{env['pinning']}, 1 OpenCV thread. Command: `{env['command']}`.",
+        f"{env['pinning']}, 1 OpenCV thread. Command: `{env['command']}`. {env['cpus']} CPUs, load average "
+        f"{env['load_average_1min']:.1f} when the run started (other jobs share the machine: a higher load "
+        "means slower, noisier numbers).",
         "",
         "Rendering = `Scene.next_frame()` (world step, drawing, tight boxes, labels, detector noise);",
         "with encoding = plus `cv2.VideoWriter` (mp4v). Median over the frames after 5 warm-up frames.",
@@ -117,6 +119,7 @@ def main() -> None:
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__,
         "pinning": pin_one_core(), "command": f"python benchmarks/bench_sim.py --frames {args.frames}",
+        "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }  # fmt: skip
     results = []
     for name, people in CASES:
