@@ -105,7 +105,7 @@ class CrowdConfig:
     benches: int = 2
     event_s: float = 12.0
     approach_share: float = 0.4
-    stop_share: float = 0.1
+    stop_share: float = 0.3
     pass_radius_m: float = 2.5
     leave_radius_m: float = 5.0
     leave_s: float = 6.0

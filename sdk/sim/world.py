@@ -9,53 +9,13 @@ from one generator, consumed in a fixed order, so the same seed gives the same w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from pairedge.sim.area import Area, Bench
 from pairedge.sim.body import Appearance, sample_appearance
 from pairedge.sim.config import SimConfig
 from pairedge.sim.people import People
-
-WALK, STAND, SIT = 0, 1, 2
-
-
-@dataclass
-class Unit:
-    """A social unit (mutable simulation state)."""
-
-    uid: int
-    mode: int
-    members: list[int]
-    anchor: np.ndarray
-    heading: float = 0.0
-    speed: float = 1.3
-    goal: np.ndarray = field(default_factory=lambda: np.zeros(2))
-    target: int = -1
-    bench: int = -1
-    next_event: float = math.inf
-    start_after: float = 0.0
-    next_speaker: float = 0.0
-    speaker: int = -1
-    stops: bool = False
-    reslot_at: float = math.inf
-    want: np.ndarray | None = None
-
-
-def circle_slots(n: int, start_angle: float) -> np.ndarray:
-    """(n, 2) offsets of a conversation circle of n people (about 1 m between neighbours)."""
-    if n == 1:
-        return np.zeros((1, 2))
-    radius = 0.3 + 0.1 * n
-    ang = start_angle + 2 * np.pi * np.arange(n) / n
-    return radius * np.stack([np.sin(ang), np.cos(ang)], 1)
-
-
-def formation_slots(n: int) -> np.ndarray:
-    """(n, 2) offsets (lateral, forward) of a walking group: side by side, 2 x 2 for four people."""
-    if n == 4:
-        return np.array([[-0.35, 0.0], [0.35, 0.0], [-0.35, -0.8], [0.35, -0.8]])
-    return np.stack([(np.arange(n) - (n - 1) / 2) * 0.7, np.zeros(n)], 1)
+from pairedge.sim.units import SIT, STAND, WALK, Unit, circle_slots, formation_order, formation_slots, rotate
 
 
 class World:
@@ -130,29 +90,48 @@ class World:
             self.people.slot[row] = slots[k]
 
     def _spawn_sit(self, n: int) -> bool:
-        free = [b for b, used in enumerate(self.bench_slots) if all(u < 0 for u in used)]
-        if not free:
+        b = self._free_bench()
+        if b < 0:
             return False
-        b = free[int(self.rng.integers(len(free)))]
         bench = self.benches[b]
-        n = min(n, 3)
-        seats = [0, 2] if n == 2 else list(range(n)) if n == 3 else [int(self.rng.integers(3))]
-        unit = self._new_unit(
-            SIT, bench.pos, bench=b, next_event=self.t + self.rng.exponential(1.5 * self.cfg.event_s)
-        )
-        for s in seats:
-            row = self._add_person(unit, bench.slots()[s], bench.heading)
-            self.people.sit[row] = self.people.sit_target[row] = 1.0
-            self.bench_slots[b][s] = row
+        unit = self._new_unit(SIT, bench.pos, bench=b)
+        for _ in range(min(n, 3)):
+            self._add_person(unit, bench.pos, bench.heading)
+        self._take_seats(unit, b)
+        self.people.pos[unit.members] = bench.pos + self.people.slot[unit.members]
+        self.people.prev_pos[unit.members] = self.people.pos[unit.members]
+        self.people.sit[unit.members] = self.people.sit_target[unit.members] = 1.0
         return True
+
+    def _free_bench(self) -> int:
+        """A random bench nobody sits on or walks to, or -1."""
+        free = [b for b, used in enumerate(self.bench_slots) if all(u == -1 for u in used)]
+        return free[int(self.rng.integers(len(free)))] if free else -1
+
+    def _take_seats(self, unit: Unit, b: int) -> None:
+        """Seat the unit's members on bench b (couples at both ends); slots are offsets from the bench."""
+        bench = self.benches[b]
+        n = len(unit.members)
+        seats = [0, 2] if n == 2 else list(range(n)) if n == 3 else [int(self.rng.integers(3))]
+        unit.mode, unit.bench, unit.bench_goal, unit.anchor = SIT, b, -1, bench.pos.copy()
+        unit.next_event = self.t + self.rng.exponential(1.5 * self.cfg.event_s)
+        self.bench_slots[b] = [-1, -1, -1]
+        for row, seat in zip(unit.members, seats, strict=True):
+            self.people.slot[row] = bench.slots()[seat] - bench.pos
+            self.bench_slots[b][seat] = row
 
     def _spawn_walk(self, n: int, *, at_edge: bool) -> None:
         start, goal = self.area.spawn(self.rng)
-        target = -1
-        if self.rng.random() < self.cfg.approach_share:
+        target, bench = -1, -1
+        r = self.rng.random()
+        if r < self.cfg.approach_share:
             standing = [u.uid for u in self.units.values() if u.mode == STAND and self.area.inside(u.anchor)]
             if standing:
                 target = standing[int(self.rng.integers(len(standing)))]
+        elif r < self.cfg.approach_share + self.cfg.share_sit and at_edge and n <= 3:
+            bench = self._free_bench()  # arrivals who will sit down keep the benches in use
+            if bench >= 0:
+                self.bench_slots[bench] = [-2, -2, -2]  # reserved
         if not at_edge:
             start = self.area.random_interior(self.rng)
             if target >= 0 and np.hypot(*(start - self.units[target].anchor)) < 4.0:
@@ -160,7 +139,7 @@ class World:
         speed = float(np.clip(self.rng.normal(1.3, 0.15), 0.9, 1.7)) - 0.05 * (n - 1)
         d = (self.units[target].anchor if target >= 0 else goal) - start
         heading = math.atan2(d[0], d[1])
-        stops = n > 1 and target < 0 and self.rng.random() < self.cfg.stop_share
+        stops = target < 0 and bench < 0 and self.rng.random() < self.cfg.stop_share
         unit = self._new_unit(
             WALK,
             start,
@@ -170,10 +149,11 @@ class World:
             target=target,
             stops=stops,
             next_event=self.t + self.rng.uniform(2, 8) if stops else math.inf,
+            bench_goal=bench,
         )
         velocity = speed * np.array([math.sin(heading), math.cos(heading)])
         for off in formation_slots(n):
-            row = self._add_person(unit, start + self._rotate(off, heading), heading)
+            row = self._add_person(unit, start + rotate(off, heading), heading)
             # already walking: as if the previous frame had been simulated
             self.people.prev_pos[row] = self.people.pos[row] - velocity * self.dt
             self.people.speed[row], self.people.walk[row] = speed, min(speed / 1.2, 1.0)
@@ -199,12 +179,6 @@ class World:
                 elif mode == STAND:
                     self._spawn_stand(n)
                 left -= min(n, 3) if mode == SIT else n
-
-    @staticmethod
-    def _rotate(offset: np.ndarray, heading: float) -> np.ndarray:
-        """Body-frame offset (lateral, forward) to ground X, Z for a unit facing ``heading``."""
-        s, c = math.sin(heading), math.cos(heading)
-        return np.array([offset[0] * c + offset[1] * s, -offset[0] * s + offset[1] * c])
 
     # ------------------------------------------------------------------------------------------- events
     def _split(self, unit: Unit, leavers: list[int]) -> None:
@@ -250,16 +224,8 @@ class World:
         self.people.sit_target[unit.members] = 0.0
 
     def _order_for_formation(self, unit: Unit) -> None:
-        """Order members so that each takes the formation slot nearest to where they stand (no crossing)."""
-        d = self.people.pos[unit.members] - unit.anchor
-        s, c = math.sin(unit.heading), math.cos(unit.heading)
-        lateral, forward = d @ np.array([c, -s]), d @ np.array([s, c])
-        if len(unit.members) == 4:
-            front = np.argsort(-forward, kind="stable")
-            pairs = [front[:2], front[2:]]
-            order = np.concatenate([p[np.argsort(lateral[p], kind="stable")] for p in pairs])
-        else:
-            order = np.argsort(lateral, kind="stable")
+        """Members take the formation slot nearest to where they stand."""
+        order = formation_order(self.people.pos[unit.members], unit.anchor, unit.heading)
         unit.members = [unit.members[int(i)] for i in order]
 
     def _stop(self, unit: Unit) -> None:
@@ -312,7 +278,8 @@ class World:
         for unit in list(self.units.values()):
             if unit.uid in self.units and self.t >= unit.next_event:
                 self._event(unit)
-        if p.count_alive() < self.cfg.people and self.rng.random() < self.dt / 1.2:
+        deficit = self.cfg.people - p.count_alive()
+        if deficit > 0 and self.rng.random() < self.dt * (0.8 + 0.25 * deficit):
             self._spawn_walk(self._group_size(self.cfg.people - p.count_alive()), at_edge=True)
         for unit in list(self.units.values()):
             if unit.uid in self.units:
@@ -353,9 +320,19 @@ class World:
                     self._merge(unit, tgt)
                     return
             dest = self._approach_point(unit) if unit.target >= 0 else unit.goal
+            if unit.bench_goal >= 0:
+                bench = self.benches[unit.bench_goal]
+                dest = bench.pos + 0.7 * np.array([math.sin(bench.heading), math.cos(bench.heading)])
             to_dest = dest - unit.anchor
             dist = float(np.hypot(*to_dest))
-            if unit.target < 0 and (dist < 0.5 or not self.area.inside(unit.anchor, margin=3.5)):
+            if unit.bench_goal >= 0 and dist < 0.4:
+                self._take_seats(unit, unit.bench_goal)
+                return
+            if (
+                unit.target < 0
+                and unit.bench_goal < 0
+                and (dist < 0.5 or not self.area.inside(unit.anchor, margin=3.5))
+            ):
                 self._remove(unit)
                 return
             if self.t >= unit.start_after:
@@ -371,7 +348,7 @@ class World:
             if self.t < unit.start_after:
                 return  # still getting up / turning to go
             slots = formation_slots(len(rows))
-            targets = unit.anchor[None, :] + np.array([self._rotate(o, unit.heading) for o in slots])
+            targets = unit.anchor[None, :] + np.array([rotate(o, unit.heading) for o in slots])
             p.move_towards(rows, targets, (unit.speed + 0.4) * self.dt)
             p.heading[rows] = unit.heading
         elif unit.mode == STAND:
@@ -385,6 +362,10 @@ class World:
                 p.heading[rows] = np.arctan2(d[:, 0], d[:, 1])
         else:
             bench = self.benches[unit.bench]
+            seats = bench.pos[None, :] + p.slot[rows]
+            p.move_towards(rows, seats, 0.6 * self.dt)
+            arrived = np.hypot(*(p.pos[rows] - seats).T) < 0.02
+            p.sit_target[rows] = np.where(arrived, 1.0, p.sit_target[rows])
             p.heading[rows] = bench.heading
         self._speakers(unit)
 
@@ -409,7 +390,7 @@ class World:
         for unit in self.units.values():
             unit.members = [int(remap[m]) for m in unit.members]
             unit.speaker = int(remap[unit.speaker]) if unit.speaker >= 0 else -1
-        self.bench_slots = [[int(remap[r]) if r >= 0 else -1 for r in s] for s in self.bench_slots]
+        self.bench_slots = [[int(remap[r]) if r >= 0 else r for r in s] for s in self.bench_slots]
 
     # ------------------------------------------------------------------------------------------ queries
     def unit_table(self) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:

@@ -1,0 +1,80 @@
+"""Detector noise, lighting, empty scenes and long runs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from pairedge.sim import Scene, get_preset, simulate
+from pairedge.sim.config import NoiseConfig, with_people
+from pairedge.sim.noise import SWITCH_ID_BASE, iou_matrix
+
+
+def _small(name: str) -> object:
+    cfg = get_preset(name)
+    return dataclasses.replace(cfg, camera=dataclasses.replace(cfg.camera, width=320, height=240))
+
+
+def test_noisy_detections_jitter_miss_switch_and_hallucinate() -> None:
+    frames = list(simulate(_small("noisy"), seed=4, frames=60))
+    n_truth = sum(len(f.truth) for f in frames)
+    matched, missed, false_pos, switched = [], 0, 0, 0
+    for f in frames:
+        det = f.detections
+        assert det.boxes.dtype == np.float32 and ((det.scores > 0) & (det.scores < 1)).all()
+        false_pos += int((det.track_ids >= SWITCH_ID_BASE).sum())
+        iou = iou_matrix(f.truth.boxes.astype(np.float64), det.boxes.astype(np.float64))
+        for k in range(len(f.truth)):
+            if iou.shape[1] == 0 or iou[k].max() < 0.3:
+                missed += 1
+                continue
+            j = int(iou[k].argmax())
+            matched.append(iou[k, j])
+            switched += int(det.track_ids[j] != f.truth.track_ids[k])
+    assert 0.03 * n_truth < missed < 0.5 * n_truth
+    assert false_pos > 10  # false positives and post-switch ids are >= 100000
+    assert switched > 0
+    assert 0.5 < np.median(matched) < 0.99  # jittered, not exact
+
+
+def test_without_noise_detections_equal_the_truth() -> None:
+    cfg = dataclasses.replace(
+        _small("static"), noise=NoiseConfig(jitter=0, miss_rate=0, occluded_miss_rate=0, switch_per_s=0,
+                                            swap_prob=0, fp_per_frame=0))  # fmt: skip
+    for f in simulate(cfg, seed=0, frames=5):
+        np.testing.assert_allclose(f.detections.boxes, f.truth.boxes, atol=1e-4)
+        np.testing.assert_array_equal(f.detections.track_ids, f.truth.track_ids)
+
+
+def test_lighting_drifts_and_the_truth_does_not_depend_on_it() -> None:
+    cfg = _small("noisy")
+    means = [f.image.mean() for f in simulate(cfg, seed=1, frames=45)]
+    assert max(means) - min(means) > 5  # +-20 % gain over 6 s plus flicker
+    dark = dataclasses.replace(
+        cfg, lighting=dataclasses.replace(cfg.lighting, gain_amplitude=0.0, flicker=0.0)
+    )
+    a = list(simulate(cfg, seed=1, frames=3))
+    b = list(simulate(dark, seed=1, frames=3))
+    for fa, fb in zip(a, b, strict=True):
+        np.testing.assert_array_equal(fa.truth.boxes, fb.truth.boxes)
+        np.testing.assert_array_equal(fa.pair_labels, fb.pair_labels)
+
+
+def test_empty_scene() -> None:
+    frames = list(simulate(with_people(_small("static"), 0), seed=0, frames=3))
+    for f in frames:
+        assert len(f.truth) == 0 and f.pairs.shape == (0, 2) and f.stickmen.shape == (0, 6, 4)
+        assert f.global_activity == () and f.groups == ()
+
+
+def test_long_runs_keep_state_bounded() -> None:
+    scene = Scene(_small("static"), seed=2)
+    world = scene.world
+    for _ in range(4000):  # about 4.5 minutes of scene time, without rendering
+        world.step()
+    assert len(world.people) < 200  # dead people are compacted away
+    alive = world.people.alive
+    members = sorted(m for u in world.units.values() for m in u.members)
+    assert members == sorted(np.flatnonzero(alive).tolist())
+    f = scene.next_frame()  # and rendering still works after compaction
+    assert len(f.truth) > 0
