@@ -48,6 +48,7 @@ class TrainConfig:
         val_fraction: share of rows (whole sequences) held out for validation.
         threads: torch intra-op threads during training (1 = bit-reproducible).
         balance_sequences: also equalise the sequences within each class when sampling.
+        input_noise: augmentation: Gaussian noise of this many training standard deviations per feature.
     """
 
     architecture: str | None = None
@@ -64,6 +65,7 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     balance_sequences: bool = True
+    input_noise: float = 0.0
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.patience < 1 or self.batch_size < 2 or self.lr <= 0:
@@ -154,8 +156,12 @@ def _epoch(
     y: torch.Tensor,
     order: np.ndarray,
     batch_size: int,
+    noise: torch.Tensor | None = None,
 ) -> float:
-    """One pass over the rows ``order`` (class-balanced draws); returns the mean loss."""
+    """One pass over the rows ``order`` (class-balanced draws); returns the mean loss.
+
+    ``noise``: (F,) standard deviations of Gaussian noise added to the raw inputs (augmentation), or None.
+    """
     model.train()
     total, count = 0.0, 0
     for start in range(0, len(order), batch_size):
@@ -163,7 +169,8 @@ def _epoch(
         if len(idx) < 2:  # BatchNorm needs two rows
             continue
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(X[idx]), y[idx])
+        x = X[idx] if noise is None else X[idx] + torch.randn(len(idx), X.shape[1]) * noise
+        loss = loss_fn(model(x), y[idx])
         loss.backward()
         opt.step()
         total += float(loss.detach()) * len(idx)
@@ -258,6 +265,9 @@ def _fit(
     loss_fn = FocalLoss(config.gamma)
     per_epoch = config.samples_per_epoch or len(tr.y)
     rng = np.random.default_rng(config.seed)
+    noise = None
+    if config.input_noise > 0:
+        noise = torch.from_numpy(tr.X.std(axis=0).astype(np.float32)) * config.input_noise
     history: list[dict[str, float]] = []
     best_key: tuple[float, float] = (-1.0, -1.0)
     best_epoch, best_state = 0, {k: v.clone() for k, v in model.state_dict().items()}
@@ -272,6 +282,7 @@ def _fit(
                 y,
                 balanced_indices(tr.y, per_epoch, rng, tr.groups if config.balance_sequences else None),
                 config.batch_size,
+                noise,
             )
             sched.step()
             m = classification_metrics(va.y, predict_logits(model, va.X).argmax(1), tr.labels)
