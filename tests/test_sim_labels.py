@@ -76,7 +76,7 @@ def test_approaching_pairs_get_closer_and_leaving_pairs_apart(run: tuple[Scene, 
     closer = _distance_change(run[1], SIM7.index("approaching"))
     apart = _distance_change(run[1], SIM7.index("leaving"))
     assert len(closer) > 20 and len(apart) > 20
-    assert (closer < 0).mean() > 0.9 and np.median(closer) < -0.03
+    assert (closer < 0).mean() > 0.8 and np.median(closer) < -0.03  # detours around benches and people
     # a leaver may still be getting up (distance unchanged) but never comes back
     assert (apart < -1e-4).mean() < 0.05 and np.median(apart) > 0.03
 

@@ -67,9 +67,9 @@ class World:
         return max(1, min(n, cap))
 
     def _free_spot(self, radius: float) -> np.ndarray:
-        """A random interior point at least ``radius`` + 1 m from everyone (best of 30 tries)."""
+        """A random interior point at least ``radius`` + 1 m from everyone and every bench (best of 30 tries)."""
         best, best_d = self.area.random_interior(self.rng), -1.0
-        alive = self.people.pos[self.people.alive]
+        alive = np.concatenate([self.people.pos[self.people.alive], self._bench_points()])
         for _ in range(30):
             p = self.area.random_interior(self.rng)
             d = float(np.min(np.hypot(*(alive - p).T))) if len(alive) else 1e9
@@ -182,8 +182,8 @@ class World:
 
     # ------------------------------------------------------------------------------------------- events
     def _split(self, unit: Unit, leavers: list[int]) -> None:
-        centre = unit.anchor.copy()
         unit.members = [m for m in unit.members if m not in leavers]
+        centre = self.people.pos[unit.members].mean(0)  # leave away from those who stay
         if unit.bench >= 0:
             self.bench_slots[unit.bench] = [-1 if r in leavers else r for r in self.bench_slots[unit.bench]]
         anchor = self.people.pos[leavers].mean(0)
@@ -255,8 +255,8 @@ class World:
         rate = 1.5 if unit.mode == SIT else 1.0
         if n >= 2 and r < 0.45:
             k = 1 if n == 2 or self.rng.random() < 0.7 else 2
-            idx = self.rng.choice(n, size=k, replace=False)
-            self._split(unit, [unit.members[int(i)] for i in sorted(idx)])
+            start = int(self.rng.integers(n))  # neighbours leave together (circle / bench order)
+            self._split(unit, [unit.members[(start + j) % n] for j in range(k)])
         elif r < 0.75 and (n >= 2 or r < 0.6):
             self._walk_away(unit)
             return
@@ -293,7 +293,8 @@ class World:
         the members of a group being approached do not repel the newcomer."""
         p = self.people
         others = p.alive & (p.unit != unit.uid) & (p.unit != unit.target)
-        d = unit.anchor[None, :] - p.pos[others]
+        benches = self._bench_points() if unit.bench_goal < 0 else np.zeros((0, 2))
+        d = unit.anchor[None, :] - np.concatenate([p.pos[others], benches])
         dist = np.hypot(d[:, 0], d[:, 1])
         ahead = (d @ want) < 0
         near = (dist < 2.5) & ahead & (dist > 1e-6)
@@ -303,6 +304,12 @@ class World:
         force = (d[near] / dist[near, None] * w[:, None]).sum(0)
         out = want + 0.5 * force
         return out / max(float(np.hypot(*out)), 1e-9)
+
+    def _bench_points(self) -> np.ndarray:
+        """(3 B, 2) points along the benches (obstacles for walkers and for new groups)."""
+        if not self.benches:
+            return np.zeros((0, 2))
+        return np.concatenate([b.slots() for b in self.benches])
 
     def _approach_point(self, unit: Unit) -> np.ndarray:
         """Where a newcomer heads: the centre of the approached group (it joins on reaching its rim)."""
