@@ -56,7 +56,7 @@ def run_case(name: str, people: int, frames: int, seed: int, encode: bool) -> di
     with tempfile.TemporaryDirectory() as tmp:
         if encode:
             writer = cv2.VideoWriter(
-                str(Path(tmp) / "v.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), scene.fps, (w, h)
+                str(Path(tmp) / "v.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), scene.fps, (w, h)
             )
         for _ in range(5):  # warm-up
             f = scene.next_frame()

@@ -88,3 +88,10 @@ def test_unreadable_and_bad_writer_input(tmp_path: Path) -> None:
         write_mot(tmp_path / "x.txt", [0], [1], [[0, 0, 1, 1]])
     with pytest.raises(InputError, match="equal lengths"):
         write_mot(tmp_path / "x.txt", [1, 2], [1], [[0, 0, 1, 1]])
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_text("\n")
+    table = read_mot(path)
+    assert len(table) == 0 and table.by_frame() == {} and table.boxes.shape == (0, 4)

@@ -36,10 +36,11 @@ class PersonFlowErrors:
 
 def dis_flow(prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
     """OpenCV DIS flow (PRESET_MEDIUM) from ``prev`` to ``cur`` (BGR uint8); (H, W, 2) float32."""
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    dis = cv2.DISOpticalFlow.create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
     g0 = cv2.cvtColor(prev, cv2.COLOR_BGR2GRAY)
     g1 = cv2.cvtColor(cur, cv2.COLOR_BGR2GRAY)
-    return dis.calc(g0, g1, None)
+    flow = np.zeros((*g0.shape, 2), np.float32)
+    return np.asarray(dis.calc(g0, g1, flow))
 
 
 def person_flow_errors(frames: Iterable[SimFrame], min_visible: float = 0.9) -> PersonFlowErrors:

@@ -154,7 +154,7 @@ class _Writer:
         self.video: cv2.VideoWriter | None = None
         self.video_name = "video.mp4"
         w, h = scene.size
-        writer = cv2.VideoWriter(str(out / "video.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), scene.fps, (w, h))
+        writer = cv2.VideoWriter(str(out / "video.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), scene.fps, (w, h))
         if writer.isOpened():
             self.video = writer
         else:

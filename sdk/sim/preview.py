@@ -21,7 +21,7 @@ LINK_COLOURS: dict[str, tuple[int, int, int]] = {
 def id_colour(track_id: int) -> tuple[int, int, int]:
     """A stable, distinct BGR colour per track id."""
     hue = (track_id * 47) % 180
-    hsv = np.uint8([[[hue, 200, 255]]])
+    hsv = np.array([[[hue, 200, 255]]], np.uint8)
     b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
     return int(b), int(g), int(r)
 
