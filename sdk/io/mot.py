@@ -56,6 +56,8 @@ class MotTable:
 
     def by_frame(self) -> dict[int, Detections]:
         """Detections per 1-based frame (rows in file order within a frame)."""
+        if len(self.frame) == 0:
+            return {}
         order = np.argsort(self.frame, kind="stable")
         frames, starts = np.unique(self.frame[order], return_index=True)
         ends = np.append(starts[1:], len(order))
