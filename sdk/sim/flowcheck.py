@@ -26,12 +26,15 @@ class PersonFlowErrors:
         person: |median flow over the person's own pixels in the box - box displacement|.
         pelvis: |median flow over the person's own pixels - pelvis motion (SimFrame.motion)|.
         displacement: |box displacement| (how fast the person moves in the image).
+        reference: |box displacement - pelvis motion|, no flow involved: how far the box itself strays
+            from the body's motion (limbs swinging, integer box edges).
     """
 
     box: np.ndarray
     person: np.ndarray
     pelvis: np.ndarray
     displacement: np.ndarray
+    reference: np.ndarray
 
 
 def dis_flow(prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
@@ -46,7 +49,7 @@ def dis_flow(prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
 def person_flow_errors(frames: Iterable[SimFrame], min_visible: float = 0.9) -> PersonFlowErrors:
     """Errors for every person seen (visibility >= ``min_visible``, not cut by the border) in two
     consecutive frames of a pinhole-camera scene."""
-    out: dict[str, list[float]] = {"box": [], "person": [], "pelvis": [], "displacement": []}
+    out: dict[str, list[float]] = {"box": [], "person": [], "pelvis": [], "displacement": [], "reference": []}
     prev: SimFrame | None = None
     for f in frames:
         if prev is not None:
@@ -67,6 +70,7 @@ def person_flow_errors(frames: Iterable[SimFrame], min_visible: float = 0.9) -> 
                 out["person"].append(float(np.hypot(*(m_own - disp))))
                 out["pelvis"].append(float(np.hypot(*(m_own - f.motion[i]))))
                 out["displacement"].append(float(np.hypot(*disp)))
+                out["reference"].append(float(np.hypot(*(disp - f.motion[i]))))
         prev = f
     return PersonFlowErrors(**{k: np.asarray(v) for k, v in out.items()})
 
