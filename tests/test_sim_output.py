@@ -123,3 +123,32 @@ def test_bad_arguments_exit_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     result = runner.invoke(app, ["simulate", "--frames", "2", "--out", str(tmp_path / "file")])
     assert result.exit_code == 1 and "expected a folder" in result.output
+
+
+class _NoCodec:
+    """A VideoWriter whose codec is missing (as in OpenCV builds without FFmpeg)."""
+
+    def __init__(self, *args: object) -> None:
+        pass
+
+    def isOpened(self) -> bool:  # noqa: N802  (OpenCV's name)
+        return False
+
+    @staticmethod
+    def fourcc(*chars: str) -> int:
+        return 0
+
+
+def test_png_fallback_when_the_codec_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.sim.output import write_scene
+
+    monkeypatch.setattr(cv2, "VideoWriter", _NoCodec)
+    result = write_scene("static", 0, 3, tmp_path)
+    assert result.video == "frames/" and any("PNG" in n for n in result.notes)
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == [
+        "000000.png",
+        "000001.png",
+        "000002.png",
+    ]
+    assert not (tmp_path / "video.mp4").exists()
+    assert json.loads((tmp_path / "scene.json").read_text())["video"] == "frames/"
