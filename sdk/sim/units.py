@@ -71,3 +71,16 @@ def formation_order(pos: np.ndarray, anchor: np.ndarray, heading: float) -> np.n
         pairs = [front[:2], front[2:]]
         return np.concatenate([p[np.argsort(lateral[p], kind="stable")] for p in pairs])
     return np.argsort(lateral, kind="stable")
+
+
+def steer(anchor: np.ndarray, want: np.ndarray, obstacles: np.ndarray) -> np.ndarray:
+    """A simple social force: the unit direction ``want`` (2,) bent away from obstacles (K, 2) ahead of
+    ``anchor`` within 2.5 m (weight decaying with distance beyond 0.6 m). Returns a unit vector."""
+    d = anchor[None, :] - obstacles
+    dist = np.hypot(d[:, 0], d[:, 1])
+    near = (dist < 2.5) & ((d @ want) < 0) & (dist > 1e-6)
+    if not near.any():
+        return want
+    w = np.exp(-(dist[near] - 0.6) / 0.4)
+    out = want + 0.5 * (d[near] / dist[near, None] * w[:, None]).sum(0)
+    return out / max(float(np.hypot(*out)), 1e-9)

@@ -15,7 +15,17 @@ from pairedge.sim.area import Area, Bench
 from pairedge.sim.body import Appearance, sample_appearance
 from pairedge.sim.config import SimConfig
 from pairedge.sim.people import People
-from pairedge.sim.units import SIT, STAND, WALK, Unit, circle_slots, formation_order, formation_slots, rotate
+from pairedge.sim.units import (
+    SIT,
+    STAND,
+    WALK,
+    Unit,
+    circle_slots,
+    formation_order,
+    formation_slots,
+    rotate,
+    steer,
+)
 
 
 class World:
@@ -289,21 +299,12 @@ class World:
             self._compact()
 
     def _steer(self, unit: Unit, want: np.ndarray) -> np.ndarray:
-        """Goal direction bent away from people ahead that are not in the unit (a simple social force);
-        the members of a group being approached do not repel the newcomer."""
+        """Goal direction bent around people not in the unit and benches; the members of a group being
+        approached do not repel the newcomer, nor does the bench it heads for."""
         p = self.people
         others = p.alive & (p.unit != unit.uid) & (p.unit != unit.target)
         benches = self._bench_points() if unit.bench_goal < 0 else np.zeros((0, 2))
-        d = unit.anchor[None, :] - np.concatenate([p.pos[others], benches])
-        dist = np.hypot(d[:, 0], d[:, 1])
-        ahead = (d @ want) < 0
-        near = (dist < 2.5) & ahead & (dist > 1e-6)
-        if not near.any():
-            return want
-        w = np.exp(-(dist[near] - 0.6) / 0.4)
-        force = (d[near] / dist[near, None] * w[:, None]).sum(0)
-        out = want + 0.5 * force
-        return out / max(float(np.hypot(*out)), 1e-9)
+        return steer(unit.anchor, want, np.concatenate([p.pos[others], benches]))
 
     def _bench_points(self) -> np.ndarray:
         """(3 B, 2) points along the benches (obstacles for walkers and for new groups)."""
