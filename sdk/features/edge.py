@@ -9,9 +9,10 @@ makes them independent of image resolution, distance to the camera and frame rat
 
 Layout (see ``docs/features.md`` for every formula):
 
-* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 15)]`` (39 values), so a relation network can form
+* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 25)]`` (49 values), so a relation network can form
   ``[a, b, |a-b|, a*b, pair]``; A is the pair's lower track id.
-* stage 1 = the pair block (Fq = 15 values). Every pair value is symmetric in A and B.
+* stage 1 = the pair block (Fq = 25 values: geometry, relative motion, scene context;
+  :mod:`pairedge.features.pairblock`). Every pair value is symmetric in A and B.
 
 Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
 comes from ego-compensated flow pooled in the box; in **box-only mode** (``motion="boxes"``, or no flow this
@@ -37,7 +38,8 @@ from pairedge.features.base import (
     usable_rows,
 )
 from pairedge.features.flowpool import FlowMotion, pool_flow, pool_flow_reference
-from pairedge.features.history import TrackHistory, TrackMotion, wrap_delta
+from pairedge.features.history import TrackHistory, TrackMotion
+from pairedge.features.pairblock import PAIR_NAMES, pair_block, scene_context
 from pairedge.types import Detections
 
 CLAMP = 10.0
@@ -67,23 +69,6 @@ PERSON_NAMES = (
     "bottom",
     "history_fill",
     "flow_valid",
-)
-PAIR_NAMES = (
-    "distance",
-    "dx",
-    "bottom_dy",
-    "height_ratio",
-    "vertical_overlap",
-    "iou",
-    "relative_speed",
-    "speed_difference",
-    "velocity_cosine",
-    "approach_rate",
-    "heading_alignment",
-    "mean_speed",
-    "mean_height",
-    "mean_bottom",
-    "mean_width",
 )
 FP, FQ = len(PERSON_NAMES), len(PAIR_NAMES)
 STAGE1_NAMES = PAIR_NAMES
@@ -185,74 +170,6 @@ def person_block(
     )
 
 
-def pair_block(
-    boxes_a: np.ndarray,
-    boxes_b: np.ndarray,
-    person_a: np.ndarray,
-    person_b: np.ndarray,
-    width: float,
-    height: float,
-    min_speed: float = 0.05,
-    wrap: bool = False,
-) -> np.ndarray:
-    """Pair values (:data:`PAIR_NAMES`), all symmetric in A and B.
-
-    Args:
-        boxes_a, boxes_b: (M, 4) float ``x y w h``; person_a, person_b: (M, 12) from :func:`person_block`.
-        width, height: image size. min_speed: heights/s below which a velocity has no direction.
-        wrap: 360-degree panorama (horizontal differences wrap around).
-
-    Returns:
-        (M, 15) float64, unclamped.
-    """
-    a, b = np.asarray(boxes_a, np.float64).reshape(-1, 4), np.asarray(boxes_b, np.float64).reshape(-1, 4)
-    ha, hb = a[:, 3], b[:, 3]
-    mean_h = np.maximum((ha + hb) / 2, EPS)
-    delta = (b[:, :2] + b[:, 2:] / 2) - (a[:, :2] + a[:, 2:] / 2)
-    delta[:, 0] = wrap_delta(delta[:, 0], width if wrap else None)
-    dist = np.hypot(delta[:, 0], delta[:, 1])
-    unit = delta / np.maximum(dist, EPS)[:, None]
-    overlap_y = np.maximum(0.0, np.minimum(a[:, 1] + ha, b[:, 1] + hb) - np.maximum(a[:, 1], b[:, 1]))
-    overlap_x = np.maximum(
-        0.0, np.minimum(a[:, 0] + a[:, 2], b[:, 0] + b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
-    )
-    inter = overlap_x * overlap_y
-    union = a[:, 2] * ha + b[:, 2] * hb - inter
-    va, vb = person_a[:, 0:2], person_b[:, 0:2]
-    sa, sb = person_a[:, 2], person_b[:, 2]
-    moving = (sa > min_speed) & (sb > min_speed)
-    cosine = np.where(moving, (va * vb).sum(axis=1) / np.maximum(sa * sb, EPS), 0.0)
-    hva, hvb = person_a[:, 4:6], person_b[:, 4:6]
-    approach = ((hvb - hva) * unit).sum(axis=1)
-    mean_v = (va + vb) / 2
-    mean_v_norm = np.hypot(mean_v[:, 0], mean_v[:, 1])
-    heading = np.where(
-        (mean_v_norm > min_speed) & (dist > EPS),
-        np.abs((mean_v * unit).sum(axis=1)) / np.maximum(mean_v_norm, EPS),
-        0.0,
-    )
-    return np.stack(
-        [
-            dist / mean_h,
-            np.abs(delta[:, 0]) / mean_h,
-            np.abs((a[:, 1] + ha) - (b[:, 1] + hb)) / mean_h,
-            np.minimum(ha, hb) / np.maximum(np.maximum(ha, hb), EPS),
-            overlap_y / np.maximum(np.minimum(ha, hb), EPS),
-            inter / np.maximum(union, EPS),
-            np.hypot(*(va - vb).T),
-            np.abs(sa - sb),
-            cosine,
-            approach,
-            heading,
-            (sa + sb) / 2,
-            mean_h / height,
-            ((a[:, 1] + ha) + (b[:, 1] + hb)) / 2 / height,
-            (a[:, 2] + b[:, 2]) / 2 / width,
-        ],
-        axis=1,
-    )
-
-
 def finish(x: np.ndarray) -> np.ndarray:
     """Non-finite -> 0, clamp to [-10, 10], float32."""
     return np.clip(np.nan_to_num(x, nan=0.0, posinf=CLAMP, neginf=-CLAMP), -CLAMP, CLAMP).astype(np.float32)
@@ -318,7 +235,10 @@ class PairedgeExtractor:
         ia, ib = np.triu_indices(len(rows), k=1)
         if len(ia) == 0:
             return PairFeatures.empty(FQ, 2 * FP + FQ)
-        pair = pair_block(boxes[ia], boxes[ib], person[ia], person[ib], w, h, cfg.min_speed, cfg.wrap)
+        scene = scene_context(person, boxes)
+        pair = pair_block(
+            boxes[ia], boxes[ib], person[ia], person[ib], (w, h), scene, cfg.min_speed, cfg.wrap
+        )
         stage1 = finish(pair)
         stage2 = finish(np.concatenate([person[ia], person[ib], pair], axis=1))
         index = np.stack([rows[ia], rows[ib]], axis=1).astype(np.int64)
