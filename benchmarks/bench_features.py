@@ -10,7 +10,9 @@
    (static, pan, forward motion, roll + pan), people with their own motion, flow noise and an
    independently moving background object, the RMS error of the ego-compensated person motion for the
    methods ``none``, ``median`` and ``affine``, and their cost.
-3. Optional real check (``--data``): DIS flow on the first frames of the PETS 2009 S2.L1 video (static
+3. The same on rendered frames: the simulator's ``moving`` preset (lawnmower ego-motion), DIS flow at
+   scale 0.5, estimated camera motion versus the simulator's true one at the people's centres.
+4. Optional real check (``--data``): DIS flow on the first frames of the PETS 2009 S2.L1 video (static
    camera): the estimated camera motion should be close to zero.
 
 Writes ``benchmarks/results/bench_features.json`` and ``.md``. Run from the repository root::
@@ -241,6 +243,40 @@ def bench_pets(data: Path, frames: int) -> dict[str, Any]:
     }
 
 
+def bench_sim_egomotion(frames: int, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
+    """Estimated vs true camera motion at the people's centres on the simulator's ``moving`` preset."""
+    try:
+        from pairedge.sim import simulate
+    except ImportError as exc:
+        return {"skipped": f"pairedge.sim unavailable ({exc})"}
+    from pairedge.features import egomotion
+
+    errors: dict[str, list[float]] = {m: [] for m in egomotion.METHODS}
+    true_shift: list[float] = []
+    size = None
+    for seed in seeds:
+        dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+        prev = None
+        for frame in simulate("moving", seed=seed, frames=frames):
+            size = frame.image.shape[1::-1]
+            gray = cv2.resize(cv2.cvtColor(frame.image, cv2.COLOR_BGR2GRAY), None, fx=0.5, fy=0.5)
+            if prev is not None and len(frame.truth):
+                flow = dis.calc(prev, gray, None)
+                centres = frame.truth.boxes[:, :2] + frame.truth.boxes[:, 2:] / 2
+                true = egomotion.displacement(frame.camera_motion, centres)
+                true_shift.append(float(np.hypot(*true.T).mean()))
+                for m in egomotion.METHODS:
+                    est = egomotion.estimate(flow, frame.detections.boxes, 0.5, m)
+                    errors[m].append(float(np.hypot(*(egomotion.displacement(est, centres) - true).T).mean()))
+            prev = gray
+    return {
+        "frames": len(true_shift),
+        "image": list(size) if size else None,
+        "true_camera_shift_px": float(np.mean(true_shift)),
+        **{f"{m}_error_px": float(np.mean(v)) for m, v in errors.items()},
+    }
+
+
 def markdown(res: dict[str, Any]) -> str:
     lines = ["# Feature extraction benchmark", "", f"Machine: {res['machine']}", ""]
     lines += [
@@ -288,6 +324,18 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {kind} | {r['none']['rms_error_px']:.2f} | {r['median']['rms_error_px']:.2f} "
             f"| {r['affine']['rms_error_px']:.2f} | {r['median']['ms']:.2f} | {r['affine']['ms']:.2f} |"
         )
+    simr = res.get("sim_moving")
+    if simr:
+        lines += ["", "## Simulator `moving` preset (lawnmower camera), DIS flow at scale 0.5", ""]
+        if "skipped" in simr:
+            lines.append(f"Skipped: {simr['skipped']}")
+        else:
+            lines.append(
+                f"{simr['frames']} frames of {simr['image'][0]} x {simr['image'][1]}; true camera-induced motion at the "
+                f"people's centres {simr['true_camera_shift_px']:.2f} px/frame. Mean error of the estimate there: "
+                f"none {simr['none_error_px']:.2f}, median {simr['median_error_px']:.2f}, "
+                f"affine {simr['affine_error_px']:.2f} px/frame."
+            )
     pets = res.get("pets")
     if pets:
         lines += ["", "## PETS 2009 S2.L1 (static camera), DIS flow at scale 0.5", ""]
@@ -321,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         "pairedge": [bench_pairedge(n, args.frames, args.seed) for n in (10, 100)],
         "ego_trials": args.ego_trials,
         "egomotion": bench_egomotion(args.ego_trials, args.seed),
+        "sim_moving": bench_sim_egomotion(args.frames),
     }
     if args.data.is_dir():
         res["pets"] = bench_pets(args.data, min(args.frames, 30))
