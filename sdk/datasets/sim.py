@@ -78,8 +78,10 @@ def match_labels(pairs: np.ndarray, truth_pairs: np.ndarray, truth_labels: np.nd
     return np.where(hit, truth_labels[order][pos], -1).astype(np.int64)
 
 
-def scene_rows(spec: str, preset: str, seed: int, ds: SimDataset) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """``(features (M, F) float32, SIM7 labels (M,) int64)`` of the kept frames of one scene."""
+def scene_rows(
+    spec: str, preset: str, seed: int, ds: SimDataset
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(stage-1 (M, F1), stage-2 (M, F2) float32, SIM7 labels (M,) int64)`` of one scene's kept frames."""
     from pairedge.features import get_spec
     from pairedge.runtime.flow import FlowStream, get_flow_backend
     from pairedge.sim import simulate
@@ -87,7 +89,6 @@ def scene_rows(spec: str, preset: str, seed: int, ds: SimDataset) -> Iterator[tu
     spec_obj = get_spec(spec)
     extractor = spec_obj.make_extractor(dict(ds.feature_config))
     stream = FlowStream(get_flow_backend(spec_obj.flow_backend, scale=spec_obj.default_flow_scale))
-    stage1 = ds.task == "stage1"
     for frame in simulate(preset, seed=seed, frames=ds.frames):
         flow = stream.push(frame.image)
         detections = frame.detections if ds.boxes == "detections" else frame.truth
@@ -97,35 +98,47 @@ def scene_rows(spec: str, preset: str, seed: int, ds: SimDataset) -> Iterator[tu
             continue
         labels = match_labels(feats.pairs, frame.pairs, frame.pair_labels)
         keep = labels >= 0
-        yield (feats.stage1 if stage1 else feats.stage2)[keep], labels[keep]
+        yield feats.stage1[keep], feats.stage2[keep], labels[keep]
 
 
-def sim_features(spec: str, ds: SimDataset | None = None) -> FeatureData:
-    """Build training arrays from simulator scenes; ``groups`` = ``"<preset>-<seed>"`` (one scene each)."""
-    from pairedge.features import get_spec
-
-    ds = ds or SimDataset()
-    spec_obj = get_spec(spec)
-    xs, ys, groups = [], [], []
+def sim_feature_sets(
+    spec: str, ds: SimDataset, tasks: tuple[str, ...] | None = None
+) -> dict[str, FeatureData]:
+    """Rows of several tasks from one pass over the scenes; ``groups`` = ``"<preset>-<seed>"``."""
+    tasks = tasks or (ds.task,)
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    groups = []
     for preset in ds.presets:
         for seed in ds.seeds:
-            for X, y in scene_rows(spec, preset, seed, ds):
-                xs.append(X)
-                ys.append(y)
-                groups.append(np.full(len(y), f"{preset}-{seed}"))
-    if not xs:
+            for rows in scene_rows(spec, preset, seed, ds):
+                blocks.append(rows)
+                groups.append(np.full(len(rows[2]), f"{preset}-{seed}"))
+    if not blocks:
         raise InputError(f"no labelled pairs in simulator scenes {ds.presets} x seeds {ds.seeds}")
-    X, y, g = np.concatenate(xs), np.concatenate(ys), np.concatenate(groups)
+    x1, x2, y = (np.concatenate([b[i] for b in blocks]) for i in range(3))
+    g = np.concatenate(groups)
+    return {task: _task_rows(spec, ds, task, x1, x2, y, g) for task in tasks}
+
+
+def _task_rows(
+    spec: str, ds: SimDataset, task: str, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, g: np.ndarray
+) -> FeatureData:
+    from pairedge.features import get_spec
+
+    spec_obj = get_spec(spec)
     together = y < len(PAPER3)
-    if ds.task == "stage1":
+    X = x1 if task == "stage1" else x2
+    if task == "stage1":
         y, labels, label_set = together.astype(np.int64), STAGE1.classes, STAGE1.name
-    elif ds.task == "paper3":
+    elif task == "paper3":
         X, y, g, labels, label_set = X[together], y[together], g[together], PAPER3.classes, PAPER3.name
-    else:
+    elif task == "sim7":
         labels, label_set = SIM7.classes, SIM7.name
+    else:
+        raise InputError(f"simulator dataset: task must be one of {TASKS}, got {task!r}")
     if not len(y):
         raise InputError(
-            f"no {ds.task} rows in simulator scenes {ds.presets} x seeds {ds.seeds}; add seeds/frames"
+            f"no {task} rows in simulator scenes {ds.presets} x seeds {ds.seeds}; add seeds/frames"
         )
     return FeatureData.from_arrays(
         X,
@@ -134,8 +147,14 @@ def sim_features(spec: str, ds: SimDataset | None = None) -> FeatureData:
         labels,
         feature_spec=spec,
         feature_spec_version=str(spec_obj.version),
-        feature_names=spec_obj.stage1_names if ds.task == "stage1" else spec_obj.stage2_names,
-        stage=1 if ds.task == "stage1" else 2,
+        feature_names=spec_obj.stage1_names if task == "stage1" else spec_obj.stage2_names,
+        stage=1 if task == "stage1" else 2,
         label_set=label_set,
         feature_config=json.dumps(dict(ds.feature_config), sort_keys=True),
     )
+
+
+def sim_features(spec: str, ds: SimDataset | None = None) -> FeatureData:
+    """Build training arrays of ``ds.task`` from simulator scenes; ``groups`` = ``"<preset>-<seed>"``."""
+    ds = ds or SimDataset()
+    return sim_feature_sets(spec, ds)[ds.task]
