@@ -51,7 +51,7 @@ def walking(fps, seconds=0.7, scale=1.0):
 
 
 def test_layout_stage2_is_a_b_pair_and_stage1_is_pair():
-    assert SPEC.person_dim == FP == 12 and SPEC.pair_dim == FQ == 25
+    assert SPEC.person_dim == FP == 12 and SPEC.pair_dim == FQ == 23
     assert SPEC.stage2_dim == 2 * FP + FQ and SPEC.stage1_dim == FQ
     frames, times = walking(30)
     pf = run(frames, times, config={"motion": "boxes"})
@@ -298,14 +298,3 @@ def test_closest_approach_toward_and_scene_context():
     np.testing.assert_allclose(q[:, QI["scene_median_speed"]], 1.0, atol=1e-5)
     np.testing.assert_allclose(q[:, QI["scene_moving_fraction"]], 1.0)
     assert q[0, QI["crowd_alignment"]] == pytest.approx(1.0, abs=1e-5)
-    # neighbours of the midpoint of (1, 3) within 1.5 heights: person 2 only
-    assert q[1, QI["near_count"]] == 1.0 and q[0, QI["near_count"]] == 0.0
-
-
-def test_inline_count_sees_a_queue():
-    boxes = np.array([[100.0 + 50 * k, 100, 40, 100] for k in range(4)])  # a row, 0.5 heights apart
-    pf = run([(boxes, [1, 2, 3, 4])] * 2, [0.0, 0.1], config={"motion": "boxes"})
-    q = dict(zip(map(tuple, pf.pairs.tolist()), pf.stage1[:, QI["inline_count"]], strict=True))
-    assert q[(1, 2)] == 2.0 and q[(3, 4)] == 2.0  # the two others continue the line beyond the pair
-    assert q[(1, 4)] == 0.0  # the others lie between A and B
-    assert q[(2, 3)] == 2.0

@@ -9,9 +9,9 @@ makes them independent of image resolution, distance to the camera and frame rat
 
 Layout (see ``docs/features.md`` for every formula):
 
-* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 25)]`` (49 values), so a relation network can form
+* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 23)]`` (47 values), so a relation network can form
   ``[a, b, |a-b|, a*b, pair]``; A is the pair's lower track id.
-* stage 1 = the pair block (Fq = 25 values: geometry, relative motion, scene context;
+* stage 1 = the pair block (Fq = 23 values: geometry, relative motion, scene context;
   :mod:`pairedge.features.pairblock`). Every pair value is symmetric in A and B.
 
 Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
@@ -171,8 +171,10 @@ def person_block(
 
 
 def finish(x: np.ndarray) -> np.ndarray:
-    """Non-finite -> 0, clamp to [-10, 10], float32."""
-    return np.clip(np.nan_to_num(x, nan=0.0, posinf=CLAMP, neginf=-CLAMP), -CLAMP, CLAMP).astype(np.float32)
+    """float32 copy with NaN -> 0 and everything clamped to [-10, 10] (+-inf -> +-10)."""
+    out = x.astype(np.float32)
+    np.nan_to_num(out, copy=False, nan=0.0, posinf=CLAMP, neginf=-CLAMP)
+    return np.clip(out, -CLAMP, CLAMP, out=out)
 
 
 class PairedgeExtractor:
@@ -235,12 +237,16 @@ class PairedgeExtractor:
         ia, ib = np.triu_indices(len(rows), k=1)
         if len(ia) == 0:
             return PairFeatures.empty(FQ, 2 * FP + FQ)
-        scene = scene_context(person, boxes)
+        scene = scene_context(person)
         pair = pair_block(
             boxes[ia], boxes[ib], person[ia], person[ib], (w, h), scene, cfg.min_speed, cfg.wrap
         )
         stage1 = finish(pair)
-        stage2 = finish(np.concatenate([person[ia], person[ib], pair], axis=1))
+        person32 = finish(person)  # clamping is elementwise: clamp N people, not 2 M rows
+        stage2 = np.empty((len(ia), 2 * FP + FQ), np.float32)
+        stage2[:, :FP] = person32[ia]
+        stage2[:, FP : 2 * FP] = person32[ib]
+        stage2[:, 2 * FP :] = stage1
         index = np.stack([rows[ia], rows[ib]], axis=1).astype(np.int64)
         return PairFeatures(np.stack([ids[ia], ids[ib]], axis=1), index, stage1, stage2)
 

@@ -18,8 +18,6 @@ EPS = 1e-6
 VX, VY, SPEED, HIST_VX, HIST_VY = 0, 1, 2, 4, 5
 MOVING_SPEED = 0.15  # heights/s: a person counts as moving in the scene context above this speed
 MAX_TIME = 10.0  # seconds: time to closest approach is clamped to +-MAX_TIME
-NEAR = 1.5  # mean heights: radius around a pair's midpoint for the neighbour count
-INLINE = 0.3  # mean heights: distance from the line A-B for the in-line count
 
 GEOMETRY_NAMES = (
     "distance",
@@ -44,14 +42,7 @@ MOTION_NAMES = (
     "heading_alignment",
     "mean_speed",
 )
-SCENE_NAMES = (
-    "scene_count",
-    "scene_median_speed",
-    "scene_moving_fraction",
-    "crowd_alignment",
-    "near_count",
-    "inline_count",
-)
+SCENE_NAMES = ("scene_count", "scene_median_speed", "scene_moving_fraction", "crowd_alignment")
 PAIR_NAMES = GEOMETRY_NAMES + MOTION_NAMES + SCENE_NAMES
 
 
@@ -69,40 +60,20 @@ class Scene:
     Attributes:
         values: (3,) ``N / 10``, median speed (heights/s), fraction moving faster than :data:`MOVING_SPEED`.
         crowd_velocity: (2,) mean person velocity (heights/s).
-        centres: (N, 2) box centres in pixels. heights: (N,) box heights in pixels.
     """
 
     values: np.ndarray
     crowd_velocity: np.ndarray
-    centres: np.ndarray
-    heights: np.ndarray
 
 
-def scene_context(person: np.ndarray, boxes: np.ndarray) -> Scene:
-    """The :class:`Scene` of a frame from everyone's person block (N, Fp) and boxes (N, 4) ``x y w h``."""
-    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+def scene_context(person: np.ndarray) -> Scene:
+    """The :class:`Scene` of a frame from everyone's person block (N, Fp)."""
     n = len(person)
     if n == 0:
-        return Scene(np.zeros(3), np.zeros(2), np.zeros((0, 2)), np.zeros(0))
+        return Scene(np.zeros(3), np.zeros(2))
     speed = person[:, SPEED]
     values = np.array([n / 10.0, float(np.median(speed)), float((speed > MOVING_SPEED).mean())])
-    return Scene(values, person[:, VX : VY + 1].mean(axis=0), b[:, :2] + b[:, 2:] / 2, b[:, 3])
-
-
-def _neighbours(centre_a, delta, mean_h, scene: Scene, width: float | None) -> list[np.ndarray]:
-    """Other people near the pair: within NEAR mean heights of its midpoint, and close to the line A-B
-    beyond either end (a queue); (M,) counts excluding A and B."""
-    rel = scene.centres[None, :, :] - (centre_a + delta / 2)[:, None, :]  # (M, N, 2) from the midpoint
-    rel[:, :, 0] = wrap_delta(rel[:, :, 0], width)
-    rel /= mean_h[:, None, None]
-    dist = np.hypot(rel[:, :, 0], rel[:, :, 1])
-    half = np.hypot(delta[:, 0], delta[:, 1]) / mean_h / 2  # A and B lie at this distance
-    near = (dist < NEAR).sum(axis=1) - 2 * (half < NEAR)
-    unit = delta / np.maximum(np.hypot(delta[:, 0], delta[:, 1]), EPS)[:, None]
-    along = np.abs((rel * unit[:, None, :]).sum(axis=2))
-    across = np.abs(rel[:, :, 0] * unit[:, None, 1] - rel[:, :, 1] * unit[:, None, 0])
-    inline = ((across < INLINE) & (along > half[:, None] + 0.25) & (along < half[:, None] + 2.0)).sum(axis=1)
-    return [near.astype(np.float64), inline.astype(np.float64)]
+    return Scene(values, person[:, VX : VY + 1].mean(axis=0))
 
 
 def _geometry(a: np.ndarray, b: np.ndarray, delta: np.ndarray, mean_h: np.ndarray, size: tuple[float, float]):
@@ -180,7 +151,7 @@ def pair_block(
         wrap: 360-degree panorama (horizontal differences wrap around).
 
     Returns:
-        (M, 25) float64, unclamped.
+        (M, 23) float64, unclamped.
     """
     a, b = np.asarray(boxes_a, np.float64).reshape(-1, 4), np.asarray(boxes_b, np.float64).reshape(-1, 4)
     ha, hb = a[:, 3], b[:, 3]
@@ -189,10 +160,8 @@ def pair_block(
     delta[:, 0] = wrap_delta(delta[:, 0], size[0] if wrap else None)
     motion, mean_v = _motion(person_a, person_b, ha, hb, delta, mean_h, min_speed)
     if scene is None:
-        scene = scene_context(np.concatenate([person_a, person_b]), np.concatenate([a, b]))
+        scene = scene_context(np.concatenate([person_a, person_b]))
     m = len(a)
     crowd = _unit_cos(mean_v, np.broadcast_to(scene.crowd_velocity, (m, 2)), min_speed)
-    centre_a = a[:, :2] + a[:, 2:] / 2
-    neighbours = _neighbours(centre_a, delta, mean_h, scene, size[0] if wrap else None)
-    context = [np.full(m, v) for v in scene.values] + [crowd] + neighbours
+    context = [np.full(m, v) for v in scene.values] + [crowd]
     return np.stack(_geometry(a, b, delta, mean_h, size) + motion + context, axis=1)
