@@ -71,13 +71,16 @@ def draw_preview(frame: SimFrame, wrap: bool = False) -> np.ndarray:
 
 
 def _legend(img: np.ndarray, counts: dict[str, int], frame: SimFrame) -> None:
+    """Frame, time, people and the labels present (with their pair counts), bottom-left, semi-dark."""
     lines = [(f"frame {frame.index}  t={frame.timestamp:.2f}s  people {len(frame.truth)}", (255, 255, 255))]
-    lines += [
-        (f"{name.replace('_', ' ')}: {counts.get(name, 0)}", colour) for name, colour in LINK_COLOURS.items()
-    ]
-    height = 14 * len(lines) + 8
-    top = img.shape[0] - height  # bottom-left corner: usually ground, rarely people
-    box = img[top:, :230]
+    lines += [(f"{name.replace('_', ' ')}: {counts[name]}", colour)
+              for name, colour in LINK_COLOURS.items() if counts.get(name)]  # fmt: skip
+    small = img.shape[1] < 600
+    scale, step, width = (0.32, 11, 170) if small else (0.4, 14, 230)
+    height = step * len(lines) + 6
+    top = max(img.shape[0] - height, 0)  # bottom-left corner: usually ground, rarely people
+    box = img[top:, :width]
     box[:] = (box * 0.35).astype(np.uint8)
     for k, (text, colour) in enumerate(lines):
-        cv2.putText(img, text, (6, top + 16 + 14 * k), cv2.FONT_HERSHEY_SIMPLEX, 0.4, colour, 1, cv2.LINE_AA)
+        y = top + step + step * k - 2
+        cv2.putText(img, text, (5, y), cv2.FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv2.LINE_AA)
