@@ -51,7 +51,7 @@ def walking(fps, seconds=0.7, scale=1.0):
 
 
 def test_layout_stage2_is_a_b_pair_and_stage1_is_pair():
-    assert SPEC.person_dim == FP == 12 and SPEC.pair_dim == FQ == 23
+    assert SPEC.person_dim == FP == 12 and SPEC.pair_dim == FQ == 25
     assert SPEC.stage2_dim == 2 * FP + FQ and SPEC.stage1_dim == FQ
     frames, times = walking(30)
     pf = run(frames, times, config={"motion": "boxes"})
@@ -298,3 +298,55 @@ def test_closest_approach_toward_and_scene_context():
     np.testing.assert_allclose(q[:, QI["scene_median_speed"]], 1.0, atol=1e-5)
     np.testing.assert_allclose(q[:, QI["scene_moving_fraction"]], 1.0)
     assert q[0, QI["crowd_alignment"]] == pytest.approx(1.0, abs=1e-5)
+    # neighbours of the midpoint of (1, 3) within 1.5 heights: person 2 only
+    assert q[1, QI["near_count"]] == 1.0 and q[0, QI["near_count"]] == 0.0
+
+
+def test_inline_count_sees_a_queue():
+    boxes = np.array([[100.0 + 50 * k, 100, 40, 100] for k in range(4)])  # a row, 0.5 heights apart
+    pf = run([(boxes, [1, 2, 3, 4])] * 2, [0.0, 0.1], config={"motion": "boxes"})
+    q = dict(zip(map(tuple, pf.pairs.tolist()), pf.stage1[:, QI["inline_count"]], strict=True))
+    assert q[(1, 2)] == 2.0 and q[(3, 4)] == 2.0  # the two others continue the line beyond the pair
+    assert q[(1, 4)] == 0.0  # the others lie between A and B
+    assert q[(2, 3)] == 2.0
+
+
+def test_neighbour_counts_blockwise_equal_one_block(monkeypatch):
+    from pairedge.features import pairblock
+
+    rng = np.random.default_rng(2)
+    boxes = np.column_stack(
+        [rng.uniform(0, 600, 40), rng.uniform(0, 300, 40), np.full(40, 30.0), np.full(40, 80.0)]
+    )
+    ids = np.arange(40)
+    frames = [(boxes + [[2.0 * k, 0, 0, 0]], ids) for k in range(3)]
+    whole = run(frames, [0.0, 0.1, 0.2], config={"motion": "boxes"})
+    monkeypatch.setattr(pairblock, "CHUNK", 7)
+    blocks = run(frames, [0.0, 0.1, 0.2], config={"motion": "boxes"})
+    np.testing.assert_array_equal(whole.stage1, blocks.stage1)
+    assert whole.stage1[:, QI["near_count"]].max() > 0
+
+
+def test_neighbour_counts_match_their_definition():
+    from pairedge.features import pairblock
+
+    rng = np.random.default_rng(4)
+    n = 30
+    centres = rng.uniform([0, 0], [640, 480], (n, 2))
+    heights = rng.uniform(40, 160, n)
+    ia, ib = np.triu_indices(n, k=1)
+    delta = centres[ib] - centres[ia]
+    mean_h = (heights[ia] + heights[ib]) / 2
+    scene = pairblock.Scene(np.zeros(3), np.zeros(2), centres)
+    near, inline = pairblock.neighbours(centres[ia], delta, mean_h, scene, None)
+    for k, (i, j) in enumerate(zip(ia, ib, strict=True)):
+        mid, u = (centres[i] + centres[j]) / 2, delta[k] / np.linalg.norm(delta[k])
+        half = np.linalg.norm(delta[k]) / 2 / mean_h[k]
+        exp_near = exp_inline = 0
+        for o in set(range(n)) - {i, j}:
+            rel = (centres[o] - mid) / mean_h[k]
+            exp_near += np.linalg.norm(rel) < pairblock.NEAR
+            along, across = abs(rel @ u), abs(rel[0] * u[1] - rel[1] * u[0])
+            exp_inline += across < pairblock.INLINE and half + 0.25 < along < half + 2.0
+        assert (near[k], inline[k]) == (exp_near, exp_inline)
+    assert near.max() > 0 and inline.max() > 0

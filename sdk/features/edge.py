@@ -9,9 +9,9 @@ makes them independent of image resolution, distance to the camera and frame rat
 
 Layout (see ``docs/features.md`` for every formula):
 
-* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 23)]`` (47 values), so a relation network can form
+* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 25)]`` (49 values), so a relation network can form
   ``[a, b, |a-b|, a*b, pair]``; A is the pair's lower track id.
-* stage 1 = the pair block (Fq = 23 values: geometry, relative motion, scene context;
+* stage 1 = the pair block (Fq = 25 values: geometry, relative motion, scene context;
   :mod:`pairedge.features.pairblock`). Every pair value is symmetric in A and B.
 
 Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
@@ -237,7 +237,7 @@ class PairedgeExtractor:
         ia, ib = np.triu_indices(len(rows), k=1)
         if len(ia) == 0:
             return PairFeatures.empty(FQ, 2 * FP + FQ)
-        scene = scene_context(person)
+        scene = scene_context(person, boxes)
         pair = pair_block(
             boxes[ia], boxes[ib], person[ia], person[ib], (w, h), scene, cfg.min_speed, cfg.wrap
         )

@@ -18,6 +18,9 @@ EPS = 1e-6
 VX, VY, SPEED, HIST_VX, HIST_VY = 0, 1, 2, 4, 5
 MOVING_SPEED = 0.15  # heights/s: a person counts as moving in the scene context above this speed
 MAX_TIME = 10.0  # seconds: time to closest approach is clamped to +-MAX_TIME
+NEAR = 1.5  # mean heights: radius around a pair's midpoint for the neighbour count
+INLINE = 0.3  # mean heights: distance from the line A-B for the in-line count
+CHUNK = 512  # pairs per block in the neighbour counts (keeps the (pairs, people) temporaries in cache)
 
 GEOMETRY_NAMES = (
     "distance",
@@ -42,7 +45,14 @@ MOTION_NAMES = (
     "heading_alignment",
     "mean_speed",
 )
-SCENE_NAMES = ("scene_count", "scene_median_speed", "scene_moving_fraction", "crowd_alignment")
+SCENE_NAMES = (
+    "scene_count",
+    "scene_median_speed",
+    "scene_moving_fraction",
+    "crowd_alignment",
+    "near_count",
+    "inline_count",
+)
 PAIR_NAMES = GEOMETRY_NAMES + MOTION_NAMES + SCENE_NAMES
 
 
@@ -60,20 +70,56 @@ class Scene:
     Attributes:
         values: (3,) ``N / 10``, median speed (heights/s), fraction moving faster than :data:`MOVING_SPEED`.
         crowd_velocity: (2,) mean person velocity (heights/s).
+        centres: (N, 2) box centres in pixels.
     """
 
     values: np.ndarray
     crowd_velocity: np.ndarray
+    centres: np.ndarray
 
 
-def scene_context(person: np.ndarray) -> Scene:
-    """The :class:`Scene` of a frame from everyone's person block (N, Fp)."""
+def scene_context(person: np.ndarray, boxes: np.ndarray) -> Scene:
+    """The :class:`Scene` of a frame from everyone's person block (N, Fp) and boxes (N, 4) ``x y w h``."""
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
     n = len(person)
     if n == 0:
-        return Scene(np.zeros(3), np.zeros(2))
+        return Scene(np.zeros(3), np.zeros(2), np.zeros((0, 2)))
     speed = person[:, SPEED]
     values = np.array([n / 10.0, float(np.median(speed)), float((speed > MOVING_SPEED).mean())])
-    return Scene(values, person[:, VX : VY + 1].mean(axis=0))
+    return Scene(values, person[:, VX : VY + 1].mean(axis=0), b[:, :2] + b[:, 2:] / 2)
+
+
+def neighbours(centre_a, delta, mean_h, scene: Scene, width: float | None) -> list[np.ndarray]:
+    """Other people around each pair, (M,) float64 counts excluding A and B:
+
+    * near: centres within ``NEAR`` mean heights of the pair's midpoint;
+    * inline: centres within ``INLINE`` mean heights of the line A-B and beyond either person by 0.25 to 2
+      mean heights along it (people continuing a queue).
+
+    O(M N) in blocks of :data:`CHUNK` pairs; positions are complex numbers rotated into the frame of the
+    line A-B and scaled by the pair's mean height, so "along" and "across" are the real and imaginary parts.
+    """
+    m = len(delta)
+    near, inline = np.zeros(m), np.zeros(m)
+    people = scene.centres[:, 0] + 1j * scene.centres[:, 1]
+    mid = centre_a + delta / 2
+    mid_c = mid[:, 0] + 1j * mid[:, 1]
+    dist = np.hypot(delta[:, 0], delta[:, 1])
+    half = dist / mean_h / 2  # A and B lie at this distance from the midpoint
+    apart = dist > EPS  # coincident centres: no line A-B, so nobody is in line
+    unit = np.where(apart, delta[:, 0] - 1j * delta[:, 1], 1.0) / np.where(apart, dist, 1.0)
+    rot = unit / mean_h  # conj(unit direction A->B) / mean height
+    for lo in range(0, m, CHUNK):
+        sl = slice(lo, lo + CHUNK)
+        rel = people[None, :] - mid_c[sl, None]
+        if width is not None:
+            rel.real = wrap_delta(rel.real, width)
+        rel *= rot[sl, None]
+        h = half[sl, None]
+        near[sl] = (np.abs(rel) < NEAR).sum(axis=1) - 2 * (half[sl] < NEAR)
+        along, across = np.abs(rel.real), np.abs(rel.imag)
+        inline[sl] = ((across < INLINE) & (along > h + 0.25) & (along < h + 2.0)).sum(axis=1) * apart[sl]
+    return [near, inline]
 
 
 def _geometry(a: np.ndarray, b: np.ndarray, delta: np.ndarray, mean_h: np.ndarray, size: tuple[float, float]):
@@ -151,7 +197,7 @@ def pair_block(
         wrap: 360-degree panorama (horizontal differences wrap around).
 
     Returns:
-        (M, 23) float64, unclamped.
+        (M, 25) float64, unclamped.
     """
     a, b = np.asarray(boxes_a, np.float64).reshape(-1, 4), np.asarray(boxes_b, np.float64).reshape(-1, 4)
     ha, hb = a[:, 3], b[:, 3]
@@ -160,8 +206,10 @@ def pair_block(
     delta[:, 0] = wrap_delta(delta[:, 0], size[0] if wrap else None)
     motion, mean_v = _motion(person_a, person_b, ha, hb, delta, mean_h, min_speed)
     if scene is None:
-        scene = scene_context(np.concatenate([person_a, person_b]))
+        scene = scene_context(np.concatenate([person_a, person_b]), np.concatenate([a, b]))
     m = len(a)
     crowd = _unit_cos(mean_v, np.broadcast_to(scene.crowd_velocity, (m, 2)), min_speed)
+    centre_a = a[:, :2] + a[:, 2:] / 2
     context = [np.full(m, v) for v in scene.values] + [crowd]
+    context += neighbours(centre_a, delta, mean_h, scene, size[0] if wrap else None)
     return np.stack(_geometry(a, b, delta, mean_h, size) + motion + context, axis=1)
