@@ -1,0 +1,337 @@
+"""Run a pipeline over a whole stream and summarise it: the library behind ``pairedge run`` and ``pairedge demo``.
+
+:func:`run_stream` feeds ``(index, image, detections, timestamp)`` items to a :class:`Pipeline`, writes each
+result to the optional JSON Lines and annotated-video writers and accumulates a :class:`RunSummary` (people,
+pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped). :func:`run_files`
+does the same for a video file or image folder plus a MOT / JRDB / CVML detection file (see
+:mod:`pairedge.runtime.sources` for how frame numbers are mapped) and writes ``results.jsonl``,
+``annotated.mp4`` (``.avi`` when the mp4 codec is missing) and ``summary.json`` into an output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import BackendError, ModelError
+from pairedge.runtime.config import FlowConfig, PipelineConfig
+from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
+from pairedge.runtime.pipeline import STAGES, Pipeline
+from pairedge.runtime.sources import DetectionFile, FrameSource, read_detections
+from pairedge.runtime.types import FrameResult
+from pairedge.types import Detections
+
+TIMED = (*STAGES, "total")
+#: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds.
+StreamItem = tuple[int, np.ndarray | None, Detections, float]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run did.
+
+    Attributes:
+        frames: frames processed.
+        people_per_frame: mean number of kept detections per frame.
+        tracks: distinct track ids seen.
+        pairs: pair-frames scored by stage 1.
+        interacting: pair-frames that passed the gate (and went through stage 2).
+        interactions: stage-2 label -> interacting pair-frames.
+        groups: group-frames (groups summed over frames).
+        latency_ms: stage -> {"p50", "p90", "p99", "mean"} milliseconds of :meth:`Pipeline.step`.
+        fps: frames per second of the pipeline alone (1000 / mean ``total``).
+        wall_fps: frames per second end to end (decoding, pipeline and writing).
+        frames_dropped: why frames were unusable -> count.
+        detections_dropped: why detections were dropped -> count.
+        notes: remarks (frame mapping, detections outside the video, ...).
+        error: why the stream ended early (truncated video), else None.
+        files: output name -> path.
+        pipeline: :meth:`Pipeline.describe` of the pipeline that ran.
+    """
+
+    frames: int
+    people_per_frame: float
+    tracks: int
+    pairs: int
+    interacting: int
+    interactions: dict[str, int]
+    groups: int
+    latency_ms: dict[str, dict[str, float]]
+    fps: float
+    wall_fps: float
+    frames_dropped: dict[str, int] = field(default_factory=dict)
+    detections_dropped: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    pipeline: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (``summary.json``)."""
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        return out
+
+
+class RunStats:
+    """Accumulates :class:`FrameResult` objects into a :class:`RunSummary` (one per run)."""
+
+    def __init__(self, labels: tuple[str, ...]) -> None:
+        self.labels = labels
+        self._timings: list[tuple[float, ...]] = []
+        self._people = self._pairs = self._interacting = self._groups = 0
+        self._label_counts = np.zeros(len(labels), np.int64)
+        self._tracks: set[int] = set()
+        self._frames_dropped: dict[str, int] = {}
+        self._dets_dropped: dict[str, int] = {}
+        self._start = time.perf_counter()
+
+    @property
+    def frames(self) -> int:
+        return len(self._timings)
+
+    def add(self, result: FrameResult) -> None:
+        """Count one frame's result."""
+        self._timings.append(tuple(float(result.timings_ms.get(s, 0.0)) for s in TIMED))
+        self._people += len(result.track_ids)
+        self._tracks.update(result.track_ids.tolist())
+        self._pairs += len(result.pairs)
+        labels = result.label_ids[result.interacting]
+        self._interacting += len(labels)
+        if len(labels):
+            self._label_counts += np.bincount(labels, minlength=len(self.labels))[: len(self.labels)]
+        self._groups += len(result.groups)
+        diag = result.diagnostics
+        if diag.frame_dropped is not None:
+            self._frames_dropped[diag.frame_dropped] = self._frames_dropped.get(diag.frame_dropped, 0) + 1
+        for reason, count in diag.dropped.items():
+            self._dets_dropped[reason] = self._dets_dropped.get(reason, 0) + int(count)
+
+    def summary(
+        self,
+        *,
+        notes: Iterable[str] = (),
+        error: str | None = None,
+        files: dict[str, str] | None = None,
+        pipeline: dict[str, Any] | None = None,
+    ) -> RunSummary:
+        """The summary of everything added so far."""
+        n = self.frames
+        wall = time.perf_counter() - self._start
+        t = np.asarray(self._timings, np.float64).reshape(n, len(TIMED))
+        latency = {
+            stage: (
+                {
+                    "p50": float(np.percentile(t[:, k], 50)),
+                    "p90": float(np.percentile(t[:, k], 90)),
+                    "p99": float(np.percentile(t[:, k], 99)),
+                    "mean": float(t[:, k].mean()),
+                }
+                if n
+                else {"p50": 0.0, "p90": 0.0, "p99": 0.0, "mean": 0.0}
+            )
+            for k, stage in enumerate(TIMED)
+        }
+        mean_total = latency["total"]["mean"]
+        return RunSummary(
+            frames=n,
+            people_per_frame=self._people / n if n else 0.0,
+            tracks=len(self._tracks),
+            pairs=self._pairs,
+            interacting=self._interacting,
+            interactions={
+                name: int(c) for name, c in zip(self.labels, self._label_counts.tolist(), strict=True)
+            },
+            groups=self._groups,
+            latency_ms=latency,
+            fps=1000.0 / mean_total if mean_total > 0 else 0.0,
+            wall_fps=n / wall if wall > 0 else 0.0,
+            frames_dropped=dict(self._frames_dropped),
+            detections_dropped=dict(self._dets_dropped),
+            notes=tuple(notes),
+            error=error,
+            files=dict(files or {}),
+            pipeline=dict(pipeline or {}),
+        )
+
+
+def run_stream(
+    pipe: Pipeline,
+    items: Iterable[StreamItem],
+    *,
+    jsonl: JsonlWriter | None = None,
+    video: AnnotatedVideoWriter | None = None,
+    on_result: Callable[[FrameResult], None] | None = None,
+) -> RunStats:
+    """Step ``pipe`` over ``items`` and write every result.
+
+    Args:
+        pipe: the pipeline (its state carries over between calls; call ``pipe.reset()`` for a new stream).
+        items: ``(index, image, detections, timestamp)``; image (H, W, 3) uint8 BGR or None.
+        jsonl: JSON Lines writer of the results, or None.
+        video: annotated-video writer, or None.
+        on_result: called after each frame (progress bars, live printing).
+
+    Returns:
+        The accumulated statistics (call :meth:`RunStats.summary`).
+    """
+    stats = RunStats(pipe.labels)
+    for index, image, detections, timestamp in items:
+        result = pipe.step(image, detections, timestamp, frame_index=index)
+        stats.add(result)
+        if jsonl is not None:
+            jsonl.write(result)
+        if video is not None:
+            video.write(image, result)
+        if on_result is not None:
+            on_result(result)
+    return stats
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Options of :func:`run_files` (``pairedge run``).
+
+    Attributes:
+        model: model directory (``stage1.onnx`` + ``stage2.onnx``); None = the bundled default model.
+        backend: classifier backend ("auto", "onnxruntime", ...).
+        flow: flow backend ("auto", "dis", "farneback", "none").
+        flow_preset: DIS preset; None = the default ("fast").
+        flow_scale: flow resize factor; None = the feature spec's default.
+        max_frames: stop after this many frames (None: the whole video).
+        video: write the annotated video.
+        fps: frame rate for timestamps; None = the video's (image folders: 30).
+        tracker: "auto" (track detections without ids), "always" or "never".
+    """
+
+    model: Path | None = None
+    backend: str = "auto"
+    flow: str = "auto"
+    flow_preset: str | None = None
+    flow_scale: float | None = None
+    max_frames: int | None = None
+    video: bool = True
+    fps: float | None = None
+    tracker: str = "auto"
+
+    def pipeline_config(self) -> PipelineConfig:
+        flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
+        return PipelineConfig(tracker=self.tracker, flow=flow)
+
+
+def resolve_model(model: str | Path | None) -> Path:
+    """``model``, or the bundled default model's folder when None.
+
+    Raises:
+        ModelError: the bundled model is not installed.
+    """
+    if model is not None:
+        return Path(model).expanduser()
+    from pairedge.default_model import default_model_dir
+
+    folder = default_model_dir()
+    missing = [n for n in ("stage1.onnx", "stage2.onnx") if not (folder / n).is_file()]
+    if missing:
+        raise ModelError(
+            f"the bundled default model is missing ({', '.join(missing)} not in {folder}); pass --model DIR "
+            "or build it with: python -m pairedge.export.default_model"
+        )
+    return folder
+
+
+def open_video_writer(out: Path, stem: str, fps: float) -> AnnotatedVideoWriter:
+    """An annotated-video writer ``out/stem.mp4``, falling back to ``.avi`` (MJPG) without the mp4 codec."""
+    import cv2
+
+    probe = cv2.VideoWriter(str(out / f"{stem}.probe.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), fps, (64, 48))
+    ok = probe.isOpened()
+    probe.release()
+    (out / f"{stem}.probe.mp4").unlink(missing_ok=True)
+    return AnnotatedVideoWriter(out / f"{stem}.{'mp4' if ok else 'avi'}", fps)
+
+
+def file_items(
+    source: FrameSource, detections: DetectionFile, max_frames: int | None
+) -> Iterator[StreamItem]:
+    """The stream of a frame source and a detection file (timestamps ``index / fps``)."""
+    for index, image in source:
+        if max_frames is not None and index >= max_frames:
+            break
+        yield index, image, detections.get(index), index / source.fps
+
+
+def run_files(
+    video: str | Path | FrameSource,
+    detections: str | Path,
+    out: str | Path,
+    options: RunOptions | None = None,
+    on_frame: Callable[[FrameResult], None] | None = None,
+) -> RunSummary:
+    """Run the pipeline over a video (or image folder) with a detection file; write results to ``out``.
+
+    ``video`` may be an open :class:`FrameSource` (its ``fps`` is then used as opened).
+
+    Writes ``out/results.jsonl`` (header ``{"labels": [...], ...}`` then one object per frame; scores
+    directly with ``pairedge score --protocol pairwise``), ``out/annotated.mp4`` (unless
+    ``options.video`` is False) and ``out/summary.json``.
+
+    Raises:
+        FormatError: unreadable video / image folder / detection file.
+        ModelError, BackendError: the model cannot be loaded.
+    """
+    options = options or RunOptions()
+    source = video if isinstance(video, FrameSource) else FrameSource(video, options.fps)
+    try:
+        dets = read_detections(detections)
+        model = resolve_model(options.model)
+        folder = Path(out).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise BackendError(f"--out: expected a folder, got the existing file {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        with Pipeline.load(model, options.backend, options.flow, options.pipeline_config()) as pipe:
+            header = {"source": str(source.path), "detections": str(dets.path), "fps": source.fps,
+                      "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip
+            files = {"results": str(folder / "results.jsonl")}
+            writer = open_video_writer(folder, "annotated", source.fps) if options.video else None
+            if writer is not None:
+                files["video"] = str(writer.path)
+            try:
+                with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:
+                    items = file_items(source, dets, options.max_frames)
+                    stats = run_stream(pipe, items, jsonl=jsonl, video=writer, on_result=on_frame)
+            finally:
+                if writer is not None:
+                    writer.close()
+            files["summary"] = str(folder / "summary.json")
+            summary = stats.summary(
+                notes=_notes(source, dets, stats.frames), error=source.error, files=files,
+                pipeline=pipe.describe(),
+            )  # fmt: skip
+    finally:
+        source.close()
+    (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    return summary
+
+
+def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
+    notes = [f"{dets.format} detections ({dets.boxes} boxes): {dets.note}"]
+    if not dets.with_ids:
+        notes.append("detections carry no track ids (-1): ids assigned by the built-in tracker")
+    beyond = [k for k in dets.frames if k >= frames]
+    if beyond and source.error is None and (source.frame_count is None or frames >= source.frame_count):
+        notes.append(
+            f"{len(beyond)} detection frame(s) lie beyond the last video frame {frames - 1} (up to frame "
+            f"{max(beyond)}): wrong video, or frame numbering off?"
+        )
+    if dets.frames and not any(k < frames for k in dets.frames):
+        notes.append(
+            "no detection frame falls inside the processed video frames: check the file and the video"
+        )
+    if source.unreadable:
+        notes.append(f"{len(source.unreadable)} image file(s) could not be decoded (frames dropped)")
+    return notes

@@ -1,0 +1,218 @@
+"""Inputs of ``pairedge run``: frames from a video file or an image folder, detections from a file.
+
+Frames are numbered by their 0-based position in the video (or in the sorted image folder). Detection files
+are mapped onto that numbering:
+
+* MOT Challenge ``.txt`` (``frame,id,left,top,w,h,conf,...``): frames are **1-based**, so MOT frame ``k + 1``
+  belongs to video frame ``k``;
+* JRDB social / activity ``.json``: the integer in the image key (``"000123.jpg"`` -> 123) is the video frame;
+* PETS / CVML ``.xml``: frame numbers as written (the 0-based video index in A. Milan's PETS file).
+
+A detection with id -1 has no identity; when every detection of a frame has id -1 the pipeline's built-in
+tracker assigns ids.
+
+Unreadable input raises a :class:`~pairedge.errors.FormatError` naming the file; a video that stops decoding
+before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import cv2
+import numpy as np
+from pairedge.errors import FormatError
+from pairedge.types import Detections
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
+DEFAULT_FPS = 30.0
+
+
+class FrameSource:
+    """Frames of a video file or of an image folder (files sorted by name), as ``(index, image)``.
+
+    Args:
+        path: a video file OpenCV can decode, or a folder of images.
+        fps: frames per second for the timestamps; None = the video's own rate (images: 30).
+
+    Raises:
+        FormatError: the path does not exist, the video cannot be opened or has no decodable frame, the
+            folder has no images.
+
+    Attributes:
+        fps: frames per second used for timestamps (``timestamp = index / fps``).
+        frame_count: frames announced by the video header (images: files found); None when unknown.
+        size: ``(W, H)`` of the first frame.
+        error: why the stream ended early (truncated or corrupt video), else None. Set while iterating.
+        unreadable: image files that could not be decoded (passed on as ``None`` frames).
+    """
+
+    def __init__(self, path: str | Path, fps: float | None = None) -> None:
+        self.path = Path(path).expanduser()
+        self.error: str | None = None
+        self.unreadable: list[str] = []
+        self._capture: cv2.VideoCapture | None = None
+        self._first: np.ndarray | None = None
+        if not self.path.exists():
+            raise FormatError(self.path, "no such file or folder; expected a video file or an image folder")
+        if self.path.is_dir():
+            self.kind = "images"
+            self._files = sorted(p for p in self.path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            if not self._files:
+                raise FormatError(
+                    self.path, f"expected image files ({', '.join(sorted(IMAGE_SUFFIXES))}), found none"
+                )
+            self.frame_count: int | None = len(self._files)
+            native = None
+            self._first = _imread(self._files[0])
+            if self._first is None:
+                raise FormatError(self._files[0], "cannot decode the first image of the folder")
+        else:
+            self.kind = "video"
+            self._files = []
+            native, self.frame_count = self._open_video()
+        self.fps = float(fps) if fps else (native or DEFAULT_FPS)
+        if not self.fps > 0:
+            raise FormatError(self.path, f"expected a positive frame rate, got {fps}; pass --fps")
+        assert self._first is not None
+        self.size = (int(self._first.shape[1]), int(self._first.shape[0]))
+
+    def _open_video(self) -> tuple[float | None, int | None]:
+        capture = cv2.VideoCapture(str(self.path))
+        if not capture.isOpened():
+            raise FormatError(
+                self.path, "cannot open as a video (not a video file, corrupt, or a codec OpenCV lacks); "
+                "fix by converting it (e.g. ffmpeg -i IN -c:v mjpeg OUT.avi) or pass a folder of images",
+            )  # fmt: skip
+        ok, first = capture.read()
+        if not ok or first is None:
+            capture.release()
+            raise FormatError(self.path, "the video opened but no frame could be decoded (corrupt or empty)")
+        self._capture, self._first = capture, first
+        fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        return (fps if 0 < fps < 1000 else None), (count if count > 0 else None)
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray | None]]:
+        """``(index, image)``; ``image`` is (H, W, 3) uint8 BGR, or None for an undecodable image file."""
+        if self.kind == "images":
+            yield 0, self._first
+            for k, file in enumerate(self._files[1:], start=1):
+                image = _imread(file)
+                if image is None:
+                    self.unreadable.append(file.name)
+                yield k, image
+            return
+        yield from self._iter_video()
+
+    def _iter_video(self) -> Iterator[tuple[int, np.ndarray | None]]:
+        capture = self._capture
+        if capture is None:
+            raise FormatError(self.path, "the video was already read or closed; open a new FrameSource")
+        yield 0, self._first
+        index = 1
+        while True:
+            try:
+                ok, image = capture.read()
+            except cv2.error as exc:  # some backends raise on damaged streams
+                ok, image = False, None
+                self.error = f"{self.path}: decoding failed at frame {index} ({exc.msg or exc})"
+            if not ok or image is None:
+                break
+            yield index, image
+            index += 1
+        if self.error is None and self.frame_count is not None and index < self.frame_count:
+            self.error = (
+                f"{self.path}: decoding stopped at frame {index} but the header announces "
+                f"{self.frame_count} frames (truncated or corrupt video); results cover frames 0-{index - 1}"
+            )
+        self.close()
+
+    def close(self) -> None:
+        if self._capture is not None:
+            self._capture.release()
+            self._capture = None
+
+    def __enter__(self) -> FrameSource:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _imread(path: Path) -> np.ndarray | None:
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    return image if isinstance(image, np.ndarray) and image.size else None
+
+
+@dataclass(frozen=True)
+class DetectionFile:
+    """Detections per 0-based video frame.
+
+    Attributes:
+        path: the file. format: "mot", "jrdb" or "cvml".
+        frames: video frame index -> detections (frames without an entry have none).
+        with_ids: whether any detection carries a track id (else the built-in tracker assigns them).
+        boxes: total number of boxes.
+        note: how frame numbers were mapped (for summaries).
+    """
+
+    path: Path
+    format: str
+    frames: dict[int, Detections] = field(default_factory=dict)
+    with_ids: bool = True
+    boxes: int = 0
+    note: str = ""
+
+    def get(self, index: int) -> Detections:
+        """Detections of video frame ``index`` (empty when none)."""
+        found = self.frames.get(index)
+        return found if found is not None else _EMPTY
+
+    @property
+    def last_frame(self) -> int:
+        """The largest video frame index with detections (-1 when none)."""
+        return max(self.frames, default=-1)
+
+
+_EMPTY = Detections.empty()
+
+
+def read_detections(path: str | Path) -> DetectionFile:
+    """Read a MOT ``.txt``, JRDB ``.json`` or CVML ``.xml`` detection / track file (format by suffix).
+
+    Raises:
+        FormatError: unknown suffix or a malformed file (the reader names the line or record).
+    """
+    p = Path(path).expanduser()
+    suffix = p.suffix.lower()
+    if not p.is_file():
+        raise FormatError(p, "no such file; expected a MOT .txt, JRDB .json or CVML .xml detection file")
+    if suffix in (".txt", ".csv"):
+        from pairedge.io.mot import read_mot
+
+        table = read_mot(p)
+        frames = {k - 1: d for k, d in table.by_frame().items()}
+        note = "MOT frames are 1-based: MOT frame k + 1 = video frame k"
+        return DetectionFile(p, "mot", frames, bool((table.track_id >= 0).any()), len(table), note)
+    if suffix == ".json":
+        from pairedge.io.jrdb import read_jrdb
+
+        jrdb = {f.frame: f.people for f in read_jrdb(p)}
+        note = "JRDB frames: the number in the image key is the video frame"
+        return DetectionFile(p, "jrdb", jrdb, True, sum(len(d) for d in jrdb.values()), note)
+    if suffix == ".xml":
+        from pairedge.io.cvml import read_cvml
+
+        tracks = read_cvml(p)
+        frames = {f: d for f, d in tracks.iter_frames() if len(d)}
+        note = "CVML frames as written (0-based video index)"
+        return DetectionFile(p, "cvml", frames, True, len(tracks.frames), note)
+    raise FormatError(
+        p, f"unknown detection format {suffix!r}; expected a MOT .txt, a JRDB .json or a CVML .xml file"
+    )

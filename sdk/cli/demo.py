@@ -1,0 +1,112 @@
+"""``pairedge demo``: simulate a scene, run the bundled model, print interactions, metrics and latency."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+
+if TYPE_CHECKING:
+    from pairedge.demo import DemoResult, FrameExample
+
+
+@app.command()
+@handle_errors
+def demo(
+    out: Path = typer.Option(Path("pairedge_demo"), "--out", help="Output folder (created)."),
+    preset: str = typer.Option("static", "--preset", help="Simulator preset: static | moving | noisy | ..."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Scene seed."),
+    frames: int = typer.Option(150, "--frames", min=2, help="Number of frames to simulate."),
+    boxes: str = typer.Option(
+        "truth", "--boxes", help="truth (exact boxes and ids) or detections (simulated detector + tracker)."
+    ),
+    model: Path | None = typer.Option(None, "--model", help="Model folder; default: the bundled model."),
+    no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
+) -> None:
+    """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
+    from pairedge.demo import DemoOptions, run_demo
+    from rich.progress import Progress
+
+    options = DemoOptions(
+        preset=preset, seed=seed, frames=frames, boxes=boxes, model=model, video=not no_video
+    )
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"simulating and running {preset} seed {seed}", total=frames)
+        result = run_demo(out, options, on_frame=lambda _: progress.advance(task))
+    print_demo(result)
+
+
+def print_demo(result: DemoResult) -> None:
+    """Interactions of a few frames, metrics, latency, files."""
+    from pairedge.cli.run import summary_table
+
+    if result.examples:
+        console.print(
+            "interactions in a few frames ([green]right[/], [yellow]wrong label[/], [red]not a true pair[/]; "
+            "label, smoothed p_interact):",
+            highlight=False,
+        )
+    for ex in result.examples:
+        console.print(example_line(ex), highlight=False)
+    if result.report is not None:
+        console.print(metrics_table(result))
+    console.print(summary_table(result.summary, "runtime (ONNX Runtime CPU)"))
+    for note in result.notes:
+        console.print(f"[dim]note:[/] {note}", highlight=False)
+    console.print(
+        f"done in {result.seconds:.1f} s; files: " + ", ".join(result.files.values()), highlight=False
+    )
+
+
+def example_line(ex: FrameExample, shown: int = 6) -> str:
+    """One frame's predicted pairs coloured against the truth, then the missed true pairs (rich markup)."""
+    truth = {(a, b): label for a, b, label in ex.truth}
+    predicted = {(a, b) for a, b, _, _ in ex.interactions}
+    right = sum(truth.get((a, b)) == label for a, b, label, _ in ex.interactions)
+    cells = []
+    for a, b, label, p in ex.interactions[:shown]:
+        colour = "green" if truth.get((a, b)) == label else "yellow" if (a, b) in truth else "red"
+        cells.append(f"[{colour}]{a}-{b} {_short(label)} {p:.2f}[/]")
+    more = len(ex.interactions) - shown
+    missed = [f"{a}-{b} {_short(label)}" for (a, b), label in truth.items() if (a, b) not in predicted]
+    line = (
+        f"  frame {ex.frame}: {len(ex.interactions)} predicted, {len(truth)} true, {right} right: "
+        + (", ".join(cells) or "none")
+        + (f" (+{more} more)" if more > 0 else "")
+    )
+    if missed:
+        line += f"; missed {', '.join(missed[:4])}" + (f" (+{len(missed) - 4})" if len(missed) > 4 else "")
+    return line
+
+
+def _short(label: str) -> str:
+    return label.replace("_together", "")
+
+
+def metrics_table(result: DemoResult) -> object:
+    """Stage-1 detection, stage-2 classification and group metrics against the simulator's truth."""
+    from rich.table import Table
+
+    assert result.report is not None
+    s = result.report.summary
+    counts = result.report.details["counts"]
+    table = Table(title="pairwise metrics vs the simulator's ground truth")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+
+    def row(name: str, value: float) -> None:
+        table.add_row(name, "n/a" if not math.isfinite(value) else f"{value:.3f}")
+
+    row("stage 1 pair precision", s["pair_precision"])
+    row("stage 1 pair recall", s["pair_recall"])
+    row("stage 1 pair F1", s["pair_f1"])
+    row(f"stage 2 accuracy ({counts['scored_pairs']} true pairs, missed = wrong)", s["accuracy"])
+    row("stage 2 MPCA", s["mpca"])
+    row("stage 2 macro-F1", s["macro_f1"])
+    row("stage 2 accuracy on the true pairs stage 1 passed", result.passed_accuracy)
+    row("group activity accuracy", s["group_activity_accuracy"])
+    row("group detection F1 (IoU > 0.5)", s["group_f1"])
+    return table

@@ -1,0 +1,99 @@
+"""``pairedge run``: the streaming runtime over a video (or image folder) with a detection file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from pairedge.cli.app import app, console, fail, handle_errors
+
+if TYPE_CHECKING:
+    from pairedge.runtime.run import RunSummary
+    from rich.table import Table
+
+
+@app.command()
+@handle_errors
+def run(
+    source: Path = typer.Argument(..., help="Video file (anything OpenCV decodes) or a folder of images."),
+    detections: Path = typer.Option(
+        ...,
+        "--detections",
+        "-d",
+        help="Boxes per frame: MOT .txt (1-based frames), JRDB .json or CVML .xml. Id -1 = no identity: "
+        "the built-in tracker assigns ids.",
+    ),  # fmt: skip
+    model: Path | None = typer.Option(
+        None, "--model", help="Model folder (stage1.onnx + stage2.onnx); default: the bundled model."
+    ),
+    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
+    flow: str = typer.Option(
+        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, none."
+    ),
+    flow_preset: str | None = typer.Option(
+        None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
+    ),
+    flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
+    out: Path = typer.Option(Path("out"), "--out", help="Output folder (created)."),
+    max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
+    no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
+    fps: float | None = typer.Option(
+        None, "--fps", min=0.001, help="Frame rate for timestamps (default: the video's; images: 30)."
+    ),
+) -> None:
+    """Run the runtime over a video: JSON Lines results, annotated video, summary table."""
+    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.runtime.sources import FrameSource
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    options = RunOptions(
+        model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
+        max_frames=max_frames, video=not no_video, fps=fps,
+    )  # fmt: skip
+    frames = FrameSource(source, fps)
+    total = frames.frame_count
+    if total is not None and max_frames is not None:
+        total = min(total, max_frames)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(f"running {source.name}", total=total)
+        summary = run_files(frames, detections, out, options, on_frame=lambda _: progress.advance(task))
+    console.print(summary_table(summary, f"pairedge run {source.name}"))
+    print_notes(summary)
+    console.print("files: " + ", ".join(summary.files.values()), highlight=False)
+    if summary.error:
+        raise fail(summary.error)
+
+
+def summary_table(summary: RunSummary, title: str) -> Table:
+    """The run summary as a rich table (frames, people, pairs, interactions, latency, FPS, drops)."""
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("frames", str(summary.frames))
+    table.add_row("people per frame (mean) / tracks", f"{summary.people_per_frame:.1f} / {summary.tracks}")
+    table.add_row("pairs scored (pair-frames)", str(summary.pairs))
+    table.add_row("interacting pair-frames", str(summary.interacting))
+    for label, count in summary.interactions.items():
+        table.add_row(f"  {label}", str(count))
+    table.add_row("group-frames", str(summary.groups))
+    for stage, values in summary.latency_ms.items():
+        if stage == "total" or values["p99"] >= 0.005:
+            name = "step total" if stage == "total" else stage
+            table.add_row(f"{name} ms p50 / p99", f"{values['p50']:.2f} / {values['p99']:.2f}")
+    table.add_row("FPS pipeline / end to end", f"{summary.fps:.0f} / {summary.wall_fps:.0f}")
+    dropped_frames = sum(summary.frames_dropped.values())
+    dropped_dets = sum(summary.detections_dropped.values())
+    table.add_row("dropped frames / detections", f"{dropped_frames} / {dropped_dets}")
+    return table
+
+
+def print_notes(summary: RunSummary) -> None:
+    """Drop reasons and notes, one line each."""
+    for reason, count in {**summary.frames_dropped, **summary.detections_dropped}.items():
+        console.print(f"[yellow]dropped[/] {count} x {reason}", highlight=False)
+    for note in summary.notes:
+        console.print(f"[dim]note:[/] {note}", highlight=False)
