@@ -51,7 +51,7 @@ def background_samples(
     xs = np.arange(step // 2, w, step)
     gx, gy = np.meshgrid(xs, ys)
     px, py = gx.ravel(), gy.ravel()
-    keep = np.ones(len(px), bool)
+    keep: np.ndarray = np.ones(len(px), bool)
     if len(boxes):
         b = np.asarray(boxes, dtype=np.float64) * scale
         mx, my = b[:, 2] * BOX_MARGIN, b[:, 3] * BOX_MARGIN
@@ -60,7 +60,7 @@ def background_samples(
         inside = ((px[:, None] >= x0) & (px[:, None] < x1) & (py[:, None] >= y0) & (py[:, None] < y1)).any(
             axis=1
         )
-        keep = ~inside
+        keep = np.logical_not(inside)
         if keep.sum() < min_points:
             keep = np.ones(len(px), bool)
     points = np.stack([px[keep], py[keep]], axis=1).astype(np.float32)

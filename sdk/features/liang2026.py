@@ -130,7 +130,20 @@ def farneback_flow(prev: np.ndarray, current: np.ndarray) -> np.ndarray:
     a, b = to_gray(prev), to_gray(current)
     if a.shape != b.shape:
         raise InputError(f"flow: frames must have the same size, got {a.shape} and {b.shape}")
-    return cv2.calcOpticalFlowFarneback(a, b, None, **FARNEBACK_PARAMS)
+    p = FARNEBACK_PARAMS
+    flow = cv2.calcOpticalFlowFarneback(  # type: ignore[call-overload]  (stubs reject flow=None)
+        a,
+        b,
+        None,
+        p["pyr_scale"],
+        p["levels"],
+        p["winsize"],
+        p["iterations"],
+        p["poly_n"],
+        p["poly_sigma"],
+        p["flags"],
+    )
+    return np.asarray(flow, dtype=np.float32)
 
 
 def _boxes(boxes: np.ndarray, what: str) -> np.ndarray:

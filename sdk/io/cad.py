@@ -133,7 +133,7 @@ class CadSequence:
         """
         r = self._row(frame)
         p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        ok = (p >= 1).all(axis=1) & (p <= len(self.people)).all(axis=1)
+        ok = np.asarray((p >= 1).all(axis=1) & (p <= len(self.people)).all(axis=1))
         safe = np.where(ok[:, None], p - 1, 0)
         return np.where(ok, self.labels[r, safe[:, 0], safe[:, 1]], -1).astype(np.int64)
 
@@ -291,10 +291,9 @@ def read_cad_mat(
             "anno.collective",
         )
     present, boxes = _dense(people, num_frames)
-    n = len(people)
-    inter = _array(_field(anno, "interaction", path, "anno"), path, "anno.interaction")
-    shape = np.shape(_field(anno, "interaction", path, "anno"))
-    inter = np.zeros((0, num_frames)) if inter.size == 0 else inter.reshape(shape[0], -1)
+    raw_inter = _field(anno, "interaction", path, "anno")
+    inter = _array(raw_inter, path, "anno.interaction")
+    inter = np.zeros((0, num_frames)) if inter.size == 0 else inter.reshape(np.shape(raw_inter)[0], -1)
     seq = sequence_number(path)
     return CadSequence(
         path=path,

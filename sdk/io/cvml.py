@@ -129,12 +129,12 @@ def read_cvml(path: str | Path) -> CvmlTracks:
         raise FormatError(
             path, "expected each frame number once, found a repeat", f"frame {int(uniq[counts > 1][0])}"
         )
-    k = np.asarray(keys, np.int64).reshape(-1, 2)
-    order = np.lexsort((k[:, 1], k[:, 0]))
+    key = np.asarray(keys, np.int64).reshape(-1, 2)
+    order = np.lexsort((key[:, 1], key[:, 0]))
     return CvmlTracks(
         path=path,
         frame_numbers=np.sort(numbers),
-        frames=k[order, 0],
-        track_ids=k[order, 1],
+        frames=key[order, 0],
+        track_ids=key[order, 1],
         boxes=np.asarray(rows, np.float32).reshape(-1, 4)[order],
     )
