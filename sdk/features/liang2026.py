@@ -131,7 +131,7 @@ def farneback_flow(prev: np.ndarray, current: np.ndarray) -> np.ndarray:
     if a.shape != b.shape:
         raise InputError(f"flow: frames must have the same size, got {a.shape} and {b.shape}")
     p = FARNEBACK_PARAMS
-    flow = cv2.calcOpticalFlowFarneback(  # type: ignore[call-overload]  (stubs reject flow=None)
+    flow = cv2.calcOpticalFlowFarneback(  # type: ignore[call-overload]  # stubs reject flow=None
         a,
         b,
         None,
