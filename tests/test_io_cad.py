@@ -66,7 +66,7 @@ def tiny(tmp_path):
 
 
 def test_tiny_structure(tiny):
-    seq = read_cad_mat(tiny)
+    seq = read_cad_mat(tiny, isolate=False)
     assert seq.sequence == 20 and seq.frame_size == (800, 450) and seq.num_frames == 6
     assert [p.track_id for p in seq.people] == [1, 2, 3]
     assert seq.people[0].frames.tolist() == [1, 2, 3, 4, 5, 6]
@@ -82,7 +82,7 @@ def test_tiny_structure(tiny):
 
 
 def test_tiny_labels_only_where_both_present(tiny):
-    seq = read_cad_mat(tiny)
+    seq = read_cad_mat(tiny, isolate=False)
     pairs, labels = seq.pair_labels(1)
     assert len(pairs) == 0  # only person 1 present
     pairs, labels = seq.pair_labels(2)
@@ -98,7 +98,7 @@ def test_tiny_labels_only_where_both_present(tiny):
 
 
 def test_frames_iterator_and_frame_bounds(tiny):
-    seq = read_cad_mat(tiny)
+    seq = read_cad_mat(tiny, isolate=False)
     frames = list(seq.frames())
     assert [f for f, _, _ in frames] == [1, 2, 3, 4, 5, 6]
     assert [len(d) for _, _, d in frames] == [1, 2, 2, 3, 3, 2]
@@ -152,7 +152,7 @@ def test_malformed_mat_names_the_record(tmp_path, case, match):
         people[0]["sbbs"][0, 1] = np.nan
     path = write_mat(tmp_path / "anno07.mat", people, inter, coll, 3, drop=drop)
     with pytest.raises(FormatError, match=match):
-        read_cad_mat(path)
+        read_cad_mat(path, isolate=False)
 
 
 def test_not_a_mat_file(tmp_path):
@@ -250,3 +250,53 @@ def test_real_cad_label_sanity(cad):
     _, leave = pair_stats(cad, CAD8.index("leaving"))
     assert -0.5 < approach < -0.1
     assert 0.25 < leave < 0.8
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fuzzed_mat_gives_format_error_or_sequence(tiny, tmp_path, seed):
+    """Random byte edits of a valid .mat: a clean FormatError or a consistent sequence, never a crash
+    (seed 2 includes a file on which scipy 1.17's loadmat segfaults)."""
+    from pairedge.io.matfile import MatLoader
+
+    rng = np.random.default_rng(seed)
+    data = tiny.read_bytes()
+    paths = []
+    for trial in range(25):
+        mutated = bytearray(data)
+        for pos in rng.integers(128, len(mutated), rng.integers(1, 4)):  # keep the 128-byte header
+            mutated[pos] = int(rng.integers(0, 256))
+        paths.append(tmp_path / f"anno{trial:02d}.mat")
+        paths[-1].write_bytes(bytes(mutated))
+    loader = MatLoader(isolate=True)  # probes in a child process: scipy itself crashes on some files
+    loader.check(paths)
+    for path in paths:
+        try:
+            seq = read_cad_mat(path, loader=loader)
+        except FormatError:
+            continue
+        assert seq.labels.shape == (seq.num_frames, len(seq.people), len(seq.people))
+        assert np.isfinite(seq.boxes[seq.present]).all()
+
+
+def test_scipy_crash_becomes_format_error(tmp_path, monkeypatch):
+    """A probe process that dies on a file (as scipy does on some corrupt ones) gives a FormatError naming it;
+    the other files are still read."""
+    from pairedge.io import matfile
+
+    paths = [tmp_path / name for name in ("anno05.mat", "anno06.mat", "anno07.mat")]
+    for p in paths:
+        sio.savemat(str(p), {"x": np.zeros(2)})
+    dies_on_06 = (
+        "import os, sys\n"
+        "for i, p in enumerate(sys.argv[1:]):\n"
+        "    if p.endswith('anno06.mat'):\n"
+        "        os.abort()\n"
+        "    print(i, flush=True)\n"
+    )
+    monkeypatch.setattr(matfile, "_PROBE", dies_on_06)
+    assert matfile.crashing_files(paths) == {paths[1]}
+    loader = matfile.MatLoader(isolate=True)
+    loader.check(paths)
+    with pytest.raises(FormatError, match="anno06.mat: .*crashed on it"):
+        loader.load(paths[1])
+    assert loader.load(paths[0])["x"].shape == (1, 2) and loader.load(paths[2])["x"].shape == (1, 2)

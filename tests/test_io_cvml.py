@@ -84,3 +84,21 @@ def test_real_pets_s2l1(shared_data):
     np.testing.assert_array_equal(tr.frames + 1, gt[:, 0].astype(np.int64))
     np.testing.assert_array_equal(tr.track_ids, gt[:, 1].astype(np.int64))
     np.testing.assert_allclose(tr.boxes, gt[:, 2:6], atol=1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fuzzed_xml_gives_format_error_or_tracks(tmp_path, seed):
+    """Random byte edits of a valid file: a clean FormatError or a valid result, never another exception."""
+    rng = np.random.default_rng(seed)
+    data = bytearray(TINY.encode())
+    for trial in range(40):
+        mutated = bytearray(data)
+        for pos in rng.integers(0, len(mutated), rng.integers(1, 6)):
+            mutated[pos] = int(rng.integers(32, 127))
+        path = tmp_path / f"f{trial}.xml"
+        path.write_bytes(bytes(mutated))
+        try:
+            tr = read_cvml(path)
+        except FormatError:
+            continue
+        assert np.isfinite(tr.boxes).all() and (tr.boxes[:, 2:] > 0).all()

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge._optional import require
 from pairedge.errors import FormatError
+from pairedge.io.matfile import MatLoader
 from pairedge.labels import CAD8
 from pairedge.types import Detections
 
@@ -37,6 +37,7 @@ COLLECTIVE: tuple[str, ...] = ("none", "crossing", "waiting", "queueing", "walki
 #: Person action names in ``attr`` row 2; index = file id - 1.
 ACTIONS: tuple[str, ...] = ("walking", "standing")
 DEFAULT_FPS = 30.0
+PURPOSE = "reading Collective Activity .mat files"
 WIDE_SEQUENCES = frozenset({15, 20, 21, 22, 23, 24})
 
 
@@ -190,8 +191,14 @@ def _person(p: Any, k: int, num_frames: int, path: Path) -> CadPerson:
         )
     if len(np.unique(time)) != t:
         raise FormatError(path, "expected each frame at most once in time, got duplicates", rec)
-    if not np.isfinite(sbbs).all():
-        raise FormatError(path, "expected finite smoothed boxes (sbbs), got NaN or inf", rec)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf and are rejected below
+        boxes = sbbs.T.astype(np.float32)
+    if not np.isfinite(boxes).all():
+        raise FormatError(
+            path, "expected finite smoothed boxes (sbbs), got NaN, inf or out-of-range values", rec
+        )
+    if t and not (boxes[:, 2:] > 0).all():
+        raise FormatError(path, "expected smoothed boxes (sbbs) with positive width and height", rec)
     if t and not (np.isin(attr[1], (-1, 1, 2)).all() and np.isin(attr[0], (-1, *range(1, 9))).all()):
         raise FormatError(
             path,
@@ -202,7 +209,7 @@ def _person(p: Any, k: int, num_frames: int, path: Path) -> CadPerson:
     return CadPerson(
         track_id=k,
         frames=time.astype(np.int64),
-        boxes=sbbs.T.astype(np.float32),
+        boxes=boxes,
         raw_boxes=bbs.T.astype(np.float32),
         pose=attr[0].astype(np.int64),
         action=np.where(attr[1] > 0, attr[1] - 1, -1).astype(np.int64),
@@ -247,26 +254,33 @@ def _labels(inter: np.ndarray, present: np.ndarray, path: Path) -> np.ndarray:
 
 
 def read_cad_mat(
-    path: str | Path, frame_size: tuple[int, int] | None = None, fps: float = DEFAULT_FPS
+    path: str | Path,
+    frame_size: tuple[int, int] | None = None,
+    fps: float = DEFAULT_FPS,
+    *,
+    isolate: bool = True,
+    loader: MatLoader | None = None,
 ) -> CadSequence:
     """Read a CAD ``annoNN.mat``.
 
     Args:
         path: the file. frame_size: ``(W, H)``; by default from the sequence number (:func:`frame_size_of`).
         fps: frame rate used for timestamps.
+        isolate: probe the file with scipy in a child process first (:class:`pairedge.io.matfile.MatLoader`),
+            so that a corrupt file that crashes scipy gives a FormatError instead of killing this process.
+            Costs one process start (about 0.3 s) per call; ``False`` for trusted files.
+        loader: an open :class:`~pairedge.io.matfile.MatLoader` to reuse across many files (then
+            ``isolate`` is the loader's).
 
     Raises:
         MissingDependencyError: scipy is not installed (``pip install 'pairedge[data]'``).
         FormatError: the file is not a MATLAB file with the ``anno`` struct described above (names the record).
     """
-    sio = require("scipy.io", extra="data", purpose="reading Collective Activity .mat files")
-    path = Path(path)
-    try:
-        mat = sio.loadmat(str(path), squeeze_me=False, struct_as_record=True)
-    except FileNotFoundError:
-        raise FormatError(path, "file not found") from None
-    except Exception as exc:  # scipy raises assorted errors on corrupt or truncated files
-        raise FormatError(path, f"expected a MATLAB v5 .mat file, could not read it: {exc}") from None
+    return _read(Path(path), loader or MatLoader(isolate, PURPOSE), frame_size, fps)
+
+
+def _read(path: Path, loader: MatLoader, frame_size: tuple[int, int] | None, fps: float) -> CadSequence:
+    mat = loader.load(path)
     if "anno" not in mat:
         raise FormatError(
             path, f"expected a variable 'anno', got {sorted(k for k in mat if not k.startswith('__'))}"
@@ -309,12 +323,14 @@ def read_cad_mat(
     )
 
 
-def read_cad_dir(folder: str | Path, fps: float = DEFAULT_FPS) -> list[CadSequence]:
-    """Every ``anno*.mat`` of a folder, sorted by sequence number."""
+def read_cad_dir(folder: str | Path, fps: float = DEFAULT_FPS, *, isolate: bool = True) -> list[CadSequence]:
+    """Every ``anno*.mat`` of a folder, sorted by sequence number (one probe process for all when isolated)."""
     files = sorted(Path(folder).glob("anno*.mat"), key=lambda p: (sequence_number(p) or 0, p.name))
     if not files:
         raise FormatError(folder, "expected annoNN.mat files in this folder, found none")
-    return [read_cad_mat(f, fps=fps) for f in files]
+    loader = MatLoader(isolate, PURPOSE)
+    loader.check(files)  # one probe process for the whole folder
+    return [_read(f, loader, None, fps) for f in files]
 
 
 @dataclass(frozen=True, eq=False)
