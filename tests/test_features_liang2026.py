@@ -238,3 +238,23 @@ def test_extractor_accepts_half_scale_flow_by_resizing():
     np.testing.assert_allclose(half.stage2, full.stage2, atol=1e-6)
     with pytest.raises(InputError):
         spec.make_extractor().step(dets, 0.0, (200, 120), const_flow(1.0, 0.0, 60, 100), 1.0)
+
+
+def test_extractor_on_garbage_boxes_and_flow():
+    rng = np.random.default_rng(1)
+    ex = get_spec("liang2026").make_extractor()
+    boxes = rng.uniform(-1e6, 1e6, (15, 4))
+    boxes[0] = [np.nan, 0, 10, 10]  # dropped
+    boxes[1] = [np.inf, 0, 10, 10]  # dropped
+    boxes[2] = [5, 5, -3, 10]  # negative width: dropped
+    boxes[3:6] = [[0, 0, 50, 100], [20, 10, 40, 90], [300, 10, 40, 90]]  # sane ones
+    flow = rng.normal(0, 3, (120, 200, 2)).astype(np.float32)
+    flow[0:50, 0:50] = np.nan
+    flow[60:70, 10:30] = np.inf
+    out = ex.step(Detections.from_arrays(boxes, np.arange(15)), 0.0, (200, 120), flow, 1.0)
+    assert not np.isin(out.index, [0, 1, 2]).any()
+    assert np.isfinite(out.stage1).all() and np.isfinite(out.stage2).all()
+    assert np.abs(out.stage2).max() <= 10.0
+    clean = np.nan_to_num(flow, nan=0.0, posinf=0.0, neginf=0.0)
+    ba, bb = boxes[out.index[:, 0]], boxes[out.index[:, 1]]
+    np.testing.assert_allclose(out.stage2, stage2_features_reference(ba, bb, 200, 120, clean), atol=1e-5)

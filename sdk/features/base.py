@@ -210,7 +210,7 @@ def frame_pairs(detections: Detections) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_flow(flow: np.ndarray | None, flow_scale: float, image_size: tuple[int, int]) -> np.ndarray | None:
-    """Validate a flow field; returns it as float32 (h, w, 2) or None.
+    """Validate a flow field; returns it as float32 (h, w, 2) (non-finite vectors set to 0) or None.
 
     Raises:
         InputError: wrong shape or dtype, non-positive scale, or a size inconsistent with the image.
@@ -229,7 +229,10 @@ def check_flow(flow: np.ndarray | None, flow_scale: float, image_size: tuple[int
             f"flow: expected about {exp_h:.0f} x {exp_w:.0f} (image {h_img} x {w_img} at scale {flow_scale}), "
             f"got {flow.shape[0]} x {flow.shape[1]}; pass the scale the flow was computed at"
         )
-    return flow.astype(np.float32, copy=False)
+    flow = flow.astype(np.float32, copy=False)
+    if not np.isfinite(flow).all():  # NaN / inf vectors count as no motion
+        flow = np.nan_to_num(flow, nan=0.0, posinf=0.0, neginf=0.0)
+    return flow
 
 
 def check_image_size(image_size: tuple[int, int]) -> tuple[int, int]:

@@ -187,7 +187,7 @@ def stage1_features(
         ],
         axis=1,
     )
-    return out.astype(np.float32)
+    return np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf).astype(np.float32)
 
 
 def _geometry2(a: np.ndarray, b: np.ndarray, height: float) -> dict[str, np.ndarray]:
@@ -225,7 +225,7 @@ def _assemble2(g: dict[str, np.ndarray], flow_stats: np.ndarray) -> np.ndarray:
         ],
         axis=1,
     )
-    return np.clip(out, -CLAMP, CLAMP).astype(np.float32)
+    return np.clip(np.nan_to_num(out, nan=0.0), -CLAMP, CLAMP).astype(np.float32)
 
 
 def flow_magnitude(flow: np.ndarray) -> np.ndarray:

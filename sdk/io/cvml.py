@@ -104,6 +104,8 @@ def read_cvml(path: str | Path) -> CvmlTracks:
         raise FormatError(path, f"expected well-formed XML: {exc}", f"line {line}, column {col}") from None
     except OSError as exc:
         raise FormatError(path, f"could not read the file: {exc}") from None
+    except (LookupError, ValueError) as exc:  # e.g. an unknown encoding in the XML declaration
+        raise FormatError(path, f"expected a readable XML file: {exc}") from None
     frame_numbers: list[int] = []
     rows: list[list[float]] = []
     keys: list[tuple[int, int]] = []
