@@ -86,16 +86,27 @@ def groups_from_index(
     size = np.bincount(comp, minlength=len(node_ids))
     roots = np.flatnonzero(size >= 2)
     votes, mass = _votes(index, label_ids, probs, comp, roots, len(labels))
-    groups: list[Group] = []
-    for c, root in enumerate(roots.tolist()):  # one iteration per group (few per frame)
-        members = tuple(sorted(int(v) for v in node_ids[comp == root]))
-        total = int(votes[c].sum())
-        if total == 0:
-            groups.append(Group(members, "", -1, 0.0))
-            continue
-        best = votes[c] == votes[c].max()
-        winner = int(np.flatnonzero(best)[np.argmax(mass[c][best])])
-        groups.append(Group(members, labels[winner], winner, float(votes[c, winner]) / total))
+    # members: nodes sorted by (component, track id), one contiguous run per component
+    order = np.lexsort((node_ids, comp))
+    starts = np.searchsorted(comp[order], roots)
+    members = np.asarray(node_ids, np.int64)[order].tolist()
+    totals = votes.sum(axis=1)
+    tied = votes == votes.max(axis=1, keepdims=True)
+    winners = np.where(tied, mass, -np.inf).argmax(axis=1)  # most votes, then mass, then lower class
+    shares = votes[np.arange(len(roots)), winners] / np.maximum(totals, 1)
+    groups = [
+        Group(tuple(members[s : s + n]), labels[w], w, share)
+        if total
+        else Group(tuple(members[s : s + n]), "", -1, 0.0)
+        for s, n, total, w, share in zip(
+            starts.tolist(),
+            size[roots].tolist(),
+            totals.tolist(),
+            winners.tolist(),
+            shares.tolist(),
+            strict=True,
+        )
+    ]
     groups.sort(key=lambda g: g.members[0])
     return tuple(groups)
 

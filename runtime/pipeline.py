@@ -38,11 +38,21 @@ NOMINAL_DT = 1.0 / 30.0
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of (N, C) logits as a new float32 array."""
+    """Row-wise softmax of (N, C) logits as a new float32 array.
+
+    The row max and sum run column by column (C is small): numpy's reductions along a short last axis are
+    4-5x slower than C element-wise passes over the columns (46 vs 240 us for 4,950 x 3).
+    """
     x = np.array(logits, np.float32)
-    x -= x.max(axis=1, keepdims=True)
+    m = x[:, 0].copy()
+    for k in range(1, x.shape[1]):
+        np.maximum(m, x[:, k], out=m)
+    x -= m[:, None]
     np.exp(x, out=x)
-    x /= x.sum(axis=1, keepdims=True)
+    total = x[:, 0].copy()
+    for k in range(1, x.shape[1]):
+        total += x[:, k]
+    x /= total[:, None]
     return x
 
 

@@ -59,8 +59,15 @@ class PairSmoother:
         """
         self._frame += 1
         keys = pair_keys(pairs)
-        found, idx = self._lookup(keys)
         a = np.float32(self.config.alpha)
+        if len(keys) == len(self._keys) and np.array_equal(keys, self._keys):
+            # steady state: the same pairs as last frame, in the same (sorted) order; nothing to merge
+            out = a * np.asarray(p, np.float32) + (1 - a) * self._p
+            self._p = out.copy()  # the caller owns `out`
+            self._seen.fill(self._frame)
+            self._slot = np.arange(len(keys))
+            return out
+        found, idx = self._lookup(keys)
         out = np.asarray(p, np.float32).copy()
         out[found] = a * out[found] + (1 - a) * self._p[idx[found]]
         self._merge(keys, found, idx, out)
@@ -88,8 +95,6 @@ class PairSmoother:
         return out
 
     def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if len(keys) == len(self._keys) and np.array_equal(keys, self._keys):  # same pairs as last frame
-            return np.ones(len(keys), bool), np.arange(len(keys))
         if len(self._keys) == 0:
             return np.zeros(len(keys), bool), np.zeros(len(keys), np.int64)
         idx = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)

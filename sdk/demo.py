@@ -42,6 +42,8 @@ class DemoOptions:
         model: model folder; None = the bundled default model.
         video: write the annotated video.
         examples: how many frames' interactions to keep for printing.
+        flow_preset: DIS preset; None = the runtime's default ("fast").
+        flow_scale: flow resize factor; None = the feature spec's default.
     """
 
     preset: str = "static"
@@ -51,6 +53,8 @@ class DemoOptions:
     model: Path | None = None
     video: bool = True
     examples: int = 3
+    flow_preset: str | None = None
+    flow_scale: float | None = None
 
     def __post_init__(self) -> None:
         if self.boxes not in ("detections", "truth"):
@@ -84,7 +88,7 @@ class DemoResult:
             map, see ``notes``).
         passed_accuracy: stage-2 accuracy over the true pairs stage 1 passed (NaN when none).
         examples: a few frames' interactions.
-        files: output name -> path.
+        files: output name -> path (``gold``: the ground-truth file the metrics used).
         seconds: wall time of the whole demo.
         notes: remarks.
     """
@@ -96,6 +100,9 @@ class DemoResult:
     files: dict[str, str]
     seconds: float
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+_GOLD_FILES = {"paper3": "pairs_gt_paper3.jsonl", "sim7": "pairs_gt.jsonl"}
 
 
 def _gold_labels(labels: tuple[str, ...]) -> str | None:
@@ -184,6 +191,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
     report, passed = _score(folder, labels, notes)
     if report is not None:
         files["metrics"] = str(folder / "metrics.json")
+        files["gold"] = str(folder / _GOLD_FILES[_gold_labels(labels) or "paper3"])
     files["summary"] = str(folder / "summary.json")
     summary = stats.summary(notes=notes, files=files, pipeline=describe)
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
@@ -197,12 +205,13 @@ def _run(
     model: Path, options: DemoOptions, folder: Path, stream: _SceneStream, collect: Any
 ) -> tuple[Any, tuple[str, ...], dict[str, Any], dict[str, str]]:
     """Run the bundled model on ONNX Runtime CPU over the scene; (stats, labels, describe, files)."""
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import open_video_writer, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
-    with Pipeline.load(model, backend="onnxruntime") as pipe:
+    config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
+    with Pipeline.load(model, backend="onnxruntime", config=config) as pipe:
         header = {"source": f"simulator preset {options.preset} seed {options.seed}", "boxes": options.boxes}
         writer = open_video_writer(folder, "demo", stream.scene.fps) if options.video else None
         try:
@@ -228,7 +237,7 @@ def _score(folder: Path, labels: tuple[str, ...], notes: list[str]) -> tuple[Sco
     if gold is None:
         notes.append(f"model labels {list(labels)} are neither PAPER3 nor SIM7: no metrics")
         return None, float("nan")
-    gold_file = folder / ("pairs_gt.jsonl" if gold == "sim7" else "pairs_gt_paper3.jsonl")
+    gold_file = folder / _GOLD_FILES[gold]
     report = score_files(folder / "results.jsonl", gold_file)
     report.write_json(folder / "metrics.json")
     confusion = np.asarray(report.details["confusion"])

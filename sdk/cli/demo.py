@@ -25,13 +25,27 @@ def demo(
     ),
     model: Path | None = typer.Option(None, "--model", help="Model folder; default: the bundled model."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
+    flow_preset: str | None = typer.Option(
+        None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
+    ),
+    flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
 ) -> None:
     """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
     from pairedge.demo import DemoOptions, run_demo
+    from pairedge.runtime.memory import tune_allocator
     from rich.progress import Progress
 
+    tune_allocator()
+
     options = DemoOptions(
-        preset=preset, seed=seed, frames=frames, boxes=boxes, model=model, video=not no_video
+        preset=preset,
+        seed=seed,
+        frames=frames,
+        boxes=boxes,
+        model=model,
+        video=not no_video,
+        flow_preset=flow_preset,
+        flow_scale=flow_scale,
     )
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"simulating and running {preset} seed {seed}", total=frames)
@@ -57,7 +71,7 @@ def print_demo(result: DemoResult) -> None:
     for note in result.notes:
         console.print(f"[dim]note:[/] {note}", highlight=False)
     console.print(
-        f"done in {result.seconds:.1f} s; files: " + ", ".join(result.files.values()), highlight=False
+        f"done in {result.seconds:.1f} s; files: " + ", ".join(dict.fromkeys(result.files.values())), highlight=False
     )
 
 

@@ -43,10 +43,12 @@ def run(
     ),
 ) -> None:
     """Run the runtime over a video: JSON Lines results, annotated video, summary table."""
+    from pairedge.runtime.memory import tune_allocator
     from pairedge.runtime.run import RunOptions, run_files
     from pairedge.runtime.sources import FrameSource
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = RunOptions(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
         max_frames=max_frames, video=not no_video, fps=fps,
