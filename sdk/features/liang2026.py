@@ -52,7 +52,7 @@ from pairedge.features.base import (
     check_image_size,
     frame_pairs,
 )
-from pairedge.features.integral import integral, pixel_rects, union_sums
+from pairedge.features.integral import pixel_rects, union_sums
 from pairedge.types import Detections
 
 #: Farneback parameters of the released code, as keyword arguments of ``cv2.calcOpticalFlowFarneback``.
@@ -236,28 +236,34 @@ def flow_magnitude(flow: np.ndarray) -> np.ndarray:
     return cv2.magnitude(fx, fy)
 
 
-def flow_channels(flow: np.ndarray) -> list[np.ndarray]:
-    """Per-pixel planes pooled for stage 2.
+def flow_tables(flow: np.ndarray) -> np.ndarray:
+    """Summed-area tables of the per-pixel quantities pooled for stage 2.
 
     Args:
         flow: (h, w, 2) float32.
 
     Returns:
-        7 planes (h, w): ``|f|, |f|^2 (float64), |fx|, |fy|, moving, cos, sin`` (float32 unless noted) where
+        (7, h + 1, w + 1) float64 tables of ``|f|, |f|^2, |fx|, |fy|, moving, cos, sin`` where
         ``moving = |f| > 1.0`` and ``cos, sin`` are the unit flow direction on moving pixels (0 elsewhere).
+        ``|f|`` is float32 (:func:`flow_magnitude`); its squares are summed in float64 (``cv2.integral2``).
     """
-    fx = np.ascontiguousarray(flow[:, :, 0], dtype=np.float32)
-    fy = np.ascontiguousarray(flow[:, :, 1], dtype=np.float32)
+    fx, fy = cv2.split(np.ascontiguousarray(flow, dtype=np.float32))
     mag = cv2.magnitude(fx, fy)
-    moving = mag > MOVING_PIXEL
-    inv = np.zeros_like(mag)
-    np.divide(1.0, mag, out=inv, where=moving)
-    mag64 = mag.astype(np.float64)
-    return [mag, mag64 * mag64, np.abs(fx), np.abs(fy), moving.astype(np.float32), fx * inv, fy * inv]
+    moving = (mag > MOVING_PIXEL).astype(np.float32)
+    inv = np.maximum(mag, MOVING_PIXEL)
+    np.reciprocal(inv, out=inv)
+    inv *= moving  # 1 / |f| on moving pixels, 0 elsewhere
+    cos, sin = fx * inv, fy * inv
+    h, w = mag.shape
+    out = np.empty((7, h + 1, w + 1), np.float64)
+    out[0], out[1] = cv2.integral2(mag, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+    for c, plane in ((2, np.abs(fx)), (3, np.abs(fy)), (4, moving), (5, cos), (6, sin)):
+        cv2.integral(plane, out[c], sdepth=cv2.CV_64F)
+    return out
 
 
 def _stats_from_sums(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """(M, 4) flow statistics from union sums of :func:`flow_channels` and pixel counts."""
+    """(M, 4) flow statistics from union sums of :func:`flow_tables` and pixel counts."""
     n = np.maximum(counts.astype(np.float64), DIV_EPS)
     mean_mag = sums[:, 0] / n
     std_mag = np.sqrt(np.maximum(sums[:, 1] / n - mean_mag**2, 0.0))
@@ -282,7 +288,7 @@ def stage2_features(
         boxes_a, boxes_b: (M, 4) float, ``x y w h`` in pixels of the full image.
         width, height: image size ``W``, ``H``; the flow must be full resolution (H, W, 2).
         flow: (H, W, 2) float32 previous -> current, or None (values 2, 3, 4, 8 become 0).
-        table: optional precomputed ``integral(flow_channels(flow))`` to share across calls.
+        table: optional precomputed ``flow_tables(flow)`` to share across calls.
 
     Returns:
         (M, 10) float32, clamped to [-10, 10].
@@ -292,7 +298,7 @@ def stage2_features(
     if flow is None and table is None:
         return _assemble2(g, np.zeros((len(a), 4)))
     if table is None:
-        table = integral(flow_channels(np.asarray(flow)))
+        table = flow_tables(np.asarray(flow))
     h, w = table.shape[1] - 1, table.shape[2] - 1
     sums, counts = union_sums(table, pixel_rects(a, 1.0, w, h), pixel_rects(b, 1.0, w, h))
     return _assemble2(g, _stats_from_sums(sums, counts))
