@@ -22,6 +22,7 @@ Writes ``benchmarks/results/bench_cad.json`` and ``.md``. Run from the repositor
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from dataclasses import replace
@@ -50,6 +51,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--folds", type=int, default=4, help="cross-validation folds (0 = skip)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
+    p.add_argument(
+        "--render", type=Path, default=None, help="only re-write the Markdown from this JSON result"
+    )
     return p.parse_args()
 
 
@@ -99,6 +103,13 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append(
             f"| gradient boosting, same features | {b['accuracy']:.3f} | {b['mpca']:.3f} | {b['macro_f1']:.3f} |"
         )
+    met = "met" if m["mpca"] >= 0.60 else "not met"
+    lines += [
+        "",
+        f"Target of the issue: validation MPCA >= 0.60 — **{met}** ({m['mpca']:.3f}). For scale, the issue quotes a "
+        "quick gradient-boosting baseline on simple hand-made pair features at about 0.49 accuracy / 0.46 MPCA / "
+        "0.44 macro-F1 on the usual CAD test sequences (kept back, not in this folder, so not comparable one to one).",
+    ]
     lines += ["", "| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
     for name, row in m["per_class"].items():
         lines.append(
@@ -131,6 +142,10 @@ def markdown(r: dict[str, Any]) -> str:
 
 def main() -> None:
     args = parse_args()
+    if args.render:
+        report = json.loads(args.render.read_text())
+        write("bench_cad", report, markdown(report), args.out or Path(__file__).parent / "results")
+        return
     folder = args.data / "cad_choi" / "annotations"
     if not folder.is_dir():
         raise SystemExit(f"Collective Activity annotations not found at {folder}; pass --data")
