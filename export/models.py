@@ -98,6 +98,9 @@ DEFAULT_HIDDEN: dict[str, tuple[int, ...]] = {
 class Standardize(nn.Module):
     """``(x - mean) / std`` with the statistics as buffers. x: (N, F) float32."""
 
+    mean: torch.Tensor
+    std: torch.Tensor
+
     def __init__(self, num_features: int) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(num_features))
@@ -266,6 +269,7 @@ def set_normalization(model: nn.Module, mean: np.ndarray, std: np.ndarray) -> No
 
 def get_normalization(model: nn.Module) -> tuple[np.ndarray, np.ndarray]:
     """The model's z-score statistics as two (F,) float32 arrays."""
-    norm = model.norm
-    assert isinstance(norm, Standardize)
+    norm = getattr(model, "norm", None)
+    if not isinstance(norm, Standardize):
+        raise InputError(f"{type(model).__name__} has no Standardize module named 'norm'")
     return norm.mean.detach().cpu().numpy().copy(), norm.std.detach().cpu().numpy().copy()

@@ -68,7 +68,7 @@ def _to_onnx_bytes(model: nn.Module, num_features: int, opset: int) -> bytes:
         torch.onnx.export(
             model,
             (dummy,),
-            buf,
+            buf,  # type: ignore[arg-type]  # a file-like object works with the TorchScript exporter
             input_names=[INPUT_NAME],
             output_names=[OUTPUT_NAME],
             dynamic_axes={INPUT_NAME: {0: PAIR_AXIS}, OUTPUT_NAME: {0: PAIR_AXIS}},

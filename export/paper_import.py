@@ -40,12 +40,14 @@ def numpy_allowlist() -> list[Any]:
 
     Object dtypes are not allowed, so no array can smuggle pickled Python objects.
     """
+    import importlib
+
     import numpy.dtypes as nd
 
     try:
-        multiarray = np._core.multiarray  # numpy >= 2
-    except AttributeError:  # pragma: no cover - numpy 1.x
-        multiarray = np.core.multiarray  # type: ignore[attr-defined]
+        multiarray = importlib.import_module("numpy._core.multiarray")  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        multiarray = importlib.import_module("numpy.core.multiarray")
     entries: list[Any] = [np.ndarray, np.dtype]
     for name in ("Float16DType", "Float32DType", "Float64DType", "Int8DType", "Int16DType", "Int32DType",
                  "Int64DType", "UInt8DType", "UInt16DType", "UInt32DType", "UInt64DType", "BoolDType"):  # fmt: skip
