@@ -1,27 +1,33 @@
 """Latency of the streaming runtime: per-stage p50/p90/p99 and FPS, overhead over the flow, scaling, memory.
 
 1. Per-stage latency (validate, track, flow, features, stage 1, stage 2, smoothing, groups, total) and FPS
-   at 640 x 480 for 2, 10, 30 and 100 people, single thread (OpenCV and ONNX Runtime limited to 1 thread).
-   The scene has exactly N people: textured boxes moving at constant speed over a textured background, so
-   the flow backend works on real image content (use ``--sim`` for simulator frames instead, whose visible
-   people fall short of N in crowds).
+   at 640 x 480 for 2, 10, 30 and 100 people, single thread (OpenCV and ONNX Runtime limited to 1 thread),
+   for each flow setting of ``--flows`` (default: DIS ``fast`` at scale 0.5, the runtime's default, and
+   DIS ``medium`` at scale 1.0, the more accurate flow). The scene has exactly N people: textured boxes
+   moving at constant speed over a textured background, so the flow backend works on real image content
+   (``--sim`` for simulator frames instead, whose visible people fall short of N in crowds).
 2. Overhead: in the same loop, the flow alone (a second backend instance with the same settings fed the
    same frames through the same ``FlowStream``), and the ratio ``median(step) / median(flow)`` at 10 people.
 3. Scaling: ``median(step at 100 people) / median(step at 10 people)``.
-4. Optional long run (``--long-frames N``): a small stream (5 people at 160 x 120, ids renewed every 50
+4. Allocator: the process runs with :func:`pairedge.runtime.memory.tune_allocator` (as ``pairedge run`` and
+   ``pairedge demo`` do); a subprocess repeats 10 and 100 people with glibc's default allocator for
+   comparison (``--allocator default`` runs everything that way).
+5. Accuracy per flow setting (real models only): the model through the runtime on held-out simulator scenes
+   (``--accuracy-scenes``, ground-truth boxes), pooled pairwise metrics (``_runtime_accuracy.py``).
+6. Optional long run (``--long-frames N``): a small stream (5 people at 160 x 120, ids renewed every 50
    frames so tracks keep appearing and disappearing): the growth of the resident memory (sampled every 500
    frames) over its value after warm-up.
 
-Classifiers: ``--model DIR`` (``stage1.onnx`` + ``stage2.onnx``); without it, *toy* MLPs with random weights
-of the spec's widths are generated (stage 1: F1-32-16-2, stage 2: F2-128-64-3). Their gate lets a random
-~half of the pairs through to stage 2 — far more than a trained stage 1 — so stage 2 and group costs are
-upper bounds there.
+Classifiers: ``--model DIR``; default: the bundled default model when it is installed, else (or with
+``--toy``) *toy* MLPs with random weights of the spec's widths (stage 1: F1-32-16-2, stage 2: F2-128-64-3),
+whose gate lets a random ~half of the pairs through to stage 2 — far more than a trained stage 1 — so
+stage 2 and group costs are upper bounds there.
 
 Writes ``benchmarks/results/bench_runtime.json`` and ``.md``. Run from the repository root::
 
-    python benchmarks/bench_runtime.py                          # ~1 minute on 2 cores
-    python benchmarks/bench_runtime.py --spec liang2026 --frames 40
-    python benchmarks/bench_runtime.py --long-frames 100000     # memory check, ~3 minutes
+    python benchmarks/bench_runtime.py                          # ~2 minutes on 2 cores
+    python benchmarks/bench_runtime.py --toy --spec liang2026 --flows farneback:-:1.0 --frames 40
+    python benchmarks/bench_runtime.py --long-frames 100000     # plus the memory check, ~5 more minutes
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import argparse
 import json
 import platform
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,12 +48,15 @@ import cv2
 import numpy as np
 import onnx
 import onnxruntime
+from _runtime_report import markdown
 from onnx import TensorProto, helper, numpy_helper
+from pairedge.default_model import default_model_dir
 from pairedge.features import get_spec
 from pairedge.modelmeta import ModelMetadata
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.flow import FlowStream, get_flow_backend
+from pairedge.runtime.memory import tune_allocator
 from pairedge.types import Detections
 
 HERE = Path(__file__).resolve().parent
@@ -214,123 +224,126 @@ def bench_long(model: Path, total: int, config: PipelineConfig) -> dict[str, Any
     }  # fmt: skip
 
 
-# -- report ---------------------------------------------------------------------------------------------------
-def markdown(res: dict[str, Any]) -> str:
-    lines = [
-        "# Streaming runtime benchmark",
-        "",
-        f"Machine: {res['machine']}",
-        "",
-        f"Models: {res['models']}",
-        "",
+# -- sweeps -------------------------------------------------------------------------------------------------
+def parse_flows(text: str) -> list[FlowConfig]:
+    """``"dis:fast:0.5,dis:medium:1.0"`` -> FlowConfigs (``-`` = default preset / scale)."""
+    out = []
+    for item in text.split(","):
+        name, preset, scale = (item.split(":") + ["-", "-"])[:3]
+        out.append(FlowConfig(backend=name, preset=None if preset == "-" else preset,
+                              scale=None if scale == "-" else float(scale)))  # fmt: skip
+    return out
+
+
+def flow_label(flow: FlowConfig) -> str:
+    return f"{flow.backend} {flow.preset or 'default'} / scale {flow.scale if flow.scale else 'default'}"
+
+
+def criteria(by_n: dict[int, dict[str, Any]]) -> dict[str, float] | None:
+    """Overhead (10 people) and scaling (100 vs 10 people) of one sweep."""
+    if 10 not in by_n or 100 not in by_n or "flow_alone_ms" not in by_n[10]:
+        return None
+    s10, s100 = by_n[10]["stages_ms"], by_n[100]["stages_ms"]
+    own = sum(s10[s]["p50"] for s in ("validate", "track", "stage1", "stage2", "smooth", "groups"))
+    return {
+        "step_10_ms": s10["total"]["p50"], "flow_10_ms": by_n[10]["flow_alone_ms"]["p50"],
+        "overhead_ratio": s10["total"]["p50"] / by_n[10]["flow_alone_ms"]["p50"],
+        "step_100_ms": s100["total"]["p50"], "scaling_ratio": s100["total"]["p50"] / s10["total"]["p50"],
+        "own_10_ms": own, "features_10_ms": s10["features"]["p50"],
+    }  # fmt: skip
+
+
+def sweep(model: Path, flow: FlowConfig, args: argparse.Namespace) -> dict[str, Any]:
+    config = PipelineConfig(flow=flow, backend_options=OrtOptions(intra_op_threads=1))
+    people = [
+        bench_people(model, int(n), args.frames, args.warmup, config, args.sim)
+        for n in args.people.split(",")
     ]
-    first = res["people"][0]["pipeline"]
-    lines += [
-        f"Pipeline: spec {first['feature_spec']}, flow {first['flow']}, classifier {first['stage1']}",
-        "",
-    ]
-    lines += [
-        "## Per-stage latency at 640 x 480, single thread (ms, p50 / p90 / p99)",
-        "",
-        "| people | pairs | stage-2 pairs | " + " | ".join(STAGES) + " | flow alone | FPS |",
-        "|---:|---:|---:|" + "---:|" * (len(STAGES) + 2),
-    ]
-    for r in res["people"]:
-        cells = [
-            f"{r['stages_ms'][s]['p50']:.2f} / {r['stages_ms'][s]['p90']:.2f} / {r['stages_ms'][s]['p99']:.2f}"
-            for s in STAGES
-        ]
-        fa = r.get("flow_alone_ms")
-        flow = f"{fa['p50']:.2f}" if fa else "-"
-        lines.append(
-            f"| {r['people']} | {r['pairs_per_frame']:.0f} | {r['stage2_pairs_per_frame']:.0f} | "
-            + " | ".join(cells) + f" | {flow} | {r['fps']:.0f} |"
-        )  # fmt: skip
-    c = res["criteria"]
-    lines += [
-        "",
-        "## Criteria",
-        "",
-        f"- Overhead at 10 people: median step {c['step_10_ms']:.2f} ms / median flow alone {c['flow_10_ms']:.2f} ms "
-        f"= **{c['overhead_ratio']:.2f}x** (target <= 1.2x).",
-        f"- Scaling: median step at 100 people {c['step_100_ms']:.2f} ms / at 10 people {c['step_10_ms']:.2f} ms "
-        f"= **{c['scaling_ratio']:.2f}x** (target <= 2x).",
-        f"- Runtime's own work at 10 people (validate + track + stage 1 + stage 2 + smoothing + groups, p50 sum): "
-        f"{c['own_10_ms']:.2f} ms; features {c['features_10_ms']:.2f} ms.",
-    ]
-    if "long_run" in res:
-        lr = res["long_run"]
-        lines += [
-            f"- Long run: {lr['frames']} frames in {lr['seconds']:.0f} s; resident memory {lr['rss_after_warmup_mb']:.1f} "
-            f"MiB after {lr['warmup_frames']} warm-up frames, peak {lr['peak_rss_after_warmup_mb']:.1f} MiB afterwards "
-            f"(sampled every 500 frames): growth **{lr['growth_mb']:.2f} MiB** (target < 5 MB); state at the end "
-            f"{lr['state_at_end']}.",
-        ]
-    return "\n".join(lines) + "\n"
+    return {
+        "flow": flow_label(flow),
+        "people": people,
+        "criteria": criteria({r["people"]: r for r in people}),
+    }
+
+
+def default_allocator_run(model: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    """10 and 100 people with the first flow setting, in a subprocess with glibc's default allocator."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, __file__, "--model", str(model), "--allocator", "default", "--no-accuracy",
+               "--flows", args.flows.split(",")[0], "--people", "10,100", "--frames", str(args.frames),
+               "--out", tmp]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(done.stderr[-2000:], file=sys.stderr)
+            return None
+        res = json.loads((Path(tmp) / "bench_runtime.json").read_text())
+    return res["sweeps"][0]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--model", type=Path, help="model directory (stage1.onnx + stage2.onnx); default: toy MLPs"
-    )
-    ap.add_argument("--spec", default="pairedge", help="feature spec of the toy models (without --model)")
+    ap.add_argument("--model", type=Path, help="model directory (default: the bundled model, else toy MLPs)")
+    ap.add_argument("--toy", action="store_true", help="use toy MLPs with random weights")
+    ap.add_argument("--spec", default="pairedge", help="feature spec of the toy models")
     ap.add_argument("--people", default="2,10,30,100")
     ap.add_argument("--frames", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--flow", default="auto", help="flow backend (default: the spec's)")
-    ap.add_argument("--flow-preset", default=None)
-    ap.add_argument("--flow-scale", type=float, default=None)
+    ap.add_argument("--flows", default="dis:fast:0.5,dis:medium:1.0", help="backend:preset:scale list")
     ap.add_argument("--sim", action="store_true", help="simulator frames instead of the box scene")
-    ap.add_argument(
-        "--long-frames", type=int, default=0, help="also run the memory check over this many frames"
-    )
+    ap.add_argument("--allocator", choices=("tuned", "default"), default="tuned")
+    ap.add_argument("--no-accuracy", action="store_true", help="skip the accuracy per flow setting")
+    ap.add_argument("--accuracy-scenes", default="static:1000,moving:1000,noisy:1000")
+    ap.add_argument("--accuracy-frames", type=int, default=150)
+    ap.add_argument("--long-frames", type=int, default=0, help="also run the memory check over N frames")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
-    config = PipelineConfig(
-        flow=FlowConfig(backend=args.flow, preset=args.flow_preset, scale=args.flow_scale),
-        backend_options=OrtOptions(intra_op_threads=1),
-    )
+    tuned = tune_allocator() if args.allocator == "tuned" else False
+    flows = parse_flows(args.flows)
     with tempfile.TemporaryDirectory() as tmp:
-        model = args.model
-        if model is None:
-            model = Path(tmp)
-            toy_mlp(model / "stage1.onnx", args.spec, 1, seed=1)
-            toy_mlp(model / "stage2.onnx", args.spec, 2, seed=2)
-        people = [
-            bench_people(model, int(n), args.frames, args.warmup, config, args.sim)
-            for n in args.people.split(",")
-        ]
-        by_n = {r["people"]: r for r in people}
-        res: dict[str, Any] = {
-            "machine": f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, numpy "
-            f"{np.__version__}, OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}, 1 thread, "
-            f"load average at start {open('/proc/loadavg').read().split()[0] if Path('/proc/loadavg').exists() else '?'}",
-            "models": str(args.model) if args.model else f"toy MLPs with random weights ({args.spec} widths)",
-            "scene": "simulator (static preset, truth boxes)"
-            if args.sim
-            else "textured boxes, exactly N people",
-            "people": people,
-        }
-        if 10 in by_n and 100 in by_n and "flow_alone_ms" in by_n[10]:
-            s10, s100 = by_n[10]["stages_ms"], by_n[100]["stages_ms"]
-            own = sum(s10[s]["p50"] for s in ("validate", "track", "stage1", "stage2", "smooth", "groups"))
-            res["criteria"] = {
-                "step_10_ms": s10["total"]["p50"], "flow_10_ms": by_n[10]["flow_alone_ms"]["p50"],
-                "overhead_ratio": s10["total"]["p50"] / by_n[10]["flow_alone_ms"]["p50"],
-                "step_100_ms": s100["total"]["p50"], "scaling_ratio": s100["total"]["p50"] / s10["total"]["p50"],
-                "own_10_ms": own, "features_10_ms": s10["features"]["p50"],
-            }  # fmt: skip
+        model, label = choose_model(args, Path(tmp))
+        res: dict[str, Any] = {"machine": machine(), "models": label, "allocator_tuned": tuned,
+                               "scene": "simulator (static preset, truth boxes)" if args.sim
+                               else "textured boxes, exactly N people"}  # fmt: skip
+        res["sweeps"] = [sweep(model, flow, args) for flow in flows]
+        if tuned:
+            res["default_allocator"] = default_allocator_run(model, args)
+        if not args.no_accuracy and not label.startswith("toy"):
+            from _runtime_accuracy import parse_scenes, scene_accuracy
+
+            scenes = parse_scenes(args.accuracy_scenes)
+            res["accuracy"] = [
+                scene_accuracy(model, scenes, args.accuracy_frames, PipelineConfig(flow=f)) for f in flows
+            ]
         if args.long_frames:
+            config = PipelineConfig(flow=flows[0], backend_options=OrtOptions(intra_op_threads=1))
             res["long_run"] = bench_long(model, args.long_frames, config)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_runtime.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "bench_runtime.md").write_text(
-        markdown(res) if "criteria" in res else json.dumps(res, indent=2)
-    )
-    print(markdown(res) if "criteria" in res else json.dumps(res, indent=2))
+    text = markdown(res)
+    (args.out / "bench_runtime.md").write_text(text)
+    print(text)
     return 0
+
+
+def choose_model(args: argparse.Namespace, tmp: Path) -> tuple[Path, str]:
+    """The model folder and its description: --model, else the bundled model, else toy MLPs."""
+    if args.model is not None and not args.toy:
+        return args.model, str(args.model)
+    bundled = default_model_dir()
+    if not args.toy and (bundled / "stage1.onnx").is_file() and (bundled / "stage2.onnx").is_file():
+        return bundled, f"bundled default model ({bundled})"
+    toy_mlp(tmp / "stage1.onnx", args.spec, 1, seed=1)
+    toy_mlp(tmp / "stage2.onnx", args.spec, 2, seed=2)
+    return tmp, f"toy MLPs with random weights ({args.spec} widths)"
+
+
+def machine() -> str:
+    load = open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
+    return (
+        f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
+        f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}, 1 thread, load average at start {load}"
+    )
 
 
 if __name__ == "__main__":
