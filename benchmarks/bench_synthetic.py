@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from _train_bench import environment, evaluate, write
 from pairedge.datasets import FeatureData, load_npz
 from pairedge.datasets.sim import SimDataset, sim_features
@@ -47,6 +48,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--stride", type=int, default=3)
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--model-seeds", default="0-2", help="training seeds per model (mean ± std reported)")
     p.add_argument("--cache", type=Path, default=None, help="folder to keep built feature files between runs")
     p.add_argument("--out", type=Path, default=None)
     return p.parse_args()
@@ -75,36 +77,49 @@ def paper3(data: FeatureData) -> FeatureData:
     return replace(data.subset(keep), labels=PAPER3.classes, label_set=PAPER3.name)
 
 
-def run_model(
-    spec: str, arch: str, task: str, sets: dict[str, FeatureData], args: argparse.Namespace
+def run_once(
+    spec: str, arch: str, task: str, sets: dict[str, FeatureData], args: argparse.Namespace, seed: int
 ) -> dict[str, Any]:
+    """Train with one model seed; metrics on both held-out test sets."""
     pick = paper3 if task == "paper3" else (lambda d: d)
     train_data = resolve_data(pick(sets["train"]), spec, 2)
     config = TrainConfig(
-        architecture=arch, epochs=args.epochs, patience=args.patience, samples_per_epoch=20000
+        architecture=arch, epochs=args.epochs, patience=args.patience, samples_per_epoch=20000, seed=seed
     )
     t0 = time.perf_counter()
     result = train(train_data, config, progress=False)
-    row: dict[str, Any] = {
-        "spec": spec,
-        "architecture": arch,
-        "task": task,
-        "num_parameters": result.num_parameters,
-        "train_rows": len(train_data.y),
-        "train_seconds": time.perf_counter() - t0,
-        "best_epoch": result.best_epoch,
-        "val_mpca": result.val_metrics["mpca"],
-    }
+    run: dict[str, Any] = {"seed": seed, "num_parameters": result.num_parameters, "train_rows": len(train_data.y),
+                           "train_seconds": time.perf_counter() - t0, "best_epoch": result.best_epoch,
+                           "val_mpca": result.val_metrics["mpca"]}  # fmt: skip
     for preset in ("static", "moving"):
         test = pick(sets[preset])
-        row[preset] = evaluate(result.model, test.X, test.y, test.labels)
-    row["mpca_drop"] = row["static"]["mpca"] - row["moving"]["mpca"]
-    row["accuracy_drop"] = row["static"]["accuracy"] - row["moving"]["accuracy"]
+        run[preset] = evaluate(result.model, test.X, test.y, test.labels)
+    run["mpca_drop"] = run["static"]["mpca"] - run["moving"]["mpca"]
+    return run
+
+
+def run_model(
+    spec: str, arch: str, task: str, sets: dict[str, FeatureData], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Every model seed; mean and standard deviation of the headline numbers."""
+    runs = [run_once(spec, arch, task, sets, args, seed) for seed in parse_seeds(args.model_seeds)]
+    row: dict[str, Any] = {"spec": spec, "architecture": arch, "task": task, "num_parameters": runs[0]["num_parameters"],
+                           "runs": runs}  # fmt: skip
+    for preset in ("static", "moving"):
+        for metric in ("accuracy", "mpca", "macro_f1"):
+            values = np.array([r[preset][metric] for r in runs])
+            row[f"{preset}_{metric}"] = [float(values.mean()), float(values.std())]
+    drops = np.array([r["mpca_drop"] for r in runs])
+    row["mpca_drop"] = [float(drops.mean()), float(drops.std())]
     print(
-        f"{task:6s} {spec:9s} {arch:12s} static MPCA {row['static']['mpca']:.3f}  moving MPCA "
-        f"{row['moving']['mpca']:.3f}  drop {row['mpca_drop']:+.3f}"
+        f"{task:6s} {spec:9s} {arch:12s} static MPCA {row['static_mpca'][0]:.3f}  moving MPCA "
+        f"{row['moving_mpca'][0]:.3f}  drop {row['mpca_drop'][0]:+.3f} +- {row['mpca_drop'][1]:.3f}"
     )
     return row
+
+
+def _ms(pair: list[float], sign: bool = False) -> str:
+    return f"{pair[0]:+.3f} ± {pair[1]:.3f}" if sign else f"{pair[0]:.3f} ± {pair[1]:.3f}"
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -113,9 +128,11 @@ def markdown(report: dict[str, Any]) -> str:
         "# Synthetic benchmark: liang2026 vs pairedge features, static vs moving camera",
         "",
         f"`python benchmarks/bench_synthetic.py` — trained on preset `static`, seeds {a['train_seeds']} "
-        f"({a['frames']} frames each, every {a['stride']}rd frame's pairs); tested on held-out seeds "
+        f"({a['frames']} frames each, pairs of every {a['stride']} frames); tested on held-out seeds "
         f"{a['test_seeds']} of `static` and of `moving` (never seen in training: the zero-shot robot-motion "
-        "case). Simulated detector boxes (jitter, misses, identity switches). Metrics of the pairwise protocol.",
+        "case). Simulated detector boxes (jitter, misses, identity switches). Metrics of the pairwise protocol; "
+        f"mean ± std over model seeds {a['model_seeds']}. MPCA averages the classes present in each test set "
+        "(the `moving` test scenes have no sitting pairs); macro-F1 averages all classes.",
         "",
     ]
     for task in ("sim7", "paper3"):
@@ -128,10 +145,13 @@ def markdown(report: dict[str, Any]) -> str:
         for r in report["results"]:
             if r["task"] != task:
                 continue
-            s, m = r["static"], r["moving"]
+            cells = [
+                _ms(r[f"{p}_{m}"]) for p in ("static", "moving") for m in ("accuracy", "mpca", "macro_f1")
+            ]
             lines.append(
-                f"| {r['spec']} | {r['architecture']} | {r['num_parameters']} | {s['accuracy']:.3f} | {s['mpca']:.3f} | "
-                f"{s['macro_f1']:.3f} | {m['accuracy']:.3f} | {m['mpca']:.3f} | {m['macro_f1']:.3f} | {r['mpca_drop']:+.3f} |"
+                f"| {r['spec']} | {r['architecture']} | {r['num_parameters']} | "
+                + " | ".join(cells)
+                + f" | {_ms(r['mpca_drop'], sign=True)} |"
             )
         lines.append("")
     counts = report["test_rows"]
