@@ -334,4 +334,5 @@ def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
         )
     if source.unreadable:
         notes.append(f"{len(source.unreadable)} image file(s) could not be decoded (frames dropped)")
+    notes.extend(source.notes)
     return notes

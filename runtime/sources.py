@@ -48,12 +48,15 @@ class FrameSource:
         size: ``(W, H)`` of the first frame.
         error: why the stream ended early (truncated or corrupt video), else None. Set while iterating.
         unreadable: image files that could not be decoded (passed on as ``None`` frames).
+        notes: remarks, e.g. a video that ended a frame or two (at most 1 %) before its header's count, which
+            is within the usual inaccuracy of container frame counts and not an error.
     """
 
     def __init__(self, path: str | Path, fps: float | None = None) -> None:
         self.path = Path(path).expanduser()
         self.error: str | None = None
         self.unreadable: list[str] = []
+        self.notes: list[str] = []
         self._capture: cv2.VideoCapture | None = None
         self._first: np.ndarray | None = None
         if not self.path.exists():
@@ -125,10 +128,13 @@ class FrameSource:
             yield index, image
             index += 1
         if self.error is None and self.frame_count is not None and index < self.frame_count:
-            self.error = (
-                f"{self.path}: decoding stopped at frame {index} but the header announces "
-                f"{self.frame_count} frames (truncated or corrupt video); results cover frames 0-{index - 1}"
-            )
+            message = f"decoding stopped at frame {index} but the header announces {self.frame_count} frames"
+            if self.frame_count - index <= max(2, self.frame_count // 100):  # container estimates can be off
+                self.notes.append(f"{self.path}: {message} (within the usual inaccuracy of container counts)")
+            else:
+                self.error = (
+                    f"{self.path}: {message} (truncated or corrupt video); results cover frames 0-{index - 1}"
+                )
         self.close()
 
     def close(self) -> None:
