@@ -60,6 +60,28 @@ def split_by_sequence(
     return best_mask
 
 
+def sequence_folds(groups: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """Fold id (N,) int64 in ``[0, k)`` per row: the sequences are PARTITIONED into ``k`` folds.
+
+    Every sequence lands in exactly one fold (so the ``k`` validation sets are disjoint and cover all rows);
+    sequences are dealt largest first, after a seeded shuffle, to the fold with the fewest rows so far, which
+    balances the folds' sizes. Deterministic in ``seed``.
+    """
+    uniq, inverse = np.unique(groups, return_inverse=True)
+    if not 2 <= k <= len(uniq):
+        raise InputError(f"expected 2 <= k <= {len(uniq)} (the number of sequences) folds, got {k}")
+    counts = np.bincount(inverse, minlength=len(uniq))
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    order = order[np.argsort(-counts[order], kind="stable")]
+    fold_of = np.zeros(len(uniq), np.int64)
+    sizes = np.zeros(k, np.int64)
+    for s in order:  # one step per sequence (tens), not per row
+        f = int(np.argmin(sizes))
+        fold_of[s] = f
+        sizes[f] += counts[s]
+    return fold_of[inverse]
+
+
 def balanced_indices(
     y: np.ndarray, num: int, rng: np.random.Generator, groups: np.ndarray | None = None
 ) -> np.ndarray:

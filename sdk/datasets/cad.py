@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,26 @@ def extractor_config(spec: str, feature_config: Mapping[str, Any] | None) -> dic
     return {**BOX_ONLY, **(feature_config or {})}
 
 
-def sequence_rows(
+@dataclass(frozen=True)
+class PairRows:
+    """The labelled pair rows of one sequence, with where they come from (for temporal evaluation).
+
+    Attributes:
+        X: (M, F) float32 features. y: (M,) int64 CAD8 labels.
+        frame: (M,) int64 1-based frame of each row (non-decreasing).
+        pairs: (M, 2) int64 track ids ``(id_a < id_b)`` of each row.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    frame: np.ndarray
+    pairs: np.ndarray
+
+
+def sequence_pair_rows(
     seq: CadSequence, spec: str, stage: int, stride: int, feature_config: Mapping[str, Any]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Features (M, F) float32 and CAD8 labels (M,) int64 of one sequence's labelled pairs."""
+) -> PairRows:
+    """Features, labels, frames and pair ids of one sequence's labelled pairs (every ``stride``-th frame)."""
     from pairedge.features import get_spec
 
     spec_obj = get_spec(spec)
@@ -50,6 +67,8 @@ def sequence_rows(
     width = spec_obj.stage1_dim if stage == 1 else spec_obj.stage2_dim
     xs: list[np.ndarray] = [np.zeros((0, width), np.float32)]
     ys: list[np.ndarray] = [np.zeros(0, np.int64)]
+    fs: list[np.ndarray] = [np.zeros(0, np.int64)]
+    ps: list[np.ndarray] = [np.zeros((0, 2), np.int64)]
     for frame, timestamp, detections in seq.frames():
         feats = extractor.step(detections, timestamp, seq.frame_size)
         if (frame - 1) % stride or not len(feats):
@@ -58,7 +77,19 @@ def sequence_rows(
         keep = labels >= 0
         xs.append((feats.stage1 if stage == 1 else feats.stage2)[keep])
         ys.append(labels[keep])
-    return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
+        fs.append(np.full(int(keep.sum()), frame, np.int64))
+        ps.append(np.asarray(feats.pairs, np.int64)[keep])
+    return PairRows(
+        np.concatenate(xs).astype(np.float32), np.concatenate(ys), np.concatenate(fs), np.concatenate(ps)
+    )
+
+
+def sequence_rows(
+    seq: CadSequence, spec: str, stage: int, stride: int, feature_config: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Features (M, F) float32 and CAD8 labels (M,) int64 of one sequence's labelled pairs."""
+    rows = sequence_pair_rows(seq, spec, stage, stride, feature_config)
+    return rows.X, rows.y
 
 
 def cad_features(
