@@ -281,6 +281,35 @@ def test_pool_flow_integral_equals_slicing_reference():
     np.testing.assert_allclose(fast.spread, ref.spread, atol=1e-6)
 
 
+@pytest.mark.parametrize("n_boxes", [3, 8, 31, 33])
+def test_flow_moments_slicing_and_integral_paths_agree(n_boxes):
+    """Both exact methods of flow_moments give the same sums, whichever the cost model picks."""
+    from pairedge.features import flowpool
+    from pairedge.features.integral import integral, pixel_rects, rect_sums
+
+    rng = np.random.default_rng(n_boxes)
+    flow = rng.normal(0, 3, (96, 128, 2)).astype(np.float32)
+    boxes = rng.uniform([-10, -10, 1, 1], [250, 180, 30, 50], (n_boxes, 4))
+    rects = pixel_rects(boxes, 0.5, 128, 96)
+    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
+    expected = rect_sums(integral([fx, fy, fx * fx, fy * fy]), rects)
+    np.testing.assert_allclose(flowpool.flow_moments(flow, rects), expected, rtol=1e-9, atol=1e-6)
+
+
+def test_pool_flow_slicing_path_equals_reference():
+    from pairedge.features.edge import pool_flow, pool_flow_reference
+
+    rng = np.random.default_rng(6)
+    flow = rng.normal(0, 2, (240, 320, 2)).astype(np.float32)
+    boxes = rng.uniform([-20, -20, 5, 10], [640, 480, 60, 120], (10, 4))  # few small boxes: slicing path
+    ego = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]])
+    fast = pool_flow(flow, boxes, 0.5, ego, 1 / 30)
+    ref = pool_flow_reference(flow, boxes, 0.5, ego, 1 / 30)
+    np.testing.assert_array_equal(fast.valid, ref.valid)
+    np.testing.assert_allclose(fast.velocity, ref.velocity, atol=1e-6)
+    np.testing.assert_allclose(fast.spread, ref.spread, atol=1e-6)
+
+
 def test_closest_approach_toward_and_scene_context():
     pf = run(*walking(30), config={"motion": "boxes"})
     q = pf.stage1

@@ -50,8 +50,6 @@ def pool_flow(
         (zeros).
     """
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
-    table = integral([fx, fy, fx * fx, fy * fy])
     inner = b.copy()
     inner[:, 0] += b[:, 2] * inset[0]
     inner[:, 1] += b[:, 3] * inset[1]
@@ -60,7 +58,7 @@ def pool_flow(
     rects = pixel_rects(inner, scale, flow.shape[1], flow.shape[0])
     n = rect_area(rects).astype(np.float64)
     valid = n > 0
-    s = rect_sums(table, rects) / np.maximum(n, 1.0)[:, None]
+    s = flow_moments(flow, rects) / np.maximum(n, 1.0)[:, None]
     mean = s[:, :2] / scale
     var = np.maximum(s[:, 2:] - s[:, :2] ** 2, 0.0).sum(axis=1) / scale**2
     centres = b[:, :2] + b[:, 2:] / 2
@@ -68,6 +66,40 @@ def pool_flow(
     velocity = (mean - egomotion.displacement(ego, centres)) / norm[:, None]
     spread = np.sqrt(var) / norm
     return FlowMotion(np.where(valid[:, None], velocity, 0.0), np.where(valid, spread, 0.0), valid)
+
+
+#: Above this many boxes, or when the boxes cover more than this fraction of the flow image, one pass of
+#: integral images over the whole field is cheaper than summing each box's pixels.
+SLICING_MAX_BOXES = 32
+SLICING_MAX_COVER = 0.35
+
+
+def flow_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
+    """Sums of ``fx, fy, fx^2, fy^2`` over pixel rectangles, accumulated in float64.
+
+    Chooses the cheaper of two exact methods: per-box slicing (cost ~ the boxes' pixels; wins for a few
+    people: 10 people cost ~0.3 ms instead of ~0.7 ms at 320 x 240, and ~4x less at full resolution) or
+    integral images (cost ~ the whole field; wins for crowds). Both agree to float64 rounding.
+
+    Args:
+        flow: (h, w, 2) float32.
+        rects: (M, 4) int64 clipped ``x0 y0 x1 y1`` (see :func:`pairedge.features.integral.pixel_rects`).
+
+    Returns:
+        (M, 4) float64.
+    """
+    h, w = flow.shape[:2]
+    cover = float(rect_area(rects).sum()) / max(h * w, 1)
+    if len(rects) <= SLICING_MAX_BOXES and cover <= SLICING_MAX_COVER:
+        out = np.zeros((len(rects), 4), np.float64)
+        for i, (x0, y0, x1, y1) in enumerate(rects.tolist()):
+            patch = flow[y0:y1, x0:x1].reshape(-1, 2)
+            if len(patch):
+                out[i, :2] = patch.sum(axis=0, dtype=np.float64)
+                out[i, 2:] = np.einsum("ij,ij->j", patch, patch, dtype=np.float64)
+        return out
+    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
+    return rect_sums(integral([fx, fy, fx * fx, fy * fy]), rects)
 
 
 def pool_flow_reference(
