@@ -40,9 +40,9 @@ def criteria_lines(c: dict[str, float] | None) -> list[str]:
         return ["- (criteria need 10 and 100 people and a flow backend)"]
     return [
         f"- Overhead at 10 people: median step {c['step_10_ms']:.2f} ms / median flow alone {c['flow_10_ms']:.2f} ms "
-        f"= **{c['overhead_ratio']:.2f}x** (target <= 1.2x: {'met' if c['overhead_ratio'] <= 1.2 else 'NOT met'}).",
+        f"= **{c['overhead_ratio']:.3f}x** (target <= 1.2x: {'met' if c['overhead_ratio'] <= 1.2 else 'NOT met'}).",
         f"- Scaling: median step at 100 people {c['step_100_ms']:.2f} ms / at 10 people {c['step_10_ms']:.2f} ms "
-        f"= **{c['scaling_ratio']:.2f}x** (target <= 2x: {'met' if c['scaling_ratio'] <= 2 else 'NOT met'}).",
+        f"= **{c['scaling_ratio']:.3f}x** (target <= 2x: {'met' if c['scaling_ratio'] <= 2 else 'NOT met'}).",
         f"- At 10 people: features {c['features_10_ms']:.2f} ms; the runtime's own work (validate + track + "
         f"stage 1 + stage 2 + smoothing + groups, p50 sum) {c['own_10_ms']:.2f} ms.",
     ]  # fmt: skip
