@@ -131,3 +131,13 @@ def test_groups_match_a_plain_union_find(n: int, seed: int) -> None:
     ref = _reference_groups(pairs, p, label_ids, probs, 0.5, labels)
     assert [g[:3] for g in sorted(got)] == [g[:3] for g in ref]
     np.testing.assert_allclose([g[3] for g in sorted(got)], [g[3] for g in ref])
+
+
+def test_tune_allocator_applies_on_glibc_only() -> None:
+    import platform
+
+    from pairedge.runtime.memory import tune_allocator
+
+    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert tune_allocator() is expected
+    assert tune_allocator() is expected  # idempotent
