@@ -71,7 +71,8 @@ def print_demo(result: DemoResult) -> None:
     for note in result.notes:
         console.print(f"[dim]note:[/] {note}", highlight=False)
     console.print(
-        f"done in {result.seconds:.1f} s; files: " + ", ".join(dict.fromkeys(result.files.values())), highlight=False
+        f"done in {result.seconds:.1f} s; files: " + ", ".join(dict.fromkeys(result.files.values())),
+        highlight=False,
     )
 
 
