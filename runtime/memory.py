@@ -4,8 +4,10 @@ With glibc's default ``malloc``, every array above the dynamic mmap threshold (1
 fresh from the kernel and unmapped when freed, and free memory at the top of the heap is returned to the
 kernel. A per-frame pipeline that creates a few megabytes of temporaries (a 320 x 240 flow field is 600 KiB;
 integral images of it in float64 are 2.5 MiB) then pays for page faults and zero-filling on every frame.
-Measured on the development VM (640 x 480, 10 people, ``pairedge`` features): the feature stage took 2.9 ms
-with the default allocator and 1.1 ms after :func:`tune_allocator`; the whole step 4.6 ms vs 2.5 ms.
+Measured on the development VM (640 x 480, 10 people): with the ``pairedge`` features pooling the flow by
+integral images, the feature stage took 3.2 ms with the default allocator and 1.2 ms after
+:func:`tune_allocator` (whole step 4.8 vs 2.7 ms); since the features slice small boxes directly they
+allocate far less and the difference is about 0.1 ms (``benchmarks/bench_runtime.py`` reports it).
 
 :func:`tune_allocator` raises the mmap threshold and the trim threshold with ``mallopt`` so freed blocks
 stay in the heap and are reused by the next frame. Resident memory then stays at its peak (flat over a long
