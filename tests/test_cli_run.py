@@ -162,3 +162,20 @@ def test_missing_inputs_and_model(
     monkeypatch.setattr(pairedge.default_model, "default_model_dir", lambda: tmp_path / "none")
     with pytest.raises(ModelError, match="bundled default model is missing"):
         resolve_model(None)
+
+
+def test_cvml_detections_map_frame_numbers_as_written(tmp_path: Path) -> None:
+    xml = tmp_path / "gt.xml"
+    xml.write_text(
+        '<?xml version="1.0"?><dataset>'
+        '<frame number="0"><objectlist><object id="4"><box h="80" w="30" xc="100" yc="60"/></object>'
+        '<object id="7"><box h="60" w="20" xc="200" yc="90"/></object></objectlist></frame>'
+        '<frame number="1"><objectlist/></frame>'
+        '<frame number="2"><objectlist><object id="4"><box h="80" w="30" xc="104" yc="60"/></object>'
+        "</objectlist></frame></dataset>"
+    )
+    dets = read_detections(xml)
+    assert dets.format == "cvml" and dets.boxes == 3 and dets.with_ids
+    assert sorted(dets.get(0).track_ids.tolist()) == [4, 7]
+    assert len(dets.get(1)) == 0 and dets.last_frame == 2
+    np.testing.assert_allclose(dets.get(2).boxes[0], [89, 20, 30, 80])
