@@ -341,7 +341,7 @@ def test_inline_count_sees_a_queue():
 
 
 def test_neighbour_counts_blockwise_equal_one_block(monkeypatch):
-    from pairedge.features import pairblock
+    from pairedge.features import neighbours
 
     rng = np.random.default_rng(2)
     boxes = np.column_stack(
@@ -350,7 +350,7 @@ def test_neighbour_counts_blockwise_equal_one_block(monkeypatch):
     ids = np.arange(40)
     frames = [(boxes + [[2.0 * k, 0, 0, 0]], ids) for k in range(3)]
     whole = run(frames, [0.0, 0.1, 0.2], config={"motion": "boxes"})
-    monkeypatch.setattr(pairblock, "CHUNK", 7)
+    monkeypatch.setattr(neighbours, "CHUNK", 7)
     blocks = run(frames, [0.0, 0.1, 0.2], config={"motion": "boxes"})
     np.testing.assert_array_equal(whole.stage1, blocks.stage1)
     assert whole.stage1[:, QI["near_count"]].max() > 0

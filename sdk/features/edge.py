@@ -238,17 +238,25 @@ class PairedgeExtractor:
         if len(ia) == 0:
             return PairFeatures.empty(FQ, 2 * FP + FQ)
         scene = scene_context(person, boxes)
+        # np.take gathers rows several times faster than fancy indexing (thousands of pairs)
         pair = pair_block(
-            boxes[ia], boxes[ib], person[ia], person[ib], (w, h), scene, cfg.min_speed, cfg.wrap
+            np.take(boxes, ia, axis=0),
+            np.take(boxes, ib, axis=0),
+            np.take(person, ia, axis=0),
+            np.take(person, ib, axis=0),
+            (w, h),
+            scene,
+            cfg.min_speed,
+            cfg.wrap,
         )
         stage1 = finish(pair)
         person32 = finish(person)  # clamping is elementwise: clamp N people, not 2 M rows
         stage2 = np.empty((len(ia), 2 * FP + FQ), np.float32)
-        stage2[:, :FP] = person32[ia]
-        stage2[:, FP : 2 * FP] = person32[ib]
+        np.take(person32, ia, axis=0, out=stage2[:, :FP])
+        np.take(person32, ib, axis=0, out=stage2[:, FP : 2 * FP])
         stage2[:, 2 * FP :] = stage1
-        index = np.stack([rows[ia], rows[ib]], axis=1).astype(np.int64)
-        return PairFeatures(np.stack([ids[ia], ids[ib]], axis=1), index, stage1, stage2)
+        index = np.stack([np.take(rows, ia), np.take(rows, ib)], axis=1).astype(np.int64)
+        return PairFeatures(np.stack([np.take(ids, ia), np.take(ids, ib)], axis=1), index, stage1, stage2)
 
 
 class PairedgeSpec(FeatureSpec):

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from pairedge.features.history import wrap_delta
+from pairedge.features.neighbours import INLINE as INLINE  # re-exported: the pair block's radii
+from pairedge.features.neighbours import NEAR as NEAR
+from pairedge.features.neighbours import neighbours as count_neighbours
 
 EPS = 1e-6
 #: Person-block columns used here (see ``pairedge.features.edge.PERSON_NAMES``).
 VX, VY, SPEED, HIST_VX, HIST_VY = 0, 1, 2, 4, 5
 MOVING_SPEED = 0.15  # heights/s: a person counts as moving in the scene context above this speed
 MAX_TIME = 10.0  # seconds: time to closest approach is clamped to +-MAX_TIME
-NEAR = 1.5  # mean heights: radius around a pair's midpoint for the neighbour count
-INLINE = 0.3  # mean heights: distance from the line A-B for the in-line count
-CHUNK = 512  # pairs per block in the neighbour counts (keeps the (pairs, people) temporaries in cache)
 
 GEOMETRY_NAMES = (
     "distance",
@@ -56,11 +56,12 @@ SCENE_NAMES = (
 PAIR_NAMES = GEOMETRY_NAMES + MOTION_NAMES + SCENE_NAMES
 
 
-def _unit_cos(u: np.ndarray, v: np.ndarray, min_norm: float) -> np.ndarray:
-    """Row-wise cosine of (M, 2) vectors; 0 where either norm is below ``min_norm``."""
-    nu, nv = np.hypot(u[:, 0], u[:, 1]), np.hypot(v[:, 0], v[:, 1])
+def _cos(u: tuple[np.ndarray, np.ndarray], v: tuple[np.ndarray, np.ndarray], nu, nv, min_norm: float):
+    """Cosine of vectors given as (M,) component arrays ``(x, y)`` with their norms ``nu``, ``nv`` (M,);
+    0 where either norm is below ``min_norm``. Components as separate contiguous arrays (not (M, 2)
+    columns) and the dot product written out keep this cheap at thousands of pairs."""
     ok = (nu > min_norm) & (nv > min_norm)
-    return np.where(ok, (u * v).sum(axis=1) / np.maximum(nu * nv, EPS), 0.0)
+    return np.where(ok, (u[0] * v[0] + u[1] * v[1]) / np.maximum(nu * nv, EPS), 0.0)
 
 
 @dataclass(frozen=True)
@@ -90,36 +91,9 @@ def scene_context(person: np.ndarray, boxes: np.ndarray) -> Scene:
 
 
 def neighbours(centre_a, delta, mean_h, scene: Scene, width: float | None) -> list[np.ndarray]:
-    """Other people around each pair, (M,) float64 counts excluding A and B:
-
-    * near: centres within ``NEAR`` mean heights of the pair's midpoint;
-    * inline: centres within ``INLINE`` mean heights of the line A-B and beyond either person by 0.25 to 2
-      mean heights along it (people continuing a queue).
-
-    O(M N) in blocks of :data:`CHUNK` pairs; positions are complex numbers rotated into the frame of the
-    line A-B and scaled by the pair's mean height, so "along" and "across" are the real and imaginary parts.
-    """
-    m = len(delta)
-    near, inline = np.zeros(m), np.zeros(m)
-    people = scene.centres[:, 0] + 1j * scene.centres[:, 1]
-    mid = centre_a + delta / 2
-    mid_c = mid[:, 0] + 1j * mid[:, 1]
-    dist = np.hypot(delta[:, 0], delta[:, 1])
-    half = dist / mean_h / 2  # A and B lie at this distance from the midpoint
-    apart = dist > EPS  # coincident centres: no line A-B, so nobody is in line
-    unit = np.where(apart, delta[:, 0] - 1j * delta[:, 1], 1.0) / np.where(apart, dist, 1.0)
-    rot = unit / mean_h  # conj(unit direction A->B) / mean height
-    for lo in range(0, m, CHUNK):
-        sl = slice(lo, lo + CHUNK)
-        rel = people[None, :] - mid_c[sl, None]
-        if width is not None:
-            rel.real = wrap_delta(rel.real, width)
-        rel *= rot[sl, None]
-        h = half[sl, None]
-        near[sl] = (np.abs(rel) < NEAR).sum(axis=1) - 2 * (half[sl] < NEAR)
-        along, across = np.abs(rel.real), np.abs(rel.imag)
-        inline[sl] = ((across < INLINE) & (along > h + 0.25) & (along < h + 2.0)).sum(axis=1) * apart[sl]
-    return [near, inline]
+    """Other people around each pair, (M,) float64 counts excluding A and B (near, inline; see
+    :mod:`pairedge.features.neighbours`, which computes them by a float32 filter with exact fallback)."""
+    return count_neighbours(centre_a, delta, mean_h, scene.centres, width)
 
 
 def _geometry(a: np.ndarray, b: np.ndarray, delta: np.ndarray, mean_h: np.ndarray, size: tuple[float, float]):
@@ -145,35 +119,46 @@ def _geometry(a: np.ndarray, b: np.ndarray, delta: np.ndarray, mean_h: np.ndarra
 
 
 def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: float):
-    """Relative-motion values; ``delta`` = centre B - centre A in pixels."""
-    va, vb = pa[:, VX : VY + 1], pb[:, VX : VY + 1]  # heights/s of each person's own height
+    """Relative-motion values (list of (M,) arrays), mean velocity ``(x, y)`` and its norm (for the crowd
+    alignment); ``delta`` = centre B - centre A in pixels. Velocities are per the person's own height: turned
+    into pixels (``v * h``) and divided by the pair's mean height."""
+    va = pa[:, VX], pa[:, VY]
+    vb = pb[:, VX], pb[:, VY]
     sa, sb = pa[:, SPEED], pb[:, SPEED]
-    rel = (vb * hb[:, None] - va * ha[:, None]) / mean_h[:, None]  # main motion, pair heights/s
-    rel_h = (
-        pb[:, HIST_VX : HIST_VY + 1] * hb[:, None] - pa[:, HIST_VX : HIST_VY + 1] * ha[:, None]
-    ) / mean_h[:, None]
-    dp = delta / mean_h[:, None]  # heights
-    dist = np.hypot(dp[:, 0], dp[:, 1])
-    unit = dp / np.maximum(dist, EPS)[:, None]
-    rel2 = (rel_h**2).sum(axis=1)
-    t_star = np.where(rel2 > min_speed**2, -(dp * rel_h).sum(axis=1) / np.maximum(rel2, EPS), 0.0)
+    px_a, px_b = (va[0] * ha, va[1] * ha), (vb[0] * hb, vb[1] * hb)  # pixels/s
+    rel = (px_b[0] - px_a[0]) / mean_h, (px_b[1] - px_a[1]) / mean_h  # main motion, pair heights/s
+    rel_h = tuple(
+        (pb[:, c] * hb - pa[:, c] * ha) / mean_h for c in (HIST_VX, HIST_VY)
+    )  # history motion, pair heights/s
+    dp = delta[:, 0] / mean_h, delta[:, 1] / mean_h  # heights
+    dist = np.maximum(np.hypot(dp[0], dp[1]), EPS)
+    unit = dp[0] / dist, dp[1] / dist
+    n_unit = np.hypot(unit[0], unit[1])
+    rel2 = rel_h[0] ** 2 + rel_h[1] ** 2
+    t_star = np.where(
+        rel2 > min_speed**2, -(dp[0] * rel_h[0] + dp[1] * rel_h[1]) / np.maximum(rel2, EPS), 0.0
+    )
     t_star = np.clip(t_star, -MAX_TIME, MAX_TIME)
-    miss = np.hypot(*(dp + rel_h * np.maximum(t_star, 0.0)[:, None]).T)
-    toward_a = _unit_cos(va, unit, 0.0) * (sa > min_speed)
-    toward_b = _unit_cos(vb, -unit, 0.0) * (sb > min_speed)
-    mean_v = (va * ha[:, None] + vb * hb[:, None]) / (2 * mean_h[:, None])
+    ahead = np.maximum(t_star, 0.0)
+    miss = np.hypot(dp[0] + rel_h[0] * ahead, dp[1] + rel_h[1] * ahead)
+    na, nb = np.hypot(*va), np.hypot(*vb)
+    toward_a = _cos(va, unit, na, n_unit, 0.0) * (sa > min_speed)
+    toward_b = _cos(vb, (-unit[0], -unit[1]), nb, n_unit, 0.0) * (sb > min_speed)
+    twice_h = 2 * mean_h
+    mean_v = (px_a[0] + px_b[0]) / twice_h, (px_a[1] + px_b[1]) / twice_h
+    n_mean = np.hypot(*mean_v)
     return [
-        np.hypot(rel[:, 0], rel[:, 1]),
+        np.hypot(*rel),
         np.abs(sa - sb),
-        _unit_cos(va, vb, min_speed),
-        (rel_h * unit).sum(axis=1),
+        _cos(va, vb, na, nb, min_speed),
+        rel_h[0] * unit[0] + rel_h[1] * unit[1],
         miss,
         t_star,
         np.maximum(toward_a, toward_b),
         np.minimum(toward_a, toward_b),
-        np.abs(_unit_cos(mean_v, unit, min_speed)),
+        np.abs(_cos(mean_v, unit, n_mean, n_unit, min_speed)),
         (sa + sb) / 2,
-    ], mean_v
+    ], (mean_v, n_mean)
 
 
 def pair_block(
@@ -204,11 +189,12 @@ def pair_block(
     mean_h = np.maximum((ha + hb) / 2, EPS)
     delta = (b[:, :2] + b[:, 2:] / 2) - (a[:, :2] + a[:, 2:] / 2)
     delta[:, 0] = wrap_delta(delta[:, 0], size[0] if wrap else None)
-    motion, mean_v = _motion(person_a, person_b, ha, hb, delta, mean_h, min_speed)
+    motion, (mean_v, n_mean) = _motion(person_a, person_b, ha, hb, delta, mean_h, min_speed)
     if scene is None:
         scene = scene_context(np.concatenate([person_a, person_b]), np.concatenate([a, b]))
     m = len(a)
-    crowd = _unit_cos(mean_v, np.broadcast_to(scene.crowd_velocity, (m, 2)), min_speed)
+    cv = scene.crowd_velocity
+    crowd = _cos(mean_v, (cv[0], cv[1]), n_mean, np.hypot(cv[0], cv[1]), min_speed)
     centre_a = a[:, :2] + a[:, 2:] / 2
     context = [np.full(m, v) for v in scene.values] + [crowd]
     context += neighbours(centre_a, delta, mean_h, scene, size[0] if wrap else None)

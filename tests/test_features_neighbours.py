@@ -1,0 +1,93 @@
+"""The fast neighbour counts (float32 filter + exact fallback) equal their float64 definition exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pairedge.features import egomotion, neighbours
+from pairedge.features.neighbours import INLINE, NEAR, neighbours_reference
+
+
+def _pairs(centres: np.ndarray, heights: np.ndarray):
+    ia, ib = np.triu_indices(len(centres), k=1)
+    return centres[ia], centres[ib] - centres[ia], (heights[ia] + heights[ib]) / 2
+
+
+def _assert_same(centres: np.ndarray, heights: np.ndarray) -> None:
+    ca, delta, mean_h = _pairs(centres, heights)
+    fast = neighbours.neighbours(ca, delta, mean_h, centres, None)
+    ref = neighbours_reference(ca, delta, mean_h, centres, None)
+    for f, r in zip(fast, ref, strict=True):
+        assert f.dtype == np.float64
+        np.testing.assert_array_equal(f, r)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n", [2, 3, 17, 80])
+def test_fast_counts_equal_the_definition_on_random_crowds(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    size = rng.choice([100.0, 640.0, 4000.0])
+    centres = rng.uniform(0, size, (n, 2))
+    heights = rng.uniform(0.02, 0.4, n) * size
+    _assert_same(centres, heights)
+
+
+def test_fast_counts_equal_the_definition_on_boundaries_and_degenerate_pairs():
+    """People placed exactly on every threshold (float64), coincident pairs and lattices (many exact ties)."""
+    h = 100.0
+    a, b = np.array([200.0, 300.0]), np.array([300.0, 300.0])  # half = 0.5 mean heights
+    on_edges = [
+        (250.0 + NEAR * h, 300.0),  # on the near circle
+        (300.0 + 0.25 * h, 300.0),  # along = half + 0.25
+        (300.0 + 2.0 * h, 300.0),  # along = half + 2
+        (200.0 - 0.25 * h, 300.0 + INLINE * h),  # across = INLINE, along = half + 0.25
+        (250.0, 300.0 + NEAR * h),
+        (200.0, 300.0),  # on top of A
+    ]
+    centres = np.array([a, b, *on_edges, (250.0, 300.0)])
+    _assert_same(centres, np.full(len(centres), h))
+    lattice = np.stack(np.meshgrid(np.arange(8) * 25.0, np.arange(6) * 30.0), -1).reshape(-1, 2)
+    _assert_same(lattice, np.full(len(lattice), 50.0))
+    _assert_same(np.vstack([lattice, lattice[:5]]), np.full(len(lattice) + 5, 20.0))  # coincident people
+
+
+def test_fast_counts_block_size_does_not_matter(monkeypatch):
+    rng = np.random.default_rng(9)
+    centres, heights = rng.uniform(0, 640, (40, 2)), rng.uniform(40, 160, 40)
+    ca, delta, mean_h = _pairs(centres, heights)
+    whole = neighbours.neighbours(ca, delta, mean_h, centres, None)
+    monkeypatch.setattr(neighbours, "CHUNK", 13)
+    blocks = neighbours.neighbours(ca, delta, mean_h, centres, None)
+    for w, b in zip(whole, blocks, strict=True):
+        np.testing.assert_array_equal(w, b)
+    assert whole[0].max() > 0 and whole[1].max() > 0
+
+
+def test_panorama_counts_use_the_definition():
+    rng = np.random.default_rng(3)
+    centres, heights = rng.uniform(0, 640, (25, 2)), rng.uniform(40, 160, 25)
+    ca, delta, mean_h = _pairs(centres, heights)
+    fast = neighbours.neighbours(ca, delta, mean_h, centres, 640.0)
+    ref = neighbours_reference(ca, delta, mean_h, centres, 640.0)
+    for f, r in zip(fast, ref, strict=True):
+        np.testing.assert_array_equal(f, r)
+
+
+def test_background_mask_equals_the_per_point_box_test():
+    rng = np.random.default_rng(5)
+    xs, ys = np.arange(4, 320, 8), np.arange(4, 240, 8)
+    boxes = np.column_stack([rng.uniform(-50, 600, 30), rng.uniform(-50, 450, 30), rng.uniform(5, 120, 30)])
+    boxes = np.column_stack([boxes, boxes[:, 2] * 2.5])
+    b = boxes * 0.5
+    mx, my = b[:, 2] * egomotion.BOX_MARGIN, b[:, 3] * egomotion.BOX_MARGIN
+    gx, gy = np.meshgrid(xs, ys)
+    px, py = gx[..., None], gy[..., None]
+    expected = (
+        (px >= b[:, 0] - mx)
+        & (px < b[:, 0] + b[:, 2] + mx)
+        & (py >= b[:, 1] - my)
+        & (py < b[:, 1] + b[:, 3] + my)
+    ).any(axis=-1)
+    got = egomotion._grid_inside_boxes(xs, ys, boxes, 0.5)
+    np.testing.assert_array_equal(got, expected)
+    assert 0 < got.sum() < got.size
