@@ -13,9 +13,10 @@ same counts, faster, by a *filter and exact fallback*:
 
 1. ``along`` and ``across`` are affine in a person's position, so for all (person, pair) at once they are one
    matrix product ``[x, y, 1] @ coefficients`` in float32 (positions centred on the crowd first).
-2. Every comparison is made twice, against the threshold shrunk and grown by a per-pair bound ``tol`` on the
-   float32 error (:func:`_tolerance`): the shrunk test counts people who certainly pass, the grown one those
-   who possibly pass. Squares replace absolute values and ``hypot`` (both sides are non-negative).
+2. Every comparison is made twice, against the threshold shrunk and grown by a bound ``tol`` on the float32
+   error (:func:`_tolerance`, the largest over the frame's pairs, so that thresholds are scalars): the shrunk
+   test counts people who certainly pass, the grown one those who possibly pass. Squares replace ``hypot``
+   and ``|across|``; ``|along| - half`` turns the per-pair range on ``|along|`` into a fixed one.
 3. Pairs where the two counts differ (someone lies within ``tol`` of a boundary; rare) are recomputed with
    :func:`neighbours_reference`, so the result is the reference's, exactly.
 
@@ -31,7 +32,7 @@ EPS = 1e-6
 NEAR = 1.5  # mean heights: radius around a pair's midpoint for the neighbour count
 INLINE = 0.3  # mean heights: distance from the line A-B for the in-line count
 CHUNK = 1024  # pairs per block (keeps the (people, pairs) temporaries in cache)
-REL_TOL = 1e-5  # float32 error bound per unit of term magnitude (~10x the worst case; see _tolerance)
+REL_TOL = 1e-5  # float32 error bound per unit of term magnitude (> 10x the worst case; see _tolerance)
 
 
 def _pair_frame(centre_a: np.ndarray, delta: np.ndarray, mean_h: np.ndarray):
@@ -74,19 +75,23 @@ def neighbours_reference(centre_a, delta, mean_h, centres, width: float | None) 
 
 
 def _tolerance(q: np.ndarray, mid: np.ndarray, mean_h: np.ndarray) -> np.ndarray:
-    """(M,) bound on ``|along_float32 - along_reference|`` (and the same for ``across``), in mean heights.
+    """(M,) bound on ``|along_float32 - along_reference|`` (and the same for ``across`` and for
+    ``|along| - half``), in mean heights.
 
-    Each of the three terms of ``x * cx + y * cy + c`` is at most ``K = (max |q| + |mid|) / mh`` in size;
-    float32 rounding of the inputs, products and sums adds at most ~6 ulp of ``3 K`` (~1e-6 K) and the
-    reference's float64 rounding is negligible. ``REL_TOL * (K + 1)`` leaves a wide margin.
+    The three terms of ``x * cx + y * cy + c`` sum to at most ``sqrt(2) K`` in size, ``K = (max |q| + |mid|)
+    / mh``; float32 rounding of the inputs (3 ulp per product) and of the two sums adds at most ``5 sqrt(2)``
+    ulp of ``K``, rounding ``half`` (``<= K``) and subtracting it 3 more: ~6e-7 K in all. The reference's
+    float64 rounding is negligible. ``REL_TOL * (K + 1)`` leaves a margin of more than 10x.
     """
     reach = np.sqrt((q**2).sum(axis=1)).max(initial=0.0) + np.hypot(mid[:, 0], mid[:, 1])
     return REL_TOL * (reach / mean_h + 1.0)
 
 
-def _squared_bounds(r: np.ndarray, tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float32 ``((r - tol)^2, (r + tol)^2)``: ``|x| < r`` certainly / possibly when ``x^2`` is below them."""
-    return (np.maximum(r - tol, 0.0) ** 2).astype(np.float32), ((r + tol) ** 2).astype(np.float32)
+def _bounds(r: float, tol: float, square: bool = False) -> tuple[np.float32, np.float32]:
+    """float32 ``(r - tol, r + tol)`` (squared with ``square``): ``x < r`` certainly below the first and
+    possibly below the second, for an ``x`` within ``tol`` of the reference value."""
+    lo, hi = max(r - tol, 0.0), r + tol
+    return (np.float32(lo * lo), np.float32(hi * hi)) if square else (np.float32(lo), np.float32(hi))
 
 
 def _count(mask: np.ndarray) -> np.ndarray:
@@ -112,22 +117,25 @@ def neighbours(centre_a, delta, mean_h, centres, width: float | None) -> list[np
     coef = np.stack([ux, uy, -(mq[:, 0] * ux + mq[:, 1] * uy), -uy, ux, mq[:, 0] * uy - mq[:, 1] * ux])
     coef = coef.astype(np.float32)
     points = np.column_stack([q, np.ones(len(q))]).astype(np.float32)  # (N, 3)
-    tol = _tolerance(q, mq, mean_h)
-    near_in, near_out = _squared_bounds(np.full(m, NEAR), 2 * tol)  # hypot error <= sqrt(2) tol
-    line_in, line_out = _squared_bounds(np.full(m, INLINE), tol)
-    start_out, start_in = _squared_bounds(half + 0.25, tol)  # |along| > half + 0.25: reversed roles
-    end_in, end_out = _squared_bounds(half + 2.0, tol)
+    tol = float(_tolerance(q, mq, mean_h).max(initial=0.0))  # one bound: scalar thresholds compare faster
+    near_in, near_out = _bounds(NEAR, 2 * tol, square=True)  # hypot error <= sqrt(2) tol
+    line_in, line_out = _bounds(INLINE, tol, square=True)
+    start_out, start_in = _bounds(0.25, tol)  # beyond > 0.25: "certainly" needs the upper bound
+    end_in, end_out = _bounds(2.0, tol)
+    half32 = half.astype(np.float32)
     ambiguous = np.zeros(m, bool)
     for lo in range(0, m, CHUNK):
         sl = slice(lo, lo + CHUNK)
-        along2 = points @ coef[0:3, sl]  # (N, chunk) float32
+        beyond = points @ coef[0:3, sl]  # (N, chunk) float32 along, then |along| - half
         across2 = points @ coef[3:6, sl]
-        np.square(along2, out=along2)
         np.square(across2, out=across2)
-        d2 = along2 + across2
-        near_sure, near_maybe = d2 < near_in[sl], d2 < near_out[sl]
-        sure = (across2 < line_in[sl]) & (along2 > start_in[sl]) & (along2 < end_in[sl])
-        maybe = (across2 < line_out[sl]) & (along2 > start_out[sl]) & (along2 < end_out[sl])
+        d2 = np.square(beyond)
+        d2 += across2
+        np.abs(beyond, out=beyond)
+        beyond -= half32[sl]
+        near_sure, near_maybe = d2 < near_in, d2 < near_out
+        sure = (across2 < line_in) & (beyond > start_in) & (beyond < end_in)
+        maybe = (across2 < line_out) & (beyond > start_out) & (beyond < end_out)
         near[sl] = _count(near_sure) - 2 * (half[sl] < NEAR)
         inline[sl] = _count(sure) * apart[sl]
         ambiguous[sl] = _count((near_maybe ^ near_sure) | (maybe ^ sure)) > 0  # "sure" is within "maybe"
