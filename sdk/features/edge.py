@@ -173,8 +173,9 @@ def person_block(
 def finish(x: np.ndarray) -> np.ndarray:
     """float32 copy with NaN -> 0 and everything clamped to [-10, 10] (+-inf -> +-10)."""
     out = x.astype(np.float32)
-    np.nan_to_num(out, copy=False, nan=0.0, posinf=CLAMP, neginf=-CLAMP)
-    return np.clip(out, -CLAMP, CLAMP, out=out)
+    np.clip(out, -CLAMP, CLAMP, out=out)  # +-inf -> +-10; NaN stays NaN (cheaper than np.nan_to_num first)
+    np.copyto(out, 0.0, where=np.isnan(out))
+    return out
 
 
 class PairedgeExtractor:

@@ -56,6 +56,12 @@ SCENE_NAMES = (
 PAIR_NAMES = GEOMETRY_NAMES + MOTION_NAMES + SCENE_NAMES
 
 
+def _norm(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``sqrt(x^2 + y^2)`` of (M,) arrays: ~5x cheaper than ``np.hypot``, equal to it within an ulp or two.
+    Only for output values: norms compared with a threshold keep ``np.hypot``, so no comparison flips."""
+    return np.sqrt(x * x + y * y)
+
+
 def _cos(u: tuple[np.ndarray, np.ndarray], v: tuple[np.ndarray, np.ndarray], nu, nv, min_norm: float):
     """Cosine of vectors given as (M,) component arrays ``(x, y)`` with their norms ``nu``, ``nv`` (M,);
     0 where either norm is below ``min_norm``. Components as separate contiguous arrays (not (M, 2)
@@ -140,7 +146,7 @@ def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: fl
     )
     t_star = np.clip(t_star, -MAX_TIME, MAX_TIME)
     ahead = np.maximum(t_star, 0.0)
-    miss = np.hypot(dp[0] + rel_h[0] * ahead, dp[1] + rel_h[1] * ahead)
+    miss = _norm(dp[0] + rel_h[0] * ahead, dp[1] + rel_h[1] * ahead)
     na, nb = np.hypot(*va), np.hypot(*vb)
     toward_a = _cos(va, unit, na, n_unit, 0.0) * (sa > min_speed)
     toward_b = _cos(vb, (-unit[0], -unit[1]), nb, n_unit, 0.0) * (sb > min_speed)
@@ -148,7 +154,7 @@ def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: fl
     mean_v = (px_a[0] + px_b[0]) / twice_h, (px_a[1] + px_b[1]) / twice_h
     n_mean = np.hypot(*mean_v)
     return [
-        np.hypot(*rel),
+        _norm(*rel),
         np.abs(sa - sb),
         _cos(va, vb, na, nb, min_speed),
         rel_h[0] * unit[0] + rel_h[1] * unit[1],
