@@ -91,3 +91,20 @@ def test_background_mask_equals_the_per_point_box_test():
     got = egomotion._grid_inside_boxes(xs, ys, boxes, 0.5)
     np.testing.assert_array_equal(got, expected)
     assert 0 < got.sum() < got.size
+
+
+def test_fast_counts_equal_the_definition_with_non_finite_positions():
+    rng = np.random.default_rng(11)
+    centres, heights = rng.uniform(0, 300, (12, 2)), rng.uniform(40, 120, 12)
+    for bad in (np.nan, np.inf, -np.inf):
+        c = centres.copy()
+        c[3] = [bad, 100.0]
+        ca, delta, mean_h = _pairs(c, heights)
+        with np.errstate(invalid="ignore", over="ignore"):
+            fast = neighbours.neighbours(ca, delta, mean_h, c, None)
+            ref = neighbours_reference(ca, delta, mean_h, c, None)
+        for f, r in zip(fast, ref, strict=True):
+            np.testing.assert_array_equal(f, r)
+        assert fast[0].max() > 0
+    empty = neighbours.neighbours(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(0), centres, None)
+    assert [len(e) for e in empty] == [0, 0]

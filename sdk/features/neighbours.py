@@ -83,7 +83,8 @@ def _tolerance(q: np.ndarray, mid: np.ndarray, mean_h: np.ndarray) -> np.ndarray
     ulp of ``K``, rounding ``half`` (``<= K``) and subtracting it 3 more: ~6e-7 K in all. The reference's
     float64 rounding is negligible. ``REL_TOL * (K + 1)`` leaves a margin of more than 10x.
     """
-    reach = np.sqrt((q**2).sum(axis=1)).max(initial=0.0) + np.hypot(mid[:, 0], mid[:, 1])
+    # fmax skips NaN: a NaN position fails every comparison in both versions; inf makes tol inf (all exact)
+    reach = np.fmax.reduce(np.sqrt((q**2).sum(axis=1)), initial=0.0) + np.hypot(mid[:, 0], mid[:, 1])
     return REL_TOL * (reach / mean_h + 1.0)
 
 
@@ -109,7 +110,8 @@ def neighbours(centre_a, delta, mean_h, centres, width: float | None) -> list[np
     m = len(delta)
     near, inline = np.zeros(m), np.zeros(m)
     mid, half, apart, dist = _pair_frame(centre_a, delta, mean_h)
-    origin = centres.mean(axis=0) if len(centres) else np.zeros(2)
+    finite = np.isfinite(centres).all(axis=1)
+    origin = centres[finite].mean(axis=0) if finite.any() else np.zeros(2)
     q, mq = centres - origin, mid - origin
     ux = np.where(apart, delta[:, 0], 1.0) / np.where(apart, dist, 1.0) / mean_h
     uy = np.where(apart, delta[:, 1], 0.0) / np.where(apart, dist, 1.0) / mean_h
@@ -117,7 +119,7 @@ def neighbours(centre_a, delta, mean_h, centres, width: float | None) -> list[np
     coef = np.stack([ux, uy, -(mq[:, 0] * ux + mq[:, 1] * uy), -uy, ux, mq[:, 0] * uy - mq[:, 1] * ux])
     coef = coef.astype(np.float32)
     points = np.column_stack([q, np.ones(len(q))]).astype(np.float32)  # (N, 3)
-    tol = float(_tolerance(q, mq, mean_h).max(initial=0.0))  # one bound: scalar thresholds compare faster
+    tol = float(np.fmax.reduce(_tolerance(q, mq, mean_h), initial=0.0))  # one bound: scalar thresholds
     near_in, near_out = _bounds(NEAR, 2 * tol, square=True)  # hypot error <= sqrt(2) tol
     line_in, line_out = _bounds(INLINE, tol, square=True)
     start_out, start_in = _bounds(0.25, tol)  # beyond > 0.25: "certainly" needs the upper bound
