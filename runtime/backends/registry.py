@@ -7,13 +7,13 @@ and a module whose class subclasses :class:`~pairedge.runtime.backends.base.Back
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pairedge.errors import BackendError, InputError
+from pairedge.errors import BackendError
+from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile, load_model
 
@@ -32,28 +32,12 @@ AUTO_ORDER: tuple[str, ...] = ("onnxruntime-cuda", "onnxruntime")
 
 def backend_class(name: str) -> type[Backend]:
     """The class registered under ``name`` (imports its module)."""
-    if name not in BACKENDS:
-        raise InputError(f"unknown classifier backend {name!r}; expected one of {sorted(BACKENDS)} or 'auto'")
-    module_name, _, class_name = BACKENDS[name].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise BackendError(f"classifier backend {name!r} cannot be imported: {exc}") from exc
-    cls = getattr(module, class_name)
-    if not (isinstance(cls, type) and issubclass(cls, Backend)):
-        raise BackendError(f"classifier backend {name!r}: {BACKENDS[name]} is not a Backend")
-    return cls
+    return load_registered(BACKENDS, name, Backend, "classifier backend")
 
 
 def available_backends() -> dict[str, str | None]:
     """Every registered name -> None when it runs here, else the reason it does not."""
-    out: dict[str, str | None] = {}
-    for name in BACKENDS:
-        try:
-            out[name] = backend_class(name).unavailable_reason()
-        except BackendError as exc:
-            out[name] = str(exc)
-    return out
+    return availability(BACKENDS, lambda name: backend_class(name).unavailable_reason())
 
 
 def resolve_backend_name(name: str = "auto") -> str:

@@ -7,13 +7,13 @@ whose class reports through :meth:`FlowBackend.unavailable_reason` why it cannot
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from pairedge.errors import BackendError, InputError
+from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.flow.base import FlowBackend
 
 #: name -> "module:Class". Read-only; the first entry is the CPU default.
@@ -30,28 +30,12 @@ DEFAULT_FLOW_BACKEND = "dis"
 
 def flow_backend_class(name: str) -> type[FlowBackend]:
     """The class registered under ``name`` (imports its module)."""
-    if name not in FLOW_BACKENDS:
-        raise InputError(f"unknown flow backend {name!r}; expected one of {sorted(FLOW_BACKENDS)} or 'auto'")
-    module_name, _, class_name = FLOW_BACKENDS[name].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise BackendError(f"flow backend {name!r} cannot be imported: {exc}") from exc
-    cls = getattr(module, class_name)
-    if not (isinstance(cls, type) and issubclass(cls, FlowBackend)):
-        raise BackendError(f"flow backend {name!r}: {FLOW_BACKENDS[name]} is not a FlowBackend")
-    return cls
+    return load_registered(FLOW_BACKENDS, name, FlowBackend, "flow backend")
 
 
 def available_flow_backends() -> dict[str, str | None]:
     """Every registered name -> None when it runs here, else the reason it does not."""
-    out: dict[str, str | None] = {}
-    for name in FLOW_BACKENDS:
-        try:
-            out[name] = flow_backend_class(name).unavailable_reason()
-        except BackendError as exc:
-            out[name] = str(exc)
-    return out
+    return availability(FLOW_BACKENDS, lambda name: flow_backend_class(name).unavailable_reason())
 
 
 def get_flow_backend(name: str = "auto", **options: Any) -> FlowBackend:
