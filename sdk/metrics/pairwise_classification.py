@@ -16,6 +16,9 @@ the ground-truth count (support) of class c and TP_c + FP_c the number of predic
   and R_c = TP_c / N_c, 0 when undefined; scikit-learn's
   ``f1_score(average="macro", labels=range(C), zero_division=0)``. (The published snippet computes P_c as
   TP_c / N_c, i.e. the recall, so its "macro-F1" equals its MPCA; pairedge uses the paper's formula.)
+- ``macro_f1_present`` = the same mean over the classes that occur in the ground truth or the predictions:
+  scikit-learn's default ``f1_score(average="macro", zero_division=0)``. A class absent from both scores 0
+  in ``macro_f1`` (so a perfect prediction on a test set with 2 of 7 classes gets 0.29); report both.
 
 A prediction of ``-1`` means "no prediction" (a ground-truth pair the model never labelled): it counts as
 a wrong answer for its true class (an FN) and as no class's FP, and is reported per class as ``missing``.
@@ -45,6 +48,7 @@ class PairwiseMetrics:
         mpca: mean per-class accuracy over classes present in the ground truth (NaN when N = 0).
         mpca_over_all_classes: sum of per-class accuracy over present classes, divided by C (snippet formula).
         macro_f1: mean over all C classes of the per-class F1 (0 for undefined classes; NaN when N = 0).
+        macro_f1_present: mean per-class F1 over classes in the ground truth or the predictions.
         precision, recall, f1: (C,) float64 per class, TP/(TP+FP), TP/(TP+FN), F1; 0 where undefined.
         support: (C,) int64 ground-truth count N_c per class (missing predictions included).
         predicted: (C,) int64 number of predictions of each class (TP + FP).
@@ -59,6 +63,7 @@ class PairwiseMetrics:
     mpca: float
     mpca_over_all_classes: float
     macro_f1: float
+    macro_f1_present: float
     precision: np.ndarray
     recall: np.ndarray
     f1: np.ndarray
@@ -218,12 +223,13 @@ def _from_confusion(conf: np.ndarray, missing: np.ndarray, names: tuple[str, ...
     f1 = _safe_div(2 * tp, support + predicted)
     present = support > 0
     if n == 0:
-        accuracy = mpca = mpca_all = macro_f1 = float("nan")
+        accuracy = mpca = mpca_all = macro_f1 = macro_f1_present = float("nan")
     else:
         accuracy = float(tp.sum() / n)
         mpca = float(recall[present].mean())
         mpca_all = float(recall[present].sum() / c)
         macro_f1 = float(f1.mean())
+        macro_f1_present = float(f1[present | (predicted > 0)].mean())
     return PairwiseMetrics(
         labels=names,
         n=n,
@@ -232,6 +238,7 @@ def _from_confusion(conf: np.ndarray, missing: np.ndarray, names: tuple[str, ...
         mpca=mpca,
         mpca_over_all_classes=mpca_all,
         macro_f1=macro_f1,
+        macro_f1_present=macro_f1_present,
         precision=precision,
         recall=recall,
         f1=f1,

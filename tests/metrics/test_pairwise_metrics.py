@@ -72,6 +72,10 @@ def test_matches_scikit_learn(case: tuple[np.ndarray, np.ndarray, int]) -> None:
         )
         f1 = f1_score(y_true, y_pred, labels=range(c), average="macro", zero_division=0)
         assert m.macro_f1 == pytest.approx(f1, abs=1e-12)
+        # scikit-learn's default label set: the classes in y_true or y_pred
+        assert m.macro_f1_present == pytest.approx(
+            f1_score(y_true, y_pred, average="macro", zero_division=0), abs=1e-12
+        )
         p, r, f, s = precision_recall_fscore_support(y_true, y_pred, labels=range(c), zero_division=0)
     np.testing.assert_allclose(m.precision, p, atol=1e-12)
     np.testing.assert_allclose(m.recall, r, atol=1e-12)
