@@ -276,17 +276,16 @@ class Pipeline:
         flow: np.ndarray | None,
         notes: list[str],
     ) -> PairFeatures:
-        empty = PairFeatures.empty(self.models.spec.stage1_dim, self.models.spec.stage2_dim)
         if size is None:
             if len(dets) > 1:
                 notes.append("image size unknown (no frame and no image_size): pairs skipped")
-            return empty
+            return self._no_pairs()
         scale = self.flow.scale if self.flow is not None else 1.0
         try:
             features = self.extractor.step(dets, timestamp, size, flow, scale)
         except PairedgeError as exc:  # defensive: validated input should never get here
             notes.append(f"features failed ({exc}); frame skipped")
-            return empty
+            return self._no_pairs()
         if all_finite(features.stage1) and all_finite(features.stage2):
             return features
         finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
@@ -297,6 +296,9 @@ class Pipeline:
                 features.pairs[keep], features.index[keep], features.stage1[keep], features.stage2[keep]
             )
         return features
+
+    def _no_pairs(self) -> PairFeatures:
+        return PairFeatures.empty(self.models.spec.stage1_dim, self.models.spec.stage2_dim)
 
     def _classify(self, features: PairFeatures, clock: _Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing."""
