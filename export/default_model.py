@@ -52,6 +52,7 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
         patience=int(stage["patience"]),
         samples_per_epoch=int(stage["samples_per_epoch"]),
         seed=int(stage["seed"]),
+        ignore_features=tuple(stage.get("ignore_features", ())),
     )
 
 

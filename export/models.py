@@ -45,6 +45,8 @@ class ModelConfig:
         dropout: dropout probability (inactive in eval mode and in the exported graph).
         person_features: Fp, per-person width (relation_net only).
         pair_features: Fq, pair width (relation_net only); ``2 * Fp + Fq`` must equal F.
+        ignored_features: input columns the model never sees: their z-scores are multiplied by 0 inside the
+            graph, so the input layout (and the runtime's feature extraction) stays the spec's.
     """
 
     architecture: str
@@ -54,6 +56,7 @@ class ModelConfig:
     dropout: float = 0.1
     person_features: int = 0
     pair_features: int = 0
+    ignored_features: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -67,6 +70,14 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise InputError(f"model config: dropout must be in [0, 1), got {self.dropout}")
+        ignored = tuple(sorted({int(i) for i in self.ignored_features}))
+        if ignored and not (0 <= ignored[0] and ignored[-1] < self.num_features):
+            raise InputError(
+                f"model config: ignored_features must be column indices in [0, {self.num_features}), got {ignored}"
+            )
+        if len(ignored) >= self.num_features:
+            raise InputError("model config: every input column is ignored; keep at least one")
+        object.__setattr__(self, "ignored_features", ignored)
         if self.architecture == "relation_net":
             fp, fq = self.person_features, self.pair_features
             if fp < 1 or fq < 0 or 2 * fp + fq != self.num_features:
@@ -78,12 +89,14 @@ class ModelConfig:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["hidden"] = list(self.hidden)
+        out["ignored_features"] = list(self.ignored_features)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["hidden"] = tuple(int(h) for h in known.get("hidden", ()))
+        known["ignored_features"] = tuple(int(i) for i in known.get("ignored_features", ()))
         return cls(**known)
 
 
@@ -96,15 +109,26 @@ DEFAULT_HIDDEN: dict[str, tuple[int, ...]] = {
 
 
 class Standardize(nn.Module):
-    """``(x - mean) / std`` with the statistics as buffers. x: (N, F) float32."""
+    """``(x - mean) / std`` with the statistics as buffers. x: (N, F) float32.
+
+    With ``ignored`` columns the result is multiplied by a 0/1 mask (0 there): those inputs cannot influence
+    the model, whatever their values. The mask follows from the model config, so it is not part of the
+    state dict; without ignored columns the graph has no mask at all.
+    """
 
     mean: torch.Tensor
     std: torch.Tensor
+    keep: torch.Tensor | None
 
-    def __init__(self, num_features: int) -> None:
+    def __init__(self, num_features: int, ignored: Sequence[int] = ()) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(num_features))
         self.register_buffer("std", torch.ones(num_features))
+        keep = None
+        if len(ignored):
+            keep = torch.ones(num_features)
+            keep[list(ignored)] = 0.0
+        self.register_buffer("keep", keep, persistent=False)
 
     def set_stats(self, mean: np.ndarray | Sequence[float], std: np.ndarray | Sequence[float]) -> None:
         """Set the statistics (F,); ``std`` is the divisor and must be positive and finite."""
@@ -121,7 +145,8 @@ class Standardize(nn.Module):
         self.std.copy_(s)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
+        z = (x - self.mean) / self.std
+        return z if self.keep is None else z * self.keep
 
 
 def _mlp(widths: Sequence[int], dropout: float, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
@@ -140,7 +165,7 @@ class Stage1MLP(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.norm = Standardize(config.num_features)
+        self.norm = Standardize(config.num_features, config.ignored_features)
         self.net = _mlp((config.num_features, *config.hidden, config.num_classes), config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -158,7 +183,7 @@ class RelationNet(nn.Module):
             )
         enc, head = config.hidden
         self.fp, self.fq = config.person_features, config.pair_features
-        self.norm = Standardize(config.num_features)
+        self.norm = Standardize(config.num_features, config.ignored_features)
         self.person = nn.Sequential(nn.Linear(self.fp, enc), nn.ReLU(), nn.Linear(enc, enc), nn.ReLU())
         pair_width = enc if self.fq > 0 else 0
         self.pair = nn.Sequential(nn.Linear(self.fq, enc), nn.ReLU()) if self.fq > 0 else nn.Identity()
@@ -199,7 +224,7 @@ class ResidualMLP(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.norm = Standardize(config.num_features)
+        self.norm = Standardize(config.num_features, config.ignored_features)
         widths = (config.num_features, *config.hidden)
         blocks: list[nn.Module] = [
             ResidualBlock(a, b, config.dropout) for a, b in zip(widths[:-1], widths[1:], strict=True)
@@ -220,7 +245,7 @@ class AdaptiveGeometricClassifier(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         f = config.num_features
-        self.norm = Standardize(f)
+        self.norm = Standardize(f, config.ignored_features)
         self.feature_biases = nn.Parameter(torch.zeros(f))
         self.feature_scales = nn.Parameter(torch.ones(f))
         self.feature_weights = nn.Parameter(torch.ones(f))

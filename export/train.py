@@ -49,6 +49,9 @@ class TrainConfig:
         threads: torch intra-op threads during training (1 = bit-reproducible).
         balance_sequences: also equalise the sequences within each class when sampling.
         input_noise: augmentation: Gaussian noise of this many training standard deviations per feature.
+        ignore_features: feature names the model must not use (masked inside the graph, see
+            :class:`pairedge.export.models.Standardize`); ``"viewpoint"`` stands for the spec's camera-placement
+            columns (absolute image size and position, ``FeatureSpec.viewpoint_names``).
     """
 
     architecture: str | None = None
@@ -66,6 +69,7 @@ class TrainConfig:
     threads: int = 1
     balance_sequences: bool = True
     input_noise: float = 0.0
+    ignore_features: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.patience < 1 or self.batch_size < 2 or self.lr <= 0:
@@ -77,7 +81,38 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["hidden"] = list(self.hidden)
+        out["ignore_features"] = list(self.ignore_features)
         return out
+
+
+#: ``TrainConfig.ignore_features`` entry standing for the spec's camera-placement columns.
+VIEWPOINT = "viewpoint"
+
+
+def ignored_columns(data: FeatureData, names: tuple[str, ...]) -> tuple[int, ...]:
+    """Column indices of the feature ``names`` (with :data:`VIEWPOINT` expanded) in ``data``."""
+    if not names:
+        return ()
+    if len(data.feature_names) != data.num_features:
+        raise InputError(
+            "ignore_features needs feature names in the data (the dataset builders write them; an .npz needs "
+            "a feature_names array)"
+        )
+    wanted: set[str] = set()
+    for name in names:
+        if name == VIEWPOINT:
+            from pairedge.features import get_spec
+
+            wanted |= get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
+        else:
+            wanted.add(name)
+    unknown = sorted(wanted - set(data.feature_names))
+    if unknown:
+        raise InputError(
+            f"ignore_features: unknown feature names {unknown}; expected {VIEWPOINT!r} or names among "
+            f"{list(data.feature_names)}"
+        )
+    return tuple(i for i, n in enumerate(data.feature_names) if n in wanted)
 
 
 @dataclass(frozen=True)
@@ -134,6 +169,7 @@ def resolve_model_config(data: FeatureData, stage: int, config: TrainConfig) -> 
             dropout=dropout,
             person_features=data.person_features if arch == "relation_net" else 0,
             pair_features=data.pair_features if arch == "relation_net" else 0,
+            ignored_features=ignored_columns(data, config.ignore_features),
         )
     )
 

@@ -46,6 +46,12 @@ def train_command(
     ),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="Share of rows, whole sequences."),
     seed: int = typer.Option(0, "--seed"),
+    ignore_features: str = typer.Option(
+        "",
+        "--ignore-features",
+        help="Comma-separated feature names the model must not use; 'viewpoint' = the spec's absolute image "
+        "size/position columns (for cameras mounted at another height than in training).",
+    ),
     export: bool = typer.Option(True, "--export/--no-export", help="Also write stage{N}.onnx."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -67,6 +73,7 @@ def train_command(
         val_fraction=val_fraction,
         seed=seed,
         balance_sequences=balance_sequences,
+        ignore_features=tuple(n.strip() for n in ignore_features.split(",") if n.strip()),
     )
     rows = load_source(data, spec=spec.value, stage=stage, labels=labels)
     outputs = train_to_dir(

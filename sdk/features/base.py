@@ -106,6 +106,9 @@ class FeatureSpec:
         flow_backend: the flow algorithm the spec was defined with ("farneback" or "dis").
         default_flow_scale: the resize factor the runtime should compute flow at.
         config_type: the frozen dataclass of the spec's options.
+        viewpoint_names: the columns (of either stage) that depend on where the camera is rather than on
+            what the people do: absolute image position and size. A model trained with them ignored
+            (``pairedge train --ignore-features viewpoint``) transfers to a camera at another height.
     """
 
     name: str = ""
@@ -116,6 +119,7 @@ class FeatureSpec:
     flow_backend: str = "farneback"
     default_flow_scale: float = 1.0
     config_type: type = object
+    viewpoint_names: frozenset[str] = frozenset()
 
     @property
     def stage1_dim(self) -> int:

@@ -77,6 +77,15 @@ STAGE2_NAMES = (
     + tuple(f"b_{n}" for n in PERSON_NAMES)
     + tuple(f"pair_{n}" for n in PAIR_NAMES)
 )
+#: Absolute image height / position / width of the people (person block) and of the pair (pair block):
+#: they encode the camera's height and tilt, not the interaction.
+_VIEWPOINT_PERSON = ("height", "bottom")
+_VIEWPOINT_PAIR = ("mean_height", "mean_bottom", "mean_width")
+VIEWPOINT_NAMES = frozenset(
+    _VIEWPOINT_PAIR
+    + tuple(f"{who}_{n}" for who in "ab" for n in _VIEWPOINT_PERSON)
+    + tuple(f"pair_{n}" for n in _VIEWPOINT_PAIR)
+)
 
 
 @dataclass(frozen=True)
@@ -276,6 +285,7 @@ class PairedgeSpec(FeatureSpec):
     flow_backend = "dis"
     default_flow_scale = 0.5
     config_type = PairedgeConfig
+    viewpoint_names = VIEWPOINT_NAMES
     person_dim = FP
     pair_dim = FQ
 

@@ -94,6 +94,8 @@ STAGE2_NAMES = (
     "direction_consistency",
     "synchrony_constant",
 )
+#: Columns that encode the camera's placement (absolute image size and position), not the interaction.
+VIEWPOINT_NAMES = frozenset({"mean_height_over_image_height", "mean_bottom_over_image_height"})
 
 
 def to_gray(image: np.ndarray) -> np.ndarray:
@@ -398,6 +400,7 @@ class Liang2026Spec(FeatureSpec):
     needs_flow = True
     flow_backend = "farneback"
     default_flow_scale = 1.0
+    viewpoint_names = VIEWPOINT_NAMES
     config_type = Liang2026Config
 
     def _new_extractor(self, config: Liang2026Config) -> Liang2026Extractor:
