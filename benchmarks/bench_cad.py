@@ -17,7 +17,12 @@ Also reported, for context:
   (:func:`pairedge.export.data.sequence_folds`, every sequence held out exactly once), raw and smoothed —
   how much the headline depends on which sequences are held out;
 - a gradient-boosting baseline (scikit-learn ``HistGradientBoostingClassifier``, balanced class weights) on
-  the same features and split.
+  the same features and split;
+- ablations over model seeds (``--ablation-seeds``, same split and CV folds): the box-only model, and the
+  same model given each person's **annotated** 8-way body orientation (``attr`` row 1 of ``annoNN.mat``) as
+  two extra person columns (cos, sin; 0 when unknown) and the cosine of the two orientations' difference as
+  an extra pair column. That input is not boxes and tracks; it is the upper bound of what a body-orientation
+  estimator could add, i.e. how much of what box-only misses is orientation.
 
 Writes ``benchmarks/results/bench_cad.json`` and ``.md``. Run from the repository root::
 
@@ -61,6 +66,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--folds", type=int, default=4, help="cross-validation folds (0 = skip)")
     p.add_argument("--no-baseline", action="store_true")
+    p.add_argument("--ablation-seeds", default="0-2", help="model seeds of the ablations ('' = skip them)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
     p.add_argument(
         "--render", type=Path, default=None, help="only re-write the Markdown from this JSON result"
@@ -90,6 +96,78 @@ def all_frame_rows(sequences: list[Any], history: int) -> dict[str, np.ndarray]:
         "pairs": np.concatenate([r.pairs for _, r in parts]),
         "groups": np.concatenate([np.full(len(r.y), g) for g, r in parts]),
     }
+
+
+def orientation_columns(seq: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Annotated body orientation of A and B as (M, 2) ``cos, sin`` (0, 0 when unknown) and the cosine of
+    their difference (M, 1; 0 when either is unknown), for the rows of ``sequence_pair_rows``."""
+    pose = np.zeros((seq.num_frames + 1, len(seq.people) + 1), np.int64)  # [frame, track id], 0 = unknown
+    for person in seq.people:
+        pose[person.frames, person.track_id] = np.maximum(person.pose, 0)
+    a, b = pose[rows.frame, rows.pairs[:, 0]], pose[rows.frame, rows.pairs[:, 1]]
+
+    def unit(o: np.ndarray) -> np.ndarray:
+        angle = (o - 1) * np.pi / 4
+        return np.where((o > 0)[:, None], np.stack([np.cos(angle), np.sin(angle)], axis=1), 0.0)
+
+    known = (a > 0) & (b > 0)
+    return unit(a), unit(b), np.where(known, np.cos((a - b) * np.pi / 4), 0.0)[:, None]
+
+
+def ablation_data(sequences: list[Any], history: int, stride: int, orientation: bool) -> Any:
+    """Stage-2 rows of all sequences, box-only, optionally with the annotated orientation columns."""
+    from pairedge.datasets.arrays import FeatureData
+    from pairedge.labels import CAD8
+
+    config = extractor_config("pairedge", {"history": history})
+    fp = 12  # person block width of pairedge v1 (checked below against the spec)
+    xs, ys, gs = [], [], []
+    for seq in sequences:
+        rows = sequence_pair_rows(seq, "pairedge", 2, stride, config)
+        x = rows.X
+        if orientation:
+            oa, ob, rel = orientation_columns(seq, rows)
+            x = np.concatenate([x[:, :fp], oa, x[:, fp : 2 * fp], ob, x[:, 2 * fp :], rel], axis=1)
+        xs.append(x)
+        ys.append(rows.y)
+        gs.append(np.full(len(rows.y), f"cad{seq.sequence or 0:02d}"))
+    person = fp + (2 if orientation else 0)
+    x = np.concatenate(xs)
+    return FeatureData.from_arrays(
+        x, np.concatenate(ys), np.concatenate(gs), CAD8.classes, feature_spec="pairedge",
+        feature_spec_version="1", stage=2, label_set=CAD8.name, person_features=person,
+        pair_features=x.shape[1] - 2 * person,
+    )  # fmt: skip
+
+
+def ablations(sequences: list[Any], args: argparse.Namespace, config: TrainConfig) -> list[dict[str, Any]]:
+    """Validation MPCA per model seed and CV MPCA (seed 0) for box-only and box + annotated orientation."""
+    from pairedge.datasets.sources import parse_seeds
+    from pairedge.features import get_spec
+
+    assert get_spec("pairedge").person_dim == 12
+    out = []
+    for name, orientation in (
+        ("boxes and tracks (box-only)", False),
+        ("boxes and tracks + annotated body orientation", True),
+    ):
+        data = ablation_data(sequences, args.history, args.stride, orientation)
+        val = split_by_sequence(data.groups, data.y, config.val_fraction, config.seed)
+        seeds = [
+            {"seed": seed, **pick(train(data, replace(config, seed=seed), val_mask=val, progress=False))}
+            for seed in parse_seeds(args.ablation_seeds)
+        ]
+        fold_of = sequence_folds(data.groups, args.folds, seed=config.seed) if args.folds else None
+        cv = [pick(train(data, config, val_mask=fold_of == k, progress=False)) for k in range(args.folds)]
+        out.append({"variant": name, "person_features": data.person_features, "seeds": seeds, "cv": cv})
+        print(
+            name, "seeds MPCA", [round(r["mpca"], 3) for r in seeds], "cv", [round(r["mpca"], 3) for r in cv]
+        )
+    return out
+
+
+def pick(result: Any) -> dict[str, float]:
+    return {k: float(result.val_metrics[k]) for k in ("accuracy", "mpca", "macro_f1")}
 
 
 def smoothed_metrics(
@@ -215,6 +293,26 @@ def markdown(r: dict[str, Any]) -> str:
             for a in cv[0].get("smoothed", {})
         ]
         lines.append(f"| mean ± std | | {mp.mean():.3f} ± {mp.std():.3f} | | {' / '.join(smo)} | |")
+    if r.get("ablations"):
+        lines += [
+            "",
+            "## Ablations: model seeds, and what annotated body orientation would add",
+            "",
+            "Same split and CV folds. The orientation row gives each person its **annotated** 8-way body "
+            "orientation (cos, sin) and the pair the cosine of the orientation difference: not boxes and tracks "
+            "(so not a valid entry for the target above), but the upper bound of a body-orientation estimator.",
+            "",
+            "| variant | validation MPCA per seed | mean ± std | CV MPCA (seed 0) mean ± std |",
+            "|---|---|---|---|",
+        ]
+        for a in r["ablations"]:
+            mp = np.array([s["mpca"] for s in a["seeds"]])
+            cv = np.array([f["mpca"] for f in a["cv"]])
+            cv_cell = f"{cv.mean():.3f} ± {cv.std():.3f}" if len(cv) else "-"
+            lines.append(
+                f"| {a['variant']} | {' / '.join(f'{v:.3f}' for v in mp)} | {mp.mean():.3f} ± {mp.std():.3f} | "
+                f"{cv_cell} |"
+            )
     lines += ["", f"Environment: {r['environment']}"]
     return "\n".join(lines)
 
@@ -275,6 +373,8 @@ def main() -> None:
     if args.folds:
         report["cv"] = cross_validate(data, replace(config), args.folds, rows, args.stride)
         print("cv MPCA:   ", [round(f["mpca"], 3) for f in report["cv"]])
+    if args.ablation_seeds:
+        report["ablations"] = ablations(sequences, args, config)
     paths = write("bench_cad", report, markdown(report), args.out or Path(__file__).parent / "results")
     print("wrote", *paths)
 
