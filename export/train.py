@@ -103,7 +103,13 @@ def ignored_columns(data: FeatureData, names: tuple[str, ...]) -> tuple[int, ...
         if name == VIEWPOINT:
             from pairedge.features import get_spec
 
-            wanted |= get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
+            matched = get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
+            if not matched:
+                raise InputError(
+                    f"ignore_features: {VIEWPOINT!r} matches no column of these {data.feature_spec!r} features "
+                    f"(its viewpoint columns are {sorted(get_spec(data.feature_spec).viewpoint_names)})"
+                )
+            wanted |= matched
         else:
             wanted.add(name)
     unknown = sorted(wanted - set(data.feature_names))

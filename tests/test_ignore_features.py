@@ -92,6 +92,12 @@ def test_viewpoint_expands_to_the_spec_columns_of_the_stage() -> None:
     ]  # fmt: skip
     liang = get_spec("liang2026")
     assert liang.viewpoint_names <= set(liang.stage2_names)
+    liang_stage1 = FeatureData.from_arrays(
+        stage1.X[:, :7], stage1.y, stage1.groups, stage1.labels, feature_spec="liang2026",
+        feature_names=liang.stage1_names,
+    )  # fmt: skip
+    with pytest.raises(InputError, match="'viewpoint' matches no column"):
+        ignored_columns(liang_stage1, ("viewpoint",))
     with pytest.raises(InputError, match=r"unknown feature names \['nope'\]"):
         ignored_columns(stage1, ("nope",))
     unnamed = FeatureData.from_arrays(
