@@ -94,7 +94,8 @@ def box_flow_errors(video: Path, gt: Path, flow: FlowConfig, max_frames: int | N
     arrays = {k: np.asarray(v) for k, v in errors.items()}
     return {"flow": flow_label(flow), **{k: error_summary(v) for k, v in arrays.items() if k != "inner_gain"},
             "inner_gain_moving": error_summary(arrays["inner_gain"]),
-            "moving_inner": error_summary(arrays["inner"][arrays["displacement"] > 1.0])}  # fmt: skip
+            "moving_inner": error_summary(arrays["inner"][arrays["displacement"] > 1.0]),
+            "displacement_moving": error_summary(arrays["displacement"][arrays["displacement"] > 1.0])}  # fmt: skip
 
 
 def annotation_jitter(gt: Path) -> dict[str, float]:
