@@ -117,10 +117,11 @@ def orientation_columns(seq: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np
 def ablation_data(sequences: list[Any], history: int, stride: int, orientation: bool) -> Any:
     """Stage-2 rows of all sequences, box-only, optionally with the annotated orientation columns."""
     from pairedge.datasets.arrays import FeatureData
+    from pairedge.features import get_spec
     from pairedge.labels import CAD8
 
     config = extractor_config("pairedge", {"history": history})
-    fp = 12  # person block width of pairedge v1 (checked below against the spec)
+    fp = get_spec("pairedge").person_dim  # stage 2 = [a (fp), b (fp), pair]
     xs, ys, gs = [], [], []
     for seq in sequences:
         rows = sequence_pair_rows(seq, "pairedge", 2, stride, config)
@@ -143,9 +144,7 @@ def ablation_data(sequences: list[Any], history: int, stride: int, orientation: 
 def ablations(sequences: list[Any], args: argparse.Namespace, config: TrainConfig) -> list[dict[str, Any]]:
     """Validation MPCA per model seed and CV MPCA (seed 0) for box-only and box + annotated orientation."""
     from pairedge.datasets.sources import parse_seeds
-    from pairedge.features import get_spec
 
-    assert get_spec("pairedge").person_dim == 12
     out = []
     for name, orientation in (
         ("boxes and tracks (box-only)", False),
