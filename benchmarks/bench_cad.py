@@ -114,8 +114,8 @@ def orientation_columns(seq: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np
     return unit(a), unit(b), np.where(known, np.cos((a - b) * np.pi / 4), 0.0)[:, None]
 
 
-def ablation_data(sequences: list[Any], history: int, stride: int, orientation: bool) -> Any:
-    """Stage-2 rows of all sequences, box-only, optionally with the annotated orientation columns."""
+def orientation_data(sequences: list[Any], history: int, stride: int) -> Any:
+    """Stage-2 box-only rows of all sequences with the annotated orientation columns added."""
     from pairedge.datasets.arrays import FeatureData
     from pairedge.features import get_spec
     from pairedge.labels import CAD8
@@ -125,14 +125,13 @@ def ablation_data(sequences: list[Any], history: int, stride: int, orientation: 
     xs, ys, gs = [], [], []
     for seq in sequences:
         rows = sequence_pair_rows(seq, "pairedge", 2, stride, config)
-        x = rows.X
-        if orientation:
-            oa, ob, rel = orientation_columns(seq, rows)
-            x = np.concatenate([x[:, :fp], oa, x[:, fp : 2 * fp], ob, x[:, 2 * fp :], rel], axis=1)
-        xs.append(x)
+        oa, ob, rel = orientation_columns(seq, rows)
+        xs.append(
+            np.concatenate([rows.X[:, :fp], oa, rows.X[:, fp : 2 * fp], ob, rows.X[:, 2 * fp :], rel], axis=1)
+        )
         ys.append(rows.y)
         gs.append(np.full(len(rows.y), f"cad{seq.sequence or 0:02d}"))
-    person = fp + (2 if orientation else 0)
+    person = fp + 2
     x = np.concatenate(xs)
     return FeatureData.from_arrays(
         x, np.concatenate(ys), np.concatenate(gs), CAD8.classes, feature_spec="pairedge",
@@ -141,23 +140,34 @@ def ablation_data(sequences: list[Any], history: int, stride: int, orientation: 
     )  # fmt: skip
 
 
-def ablations(sequences: list[Any], args: argparse.Namespace, config: TrainConfig) -> list[dict[str, Any]]:
-    """Validation MPCA per model seed and CV MPCA (seed 0) for box-only and box + annotated orientation."""
+def ablations(
+    sequences: list[Any], box_only: Any, args: argparse.Namespace, config: TrainConfig
+) -> list[dict[str, Any]]:
+    """Validation MPCA per model seed and CV MPCA (seed 0) for the benchmark's box-only rows and for the same
+    rows with the annotated orientation added."""
     from pairedge.datasets.sources import parse_seeds
 
     out = []
-    for name, orientation in (
-        ("boxes and tracks (box-only)", False),
-        ("boxes and tracks + annotated body orientation", True),
+    for name, data in (
+        ("boxes and tracks (box-only)", box_only),
+        (
+            "boxes and tracks + annotated body orientation",
+            orientation_data(sequences, args.history, args.stride),
+        ),
     ):
-        data = ablation_data(sequences, args.history, args.stride, orientation)
         val = split_by_sequence(data.groups, data.y, config.val_fraction, config.seed)
         seeds = [
-            {"seed": seed, **pick(train(data, replace(config, seed=seed), val_mask=val, progress=False))}
+            {
+                "seed": seed,
+                **headline_metrics(train(data, replace(config, seed=seed), val_mask=val, progress=False)),
+            }
             for seed in parse_seeds(args.ablation_seeds)
         ]
         fold_of = sequence_folds(data.groups, args.folds, seed=config.seed) if args.folds else None
-        cv = [pick(train(data, config, val_mask=fold_of == k, progress=False)) for k in range(args.folds)]
+        cv = [
+            headline_metrics(train(data, config, val_mask=fold_of == k, progress=False))
+            for k in range(args.folds)
+        ]
         out.append({"variant": name, "person_features": data.person_features, "seeds": seeds, "cv": cv})
         print(
             name, "seeds MPCA", [round(r["mpca"], 3) for r in seeds], "cv", [round(r["mpca"], 3) for r in cv]
@@ -165,7 +175,8 @@ def ablations(sequences: list[Any], args: argparse.Namespace, config: TrainConfi
     return out
 
 
-def pick(result: Any) -> dict[str, float]:
+def headline_metrics(result: Any) -> dict[str, float]:
+    """Accuracy, MPCA and macro-F1 of a training result's validation."""
     return {k: float(result.val_metrics[k]) for k in ("accuracy", "mpca", "macro_f1")}
 
 
@@ -373,7 +384,7 @@ def main() -> None:
         report["cv"] = cross_validate(data, replace(config), args.folds, rows, args.stride)
         print("cv MPCA:   ", [round(f["mpca"], 3) for f in report["cv"]])
     if args.ablation_seeds:
-        report["ablations"] = ablations(sequences, args, config)
+        report["ablations"] = ablations(sequences, data, args, config)
     paths = write("bench_cad", report, markdown(report), args.out or Path(__file__).parent / "results")
     print("wrote", *paths)
 
