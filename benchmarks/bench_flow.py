@@ -24,13 +24,13 @@ Writes ``benchmarks/results/bench_flow.json`` and ``.md``. Run from the reposito
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+from _train_bench import write
 from bench_pets import box_flow_errors
 from bench_runtime import boxes_scene, flow_label, machine, parse_flows
 from pairedge.io.flo import endpoint_error, read_flo
@@ -151,10 +151,8 @@ def main() -> int:
         res["results"].append(row)
         print(f"{row['flow']}: {row['ms']:.2f} ms, PETS {checked['moving_inner']['median']:.2f} px "
               f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_flow.json").write_text(json.dumps(res, indent=2) + "\n")
     text = markdown(res)
-    (args.out / "bench_flow.md").write_text(text)
+    write("bench_flow", res, text, args.out)
     print(text)
     return 0
 

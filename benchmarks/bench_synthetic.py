@@ -91,15 +91,14 @@ def paper3(data: FeatureData) -> FeatureData:
 
 
 def run_once(
-    spec: str,
-    arch: str,
-    ignore: tuple[str, ...],
+    model: tuple[str, str, tuple[str, ...]],
     task: str,
     sets: dict[str, FeatureData],
     args: argparse.Namespace,
     seed: int,
 ) -> dict[str, Any]:
-    """Train with one model seed; metrics on both held-out test sets."""
+    """Train ``model`` = (spec, architecture, ignored features) with one seed; metrics on both test sets."""
+    spec, arch, ignore = model
     pick = paper3 if task == "paper3" else (lambda d: d)
     train_data = resolve_data(pick(sets["train"]), spec, 2)
     config = TrainConfig(
@@ -123,15 +122,11 @@ def run_once(
 
 
 def run_model(
-    spec: str,
-    arch: str,
-    ignore: tuple[str, ...],
-    task: str,
-    sets: dict[str, FeatureData],
-    args: argparse.Namespace,
+    model: tuple[str, str, tuple[str, ...]], task: str, sets: dict[str, FeatureData], args: argparse.Namespace
 ) -> dict[str, Any]:
     """Every model seed; mean and standard deviation of the headline numbers."""
-    runs = [run_once(spec, arch, ignore, task, sets, args, seed) for seed in parse_seeds(args.model_seeds)]
+    spec, arch, ignore = model
+    runs = [run_once(model, task, sets, args, seed) for seed in parse_seeds(args.model_seeds)]
     row: dict[str, Any] = {"spec": spec, "architecture": arch, "ignore_features": list(ignore), "task": task,
                            "num_parameters": runs[0]["num_parameters"], "runs": runs}  # fmt: skip
     for preset in ("static", "moving"):
@@ -211,9 +206,9 @@ def main() -> None:
         }
         rows = {k: len(v.y) for k, v in sets.items()}
         for task in ("sim7", "paper3"):
-            for model_spec, arch, ignore in MODELS:
-                if model_spec == spec:
-                    results.append(run_model(spec, arch, ignore, task, sets, args))
+            for model in MODELS:
+                if model[0] == spec:
+                    results.append(run_model(model, task, sets, args))
     report = {
         "benchmark": "synthetic_static_vs_moving",
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
