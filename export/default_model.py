@@ -4,7 +4,8 @@ Follows :data:`pairedge.default_model.RECIPE` exactly: simulator scenes of the l
 seeds, the ``pairedge`` spec with the runtime's flow, stage 1 (interacting or not) and stage 2 (the paper's
 3 classes) trained with the listed configurations, exported to ``stage1.onnx`` / ``stage2.onnx`` with the
 recipe in their metadata, and evaluated on held-out seeds of every preset. Writes ``recipe.json`` with the
-recipe, the data fingerprints, the model sizes and the held-out metrics.
+recipe, the data fingerprints, the model sizes and the held-out metrics, then a fresh ``manifest.json`` with
+the SHA-256 of all three files (:mod:`pairedge.modelfolder`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from pairedge.export.evaluation import classification_metrics
 from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train
+from pairedge.modelfolder import write_manifest
 
 TASK_STAGE = {"stage1": 1, "paper3": 2}
+#: The files of the default model folder and their roles in its ``manifest.json``.
+MANIFEST_ROLES = {"stage1.onnx": "stage1", "stage2.onnx": "stage2", "recipe.json": "recipe"}
 
 
 def feature_sets(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict[str, FeatureData]:
@@ -94,6 +98,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         }
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_manifest(out, MANIFEST_ROLES)
     return summary
 
 

@@ -22,6 +22,7 @@ import torch
 from pairedge.errors import ModelError
 from pairedge.export.checkpoint import Checkpoint
 from pairedge.export.models import count_parameters, get_normalization
+from pairedge.modelfolder import STAGE_FILES, Manifest, register_files
 from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 from torch import nn
 
@@ -173,6 +174,19 @@ def export_model(
         num_parameters=count_parameters(model),
         onnx_bytes=out.stat().st_size,
     )
+
+
+def register_export(result: ExportResult) -> Manifest | None:
+    """Record an exported ``stage{1,2}.onnx`` in its folder's ``manifest.json`` (created if missing).
+
+    Files with other names are not part of a model folder's layout and are not registered (returns None);
+    :func:`pairedge.runtime.loading.find_models` only picks ``stage1.onnx`` / ``stage2.onnx``.
+    """
+    name = result.path.name
+    role = f"stage{result.metadata.stage}"
+    if name != STAGE_FILES[role]:
+        return None
+    return register_files(result.path.parent, {name: role})
 
 
 def export_checkpoint(ckpt: Checkpoint, out: str | Path, **kwargs: object) -> ExportResult:

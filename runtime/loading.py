@@ -1,4 +1,11 @@
-"""Finding and checking the two classifiers of a pipeline, and choosing its flow backend."""
+"""Finding, verifying and checking the two classifiers of a pipeline, and choosing its flow backend.
+
+A model folder (SPEC section 5) holds ``stage{1,2}.onnx`` (fp32) and optionally ``stage{1,2}.{fp16,int8}.onnx``;
+:func:`find_models` picks the files of the requested precision and, when the folder has a ``manifest.json``,
+checks their SHA-256 against it (a mismatch is a :class:`~pairedge.errors.ModelIntegrityError`). A folder
+without a manifest (exports from before manifests existed, or two loose files) still loads; the
+:class:`ModelPair` says ``verified=False`` and its ``integrity`` note says why.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge.errors import ModelError
+from pairedge.errors import InputError, ModelError
 from pairedge.features import FeatureSpec
+from pairedge.modelfolder import MANIFEST_NAME, read_manifest, verify_files
 from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
@@ -19,12 +27,25 @@ STAGE2_FILE = "stage2.onnx"
 DEFAULT_DIS_PRESET = "fast"
 
 
+PRECISIONS = ("fp32", "fp16", "int8")
+
+
 @dataclass(frozen=True)
 class ModelPair:
-    """The stage-1 and stage-2 classifiers of one pipeline, checked to agree with each other."""
+    """The stage-1 and stage-2 classifiers of one pipeline, checked to agree with each other.
+
+    Attributes:
+        stage1, stage2: the checked model files.
+        precision: "fp32", "fp16" or "int8": which files of the model folder these are.
+        verified: True when both files matched the SHA-256 recorded in the folder's ``manifest.json``.
+        integrity: one line saying how the files were checked ("verified against ...", or why "unverified").
+    """
 
     stage1: ModelFile
     stage2: ModelFile
+    precision: str = "fp32"
+    verified: bool = False
+    integrity: str = "unverified: loaded without a manifest check"
 
     @property
     def spec(self) -> FeatureSpec:
@@ -53,26 +74,89 @@ class ModelPair:
         return configs[0] or configs[1]
 
 
-def find_models(model: str | Path | Sequence[str | Path]) -> ModelPair:
-    """Locate and check the two classifiers.
+def stage_file_names(precision: str = "fp32") -> tuple[str, str]:
+    """``("stage1.onnx", "stage2.onnx")`` for fp32, ``("stage1.{p}.onnx", "stage2.{p}.onnx")`` otherwise."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "fp32":
+        return STAGE1_FILE, STAGE2_FILE
+    return f"stage1.{precision}.onnx", f"stage2.{precision}.onnx"
+
+
+def _folder_paths(folder: Path, precision: str) -> list[Path]:
+    names = stage_file_names(precision)
+    paths = [folder / n for n in names]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing and precision != "fp32":
+        raise ModelError(
+            f"{folder}: no {precision} models here (missing {', '.join(missing)}); `pairedge calibrate` makes "
+            f"them in the model folder; or load precision='fp32'"
+        )
+    if missing:
+        raise ModelError(
+            f"{folder}: {', '.join(missing)} not found; expected a model directory with {STAGE1_FILE} and "
+            f"{STAGE2_FILE} (`pairedge export --out {folder}/stage1.onnx ...`), or pass both files"
+        )
+    return paths
+
+
+def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
+    """Verify the files against the manifest of their folder, when it has one.
+
+    Returns ``(True, note)`` when every file matched its recorded SHA-256, ``(False, note)`` when the folder
+    has no manifest (older exports, loose files: loaded, reported unverified).
+
+    Raises:
+        ModelIntegrityError: a manifest exists and a file is not listed, or its hash or size differs.
+    """
+    folders = {p.resolve().parent for p in paths}
+    checked: list[str] = []
+    for folder in sorted(folders):
+        if read_manifest(folder) is None:
+            return False, (
+                f"unverified: {folder} has no {MANIFEST_NAME} (exported before manifests, or loose files); "
+                "re-export with `pairedge export` to record SHA-256 hashes"
+            )
+        names = [p.resolve().name for p in paths if p.resolve().parent == folder]
+        verify_files(folder, names)
+        checked.append(str(folder / MANIFEST_NAME))
+    return True, f"verified: SHA-256 of {', '.join(p.name for p in paths)} match {', '.join(checked)}"
+
+
+def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32") -> ModelPair:
+    """Locate, verify and check the two classifiers.
 
     Args:
-        model: a directory holding ``stage1.onnx`` and ``stage2.onnx``, or the two files (stage 1 first).
+        model: a model folder (``stage1.onnx`` + ``stage2.onnx``, for other precisions
+            ``stage{1,2}.{precision}.onnx``; verified against its ``manifest.json`` when it has one), or the
+            two files (stage 1 first; verified when their folder has a manifest).
+        precision: "fp32", "fp16" or "int8" (a model folder only).
 
     Raises:
         ModelError: missing files, wrong stages, or stages of different feature specs.
+        ModelIntegrityError: a file does not match the folder's manifest.
     """
+    stage_file_names(precision)
     if isinstance(model, str | Path):
         folder = Path(model).expanduser()
         if not folder.is_dir():
             raise ModelError(
                 f"{model}: expected a model directory with {STAGE1_FILE} and {STAGE2_FILE} (or pass both files)"
             )
-        paths = [folder / STAGE1_FILE, folder / STAGE2_FILE]
+        paths = _folder_paths(folder, precision)
     else:
         paths = [Path(p).expanduser() for p in model]
         if len(paths) != 2:
             raise ModelError(f"expected two model files (stage 1, stage 2), got {len(paths)}")
+        if precision != "fp32":
+            raise InputError(
+                f"precision={precision!r} picks files in a model folder; pass the folder, or pass the two "
+                f"{precision} files with the default precision"
+            )
+        for p in paths:
+            if not p.is_file():
+                raise ModelError(f"{p}: model file not found; fix the path")
+    verified, note = check_integrity(paths)
     stage1 = load_model(paths[0], stage=1)
     stage2 = load_model(paths[1], stage=2)
     m1, m2 = stage1.metadata, stage2.metadata
@@ -81,7 +165,7 @@ def find_models(model: str | Path | Sequence[str | Path]) -> ModelPair:
             f"stage 1 uses feature spec {m1.feature_spec} v{m1.feature_spec_version} but stage 2 uses "
             f"{m2.feature_spec} v{m2.feature_spec_version}; export both stages with the same spec"
         )
-    return ModelPair(stage1, stage2)
+    return ModelPair(stage1, stage2, precision=precision, verified=verified, integrity=note)
 
 
 def spec_uses_flow(spec: FeatureSpec, feature_config: Any) -> bool:

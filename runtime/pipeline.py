@@ -104,21 +104,28 @@ class Pipeline:
         backend: str = "auto",
         flow: str | FlowBackend | None = "auto",
         config: PipelineConfig | None = None,
+        *,
+        precision: str = "fp32",
     ) -> Pipeline:
         """Load a model and build the pipeline.
 
         Args:
-            model: a directory with ``stage1.onnx`` and ``stage2.onnx``, or those two files.
+            model: a model folder with ``stage1.onnx`` and ``stage2.onnx`` (verified against its
+                ``manifest.json`` when present; see :func:`pairedge.runtime.loading.find_models`), or those
+                two files.
             backend: classifier backend name ("auto", "onnxruntime", "onnxruntime-cuda", ...).
             flow: "auto" (the backend the model's feature spec was defined with), a registered flow backend
                 name, a :class:`FlowBackend`, or "none" (box-only).
             config: :class:`PipelineConfig`; None for the defaults.
+            precision: "fp32" (``stage{1,2}.onnx``), "fp16" or "int8" (``stage{1,2}.{precision}.onnx``, made by
+                ``pairedge calibrate``). ``pipeline.models.integrity`` says whether the files were verified.
 
         Raises:
-            ModelError, BackendError, InputError: with the reason and how to fix it.
+            ModelError, BackendError, InputError: with the reason and how to fix it (ModelIntegrityError
+                when a file does not match the folder's manifest).
         """
         config = config or PipelineConfig()
-        models = find_models(model)
+        models = find_models(model, precision=precision)
         feature_config = config.features if config.features is not None else models.feature_config()
         uses_flow = spec_uses_flow(models.spec, feature_config)
         flow_backend = make_flow_backend(flow, models.spec, uses_flow, config)

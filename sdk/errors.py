@@ -44,6 +44,10 @@ class ModelError(PairedgeError, ValueError):
     """A model file is unusable: unknown feature spec, missing metadata, unsafe external data, ..."""
 
 
+class ModelIntegrityError(ModelError):
+    """A model folder's file does not match its manifest (SHA-256 or size), or is missing / not listed."""
+
+
 class BackendError(PairedgeError, RuntimeError):
     """A flow or classifier backend failed or is unavailable on this machine."""
 

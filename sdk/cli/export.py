@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from pairedge.cli.app import app, console, handle_errors
 from pairedge.errors import InputError
+from rich.markup import escape
 
 
 @app.command("export")
@@ -36,9 +37,10 @@ def export_command(
 
     require("torch", purpose="pairedge export")
     from pairedge.export.checkpoint import load_checkpoint
-    from pairedge.export.onnx_export import export_checkpoint
+    from pairedge.export.onnx_export import export_checkpoint, register_export
     from pairedge.export.paper_import import import_paper_stage1, import_paper_stage2
     from pairedge.labels import get_label_set
+    from pairedge.modelfolder import MANIFEST_NAME
 
     if paper_stage1 and paper_stage2:
         raise InputError("give at most one of --paper-stage1 and --paper-stage2")
@@ -51,6 +53,7 @@ def export_command(
     else:
         ckpt = load_checkpoint(checkpoint)
     result = export_checkpoint(ckpt, out, opset=opset)
+    manifest = register_export(result)
     meta = result.metadata
     console.print(
         f"wrote {result.path} ({result.onnx_bytes} bytes, opset {result.opset}): stage {meta.stage}, "
@@ -63,3 +66,13 @@ def export_command(
         f"(pairs {list(result.batch_sizes)}, max |logit| {result.max_abs_logit:.3g})",
         highlight=False,
     )
+    if manifest is not None:
+        console.print(
+            f"recorded its SHA-256 in {escape(str(result.path.parent / MANIFEST_NAME))}", highlight=False
+        )
+    else:
+        console.print(
+            f"not recorded in a model manifest: name the file stage{meta.stage}.onnx to make it part of a "
+            "model folder (Pipeline.load picks stage1.onnx / stage2.onnx)",
+            highlight=False,
+        )
