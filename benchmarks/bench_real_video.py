@@ -1,0 +1,366 @@
+"""The bundled model on real video it never saw: PETS 2009 S2.L1 (768 x 576, 795 frames, an elevated
+surveillance camera, people 40-130 px tall, many crossing paths), judged against the ground plane.
+
+Nothing is fitted on PETS: this is a check only. Two runs of the streaming :class:`Pipeline` (the same code
+as ``pairedge run``) over the whole video, with the model's own flow settings:
+
+1. ground-truth tracks ``mot15/gt/gt.txt`` (ids given);
+2. raw ACF detections ``mot15/det/det.txt`` (ids -1: the built-in tracker assigns them). Every kept
+   detection is matched to a ground-truth person of the same frame (Hungarian assignment on IoU,
+   IoU >= 0.5) so its linked pairs can be judged; a linked pair with an unmatched member counts as
+   not together.
+
+**"Together" (ground truth, documented definition).** ``gt.txt`` carries each person's ground-plane position
+in metres (columns 8-9). For two people present at frame t, take the centred window t +- ``--window`` frames
+(default 10 = +-1 s at the file's 10 fps) and the frames of it where both are present (at least
+``--min-common`` = 5). The pair is *together* at t when, over those frames,
+
+* **near**: median distance <= ``--near`` m (1.5) and maximum distance <= ``--near-max`` m (2.5), and
+* **moving alike or both still**: both mean speeds (least-squares slope of the position) below ``--still``
+  m/s (0.3), or the difference of their velocity vectors at most ``--vel-diff`` m/s (0.5) with the cosine of
+  the two velocities at least 0.8.
+
+Two people who cross, pass or meet briefly are near for a moment but move differently: not together.
+
+Reported per run: the share of each predicted label among the interacting (linked) pair-frames; the
+distance of the linked pairs, median per label, in body heights (box-centre distance / mean box height)
+and in metres (ground plane); precision (linked pair-frames that are together), recall (together
+pair-frames that are linked; for raw detections, over all ground-truth together pair-frames) and F1.
+Writes ``benchmarks/results/bench_real_video.json`` / ``.md`` and, with ``--png``, one frame with the pair
+links drawn (``docs/images/pets_pairs.png``). Run from the repository root::
+
+    python benchmarks/bench_real_video.py                      # ../shared/data, about 1 minute
+    python benchmarks/bench_real_video.py /path/to/pets09_s2l1 --model runs/candidate --out /tmp/r
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from pairedge.default_model import default_model_dir
+from pairedge.io.mot import read_mot
+from pairedge.runtime import Pipeline
+from pairedge.runtime.sources import FrameSource, read_detections
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"
+PNG = HERE.parent / "docs" / "images" / "pets_pairs.png"
+
+
+@dataclass(frozen=True)
+class Together:
+    """The ground-plane definition of "together" (see the module docstring); units metres, seconds."""
+
+    window: int = 10
+    min_common: int = 5
+    near: float = 1.5
+    near_max: float = 2.5
+    still: float = 0.3
+    vel_diff: float = 0.5
+    min_cos: float = 0.8
+
+
+def ground_positions(gt: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Ground-plane positions from a MOT15 ``gt.txt``.
+
+    Returns:
+        pos: (F, T, 2) float64 metres indexed by [video frame (0-based), track id], NaN where absent.
+        present: (F, T) bool.
+    """
+    table = read_mot(gt)
+    frames, ids = table.frame - 1, table.track_id
+    pos = np.full((int(frames.max()) + 1, int(ids.max()) + 1, 2), np.nan)
+    pos[frames, ids] = table.extra[:, :2]
+    return pos, np.isfinite(pos).all(axis=2)
+
+
+def together_matrix(pos: np.ndarray, fps: float, rule: Together = Together()) -> np.ndarray:
+    """(F, T, T) bool: pair (i, j) together at frame f by ``rule`` (symmetric, False on the diagonal).
+
+    Args:
+        pos: (F, T, 2) metres, NaN where a person is absent. fps: frames per second of the file.
+    """
+    f_count, t_count = pos.shape[:2]
+    out = np.zeros((f_count, t_count, t_count), bool)
+    offsets = np.arange(-rule.window, rule.window + 1)
+    times = offsets / fps
+    for f in range(f_count):
+        idx = np.clip(f + offsets, 0, f_count - 1)
+        valid_t = (f + offsets >= 0) & (f + offsets < f_count)
+        win = pos[idx]  # (K, T, 2)
+        here = np.flatnonzero(np.isfinite(pos[f]).all(axis=1))
+        for n, i in enumerate(here):
+            for j in here[n + 1 :]:
+                both = valid_t & np.isfinite(win[:, i]).all(axis=1) & np.isfinite(win[:, j]).all(axis=1)
+                if both.sum() < rule.min_common:
+                    continue
+                a, b, t = win[both, i], win[both, j], times[both]
+                d = np.hypot(*(a - b).T)
+                if np.median(d) > rule.near or d.max() > rule.near_max:
+                    continue
+                va, vb = _slope(t, a), _slope(t, b)
+                sa, sb = np.hypot(*va), np.hypot(*vb)
+                still = sa < rule.still and sb < rule.still
+                cos = float(va @ vb / max(sa * sb, 1e-9))
+                alike = np.hypot(*(va - vb)) <= rule.vel_diff and cos >= rule.min_cos
+                out[f, i, j] = out[f, j, i] = bool(still or alike)
+    return out
+
+
+def _slope(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Least-squares velocity (2,) of positions p (K, 2) at times t (K,)."""
+    tc = t - t.mean()
+    return (tc @ (p - p.mean(axis=0))) / max(float(tc @ tc), 1e-9)
+
+
+def match_to_truth(boxes: np.ndarray, truth_boxes: np.ndarray, truth_ids: np.ndarray, min_iou: float = 0.5):
+    """Ground-truth id (or -1) of each box (N, 4) ``x y w h`` by Hungarian assignment on IoU >= ``min_iou``."""
+    from scipy.optimize import linear_sum_assignment
+
+    out = np.full(len(boxes), -1, np.int64)
+    if not len(boxes) or not len(truth_boxes):
+        return out
+    a, b = boxes[:, None, :].astype(np.float64), truth_boxes[None, :, :].astype(np.float64)
+    iw = np.clip(
+        np.minimum(a[..., 0] + a[..., 2], b[..., 0] + b[..., 2]) - np.maximum(a[..., 0], b[..., 0]), 0, None
+    )
+    ih = np.clip(
+        np.minimum(a[..., 1] + a[..., 3], b[..., 1] + b[..., 3]) - np.maximum(a[..., 1], b[..., 1]), 0, None
+    )
+    inter = iw * ih
+    iou = inter / (a[..., 2] * a[..., 3] + b[..., 2] * b[..., 3] - inter)
+    rows, cols = linear_sum_assignment(-iou)
+    ok = iou[rows, cols] >= min_iou
+    out[rows[ok]] = truth_ids[cols[ok]]
+    return out
+
+
+def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], together: np.ndarray,
+             pos: np.ndarray, png_frame: int | None = None) -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
+    """One pipeline pass; the metrics of the linked pairs and, optionally, the annotated ``png_frame``."""
+    dets = read_detections(detections)
+    source = FrameSource(video)
+    labels: list[str] = []
+    linked_rows: list[tuple[int, str, float, float, bool]] = []  # frame, label, heights, metres, together
+    recalled: set[tuple[int, int, int]] = set()
+    scored_together = 0
+    picture = None
+    with Pipeline.load(model) as pipe:
+        labels = list(pipe.labels)
+        for index, image in source:
+            result = pipe.step(image, dets.get(index), index / source.fps, frame_index=index)
+            t = truth.get(index + 1)
+            gid_of = _ids_to_truth(result, t, dets.with_ids)
+            boxes = result.boxes.astype(np.float64)
+            row_of = {int(k): n for n, k in enumerate(result.track_ids.tolist())}
+            for (a, b), lab in zip(result.pairs.tolist(), result.label_ids.tolist(), strict=True):
+                ga, gb = gid_of.get(a, -1), gid_of.get(b, -1)
+                known = ga >= 0 and gb >= 0 and ga != gb and index < len(together)
+                is_together = bool(known and together[index, ga, gb])
+                scored_together += is_together
+                if lab < 0:
+                    continue
+                if is_together:
+                    recalled.add((index, min(ga, gb), max(ga, gb)))
+                ba, bb = boxes[row_of[a]], boxes[row_of[b]]
+                heights = float(
+                    np.hypot(*((ba[:2] + ba[2:] / 2) - (bb[:2] + bb[2:] / 2))) / ((ba[3] + bb[3]) / 2)
+                )
+                metres = float(np.hypot(*(pos[index, ga] - pos[index, gb]))) if known else float("nan")
+                linked_rows.append((index, labels[lab], heights, metres, is_together))
+            if png_frame is not None and index == png_frame and image is not None:
+                picture = draw_links(
+                    image, result, gid_of, together[index] if index < len(together) else None
+                )
+    truth_total = int(np.triu(together, 1).sum())
+    return summarise(labels, linked_rows, len(recalled), truth_total, scored_together), picture
+
+
+def _ids_to_truth(result: Any, truth_dets: Any, with_ids: bool) -> dict[int, int]:
+    """Pipeline track id -> ground-truth id for this frame (identity for ground-truth tracks)."""
+    ids = result.track_ids.tolist()
+    if with_ids:
+        return {int(i): int(i) for i in ids}
+    if truth_dets is None:
+        return {}
+    gids = match_to_truth(result.boxes, truth_dets.boxes, truth_dets.track_ids)
+    return dict(zip((int(i) for i in ids), gids.tolist(), strict=True))
+
+
+def summarise(labels: list[str], rows: list[tuple[int, str, float, float, bool]], recalled: int,
+              truth_total: int, scored_together: int) -> dict[str, Any]:  # fmt: skip
+    """Label shares, distances per label, precision / recall / F1 of the linked pair-frames."""
+    n = len(rows)
+    lab = np.array([r[1] for r in rows]) if n else np.zeros(0, str)
+    heights = np.array([r[2] for r in rows], np.float64)
+    metres = np.array([r[3] for r in rows], np.float64)
+    ok = np.array([r[4] for r in rows], bool)
+    per_label = {}
+    for name in labels:
+        sel = lab == name
+        per_label[name] = {
+            "pair_frames": int(sel.sum()),
+            "share": float(sel.mean()) if n else 0.0,
+            "median_body_heights": _median(heights[sel]),
+            "median_metres": _median(metres[sel]),
+            "together_fraction": float(ok[sel].mean()) if sel.any() else None,
+        }
+    precision = float(ok.mean()) if n else 0.0
+    recall = recalled / truth_total if truth_total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "linked_pair_frames": n,
+        "labels": per_label,
+        "median_body_heights": _median(heights),
+        "median_metres": _median(metres),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "together_pair_frames": truth_total,
+        "together_pair_frames_scored": scored_together,
+        "linked_unmatched": int(np.isnan(metres).sum()),
+    }
+
+
+def _median(x: np.ndarray) -> float | None:
+    x = x[np.isfinite(x)]
+    return float(np.median(x)) if len(x) else None
+
+
+def draw_links(
+    image: np.ndarray, result: Any, gid_of: dict[int, int], together: np.ndarray | None
+) -> np.ndarray:
+    """The frame with boxes, linked pairs (solid, coloured by label, with the label) and ground-truth together
+    pairs the model missed (dashed grey)."""
+    out = image.copy()
+    colours = [(60, 200, 60), (40, 160, 255), (255, 80, 200), (200, 200, 0), (0, 0, 255)]
+    centre = {
+        int(i): (b[:2] + b[2:] / 2).astype(int) for i, b in zip(result.track_ids, result.boxes, strict=True)
+    }
+    for i, b in zip(result.track_ids, result.boxes.astype(int), strict=True):
+        cv2.rectangle(out, (b[0], b[1]), (b[0] + b[2], b[1] + b[3]), (230, 230, 230), 1)
+        cv2.putText(out, str(int(i)), (b[0], b[1] - 3), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (230, 230, 230), 1)
+    linked = set()
+    for (a, b), lab in zip(result.pairs.tolist(), result.label_ids.tolist(), strict=True):
+        if lab < 0:
+            continue
+        linked.add((a, b))
+        c = colours[lab % len(colours)]
+        cv2.line(out, tuple(centre[a]), tuple(centre[b]), c, 2)
+        mid = (centre[a] + centre[b]) // 2
+        cv2.putText(out, result.labels[lab], tuple(mid), cv2.FONT_HERSHEY_SIMPLEX, 0.45, c, 1)
+    if together is not None:
+        for a, b in result.pairs.tolist():
+            ga, gb = gid_of.get(a, -1), gid_of.get(b, -1)
+            if (a, b) not in linked and ga >= 0 and gb >= 0 and together[ga, gb]:
+                p, q = centre[a].astype(float), centre[b].astype(float)
+                for s in np.linspace(0, 1, 12)[::2]:
+                    cv2.line(
+                        out,
+                        tuple((p + (q - p) * s).astype(int)),
+                        tuple((p + (q - p) * (s + 1 / 11)).astype(int)),
+                        (160, 160, 160),
+                        1,
+                    )
+    return out
+
+
+def markdown(res: dict[str, Any]) -> str:
+    rule = res["together_rule"]
+    lines = [
+        "# The bundled model on real video: PETS 2009 S2.L1, judged on the ground plane",
+        "",
+        f"`python benchmarks/bench_real_video.py` — model `{res['model']}` ({res['model_spec']}), video "
+        f"{res['frames']} frames; nothing is fitted on PETS. Together (ground truth from `gt.txt` metres): window "
+        f"+-{rule['window']} frames, median distance <= {rule['near']} m and max <= {rule['near_max']} m, and both "
+        f"slower than {rule['still']} m/s or velocity difference <= {rule['vel_diff']} m/s with cosine >= "
+        f"{rule['min_cos']}. {res['together_pair_frames_gt']} together pair-frames in the ground truth.",
+        "",
+        "| run | linked pair-frames | precision (linked that are together) | recall (together that are linked) | F1 "
+        "| median distance body heights / m | linked with an unmatched person |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in res["runs"].items():
+        m = r["median_metres"]
+        lines.append(
+            f"| {name} | {r['linked_pair_frames']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | "
+            f"{_f(r['median_body_heights'])} / {_f(m)} | {r['linked_unmatched']} |"
+        )
+    for name, r in res["runs"].items():
+        lines += ["", f"## {name}: predicted labels", "",
+                  "| label | pair-frames | share of linked | median body heights | median m | together |",
+                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for lab, v in r["labels"].items():
+            lines.append(
+                f"| {lab} | {v['pair_frames']} | {100 * v['share']:.1f} % | {_f(v['median_body_heights'])} | "
+                f"{_f(v['median_metres'])} | {_f(v['together_fraction'])} |"
+            )
+    lines += ["", f"Environment: {res['environment']}"]
+    return "\n".join(lines) + "\n"
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
+    ap.add_argument("--model", type=Path, default=default_model_dir())
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--png", type=Path, default=None, help=f"write a frame with the pair links (e.g. {PNG})")
+    ap.add_argument("--png-frame", type=int, default=400)
+    ap.add_argument("--runs", default="gt,det", help="gt, det or both")
+    for field, default in Together().__dict__.items():
+        ap.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
+    args = ap.parse_args(argv)
+    cv2.setNumThreads(1)
+    if not (args.data / "vtest.avi").is_file():
+        raise SystemExit(f"PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
+    rule = Together(**{k: getattr(args, k) for k in Together().__dict__})
+    video, mot = args.data / "vtest.avi", args.data / "mot15"
+    pos, _ = ground_positions(mot / "gt" / "gt.txt")
+    fps = FrameSource(video).fps or 10.0
+    together = together_matrix(pos, fps, rule)
+    truth = read_mot(mot / "gt" / "gt.txt").by_frame()
+    from pairedge.runtime.loading import find_models
+
+    models = find_models(args.model)
+    res: dict[str, Any] = {
+        "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
+        "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,
+        "together_pair_frames_gt": int(np.triu(together, 1).sum()), "runs": {},
+        "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
+                       f"OpenCV {cv2.__version__}",
+    }  # fmt: skip
+    cases = {"gt": ("ground-truth tracks (gt.txt)", mot / "gt" / "gt.txt"),
+             "det": ("raw ACF detections (det.txt) + built-in tracker", mot / "det" / "det.txt")}  # fmt: skip
+    for key in args.runs.split(","):
+        name, path = cases[key.strip()]
+        want_png = args.png is not None and key.strip() == "gt"
+        metrics, picture = run_case(
+            video, path, args.model, truth, together, pos, args.png_frame if want_png else None
+        )
+        res["runs"][name] = metrics
+        print(f"{name}: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
+              f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})}")  # fmt: skip
+        if picture is not None:
+            args.png.parent.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(args.png), picture)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_real_video.json").write_text(json.dumps(res, indent=2) + "\n")
+    (args.out / "bench_real_video.md").write_text(markdown(res))
+    print(markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""The ground-plane "together" definition and the detection-to-truth matching of bench_real_video."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_real_video import Together, match_to_truth, together_matrix  # noqa: E402
+
+
+def _tracks(frames: int = 40) -> np.ndarray:
+    """4 people at 10 fps: 0 and 1 walk side by side, 2 stands still near 3 (still), 2 and 0 cross."""
+    t = np.arange(frames) / 10.0
+    pos = np.full((frames, 4, 2), np.nan)
+    pos[:, 0] = np.stack([1.2 * t, np.zeros_like(t)], 1)
+    pos[:, 1] = np.stack([1.2 * t, np.full_like(t, 0.8)], 1)
+    pos[:, 2] = [2.0, -0.5]
+    pos[:, 3] = [2.0, -1.5]
+    return pos
+
+
+def test_together_side_by_side_and_still_pairs_not_crossing() -> None:
+    together = together_matrix(_tracks(), 10.0)
+    mid = 20
+    assert together[mid, 0, 1] and together[mid, 1, 0]
+    assert together[mid, 2, 3]
+    # person 0 walks past the still person 2 (0.5 m away at t = 1.7 s): near, but not moving alike
+    assert not together[17, 0, 2]
+    assert not together[mid].diagonal().any()
+
+
+def test_together_needs_enough_common_frames_and_nearness() -> None:
+    pos = _tracks()
+    pos[:, 1, 1] = 3.0  # 3 m apart: not near
+    assert not together_matrix(pos, 10.0)[20, 0, 1]
+    pos = _tracks()
+    pos[np.arange(40) != 20, 3] = np.nan  # person 3 present in one frame only
+    assert not together_matrix(pos, 10.0, Together(min_common=5))[20, 2, 3]
+
+
+def test_match_to_truth_by_iou() -> None:
+    truth = np.array([[0, 0, 10, 20], [100, 0, 10, 20]], np.float32)
+    ids = np.array([7, 9])
+    boxes = np.array([[101, 1, 10, 20], [50, 50, 10, 20], [0, 0, 10, 19]], np.float32)
+    assert match_to_truth(boxes, truth, ids).tolist() == [9, -1, 7]
+    assert match_to_truth(boxes[:0], truth, ids).tolist() == []
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_pets_run_few_frames(shared_data: Path, tmp_path: Path) -> None:
+    import bench_real_video as b
+
+    pets = shared_data / "pets09_s2l1"
+    if not (pets / "vtest.avi").is_file():
+        pytest.skip("PETS S2.L1 not present")
+    assert b.main([str(pets), "--out", str(tmp_path), "--runs", "gt"]) == 0
+    text = (tmp_path / "bench_real_video.md").read_text()
+    assert "precision" in text
