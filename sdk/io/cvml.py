@@ -16,7 +16,11 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.errors import FormatError
+from pairedge.io.textio import is_int64, short
 from pairedge.types import Detections
+
+#: Boxes are stored as float32; larger magnitudes would become inf.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,11 +60,12 @@ class CvmlTracks:
 def _int_attr(elem: ET.Element, name: str, path: Path, record: str) -> int:
     raw = elem.get(name)
     try:
-        value = int(raw) if raw is not None else None
+        value = int(raw) if raw is not None and len(raw) < 40 else None
     except ValueError:
         value = None
-    if value is None:
-        raise FormatError(path, f"expected an integer attribute {name!r}, got {raw!r}", record)
+    if not is_int64(value):
+        raise FormatError(path, f"expected an integer attribute {name!r} (int64), got {short(raw)}", record)
+    assert value is not None
     return value
 
 
@@ -75,15 +80,19 @@ def _box(obj: ET.Element, path: Path, record: str) -> list[float]:
             v = float(raw) if raw is not None else math.nan
         except ValueError:
             v = math.nan
-        if not math.isfinite(v):
+        if not abs(v) <= _FLOAT32_MAX:  # NaN, inf, or inf once stored as float32
             raise FormatError(
-                path, f"expected a finite number in box attribute {name!r}, got {raw!r}", record
-            )
+                path, f"expected a finite number in box attribute {name!r} (|value| < 3.4e38, the float32 "
+                f"range), got {short(raw)}", record,
+            )  # fmt: skip
         vals.append(v)
     xc, yc, w, h = vals
     if w <= 0 or h <= 0:
         raise FormatError(path, f"expected a positive box size, got w={w}, h={h}", record)
-    return [xc - w / 2, yc - h / 2, w, h]
+    out = [xc - w / 2, yc - h / 2, w, h]
+    if not all(abs(v) <= _FLOAT32_MAX for v in out):
+        raise FormatError(path, f"box corner beyond the float32 range: {out}", record)
+    return out
 
 
 def read_cvml(path: str | Path) -> CvmlTracks:

@@ -21,6 +21,7 @@ right edge (``x + w > 3760``: it wraps around).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,11 +30,14 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
+from pairedge.io.textio import INT64_MAX, parse_json, read_text, short
 from pairedge.labels import LabelSet
 from pairedge.types import Detections
 
 _ID = re.compile(r"^\s*[A-Za-z_ ]+:\s*(\d+)\s*$")
 _FRAME = re.compile(r"(\d+)")
+#: Box coordinates are stored as float32; larger magnitudes would become inf.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,9 +87,11 @@ class JrdbFrame:
 
 
 def _person_id(path: Path, where: str, value: Any) -> int:
-    m = _ID.match(value) if isinstance(value, str) else None
-    if m is None:
-        raise FormatError(path, f"expected a label id like 'pedestrian:12', got {value!r}", where)
+    m = _ID.match(value) if isinstance(value, str) and len(value) < 200 else None
+    if m is None or len(m.group(1)) > 18:
+        raise FormatError(
+            path, f"expected a label id like 'pedestrian:12' (id < 10**18), got {short(value)}", where
+        )
     return int(m.group(1))
 
 
@@ -99,36 +105,42 @@ def _levels(path: Path, where: str, value: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, level in value.items():
         try:
-            out[str(name)] = float(level)
-        except (TypeError, ValueError):
-            raise FormatError(path, f"expected a numeric level for {name!r}, got {level!r}", where) from None
+            number = float(level)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+        if isinstance(level, bool) or not math.isfinite(number):
+            raise FormatError(
+                path, f"expected a finite numeric level for {short(name)}, got {short(level)}", where
+            )
+        out[str(name)] = number
     return out
 
 
 def _box(path: Path, where: str, value: Any) -> list[float]:
-    try:
-        box = [float(v) for v in value]
-    except (TypeError, ValueError):
-        box = []
-    if len(box) != 4 or not np.isfinite(box).all() or box[2] < 0 or box[3] < 0:
+    ok = isinstance(value, list) and len(value) == 4
+    ok = ok and all(not isinstance(v, bool) and isinstance(v, int | float) for v in value)
+    box = [float(v) if abs(v) <= _FLOAT32_MAX else math.inf for v in value] if ok else []
+    if not ok or not np.isfinite(box).all() or box[2] < 0 or box[3] < 0:
         raise FormatError(
-            path, f"expected box [x, y, w, h] of 4 finite numbers with w, h >= 0, got {value!r}", where
-        )
+            path, f"expected box [x, y, w, h] of 4 finite numbers (|value| < 3.4e38, the float32 range) "
+            f"with w, h >= 0, got {short(value)}", where,
+        )  # fmt: skip
     return box
 
 
 def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
     m = _FRAME.search(key)
-    if m is None:
+    if m is None or len(m.group(1).lstrip("0")) > 18:
         raise FormatError(
-            path, f"expected an image key with a frame number like '000123.jpg', got {key!r}", key
+            path, f"expected an image key with a frame number (< 10**18) like '000123.jpg', got {short(key)}",
+            short(key),
         )
     if not isinstance(people, list):
-        raise FormatError(path, f"expected a list of people, got {type(people).__name__}", key)
+        raise FormatError(path, f"expected a list of people, got {type(people).__name__}", short(key))
     ids, boxes, occ, attrs, acts, social, groups = [], [], [], [], [], [], []
     pair_levels: dict[tuple[int, int], dict[str, float]] = {}
     for k, person in enumerate(people):
-        where = f"labels[{key!r}][{k}]"
+        where = f"labels[{short(key)}][{k}]"
         if not isinstance(person, dict):
             raise FormatError(path, f"expected an object per person, got {type(person).__name__}", where)
         pid = _person_id(path, where + ".label_id", person.get("label_id"))
@@ -144,8 +156,11 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
         social.append(_levels(path, where + ".social_activity", person.get("social_activity")))
         group = person.get("social_group") or {}
         cid = group.get("cluster_ID", -1) if isinstance(group, dict) else -1
-        if not isinstance(cid, (int, float)) or cid != int(cid):
-            raise FormatError(path, f"expected an integer cluster_ID, got {cid!r}", where + ".social_group")
+        integral = isinstance(cid, int) or (isinstance(cid, float) and cid.is_integer())
+        if isinstance(cid, bool) or not integral or not -1 <= cid <= INT64_MAX:
+            raise FormatError(
+                path, f"expected an integer cluster_ID (-1 or >= 0), got {short(cid)}", where + ".social_group"
+            )
         groups.append(int(cid))
         inter = person.get("H-interaction") or []
         if not isinstance(inter, list):
@@ -178,12 +193,7 @@ def read_jrdb(path: str | Path) -> list[JrdbFrame]:
             and the person).
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(p, f"cannot read the file ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(p, f"expected JSON, got a syntax error: {exc.msg}", f"line {exc.lineno}") from None
+    data = parse_json(p, read_text(p, "JRDB social / activity JSON"))
     labels = data.get("labels") if isinstance(data, dict) else None
     if not isinstance(labels, dict):
         raise FormatError(p, 'expected a top-level object with a "labels" object (image -> people)')

@@ -22,7 +22,6 @@ Each line::
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
+from pairedge.io.textio import is_int64, is_number, parse_json, read_text, short
 
 N_ACTIONS = 27
 N_SOCIAL = 32
@@ -105,7 +105,7 @@ def _ids_problem(ids: Any, width: int, what: str) -> str | None:
         return f"expected a list of {what} label ids, got {type(ids).__name__}"
     for v in ids:
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
-            return f"expected integer {what} label ids, got {v!r}"
+            return f"expected integer {what} label ids, got {short(v)}"
         if not 0 <= int(v) < width:
             return f"unknown {what} label id {int(v)}; expected an id in [0, {width})"
     if len({int(v) for v in ids}) != len(ids):
@@ -170,19 +170,13 @@ def read_par(path: str | Path) -> list[ParFrame]:
             duplicate frames / person ids / group members, wrong score lengths, NaN scores, ...
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"cannot read the file ({exc}); expected JSON Lines") from None
+    text = read_text(path, "JRDB-PAR style JSON Lines")
     frames: list[ParFrame] = []
     seen: set[int] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(path, f"invalid JSON ({exc.msg})", f"line {number}") from None
+        obj = parse_json(path, line, f"line {number}")
         try:
             frame = _parse_frame(obj)
         except (InputError, _Bad) as exc:
@@ -202,15 +196,15 @@ def _parse_frame(obj: Any) -> ParFrame:
     if not isinstance(obj, dict):
         raise _Bad(f"expected a JSON object per line, got {type(obj).__name__}")
     frame = obj.get("frame")
-    if isinstance(frame, bool) or not isinstance(frame, int):
-        raise _Bad(f"expected an integer 'frame', got {frame!r}")
+    if not is_int64(frame):
+        raise _Bad(f"expected an integer 'frame' (int64), got {short(frame)}")
     persons = _list_of_objects(obj, "persons")
     groups = _list_of_objects(obj, "groups")
     ids = []
     for k, p in enumerate(persons):
         pid = p.get("id")
-        if isinstance(pid, bool) or not isinstance(pid, int):
-            raise _Bad(f"frame {frame}, persons[{k}]: expected an integer 'id', got {pid!r}")
+        if not is_int64(pid):
+            raise _Bad(f"frame {frame}, persons[{k}]: expected an integer 'id' (int64), got {short(pid)}")
         ids.append(pid)
     where = f"frame {frame}"
     actions = _rows(persons, "actions", "action_scores", N_ACTIONS, f"{where}, persons")
@@ -220,8 +214,8 @@ def _parse_frame(obj: Any) -> ParFrame:
     members = []
     for k, g in enumerate(groups):
         m = g.get("members")
-        if not isinstance(m, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in m):
-            raise _Bad(f"{where}, groups[{k}]: expected 'members' as a list of person ids, got {m!r}")
+        if not isinstance(m, list) or not all(map(is_int64, m)):
+            raise _Bad(f"{where}, groups[{k}]: expected 'members' as a list of person ids, got {short(m)}")
         members.append(np.array(m, dtype=np.int64))
     activity = _rows(groups, "activity", "activity_scores", N_SOCIAL, f"{where}, groups")
     if social is not None:
@@ -233,7 +227,7 @@ def _parse_frame(obj: Any) -> ParFrame:
 def _list_of_objects(obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = obj.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise _Bad(f"frame {obj.get('frame')}: expected {key!r} as a list of objects, got {value!r}")
+        raise _Bad(f"frame {obj.get('frame')}: expected {key!r} as a list of objects, got {short(value)}")
     return value
 
 
@@ -258,12 +252,16 @@ def _rows(
     for k, it in enumerate(items):
         row = it.get(score_key)
         if not isinstance(row, list) or len(row) != width:
-            got = f"{len(row)} values" if isinstance(row, list) else repr(row)
+            got = f"{len(row)} values" if isinstance(row, list) else short(row)
             raise _Bad(f"{where}[{k}]: expected {score_key!r} with {width} raw logits, got {got}")
         if any(isinstance(v, bool) or not isinstance(v, int | float) for v in row):
             raise _Bad(f"{where}[{k}]: {score_key!r} must hold numbers")
-        if not all(math.isfinite(v) for v in row):
-            raise _Bad(f"{where}[{k}]: {score_key!r} holds NaN or inf; expected finite logits")
+        if not all(map(is_number, row)):
+            bad = next(v for v in row if not is_number(v))
+            raise _Bad(
+                f"{where}[{k}]: {score_key!r} holds {short(bad, 40)}; expected finite logits within the "
+                "float64 range"
+            )
         scores[k] = row
     return scores
 

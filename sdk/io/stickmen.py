@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
+from pairedge.io.textio import read_text, short
 
 #: Buffy part order; index = row of a person's (6, 4) stick array.
 PARTS: tuple[str, ...] = (
@@ -73,10 +74,7 @@ def read_stickmen_images(path: str | Path) -> list[StickmenImage]:
     each header starts a new image; names must be unique.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"cannot read the file ({exc}); expected a stickmen text file") from None
+    text = read_text(path, "a stickmen text file")
     lines = [
         (number, line.split())
         for number, line in enumerate(text.splitlines(), start=1)
@@ -107,7 +105,7 @@ def _read_official(path: Path, lines: list[tuple[int, list[str]]]) -> list[Stick
         name = header[0]
         if name in seen:
             raise FormatError(
-                path, f"duplicate image {name!r}; each image must appear once", f"line {number}"
+                path, f"duplicate image {short(name)}; each image must appear once", f"line {number}"
             )
         seen.add(name)
         count = _header_int(path, number, header, 1, default=1)
@@ -119,7 +117,7 @@ def _read_official(path: Path, lines: list[tuple[int, list[str]]]) -> list[Stick
         if got < count * N_PARTS:
             raise FormatError(
                 path,
-                f"image {name!r} declares {count} stickmen = {count * N_PARTS} stick lines, got {got}",
+                f"image {short(name)} declares {count} stickmen = {count * N_PARTS} stick lines, got {got}",
                 f"line {number}",
             )
         images.append(StickmenImage(name, _parse_people(path, body)))
@@ -134,7 +132,7 @@ def _header_int(path: Path, number: int, header: list[str], index: int, *, defau
         value = int(header[index])
     except ValueError:
         raise FormatError(
-            path, f"expected an integer count in the header, got {header[index]!r}", f"line {number}"
+            path, f"expected an integer count in the header, got {short(header[index])}", f"line {number}"
         ) from None
     if value < 0:
         raise FormatError(path, f"expected a count >= 0 in the header, got {value}", f"line {number}")
@@ -157,7 +155,7 @@ def _parse_people(path: Path, lines: list[tuple[int, list[str]]]) -> np.ndarray:
             values[row] = [float(f) for f in fields]
         except ValueError:
             raise FormatError(
-                path, f"expected 4 numbers 'x1 y1 x2 y2', got {' '.join(fields)!r}", f"line {number}"
+                path, f"expected 4 numbers 'x1 y1 x2 y2', got {short(' '.join(fields))}", f"line {number}"
             ) from None
     problem = stick_problems(values)
     if problem is not None:

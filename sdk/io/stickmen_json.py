@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from pairedge.errors import FormatError, InputError
 from pairedge.io.stickmen import N_PARTS, StickmenImage, read_stickmen_images, stick_problems
+from pairedge.io.textio import parse_json, read_text, short
 
 
 def read_stickmen_json(path: str | Path) -> list[StickmenImage]:
@@ -34,12 +35,7 @@ def read_stickmen_json(path: str | Path) -> list[StickmenImage]:
         FormatError: naming the file, the image (``images[k]``) and the problem.
     """
     path = Path(path)
-    try:
-        obj = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"cannot read the file ({exc}); expected stickmen JSON") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, f"invalid JSON ({exc.msg})", f"line {exc.lineno}") from None
+    obj = parse_json(path, read_text(path, "stickmen JSON"))
     if not isinstance(obj, dict) or not isinstance(obj.get("images"), list):
         raise FormatError(path, "expected an object with an 'images' list")
     images: list[StickmenImage] = []
@@ -51,7 +47,7 @@ def read_stickmen_json(path: str | Path) -> list[StickmenImage]:
         except _Bad as exc:
             raise FormatError(path, str(exc), record) from None
         if image.name in seen:
-            raise FormatError(path, f"duplicate image name {image.name!r}", record)
+            raise FormatError(path, f"duplicate image name {short(image.name)}", record)
         seen.add(image.name)
         images.append(image)
     return images
@@ -66,14 +62,14 @@ def _parse_image(item: Any) -> StickmenImage:
         raise _Bad(f"expected an object, got {type(item).__name__}")
     name = item.get("name")
     if not isinstance(name, str | int) or isinstance(name, bool):
-        raise _Bad(f"expected a string 'name', got {name!r}")
+        raise _Bad(f"expected a string 'name', got {short(name)}")
     people = item.get("stickmen", [])
     if not isinstance(people, list):
         raise _Bad(f"expected 'stickmen' as a list, got {type(people).__name__}")
     sticks = np.empty((len(people), N_PARTS, 4), dtype=np.float64)
     for p, person in enumerate(people):
         if not isinstance(person, list) or len(person) != N_PARTS:
-            got = f"{len(person)} sticks" if isinstance(person, list) else repr(person)
+            got = f"{len(person)} sticks" if isinstance(person, list) else short(person)
             raise _Bad(f"stickmen[{p}]: expected {N_PARTS} sticks, got {got}")
         for s, stick in enumerate(person):
             sticks[p, s] = _number_row(stick, f"stickmen[{p}][{s}]")
@@ -91,13 +87,15 @@ def _number_row(value: Any, where: str) -> list[float]:
     if value is None:
         return [math.nan] * 4
     if not isinstance(value, list) or len(value) != 4:
-        raise _Bad(f"{where}: expected [x1, y1, x2, y2] or null, got {value!r}")
+        raise _Bad(f"{where}: expected [x1, y1, x2, y2] or null, got {short(value)}")
     out = []
     for v in value:
         if v is None:
             out.append(math.nan)
         elif isinstance(v, bool) or not isinstance(v, int | float):
-            raise _Bad(f"{where}: expected numbers, got {v!r}")
+            raise _Bad(f"{where}: expected numbers, got {short(v)}")
+        elif isinstance(v, int) and abs(v) > 1.7976931348623157e308:
+            raise _Bad(f"{where}: {short(v, 40)} is beyond the float64 range; expected a coordinate")
         else:
             out.append(float(v))
     return out
@@ -105,7 +103,7 @@ def _number_row(value: Any, where: str) -> list[float]:
 
 def _windows(value: Any, count: int) -> np.ndarray:
     if not isinstance(value, list) or len(value) != count:
-        got = f"{len(value)} windows" if isinstance(value, list) else repr(value)
+        got = f"{len(value)} windows" if isinstance(value, list) else short(value)
         raise _Bad(f"expected 'windows' with one entry per stickman ({count}), got {got}")
     out = np.array([_number_row(w, f"windows[{k}]") for k, w in enumerate(value)], dtype=np.float64)
     out = out.reshape(count, 4)

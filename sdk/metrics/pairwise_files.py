@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
+from pairedge.io.textio import is_number, parse_json, short
 from pairedge.labels import get_label_set
 from pairedge.metrics.pairwise_groups import Groups
 from pairedge.metrics.pairwise_keys import first_duplicate, row_keys
@@ -140,12 +139,12 @@ class _Parsed:
         if value is None or value == "":
             return -1
         if not isinstance(value, str):
-            raise FormatError(self.path, f"label: expected a class name (string), got {value!r}", record)
+            raise FormatError(self.path, f"label: expected a class name (string), got {short(value)}", record)
         try:
             return self.index[value]
         except KeyError:
             raise FormatError(
-                self.path, f"unknown label {value!r}; expected one of {list(self.index)}", record
+                self.path, f"unknown label {short(value)}; expected one of {list(self.index)}", record
             ) from None
 
     def add_pair(self, frame: int, ids: tuple[int, int], label: int, p: float, line: int, rec: str) -> None:
@@ -215,7 +214,7 @@ class _Parsed:
 def _lines(path: Path) -> Any:
     """Yield ``(line number, text)`` of the non-blank lines."""
     try:
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8-sig") as fh:  # a byte-order mark is dropped
             for lineno, text in enumerate(fh, start=1):
                 if text.strip():
                     yield lineno, text
@@ -228,13 +227,7 @@ def _lines(path: Path) -> Any:
 
 
 def _parse_json(path: Path, lineno: int, text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            path, f"invalid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
-            f"line {lineno}",
-        ) from None  # fmt: skip
+    return parse_json(path, text, f"line {lineno}")
 
 
 def _is_header(obj: Any) -> bool:
@@ -252,7 +245,7 @@ def _header_labels(path: Path, lineno: int, obj: dict[str, Any]) -> tuple[str, .
             or len(set(names)) != len(names)
         ):
             raise FormatError(
-                path, f"labels: expected a list of unique non-empty class names, got {names!r}", rec
+                path, f"labels: expected a list of unique non-empty class names, got {short(names)}", rec
             )
         return tuple(names)
     try:
@@ -288,10 +281,10 @@ def _read_frame_record(path: Path, parsed: _Parsed, lineno: int, obj: Any, c: in
     for j, item in enumerate(_list(path, obj.get("interactions", []), "interactions", rec)):
         where = f"{rec}, interactions[{j}]"
         if not isinstance(item, dict):
-            raise FormatError(path, f"expected an interaction object, got {item!r}", where)
+            raise FormatError(path, f"expected an interaction object, got {short(item)}", where)
         ids = item.get("ids")
         if not isinstance(ids, list) or len(ids) != 2:
-            raise FormatError(path, f"ids: expected a list of two track ids, got {ids!r}", where)
+            raise FormatError(path, f"ids: expected a list of two track ids, got {short(ids)}", where)
         a, b = ids
         if not (_is_id(a) and _is_id(b)):  # slow path only to build the message
             for value in ids:
@@ -311,13 +304,13 @@ def _read_frame_record(path: Path, parsed: _Parsed, lineno: int, obj: Any, c: in
 
 def _read_group(path: Path, parsed: _Parsed, frame: int, lineno: int, group: Any, where: str) -> None:
     if not isinstance(group, dict):
-        raise FormatError(path, f"expected a group object, got {group!r}", where)
+        raise FormatError(path, f"expected a group object, got {short(group)}", where)
     members = _list(path, group.get("members"), "members", where)
     if not members:
         raise FormatError(path, "members: expected at least one track id, got []", where)
     if not all(map(_is_id, members)):  # slow path only to build the message
         ids = [_int(path, m, "members", where) for m in members]
-        raise FormatError(path, f"members: expected track ids >= 0, got {ids}", where)
+        raise FormatError(path, f"members: expected track ids >= 0, got {short(ids)}", where)
     activity = parsed.label_id(group.get("activity"), where)
     parsed.groups.append((frame, activity, lineno))
     parsed.members.append(members)
@@ -326,8 +319,14 @@ def _read_group(path: Path, parsed: _Parsed, frame: int, lineno: int, group: Any
 def _read_csv(path: Path, parsed: _Parsed) -> None:
     rows = ((n, t) for n, t in _lines(path) if not t.lstrip().startswith("#"))
     for lineno, text in rows:
-        fields = [f.strip() for f in next(csv.reader([text]))]
         rec = f"line {lineno}"
+        try:  # strict: an unterminated quote (or text after a closing quote) is an error
+            fields = [f.strip() for f in next(csv.reader([text], strict=True))]
+        except csv.Error as exc:
+            raise FormatError(
+                path, f"malformed CSV ({exc}); expected frame,id_a,id_b,label[,p_interact] with balanced "
+                'quotes ("...")', rec,
+            ) from None  # fmt: skip
         if fields and fields[0].lower() == "frame":
             continue  # header row
         if len(fields) not in (4, 5):
@@ -350,29 +349,30 @@ def _is_id(value: Any) -> bool:
 
 def _int(path: Path, value: Any, what: str, rec: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= _MAX_INT:
-        raise FormatError(path, f"{what}: expected an integer (|value| < 2**62), got {value!r}", rec)
+        raise FormatError(path, f"{what}: expected an integer (|value| < 2**62), got {short(value)}", rec)
     return value
 
 
 def _list(path: Path, value: Any, what: str, rec: str) -> list[Any]:
     if not isinstance(value, list):
-        raise FormatError(path, f"{what}: expected a list, got {value!r}", rec)
+        raise FormatError(path, f"{what}: expected a list, got {short(value)}", rec)
     return value
 
 
 def _prob(path: Path, value: Any, rec: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise FormatError(path, f"p_interact: expected a probability in [0, 1], got {value!r}", rec)
+        raise FormatError(path, f"p_interact: expected a probability in [0, 1], got {short(value)}", rec)
     return float(value)  # NaN fails the range test above
 
 
 def _probs(path: Path, value: Any, c: int, rec: str) -> list[float]:
     ok = isinstance(value, list) and len(value) == c
-    ok = ok and all(
-        not isinstance(v, bool) and isinstance(v, int | float) and math.isfinite(v) for v in value
-    )
+    ok = ok and all(map(is_number, value))
     if not ok:
-        raise FormatError(path, f"probs: expected {c} finite numbers (one per class), got {value!r}", rec)
+        raise FormatError(
+            path, f"probs: expected {c} finite numbers (one per class, within the float64 range), got "
+            f"{short(value)}", rec,
+        )  # fmt: skip
     return [float(v) for v in value]
 
 
@@ -380,7 +380,7 @@ def _csv_int(path: Path, text: str, what: str, rec: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise FormatError(path, f"{what}: expected an integer, got {text!r}", rec) from None
+        raise FormatError(path, f"{what}: expected an integer, got {short(text)}", rec) from None
     return _int(path, value, what, rec)
 
 
@@ -388,4 +388,4 @@ def _csv_float(path: Path, text: str, rec: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise FormatError(path, f"p_interact: expected a number, got {text!r}", rec) from None
+        raise FormatError(path, f"p_interact: expected a number, got {short(text)}", rec) from None
