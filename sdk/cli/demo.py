@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from pairedge.demo import DemoResult, FrameExample
@@ -48,7 +49,7 @@ def demo(
         flow_scale=flow_scale,
     )
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"simulating and running {preset} seed {seed}", total=frames)
+        task = progress.add_task(f"simulating and running {escape(preset)} seed {seed}", total=frames)
         result = run_demo(out, options, on_frame=lambda _: progress.advance(task))
     print_demo(result)
 
@@ -69,24 +70,28 @@ def print_demo(result: DemoResult) -> None:
         console.print(metrics_table(result))
     console.print(summary_table(result.summary, "runtime (ONNX Runtime CPU)"))
     for note in result.notes:
-        console.print(f"[dim]note:[/] {note}", highlight=False)
+        console.print(f"[dim]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)
     console.print(
-        f"done in {result.seconds:.1f} s; files: " + ", ".join(dict.fromkeys(result.files.values())),
+        f"done in {result.seconds:.1f} s; files: " + escape(", ".join(dict.fromkeys(result.files.values()))),
         highlight=False,
+        soft_wrap=True,
     )
 
 
 def example_line(ex: FrameExample, shown: int = 6) -> str:
-    """One frame's predicted pairs coloured against the truth, then the missed true pairs (rich markup)."""
+    """One frame's predicted pairs coloured against the truth, then the missed true pairs (rich markup; the
+    label names, which come from the model, are escaped)."""
     truth = {(a, b): label for a, b, label in ex.truth}
     predicted = {(a, b) for a, b, _, _ in ex.interactions}
     right = sum(truth.get((a, b)) == label for a, b, label, _ in ex.interactions)
     cells = []
     for a, b, label, p in ex.interactions[:shown]:
         colour = "green" if truth.get((a, b)) == label else "yellow" if (a, b) in truth else "red"
-        cells.append(f"[{colour}]{a}-{b} {_short(label)} {p:.2f}[/]")
+        cells.append(f"[{colour}]{a}-{b} {escape(_short(label))} {p:.2f}[/]")
     more = len(ex.interactions) - shown
-    missed = [f"{a}-{b} {_short(label)}" for (a, b), label in truth.items() if (a, b) not in predicted]
+    missed = [
+        f"{a}-{b} {escape(_short(label))}" for (a, b), label in truth.items() if (a, b) not in predicted
+    ]
     line = (
         f"  frame {ex.frame}: {len(ex.interactions)} predicted, {len(truth)} true, {right} right: "
         + (", ".join(cells) or "none")

@@ -6,6 +6,7 @@ import json
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -27,5 +28,5 @@ def doctor(
     table.add_column("detail", overflow="fold")
     for check in found.checks:
         status = "[green]ok[/]" if check.ok else "[yellow]missing[/]"
-        table.add_row(check.name, status, check.detail)
+        table.add_row(escape(check.name), status, escape(str(check.detail)))
     console.print(table)

@@ -56,10 +56,13 @@ def export_command(
     manifest = register_export(result)
     meta = result.metadata
     console.print(
-        f"wrote {result.path} ({result.onnx_bytes} bytes, opset {result.opset}): stage {meta.stage}, "
-        f"{meta.architecture}, {result.num_parameters} parameters, spec {meta.feature_spec} "
-        f"v{meta.feature_spec_version}, labels {list(meta.labels)}",
+        escape(
+            f"wrote {result.path} ({result.onnx_bytes} bytes, opset {result.opset}): stage {meta.stage}, "
+            f"{meta.architecture}, {result.num_parameters} parameters, spec {meta.feature_spec} "
+            f"v{meta.feature_spec_version}, labels {list(meta.labels)}"
+        ),
         highlight=False,
+        soft_wrap=True,
     )
     console.print(
         f"max abs difference ONNX Runtime vs PyTorch: {result.max_abs_diff:.3g} "

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.cli.app import app, console, fail, handle_errors
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from pairedge.runtime.run import RunSummary
@@ -59,20 +60,23 @@ def run(
         total = min(total, max_frames)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(f"running {source.name}", total=total)
+        task = progress.add_task(f"running {escape(source.name)}", total=total)
         summary = run_files(frames, detections, out, options, on_frame=lambda _: progress.advance(task))
     console.print(summary_table(summary, f"pairedge run {source.name}"))
     print_notes(summary)
-    console.print("files: " + ", ".join(summary.files.values()), highlight=False)
+    console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
     if summary.error:
         raise fail(summary.error)
 
 
 def summary_table(summary: RunSummary, title: str) -> Table:
-    """The run summary as a rich table (frames, people, pairs, interactions, latency, FPS, drops)."""
+    """The run summary as a rich table (frames, people, pairs, interactions, latency, FPS, drops).
+
+    ``title`` and the label names are plain text (escaped here).
+    """
     from rich.table import Table
 
-    table = Table(title=title, show_header=False)
+    table = Table(title=escape(title), show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
     table.add_row("frames", str(summary.frames))
@@ -80,12 +84,12 @@ def summary_table(summary: RunSummary, title: str) -> Table:
     table.add_row("pairs scored (pair-frames)", str(summary.pairs))
     table.add_row("interacting pair-frames", str(summary.interacting))
     for label, count in summary.interactions.items():
-        table.add_row(f"  {label}", str(count))
+        table.add_row(f"  {escape(str(label))}", str(count))
     table.add_row("group-frames", str(summary.groups))
     for stage, values in summary.latency_ms.items():
         if stage == "total" or values["p99"] >= 0.005:
             name = "step total" if stage == "total" else stage
-            table.add_row(f"{name} ms p50 / p99", f"{values['p50']:.2f} / {values['p99']:.2f}")
+            table.add_row(f"{escape(name)} ms p50 / p99", f"{values['p50']:.2f} / {values['p99']:.2f}")
     table.add_row("FPS pipeline / end to end", f"{summary.fps:.0f} / {summary.wall_fps:.0f}")
     dropped_frames = sum(summary.frames_dropped.values())
     dropped_dets = sum(summary.detections_dropped.values())
@@ -96,6 +100,6 @@ def summary_table(summary: RunSummary, title: str) -> Table:
 def print_notes(summary: RunSummary) -> None:
     """Drop reasons and notes, one line each."""
     for reason, count in {**summary.frames_dropped, **summary.detections_dropped}.items():
-        console.print(f"[yellow]dropped[/] {count} x {reason}", highlight=False)
+        console.print(f"[yellow]dropped[/] {count} x {escape(str(reason))}", highlight=False, soft_wrap=True)
     for note in summary.notes:
-        console.print(f"[dim]note:[/] {note}", highlight=False)
+        console.print(f"[dim]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from pairedge.errors import InputError
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from pairedge.metrics.report import ScoreReport
@@ -44,13 +46,26 @@ def score(
 ) -> None:
     """Score PRED against GOLD (pairwise | pcp | par) and print the summary and tables.
 
-    File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem.
+    File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem;
+    a ground truth with nothing to score is an error too.
     """
     report = _dispatch(protocol, pred, gold, tau=tau, labels=labels, mode=mode.value, threshold=threshold)
+    if json_out is not None:  # written first: a report is never lost to a terminal problem
+        write_report(report, json_out)
     print_report(report)
     if json_out is not None:
-        report.write_json(json_out)
-        console.print(f"wrote {json_out}")
+        console.print(f"wrote {escape(str(json_out))}", highlight=False)
+
+
+def write_report(report: ScoreReport, path: Path) -> None:
+    """Write ``report`` as JSON to ``path``; an unwritable path is an :class:`InputError` naming it."""
+    try:
+        report.write_json(path)
+    except OSError as exc:
+        raise InputError(
+            f"--json {path}: cannot write the report ({exc.strerror or exc}); fix by giving a writable file "
+            "path in an existing folder"
+        ) from None
 
 
 def _dispatch(
@@ -75,25 +90,25 @@ def _dispatch(
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return "—" if not math.isfinite(value) else f"{value:.4f}"
-    return str(value)
+    return escape(str(value))
 
 
 def print_report(report: ScoreReport) -> None:
     """Print a report's summary, tables and notes with rich."""
     from rich.table import Table as RichTable
 
-    summary = RichTable(title=f"{report.protocol}: summary")
+    summary = RichTable(title=f"{escape(report.protocol)}: summary")
     summary.add_column("metric")
     summary.add_column("value", justify="right")
     for name, value in report.summary.items():
-        summary.add_row(name, _cell(value))
+        summary.add_row(escape(name), _cell(value))
     console.print(summary)
-    for table in report.tables:
-        out = RichTable(title=table.title)
+    for table in report.tables:  # titles, columns and cells carry data (label names, image names): escaped
+        out = RichTable(title=escape(table.title))
         for i, column in enumerate(table.columns):
-            out.add_column(str(column), justify="left" if i == 0 else "right", overflow="fold")
+            out.add_column(escape(str(column)), justify="left" if i == 0 else "right", overflow="fold")
         for row in table.rows:
             out.add_row(*(_cell(v) for v in row))
         console.print(out)
     for note in report.notes:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)

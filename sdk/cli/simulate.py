@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -28,20 +29,22 @@ def simulate(
     from rich.progress import Progress
 
     with Progress(transient=True, console=console) as progress:
-        task = progress.add_task(f"simulating {preset}", total=frames)
+        task = progress.add_task(f"simulating {escape(preset)}", total=frames)
         result = write_scene(preset, seed, frames, out, png=png, preview=preview,
                              on_frame=lambda _: progress.advance(task))  # fmt: skip
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
-    table = Table(title=f"pairedge simulate --preset {preset} --seed {seed}")
+        console.print(f"[yellow]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)
+    table = Table(title=f"pairedge simulate --preset {escape(preset)} --seed {seed}")
     table.add_column("pair label")
     table.add_column("pairs", justify="right")
     for name, count in result.label_counts.items():
-        table.add_row(name, str(count))
+        table.add_row(escape(str(name)), str(count))
     console.print(table)
     fps = result.frames / max(result.seconds, 1e-9)
     console.print(
         f"{result.frames} frames, {result.mean_people:.1f} visible people per frame, {fps:.0f} frames/s "
-        f"(rendering and writing) -> {result.out}"
+        f"(rendering and writing) -> {escape(str(result.out))}",
+        highlight=False,
+        soft_wrap=True,
     )
-    console.print("files: " + ", ".join(result.files))
+    console.print("files: " + escape(", ".join(map(str, result.files))), highlight=False, soft_wrap=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
 
 
 class Spec(str, Enum):
@@ -88,11 +89,14 @@ def train_command(
         highlight=False,
     )
     console.print(
-        f"wrote {outputs.checkpoint_dir}/model.pt, model.json, report.md, report.json", highlight=False
+        f"wrote {escape(str(outputs.checkpoint_dir))}/model.pt, model.json, report.md, report.json",
+        highlight=False,
+        soft_wrap=True,
     )
     if outputs.export is not None:
         console.print(
-            f"wrote {outputs.export.path} ({outputs.export.onnx_bytes} bytes), max abs difference ONNX Runtime "
-            f"vs PyTorch {outputs.export.max_abs_diff:.3g}",
+            f"wrote {escape(str(outputs.export.path))} ({outputs.export.onnx_bytes} bytes), max abs difference "
+            f"ONNX Runtime vs PyTorch {outputs.export.max_abs_diff:.3g}",
             highlight=False,
+            soft_wrap=True,
         )
