@@ -1,16 +1,19 @@
 """Configuration of the scene simulator: frozen dataclasses and the named presets.
 
 A :class:`SimConfig` fully describes a scene family; with a seed it fixes every pixel and label. The presets
-(``static``, ``moving``, ``panorama``, ``crowd``, ``noisy``) are plain instances built with
+(``static``, ``moving``, ``panorama``, ``crowd``, ``noisy``) are plain instances; ``surveillance`` is a
+family whose camera is drawn from the seed (:func:`surveillance_config`). The fixed ones are built with
 :func:`dataclasses.replace`, so a user can start from one and change a field.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+import numpy as np
 from pairedge.errors import InputError
 
 CAMERA_KINDS = ("static", "moving", "panorama")
@@ -228,15 +231,71 @@ def _presets() -> dict[str, SimConfig]:
     return {c.name: c for c in (static, moving, panorama, crowd, noisy)}
 
 
+#: Resolutions a randomized ``surveillance`` camera draws from (width, height).
+SURVEILLANCE_SIZES = ((768, 576), (640, 480), (960, 540), (1280, 720), (704, 576))
+PERSON_HEIGHT_M = 1.75
+
+
+def surveillance_config(seed: int) -> SimConfig:
+    """The ``surveillance`` family: an elevated, randomized camera per seed (the seed fixes it).
+
+    Camera height 2.5-12 m, horizon row 5-30 % of the frame (a camera tilted down: the level pinhole with an
+    off-centre principal point is a crop of a wider level view), horizontal field of view 40-80 degrees, a
+    resolution from :data:`SURVEILLANCE_SIZES`, 7-15 fps; the walkable area spans the depths where a person
+    is between about 30 px and 400 px tall (and below the frame's lower edge). The crowd is mostly single
+    walkers and pairs who cross near each other without being together, with some standing and sitting
+    groups, so "near for a moment" is not "together".
+    """
+    rng = np.random.default_rng([int(seed), 0x5E1F])
+    width, height = SURVEILLANCE_SIZES[int(rng.integers(len(SURVEILLANCE_SIZES)))]
+    hfov = float(rng.uniform(40.0, 80.0))
+    height_m = float(rng.uniform(2.5, 12.0))
+    horizon = float(rng.uniform(0.05, 0.3))
+    f = (width / 2) / math.tan(math.radians(hfov) / 2)
+    below = max((1.0 - horizon) * height, 1.0)
+    near_visible = f * height_m / below  # depth seen at the lower frame edge
+    near = max(near_visible * 1.05, f * PERSON_HEIGHT_M / 400.0, 1.0)
+    far = max(min(f * PERSON_HEIGHT_M / 30.0, near + 22.0), near + 6.0)
+    people = int(rng.integers(8, 26))
+    camera = CameraConfig(
+        width=width,
+        height=height,
+        fps=float(rng.choice([7.0, 10.0, 12.5, 15.0])),
+        height_m=height_m,
+        hfov_deg=hfov,
+        horizon=horizon,
+    )
+    crowd = CrowdConfig(
+        people=people,
+        depth_m=(near, far),
+        share_walk=0.7,
+        share_stand=0.2,
+        share_sit=0.1,
+        group_sizes=(0.55, 0.3, 0.1, 0.05),
+        benches=int(rng.integers(1, 4)),
+        approach_share=0.2,
+        stop_share=0.2,
+        ground=("pavement", "grass")[int(rng.integers(2))],
+    )
+    noise = NoiseConfig(jitter=float(rng.uniform(0.02, 0.06)), miss_rate=float(rng.uniform(0.02, 0.08)))
+    return SimConfig(name="surveillance", camera=camera, crowd=crowd, noise=noise)
+
+
+#: Preset families whose scene is drawn from the seed (the seed-0 member is listed in :data:`PRESETS`).
+RANDOMIZED = MappingProxyType({"surveillance": surveillance_config})
+
 #: The named presets of ``pairedge simulate --preset``.
-PRESETS: Mapping[str, SimConfig] = MappingProxyType(_presets())
+PRESETS: Mapping[str, SimConfig] = MappingProxyType({**_presets(), "surveillance": surveillance_config(0)})
 
 
-def get_preset(name: str) -> SimConfig:
-    """The preset called ``name``; raises InputError listing the known presets."""
+def get_preset(name: str, seed: int | None = None) -> SimConfig:
+    """The preset called ``name`` (for a randomized family, its member for ``seed``; default seed 0);
+    raises InputError listing the known presets."""
+    if name in RANDOMIZED:
+        return RANDOMIZED[name](0 if seed is None else int(seed))
     try:
         return PRESETS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise InputError(f"unknown simulator preset {name!r}; expected one of {sorted(PRESETS)}") from None
 
 

@@ -274,7 +274,7 @@ def write_scene(
     Raises:
         InputError: bad arguments (unknown preset, frames < 1, preview < 0, ``out`` is a file).
     """
-    cfg = get_preset(config) if isinstance(config, str) else config
+    cfg = get_preset(config, seed) if isinstance(config, str) else config
     if frames < 1 or preview < 0:
         raise InputError(f"expected frames >= 1 and preview >= 0, got frames={frames}, preview={preview}")
     folder = Path(out)

@@ -111,7 +111,7 @@ class Scene:
 
     def __init__(self, config: SimConfig | str, seed: int) -> None:
         if isinstance(config, str):
-            config = get_preset(config)
+            config = get_preset(config, seed if isinstance(seed, (int, np.integer)) else None)
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InputError(f"seed: expected a non-negative integer, got {seed!r}")
         self.config = config
