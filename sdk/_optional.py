@@ -15,6 +15,8 @@ EXTRA_OF: dict[str, str] = {
     "pycuda": "gpu",
     "tensorrt": "tensorrt",
     "matplotlib": "dev",
+    "rosbags": "ros",
+    "ray": "fleet",
     "sklearn": "dev",
 }
 

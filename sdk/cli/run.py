@@ -10,21 +10,43 @@ from pairedge.cli.app import app, console, fail, handle_errors
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.runtime.run import RunSummary
+    from pairedge.ros.bag import LogTopics
+    from pairedge.runtime.run import RunOptions, RunSummary
     from rich.table import Table
 
 
 @app.command()
 @handle_errors
 def run(
-    source: Path = typer.Argument(..., help="Video file (anything OpenCV decodes) or a folder of images."),
-    detections: Path = typer.Option(
-        ...,
+    source: Path = typer.Argument(
+        ..., help="Video file (anything OpenCV decodes), a folder of images, or a ROS 2 log (rosbag2 folder, "
+        ".mcap or .db3 file).",
+    ),  # fmt: skip
+    detections: Path | None = typer.Option(
+        None,
         "--detections",
         "-d",
         help="Boxes per frame: MOT .txt (1-based frames), JRDB .json or CVML .xml. Id -1 = no identity: "
-        "the built-in tracker assigns ids.",
+        "the built-in tracker assigns ids. Required for videos; a ROS 2 log uses --detections-topic.",
     ),  # fmt: skip
+    image_topic: str | None = typer.Option(
+        None, "--image-topic", help="ROS 2 log: sensor_msgs/Image or CompressedImage topic (default: the only one)."
+    ),
+    detections_topic: str | None = typer.Option(
+        None, "--detections-topic",
+        help="ROS 2 log: vision_msgs/Detection2DArray topic (default: the only one).",
+    ),  # fmt: skip
+    stamp_tolerance: float = typer.Option(
+        0.01, "--stamp-tolerance", min=0.0, max=10.0,
+        help="ROS 2 log: largest image / detections header-stamp difference of a pair, seconds.",
+    ),  # fmt: skip
+    detection_class: list[str] = typer.Option(
+        [], "--detection-class", help="ROS 2 log: keep detections of this class id (repeatable; default: all)."
+    ),
+    out_bag: Path | None = typer.Option(
+        None, "--out-bag", help="ROS 2 log: write a copy with /pairedge/interactions and /pairedge/markers here."
+    ),
+    list_topics: bool = typer.Option(False, "--list-topics", help="ROS 2 log: list its topics and exit."),
     model: Path | None = typer.Option(
         None, "--model", help="Model folder (stage1.onnx + stage2.onnx); default: the bundled model."
     ),
@@ -54,6 +76,19 @@ def run(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
         max_frames=max_frames, video=not no_video, fps=fps,
     )  # fmt: skip
+    from pairedge.ros.bag import is_log
+
+    if is_log(source):
+        from pairedge.ros.bag import LogTopics
+
+        topics = LogTopics(image_topic, detections_topic, stamp_tolerance, frozenset(detection_class) or None)
+        _run_log(source, options, topics, out, out_bag, list_topics)
+        return
+    if list_topics or out_bag is not None or image_topic or detections_topic:
+        raise fail(f"{source}: --list-topics, --out-bag and the topic options are for ROS 2 logs "
+                   "(a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)")  # fmt: skip
+    if detections is None:
+        raise fail("--detections is required for a video or image folder (a MOT .txt, JRDB .json or CVML .xml)")
     frames = FrameSource(source, fps)
     total = frames.frame_count
     if total is not None and max_frames is not None:
@@ -67,6 +102,33 @@ def run(
     console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
     if summary.error:
         raise fail(summary.error)
+
+
+def _run_log(source: Path, options: RunOptions, topics: LogTopics, out: Path, out_bag: Path | None,
+             list_only: bool) -> None:  # fmt: skip
+    """``pairedge run LOG``: a ROS 2 log through the runtime (or ``--list-topics``)."""
+    from pairedge.ros.bag import list_topics, run_log
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Table
+
+    if list_only:
+        table = Table(title=escape(f"topics of {source.name}"))
+        for column in ("topic", "type", "messages"):
+            table.add_column(column)
+        for topic in list_topics(source):
+            table.add_row(escape(topic.name), escape(topic.msgtype), str(topic.count))
+        console.print(table)
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(f"running {escape(source.name)}", total=options.max_frames)
+        summary = run_log(source, out, options, topics, out_bag, on_frame=lambda _: progress.advance(task))
+    console.print(summary_table(summary, f"pairedge run {source.name}"))
+    print_notes(summary)
+    console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
+    if summary.frames == 0:
+        raise fail(f"{source}: no image was paired with detections; see the drops above "
+                   "(wrong topics, or stamps further apart than --stamp-tolerance?)")  # fmt: skip
 
 
 def summary_table(summary: RunSummary, title: str) -> Table:

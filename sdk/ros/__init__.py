@@ -1,0 +1,8 @@
+"""pairedge on ROS 2: read robot logs (rosbag2 sqlite3 / MCAP), write results back, and a live node.
+
+Everything here but :mod:`pairedge.ros.node` works without a ROS installation through the pure-Python
+``rosbags`` library (``pip install 'pairedge[ros]'``): :mod:`~pairedge.ros.bag` runs a log through the
+runtime (``pairedge run LOG``), :mod:`~pairedge.ros.write` records frames and detections as a log,
+:mod:`~pairedge.ros.runner` is the ROS-free core that the bag path and the node share, and
+:mod:`~pairedge.ros.node` is the rclpy node shell for a robot.
+"""

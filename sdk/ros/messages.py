@@ -1,0 +1,254 @@
+"""Conversions between ROS 2 messages and pairedge's types (no ROS installation needed).
+
+Images: ``sensor_msgs/Image`` in the common encodings and ``sensor_msgs/CompressedImage`` (JPEG / PNG) ->
+(H, W, 3) uint8 BGR. Detections: ``vision_msgs/Detection2DArray`` -> :class:`~pairedge.types.Detections`
+(box centre and size -> ``x y w h``, the best hypothesis score, the tracking id from ``Detection2D.id``).
+Results: a :class:`~pairedge.runtime.types.FrameResult` -> ``std_msgs/String`` holding the runtime's JSON
+record and a ``visualization_msgs/MarkerArray`` of pair links and group hulls in image pixels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.types import Detections
+
+_FLOATS = {"float32", "float64"}
+_DTYPES = {"bool": np.bool_, "int8": np.int8, "uint8": np.uint8, "byte": np.uint8, "char": np.uint8,
+           "int16": np.int16, "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
+           "int64": np.int64, "uint64": np.uint64, "float32": np.float32, "float64": np.float64}  # fmt: skip
+
+#: encoding -> (channels, dtype, OpenCV conversion to BGR or None)
+ENCODINGS: dict[str, tuple[int, type, int | None]] = {
+    "bgr8": (3, np.uint8, None),
+    "8UC3": (3, np.uint8, None),
+    "rgb8": (3, np.uint8, cv2.COLOR_RGB2BGR),
+    "bgra8": (4, np.uint8, cv2.COLOR_BGRA2BGR),
+    "8UC4": (4, np.uint8, cv2.COLOR_BGRA2BGR),
+    "rgba8": (4, np.uint8, cv2.COLOR_RGBA2BGR),
+    "mono8": (1, np.uint8, cv2.COLOR_GRAY2BGR),
+    "8UC1": (1, np.uint8, cv2.COLOR_GRAY2BGR),
+    "mono16": (1, np.uint16, cv2.COLOR_GRAY2BGR),
+    "16UC1": (1, np.uint16, cv2.COLOR_GRAY2BGR),
+    "yuv422": (2, np.uint8, cv2.COLOR_YUV2BGR_UYVY),
+    "uyvy": (2, np.uint8, cv2.COLOR_YUV2BGR_UYVY),
+    "yuv422_yuy2": (2, np.uint8, cv2.COLOR_YUV2BGR_YUY2),
+    "yuyv": (2, np.uint8, cv2.COLOR_YUV2BGR_YUY2),
+}
+
+
+def build(store: Any, typename: str, **values: Any) -> Any:
+    """A message of ``typename`` with ``values`` and every other field at its ROS default (0, "", [])."""
+    _, fields = store.fielddefs[typename]
+    cls = store.types[typename]
+    kwargs = {name: values[name] if name in values else _default(store, desc) for name, desc in fields}
+    return cls(**kwargs)
+
+
+def _default(store: Any, desc: tuple[Any, Any]) -> Any:
+    kind, rest = desc
+    name = getattr(kind, "name", str(kind))
+    if name == "BASE":
+        base = rest[0]
+        return "" if base == "string" else (False if base == "bool" else (0.0 if base in _FLOATS else 0))
+    if name == "NAME":
+        return build(store, rest)
+    sub, count = rest
+    sub_kind = getattr(sub[0], "name", str(sub[0]))
+    if sub_kind == "BASE" and sub[1][0] in _DTYPES:
+        return np.zeros(count if name == "ARRAY" else 0, _DTYPES[sub[1][0]])
+    return [_default(store, sub) for _ in range(count)] if name == "ARRAY" else []
+
+
+def stamp_ns(header: Any) -> int:
+    """A header's stamp in integer nanoseconds."""
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+def image_to_bgr(msg: Any) -> np.ndarray:
+    """A ``sensor_msgs/Image`` or ``CompressedImage`` as (H, W, 3) uint8 BGR.
+
+    Raises:
+        InputError: unknown encoding, a data buffer shorter than ``step * height``, undecodable bytes.
+    """
+    if hasattr(msg, "format") and not hasattr(msg, "encoding"):
+        data = np.frombuffer(memoryview(msg.data), np.uint8)
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+        if image is None:
+            raise InputError(f"compressed image ({msg.format!r}): the bytes do not decode as JPEG or PNG")
+        return image
+    encoding = str(msg.encoding)
+    if encoding not in ENCODINGS:
+        raise InputError(
+            f"image encoding {encoding!r} is not supported; expected one of {', '.join(ENCODINGS)} "
+            "(or a sensor_msgs/CompressedImage)"
+        )
+    channels, dtype, conversion = ENCODINGS[encoding]
+    height, width, step = int(msg.height), int(msg.width), int(msg.step)
+    itemsize = np.dtype(dtype).itemsize
+    row = width * channels * itemsize
+    raw = np.frombuffer(memoryview(msg.data), np.uint8)
+    if height <= 0 or width <= 0 or step < row or raw.size < step * (height - 1) + row:
+        raise InputError(
+            f"image {width} x {height} {encoding}: expected a step >= {row} bytes and "
+            f"{step * height} bytes of data, got step {step} and {raw.size} bytes"
+        )
+    rows = np.lib.stride_tricks.as_strided(raw, (height, row), (step, 1))
+    pixels = np.ascontiguousarray(rows).view(np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<"))
+    pixels = pixels.reshape(height, width, channels) if channels > 1 else pixels.reshape(height, width)
+    if dtype == np.uint16:
+        pixels = (pixels >> 8).astype(np.uint8)
+    if conversion is None:
+        return pixels
+    return cv2.cvtColor(np.ascontiguousarray(pixels), conversion)
+
+
+def bgr_to_image(store: Any, image: np.ndarray, stamp: int, frame_id: str = "camera") -> Any:
+    """A ``sensor_msgs/Image`` (bgr8) of an (H, W, 3) uint8 BGR array."""
+    h, w = image.shape[:2]
+    return build(
+        store, "sensor_msgs/msg/Image", header=header(store, stamp, frame_id), height=h, width=w,
+        encoding="bgr8", is_bigendian=0, step=w * 3, data=np.ascontiguousarray(image).reshape(-1),
+    )  # fmt: skip
+
+
+def header(store: Any, stamp: int, frame_id: str) -> Any:
+    """A ``std_msgs/Header`` at ``stamp`` nanoseconds."""
+    time = build(store, "builtin_interfaces/msg/Time", sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
+    return build(store, "std_msgs/msg/Header", stamp=time, frame_id=frame_id)
+
+
+class TrackIds:
+    """Track ids from ``Detection2D.id`` strings: integers as written, other strings numbered in order seen.
+
+    An empty id means the detector gave no identity (-1: the runtime's tracker assigns one).
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        text = text.strip()
+        if not text:
+            return -1
+        if text.lstrip("-").isdigit() and len(text) < 19:
+            return int(text)
+        if text not in self._names:
+            self._names[text] = 2**40 + len(self._names)  # far from any detector's integer ids
+        return self._names[text]
+
+
+def detections_from_msg(
+    msg: Any, ids: TrackIds, classes: frozenset[str] | None = None
+) -> tuple[Detections, int]:
+    """The boxes of a ``vision_msgs/Detection2DArray``.
+
+    Args:
+        msg: the message (vision_msgs 4.x layout, or the older ``geometry_msgs/Pose2D`` centre).
+        ids: the run's id mapping.
+        classes: keep only detections whose best hypothesis has one of these class ids (None: all).
+
+    Returns:
+        The detections and how many were skipped for their class.
+    """
+    boxes, tids, scores = [], [], []
+    skipped = 0
+    for det in msg.detections:
+        best_class, best_score = "", 1.0
+        if len(det.results):
+            hyp = max(det.results, key=lambda r: _hypothesis(r)[1])
+            best_class, best_score = _hypothesis(hyp)
+        if classes is not None and best_class not in classes:
+            skipped += 1
+            continue
+        centre = det.bbox.center
+        point = getattr(centre, "position", centre)  # vision_msgs 4.x: Pose2D.position; older: Pose2D.x
+        w, h = float(det.bbox.size_x), float(det.bbox.size_y)
+        boxes.append((float(point.x) - w / 2, float(point.y) - h / 2, w, h))
+        tids.append(ids(str(det.id)))
+        scores.append(best_score)
+    return Detections.from_arrays(np.asarray(boxes, np.float64), np.asarray(tids), np.asarray(scores)), skipped
+
+
+def _hypothesis(result: Any) -> tuple[str, float]:
+    hyp = getattr(result, "hypothesis", result)  # vision_msgs 4.x nests it; 2.x/3.x has id/score flat
+    name = getattr(hyp, "class_id", getattr(hyp, "id", ""))
+    return str(name), float(hyp.score)
+
+
+def detections_to_msg(
+    store: Any, dets: Detections, stamp: int, frame_id: str = "camera", class_id: str = "person"
+) -> Any:
+    """A ``vision_msgs/Detection2DArray`` of ``dets`` (ids -1 are written as empty ``id`` strings)."""
+    hdr = header(store, stamp, frame_id)
+    items = []
+    for (x, y, w, h), tid, score in zip(dets.boxes.tolist(), dets.track_ids.tolist(), dets.scores.tolist(),
+                                        strict=True):  # fmt: skip
+        point = build(store, "vision_msgs/msg/Point2D", x=x + w / 2, y=y + h / 2)
+        bbox = build(store, "vision_msgs/msg/BoundingBox2D", size_x=w, size_y=h,
+                     center=build(store, "vision_msgs/msg/Pose2D", position=point))  # fmt: skip
+        hyp = build(store, "vision_msgs/msg/ObjectHypothesis", class_id=class_id, score=score)
+        result = build(store, "vision_msgs/msg/ObjectHypothesisWithPose", hypothesis=hyp)
+        items.append(build(store, "vision_msgs/msg/Detection2D", header=hdr, results=[result], bbox=bbox,
+                           id="" if tid < 0 else str(tid)))  # fmt: skip
+    return build(store, "vision_msgs/msg/Detection2DArray", header=hdr, detections=items)
+
+
+def result_to_string(store: Any, record: dict[str, Any]) -> Any:
+    """A ``std_msgs/String`` holding one JSON record (the ``results.jsonl`` schema)."""
+    return build(store, "std_msgs/msg/String", data=json.dumps(record, separators=(",", ":"), allow_nan=False))
+
+
+def result_to_markers(
+    store: Any, result: Any, stamp: int, frame_id: str, colours: Sequence[tuple[int, int, int]]
+) -> Any:
+    """A ``visualization_msgs/MarkerArray`` drawing a frame's result in image pixels (z = 0).
+
+    A DELETEALL marker first (so links of the previous frame vanish), then one LINE_LIST of the interacting
+    pairs' box-centre links coloured by label (``colours``: BGR per label id, as in the annotated video),
+    then one closed LINE_STRIP per group around its members' boxes.
+    """
+    hdr = header(store, stamp, frame_id)
+    centres = {int(t): (float(x + w / 2), float(y + h / 2))
+               for t, (x, y, w, h) in zip(result.track_ids.tolist(), result.boxes.tolist(), strict=True)}  # fmt: skip
+    markers = [build(store, "visualization_msgs/msg/Marker", header=hdr, ns="pairedge", id=0, action=3)]
+    points, cols = [], []
+    for (a, b), label in zip(result.pairs[result.interacting].tolist(),
+                             result.label_ids[result.interacting].tolist(), strict=True):  # fmt: skip
+        colour = _rgba(store, colours[int(label) % len(colours)])
+        for tid in (a, b):
+            points.append(build(store, "geometry_msgs/msg/Point", x=centres[tid][0], y=centres[tid][1]))
+            cols.append(colour)
+    if points:
+        markers.append(_marker(store, hdr, "pairedge/pairs", 1, 5, points, cols))
+    boxes = {int(t): b for t, b in zip(result.track_ids.tolist(), result.boxes.tolist(), strict=True)}
+    for k, group in enumerate(result.groups):
+        corners = np.array([c for m in group.members for c in _corners(boxes[int(m)])], np.float32)
+        hull = cv2.convexHull(corners).reshape(-1, 2)
+        ring = [build(store, "geometry_msgs/msg/Point", x=float(x), y=float(y)) for x, y in hull]
+        colour = _rgba(store, colours[group.activity_id % len(colours)] if group.activity_id >= 0 else (200,) * 3)
+        markers.append(_marker(store, hdr, "pairedge/groups", 2 + k, 4, [*ring, ring[0]], [colour] * (len(ring) + 1)))
+    return build(store, "visualization_msgs/msg/MarkerArray", markers=markers)
+
+
+def _marker(store: Any, hdr: Any, ns: str, mid: int, kind: int, points: list[Any], colours: list[Any]) -> Any:
+    scale = build(store, "geometry_msgs/msg/Vector3", x=2.0)  # line width in pixels
+    orientation = build(store, "geometry_msgs/msg/Quaternion", w=1.0)
+    pose = build(store, "geometry_msgs/msg/Pose", orientation=orientation)
+    return build(store, "visualization_msgs/msg/Marker", header=hdr, ns=ns, id=mid, type=kind, action=0,
+                 pose=pose, scale=scale, color=colours[0], points=points, colors=colours)  # fmt: skip
+
+
+def _rgba(store: Any, bgr: tuple[int, int, int]) -> Any:
+    b, g, r = bgr
+    return build(store, "std_msgs/msg/ColorRGBA", r=r / 255.0, g=g / 255.0, b=b / 255.0, a=1.0)
+
+
+def _corners(box: Sequence[float]) -> list[tuple[float, float]]:
+    x, y, w, h = box
+    return [(x, y), (x + w, y), (x + w, y + h), (x, y + h)]
