@@ -5,13 +5,24 @@ detection files (``det/det.txt``) carry id -1 and the detector score. Columns af
 ``x, y, z`` world coordinates; MOT16+: class and visibility) are kept as ``extra``. A file with 6 columns
 gets ``conf`` = 1.
 
-Malformed input (a non-numeric field, fewer than 6 columns, frame < 1 or not an integer, a non-integer id,
-NaN / inf, a negative width or height) raises :class:`~pairedge.errors.FormatError` naming the file and line.
+Malformed input (a non-numeric or complex field, fewer than 6 columns, frame < 1 or not an integer, a
+non-integer id, frame or id beyond 2**53 (not exact in float64), NaN / inf or a number beyond the float64
+range, a box or conf value beyond the float32 range, a negative width or height) raises
+:class:`~pairedge.errors.FormatError` naming the file, the line and the true reason. A UTF-8 byte-order mark
+is skipped; ``\r\n`` and ``\r`` line ends are accepted.
+
+The file is parsed in blocks of whole lines with numpy's C reader (``np.loadtxt``); a block it cannot parse
+(ragged columns, trailing commas, mixed separators, a bad field) is re-parsed line by line, which also finds
+the exact line and field of an error. Resident memory stays near the output arrays plus the raw bytes
+(about 3x the file size; ``benchmarks/bench_soak.py --mot-mb`` measures it).
 """
 
 from __future__ import annotations
 
+import io
 import math
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,54 +79,135 @@ class MotTable:
         return out
 
 
-def _split_lines(path: Path) -> tuple[list[str], np.ndarray]:
+#: Bytes per parse block (whole lines); bounds the temporaries of one ``np.loadtxt`` call.
+BLOCK_BYTES = 8 << 20
+#: Largest integer a float64 holds exactly: frame numbers and ids beyond it cannot be read faithfully.
+MAX_EXACT_INT = 2**53
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+_SKIP_LINE = re.compile(rb"^[ \t\f\v]*(?:#[^\n]*)?$", re.M)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes with a UTF-8 byte-order mark removed and line ends normalised to ``\\n``."""
     try:
-        text = path.read_text()
-    except UnicodeDecodeError as exc:
-        raise FormatError(path, f"expected a text file, got undecodable bytes ({exc})") from None
+        data = path.read_bytes()
     except OSError as exc:
         raise FormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-    lines, numbers = [], []
-    for k, raw in enumerate(text.splitlines(), start=1):
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
+
+
+def _blocks(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """``(block, first line number)``: runs of whole lines (no final ``\\n``) of about ``BLOCK_BYTES``."""
+    size = len(data) - 1 if data.endswith(b"\n") else len(data)
+    start, line = 0, 1
+    while start < size:
+        end = size
+        if size - start > BLOCK_BYTES:
+            end = data.rfind(b"\n", start, start + BLOCK_BYTES)
+            if end < 0:  # one line longer than a block
+                end = data.find(b"\n", start + BLOCK_BYTES, size)
+            end = size if end < 0 else end
+        block = data[start:end]
+        yield block, line
+        line += block.count(b"\n") + 1
+        start = end + 1
+
+
+def _decode(path: Path, block: bytes, first_line: int) -> str:
+    try:
+        return block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + block.count(b"\n", 0, exc.start)
+        raise FormatError(path, f"expected UTF-8 text, got undecodable bytes ({exc.reason})", line) from None
+
+
+def _data_lines(block: bytes, first_line: int) -> tuple[list[bytes] | None, np.ndarray]:
+    """Line numbers (K,) of the data lines; the lines themselves when blank or comment lines were removed."""
+    if _SKIP_LINE.search(block) is None:  # the usual block: every line is data
+        return None, np.arange(first_line, first_line + block.count(b"\n") + 1, dtype=np.int64)
+    kept: list[bytes] = []
+    numbers: list[int] = []
+    for k, raw in enumerate(block.split(b"\n")):
         s = raw.strip()
-        if s and not s.startswith("#"):
-            lines.append(s)
-            numbers.append(k)
-    return lines, np.asarray(numbers, np.int64)
+        if s and not s.startswith(b"#"):
+            kept.append(raw)
+            numbers.append(first_line + k)
+    return kept, np.asarray(numbers, np.int64)
 
 
-def _parse_rows(path: Path, lines: list[str], numbers: np.ndarray) -> np.ndarray:
-    """(N, C) float64 table, NaN-padded for short lines; malformed fields raise FormatError."""
+def _parse_block(path: Path, block: bytes, first_line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """Parse a block: (K, C) float64 table NaN-padded to at least 7 columns, (K, C) bool cells present in
+    the line, (K,) line numbers and the decoded text of the K data lines (row k = line k of the text)."""
+    kept, numbers = _data_lines(block, first_line)
+    text = _decode(path, block if kept is None else b"\n".join(kept), first_line)
+    if len(numbers) == 0:
+        return np.zeros((0, 7)), np.zeros((0, 7), bool), numbers, text
+    try:
+        delimiter = "," if "," in text else None
+        table = np.loadtxt(io.StringIO(text), delimiter=delimiter, comments=None, dtype=np.float64, ndmin=2)
+    except ValueError:  # ragged columns, a trailing comma, a bad field: the line-by-line path says which
+        table = np.zeros((0, 0))
+    if table.shape[0] == len(numbers) and table.shape[1] >= 6:
+        present = np.ones((len(table), max(table.shape[1], 7)), bool)
+        if table.shape[1] < 7:
+            present[:, 6] = False
+            table = np.concatenate([table, np.full((len(table), 1), np.nan)], axis=1)
+        return table, present, numbers, text
+    lines = [s.strip() for s in text.split("\n")]
+
+    def check(t: np.ndarray, p: np.ndarray) -> None:
+        _check(path, t, p, numbers[: len(t)], text)
+
+    table, present = _parse_rows(path, lines, numbers, check)
+    return table, present, numbers, text
+
+
+def _parse_rows(
+    path: Path,
+    lines: list[str],
+    numbers: np.ndarray,
+    check: Callable[[np.ndarray, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(N, C) float64 table NaN-padded for short lines and (N, C) bool cells present (the slow path).
+
+    A malformed line raises FormatError naming it; ``check`` first sees the rows before it, so an earlier
+    line's problem is the one reported.
+    """
     rows: list[list[float]] = []
-    width = 0
     for text, lineno in zip(lines, numbers.tolist(), strict=True):
         fields = [f.strip() for f in text.replace(" ", "").split(",")] if "," in text else text.split()
         if fields and fields[-1] == "":
             fields = fields[:-1]  # a trailing comma
+        problem = None
         if len(fields) < 6:
-            raise FormatError(
-                path,
+            problem = (
                 f"expected at least 6 comma-separated values "
-                f"(frame,id,left,top,width,height[,conf,...]), got {len(fields)}: {text!r}",
-                lineno,
+                f"(frame,id,left,top,width,height[,conf,...]), got {len(fields)}: {_quote(text)}"
             )
-        try:
-            values = [float(f) for f in fields]
-        except ValueError:
+        elif not all(_is_float(f) for f in fields):
             bad = next(f for f in fields if not _is_float(f))
-            raise FormatError(path, f"expected numbers, got {bad!r} in {text!r}", lineno) from None
-        rows.append(values)
-        width = max(width, len(values))
-    table = np.full((len(rows), max(width, 7)), np.nan)
+            kind = " (a complex number; MOT values are real)" if _is_complex(bad) else ""
+            problem = f"expected numbers, got {_quote(bad)}{kind} in {_quote(text)}"
+        if problem is not None:
+            if check is not None:
+                check(*_pad(rows))
+            raise FormatError(path, problem, lineno)
+        rows.append([float(f) for f in fields])
+    return _pad(rows)
+
+
+def _pad(rows: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of different lengths as a NaN-padded (N, max(7, longest)) table and its (N, C) present mask."""
+    table = np.full((len(rows), max([7, *(len(r) for r in rows)])), np.nan)
     present = np.zeros(table.shape, bool)
     for k, values in enumerate(rows):
         table[k, : len(values)] = values
         present[k, : len(values)] = True
-    bad = (present & ~np.isfinite(table)).any(1)
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise FormatError(path, f"expected finite numbers, got NaN or inf in {lines[k]!r}", int(numbers[k]))
-    return table
+    return table, present
 
 
 def _is_float(text: str) -> bool:
@@ -126,21 +218,91 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def _check(path: Path, table: np.ndarray, numbers: np.ndarray) -> None:
-    """Vectorised validity checks; the first bad row raises FormatError with its line number."""
+def _is_complex(text: str) -> bool:
+    try:
+        complex(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _check(path: Path, table: np.ndarray, present: np.ndarray, numbers: np.ndarray, text: str) -> None:
+    """Vectorised validity checks; the earliest bad line raises FormatError with its true reason.
+
+    Args:
+        table: (K, C) float64 rows. present: (K, C) bool, which cells the line had (the rest are NaN padding).
+        numbers: (K,) line numbers. text: the K data lines (quoted in the message).
+    """
     core = table[:, :6]
-    problems = [
-        (core[:, 0] != np.floor(core[:, 0]), "expected an integer frame number"),
-        (core[:, 0] < 1, "expected a 1-based frame number (>= 1); MOT files count frames from 1"),
-        (core[:, 1] != np.floor(core[:, 1]), "expected an integer track id (-1 for detections)"),
-        (core[:, 1] < -1, "expected a track id >= -1"),
-        ((core[:, 4] < 0) | (core[:, 5] < 0), "expected a non-negative width and height"),
-    ]
-    for bad, message in problems:
-        bad = np.asarray(bad, bool)
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise FormatError(path, f"{message}: {table[k, :6].tolist()}", int(numbers[k]))
+    frame, ident = core[:, 0], core[:, 1]
+    with np.errstate(invalid="ignore"):
+        big32 = present[:, 2:7] & (np.abs(table[:, 2:7]) > FLOAT32_MAX)
+        problems = [
+            ((present & ~np.isfinite(table)).any(1), "expected finite numbers, got NaN or inf (a number beyond "
+             "the float64 range, about 1.8e308, also reads as inf)"),
+            (frame >= MAX_EXACT_INT, f"expected a frame number below 2**53 = {MAX_EXACT_INT} (larger integers "
+             "are not exact in float64), got a larger one"),
+            (np.abs(ident) >= MAX_EXACT_INT, f"expected a track id of magnitude below 2**53 = {MAX_EXACT_INT}"),
+            (big32.any(1), f"expected box and conf values within the float32 range (|x| <= {FLOAT32_MAX:.4g}); "
+             "converting this one would overflow to inf"),
+            (frame != np.floor(frame), "expected an integer frame number"),
+            (frame < 1, "expected a 1-based frame number (>= 1); MOT files count frames from 1"),
+            (ident != np.floor(ident), "expected an integer track id (-1 for detections)"),
+            (ident < -1, "expected a track id >= -1"),
+            ((core[:, 4] < 0) | (core[:, 5] < 0), "expected a non-negative width and height"),
+        ]  # fmt: skip
+    masks = [np.asarray(bad, bool) for bad, _ in problems]
+    anybad = np.logical_or.reduce(masks)
+    if not anybad.any():
+        return
+    k = int(np.argmax(anybad))
+    message = next(m for mask, (_, m) in zip(masks, problems, strict=True) if mask[k])
+    line = text.split("\n", k + 1)[k].strip()
+    raise FormatError(path, f"{message}: {_quote(line)}", int(numbers[k]))
+
+
+class _Columns:
+    """Preallocated output columns for at most ``capacity`` rows, filled block by block."""
+
+    def __init__(self, capacity: int) -> None:
+        self.n = 0
+        self.frame = np.empty(capacity, np.int64)
+        self.track_id = np.empty(capacity, np.int64)
+        self.boxes = np.empty((capacity, 4), np.float32)
+        self.scores = np.empty(capacity, np.float32)
+        self.extra = np.empty((capacity, 0), np.float64)
+        self.line = np.empty(capacity, np.int64)
+
+    def add(self, table: np.ndarray, numbers: np.ndarray) -> None:
+        a, b = self.n, self.n + len(table)
+        k = table.shape[1] - 7
+        if k > self.extra.shape[1]:  # a wider block: grow the extra columns (NaN for earlier rows)
+            grown = np.full((len(self.extra), k), np.nan)
+            grown[:a, : self.extra.shape[1]] = self.extra[:a]
+            self.extra = grown
+        self.frame[a:b] = table[:, 0]
+        self.track_id[a:b] = table[:, 1]
+        self.boxes[a:b] = table[:, 2:6]
+        self.scores[a:b] = np.where(np.isnan(table[:, 6]), 1.0, table[:, 6])
+        self.extra[a:b] = np.nan
+        self.extra[a:b, :k] = table[:, 7:]
+        self.line[a:b] = numbers
+        self.n = b
+
+    def table(self, path: Path) -> MotTable:
+        n = self.n
+
+        def cut(x: np.ndarray) -> np.ndarray:
+            return x if len(x) == n else x[:n].copy()
+
+        return MotTable(
+            path=str(path), frame=cut(self.frame), track_id=cut(self.track_id), boxes=cut(self.boxes),
+            scores=cut(self.scores), extra=cut(self.extra), line=cut(self.line),
+        )  # fmt: skip
 
 
 def read_mot(path: str | Path) -> MotTable:
@@ -154,18 +316,16 @@ def read_mot(path: str | Path) -> MotTable:
         :class:`~pairedge.types.Detections`).
 
     Raises:
-        FormatError: the file cannot be read or a line is malformed (names the line).
+        FormatError: the file cannot be read or a line is malformed (names the line and the reason).
     """
     p = Path(path)
-    lines, numbers = _split_lines(p)
-    table = _parse_rows(p, lines, numbers) if lines else np.zeros((0, 7))
-    _check(p, table, numbers)
-    conf = np.where(np.isnan(table[:, 6]), 1.0, table[:, 6])
-    return MotTable(
-        path=str(p), frame=table[:, 0].astype(np.int64), track_id=table[:, 1].astype(np.int64),
-        boxes=table[:, 2:6].astype(np.float32).reshape(-1, 4), scores=conf.astype(np.float32),
-        extra=table[:, 7:].copy(), line=numbers,
-    )  # fmt: skip
+    data = _read_bytes(p)
+    out = _Columns(data.count(b"\n") + 1 if data else 0)
+    for block, first_line in _blocks(data):
+        table, present, numbers, text = _parse_block(p, block, first_line)
+        _check(p, table, present, numbers, text)
+        out.add(table, numbers)
+    return out.table(p)
 
 
 def _fmt(value: float) -> str:
@@ -190,8 +350,12 @@ def write_mot(
         extra: (N, K) columns after conf (default three columns of -1, as MOT15 2D files).
 
     Raises:
-        InputError: mismatched lengths, frame < 1, NaN / inf or negative sizes.
+        InputError: mismatched lengths, complex values, frame < 1, NaN / inf or negative sizes.
     """
+    columns = {"frame": frame, "track_id": track_id, "boxes": boxes, "scores": scores, "extra": extra}
+    complex_ = [name for name, value in columns.items() if value is not None and np.iscomplexobj(value)]
+    if complex_:
+        raise InputError(f"write_mot: expected real numbers, got complex values in {', '.join(complex_)}")
     f = np.asarray(frame, np.int64).reshape(-1)
     n = len(f)
     ids = np.asarray(track_id, np.int64).reshape(-1)
