@@ -10,8 +10,7 @@
 from __future__ import annotations
 
 import json
-import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 import torch
 from pairedge.errors import ModelError
 from pairedge.export.models import ModelConfig, build_model, get_normalization
-from pairedge.modelmeta import ModelMetadata
+from pairedge.modelmeta import ModelMetadata, finite_floats
 from torch import nn
 
 FORMAT = "pairedge-checkpoint"
@@ -102,21 +101,60 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """``torch.load(path, weights_only=True)``; any pickle beyond tensors is refused with a ModelError."""
+    if path.stat().st_size == 0:
+        raise ModelError(
+            f"{path}: empty file, not a state dict; re-save it with torch.save(model.state_dict())"
+        )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    except (
+        Exception
+    ) as exc:  # torch raises UnpicklingError, RuntimeError, KeyError, EOFError, ... on bad bytes
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        first = next(
+            (ln for ln in lines if not ln.startswith(("Weights only", "Please file"))), type(exc).__name__
+        )
         raise ModelError(
-            f"{path}: refused to load: not a plain state dict of tensors ({first}); pairedge never unpickles "
-            "arbitrary objects: re-save the weights with torch.save(model.state_dict())"
+            f"{path}: refused to load: not a plain state dict of tensors ({type(exc).__name__}: {first[:160]}); "
+            "pairedge never unpickles arbitrary objects: re-save the weights with torch.save(model.state_dict())"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelError(f"{path}: expected a state dict (name -> tensor), got {type(state).__name__}")
     return state
 
 
+def _read_config(config_path: Path) -> dict[str, Any]:
+    """``model.json`` as a dict with the keys a checkpoint needs (one-line ModelError otherwise)."""
+    try:
+        doc = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ModelError(f"{config_path}: not a readable JSON checkpoint config ({str(exc)[:160]})") from None
+    if not isinstance(doc, dict):
+        raise ModelError(
+            f"{config_path}: expected a JSON object (the checkpoint config `pairedge train` writes), "
+            f"got {type(doc).__name__}"
+        )
+    if doc.get("format") != FORMAT:
+        raise ModelError(f"{config_path}: expected format {FORMAT!r}, got {doc.get('format')!r:.60}")
+    missing = [
+        k for k in ("model", "stage", "labels", "feature_spec", "feature_spec_version") if k not in doc
+    ]
+    if missing:
+        raise ModelError(f"{config_path}: checkpoint config lacks {', '.join(missing)}")
+    if not isinstance(doc["model"], dict):
+        raise ModelError(f"{config_path}: 'model': expected an object (the model configuration)")
+    for key, kind in (("thresholds", dict), ("extra", dict), ("norm_mean", list), ("norm_std", list)):
+        if key in doc and not isinstance(doc[key], kind):
+            raise ModelError(f"{config_path}: {key!r}: expected a JSON {kind.__name__}, got {doc[key]!r:.80}")
+    return doc
+
+
 def load_checkpoint(path: str | Path) -> Checkpoint:
-    """Load a pairedge checkpoint (its folder, or ``model.pt`` with ``model.json`` next to it)."""
+    """Load a pairedge checkpoint (its folder, or ``model.pt`` with ``model.json`` next to it).
+
+    The config is checked field by field (types, ranges: the same rules as ONNX metadata on load) and the
+    weights must be finite; every problem is a one-line ModelError naming the file and the field.
+    """
     weights, config_path = _paths(path)
     for p, what in ((weights, "weights"), (config_path, "config")):
         if not p.is_file():
@@ -124,35 +162,62 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
                 f"{p}: checkpoint {what} not found; a pairedge checkpoint is a folder with {WEIGHTS} and "
                 f"{CONFIG} (written by `pairedge train`); for the paper's files use --paper-stage1/--paper-stage2"
             )
+    doc = _read_config(config_path)
     try:
-        doc = json.loads(config_path.read_text())
-        if doc.get("format") != FORMAT:
-            raise ModelError(f"{config_path}: expected format {FORMAT!r}, got {doc.get('format')!r}")
         config = ModelConfig.from_dict(doc["model"])
         model = build_model(config)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"{config_path}: malformed 'model' config ({type(exc).__name__}: {exc})") from None
+    try:
         model.load_state_dict(load_state_dict(weights))
-        model.eval()
-        mean, std = get_normalization(model)
-        if not np.allclose(mean, doc["norm_mean"]) or not np.allclose(std, doc["norm_std"]):
-            raise ModelError(
-                f"{config_path}: normalisation statistics disagree with the weights in {weights}"
-            )
-        return Checkpoint(
-            model=model,
-            config=config,
-            stage=int(doc["stage"]),
-            labels=tuple(doc["labels"]),
-            feature_spec=str(doc["feature_spec"]),
-            feature_spec_version=str(doc["feature_spec_version"]),
-            thresholds={k: float(v) for k, v in doc.get("thresholds", {}).items()},
-            data_fingerprint=str(doc.get("data_fingerprint", "")),
-            label_set=str(doc.get("label_set", "")),
-            extra=dict(doc.get("extra", {})),
-        )
-    except (KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ModelError(
-            f"{config_path}: malformed checkpoint config ({type(exc).__name__}: {exc})"
-        ) from None
     except RuntimeError as exc:  # load_state_dict: missing / unexpected keys or shape mismatch
         first = str(exc).splitlines()[0]
         raise ModelError(f"{weights}: weights do not match the config in {config_path} ({first})") from None
+    model.eval()
+    check_finite(model, weights)
+    mean, std = get_normalization(model)
+    stats = [finite_floats(doc.get(k), k, str(config_path)) for k in ("norm_mean", "norm_std")]
+    if any(len(s) != len(mean) for s in stats) or not (
+        np.allclose(mean, stats[0]) and np.allclose(std, stats[1])
+    ):
+        raise ModelError(f"{config_path}: normalisation statistics disagree with the weights in {weights}")
+    thresholds = doc.get("thresholds", {})
+    ckpt = Checkpoint(
+        model=model,
+        config=config,
+        stage=doc["stage"],
+        labels=doc["labels"],
+        feature_spec=doc["feature_spec"],
+        feature_spec_version=doc["feature_spec_version"],
+        thresholds=thresholds,
+        data_fingerprint=doc.get("data_fingerprint", ""),
+        label_set=doc.get("label_set", ""),
+        extra=dict(doc.get("extra", {})),
+    )
+    meta = ckpt.metadata().validated(str(config_path))  # types and ranges of every field
+    for key in ("data_fingerprint", "label_set"):
+        if not isinstance(doc.get(key, ""), str):
+            raise ModelError(f"{config_path}: {key!r}: expected a string, got {doc[key]!r:.80}")
+    return replace(
+        ckpt,
+        stage=meta.stage,
+        labels=meta.labels,
+        feature_spec=meta.feature_spec,
+        feature_spec_version=meta.feature_spec_version,
+        thresholds=dict(meta.thresholds),
+    )
+
+
+def check_finite(model: nn.Module, source: str | Path) -> None:
+    """Refuse a model whose parameters or buffers hold NaN or infinity (ModelError naming the tensors)."""
+    bad = [
+        f"{name} ({int((~torch.isfinite(t)).sum())} of {t.numel()})"
+        for name, t in (*model.named_parameters(), *model.named_buffers())
+        if t.is_floating_point() and not bool(torch.isfinite(t).all())
+    ]
+    if bad:
+        raise ModelError(
+            f"{source}: non-finite weights (NaN or infinity) in {', '.join(bad[:4])}"
+            f"{' ...' if len(bad) > 4 else ''}; the training diverged or the file is corrupt: retrain or "
+            "export an earlier checkpoint"
+        )

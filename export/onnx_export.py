@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 import torch
 from pairedge.errors import ModelError
-from pairedge.export.checkpoint import Checkpoint
+from pairedge.export.checkpoint import Checkpoint, check_finite
 from pairedge.export.models import count_parameters, get_normalization
 from pairedge.modelfolder import STAGE_FILES, Manifest, register_files
 from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
@@ -154,6 +154,8 @@ def export_model(
         check_inputs: optional real (N, F) features checked as well.
     """
     model = copy.deepcopy(model).cpu().float().eval()
+    check_finite(model, "the model to export")
+    metadata = metadata.validated(str(out))
     mean, std = get_normalization(model)
     if not (np.allclose(mean, metadata.norm_mean) and np.allclose(std, metadata.norm_std)):
         raise ModelError("metadata normalisation statistics differ from the model's buffers")
@@ -164,6 +166,13 @@ def export_model(
     stats = [parity_stats(model, out, sample_inputs(metadata, n, seed=n)) for n in check_batches]
     if check_inputs is not None and len(check_inputs):
         stats.append(parity_stats(model, out, check_inputs))
+    if not all(np.isfinite(d) and np.isfinite(m) for d, m in stats):
+        out.unlink(missing_ok=True)
+        raise ModelError(
+            f"{out}: the exported model produces non-finite logits (NaN or infinity) on finite inputs "
+            f"(max |difference|, max |logit| per check: {[(float(d), float(m)) for d, m in stats]}); "
+            "file removed. Check the weights and normalisation statistics (std must be > 0)"
+        )
     return ExportResult(
         path=out,
         metadata=metadata,

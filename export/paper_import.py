@@ -59,22 +59,46 @@ def numpy_allowlist() -> list[Any]:
 
 
 def safe_load(path: str | Path) -> Any:
-    """``torch.load(path, weights_only=True)`` with :func:`numpy_allowlist`; refusals become ModelError."""
+    """``torch.load(path, weights_only=True)`` with :func:`numpy_allowlist`; every failure is a ModelError.
+
+    A pickle that needs a class outside the allow-list is *refused* (named in the message); bytes that are
+    no checkpoint at all (text, an empty or truncated file) are reported as such.
+    """
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"{path}: checkpoint file not found")
+    if path.stat().st_size == 0:
+        raise ModelError(f"{path}: empty file, not a PyTorch checkpoint; copy the checkpoint again")
     try:
         with torch.serialization.safe_globals(numpy_allowlist()):
             return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, ValueError, TypeError) as exc:
-        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-        why = next(
-            (ln.strip() for ln in lines if "GLOBAL" in ln or "global" in ln), lines[0] if lines else ""
-        )
+    except pickle.UnpicklingError as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        why = next((ln for ln in lines if "GLOBAL" in ln or "global" in ln), None)
+        if why is None:
+            raise _not_a_checkpoint(path, exc) from None
         raise ModelError(
             f"{path}: refused to load: the file is not a weights-only checkpoint ({why[:300]}); pairedge "
             "loads tensors, plain containers and numpy arrays only and never unpickles arbitrary objects"
         ) from None
+    except Exception as exc:  # torch raises RuntimeError, KeyError, EOFError, ... on bytes that are no checkpoint
+        raise _not_a_checkpoint(path, exc) from None
+
+
+def _not_a_checkpoint(path: Path, exc: BaseException) -> ModelError:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    # torch's weights-only errors open with a paragraph about torch 2.6; the reason is the line after it
+    first = next((ln for ln in lines if not ln.startswith(("Weights only", "Please file"))), "")
+    if "zip archive" in first or isinstance(exc, EOFError):
+        what = "a corrupt or truncated PyTorch checkpoint"
+    else:
+        what = "not a PyTorch checkpoint"
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    return ModelError(
+        f"{path}: {what} (torch.load: {type(exc).__name__}: {first[:100]}; the file starts with {head!r}); "
+        "pass the .pt/.pth file the released code saved with torch.save"
+    )
 
 
 def file_fingerprint(path: str | Path) -> str:

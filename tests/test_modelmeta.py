@@ -46,3 +46,44 @@ def test_label_sets() -> None:
     assert SIM7.classes[:3] == tuple(c for c in PAPER3.classes)
     with pytest.raises(ValueError, match="unknown label"):
         PAPER3.index("dancing")
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "field"),
+    [
+        ("labels", '"abc"', "labels"),  # must not become a, b, c
+        ("labels", "5", "labels"),
+        ("labels", '["a", "a", "b"]', "labels"),
+        ("labels", '["a", "", "b"]', "labels"),
+        ("labels", "[]", "labels"),
+        ("norm_mean", '["x", 1.0]', "norm_mean"),
+        ("norm_mean", "[NaN, 1.0]", "norm_mean"),
+        ("norm_std", "[1.0, 0.0]", "norm_std"),
+        ("norm_std", "[1.0, -2.0]", "norm_std"),
+        ("norm_std", "[1.0, Infinity]", "norm_std"),
+        ("thresholds", '{"p_interact": "abc"}', "thresholds"),
+        ("thresholds", '{"p_interact": NaN}', "thresholds"),
+        ("thresholds", '{"p_interact": -1}', "thresholds"),
+        ("thresholds", '{"p_interact": 1.5}', "thresholds"),
+        ("thresholds", "[0.5]", "thresholds"),
+        ("stage", '"2"', "stage"),
+        ("stage", "true", "stage"),
+        ("num_features", "2.0", "num_features"),
+        ("extra", "[]", "extra"),
+        ("labels", "[" * 100_000, "labels"),  # deep nesting: not a RecursionError
+    ],
+)
+def test_tampered_metadata_is_a_one_line_error(key: str, raw: str, field: str) -> None:
+    props = _meta().to_props()
+    props["pairedge." + key] = raw
+    with pytest.raises(ModelError) as info:
+        ModelMetadata.from_props(props, source="m.onnx")
+    message = str(info.value)
+    assert message.startswith("m.onnx:") and f"pairedge.{field}" in message and "\n" not in message
+
+
+def test_validated_accepts_what_export_writes() -> None:
+    meta = _meta()
+    assert meta.validated("x") == meta
+    with pytest.raises(ModelError, match="labels"):
+        ModelMetadata(**{**meta.__dict__, "labels": "abc"}).validated("x")

@@ -3,8 +3,9 @@
 A pairedge ONNX model declares itself in ``metadata_props`` (see :mod:`pairedge.modelmeta`). The loader
 refuses, with a :class:`ModelError` that says how to fix it: a file that is not ONNX, a model without
 pairedge metadata, a feature spec (or spec version) this pairedge does not know, an input/output contract
-that does not match the metadata, and external-data references that leave the model's folder (absolute
-paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9).
+that does not match the metadata, external-data references that leave the model's folder (absolute
+paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9), and floating-point weights that
+hold NaN or infinity. Metadata is validated field by field (:func:`pairedge.modelmeta.validate_fields`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pairedge.errors import ModelError
 from pairedge.features import FeatureSpec, get_spec
 from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
@@ -76,6 +78,7 @@ def load_model(path: str | Path, *, stage: int | None = None) -> ModelFile:
     spec = _check_spec(file, meta)
     _check_io(file, proto, meta)
     external = _check_external_data(file, proto)
+    _check_finite(file, proto)
     return ModelFile(path=file, metadata=meta, spec=spec, has_external_data=external)
 
 
@@ -84,7 +87,10 @@ def _check_spec(file: Path, meta: ModelMetadata) -> FeatureSpec:
         spec = get_spec(meta.feature_spec)
     except ModelError as exc:
         raise ModelError(f"{file}: {exc}") from None
-    if spec.version and meta.feature_spec_version != spec.version:
+    layout = spec.for_version(meta.feature_spec_version) if spec.version else spec
+    if layout is not None:
+        spec = layout  # an older version this pairedge still implements (its own layout)
+    elif spec.version and meta.feature_spec_version != spec.version:
         raise ModelError(
             f"{file}: trained on feature spec {spec.name!r} version {meta.feature_spec_version!r}, this pairedge "
             f"implements version {spec.version!r}; re-export the model with this pairedge version"
@@ -168,3 +174,31 @@ def _check_external_data(file: Path, proto: Any) -> bool:
         if not target.is_file():
             raise ModelError(f"{file}: external data file {location!r} of tensor {tensor.name!r} is missing")
     return found
+
+
+_FLOAT_TYPES = frozenset({1, 10, 11, 16})  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def _check_finite(file: Path, proto: Any) -> None:
+    """Refuse a model whose floating-point constants (initializers, Constant nodes) hold NaN or infinity."""
+    from onnx import numpy_helper
+
+    bad: list[str] = []
+    for tensor in _tensors(proto.graph):
+        if tensor.data_type not in _FLOAT_TYPES:
+            continue
+        try:
+            values = np.asarray(numpy_helper.to_array(tensor, base_dir=str(file.parent)), dtype=np.float64)
+        except Exception as exc:  # malformed tensor payloads raise ValueError / TypeError / OSError
+            raise ModelError(
+                f"{file}: tensor {tensor.name!r} cannot be read ({type(exc).__name__}: {exc})"
+            ) from None
+        count = int(values.size - np.count_nonzero(np.isfinite(values)))
+        if count:
+            bad.append(f"{tensor.name or '<unnamed>'} ({count} of {values.size})")
+    if bad:
+        raise ModelError(
+            f"{file}: non-finite weights (NaN or infinity) in {', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''}; "
+            "the model would output NaN: re-export it from a finite checkpoint (`pairedge export` refuses "
+            "non-finite weights)"
+        )

@@ -71,7 +71,9 @@ def export_command(
     )
     if manifest is not None:
         console.print(
-            f"recorded its SHA-256 in {escape(str(result.path.parent / MANIFEST_NAME))}", highlight=False
+            f"recorded its SHA-256 in {escape(str(result.path.parent / MANIFEST_NAME))}",
+            highlight=False,
+            soft_wrap=True,
         )
     else:
         console.print(
