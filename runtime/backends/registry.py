@@ -23,6 +23,7 @@ BACKENDS: Mapping[str, str] = MappingProxyType(
         "onnxruntime": "pairedge.runtime.backends.ort:OnnxRuntimeBackend",
         "onnxruntime-cuda": "pairedge.runtime.backends.ort:OnnxRuntimeCudaBackend",
         "onnxruntime-tensorrt": "pairedge.runtime.backends.ort:OnnxRuntimeTensorRTBackend",
+        "tensorrt": "pairedge.runtime.backends.tensorrt:TensorRTBackend",
     }
 )
 

@@ -1,0 +1,187 @@
+"""``pairedge build``: both stages of a model folder -> engines + engine manifests, registered in the folder.
+
+Layout (SPEC section 5)::
+
+    MODEL_DIR/stage{1,2}.onnx | stage{1,2}.fp16.onnx | stage{1,2}.int8.onnx (+ calibration.json)
+    MODEL_DIR/engines/<device>-sm<cc>-trt<version>/stage{1,2}.<precision>.engine
+                                                  /stage{1,2}.<precision>.engine.json   (engine manifest)
+
+Both engine files and their manifests are registered in ``MODEL_DIR/manifest.json`` (role "engine" /
+"engine-manifest") so the folder a robot team copies stays verifiable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pairedge import __version__
+from pairedge.errors import ModelError
+from pairedge.export.tensorrt import versions
+from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized, load_tensorrt
+from pairedge.export.tensorrt.manifest import (
+    EngineEnvironment,
+    EngineManifest,
+    engine_file_name,
+    manifest_path,
+    sha256_file,
+)
+from pairedge.export.tensorrt.progress import ProgressSink
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def onnx_file_name(stage: int, precision: str) -> str:
+    """``stage1.onnx`` for fp32, ``stage1.fp16.onnx`` / ``stage1.int8.onnx`` otherwise."""
+    versions.check_precision(precision)
+    return f"stage{stage}.onnx" if precision == "fp32" else f"stage{stage}.{precision}.onnx"
+
+
+def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
+    """The two ONNX files a build of ``precision`` needs (checked to exist).
+
+    Raises:
+        ModelError: a file is missing, with the command that makes it.
+    """
+    paths = [model_dir / onnx_file_name(s, precision) for s in (1, 2)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        how = (
+            f"`pairedge export` writes {', '.join(missing)}"
+            if precision == "fp32"
+            else f"`pairedge calibrate {model_dir}` writes the {precision} models"
+        )
+        raise ModelError(f"{model_dir}: no {', '.join(missing)} for a {precision} build; {how}")
+    return paths
+
+
+def environment(trt: Any, memory: Any) -> EngineEnvironment:
+    """The running TensorRT + GPU (``memory``: a :class:`~pairedge.runtime.backends.cudamem.CudaMemory`)."""
+    info = memory.device_info()
+    return EngineEnvironment(
+        tensorrt_version=str(trt.__version__),
+        cuda_version=info.cuda_version,
+        device_name=info.name,
+        compute_capability=info.compute_capability,
+    )
+
+
+@dataclass(frozen=True)
+class BuiltEngine:
+    """One engine written by :func:`build_model_folder`."""
+
+    stage: int
+    engine: Path
+    manifest: EngineManifest
+    output: BuildOutput
+
+
+def build_model_folder(
+    model_dir: Path,
+    settings: BuildSettings,
+    *,
+    out: Path | None = None,
+    trt: Any = None,
+    memory: Any = None,
+    progress: Callable[[int], ProgressSink | None] | None = None,
+) -> list[BuiltEngine]:
+    """Build the stage-1 and stage-2 engines of ``model_dir`` at ``settings.precision``.
+
+    Args:
+        model_dir: the model folder.
+        settings: precision, profile, workspace, timing cache.
+        out: engine folder; default ``model_dir/engines/<device>-sm<cc>-trt<version>``.
+        trt: the ``tensorrt`` module (default: imported, or a one-line error saying how to get it).
+        memory: a CUDA memory layer used to read the device (default: cuda-python / pycuda).
+        progress: stage -> progress sink for that stage's build.
+
+    Raises:
+        MissingDependencyError: no TensorRT / no cuda-python. DeviceUnavailableError: no GPU.
+        ModelError: missing ONNX files. BuildError: the parser or builder failed.
+    """
+    from pairedge.runtime.backends.cudamem import open_cuda_memory
+    from pairedge.runtime.backends.model import load_model
+
+    onnx_files = stage_onnx_files(model_dir, settings.precision)
+    models = [load_model(p, stage=s) for s, p in zip((1, 2), onnx_files, strict=True)]
+    trt = trt if trt is not None else load_tensorrt()
+    own_memory = memory is None
+    memory = memory if memory is not None else open_cuda_memory("auto")
+    try:
+        env = environment(trt, memory)
+    finally:
+        if own_memory:
+            memory.close()
+    engine_dir = out if out is not None else model_dir / "engines" / env.tag
+    engine_dir.mkdir(parents=True, exist_ok=True)
+    calibration = model_dir / CALIBRATION_FILE
+    built: list[BuiltEngine] = []
+    for stage, onnx_path, model in zip((1, 2), onnx_files, models, strict=True):
+        sink = progress(stage) if progress is not None else None
+        result = build_serialized(trt, onnx_path, settings, progress=sink)
+        engine = engine_dir / engine_file_name(stage, settings.precision)
+        _write_atomic(engine, result.plan)
+        meta = model.metadata
+        manifest = EngineManifest(
+            stage=stage,
+            precision=settings.precision,
+            tensorrt_version=env.tensorrt_version,
+            cuda_version=env.cuda_version,
+            device_name=env.device_name,
+            compute_capability=env.compute_capability,
+            profile=settings.profile.as_dict(),
+            onnx={"file": onnx_path.name, "sha256": sha256_file(onnx_path), "size": onnx_path.stat().st_size},
+            engine={"file": engine.name, "sha256": sha256_file(engine), "size": engine.stat().st_size},
+            labels=tuple(meta.labels),
+            feature_spec=meta.feature_spec,
+            feature_spec_version=meta.feature_spec_version,
+            num_features=meta.num_features,
+            input_name=result.input_name,
+            output_name=result.output_names[0] if result.output_names else "logits",
+            calibration=(
+                {"file": CALIBRATION_FILE, "sha256": sha256_file(calibration)}
+                if settings.precision == "int8" and calibration.is_file()
+                else None
+            ),
+            build={
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "seconds": round(result.seconds, 3),
+                "workspace_mib": settings.workspace_mib,
+                "optimization_level": settings.optimization_level,
+                "generation": result.generation,
+                "network_flags": result.network_flags,
+                "builder_flags": list(result.builder_flags),
+                "timing_cache": str(settings.timing_cache) if settings.timing_cache else None,
+                "timing_cache_bytes": result.timing_cache_saved,
+            },
+            pairedge_version=__version__,
+        )
+        manifest.write(engine)
+        built.append(BuiltEngine(stage, engine, manifest, result))
+    _register(model_dir, [b.engine for b in built])
+    return built
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _register(model_dir: Path, engines: list[Path]) -> None:
+    """Record the engines and their manifests in the folder's manifest.json (when they lie inside it)."""
+    from pairedge.modelfolder import register_files
+
+    root = model_dir.resolve()
+    roles: dict[str, str] = {}
+    for engine in engines:
+        for path, role in ((engine, "engine"), (manifest_path(engine), "engine-manifest")):
+            resolved = path.resolve()
+            if resolved.is_relative_to(root):
+                roles[resolved.relative_to(root).as_posix()] = role
+    if roles:
+        register_files(model_dir, roles)

@@ -1,0 +1,48 @@
+"""The builder's timing cache: loaded before a build, saved after it (a cache file speeds up rebuilds).
+
+A cache from another TensorRT version or GPU is not an error: TensorRT would reject it, so it is logged
+and a fresh cache is used (``ignore_mismatch=False`` keeps TensorRT from mixing timings of different GPUs).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+LOG = logging.getLogger("pairedge.tensorrt")
+
+
+def attach_timing_cache(config: Any, path: Path | None) -> tuple[Any, int]:
+    """Create a timing cache from ``path`` (empty when missing) and set it on ``config``.
+
+    Returns:
+        (the cache object, bytes loaded from disk).
+    """
+    data = b""
+    if path is not None and path.is_file():
+        data = path.read_bytes()
+    cache = config.create_timing_cache(data)
+    if cache is None and data:
+        LOG.warning("timing cache %s is not readable by this TensorRT; starting a new one", path)
+        data = b""
+        cache = config.create_timing_cache(b"")
+    if not config.set_timing_cache(cache, False):
+        LOG.warning("timing cache %s does not match this TensorRT / GPU; starting a new one", path)
+        data = b""
+        cache = config.create_timing_cache(b"")
+        config.set_timing_cache(cache, False)
+    return cache, len(data)
+
+
+def save_timing_cache(config: Any, path: Path | None) -> int:
+    """Write the config's timing cache to ``path`` atomically; returns the bytes written (0 without a path)."""
+    if path is None:
+        return 0
+    blob = bytes(memoryview(config.get_timing_cache().serialize()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
+    return len(blob)

@@ -1,0 +1,266 @@
+"""Native TensorRT classifier backend: a serialized engine from ``pairedge build``, run with TensorRT's API.
+
+Lifecycle (Polygraphy's runner style, as :class:`~pairedge.runtime.backends.base.Backend` defines it):
+
+``activate()``
+    find the engine of this model file (``MODEL_DIR/engines/<device>-sm<cc>-trt<ver>/stage{n}.<precision>.engine``
+    or :attr:`TensorRTOptions.engine`), read its manifest and refuse a mismatch (TensorRT version, compute
+    capability, ONNX SHA-256) *before* touching the engine, check the file's size and SHA-256, then
+    ``Runtime.deserialize_cuda_engine``; one ``IExecutionContext``; one stream; device buffers sized to the
+    profile's max pairs; pinned host buffers of the same size; tensor addresses set once.
+``infer(features)``
+    per chunk of at most ``max`` pairs (more pairs are split into several chunks; fewer than the profile's
+    ``min`` are zero-padded up to it): copy into the pinned input, ``cudaMemcpyAsync`` host -> device,
+    ``set_input_shape``, ``execute_async_v3`` on the stream, device -> host copy, stream synchronise.
+``deactivate()``
+    drop the context and engine, free buffers and the stream.
+
+Memory goes through :mod:`pairedge.runtime.backends.cudamem` (cuda-python by default, pycuda accepted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import BackendError, InputError, ModelError
+from pairedge.runtime.backends.base import Backend
+from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
+from pairedge.runtime.backends.model import ModelFile
+
+_NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT8": np.int8}
+
+
+@dataclass(frozen=True)
+class TensorRTOptions:
+    """Options of the native TensorRT backend.
+
+    Attributes:
+        engine: an explicit engine file (its manifest beside it); None: found in the model folder.
+        engine_dir: folder holding ``stage{n}.<precision>.engine``; None: ``MODEL_DIR/engines/<device tag>``.
+        precision: which engine; None: from the ONNX file name (``stage1.fp16.onnx`` -> fp16, else fp32).
+        device_id: CUDA device ordinal.
+        memory: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
+    """
+
+    engine: str | None = None
+    engine_dir: str | None = None
+    precision: str | None = None
+    device_id: int = 0
+    memory: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.memory not in KINDS:
+            raise InputError(f"memory: expected one of {', '.join(KINDS)}, got {self.memory!r}")
+        if self.precision not in (None, "fp32", "fp16", "int8"):
+            raise InputError(f"precision: expected fp32, fp16 or int8, got {self.precision!r}")
+
+
+def precision_of(model_path: Path) -> str:
+    """``stage1.int8.onnx`` -> "int8"; ``stage1.onnx`` -> "fp32"."""
+    parts = model_path.name.split(".")
+    return parts[-2] if len(parts) >= 3 and parts[-2] in ("fp16", "int8") else "fp32"
+
+
+class TensorRTBackend(Backend):
+    """A ``pairedge build`` engine on TensorRT (needs TensorRT, cuda-python or pycuda, and a GPU).
+
+    Args:
+        model: the checked ONNX model the engine was built from (labels, spec and hash come from it).
+        options: :class:`TensorRTOptions`; None for the defaults.
+        trt, memory: injected ``tensorrt`` module and :class:`CudaMemory` (tests; default: the real ones).
+    """
+
+    name = "tensorrt"
+    engine_path: Path | None
+
+    def __init__(
+        self, model: ModelFile, options: TensorRTOptions | None = None, *, trt: Any = None, memory: Any = None
+    ) -> None:
+        super().__init__(model)
+        self.options = options or TensorRTOptions()
+        self._trt = trt
+        self._injected_memory: CudaMemory | None = memory
+        self._memory: CudaMemory | None = None
+        self.engine_path = None
+        self._engine: Any = None
+        self._context: Any = None
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        from pairedge.export.tensorrt.builder import INSTALL_HINT
+
+        try:
+            import tensorrt  # lazy: only when asked whether this backend can run
+        except ImportError as exc:
+            return f"TensorRT is not installed ({exc}): {INSTALL_HINT}"
+        if not hasattr(tensorrt, "Runtime"):
+            return (
+                f"the `tensorrt` found at {getattr(tensorrt, '__path__', '?')} is not TensorRT (stubs only?)"
+            )
+        try:
+            from cuda.bindings import runtime  # noqa: F401
+        except ImportError:
+            try:
+                import pycuda.driver  # noqa: F401
+            except ImportError:
+                return "neither cuda-python nor pycuda is installed: pip install 'pairedge[gpu]'"
+        return None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def _activate(self) -> None:
+        from pairedge.export.tensorrt.builder import load_tensorrt
+        from pairedge.export.tensorrt.folder import environment
+        from pairedge.export.tensorrt.logger import make_logger
+
+        trt = self._trt if self._trt is not None else load_tensorrt()
+        memory = self._injected_memory or open_cuda_memory(self.options.memory, self.options.device_id)
+        self._memory = memory
+        try:
+            env = environment(trt, memory)
+            engine_path = self._locate(env)
+            blob = self._checked_engine_bytes(engine_path, env)
+            runtime = trt.Runtime(make_logger(trt))
+            engine = runtime.deserialize_cuda_engine(blob)
+            if engine is None:
+                raise BackendError(
+                    f"{engine_path}: TensorRT {env.tensorrt_version} could not deserialize the engine although its "
+                    "manifest and hash match; rebuild it with `pairedge build`"
+                )
+            self._setup(trt, engine, engine_path, memory)
+            self._runtime = runtime
+            self.engine_path = engine_path
+        except BaseException:
+            self._release()
+            raise
+
+    def _locate(self, env: Any) -> Path:
+        from pairedge.export.tensorrt.manifest import engine_file_name
+
+        if self.options.engine:
+            return Path(self.options.engine).expanduser()
+        precision = self.options.precision or precision_of(self.model.path)
+        folder = (
+            Path(self.options.engine_dir).expanduser()
+            if self.options.engine_dir
+            else self.model.path.parent / "engines" / env.tag
+        )
+        path = folder / engine_file_name(self.model.metadata.stage, precision)
+        if not path.is_file():
+            raise ModelError(
+                f"{path}: no {precision} engine for this device ({env.device_name}, compute capability "
+                f"{env.compute_capability}, TensorRT {env.tensorrt_version}); build it here with: pairedge build "
+                f"{self.model.path.parent} --precision {precision}"
+            )
+        return path
+
+    def _checked_engine_bytes(self, engine_path: Path, env: Any) -> bytes:
+        from pairedge.export.tensorrt.manifest import (
+            EngineManifest,
+            check_compatible,
+            read_verified_engine,
+            sha256_file,
+        )
+
+        manifest = EngineManifest.read(engine_path)
+        if manifest.stage != self.model.metadata.stage:
+            raise ModelError(
+                f"{engine_path}: a stage-{manifest.stage} engine cannot serve the stage-{self.model.metadata.stage} "
+                f"model {self.model.path.name}"
+            )
+        check_compatible(
+            manifest,
+            env,
+            onnx_sha256=sha256_file(self.model.path),
+            model_dir=self.model.path.parent,
+            engine=engine_path,
+        )
+        self.manifest = manifest
+        return read_verified_engine(engine_path, manifest)
+
+    def _setup(self, trt: Any, engine: Any, engine_path: Path, memory: CudaMemory) -> None:
+        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+        inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        outputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+        if len(inputs) != 1 or not outputs:
+            raise BackendError(
+                f"{engine_path}: expected one input and an output tensor, got {inputs} / {outputs}"
+            )
+        self._input, self._output = inputs[0], outputs[0]
+        lo, _, hi = (tuple(d) for d in engine.get_tensor_profile_shape(self._input, 0))
+        self.profile_min, self.profile_max = int(lo[0]), int(hi[0])
+        width = tuple(engine.get_tensor_shape(self._input))[1]
+        if width != self.num_features:
+            raise ModelError(
+                f"{engine_path}: the engine takes {width} features, the model {self.model.path.name} {self.num_features}"
+            )
+        dtype_in = self._dtype(trt, engine, self._input)
+        dtype_out = self._dtype(trt, engine, self._output)
+        context = engine.create_execution_context()
+        if context is None:
+            raise BackendError(f"{engine_path}: could not create an execution context (GPU memory?)")
+        self._stream = memory.create_stream()
+        self._handle = memory.stream_handle(self._stream)
+        self._host_in = memory.alloc_pinned((self.profile_max, self.num_features), dtype_in)
+        self._host_out = memory.alloc_pinned((self.profile_max, self.num_classes), dtype_out)
+        dev_in = memory.alloc_device(self._host_in.nbytes)
+        dev_out = memory.alloc_device(self._host_out.nbytes)
+        self._dev_in, self._dev_out = dev_in, dev_out
+        context.set_tensor_address(self._input, dev_in)
+        context.set_tensor_address(self._output, dev_out)
+        self._engine, self._context = engine, context
+
+    @staticmethod
+    def _dtype(trt: Any, engine: Any, name: str) -> Any:
+        dt = engine.get_tensor_dtype(name)
+        for key, np_type in _NUMPY_DTYPES.items():
+            if dt == getattr(trt.DataType, key):
+                return np_type
+        raise BackendError(f"engine tensor {name!r} has TensorRT type {dt}, which pairedge does not bind")
+
+    def _release(self) -> None:
+        self._context = None
+        self._engine = None
+        self._runtime = None
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+    def _deactivate(self) -> None:
+        self._release()
+
+    # -- inference ----------------------------------------------------------------------------------------
+    def _infer(self, features: np.ndarray) -> np.ndarray:
+        out = np.empty((len(features), self.num_classes), np.float32)
+        for start in range(0, len(features), self.profile_max):
+            chunk = features[start : start + self.profile_max]
+            out[start : start + len(chunk)] = self._run_chunk(chunk)
+        return out
+
+    def _run_chunk(self, chunk: np.ndarray) -> np.ndarray:
+        n = len(chunk)
+        rows = max(n, self.profile_min)
+        memory = self._memory
+        assert memory is not None
+        host_in = self._host_in[:rows]
+        host_in[:n] = chunk
+        if rows > n:
+            host_in[n:] = 0
+        host_out = self._host_out[:rows]
+        memory.htod_async(self._dev_in, host_in, self._stream)
+        if not self._context.set_input_shape(self._input, (rows, self.num_features)):
+            raise BackendError(
+                f"{self!r}: TensorRT refused input shape ({rows}, {self.num_features}) "
+                f"(profile {self.profile_min}..{self.profile_max} pairs)"
+            )
+        if not self._context.execute_async_v3(self._handle):
+            raise BackendError(f"{self!r}: execute_async_v3 failed; see the pairedge.tensorrt log")
+        memory.dtoh_async(host_out, self._dev_out, self._stream)
+        memory.synchronize(self._stream)
+        return host_out[:n].astype(np.float32, copy=True)
+
+    def __repr__(self) -> str:
+        where = self.engine_path.name if self.engine_path else self.model.path.name
+        return f"{type(self).__name__}({where})"

@@ -1,0 +1,510 @@
+"""A recording fake of the ``tensorrt`` Python module, one per TensorRT generation.
+
+Every class and member here exists in the TensorRT 10.13 stubs (``test_surface.py`` checks it); the 11.x
+fake additionally lacks every API NVIDIA removed in 11.x, so code that touches one fails with
+AttributeError, as it would on a real 11.x install. Calls are recorded in ``module.calls`` as
+``("Class.member", args...)``.
+
+The "engine" a fake build produces is a small JSON plan naming the ONNX file; the fake runtime executes it
+with ONNX Runtime, reading and writing the device buffers of :class:`FakeCudaMemory`. So the native backend's
+whole data path (pinned buffers, async copies, set_input_shape, execute_async_v3, batching) runs for real
+against real model outputs, only without a GPU.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+REMOVED_IN_11_FLAGS = {
+    "FP16",
+    "INT8",
+    "FP8",
+    "BF16",
+    "INT4",
+    "FP4",
+    "OBEY_PRECISION_CONSTRAINTS",
+    "PREFER_PRECISION_CONSTRAINTS",
+    "DIRECT_IO",
+}
+PLAN_MAGIC = b"FAKEPLAN"
+
+
+def make_fake_tensorrt(
+    version: str = "10.13.0.35",
+    *,
+    unsupported_ops: frozenset[str] = frozenset(),
+    fail_build: bool = False,
+    memory: FakeCudaMemory | None = None,
+) -> types.ModuleType:
+    """A fresh fake ``tensorrt`` module.
+
+    Args:
+        version: ``__version__``; "11.x" versions lack the removed weak-typing API.
+        unsupported_ops: ONNX op types the fake parser rejects (to test parser errors).
+        fail_build: ``build_serialized_network`` returns None after logging an error.
+        memory: the fake device memory that ``execute_async_v3`` reads and writes.
+    """
+    mod = types.ModuleType("tensorrt")
+    mod.__version__ = version
+    calls: list[tuple[Any, ...]] = []
+    mod.calls = calls
+    major = int(version.split(".")[0])
+
+    def rec(name: str, *args: Any) -> None:
+        calls.append((name, *args))
+
+    # -- enums --------------------------------------------------------------------------------------------
+    flag_names = [
+        "FP16",
+        "BF16",
+        "INT8",
+        "DEBUG",
+        "GPU_FALLBACK",
+        "REFIT",
+        "DISABLE_TIMING_CACHE",
+        "TF32",
+        "SPARSE_WEIGHTS",
+        "OBEY_PRECISION_CONSTRAINTS",
+        "PREFER_PRECISION_CONSTRAINTS",
+        "DIRECT_IO",
+        "FP8",
+        "INT4",
+        "FP4",
+    ]
+    if major >= 11:
+        flag_names = [f for f in flag_names if f not in REMOVED_IN_11_FLAGS]
+    mod.BuilderFlag = enum.IntEnum("BuilderFlag", {n: i for i, n in enumerate(flag_names)})
+    mod.NetworkDefinitionCreationFlag = enum.IntEnum(
+        "NetworkDefinitionCreationFlag", {"EXPLICIT_BATCH": 0, "STRONGLY_TYPED": 1}
+    )
+    mod.MemoryPoolType = enum.IntEnum("MemoryPoolType", {"WORKSPACE": 0, "TACTIC_SHARED_MEMORY": 5})
+    mod.TensorIOMode = enum.IntEnum("TensorIOMode", {"NONE": 0, "INPUT": 1, "OUTPUT": 2})
+    mod.DataType = enum.IntEnum("DataType", {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3})
+
+    class ILogger:
+        Severity = enum.IntEnum(
+            "Severity", {"INTERNAL_ERROR": 0, "ERROR": 1, "WARNING": 2, "INFO": 3, "VERBOSE": 4}
+        )
+
+        def __init__(self) -> None:
+            rec("ILogger.__init__")
+
+        def log(self, severity: Any, msg: str) -> None:
+            raise NotImplementedError
+
+    mod.ILogger = ILogger
+
+    class IProgressMonitor:
+        def __init__(self) -> None:
+            rec("IProgressMonitor.__init__")
+
+        def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+            raise NotImplementedError
+
+        def step_complete(self, phase_name: str, step: int) -> bool:
+            raise NotImplementedError
+
+        def phase_finish(self, phase_name: str) -> None:
+            raise NotImplementedError
+
+    mod.IProgressMonitor = IProgressMonitor
+
+    class ParserError:
+        def __init__(self, node: int, name: str, op: str, desc: str) -> None:
+            self._v = (node, name, op, desc)
+
+        def node(self) -> int:
+            return self._v[0]
+
+        def node_name(self) -> str:
+            return self._v[1]
+
+        def node_operator(self) -> str:
+            return self._v[2]
+
+        def desc(self) -> str:
+            return self._v[3]
+
+    mod.ParserError = ParserError
+
+    class ITensor:
+        def __init__(self, name: str, shape: tuple[int, ...]) -> None:
+            self.name = name
+            self.shape = shape
+
+    class INetworkDefinition:
+        def __init__(self, flags: int) -> None:
+            self.flags = flags
+            self._inputs: list[ITensor] = []
+            self._outputs: list[ITensor] = []
+            self.onnx_path = ""
+
+        @property
+        def num_inputs(self) -> int:
+            return len(self._inputs)
+
+        @property
+        def num_outputs(self) -> int:
+            return len(self._outputs)
+
+        def get_input(self, index: int) -> ITensor:
+            rec("INetworkDefinition.get_input", index)
+            return self._inputs[index]
+
+        def get_output(self, index: int) -> ITensor:
+            rec("INetworkDefinition.get_output", index)
+            return self._outputs[index]
+
+    class OnnxParser:
+        def __init__(self, network: INetworkDefinition, logger: Any) -> None:
+            rec("OnnxParser.__init__", type(network).__name__, isinstance(logger, ILogger))
+            self._network = network
+            self._errors: list[ParserError] = []
+
+        def parse_from_file(self, model: str) -> bool:
+            rec("OnnxParser.parse_from_file", model)
+            proto = onnx.load(model, load_external_data=False)
+            for i, node in enumerate(proto.graph.node):
+                if node.op_type in unsupported_ops:
+                    self._errors.append(
+                        ParserError(
+                            i, node.name, node.op_type, f"No importer registered for op: {node.op_type}"
+                        )
+                    )
+            if self._errors:
+                return False
+            inits = {t.name for t in proto.graph.initializer}
+            for vi in proto.graph.input:
+                if vi.name in inits:
+                    continue
+                dims = tuple(
+                    d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim
+                )
+                self._network._inputs.append(ITensor(vi.name, dims))
+            for vi in proto.graph.output:
+                self._network._outputs.append(ITensor(vi.name, (-1, -1)))
+            self._network.onnx_path = model
+            return True
+
+        @property
+        def num_errors(self) -> int:
+            return len(self._errors)
+
+        def get_error(self, index: int) -> ParserError:
+            return self._errors[index]
+
+    mod.OnnxParser = OnnxParser
+
+    class IOptimizationProfile:
+        def __init__(self) -> None:
+            self.shapes: dict[str, tuple[Any, Any, Any]] = {}
+
+        def set_shape(self, input: str, min: Any, opt: Any, max: Any) -> None:  # noqa: A002 (TensorRT's names)
+            rec("IOptimizationProfile.set_shape", input, tuple(min), tuple(opt), tuple(max))
+            self.shapes[input] = (tuple(min), tuple(opt), tuple(max))
+
+    class IHostMemory(bytes):
+        @property
+        def nbytes(self) -> int:
+            return len(self)
+
+    class ITimingCache:
+        def __init__(self, data: bytes) -> None:
+            self.entries = json.loads(data.decode()) if data else {"builds": 0}
+
+        def serialize(self) -> IHostMemory:
+            rec("ITimingCache.serialize")
+            return IHostMemory(json.dumps(self.entries).encode())
+
+    class IBuilderConfig:
+        def __init__(self) -> None:
+            self.flags = 0
+            self.pools: dict[int, int] = {}
+            self.profiles: list[IOptimizationProfile] = []
+            self.cache: ITimingCache | None = None
+            self._progress: Any = None
+            self._level = 3
+
+        def set_memory_pool_limit(self, pool: Any, pool_size: int) -> None:
+            rec("IBuilderConfig.set_memory_pool_limit", pool.name, pool_size)
+            self.pools[int(pool)] = pool_size
+
+        def set_flag(self, flag: Any) -> None:
+            rec("IBuilderConfig.set_flag", flag.name)
+            self.flags |= 1 << int(flag)
+
+        def add_optimization_profile(self, profile: IOptimizationProfile) -> int:
+            rec("IBuilderConfig.add_optimization_profile")
+            self.profiles.append(profile)
+            return len(self.profiles) - 1
+
+        def create_timing_cache(self, serialized_timing_cache: bytes) -> ITimingCache | None:
+            rec("IBuilderConfig.create_timing_cache", len(serialized_timing_cache))
+            try:
+                return ITimingCache(bytes(serialized_timing_cache))
+            except (ValueError, UnicodeDecodeError):
+                return None
+
+        def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
+            rec("IBuilderConfig.set_timing_cache", ignore_mismatch)
+            self.cache = cache
+            return True
+
+        def get_timing_cache(self) -> ITimingCache | None:
+            rec("IBuilderConfig.get_timing_cache")
+            return self.cache
+
+        @property
+        def progress_monitor(self) -> Any:
+            return self._progress
+
+        @progress_monitor.setter
+        def progress_monitor(self, value: Any) -> None:
+            rec("IBuilderConfig.progress_monitor=", isinstance(value, IProgressMonitor))
+            self._progress = value
+
+        @property
+        def builder_optimization_level(self) -> int:
+            return self._level
+
+        @builder_optimization_level.setter
+        def builder_optimization_level(self, value: int) -> None:
+            rec("IBuilderConfig.builder_optimization_level=", value)
+            self._level = value
+
+    class Builder:
+        def __init__(self, logger: Any) -> None:
+            rec("Builder.__init__", isinstance(logger, ILogger))
+            self._logger = logger
+
+        def create_network(self, flags: int = 0) -> INetworkDefinition:
+            rec("Builder.create_network", flags)
+            return INetworkDefinition(flags)
+
+        def create_builder_config(self) -> IBuilderConfig:
+            rec("Builder.create_builder_config")
+            return IBuilderConfig()
+
+        def create_optimization_profile(self) -> IOptimizationProfile:
+            rec("Builder.create_optimization_profile")
+            return IOptimizationProfile()
+
+        def build_serialized_network(self, network: INetworkDefinition, config: IBuilderConfig) -> Any:
+            rec("Builder.build_serialized_network")
+            if config.progress_monitor is not None:
+                mon = config.progress_monitor
+                mon.phase_start("Building engine", None, 2)
+                for step in range(2):
+                    mon.step_complete("Building engine", step)
+                mon.phase_finish("Building engine")
+            if fail_build:
+                self._logger.log(ILogger.Severity.ERROR, "fake: out of workspace memory")
+                return None
+            if config.cache is not None:
+                config.cache.entries["builds"] = config.cache.entries.get("builds", 0) + 1
+            ((name, (lo, opt, hi)),) = config.profiles[0].shapes.items()
+            plan = {
+                "onnx": network.onnx_path,
+                "input": name,
+                "min": lo,
+                "opt": opt,
+                "max": hi,
+                "network_flags": network.flags,
+                "builder_flags": config.flags,
+                "version": version,
+            }
+            return IHostMemory(PLAN_MAGIC + json.dumps(plan).encode())
+
+    mod.Builder = Builder
+
+    # -- runtime ------------------------------------------------------------------------------------------
+    class IExecutionContext:
+        def __init__(self, engine: ICudaEngine) -> None:
+            self._engine = engine
+            self._shapes: dict[str, tuple[int, ...]] = {}
+            self._addresses: dict[str, int] = {}
+
+        def set_tensor_address(self, name: str, memory: int) -> bool:
+            rec("IExecutionContext.set_tensor_address", name, memory)
+            self._addresses[name] = memory
+            return True
+
+        def set_input_shape(self, name: str, shape: Any) -> bool:
+            shape = tuple(shape)
+            rec("IExecutionContext.set_input_shape", name, shape)
+            plan = self._engine.plan
+            if name != plan["input"] or not plan["min"][0] <= shape[0] <= plan["max"][0]:
+                return False
+            self._shapes[name] = shape
+            return True
+
+        def execute_async_v3(self, stream_handle: int) -> bool:
+            rec("IExecutionContext.execute_async_v3", stream_handle)
+            plan = self._engine.plan
+            n, width = self._shapes[plan["input"]]
+            x = memory.read(self._addresses[plan["input"]], (n, width), np.float32)
+            out_name = self._engine.output_name
+            y = self._engine.session.run([out_name], {plan["input"]: x})[0].astype(np.float32)
+            memory.write(self._addresses[out_name], y)
+            return True
+
+    class ICudaEngine:
+        def __init__(self, plan: dict[str, Any]) -> None:
+            import onnxruntime
+
+            self.plan = plan
+            self.session = onnxruntime.InferenceSession(plan["onnx"], providers=["CPUExecutionProvider"])
+            self.output_name = self.session.get_outputs()[0].name
+            classes = self.session.get_outputs()[0].shape[1]
+            self._io = [
+                (plan["input"], mod.TensorIOMode.INPUT, (-1, plan["max"][1])),
+                (self.output_name, mod.TensorIOMode.OUTPUT, (-1, classes)),
+            ]
+
+        @property
+        def num_io_tensors(self) -> int:
+            return len(self._io)
+
+        @property
+        def num_optimization_profiles(self) -> int:
+            return 1
+
+        def get_tensor_name(self, index: int) -> str:
+            return self._io[index][0]
+
+        def get_tensor_mode(self, name: str) -> Any:
+            return {n: m for n, m, _ in self._io}[name]
+
+        def get_tensor_dtype(self, name: str) -> Any:
+            return mod.DataType.FLOAT
+
+        def get_tensor_shape(self, name: str) -> tuple[int, ...]:
+            return {n: s for n, _, s in self._io}[name]
+
+        def get_tensor_profile_shape(self, name: str, profile_index: int) -> list[tuple[int, ...]]:
+            rec("ICudaEngine.get_tensor_profile_shape", name, profile_index)
+            return [tuple(self.plan["min"]), tuple(self.plan["opt"]), tuple(self.plan["max"])]
+
+        def create_execution_context(self) -> IExecutionContext:
+            rec("ICudaEngine.create_execution_context")
+            return IExecutionContext(self)
+
+    class Runtime:
+        def __init__(self, logger: Any) -> None:
+            rec("Runtime.__init__", isinstance(logger, ILogger))
+
+        def deserialize_cuda_engine(self, serialized_engine: bytes) -> ICudaEngine | None:
+            rec("Runtime.deserialize_cuda_engine", len(serialized_engine))
+            blob = bytes(serialized_engine)
+            if not blob.startswith(PLAN_MAGIC):
+                return None
+            return ICudaEngine(json.loads(blob[len(PLAN_MAGIC) :]))
+
+    mod.Runtime = Runtime
+    # names the surface test maps back to TensorRT classes
+    mod._fake_classes = {
+        "ILogger": ILogger,
+        "IProgressMonitor": IProgressMonitor,
+        "ParserError": ParserError,
+        "ITensor": ITensor,
+        "INetworkDefinition": INetworkDefinition,
+        "OnnxParser": OnnxParser,
+        "IOptimizationProfile": IOptimizationProfile,
+        "IHostMemory": IHostMemory,
+        "ITimingCache": ITimingCache,
+        "IBuilderConfig": IBuilderConfig,
+        "Builder": Builder,
+        "IExecutionContext": IExecutionContext,
+        "ICudaEngine": ICudaEngine,
+        "Runtime": Runtime,
+    }
+    return mod
+
+
+class FakeCudaMemory:
+    """The :class:`~pairedge.runtime.backends.cudamem.CudaMemory` interface over numpy arrays.
+
+    Device pointers are keys into ``self.device``; every operation is recorded in ``self.ops``.
+    """
+
+    kind = "fake"
+
+    def __init__(self, name: str = "Orin", cc: str = "8.7", cuda: str = "12.6") -> None:
+        self.info = (name, cc, cuda)
+        self.device: dict[int, bytearray] = {}
+        self.pinned: list[np.ndarray] = []
+        self.ops: list[tuple[Any, ...]] = []
+        self._next = 0x1000
+        self.closed = False
+
+    def device_info(self) -> Any:
+        from pairedge.runtime.backends.cudamem import DeviceInfo
+
+        return DeviceInfo(0, *self.info)
+
+    def create_stream(self) -> str:
+        self.ops.append(("create_stream",))
+        return "stream-0"
+
+    def stream_handle(self, stream: Any) -> int:
+        return 0xABC
+
+    def alloc_device(self, nbytes: int) -> int:
+        ptr = self._next
+        self._next += nbytes + 0x100
+        self.device[ptr] = bytearray(nbytes)
+        self.ops.append(("alloc_device", nbytes))
+        return ptr
+
+    def alloc_pinned(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        arr = np.zeros(shape, dtype)
+        self.pinned.append(arr)
+        self.ops.append(("alloc_pinned", tuple(shape), np.dtype(dtype).name))
+        return arr
+
+    def _is_pinned(self, host: np.ndarray) -> bool:
+        return any(np.shares_memory(host, p) for p in self.pinned)
+
+    def htod_async(self, device_ptr: int, host: np.ndarray, stream: Any) -> None:
+        assert self._is_pinned(host), "host buffer of a copy must be pinned"
+        buf = self.device[device_ptr]
+        assert host.nbytes <= len(buf)
+        buf[: host.nbytes] = host.tobytes()
+        self.ops.append(("htod", host.nbytes, stream))
+
+    def dtoh_async(self, host: np.ndarray, device_ptr: int, stream: Any) -> None:
+        assert self._is_pinned(host), "host buffer of a copy must be pinned"
+        buf = self.device[device_ptr]
+        host[...] = np.frombuffer(bytes(buf[: host.nbytes]), dtype=host.dtype).reshape(host.shape)
+        self.ops.append(("dtoh", host.nbytes, stream))
+
+    def synchronize(self, stream: Any) -> None:
+        self.ops.append(("sync", stream))
+
+    def close(self) -> None:
+        self.closed = True
+        self.ops.append(("close",))
+
+    # used by the fake execution context
+    def read(self, ptr: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        count = int(np.prod(shape))
+        return np.frombuffer(bytes(self.device[ptr][: count * np.dtype(dtype).itemsize]), dtype).reshape(
+            shape
+        )
+
+    def write(self, ptr: int, array: np.ndarray) -> None:
+        buf = self.device[ptr]
+        assert array.nbytes <= len(buf), "output larger than its device buffer"
+        buf[: array.nbytes] = array.tobytes()
+
+
+def plan_of(path: Path) -> dict[str, Any]:
+    """The JSON plan inside a fake engine file."""
+    return json.loads(path.read_bytes()[len(PLAN_MAGIC) :])
