@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from pairedge.errors import InputError
 from rich.markup import escape
 from rich.table import Table
 
@@ -23,15 +24,29 @@ def simulate(
     preview: int = typer.Option(
         0, "--preview", min=0, help="Write K preview PNGs with boxes and pair links."
     ),
+    bag: str | None = typer.Option(
+        None, "--bag", help="Also record the scene as a ROS 2 log in log/ (mcap or sqlite3): camera images and "
+        "the simulated detector's vision_msgs/Detection2DArray, as a robot would (needs pairedge[ros]).",
+    ),  # fmt: skip
 ) -> None:
     """Simulate a scene: video, JRDB JSON, MOT gt/det, stickmen, JRDB-PAR labels, pairwise ground truth."""
     from pairedge.sim.output import write_scene
     from rich.progress import Progress
 
+    if bag not in (None, "mcap", "sqlite3"):
+        raise InputError(f"--bag: expected mcap or sqlite3, got {bag!r}")
+
     with Progress(transient=True, console=console) as progress:
         task = progress.add_task(f"simulating {escape(preset)}", total=frames)
         result = write_scene(preset, seed, frames, out, png=png, preview=preview,
                              on_frame=lambda _: progress.advance(task))  # fmt: skip
+    if bag is not None:
+        from pairedge.ros.write import write_log
+        from pairedge.sim import simulate as simulate_frames
+
+        items = ((f.image, f.detections, f.timestamp) for f in simulate_frames(preset, seed=seed, frames=frames))
+        count = write_log(items, Path(out) / "log", storage=bag)
+        console.print(f"ROS 2 log ({escape(bag)}, {count} frames): {escape(str(Path(out) / 'log'))}", highlight=False)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)
     table = Table(title=f"pairedge simulate --preset {escape(preset)} --seed {seed}")
