@@ -5,6 +5,7 @@ from __future__ import annotations
 from pairedge.cli import demo as _demo  # noqa: F401  (registers the command)
 from pairedge.cli import doctor as _doctor  # noqa: F401  (registers the command)
 from pairedge.cli import export as _export  # noqa: F401  (registers the command)
+from pairedge.cli import parity as _parity  # noqa: F401  (registers the command)
 from pairedge.cli import run as _run  # noqa: F401  (registers the command)
 from pairedge.cli import score as _score  # noqa: F401  (registers the command)
 from pairedge.cli import simulate as _simulate  # noqa: F401  (registers the command)

@@ -1,0 +1,123 @@
+"""``pairedge parity pack``: run the fp32 model over a short clip on the workstation and write the pack."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.parity.identity import model_identity
+from pairedge.runtime.parity.pack import PairRows, ParityPack, encode_png, save_pack
+from pairedge.runtime.parity.replay import ReplayItem, flow_description, load_pipeline, replay
+
+#: The default clip length: long enough for flow and track history to settle, small enough to copy around.
+DEFAULT_FRAMES = 30
+
+
+def build_pack(
+    model: str | Path,
+    source: Any,
+    out: str | Path,
+    *,
+    frames: int = DEFAULT_FRAMES,
+    backend: str = "onnxruntime",
+    flow: str = "auto",
+    on_frame: Callable[[], None] | None = None,
+) -> ParityPack:
+    """Replay ``frames`` frames of ``source`` through the fp32 pipeline of ``model`` and write the pack.
+
+    Args:
+        model: the fp32 model folder (``stage1.onnx`` + ``stage2.onnx``).
+        source: a :class:`pairedge.evaluation.sources.StreamSource` (simulator scene, video + detections
+            [+ gold pairs], or a box-only CAD sequence).
+        out: the ``.npz`` to write (written atomically).
+        frames: clip length (>= 2: flow needs a previous frame).
+        backend, flow: the reference's classifier and flow backends ("auto": the model's own flow backend).
+
+    Raises:
+        InputError: fewer than 2 frames, or the clip has no pair of people. ModelError / FormatError from the
+            model and the source.
+    """
+    if frames < 2:
+        raise InputError(f"--frames: expected at least 2 frames (flow needs a previous frame), got {frames}")
+    config = PipelineConfig()
+    with load_pipeline(model, backend=backend, flow=flow, config=config) as pipe:
+        truths: list[Any] = []
+        pngs: list[np.ndarray] = []
+        stamps: list[float] = []
+
+        def items() -> Iterator[ReplayItem]:
+            for k, f in enumerate(source.open(pipe.labels, max_frames=frames)):
+                if f.image is not None:
+                    pngs.append(encode_png(f.image))
+                truths.append(f.truth)
+                stamps.append(float(f.timestamp))
+                if on_frame is not None:
+                    on_frame()
+                yield k, f.image, f.detections, f.timestamp
+
+        size = getattr(source, "image_size", None)
+        result = replay(pipe, items(), image_size=size)
+        if not len(result.rows):
+            raise InputError(
+                f"{source.name}: no pair of people in the first {frames} frames; pick another clip"
+            )
+        identity = model_identity(pipe.models, pipe.feature_config)
+        reference = {
+            "source": source.name, "frames": len(stamps), "box_only": not pngs, "image_size": _size(pngs, size),
+            "backend": repr(pipe.stage1), "precision": "fp32", "flow": flow_description(pipe),
+            "tau_interact": pipe.tau_interact, "tau_group": pipe.tau_group,
+            "smoothing_alpha": config.smoothing.alpha, "pairedge_version": _version(),
+        }  # fmt: skip
+    offsets = (
+        np.concatenate([[0], np.cumsum([len(p) for p in pngs])]).astype(np.int64)
+        if pngs
+        else np.zeros(len(stamps) + 1, np.int64)
+    )
+    truth_inter, truth_label = _truth(result.rows, truths, pipe.labels)
+    pack = ParityPack(
+        identity=identity, reference=reference,
+        frame_png=np.concatenate(pngs) if pngs else np.zeros(0, np.uint8), frame_offsets=offsets,
+        timestamps=np.asarray(stamps, np.float64), detections=result.detections, rows=result.rows,
+        truth_interacting=truth_inter, truth_label=truth_label,
+    )  # fmt: skip
+    save_pack(pack, out)
+    return pack
+
+
+def _size(pngs: list[np.ndarray], size: tuple[int, int] | None) -> list[int] | None:
+    if size is not None:
+        return [int(size[0]), int(size[1])]
+    if not pngs:
+        return None
+    import cv2
+
+    h, w = cv2.imdecode(pngs[0], cv2.IMREAD_UNCHANGED).shape[:2]
+    return [int(w), int(h)]
+
+
+def _version() -> str:
+    from pairedge import __version__
+
+    return str(__version__)
+
+
+def _truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(M,) int8 interacting (1 / 0 / -1 unknown) and (M,) int64 label id (-1: none) of every pair row."""
+    inter = np.full(len(rows), -1, np.int8)
+    label = np.full(len(rows), -1, np.int64)
+    index = {name: k for k, name in enumerate(labels)}
+    for m, (frame, (a, b)) in enumerate(zip(rows.frame.tolist(), rows.pairs.tolist(), strict=True)):
+        truth = truths[frame]
+        if truth is None:
+            continue
+        hits = np.flatnonzero((truth.pairs[:, 0] == a) & (truth.pairs[:, 1] == b)) if len(truth.pairs) else []
+        if len(hits) and bool(truth.interacting[hits[0]]):
+            inter[m] = 1
+            label[m] = index.get(truth.labels[hits[0]], -1)
+        else:
+            inter[m] = 0
+    return inter, label

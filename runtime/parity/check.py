@@ -1,0 +1,167 @@
+"""``pairedge parity check``: replay a pack through the device's pipeline and judge the four levels.
+
+Runs on the robot: numpy, OpenCV and the deployed backends only (no torch, no training data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import FormatError
+from pairedge.runtime.config import PipelineConfig, SmoothingConfig
+from pairedge.runtime.parity.identity import model_identity, relation
+from pairedge.runtime.parity.levels import (
+    SKIP,
+    LevelResult,
+    Tolerances,
+    features_level,
+    labels_level,
+    logits_level,
+    task_level,
+    task_scores,
+)
+from pairedge.runtime.parity.pack import PairRows, ParityPack, load_pack
+from pairedge.runtime.parity.replay import (
+    ReplayItem,
+    flow_description,
+    load_pipeline,
+    model_only_logits,
+    replay,
+)
+from pairedge.runtime.parity.report import ParityReport
+from pairedge.runtime.pipeline import Pipeline, interact_probability
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Options of :func:`check_pack`.
+
+    Attributes:
+        backend: classifier backend registry name ("auto", "onnxruntime", "tensorrt", ...).
+        flow: flow backend registry name; "auto" = the flow backend the pack's reference used.
+        precision: "fp32", "fp16", "int8" (files of the model folder); the logit tolerance follows it.
+        model_only: features from the pack, no frames, no flow (levels 2-4 and the definition check of 1).
+        tolerances: the pass thresholds.
+    """
+
+    backend: str = "auto"
+    flow: str = "auto"
+    precision: str = "fp32"
+    model_only: bool = False
+    tolerances: Tolerances = Tolerances()
+
+
+def check_pack(
+    pack: str | Path | ParityPack,
+    model: str | Path,
+    options: CheckOptions | None = None,
+    on_frame: Callable[[], None] | None = None,
+) -> ParityReport:
+    """Check ``model`` (a deployed model folder) against ``pack``.
+
+    Raises:
+        FormatError: unreadable pack. ModelError: missing files, or a model other than the pack's.
+        BackendError: the backend cannot run here.
+    """
+    opts = options or CheckOptions()
+    pk = pack if isinstance(pack, ParityPack) else load_pack(pack)
+    ref_flow = pk.reference.get("flow", {})
+    flow, preset, scale = opts.flow, None, None
+    if flow == "auto" and ref_flow.get("name") not in (None, "none"):
+        flow, preset, scale = ref_flow["name"], ref_flow.get("preset"), ref_flow.get("scale")
+    config = PipelineConfig(tau_interact=float(pk.reference["tau_interact"]), tau_group=pk.reference.get("tau_group"),
+                            smoothing=SmoothingConfig(alpha=float(pk.reference.get("smoothing_alpha", 0.6))))  # fmt: skip
+    with load_pipeline(model, precision=opts.precision, backend=opts.backend, flow=flow, config=config,
+                       flow_preset=preset, flow_scale=scale) as pipe:  # fmt: skip
+        rel, rel_note = relation(pk.identity, pipe.models)
+        cand_id = model_identity(pipe.models, pipe.feature_config)
+        precision = getattr(pipe.models, "precision", opts.precision)
+        levels = _levels(pk, pipe, cand_id, precision, opts, on_frame)
+        candidate = {"model": str(Path(model).expanduser()), "precision": precision, "relation": rel,
+                     "identity_note": rel_note, "integrity": getattr(pipe.models, "integrity", ""),
+                     "pipeline": pipe.describe(), "flow": flow_description(pipe)}  # fmt: skip
+    return ParityReport(
+        pack={
+            "path": str(pk.path) if pk.path else None,
+            "source": pk.reference.get("source"),
+            "frames": pk.num_frames,
+            "pairs": len(pk.rows),
+            "reference": pk.reference,
+        },  # fmt: skip
+        candidate=candidate,
+        mode="model-only" if opts.model_only else "full",
+        levels=tuple(levels),
+        tolerances=opts.tolerances.to_dict(),
+    )
+
+
+def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: str, opts: CheckOptions,
+            on_frame: Callable[[], None] | None) -> list[LevelResult]:  # fmt: skip
+    tol, ref, ident = opts.tolerances, pk.rows, pk.identity
+    tau = float(pk.reference["tau_interact"])
+    widths_ok = (pipe.models.spec.stage1_dim, pipe.models.spec.stage2_dim) == (
+        ref.stage1_features.shape[1],
+        ref.stage2_features.shape[1],
+    )
+    dev = match = None
+    if not opts.model_only and widths_ok:
+        dev = _replay_pack(pk, pipe, on_frame)
+        match = _match(ref.keys(), dev.keys())
+    flows = (pk.reference.get("flow", {}), flow_description(pipe))
+    levels = [features_level(ident, cand_id, ref, dev, match, flows, tol)]
+    if not widths_ok:
+        why = (f"not run: the model takes {pipe.models.spec.stage1_dim} / {pipe.models.spec.stage2_dim} features, "
+               f"the pack has {ref.stage1_features.shape[1]} / {ref.stage2_features.shape[1]}")  # fmt: skip
+        return levels + [LevelResult(n, SKIP, (), (why,)) for n in ("logits", "labels", "task")]
+    logits = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
+    levels.append(logits_level(ident, cand_id, ref, logits, precision, tol))
+    levels.append(labels_level(ident, cand_id, ref, logits, tau, pk.truth_label, tol))
+    c = ref.stage2_logits.shape[1]
+    keys = ref.keys()
+    if not pk.has_truth:
+        levels.append(task_level(None, None, tol))
+    elif dev is None or match is None:  # model-only: raw gate and top-1 on both sides
+        ref_s = task_scores(keys, interact_probability(ref.stage1_logits), _gated(ref.stage1_logits, ref.stage2_logits, tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
+        dev_s = task_scores(keys, interact_probability(logits[0]), _gated(logits[0], logits[1], tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
+        levels.append(task_level(ref_s, dev_s, tol))
+    else:  # full: the pipelines' own outputs (smoothed gate, stage-2 labels)
+        p, lab = np.zeros(len(ref), np.float32), np.full(len(ref), -1, np.int64)
+        p[match[0]], lab[match[0]] = dev.p_interact[match[1]], dev.label[match[1]]
+        ref_s = task_scores(keys, ref.p_interact, ref.label, tau, pk.truth_interacting, pk.truth_label, c)
+        dev_s = task_scores(keys, p, lab, tau, pk.truth_interacting, pk.truth_label, c)
+        levels.append(task_level(ref_s, dev_s, tol))
+    return levels
+
+
+def _gated(logits1: np.ndarray, logits2: np.ndarray, tau: float) -> np.ndarray:
+    return np.where(interact_probability(logits1) >= tau, logits2.argmax(axis=1), -1).astype(np.int64)
+
+
+def _replay_pack(pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | None) -> PairRows:
+    box_only = bool(pk.reference.get("box_only")) or len(pk.frame_png) == 0
+    if pipe.flow is not None and box_only:
+        raise FormatError(pk.path or "<pack>", "the pack has no frames (box-only clip) but this model's pipeline "
+                          "computes optical flow; use --model-only or a pack made from video", "frame_png")  # fmt: skip
+    size = pk.reference.get("image_size")
+
+    def items() -> Any:
+        for k in range(pk.num_frames):
+            image = None if box_only else pk.image(k)
+            if on_frame is not None:
+                on_frame()
+            item: ReplayItem = (k, image, pk.detections[k], float(pk.timestamps[k]))
+            yield item
+
+    return replay(pipe, items(), image_size=tuple(size) if size else None).rows
+
+
+def _match(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(ri, di)`` of the pair-frames present in both (keys (M, 3) ``frame, a, b``)."""
+    where = {key: i for i, key in enumerate(map(tuple, dev_keys.tolist()))}
+    pairs = [(i, where[key]) for i, key in enumerate(map(tuple, ref_keys.tolist())) if key in where]
+    both = np.asarray(pairs, np.int64).reshape(-1, 2)
+    return both[:, 0], both[:, 1]

@@ -1,0 +1,136 @@
+"""Which model a pack was made with, and whether a candidate on the robot is that model (or derived from it).
+
+A pack records the fp32 model's identity: SHA-256 of both ONNX files, feature spec and version, feature
+options, labels of both stages, normalisation statistics, thresholds and training-data fingerprints.
+
+A candidate is *the same model* when its files hash the same, *derived* when its metadata names the fp32
+files it was made from (``pairedge calibrate`` records their SHA-256; an engine manifest the ONNX hash), and
+*another model* when it names other fp32 files, when its stage-2 label **set** differs (another task), or
+when it was trained on other data (its data fingerprints differ). Another model is refused before any
+comparison (:class:`~pairedge.errors.ModelError`). A candidate that records no provenance but agrees on the
+rest is compared, and the report says its identity is unverified. Everything else that can differ (spec,
+options, label order, normalisation) is not a refusal: it is what the levels are there to catch, and each
+level names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pairedge.errors import ModelError
+from pairedge.runtime.loading import ModelPair
+
+_CHUNK = 1 << 20
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex SHA-256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def model_identity(models: ModelPair, feature_config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The identity a pack stores for the (fp32) model pair ``models`` run with ``feature_config``."""
+    spec = models.spec
+    m1, m2 = models.stage1.metadata, models.stage2.metadata
+    return {
+        "stage1_sha256": sha256_of(models.stage1.path),
+        "stage2_sha256": sha256_of(models.stage2.path),
+        "feature_spec": m1.feature_spec,
+        "feature_spec_version": m1.feature_spec_version,
+        "feature_config": _config_dict(spec, feature_config),
+        "stage1_feature_names": list(spec.stage1_names),
+        "stage2_feature_names": list(spec.stage2_names),
+        "stage1_labels": list(m1.labels),
+        "labels": list(m2.labels),
+        "norm": {
+            "stage1": {"mean": list(m1.norm_mean), "std": list(m1.norm_std)},
+            "stage2": {"mean": list(m2.norm_mean), "std": list(m2.norm_std)},
+        },
+        "thresholds": {**dict(m2.thresholds), **dict(m1.thresholds)},
+        "data_fingerprint": {"stage1": m1.data_fingerprint, "stage2": m2.data_fingerprint},
+        "architecture": {"stage1": m1.architecture, "stage2": m2.architecture},
+    }
+
+
+def _config_dict(spec: Any, feature_config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The complete extractor options (defaults filled in) as plain JSON values."""
+    import dataclasses
+
+    cfg = spec.make_config(dict(feature_config) if feature_config else None)
+    if dataclasses.is_dataclass(cfg):
+        return {k: _plain(v) for k, v in dataclasses.asdict(cfg).items()}  # type: ignore[arg-type]
+    return {}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def declared_sources(meta_extra: Mapping[str, Any]) -> set[str]:
+    """SHA-256 values a derived model's metadata gives for the fp32 file it was made from.
+
+    Looks for keys such as ``source_sha256`` / ``fp32_sha256`` anywhere in ``extra`` (two levels deep), so
+    ``pairedge calibrate`` and engine manifests can nest them under their own section.
+    """
+    return {value.removeprefix("sha256:") for key, value in _walk(meta_extra, 2)
+            if "sha256" in key and any(w in key for w in ("source", "fp32", "onnx", "parent"))}  # fmt: skip
+
+
+def _walk(obj: Mapping[str, Any], depth: int) -> Iterator[tuple[str, str]]:
+    for key, value in obj.items():
+        if isinstance(value, str):
+            yield str(key).lower(), value
+        elif isinstance(value, Mapping) and depth > 0:
+            yield from _walk(value, depth - 1)
+
+
+def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[str, str]:
+    """How ``candidate`` relates to the pack's model: ``("same" | "derived" | "unverified", note)``.
+
+    Raises:
+        ModelError: the candidate is another model (see the module docstring), naming what differs.
+    """
+    where = f"{candidate.stage1.path.parent}"
+    want_labels = list(pack_identity["labels"])
+    have = list(candidate.labels)
+    if sorted(have) != sorted(want_labels):
+        raise ModelError(
+            f"pack from another model: the pack's stage-2 labels are {want_labels}, the model in {where} has "
+            f"{have}; make a pack with this model's fp32 folder (`pairedge parity pack`)"
+        )
+    stages = (("stage1", candidate.stage1), ("stage2", candidate.stage2))
+    hashes = {name: sha256_of(mf.path) for name, mf in stages}
+    if all(hashes[n] == pack_identity[f"{n}_sha256"] for n, _ in stages):
+        return "same", "identical files (SHA-256 match the pack's fp32 model)"
+    claimed = {n: declared_sources(mf.metadata.extra) for n, mf in stages}
+    if all(claimed.values()):
+        wrong = [n for n, _ in stages if pack_identity[f"{n}_sha256"] not in claimed[n]]
+        if wrong:
+            raise ModelError(
+                f"pack from another model: {where} was made from {wrong[0]} {sorted(claimed[wrong[0]])[0][:12]}..., "
+                f"the pack from {pack_identity[f'{wrong[0]}_sha256'][:12]}...; make a pack with the fp32 folder "
+                "this model was calibrated / built from"
+            )
+        return "derived", "derived from the pack's fp32 model (metadata names its SHA-256)"
+    prints = pack_identity.get("data_fingerprint", {})
+    for name, mf in stages:
+        fp = mf.metadata.data_fingerprint
+        if fp and prints.get(name) and fp != prints[name]:
+            raise ModelError(
+                f"pack from another model: {where} {name} was trained on data {fp[:19]}..., the pack's model on "
+                f"{prints[name][:19]}...; make a pack with this model's fp32 folder (`pairedge parity pack`)"
+            )
+    return "unverified", (
+        "identity unverified: the files differ from the pack's and record no fp32 source hash; compared anyway"
+    )

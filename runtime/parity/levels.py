@@ -1,0 +1,262 @@
+"""The four parity levels and their tolerances (documented in docs/deployment.md).
+
+1. **features** — the device's features vs the pack's (per column, in units of the model's own
+   normalisation std, i.e. what the classifier sees): mean / p99 / max absolute drift; pair coverage; the
+   feature spec, its version and its options must be the pack's.
+2. **logits** — the device's classifiers on the pack's features vs the fp32 logits: max / mean / p99 absolute
+   error per stage (tolerances by precision); normalisation statistics compared with the pack's.
+3. **labels** — label names and order; stage-1 gate agreement; stage-2 top-1 agreement on the pairs the
+   reference gates; the reference-vs-device confusion and the per-class confusion delta against the truth.
+4. **task** — pairwise accuracy, MPCA, macro-F1 and stage-1 pair F1 against the pack's truth: the device's
+   drop versus the reference's (one-sided: a candidate may do better).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from pairedge.metrics.pairwise import classification_metrics, pair_detection
+from pairedge.runtime.pipeline import interact_probability
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Pass thresholds of every level (fractions, not percent).
+
+    Attributes:
+        feature_mean_z, feature_p99_z: largest mean / p99 absolute drift of a feature column, in units of the
+            model's normalisation std for that column.
+        pair_coverage: smallest share of the pack's pair-frames the device must also produce.
+        logit_p99, logit_max: precision -> largest p99 / max absolute logit error.
+        gate_agreement, top1_agreement: smallest stage-1 gate / stage-2 top-1 agreement with the reference.
+        task_drop: metric -> largest drop of the device's score below the reference's.
+    """
+
+    feature_mean_z: float = 0.02
+    feature_p99_z: float = 0.10
+    pair_coverage: float = 0.99
+    logit_p99: dict[str, float] = field(default_factory=lambda: {"fp32": 1e-4, "fp16": 0.02, "int8": 0.25})
+    logit_max: dict[str, float] = field(default_factory=lambda: {"fp32": 1e-3, "fp16": 0.1, "int8": 1.0})
+    gate_agreement: float = 0.99
+    top1_agreement: float = 0.99
+    task_drop: dict[str, float] = field(
+        default_factory=lambda: {"accuracy": 0.005, "mpca": 0.005, "macro_f1": 0.01, "pair_f1": 0.01}
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    """One level: ``status`` PASS / FAIL / SKIP, ``problems`` (one line each, naming what differs), notes,
+    metrics (JSON-serialisable) and the tolerances applied."""
+
+    name: str
+    status: str
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
+    tolerances: dict[str, Any] = field(default_factory=dict)
+
+
+def _stats(diff: np.ndarray) -> dict[str, float]:
+    a = np.abs(diff.astype(np.float64))
+    if not a.size:
+        return {"max": 0.0, "mean": 0.0, "p99": 0.0}
+    return {"max": float(a.max()), "mean": float(a.mean()), "p99": float(np.percentile(a, 99))}
+
+
+# -- 1. features ----------------------------------------------------------------------------------------
+def spec_problems(pack_id: dict[str, Any], cand_id: dict[str, Any]) -> list[str]:
+    """What differs between the pack's and the candidate's feature definition (spec, version, options)."""
+    out = []
+    ps, cs = (
+        (pack_id["feature_spec"], pack_id["feature_spec_version"]),
+        (cand_id["feature_spec"], cand_id["feature_spec_version"]),
+    )
+    if ps != cs:
+        out.append(f"feature spec differs: pack {ps[0]} v{ps[1]}, model {cs[0]} v{cs[1]}")
+    pc, cc = pack_id.get("feature_config", {}), cand_id.get("feature_config", {})
+    diff = sorted(k for k in set(pc) | set(cc) if pc.get(k) != cc.get(k))
+    if ps == cs and diff:
+        shown = ", ".join(f"{k}: pack {pc.get(k)!r} vs model {cc.get(k)!r}" for k in diff[:4])
+        out.append(f"feature options differ ({shown})")
+    return out
+
+
+def features_level(
+    pack_id: dict[str, Any],
+    cand_id: dict[str, Any],
+    ref: Any,
+    dev: Any | None,
+    match: tuple[np.ndarray, np.ndarray] | None,
+    flows: tuple[dict[str, Any], dict[str, Any]] | None,
+    tol: Tolerances,
+) -> LevelResult:
+    """Level 1. ``ref`` / ``dev``: pack and device :class:`PairRows`; ``match``: aligned row indices; ``flows``:
+    reference and device flow descriptions. ``dev`` None = model-only (only the definition is compared)."""
+    problems = spec_problems(pack_id, cand_id)
+    tols = {"mean_z": tol.feature_mean_z, "p99_z": tol.feature_p99_z, "pair_coverage": tol.pair_coverage}
+    if dev is None or match is None or problems:
+        notes = (
+            ("model-only: features taken from the pack; only their definition is compared",)
+            if dev is None
+            else ()
+        )
+        return LevelResult("features", FAIL if problems else PASS, tuple(problems), notes, {}, tols)
+    ri, di = match
+    coverage = len(ri) / max(len(ref), 1)
+    metrics: dict[str, Any] = {"pairs_reference": len(ref), "pairs_device": len(dev), "pairs_matched": len(ri),
+                               "coverage": coverage, "columns": {}}  # fmt: skip
+    if coverage < tol.pair_coverage:
+        problems.append(f"pair coverage {coverage:.3f} < {tol.pair_coverage}: the device produced "
+                        f"{len(ri)} of the pack's {len(ref)} pair-frames (detections dropped or re-tracked?)")  # fmt: skip
+    worst: list[tuple[float, str, dict[str, float]]] = []
+    for stage in ("stage1", "stage2"):
+        names = pack_id[f"{stage}_feature_names"]
+        std = np.maximum(np.asarray(pack_id["norm"][stage]["std"], np.float64), 1e-6)
+        diff = (
+            getattr(dev, f"{stage}_features")[di].astype(np.float64) - getattr(ref, f"{stage}_features")[ri]
+        ) / std
+        for k, name in enumerate(names):
+            s = _stats(diff[:, k])
+            metrics["columns"][f"{stage}.{name}"] = s
+            if s["p99"] > tol.feature_p99_z or s["mean"] > tol.feature_mean_z:
+                worst.append((s["p99"], f"{stage}.{name}", s))
+    if worst:
+        worst.sort(reverse=True)
+        cols = ", ".join(f"{n} (p99 {s['p99']:.3g}, mean {s['mean']:.3g} std)" for _, n, s in worst[:3])
+        rf, df = flows or ({}, {})
+        via = (f"; flow backend differs: reference {rf.get('repr')}, device {df.get('repr')}"
+               if rf.get("repr") != df.get("repr") else f"; flow backend {df.get('repr')} (same as the reference)")  # fmt: skip
+        problems.append(f"{len(worst)} feature column(s) drift beyond tolerance: {cols}{via}")
+    return LevelResult("features", FAIL if problems else PASS, tuple(problems), (), metrics, tols)
+
+
+# -- 2. logits ------------------------------------------------------------------------------------------
+def logits_level(
+    pack_id: dict[str, Any],
+    cand_id: dict[str, Any],
+    ref: Any,
+    logits: tuple[np.ndarray, np.ndarray],
+    precision: str,
+    tol: Tolerances,
+) -> LevelResult:
+    """Level 2: ``logits`` = the candidate's (stage 1, stage 2) on the pack's features."""
+    p99, mx = (
+        tol.logit_p99.get(precision, tol.logit_p99["int8"]),
+        tol.logit_max.get(precision, tol.logit_max["int8"]),
+    )
+    problems: list[str] = []
+    metrics: dict[str, Any] = {"precision": precision}
+    for stage, cand, want in (
+        ("stage1", logits[0], ref.stage1_logits),
+        ("stage2", logits[1], ref.stage2_logits),
+    ):
+        if cand.shape != want.shape:
+            problems.append(
+                f"{stage} logits have shape {cand.shape[1:]} per pair, the pack's {want.shape[1:]}"
+            )
+            continue
+        s = _stats(cand - want)
+        metrics[stage] = s
+        if s["p99"] > p99 or s["max"] > mx:
+            problems.append(f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "
+                            f"({precision}){_norm_hint(pack_id, cand_id, stage)}")  # fmt: skip
+    return LevelResult("logits", FAIL if problems else PASS, tuple(problems), (), metrics,
+                       {"p99": p99, "max": mx, "precision": precision})  # fmt: skip
+
+
+def _norm_hint(pack_id: dict[str, Any], cand_id: dict[str, Any], stage: str) -> str:
+    a, b = pack_id["norm"][stage], cand_id["norm"][stage]
+    if np.allclose(a["mean"], b["mean"], rtol=1e-6, atol=1e-9) and np.allclose(
+        a["std"], b["std"], rtol=1e-6, atol=1e-9
+    ):
+        return "; normalisation statistics match the pack's, so the weights differ"
+    return "; normalisation statistics differ from the pack's (model exported with another normalisation)"
+
+
+# -- 3. labels ------------------------------------------------------------------------------------------
+def labels_level(
+    pack_id: dict[str, Any],
+    cand_id: dict[str, Any],
+    ref: Any,
+    logits: tuple[np.ndarray, np.ndarray],
+    tau: float,
+    truth_label: np.ndarray,
+    tol: Tolerances,
+) -> LevelResult:
+    """Level 3: names and order of the labels, gate and top-1 agreement, confusion and its delta vs truth."""
+    problems: list[str] = []
+    for key, what in (("stage1_labels", "stage-1"), ("labels", "stage-2")):
+        if list(pack_id[key]) != list(cand_id[key]):
+            kind = "label order differs" if sorted(pack_id[key]) == sorted(cand_id[key]) else "labels differ"
+            problems.append(f"{what} {kind}: pack {pack_id[key]}, model {cand_id[key]}")
+    ref_gate = interact_probability(ref.stage1_logits) >= tau
+    gate = interact_probability(logits[0]) >= tau
+    ref_top, top = ref.stage2_logits.argmax(axis=1), logits[1].argmax(axis=1)
+    scope = ref_gate if ref_gate.any() else np.ones(len(ref_gate), bool)
+    c = ref.stage2_logits.shape[1]
+    gate_agree = float((gate == ref_gate).mean()) if len(gate) else 1.0
+    top_agree = float((top[scope] == ref_top[scope]).mean()) if scope.any() else 1.0
+    agree_conf = np.zeros((c, c), np.int64)
+    np.add.at(agree_conf, (ref_top[scope], top[scope]), 1)
+    metrics: dict[str, Any] = {"gate_agreement": gate_agree, "top1_agreement": top_agree,
+                               "top1_scope": "pairs the reference gates" if ref_gate.any() else "all pairs",
+                               "top1_pairs": int(scope.sum()), "reference_vs_device": agree_conf.tolist()}  # fmt: skip
+    known = truth_label >= 0
+    if known.any():
+        ref_conf = classification_metrics(truth_label[known], ref_top[known], c).confusion
+        dev_conf = classification_metrics(truth_label[known], top[known], c).confusion
+        metrics["confusion_delta_vs_truth"] = (dev_conf - ref_conf).tolist()
+    if gate_agree < tol.gate_agreement:
+        problems.append(f"stage-1 gate agreement {gate_agree:.4f} < {tol.gate_agreement}")
+    if top_agree < tol.top1_agreement:
+        problems.append(
+            f"stage-2 top-1 agreement {top_agree:.4f} < {tol.top1_agreement} on {int(scope.sum())} pairs"
+        )
+    return LevelResult("labels", FAIL if problems else PASS, tuple(problems), (), metrics,
+                       {"gate_agreement": tol.gate_agreement, "top1_agreement": tol.top1_agreement})  # fmt: skip
+
+
+# -- 4. task --------------------------------------------------------------------------------------------
+def task_scores(keys: np.ndarray, p: np.ndarray, label: np.ndarray, tau: float, truth_inter: np.ndarray,
+                truth_label: np.ndarray, c: int) -> dict[str, float]:  # fmt: skip
+    """Accuracy / MPCA / macro-F1 on the true interacting pairs and stage-1 pair F1 on pairs with known truth."""
+    known = truth_inter >= 0
+    scored = (truth_inter == 1) & (truth_label >= 0)
+    m = classification_metrics(truth_label[scored], np.where(label[scored] >= 0, label[scored], -1), c)
+    det = pair_detection(keys[known & (p >= tau)], keys[known & (truth_inter == 1)])
+    return {
+        "accuracy": m.accuracy,
+        "mpca": m.mpca,
+        "macro_f1": m.macro_f1,
+        "pair_f1": det.f1,
+        "scored_pairs": m.n,
+    }
+
+
+def task_level(
+    ref_scores: dict[str, float] | None, dev_scores: dict[str, float] | None, tol: Tolerances
+) -> LevelResult:
+    """Level 4 from the reference's and the device's :func:`task_scores` (None: the pack has no truth)."""
+    if ref_scores is None or dev_scores is None or not ref_scores["scored_pairs"]:
+        return LevelResult(
+            "task", SKIP, (), ("the pack has no truth for this clip: task metric not checked",)
+        )
+    problems = []
+    metrics: dict[str, Any] = {"reference": ref_scores, "device": dev_scores, "delta": {}}
+    for name, limit in tol.task_drop.items():
+        a, b = ref_scores[name], dev_scores[name]
+        delta = (b - a) if np.isfinite(a) and np.isfinite(b) else 0.0
+        metrics["delta"][name] = delta
+        if delta < -limit:
+            problems.append(
+                f"{name} drops {-delta * 100:.2f} points ({a:.4f} -> {b:.4f}), tolerance {limit * 100:.2f}"
+            )
+    return LevelResult("task", FAIL if problems else PASS, tuple(problems), (), metrics, dict(tol.task_drop))

@@ -1,0 +1,138 @@
+"""The parity report: one PASS/FAIL verdict over four levels, as JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pairedge.runtime.parity.levels import FAIL, SKIP, LevelResult
+
+
+@dataclass(frozen=True)
+class ParityReport:
+    """What ``pairedge parity check`` found.
+
+    Attributes:
+        pack: the pack's path, clip source, frame and pair counts and its reference settings.
+        candidate: the checked model (folder, precision, relation to the pack's model, pipeline).
+        mode: "full" (the clip replayed through the device pipeline) or "model-only".
+        levels: features, logits, labels, task.
+        tolerances: the thresholds applied.
+    """
+
+    pack: dict[str, Any]
+    candidate: dict[str, Any]
+    mode: str
+    levels: tuple[LevelResult, ...]
+    tolerances: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        return all(lv.status != FAIL for lv in self.levels) and any(lv.status != SKIP for lv in self.levels)
+
+    @property
+    def first_failure(self) -> LevelResult | None:
+        return next((lv for lv in self.levels if lv.status == FAIL), None)
+
+    def verdict(self) -> str:
+        """The one line: ``PASS ...`` or ``FAIL at <level>: <first problem>``."""
+        c = self.candidate
+        what = f"{c.get('precision', '?')} model in {c.get('model')} ({self.mode})"
+        if self.passed:
+            checked = ", ".join(lv.name for lv in self.levels if lv.status != SKIP)
+            return f"PASS: {what} matches the pack's fp32 reference ({checked} within tolerance)"
+        first = self.first_failure
+        assert first is not None
+        more = f" (+{len(first.problems) - 1} more)" if len(first.problems) > 1 else ""
+        return f"FAIL at {first.name}: {first.problems[0]}{more} — {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean({
+            "verdict": "PASS" if self.passed else "FAIL", "summary": self.verdict(), "mode": self.mode,
+            "pack": self.pack, "candidate": self.candidate, "levels": [asdict(lv) for lv in self.levels],
+            "tolerances": self.tolerances,
+        })  # fmt: skip
+
+    def write_json(self, path: str | Path) -> Path:
+        out = Path(path).expanduser()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        return out
+
+    def write_markdown(self, path: str | Path) -> Path:
+        out = Path(path).expanduser()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(self.markdown())
+        return out
+
+    def markdown(self) -> str:
+        c, p = self.candidate, self.pack
+        lines = [
+            "# Parity check", "", f"**{self.verdict()}**", "",
+            f"- Pack: `{p.get('path')}` — {p.get('source')}, {p.get('frames')} frames, {p.get('pairs')} pair-frames; "
+            f"reference flow {p.get('reference', {}).get('flow', {}).get('repr')}",
+            f"- Candidate: `{c.get('model')}`, precision {c.get('precision')}, {c.get('pipeline', {}).get('stage1')}, "
+            f"flow {c.get('flow', {}).get('repr')}; {c.get('identity_note')}",
+            f"- Integrity: {c.get('integrity') or '-'}", f"- Mode: {self.mode}", "",
+            "| level | status | problems |", "|---|---|---|",
+        ]  # fmt: skip
+        for lv in self.levels:
+            text = "; ".join(lv.problems) or "; ".join(lv.notes) or "-"
+            lines.append(f"| {lv.name} | {lv.status} | {text.replace('|', '/')} |")
+        lines += ["", *self._details()]
+        return "\n".join(lines) + "\n"
+
+    def _details(self) -> list[str]:
+        out: list[str] = []
+        by = {lv.name: lv for lv in self.levels}
+        cols = by["features"].metrics.get("columns") if "features" in by else None
+        if cols:
+            top = sorted(cols.items(), key=lambda kv: -kv[1]["p99"])[:10]
+            out += ["## Features: largest drift (units of the model's normalisation std)", "",
+                    "| column | max | mean | p99 |", "|---|---:|---:|---:|"]  # fmt: skip
+            out += [f"| {n} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |" for n, s in top] + [""]
+        lg = by.get("logits")
+        if lg and lg.status != SKIP:
+            out += ["## Logits: absolute error", "", "| stage | max | mean | p99 |", "|---|---:|---:|---:|"]
+            out += [f"| {st} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |"
+                    for st, s in lg.metrics.items() if isinstance(s, dict)] + [""]  # fmt: skip
+        lb = by.get("labels")
+        if lb and lb.status != SKIP:
+            m = lb.metrics
+            out += ["## Labels", "", f"- Stage-1 gate agreement {m['gate_agreement']:.4f}; stage-2 top-1 agreement "
+                    f"{m['top1_agreement']:.4f} on {m['top1_pairs']} {m['top1_scope']}",
+                    f"- Reference (rows) vs device (columns) top-1: {m['reference_vs_device']}"]  # fmt: skip
+            if "confusion_delta_vs_truth" in m:
+                out.append(
+                    f"- Confusion delta vs truth (device - reference): {m['confusion_delta_vs_truth']}"
+                )
+            out.append("")
+        tk = by.get("task")
+        if tk and tk.status != SKIP:
+            out += [
+                "## Task metric vs truth",
+                "",
+                "| metric | reference | device | delta |",
+                "|---|---:|---:|---:|",
+            ]
+            for name, d in tk.metrics["delta"].items():
+                out.append(
+                    f"| {name} | {tk.metrics['reference'][name]:.4f} | {tk.metrics['device'][name]:.4f} | {d:+.4f} |"
+                )
+            out.append("")
+        return out
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _clean(value.tolist())
+    return value

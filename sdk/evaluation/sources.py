@@ -1,0 +1,232 @@
+"""Evaluation sources: one stream (a simulator scene, a video with its detections, a CAD sequence) each.
+
+:func:`parse_sources` turns the ``--data`` text of ``pairedge eval`` (and the clip options of ``pairedge parity
+pack``) into a list of :class:`StreamSource` — one per scene / log / sequence, so a caller can evaluate them in
+parallel and pool the reports. A source opens to an iterator of :class:`SourceFrame` with the truth where
+it is known:
+
+* ``sim:PRESET[+PRESET...][:seeds=A-B][:frames=N][:boxes=truth|detections]`` — simulator scenes (one source
+  per preset and seed; the simulator's exact pair labels and groups);
+* a folder of Collective Activity ``annoNN.mat`` files, or one such file — box-only sequences (no frames),
+  every labelled pair with its CAD8 label (``no_interaction`` pairs are the non-interacting ones);
+* a video (or image folder) with a detection file and optionally a ground-truth pairwise file
+  (``--gold``, the ``pairedge score`` schema; without it, no truth).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.types import Detections
+
+NO_INTERACTION = "no_interaction"
+
+
+@dataclass(frozen=True)
+class FrameTruth:
+    """The truth of one frame.
+
+    Attributes:
+        pairs: (K, 2) int64 track ids ``a < b`` of the labelled pairs.
+        labels: (K,) label names.
+        interacting: (K,) bool; the other pairs of the frame are not interacting.
+        groups: ``(members, activity)`` of each true group of >= 2 people.
+    """
+
+    pairs: np.ndarray
+    labels: tuple[str, ...]
+    interacting: np.ndarray
+    groups: tuple[tuple[tuple[int, ...], str], ...] = ()
+
+    def record(self, frame: int, model_labels: Sequence[str]) -> dict[str, Any]:
+        """One ground-truth line of the pairwise schema; labels outside ``model_labels`` count as not interacting."""
+        inter = []
+        for (a, b), name, yes in zip(
+            self.pairs.tolist(), self.labels, self.interacting.tolist(), strict=True
+        ):
+            if name in model_labels:
+                inter.append({"ids": [a, b], "label": name, "p_interact": 1.0 if yes else 0.0})
+        groups = [{"members": list(m), "activity": act} for m, act in self.groups if act in model_labels]
+        return {"frame": frame, "interactions": inter, "groups": groups}
+
+
+@dataclass(frozen=True)
+class SourceFrame:
+    """One frame of a source: index, image ((H, W, 3) uint8 BGR, or None for box-only data), detections,
+    timestamp in seconds, and the truth (None when unknown)."""
+
+    index: int
+    image: np.ndarray | None
+    detections: Detections
+    timestamp: float
+    truth: FrameTruth | None
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """One stream to evaluate.
+
+    Attributes:
+        kind: "sim", "cad" or "video".
+        name: a short unique name ("sim:static:1000", "cad:seq01", "video:clip.mp4").
+        params: what :meth:`open` needs (preset and seed; a .mat path; video, detections, gold paths).
+        image_size: ``(W, H)`` for box-only sources (CAD), else None (taken from the frames).
+    """
+
+    kind: str
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    image_size: tuple[int, int] | None = None
+
+    @property
+    def box_only(self) -> bool:
+        return self.kind == "cad"
+
+    def open(self, model_labels: Sequence[str] = (), max_frames: int | None = None) -> Iterator[SourceFrame]:
+        """The frames in order (at most ``max_frames``)."""
+        opener = {"sim": _sim_frames, "cad": _cad_frames, "video": _video_frames}[self.kind]
+        for k, frame in enumerate(opener(self.params, model_labels)):
+            if max_frames is not None and k >= max_frames:
+                return
+            yield frame
+
+
+def parse_sources(
+    data: str,
+    *,
+    detections: str | Path | None = None,
+    gold: str | Path | None = None,
+    frames: int | None = None,
+) -> list[StreamSource]:
+    """The sources described by ``data`` (see the module docstring).
+
+    Args:
+        data: ``sim:...``, a CAD folder or ``.mat`` file, or a video / image folder (then ``detections``).
+        frames: frames per simulator scene (overrides ``frames=`` in the text); None = the text's or 300.
+
+    Raises:
+        InputError: unknown form, missing detections for a video, nothing found.
+    """
+    if data.startswith("sim:"):
+        from pairedge.datasets.sources import parse_sim_source
+        from pairedge.sim import get_preset
+
+        ds = parse_sim_source(data, stage=2)
+        for preset in ds.presets:
+            get_preset(preset)
+        n = frames or ds.frames
+        return [StreamSource("sim", f"sim:{p}:{s}", {"preset": p, "seed": s, "frames": n, "boxes": ds.boxes})
+                for p in ds.presets for s in ds.seeds]  # fmt: skip
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise InputError(
+            f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, or a video"
+        )
+    if path.suffix.lower() == ".mat" or (path.is_dir() and any(path.glob("anno*.mat"))):
+        return _cad_sources(path)
+    if detections is None:
+        raise InputError(
+            f"--data {data}: a video or image folder needs --detections (MOT, JRDB or CVML file)"
+        )
+    params = {"video": str(path), "detections": str(detections), "gold": str(gold) if gold else None}
+    return [StreamSource("video", f"video:{path.name}", params)]
+
+
+def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
+    """``PRESET:SEED`` (``static:0``) -> one simulator source."""
+    preset, sep, seed = text.partition(":")
+    try:
+        seed_value = int(seed) if sep else 0
+    except ValueError:
+        raise InputError(f"--scene: expected PRESET:SEED such as static:0, got {text!r}") from None
+    from pairedge.sim import get_preset
+
+    get_preset(preset)
+    return StreamSource("sim", f"sim:{preset}:{seed_value}",
+                        {"preset": preset, "seed": seed_value, "frames": frames, "boxes": boxes})  # fmt: skip
+
+
+# -- openers ---------------------------------------------------------------------------------------------
+def _sim_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
+    from pairedge.labels import PAPER3, SIM7
+    from pairedge.sim import Scene
+
+    together = set(PAPER3.classes)
+    for f in Scene(params["preset"], int(params["seed"])).frames(int(params["frames"])):
+        names = tuple(SIM7.classes[int(k)] for k in f.pair_labels)
+        truth = FrameTruth(
+            np.asarray(f.pairs, np.int64).reshape(-1, 2), names,
+            np.array([n in together for n in names], bool),
+            tuple((tuple(int(m) for m in g.members), g.activity) for g in f.groups),
+        )  # fmt: skip
+        dets = f.truth if params["boxes"] == "truth" else f.detections
+        yield SourceFrame(f.index, f.image, dets, f.timestamp, truth)
+
+
+def _cad_sources(path: Path) -> list[StreamSource]:
+    from pairedge.io.cad import read_cad_dir, read_cad_mat
+
+    seqs = read_cad_dir(path) if path.is_dir() else [read_cad_mat(path)]
+    if not seqs:
+        raise InputError(f"{path}: no Collective Activity annoNN.mat files")
+    return [StreamSource("cad", f"cad:{s.path.stem}", {"path": str(s.path), "fps": s.fps}, s.frame_size)
+            for s in seqs]  # fmt: skip
+
+
+def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
+    from pairedge.io.cad import read_cad_mat
+    from pairedge.labels import CAD8
+
+    seq = read_cad_mat(params["path"], fps=float(params["fps"]))
+    for frame, timestamp, dets in seq.frames():
+        pairs, labels = seq.pair_labels(frame)
+        names = tuple(CAD8.classes[int(k)] for k in labels)
+        truth = FrameTruth(pairs, names, np.array([n != NO_INTERACTION for n in names], bool))
+        yield SourceFrame(frame - 1, None, dets, timestamp, truth)
+
+
+def _video_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
+    from pairedge.runtime.sources import FrameSource, read_detections
+
+    dets = read_detections(params["detections"])
+    truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None
+    source = FrameSource(params["video"])
+    try:
+        for index, image in source:
+            t = truth.get(index, _EMPTY) if truth is not None else None
+            yield SourceFrame(index, image, dets.get(index), index / source.fps, t)
+    finally:
+        source.close()
+
+
+_EMPTY = FrameTruth(np.zeros((0, 2), np.int64), (), np.zeros(0, bool))
+
+
+def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTruth]:
+    """Per-frame truth from a pairwise ground-truth file (JSON Lines or CSV) in the model's labels."""
+    from pairedge.metrics.pairwise import read_pairwise_file, resolve_labels
+
+    names = resolve_labels(gold, gold, tuple(model_labels) or None)
+    parsed = read_pairwise_file(gold, names)
+    table = parsed.pairs
+    out: dict[int, FrameTruth] = {}
+    groups: dict[int, list[tuple[tuple[int, ...], str]]] = {}
+    if parsed.groups is not None:
+        g = parsed.groups
+        for k in range(len(g.frame)):
+            members = tuple(int(m) for m in g.member_id[g.member_group == k])
+            if int(g.activity[k]) >= 0:
+                groups.setdefault(int(g.frame[k]), []).append((members, names[int(g.activity[k])]))
+    for frame in parsed.frames.tolist():
+        rows = np.flatnonzero(table.frame == frame)
+        labels = tuple(names[int(v)] if v >= 0 else NO_INTERACTION for v in table.label[rows])
+        out[int(frame)] = FrameTruth(
+            np.stack([table.id_a[rows], table.id_b[rows]], axis=1).astype(np.int64), labels,
+            table.p_interact[rows] >= 0.5, tuple(groups.get(int(frame), ())),
+        )  # fmt: skip
+    return out
