@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pairedge.errors import FormatError, InputError
 from pairedge.io.stickmen import StickmenImage, write_stickmen, write_stickmen_images
@@ -244,6 +244,8 @@ coords = st.floats(-500, 500, allow_nan=False)
 @given(st.lists(st.tuples(coords, coords, coords, coords), min_size=6, max_size=6), st.floats(0.05, 1.0))
 def test_strict_pcp_of_the_ground_truth_is_one(sticks: list, t: float) -> None:
     gt = np.array(sticks)
+    # a zero-length part is never correct: the official ratio norm(d) / norm(L) is 0 / 0 = NaN there
+    assume(bool(((gt[:, 2] - gt[:, 0]) ** 2 + (gt[:, 3] - gt[:, 1]) ** 2 > 0).all()))
     gold = [StickmenImage("a", gt[None])]
     assert pcp_strict(gold, gold, threshold=t).summary["pcp"] == 1.0
 
@@ -367,3 +369,37 @@ def test_cli_scores_pcp_files_end_to_end(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["summary"] == {"detection_rate": 0.5, "pcp": 1.0, "total_pcp": 0.5}
     strict = CliRunner().invoke(app, [*args, "--mode", "strict"])
     assert strict.exit_code == 0 and "strict" in strict.output
+
+
+# ----------------------------------------------------------------------------------------------- issue 9
+
+
+def test_strict_uses_the_official_ratio_on_the_threshold() -> None:
+    """The official code tests norm(d) / norm(L) <= t; `d <= t * L` differs in the last bit exactly here."""
+    gt = np.array([40.0, 44.0, 47.0, 95.0])
+    est = np.array([27.0, 43.0, 47.0, 95.0])  # first endpoint off by (-13, -1), second exact
+    length = np.sqrt(7.0**2 + 51.0**2)
+    d = np.sqrt(13.0**2 + 1.0**2)
+    t = d / length  # 0.2532803652007522: the ratio itself, so the official test is true
+    assert t == 0.2532803652007522 and d / length <= t and not d <= t * length  # the two forms disagree
+    assert strict_correct(est, gt, threshold=t)
+    assert not strict_correct(est, gt, threshold=np.nextafter(t, 0))
+    gold = [StickmenImage("a", np.tile(gt, (6, 1))[None])]
+    pred = [StickmenImage("a", np.tile(est, (6, 1))[None])]
+    assert pcp_strict(pred, gold, threshold=t).summary["pcp"] == 1.0
+
+
+def test_strict_zero_length_ground_truth_part_is_wrong_as_officially() -> None:
+    point = np.array([5.0, 5.0, 5.0, 5.0])
+    assert not strict_correct(point, point)  # 0 / 0 is NaN in the official ratio
+
+
+@pytest.mark.parametrize("mode", ["loose", "strict"])
+def test_ground_truth_without_people_is_an_error(mode: str, tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="no ground-truth stickman in its 1 images"):
+        score_images([], [StickmenImage("a", np.zeros((0, 6, 4)))], mode=mode)
+    empty = tmp_path / "gold.txt"
+    empty.write_text("")
+    write_stickmen(tmp_path / "pred.txt", person())
+    with pytest.raises(FormatError, match=r"gold.txt: no ground-truth stickman in its 0 images"):
+        score_files(tmp_path / "pred.txt", empty, mode=mode)

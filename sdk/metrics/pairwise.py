@@ -114,11 +114,17 @@ def resolve_labels(
 
 
 def score(pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5) -> ScoreReport:
-    """Score parsed files (same label set) with the rules in this module's docstring."""
+    """Score parsed files (same label set) with the rules in this module's docstring.
+
+    Raises:
+        FormatError: the ground truth has no frame, or no interacting pair and no group (nothing to score).
+        InputError: ``tau`` outside [0, 1] or different label sets.
+    """
     if not isinstance(tau, int | float) or not 0.0 <= float(tau) <= 1.0:
         raise InputError(f"tau: expected a threshold in [0, 1], got {tau!r}")
     if pred.labels != gold.labels:
         raise InputError(f"label sets differ: prediction {pred.labels} vs ground truth {gold.labels}")
+    _check_not_empty(gold)
     inside = np.isin(pred.pairs.frame, gold.frames)
     ppairs = pred.pairs.subset(inside)
     truth = gold.pairs.subset(gold.pairs.p_interact >= GOLD_THRESHOLD)
@@ -142,6 +148,8 @@ def score(pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5) -> ScoreR
             notes.append("prediction has no groups: group detection not scored")
         else:
             detection = group_detection(_groups_in(pred.groups, gold.frames), gold.groups)
+    if len(pred.pairs.frame) == 0 and (pred.groups is None or len(pred.groups.frame) == 0):
+        notes.append(f"{pred.path} holds no predicted pair or group: every true pair counts as missed")
     counts = {
         "gold_pairs": len(gold.pairs.frame),
         "gold_interacting_pairs": len(truth.frame),
@@ -151,6 +159,21 @@ def score(pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5) -> ScoreR
         "gold_frames": len(gold.frames),
     }
     return build_report(cls, stage1, activity, detection, tau=tau, counts=counts, notes=notes)
+
+
+def _check_not_empty(gold: PairwiseFile) -> None:
+    """A ground truth without frames, or without any interacting pair or group, has nothing to score."""
+    if len(gold.frames) == 0:
+        raise FormatError(
+            gold.path, "no frame to score (the file is empty or holds only a header); expected at least one "
+            "frame record (JSON Lines) or pair row (CSV)",
+        )  # fmt: skip
+    has_pairs = bool((gold.pairs.p_interact >= GOLD_THRESHOLD).any())
+    if not has_pairs and (gold.groups is None or len(gold.groups.frame) == 0):
+        raise FormatError(
+            gold.path, f"no interacting pair and no group in its {len(gold.frames)} frames: nothing to score "
+            "(accuracy, MPCA and F1 would be undefined); expected at least one true pair",
+        )  # fmt: skip
 
 
 def _matched_labels(pred: PairTable, truth: PairTable) -> np.ndarray:

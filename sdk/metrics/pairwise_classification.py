@@ -16,9 +16,11 @@ the ground-truth count (support) of class c and TP_c + FP_c the number of predic
   and R_c = TP_c / N_c, 0 when undefined; scikit-learn's
   ``f1_score(average="macro", labels=range(C), zero_division=0)``. (The published snippet computes P_c as
   TP_c / N_c, i.e. the recall, so its "macro-F1" equals its MPCA; pairedge uses the paper's formula.)
-- ``macro_f1_present`` = the same mean over the classes that occur in the ground truth or the predictions:
-  scikit-learn's default ``f1_score(average="macro", zero_division=0)``. A class absent from both scores 0
-  in ``macro_f1`` (so a perfect prediction on a test set with 2 of 7 classes gets 0.29); report both.
+- ``macro_f1_present`` = the same mean over the classes that occur in the ground truth or the predictions
+  (``-1`` is not a class): ``f1_score(average="macro", labels=<those classes>, zero_division=0)``. This equals
+  scikit-learn's default ``f1_score(average="macro", zero_division=0)`` only when no prediction is ``-1``
+  (scikit-learn would count ``-1`` as one more class with F1 0). A class absent from both scores 0 in
+  ``macro_f1`` (so a perfect prediction on a test set with 2 of 7 classes gets 0.29); report both.
 
 A prediction of ``-1`` means "no prediction" (a ground-truth pair the model never labelled): it counts as
 a wrong answer for its true class (an FN) and as no class's FP, and is reported per class as ``missing``.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.errors import FormatError, InputError
 from pairedge.io.par import N_ACTIONS, ParFrame, read_par
 from pairedge.metrics.par_core import half_matches, safe_div, sample_prf, social_sums
 from pairedge.metrics.par_flat import (
@@ -113,6 +113,19 @@ def _social(a: _Aligned, g: np.ndarray, p: np.ndarray, variant: str, notes: list
     return {"P_p": prec, "R_p": rec, "F_p": f1}
 
 
+def _check_not_empty(gold: Sequence[ParFrame], gold_label: str) -> None:
+    """Nothing to score (no frame, or no person in any frame: F_i and F_a undefined) is an error."""
+    if not gold:
+        raise FormatError(
+            gold_label, "no frame to score (the ground truth is empty); expected at least one frame record"
+        )
+    if not any(len(f.person_ids) for f in gold):
+        raise FormatError(
+            gold_label, f"no person in any of its {len(gold)} frames: nothing to score (F_i and F_a would be "
+            "undefined); expected ground truth with at least one person",
+        )  # fmt: skip
+
+
 def score_frames(
     pred: Sequence[ParFrame],
     gold: Sequence[ParFrame],
@@ -133,10 +146,15 @@ def score_frames(
     Returns:
         summary F_a, F_i/P_i/R_i, F_p/P_p/R_p, F_g/P_g/R_g, group_P/group_R/group_F1 (NaN where undefined,
         with a note).
+
+    Raises:
+        FormatError: a ground truth with no frame or no person (nothing to score), or predictions that do
+            not cover it.
     """
     if variant not in VARIANTS:
         raise InputError(f"unknown PAR variant {variant!r}; expected one of {list(VARIANTS)}")
     th = thresholds or ParThresholds()
+    _check_not_empty(gold, gold_label)
     aligned = _align(pred, gold, th, pred_label, gold_label)
     notes: list[str] = []
     p_i, r_i, f_i = _prf_or_nan(aligned.pred_actions, aligned.true_actions, "individual", notes)

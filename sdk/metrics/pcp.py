@@ -83,6 +83,12 @@ def _flatten(
     index = {name: k for k, name in enumerate(names)}
     if len(index) != len(names):
         raise FormatError(gold_label, "image names must be unique")
+    gt_parts = [_as_sticks(im, gold_label) for im in gold]
+    if not sum(map(len, gt_parts)):
+        raise FormatError(
+            gold_label, f"no ground-truth stickman in its {len(names)} images: nothing to score (PCP would be "
+            "undefined); expected at least one annotated person",
+        )  # fmt: skip
     by_image: dict[int, StickmenImage] = {}
     for im in pred:
         if im.name not in index:
@@ -92,7 +98,6 @@ def _flatten(
         if index[im.name] in by_image:
             raise FormatError(pred_label, f"image {im.name!r} appears twice")
         by_image[index[im.name]] = im
-    gt_parts = [_as_sticks(im, gold_label) for im in gold]
     order = sorted(by_image)  # estimates grouped by ground-truth image order
     est_parts = [_as_sticks(by_image[k], pred_label) for k in order]
     counts = np.zeros(len(names), dtype=np.int64)
@@ -157,12 +162,10 @@ def pcp_loose(
     n_gt, n_det = len(flat.gt), int(detected.sum())
     notes = []
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = n_det / n_gt if n_gt else float("nan")
+        rate = n_det / n_gt  # n_gt > 0: _flatten refuses a ground truth without people
         pcp = float(parts.sum() / (n_det * N_PARTS)) if n_det else float("nan")
         per_part = parts.sum(axis=0) / n_det if n_det else np.full(N_PARTS, np.nan)
-    if n_gt == 0:
-        notes.append("no ground-truth person: every number is undefined (NaN)")
-    elif n_det == 0:
+    if n_det == 0:
         notes.append(
             "no ground-truth person detected: PCP over detected people is 0/0 (NaN), as in the official code"
         )
@@ -238,9 +241,9 @@ def pcp_strict(
     parts = strict_correct(est, flat.gt, threshold)
     n_gt = len(flat.gt)
     with np.errstate(invalid="ignore", divide="ignore"):
-        pcp = float(parts.sum() / (n_gt * N_PARTS)) if n_gt else float("nan")
-        per_part = parts.sum(axis=0) / n_gt if n_gt else np.full(N_PARTS, np.nan)
-    notes = () if n_gt else ("no ground-truth person: PCP undefined (NaN)",)
+        pcp = float(parts.sum() / (n_gt * N_PARTS))  # n_gt > 0 (see _flatten)
+        per_part = parts.sum(axis=0) / n_gt
+    notes = ()
     return ScoreReport(
         protocol="pcp",
         summary={"pcp": pcp},
@@ -273,7 +276,12 @@ def score_images(
     pred_label: str = "<pred>",
     gold_label: str = "<gold>",
 ) -> ScoreReport:
-    """Score in-memory images with ``mode`` ``"loose"`` (default, official Buffy) or ``"strict"``."""
+    """Score in-memory images with ``mode`` ``"loose"`` (default, official Buffy) or ``"strict"``.
+
+    Raises:
+        FormatError: a ground truth without any stickman (nothing to score) or malformed images.
+        InputError: an unknown mode or a threshold that is not a finite number > 0.
+    """
     if mode not in MODES:
         raise InputError(f"unknown PCP mode {mode!r}; expected one of {list(MODES)}")
     if not (np.isfinite(threshold) and threshold > 0):

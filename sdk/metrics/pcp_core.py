@@ -61,8 +61,10 @@ def strict_correct(est: np.ndarray, gt: np.ndarray, threshold: float = 0.5) -> n
     Args:
         est: (..., 4) float64 estimated sticks; NaN (missing prediction) is wrong.
         gt: (..., 4) float64 ground-truth sticks.
-        threshold: t; correct when **both** endpoints are within ``t * L`` (Euclidean, ``<=``) of their
-            ground-truth endpoints, in the given order (no swapping).
+        threshold: t; correct when **both** endpoints are within ``t * L`` (Euclidean) of their
+            ground-truth endpoints, in the given order (no swapping), computed as the official code does:
+            ``norm(d) / norm(L) <= t`` (not ``d <= t * L``, which differs in the last bit exactly on the
+            threshold). A zero-length ground-truth part is never correct (0 / 0 is NaN there too).
 
     Returns:
         (...) bool.
@@ -72,9 +74,8 @@ def strict_correct(est: np.ndarray, gt: np.ndarray, threshold: float = 0.5) -> n
     length = np.sqrt((gt[..., 2] - gt[..., 0]) ** 2 + (gt[..., 3] - gt[..., 1]) ** 2)
     d1 = np.sqrt((est[..., 0] - gt[..., 0]) ** 2 + (est[..., 1] - gt[..., 1]) ** 2)
     d2 = np.sqrt((est[..., 2] - gt[..., 2]) ** 2 + (est[..., 3] - gt[..., 3]) ** 2)
-    limit = threshold * length
-    with np.errstate(invalid="ignore"):
-        return (d1 <= limit) & (d2 <= limit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (d1 / length <= threshold) & (d2 / length <= threshold)
 
 
 def stickman_windows(sticks: np.ndarray) -> np.ndarray:

@@ -197,3 +197,18 @@ def test_out_of_range_in_a_later_chunk_names_the_index() -> None:
     y_pred[200_001] = -1
     m = classification_metrics(y_true, y_pred, 3)
     assert m.n_missing == 1 and m.confusion[0, 0] == 299_999
+
+
+def test_macro_f1_present_with_missing_predictions_differs_from_sklearn_default() -> None:
+    """docs/formats.md: -1 (no prediction) is not a class, so scikit-learn's default label set (which adds
+    -1 as a class with F1 0) agrees only without missing predictions."""
+    y_true = np.array([0, 0, 1, 1, 2], np.int64)
+    y_pred = np.array([0, -1, 1, 1, 2], np.int64)
+    m = classification_metrics(y_true, y_pred, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        without_missing = f1_score(y_true, y_pred, labels=[0, 1, 2], average="macro", zero_division=0)
+        sklearn_default = f1_score(y_true, y_pred, average="macro", zero_division=0)
+    assert m.macro_f1_present == pytest.approx(without_missing, abs=1e-12)
+    assert m.macro_f1_present == pytest.approx((2 / 3 + 1 + 1) / 3, abs=1e-12)
+    assert sklearn_default == pytest.approx((0 + 2 / 3 + 1 + 1) / 4, abs=1e-12)
