@@ -1,6 +1,6 @@
 """ONNX -> serialized TensorRT engine, one code path for TensorRT 10.3, 10.12+ and 11.x.
 
-The call sequence (what ``tests/tensorrt`` asserts over a recording fake of the ``tensorrt`` module)::
+The call sequence (what ``tests/trt`` asserts over a recording fake of the ``tensorrt`` module)::
 
     logger  = <ILogger subclass>                          # TensorRT log -> logging "pairedge.tensorrt"
     builder = trt.Builder(logger)
@@ -49,6 +49,11 @@ def load_tensorrt() -> Any:
         import tensorrt  # lazy: only needed when building or running engines
     except ImportError as exc:
         raise MissingDependencyError(f"TensorRT is not installed ({exc}): {INSTALL_HINT}") from None
+    if not hasattr(tensorrt, "Builder"):  # e.g. only `tensorrt-stubs` installed: an empty namespace package
+        where = getattr(tensorrt, "__path__", "?")
+        raise MissingDependencyError(
+            f"the `tensorrt` found at {where} is not TensorRT (stubs only?): {INSTALL_HINT}"
+        )
     return tensorrt
 
 

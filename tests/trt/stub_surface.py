@@ -6,7 +6,7 @@ The stubs cannot be installed into the project's environment (the package depend
 surface is extracted once into ``data/tensorrt-<version>-surface.json`` and committed. Regenerate it::
 
     pip download --no-deps tensorrt-stubs==10.13.0.35.1 -d /tmp/trtstubs
-    python tests/tensorrt/stub_surface.py /tmp/trtstubs/tensorrt_stubs-10.13.0.35.1-py3-none-any.whl
+    python tests/trt/stub_surface.py /tmp/trtstubs/tensorrt_stubs-10.13.0.35.1-py3-none-any.whl
 
 The .pyi has parameters named ``in`` (a keyword) and signatures ``ast`` rejects; signatures are replaced by
 ``(*args, **kwargs)`` before parsing (only names are kept).
@@ -73,7 +73,8 @@ def from_wheel(wheel: Path) -> tuple[str, dict[str, list[str]]]:
     return (version.group(1) if version else "unknown"), surface
 
 
-def load(version: str = "10.13.0.35") -> dict[str, list[str]]:
+def load(version: str = "10.13.0.35") -> dict:
+    """``{"source": wheel name, "surface": {class: [members]}}`` as committed in data/."""
     return json.loads((DATA / f"tensorrt-{version}-surface.json").read_text())
 
 

@@ -1,0 +1,167 @@
+"""Native TensorRT backend over the fake module + fake CUDA memory; manifests that refuse mismatches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
+from pairedge.errors import ModelError
+from pairedge.export.tensorrt.builder import BuildSettings, Profile
+from pairedge.export.tensorrt.folder import build_model_folder
+from pairedge.export.tensorrt.manifest import EngineFileError, EngineMismatchError, manifest_path
+from pairedge.runtime.backends import load_model
+from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
+
+VERSION = "10.3.0.30"
+
+
+def _reference(onnx_path: Path, x: np.ndarray) -> np.ndarray:
+    sess = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    return sess.run(["logits"], {"features": x})[0]
+
+
+def _built(model_dir: Path, precision: str = "fp32", profile: Profile = Profile(1, 8, 16)) -> list:
+    trt = make_fake_tensorrt(VERSION)
+    return build_model_folder(model_dir, BuildSettings(precision, profile), trt=trt, memory=FakeCudaMemory())
+
+
+def _backend(onnx: Path, memory: FakeCudaMemory, version: str = VERSION, **opts) -> TensorRTBackend:
+    trt = make_fake_tensorrt(version, memory=memory)
+    backend = TensorRTBackend(load_model(onnx), TensorRTOptions(**opts), trt=trt, memory=memory)
+    backend.trt_calls = trt.calls  # type: ignore[attr-defined]
+    return backend
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+def test_inference_matches_onnx_and_splits_batches(model_dir: Path, n: int) -> None:
+    _built(model_dir, profile=Profile(3, 8, 16))
+    memory = FakeCudaMemory()
+    x = np.random.default_rng(n).normal(size=(n, 49)).astype(np.float32)
+    with _backend(model_dir / "stage2.onnx", memory) as backend:
+        got = backend.infer(x)
+        calls = backend.trt_calls
+    np.testing.assert_allclose(got, _reference(model_dir / "stage2.onnx", x), rtol=1e-5, atol=1e-5)
+    chunks = [min(16, n - s) for s in range(0, n, 16)]
+    shapes = [c[2] for c in calls if c[0] == "IExecutionContext.set_input_shape"]
+    assert shapes == [(max(c, 3), 49) for c in chunks]  # max 16 per call, padded up to the profile min 3
+    assert [c for c in calls if c[0] == "IExecutionContext.execute_async_v3"] == [
+        ("IExecutionContext.execute_async_v3", 0xABC)
+    ] * len(chunks)
+    assert sum(c[0] == "ICudaEngine.create_execution_context" for c in calls) == 1
+    # device buffers sized to the profile max, pinned host buffers, one stream, everything freed
+    assert ("alloc_device", 16 * 49 * 4) in memory.ops and ("alloc_device", 16 * 3 * 4) in memory.ops
+    assert ("alloc_pinned", (16, 49), "float32") in memory.ops
+    assert memory.ops.count(("create_stream",)) == 1 and memory.closed
+
+
+def test_pipeline_style_lookup_by_precision(full_model_dir: Path) -> None:
+    _built(full_model_dir, "fp16")
+    memory = FakeCudaMemory()
+    x = np.random.default_rng(0).normal(size=(4, 25)).astype(np.float32)
+    with _backend(full_model_dir / "stage1.fp16.onnx", memory) as backend:
+        assert backend.engine_path.name == "stage1.fp16.engine"
+        got = backend.infer(x)
+    np.testing.assert_allclose(got, _reference(full_model_dir / "stage1.fp16.onnx", x), rtol=1e-5, atol=1e-5)
+
+
+def _expect_refusal(onnx: Path, memory: FakeCudaMemory, version: str, match: str) -> str:
+    backend = _backend(onnx, memory, version)
+    with pytest.raises(EngineMismatchError, match=match) as info:
+        backend.activate()
+    assert not [c for c in backend.trt_calls if c[0] == "Runtime.deserialize_cuda_engine"]
+    return str(info.value)
+
+
+def test_refuses_other_tensorrt_version(model_dir: Path) -> None:
+    built = _built(model_dir)
+    engine = built[0].engine
+    # the same device tag folder, but the engine claims another TensorRT build
+    data = json.loads(manifest_path(engine).read_text())
+    data["tensorrt_version"] = "10.3.0.26"
+    manifest_path(engine).write_text(json.dumps(data))
+    msg = _expect_refusal(model_dir / "stage1.onnx", FakeCudaMemory(), VERSION, "TensorRT 10.3.0.26 built it")
+    assert msg.endswith(f"pairedge build {model_dir} --precision fp32 --profile 1,8,16 --workspace 256")
+
+
+def test_refuses_other_compute_capability(model_dir: Path) -> None:
+    built = _built(model_dir)
+    # an engine folder copied from an Orin onto a Xavier (sm72) is refused
+    memory = FakeCudaMemory(name="Xavier", cc="7.2")
+    backend = _backend(model_dir / "stage2.onnx", memory, engine_dir=str(built[1].engine.parent))
+    with pytest.raises(
+        EngineMismatchError, match=r"compute capability 8\.7 \(Orin\), this GPU is 7\.2"
+    ) as info:
+        backend.activate()
+    assert str(info.value).endswith(
+        f"pairedge build {model_dir} --precision fp32 --profile 1,8,16 --workspace 256"
+    )
+    assert not [c for c in backend.trt_calls if c[0] == "Runtime.deserialize_cuda_engine"] and memory.closed
+    # and without an explicit folder, the Xavier simply has no engine of its own yet
+    with pytest.raises(ModelError, match="no fp32 engine for this device \\(Xavier"):
+        _backend(model_dir / "stage2.onnx", FakeCudaMemory(name="Xavier", cc="7.2")).activate()
+
+
+def test_refuses_changed_onnx(model_dir: Path) -> None:
+    _built(model_dir)
+    import onnx
+
+    proto = onnx.load(str(model_dir / "stage1.onnx"))
+    proto.doc_string = "retrained"
+    onnx.save(proto, str(model_dir / "stage1.onnx"))
+    _expect_refusal(model_dir / "stage1.onnx", FakeCudaMemory(), VERSION, "the model changed since the build")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "grow"])
+def test_corrupt_engine_never_reaches_deserialize(model_dir: Path, damage: str) -> None:
+    engine = _built(model_dir)[0].engine
+    blob = bytearray(engine.read_bytes())
+    if damage == "truncate":
+        blob = blob[: len(blob) // 2]
+    elif damage == "flip":
+        blob[len(blob) // 2] ^= 0xFF
+    else:
+        blob += b"\0" * 7
+    engine.write_bytes(bytes(blob))
+    backend = _backend(model_dir / "stage1.onnx", FakeCudaMemory())
+    match = {"truncate": "truncated", "flip": "corrupt", "grow": "larger than recorded"}[damage]
+    with pytest.raises(EngineFileError, match=match):
+        backend.activate()
+    assert not [c for c in backend.trt_calls if c[0] == "Runtime.deserialize_cuda_engine"]
+
+
+def test_missing_engine_and_manifest_say_how_to_build(model_dir: Path) -> None:
+    with pytest.raises(ModelError, match=f"pairedge build {model_dir} --precision fp32"):
+        _backend(model_dir / "stage1.onnx", FakeCudaMemory()).activate()
+    engine = _built(model_dir)[0].engine
+    manifest_path(engine).unlink()
+    with pytest.raises(EngineFileError, match="manifest not found"):
+        _backend(model_dir / "stage1.onnx", FakeCudaMemory()).activate()
+
+
+def test_stage_mismatch_refused(model_dir: Path) -> None:
+    built = _built(model_dir)
+    with pytest.raises(ModelError, match="stage-1 engine cannot serve the stage-2"):
+        _backend(model_dir / "stage2.onnx", FakeCudaMemory(), engine=str(built[0].engine)).activate()
+
+
+def test_registry_reports_why_unavailable() -> None:
+    from pairedge.runtime.backends import available_backends
+
+    reason = available_backends()["tensorrt"]
+    assert reason is not None and "TensorRT is not installed" in reason and "JetPack" in reason
+
+
+def test_cuda_python_memory_without_gpu_is_a_clear_error() -> None:
+    pytest.importorskip("cuda.bindings.runtime")
+    from pairedge.errors import DeviceUnavailableError
+    from pairedge.probe import gpu_skip_reason
+    from pairedge.runtime.backends.cudamem import CudaPythonMemory
+
+    if gpu_skip_reason() is None:
+        pytest.skip("a GPU is present: covered by the device tests")
+    with pytest.raises(DeviceUnavailableError, match="CUDA device 0 is not usable"):
+        CudaPythonMemory(0)
