@@ -1,0 +1,233 @@
+"""INT8 QDQ quantization with ONNX Runtime, in the form TensorRT's explicit quantization accepts.
+
+Settings (fixed, see docs/deployment.md): QDQ format, int8 activations and weights, symmetric (zero point
+0), per-channel weights, bias left in float (``QuantizeBias=False``: TensorRT rejects int32 bias Q/DQ),
+after ONNX Runtime's pre-processing (shape inference and constant folding,
+``onnxruntime.quantization.shape_inference.quant_pre_process``). Nodes listed in ``exclude`` get no Q/DQ
+and run in higher precision (TensorRT runs an op without Q/DQ in fp16/fp32).
+
+ONNX Runtime's histogram calibrators (Entropy, Percentile) stack the calibration batches and crash when the
+last batch is smaller than the others; :class:`ArrayReader` therefore feeds equal batches (a single batch
+up to ``batch_rows`` rows; above that, equal batches with the last one padded by rows from the start).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import InputError
+from pairedge.modelmeta import INPUT_NAME
+
+METHODS = ("minmax", "entropy", "percentile")
+PRECISION_KEY = "pairedge.precision"
+QUANT_KEY = "pairedge.quantization"
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """How to quantize one stage.
+
+    Attributes:
+        method: "minmax", "entropy" or "percentile" calibration of the activation ranges.
+        percentile: the percentile kept by "percentile" (ONNX Runtime's default 99.999).
+        exclude: node names left without Q/DQ (kept in higher precision).
+        batch_rows: rows per calibration batch (equal batches; see the module docstring).
+    """
+
+    method: str = "minmax"
+    percentile: float = 99.999
+    exclude: tuple[str, ...] = ()
+    batch_rows: int = 8192
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise InputError(f"calibration method: expected one of {list(METHODS)}, got {self.method!r}")
+        if not 50.0 < self.percentile <= 100.0:
+            raise InputError(f"percentile: expected a value in (50, 100], got {self.percentile}")
+        if self.batch_rows < 1:
+            raise InputError(f"batch_rows: expected >= 1, got {self.batch_rows}")
+
+
+class ArrayReader:
+    """ONNX Runtime ``CalibrationDataReader`` over (N, F) rows, in equal batches (see module docstring)."""
+
+    def __init__(self, X: np.ndarray, batch_rows: int = 8192) -> None:
+        X = np.ascontiguousarray(X, np.float32)
+        if not len(X):
+            raise InputError("calibration needs at least one sample, got zero")
+        k = -(-len(X) // batch_rows)
+        size = -(-len(X) // k)
+        padded = np.concatenate([X, X[: k * size - len(X)]]) if k * size > len(X) else X
+        self.batches = [padded[i * size : (i + 1) * size] for i in range(k)]
+        self._next = 0
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        if self._next >= len(self.batches):
+            return None
+        batch = self.batches[self._next]
+        self._next += 1
+        return {INPUT_NAME: batch}
+
+    def rewind(self) -> None:
+        self._next = 0
+
+
+def preprocess(model: Any) -> Any:
+    """Shape inference and constant folding (ONNX Runtime's ``quant_pre_process``) of a ModelProto."""
+    import onnx
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with tempfile.TemporaryDirectory(prefix="pairedge-pre-") as tmp:
+        src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
+        onnx.save(model, str(src))
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
+        out = onnx.load(str(dst))
+    _copy_metadata(model, out)
+    return out
+
+
+def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
+    """QDQ int8 ModelProto of a pre-processed fp32 ModelProto, calibrated on (N, F) rows ``X``.
+
+    The metadata of ``model`` is kept (every ``pairedge.*`` key); add the precision with :func:`stamp`.
+    """
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    method = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }[config.method]
+    extra: dict[str, Any] = {
+        "ActivationSymmetric": True,
+        "WeightSymmetric": True,
+        "QuantizeBias": False,
+        "DedicatedQDQPair": False,
+    }
+    if config.method == "percentile":
+        extra["CalibPercentile"] = config.percentile
+    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp:
+        src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
+        onnx.save(model, str(src))
+        quantize_static(
+            str(src),
+            str(dst),
+            ArrayReader(X, config.batch_rows),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            reduce_range=False,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=method,
+            nodes_to_exclude=list(config.exclude),
+            extra_options=extra,
+        )
+        out = onnx.load(str(dst))
+    _copy_metadata(model, out)
+    return out
+
+
+def compute_nodes(model: Any) -> list[str]:
+    """Names of the nodes that quantization can touch (everything but Constant), in graph order."""
+    return [n.name for n in model.graph.node if n.op_type != "Constant" and n.name]
+
+
+def stamp(model: Any, precision: str, info: dict[str, Any]) -> Any:
+    """Set ``pairedge.precision`` and ``pairedge.quantization`` (JSON of ``info``) in the metadata."""
+    props = {p.key: p.value for p in model.metadata_props}
+    props[PRECISION_KEY] = precision
+    props[QUANT_KEY] = json.dumps(info, sort_keys=True)
+    _set_props(model, props)
+    return model
+
+
+def _copy_metadata(src: Any, dst: Any) -> None:
+    props = {p.key: p.value for p in dst.metadata_props}
+    props.update({p.key: p.value for p in src.metadata_props})
+    _set_props(dst, props)
+    dst.doc_string = src.doc_string or dst.doc_string
+    dst.producer_name = dst.producer_name or src.producer_name
+
+
+def _set_props(model: Any, props: dict[str, str]) -> None:
+    del model.metadata_props[:]
+    for key, value in props.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the mixed-precision search: nodes kept in float so far and the validation agreement."""
+
+    excluded: tuple[str, ...]
+    agreement: float
+    max_abs: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Per-node sensitivity (agreement when only that node is quantized) and the greedy exclusion path."""
+
+    sensitivity: dict[str, float] = field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        return self.steps[-1].excluded if self.steps else ()
+
+
+def search_exclusions(
+    model: Any,
+    stage: int,
+    cal_X: np.ndarray,
+    val_X: np.ndarray,
+    config: QuantConfig,
+    target: float,
+    tau: float = 0.5,
+    candidates: Iterable[str] | None = None,
+) -> SearchResult:
+    """Find which nodes to keep in float so the validation agreement reaches ``target``.
+
+    Per-node sensitivity: quantize one node at a time (every other node excluded) and measure the decision
+    agreement with fp32 on ``val_X``. Nodes whose quantization alone changes no decision are never excluded.
+    Then greedy forward selection: at each step, exclude the sensitive node whose exclusion gives the
+    highest agreement of the whole quantized model on ``val_X``, until it reaches ``target`` (or no
+    sensitive node is left). ``val_X`` must not be the data the final numbers are reported on.
+    """
+    from pairedge.calibration.infer import agreement, logits, session
+
+    nodes = list(candidates) if candidates is not None else compute_nodes(model)
+    reference = logits(session(model), val_X)
+
+    def measure(exclude: Sequence[str]) -> tuple[float, float]:
+        q = quantize(model, cal_X, _with_exclude(config, exclude))
+        a = agreement(stage, reference, logits(session(q), val_X), tau)
+        return a.agreement, a.max_abs
+
+    sensitivity: dict[str, float] = {}
+    for node in nodes:
+        others = tuple(sorted((set(nodes) | set(config.exclude)) - {node}))
+        sensitivity[node] = measure(others)[0]
+    excluded: list[str] = list(config.exclude)
+    first = measure(excluded)
+    steps = [Step(tuple(excluded), first[0], first[1])]
+    left = [n for n in nodes if sensitivity[n] < 1.0 and n not in excluded]
+    while steps[-1].agreement < target and left:
+        tried = {n: measure([*excluded, n]) for n in left}
+        best = max(left, key=lambda n: (tried[n][0], -sensitivity[n]))
+        excluded.append(best)
+        left.remove(best)
+        steps.append(Step(tuple(excluded), tried[best][0], tried[best][1]))
+    return SearchResult(sensitivity, tuple(steps))
+
+
+def _with_exclude(config: QuantConfig, exclude: Sequence[str]) -> QuantConfig:
+    return QuantConfig(config.method, config.percentile, tuple(exclude), config.batch_rows)
