@@ -258,3 +258,48 @@ def test_extractor_on_garbage_boxes_and_flow():
     clean = np.nan_to_num(flow, nan=0.0, posinf=0.0, neginf=0.0)
     ba, bb = boxes[out.index[:, 0]], boxes[out.index[:, 1]]
     np.testing.assert_allclose(out.stage2, stage2_features_reference(ba, bb, 200, 120, clean), atol=1e-5)
+
+
+def _pil_integer_luma(bgr: np.ndarray) -> np.ndarray:
+    b, g, r = (bgr[..., i].astype(np.uint32) for i in range(3))
+    return ((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16).astype(np.uint8)
+
+
+def test_pil_luma_is_exact_on_every_colour():
+    from pairedge.features.liang2026 import PilLuma
+
+    codes = np.arange(1 << 24, dtype=np.uint32)
+    every = (
+        np.stack([codes >> 16, (codes >> 8) & 255, codes & 255], -1).astype(np.uint8).reshape(4096, 4096, 3)
+    )
+    out = np.empty((4096, 4096), np.uint8)
+    assert PilLuma()(every, out) is out
+    np.testing.assert_array_equal(out, _pil_integer_luma(every))
+    # OpenCV's 14-bit luma differs on some colours: the reason this conversion exists
+    assert np.count_nonzero(cv2.cvtColor(every, cv2.COLOR_BGR2GRAY) != out) > 0
+
+
+def test_to_gray_matches_pil_convert_l():
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(3)
+    bgr = rng.integers(0, 256, (123, 301, 3), dtype=np.uint8)
+    rgb = np.ascontiguousarray(bgr[..., ::-1])
+    np.testing.assert_array_equal(to_gray(bgr), np.asarray(Image.fromarray(rgb).convert("L")))
+    bgra = np.dstack([bgr, rng.integers(0, 256, bgr.shape[:2], dtype=np.uint8)])
+    rgba = np.ascontiguousarray(bgra[..., [2, 1, 0, 3]])
+    np.testing.assert_array_equal(to_gray(bgra), np.asarray(Image.fromarray(rgba, "RGBA").convert("L")))
+
+
+def test_runtime_farneback_stream_uses_pil_luma():
+    """The runtime's Farneback flow sees exactly the gray frames the released code computes."""
+    from pairedge.runtime.flow import FlowStream, get_flow_backend
+
+    rng = np.random.default_rng(4)
+    frames = [
+        cv2.GaussianBlur(rng.integers(0, 256, (64, 96, 3), dtype=np.uint8), (0, 0), 1.5) for _ in range(2)
+    ]
+    stream = FlowStream(get_flow_backend("farneback", scale=1.0))
+    assert stream.push(frames[0]) is None
+    flow = stream.push(frames[1])
+    np.testing.assert_array_equal(stream._slots[stream._cur], _pil_integer_luma(frames[1]))
+    np.testing.assert_array_equal(flow, farneback_flow(frames[0], frames[1]))

@@ -71,6 +71,14 @@ class FlowBackend(ABC):
             self._small[slot] = np.empty((h, w), np.uint8)
         return cv2.resize(gray, (w, h), dst=self._small[slot], interpolation=cv2.INTER_AREA)
 
+    def to_gray(self, image: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Grayscale of an (H, W, 3) BGR uint8 frame into ``out`` ((H, W) uint8): OpenCV's ITU-R 601 luma.
+
+        A backend whose features were defined on another conversion overrides it (Farneback: PIL's, as the
+        released ``liang2026`` code). :class:`~pairedge.runtime.flow.FlowStream` calls it once per frame.
+        """
+        return cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=out)
+
     def compute(self, prev_gray: np.ndarray, gray: np.ndarray) -> np.ndarray:
         """Flow from ``prev_gray`` to ``gray``.
 

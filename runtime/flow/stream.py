@@ -65,9 +65,9 @@ class FlowStream:
     def _fill(self, image: np.ndarray, slot: np.ndarray) -> None:
         if image.ndim == 3 and image.shape[2] == 3:
             if self.backend.scale == 1.0:
-                cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=slot)
+                self.backend.to_gray(image, slot)
                 return
-            gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=self._gray)
+            gray = self.backend.to_gray(image, self._gray)
         elif image.ndim == 2:
             gray = image
         else:
