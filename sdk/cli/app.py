@@ -94,6 +94,18 @@ def _inputs(kwargs: dict[str, Any]) -> str:
     return f" ({', '.join(given)})" if given else ""
 
 
+def _mark_debug(exc: BaseException) -> None:
+    """Tell :class:`PairedgeGroup` to let ``exc`` through (``--debug`` lives in the command's context)."""
+    try:
+        setattr(exc, _DEBUG_META, True)
+    except (AttributeError, TypeError):  # an exception type without attributes: the env var still works
+        pass
+
+
+def _reraise(exc: BaseException) -> bool:
+    return debug_enabled() or bool(getattr(exc, _DEBUG_META, False))
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -113,10 +125,12 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise
         except PairedgeError as exc:
             if debug_enabled():
+                _mark_debug(exc)
                 raise
             raise fail(str(exc)) from None
         except Exception as exc:  # the boundary: nothing escapes as a traceback
             if debug_enabled():
+                _mark_debug(exc)
                 raise
             command = func.__name__.removesuffix("_command")
             raise fail(
@@ -156,12 +170,12 @@ class PairedgeGroup(TyperGroup):
             print_error("interrupted")
             sys.exit(130)
         except PairedgeError as exc:  # raised outside a command body (e.g. a parameter callback)
-            if debug_enabled():
+            if _reraise(exc):
                 raise
             print_error(str(exc))
             sys.exit(1)
         except Exception as exc:
-            if debug_enabled():
+            if _reraise(exc):
                 raise
             print_error(f"pairedge: {describe(exc)} (set {DEBUG_ENV}=1 for the traceback)")
             sys.exit(1)
