@@ -1,0 +1,330 @@
+"""``pairedge check``: static TensorRT readiness of an ONNX model — no GPU, no TensorRT, no torch.
+
+Rules (each finding names the rule, the node or tensor, and how to fix it):
+
+``opset``        ai.onnx opset below 9 (error) or above what the target's parser was built for (warning).
+``domain``       a node outside the default ONNX domain (com.microsoft contrib ops ...): error.
+``op``           an operator the target's parser does not import: error.
+``dtype``        DOUBLE anywhere (TensorRT has no float64; error for inputs / outputs / casts, warning for
+                 initializers it casts down); INT64 model inputs / outputs or INT64 initializers feeding
+                 arithmetic (warning: TensorRT computes them in a narrower or slower form).
+``dynamic``      a dynamic axis other than the pair axis (a single profile over pairs cannot cover it), or
+                 more than one input: error.
+``qdq-*``        explicit quantization (Q/DQ) rules TensorRT relies on, from
+                 :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the same checker ``pairedge calibrate``
+                 applies to its outputs): int8 only, zero point 0, constant positive scales, per-channel weight
+                 scales on the output-channel axis, no bias Q/DQ, no dangling Q or DQ, matching Q/DQ pairs.
+``fp16-range``   initializers (or calibrated activation ranges in ``calibration.json``) beyond fp16's
+                 +-65504: warning (error for an fp16 model, which would hold inf).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.errors import InputError, ModelError
+from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
+
+FP16_MAX = 65504.0
+_FLOAT, _INT64, _FLOAT16, _DOUBLE = 1, 7, 10, 11
+_ARITH = {"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Conv", "Pow", "Sum", "Max", "Min", "Mod"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem. ``severity``: "error" (TensorRT will reject or mis-run it) or "warning"."""
+
+    severity: str
+    rule: str
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The findings of one model for one target."""
+
+    path: Path
+    target: str
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _node_name(node: Any, index: int) -> str:
+    return f"{node.name or f'#{index}'} ({node.op_type})"
+
+
+def _opset(model: Any) -> int | None:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return None
+
+
+def check_model(
+    path: str | Path, target: str = DEFAULT_TARGET, *, calibration: str | Path | None = None
+) -> CheckReport:
+    """Lint one ONNX file for a TensorRT target.
+
+    Args:
+        path: the .onnx file.
+        target: one of :data:`~pairedge.export.tensorrt.onnx_ops.TARGETS`.
+        calibration: a ``calibration.json`` with per-tensor ranges (default: the one beside the model, if any).
+
+    Raises:
+        InputError: unknown target. ModelError: not a readable ONNX file.
+    """
+    import onnx
+
+    if target not in TARGETS:
+        raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
+    file = Path(path)
+    try:
+        model = onnx.load(str(file))
+    except Exception as exc:  # protobuf / onnx raise their own types
+        raise ModelError(f"{file}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    tgt = TARGETS[target]
+    found: list[Finding] = []
+    found += _check_opset(model, tgt)
+    found += _check_ops(model, tgt)
+    found += _check_dtypes(model)
+    found += _check_dynamic(model)
+    found += _check_qdq(model)
+    is_fp16 = any(t.data_type == _FLOAT16 for t in model.graph.initializer)
+    found += _check_fp16_range(model, is_fp16)
+    cal = Path(calibration) if calibration else file.parent / "calibration.json"
+    if cal.is_file():
+        found += _check_calibration_ranges(cal, is_fp16)
+    return CheckReport(file, target, tuple(found))
+
+
+def _check_opset(model: Any, tgt: Target) -> list[Finding]:
+    opset = _opset(model)
+    if opset is None:
+        return [
+            Finding("error", "opset", "model", "no ai.onnx opset declared; re-export with `pairedge export`")
+        ]
+    if opset < tgt.min_opset:
+        return [
+            Finding(
+                "error",
+                "opset",
+                "model",
+                f"opset {opset} < {tgt.min_opset}; convert with "
+                "onnx.version_converter or re-export with a newer opset",
+            )
+        ]
+    if opset > tgt.max_opset:
+        return [
+            Finding(
+                "warning",
+                "opset",
+                "model",
+                f"opset {opset} is newer than {tgt.name}'s parser "
+                f"(opset <= {tgt.max_opset}); re-export with --opset {tgt.max_opset} to be safe",
+            )
+        ]
+    return []
+
+
+def _check_ops(model: Any, tgt: Target) -> list[Finding]:
+    out = []
+    for i, node in enumerate(model.graph.node):
+        where = _node_name(node, i)
+        if node.domain not in ("", "ai.onnx"):
+            out.append(
+                Finding(
+                    "error",
+                    "domain",
+                    where,
+                    f"operator of domain {node.domain!r}: TensorRT's parser "
+                    "imports only ai.onnx operators (ONNX Runtime contrib ops need a plugin)",
+                )
+            )
+        elif node.op_type in UNSUPPORTED or not supported(tgt, node.op_type):
+            out.append(
+                Finding(
+                    "error",
+                    "op",
+                    where,
+                    f"{node.op_type} is not supported by {tgt.name}'s ONNX "
+                    "parser; rewrite it with supported operators or provide a TensorRT plugin",
+                )
+            )
+    return out
+
+
+def _elem(value_info: Any) -> int:
+    return int(value_info.type.tensor_type.elem_type)
+
+
+def _check_dtypes(model: Any) -> list[Finding]:
+    g = model.graph
+    out = []
+    for vi in list(g.input) + list(g.output):
+        if _elem(vi) == _DOUBLE:
+            out.append(
+                Finding(
+                    "error",
+                    "dtype",
+                    vi.name,
+                    "float64 model input/output: TensorRT has no double; export float32",
+                )
+            )
+        elif _elem(vi) == _INT64:
+            out.append(
+                Finding(
+                    "warning",
+                    "dtype",
+                    vi.name,
+                    "int64 model input/output: TensorRT narrows or slows "
+                    "int64; pairedge classifiers take float32 features",
+                )
+            )
+    consumers: dict[str, list[str]] = {}
+    for node in g.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node.op_type)
+        if node.op_type == "Cast" and any(a.name == "to" and a.i == _DOUBLE for a in node.attribute):
+            out.append(
+                Finding(
+                    "error",
+                    "dtype",
+                    node.name or node.output[0],
+                    "Cast to float64: TensorRT has no double; cast to float32",
+                )
+            )
+    for t in g.initializer:
+        if t.data_type == _DOUBLE:
+            out.append(
+                Finding("warning", "dtype", t.name, "float64 initializer: TensorRT casts it to float32")
+            )
+        elif t.data_type == _INT64 and _ARITH & set(consumers.get(t.name, ())):
+            out.append(
+                Finding(
+                    "warning",
+                    "dtype",
+                    t.name,
+                    "int64 initializer feeding arithmetic: store it as float32 or int32",
+                )
+            )
+    return out
+
+
+def _check_dynamic(model: Any) -> list[Finding]:
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [vi for vi in model.graph.input if vi.name not in inits]
+    out = []
+    if len(inputs) != 1:
+        out.append(
+            Finding(
+                "error",
+                "dynamic",
+                "model",
+                f"{len(inputs)} inputs: the engine's single optimisation profile covers one (pairs, F) input",
+            )
+        )
+    for vi in inputs:
+        dims = vi.type.tensor_type.shape.dim
+        for axis, d in enumerate(dims):
+            if axis > 0 and not d.HasField("dim_value"):
+                out.append(
+                    Finding(
+                        "error",
+                        "dynamic",
+                        vi.name,
+                        f"axis {axis} is dynamic ({d.dim_param or '?'}): "
+                        "only the pair axis may be dynamic; export with a fixed feature width",
+                    )
+                )
+    return out
+
+
+def _constant_arrays(model: Any) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    arrays[node.output[0]] = numpy_helper.to_array(a.t)
+    return arrays
+
+
+def _check_qdq(model: Any) -> list[Finding]:
+    """Explicit-quantization rules: :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the one checker)."""
+    from pairedge.calibration.qdq_rules import check_qdq_rules
+
+    return [
+        Finding("error", f"qdq-{issue.rule}", issue.node, issue.message) for issue in check_qdq_rules(model)
+    ]
+
+
+def _check_fp16_range(model: Any, is_fp16: bool) -> list[Finding]:
+    from onnx import numpy_helper
+
+    out = []
+    for t in model.graph.initializer:
+        if t.data_type not in (_FLOAT, _DOUBLE, _FLOAT16):
+            continue
+        arr = numpy_helper.to_array(t).astype(np.float64)
+        peak = float(np.max(np.abs(arr))) if arr.size else 0.0
+        if not np.isfinite(peak) or peak > FP16_MAX:
+            sev = "error" if is_fp16 else "warning"
+            out.append(
+                Finding(
+                    sev,
+                    "fp16-range",
+                    t.name,
+                    f"max |value| {peak:.4g} exceeds fp16's {FP16_MAX:g}: "
+                    "an fp16 engine overflows to inf; keep this tensor in float32",
+                )
+            )
+    return out
+
+
+def _ranges(data: Any, prefix: str = "") -> Iterable[tuple[str, float]]:
+    """(tensor, max |min|,|max|) of every ``{"min": x, "max": y}`` dict in a calibration report."""
+    if isinstance(data, dict):
+        lo, hi = data.get("min"), data.get("max")
+        if isinstance(lo, int | float) and isinstance(hi, int | float):
+            yield prefix or "?", max(abs(float(lo)), abs(float(hi)))
+        for key, value in data.items():
+            if isinstance(value, dict | list):
+                yield from _ranges(
+                    value, str(key) if isinstance(data, dict) and key not in ("min", "max") else prefix
+                )
+    elif isinstance(data, list):
+        for item in data:
+            name = item.get("name", prefix) if isinstance(item, dict) else prefix
+            yield from _ranges(item, str(name))
+
+
+def _check_calibration_ranges(path: Path, is_fp16: bool) -> list[Finding]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return [Finding("warning", "fp16-range", path.name, f"calibration report not readable ({exc})")]
+    return [
+        Finding(
+            "error" if is_fp16 else "warning",
+            "fp16-range",
+            name,
+            f"calibrated activation range +-{peak:.4g} exceeds fp16's {FP16_MAX:g} ({path.name})",
+        )
+        for name, peak in _ranges(data)
+        if peak > FP16_MAX
+    ]
