@@ -4,7 +4,10 @@ Formats (SPEC §4):
 
 - stage 1, "adaptive geometric classifier": a state dict with ``feature_biases``, ``feature_scales``,
   ``feature_weights`` (F = 7) and ``classifier.0/3/6.*``; raw liang2026 stage-1 features in, class 1 =
-  interacting. (A dict holding that state dict under ``model_state_dict`` is accepted too.)
+  interacting. (A dict holding that state dict under ``model_state_dict`` is accepted too.) The released
+  feature function defaults to ``panoramic=True`` (horizontal distances wrap around) and the released
+  training never turns it off, so the import stores ``{"wrap": True}`` as the model's feature config unless
+  told otherwise; the runtime applies it.
 - stage 2, "geometric MLP": a dict with ``model_state_dict`` (``network.0.proj/fc/bn.*``, ``network.1.*``,
   ``network.2.*``), ``config`` (plain dict) and ``normalization_stats`` = {``mean``, ``std`` (numpy arrays of
   length 10), ``n_samples``}; inputs normalised as ``(x - mean) / (std + 1e-8)``. Classes 0 walking,
@@ -81,7 +84,9 @@ def safe_load(path: str | Path) -> Any:
             f"{path}: refused to load: the file is not a weights-only checkpoint ({why[:300]}); pairedge "
             "loads tensors, plain containers and numpy arrays only and never unpickles arbitrary objects"
         ) from None
-    except Exception as exc:  # torch raises RuntimeError, KeyError, EOFError, ... on bytes that are no checkpoint
+    except (
+        Exception
+    ) as exc:  # torch raises RuntimeError, KeyError, EOFError, ... on bytes that are no checkpoint
         raise _not_a_checkpoint(path, exc) from None
 
 
@@ -149,8 +154,23 @@ def _spec_version(name: str) -> str:
     return str(get_spec(name).version)
 
 
-def import_paper_stage1(path: str | Path) -> Checkpoint:
-    """Load the paper's stage-1 adaptive geometric classifier as a :class:`Checkpoint` (liang2026 spec)."""
+#: The released stage-1 feature function defaults to ``panoramic=True`` and the released training never
+#: turns it off (also for CAD): every released stage-1 checkpoint was trained on wrapped distances.
+RELEASED_PANORAMIC = True
+
+
+def import_paper_stage1(path: str | Path, panoramic: bool = RELEASED_PANORAMIC) -> Checkpoint:
+    """Load the paper's stage-1 adaptive geometric classifier as a :class:`Checkpoint` (liang2026 spec).
+
+    Args:
+        path: the released code's state dict file.
+        panoramic: the wrap setting the checkpoint was trained with, stored in the exported model's feature
+            config (``extra["feature_config"] = {"wrap": panoramic}``) so the runtime computes the same
+            features. Default True, as the released training always does; pass False only for a checkpoint
+            you trained yourself with ``panoramic=False``.
+    """
+    if not isinstance(panoramic, bool):
+        raise ModelError(f"panoramic: expected True or False, got {panoramic!r}")
     path = Path(path)
     state = _state_dict(safe_load(path), path)
     f = _shape(state, "feature_biases", path)[0]
@@ -171,7 +191,10 @@ def import_paper_stage1(path: str | Path) -> Checkpoint:
         thresholds=dict(DEFAULT_THRESHOLDS),
         data_fingerprint=file_fingerprint(path),
         label_set=STAGE1.name,
-        extra={"source": "paper released code, stage 1 adaptive geometric classifier"},
+        extra={
+            "source": "paper released code, stage 1 adaptive geometric classifier",
+            "feature_config": {"wrap": panoramic},
+        },
     )
 
 

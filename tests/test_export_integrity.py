@@ -174,3 +174,55 @@ def test_onnx_with_non_finite_initializer_is_refused_on_load(tmp_path: Path) -> 
     onnx.save(proto, str(out))
     with pytest.raises(ModelError, match=f"non-finite weights.*{init.name}"):
         load_model(out, stage=1)
+
+
+@pytest.mark.parametrize(("flag", "wrap"), [(None, True), ("--panoramic", True), ("--no-panoramic", False)])
+def test_paper_stage1_carries_its_wrap_setting_to_the_runtime(
+    tmp_path: Path, flag: str | None, wrap: bool
+) -> None:
+    from pairedge.features.liang2026 import stage1_features
+    from pairedge.runtime import Pipeline
+    from pairedge.types import Detections
+
+    folder = tmp_path / "model"
+    args = [
+        "export",
+        str(_paper_stage1(tmp_path / "s1.pth")),
+        "--paper-stage1",
+        "--out",
+        str(folder / "stage1.onnx"),
+    ]
+    result = runner.invoke(app, args + ([flag] if flag else []))
+    assert result.exit_code == 0, result.output
+    assert f"'wrap': {wrap}" in result.output
+    args2 = [
+        "export",
+        str(_paper_stage2(tmp_path / "s2.pth")),
+        "--paper-stage2",
+        "--out",
+        str(folder / "stage2.onnx"),
+    ]
+    assert runner.invoke(app, args2).exit_code == 0
+    with Pipeline.load(folder, "onnxruntime", flow="none") as pipe:
+        assert pipe.extractor.config.wrap is wrap
+        # two people near opposite image edges: 1,000 px apart unwrapped, 200 px wrapped
+        boxes = np.array([[50.0, 100.0, 40.0, 120.0], [1050.0, 100.0, 40.0, 120.0]])
+        dets = Detections(boxes=boxes, scores=np.ones(2), track_ids=np.array([1, 2]))
+        feats = pipe.extractor.step(dets, 0.0, (1200, 480))
+        want = stage1_features(boxes[:1], boxes[1:], 1200, 480, wrap=wrap)
+        np.testing.assert_allclose(feats.stage1, want, atol=1e-6)
+        assert feats.stage1[0, 2] == pytest.approx((200 if wrap else 1000) / 1200, abs=1e-6)
+
+
+def test_panoramic_needs_paper_stage1(tmp_path: Path) -> None:
+    line = _one_line_error(
+        [
+            "export",
+            str(_paper_stage2(tmp_path / "s2.pth")),
+            "--paper-stage2",
+            "--no-panoramic",
+            "--out",
+            "x.onnx",
+        ]
+    )
+    assert "--paper-stage1 only" in line

@@ -30,6 +30,12 @@ def export_command(
         "--labels",
         help="--paper-stage2 with other than 3 classes: a label set name (paper3, cad8, ...).",
     ),
+    panoramic: bool | None = typer.Option(
+        None,
+        "--panoramic/--no-panoramic",
+        help="--paper-stage1: the wrap setting the checkpoint was trained with (default --panoramic, as the "
+        "released training always used); stored in the model and applied by the runtime.",
+    ),
     opset: int = typer.Option(17, "--opset", help="ai.onnx opset to declare."),
 ) -> None:
     """Export CHECKPOINT to ONNX (dynamic pair axis, metadata) and print the ONNX Runtime vs PyTorch error."""
@@ -46,8 +52,12 @@ def export_command(
         raise InputError("give at most one of --paper-stage1 and --paper-stage2")
     if labels is not None and not paper_stage2:
         raise InputError("--labels applies to --paper-stage2 only (pairedge checkpoints store their labels)")
+    if panoramic is not None and not paper_stage1:
+        raise InputError(
+            "--panoramic/--no-panoramic applies to --paper-stage1 only (other checkpoints store their feature options)"
+        )
     if paper_stage1:
-        ckpt = import_paper_stage1(checkpoint)
+        ckpt = import_paper_stage1(checkpoint, panoramic=True if panoramic is None else panoramic)
     elif paper_stage2:
         ckpt = import_paper_stage2(checkpoint, get_label_set(labels).classes if labels else None)
     else:
@@ -69,6 +79,12 @@ def export_command(
         f"(pairs {list(result.batch_sizes)}, max |logit| {result.max_abs_logit:.3g})",
         highlight=False,
     )
+    if meta.extra.get("feature_config"):
+        console.print(
+            f"feature options stored for the runtime: {escape(str(meta.extra['feature_config']))}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if manifest is not None:
         console.print(
             f"recorded its SHA-256 in {escape(str(result.path.parent / MANIFEST_NAME))}",
