@@ -21,6 +21,8 @@ FLOW_BACKENDS: Mapping[str, str] = MappingProxyType(
     {
         "dis": "pairedge.runtime.flow.dis:DISFlow",
         "farneback": "pairedge.runtime.flow.farneback:FarnebackFlow",
+        "reference": "pairedge.runtime.flow.reference:ReferenceFlow",
+        "cuda": "pairedge.runtime.flow.cuda.backend:CudaFlow",
     }
 )
 

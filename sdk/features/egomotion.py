@@ -62,9 +62,24 @@ def background_samples(
     Returns:
         points: (P, 2) float32 sample positions ``x, y`` in flow pixels; vectors: (P, 2) float32 flow there.
     """
-    h, w = flow.shape[:2]
-    ys = np.arange(step // 2, h, step)
-    xs = np.arange(step // 2, w, step)
+    ys, xs = grid_axes(flow.shape[0], flow.shape[1], step)
+    return grid_background(flow[np.ix_(ys, xs)], ys, xs, boxes, scale, min_points)
+
+
+def grid_axes(height: int, width: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the background sample grid of an ``height x width`` flow image: ``step // 2``,
+    then every ``step`` pixels. Flow backends that reduce on the device sample the same grid."""
+    return np.arange(step // 2, height, step), np.arange(step // 2, width, step)
+
+
+def grid_background(
+    grid: np.ndarray, ys: np.ndarray, xs: np.ndarray, boxes: np.ndarray, scale: float, min_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Background samples from the flow already sampled on the grid (see :func:`background_samples`).
+
+    Args:
+        grid: (len(ys), len(xs), 2) float32 flow at rows ``ys`` and columns ``xs`` (:func:`grid_axes`).
+    """
     gx, gy = np.meshgrid(xs, ys)
     px, py = gx.ravel(), gy.ravel()
     keep: np.ndarray = np.ones(len(px), bool)
@@ -73,7 +88,7 @@ def background_samples(
         if keep.sum() < min_points:
             keep = np.ones(len(px), bool)
     points = np.stack([px[keep], py[keep]], axis=1).astype(np.float32)
-    return points, flow[py[keep], px[keep]].astype(np.float32)
+    return points, grid.reshape(-1, 2)[keep].astype(np.float32)
 
 
 def estimate(
@@ -89,12 +104,18 @@ def estimate(
         raise InputError(f"ego_motion: expected one of {METHODS}, got {method!r}")
     if method == "none":
         return identity()
-    points, vectors = background_samples(flow, boxes, scale, step, min_points)
+    return fit(*background_samples(flow, boxes, scale, step, min_points), scale, method)
+
+
+def fit(points: np.ndarray, vectors: np.ndarray, scale: float, method: str) -> np.ndarray:
+    """Camera ego-motion (2, 3) from background samples ((P, 2) positions and flow, flow pixels)."""
+    if method == "none":
+        return identity()
     if len(points) == 0:
         return identity()
     m = identity()
     if method == "affine" and len(points) >= 3:
-        fit, _ = cv2.estimateAffinePartial2D(
+        model, _ = cv2.estimateAffinePartial2D(
             points,
             points + vectors,
             method=cv2.RANSAC,
@@ -102,8 +123,8 @@ def estimate(
             maxIters=500,
             confidence=0.99,
         )
-        if fit is not None and np.isfinite(fit).all():
-            m = fit.astype(np.float64)
+        if model is not None and np.isfinite(model).all():
+            m = model.astype(np.float64)
             m[:, 2] /= scale  # translation to full-image pixels; rotation/scale are unit-free
             return m
     m[:, 2] = np.median(vectors, axis=0) / scale

@@ -1,0 +1,304 @@
+"""``CudaFlow``: the robust pyramidal LK flow on an NVIDIA GPU, with the per-person pooling fused after it.
+
+Per frame: the current frame (already resized by :class:`~pairedge.runtime.flow.FlowStream`) is copied
+into pinned staging and uploaded once into a reused device buffer; its pyramid is built on the GPU and kept
+for the next frame (the previous frame is never uploaded twice); the flow kernels run coarse to fine; then
+either the pooling kernels reduce the field to per-box sums and the background grid (``compute_pooled``,
+what the runtime uses) or the dense field is copied back (``compute``, for checks). Buffers are allocated
+once per frame size; nothing is allocated per frame. GPU time of the last call (CUDA events) is in
+:attr:`CudaFlow.last_gpu_ms`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pairedge.errors import BackendError
+from pairedge.features.egomotion import grid_axes
+from pairedge.features.flowpool import PooledFlow, pool_rects
+from pairedge.runtime.flow.base import FlowBackend, check_gray
+from pairedge.runtime.flow.cuda import KERNEL_FILES
+from pairedge.runtime.flow.cuda.api import GpuApi, open_api, unavailable_reason
+from pairedge.runtime.flow.cuda.compile import choose_target, compiled, supported_archs
+from pairedge.runtime.flow.lk_reference import LKParams, level_shapes
+from pairedge.runtime.flow.pooling import PoolRequest
+
+B2 = (16, 16)  # 2-D block
+B1 = 256  # 1-D block (also the pooling block: a power of two <= 256, see pool.cu)
+
+
+def _grid(w: int, h: int) -> tuple[int, int]:
+    return (w + B2[0] - 1) // B2[0], (h + B2[1] - 1) // B2[1]
+
+
+class _Level:
+    """Device buffers of one pyramid level (float32 planes of h x w)."""
+
+    def __init__(self, api: GpuApi, h: int, w: int) -> None:
+        self.h, self.w, self.n = h, w, h * w
+        f = 4 * self.n
+        self.img = [api.alloc(f), api.alloc(f)]  # pyramids of the two frames (ping-pong)
+        self.u, self.v, self.u2, self.v2 = (api.alloc(f) for _ in range(4))
+        self.ix, self.iy, self.tmp = api.alloc(f), api.alloc(f), api.alloc(f)
+        self.planes, self.sums = api.alloc(5 * f), api.alloc(5 * f)
+
+
+class CudaFlow(FlowBackend):
+    """CUDA flow with fused pooling.
+
+    Args:
+        scale: resize factor in (0, 1] (default 0.5).
+        params: algorithm parameters (those of the CPU reference, :class:`LKParams`).
+        device: CUDA device ordinal.
+        api: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
+        pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.
+
+    Raises:
+        BackendError: no GPU / driver, the kernels do not compile or load (a driver too old for them: the
+            message says how to fix it). MissingDependencyError: neither cuda-python nor pycuda.
+    """
+
+    name = "cuda"
+
+    def __init__(
+        self,
+        scale: float = 0.5,
+        params: LKParams | None = None,
+        device: int = 0,
+        api: str = "auto",
+        pooled: bool = True,
+    ) -> None:
+        super().__init__(scale)
+        self.params = params or LKParams()
+        self.fuses_pooling = bool(pooled)
+        self.api = open_api(api, device)
+        target = choose_target(self.api.arch, supported_archs())
+        self.compile_info: dict[str, str] = {"target": f"{target.kind} {target.arch}"}
+        self._fn: dict[str, Any] = {}
+        for name in KERNEL_FILES:
+            code, source = compiled(name, target)
+            self.compile_info[name] = source
+            module = self.api.load(code, target.kind)
+            for fn in _FUNCTIONS[name]:
+                self._fn[fn] = self.api.function(module, fn)
+        self._ev = (self.api.event(), self.api.event())
+        self.last_gpu_ms: float | None = None
+        self._shape: tuple[int, int] | None = None
+        self._levels: list[_Level] = []
+        self._cur = 0  # which img slot holds the latest frame's pyramid
+        self._last: np.ndarray | None = None  # host copy of the latest frame (to reuse its pyramid)
+        self._rect_cap = 0
+
+    @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return unavailable_reason()
+
+    # ------------------------------------------------------------------------------------------ buffers
+
+    def _allocate(self, h: int, w: int) -> None:
+        a = self.api
+        self._levels = [_Level(a, lh, lw) for lh, lw in level_shapes(h, w, self.params)]
+        self._u8 = a.alloc(h * w)
+        self._stage = a.host(h * w)[: h * w].reshape(h, w)
+        self._dense = a.alloc(8 * h * w)
+        self._dense_host = a.host(8 * h * w).view(np.float32)[: 2 * h * w].reshape(h, w, 2)
+        gh = len(grid_axes(h, w, 1)[0])  # upper bound of any grid: step >= 1
+        self._grid = a.alloc(8 * gh * w)
+        self._grid_host = a.host(8 * gh * w).view(np.float32)
+        self._shape, self._last, self._rect_cap = (h, w), None, 0
+
+    def _rects_capacity(self, n: int) -> None:
+        if n > self._rect_cap:
+            cap = max(64, 1 << (n - 1).bit_length())
+            self._rects = self.api.alloc(16 * cap)
+            self._rects_host = self.api.host(16 * cap).view(np.int32).reshape(-1, 4)
+            self._moments = self.api.alloc(32 * cap)
+            self._moments_host = self.api.host(32 * cap).view(np.float64).reshape(-1, 4)
+            self._rect_cap = cap
+
+    # ------------------------------------------------------------------------------------------ kernels
+
+    def _k(self, name: str, grid: tuple[int, int], block: tuple[int, int], *args: tuple[str, Any]) -> None:
+        self.api.launch(self._fn[name], grid, block, args)
+
+    def _upload(self, gray: np.ndarray, slot: int) -> None:
+        """Frame -> level-0..L pyramid in image slot ``slot``."""
+        h, w = gray.shape
+        np.copyto(self._stage, gray)
+        self.api.htod(self._u8, self._stage)
+        l0 = self._levels[0]
+        self._k(
+            "u8_to_float", ((h * w + B1 - 1) // B1, 1), (B1, 1), ("p", self._u8), ("p", l0.tmp), ("i", h * w)
+        )
+        self._smooth(l0.tmp, l0.planes, l0.img[slot], h, w, w, h, 1)
+        for fine, coarse in zip(self._levels, self._levels[1:], strict=False):
+            self._smooth(fine.img[slot], fine.planes, coarse.img[slot], fine.h, fine.w, coarse.w, coarse.h, 2)
+
+    def _smooth(self, src: int, tmp: int, dst: int, h: int, w: int, wo: int, ho: int, step: int) -> None:
+        self._k(
+            "smooth_h", _grid(wo, h), B2, ("p", src), ("p", tmp), ("i", w), ("i", h), ("i", wo), ("i", step)
+        )
+        self._k(
+            "smooth_v", _grid(wo, ho), B2, ("p", tmp), ("p", dst), ("i", wo), ("i", h), ("i", ho), ("i", step)
+        )
+
+    def _box(self, src: int, tmp: int, dst: int, lv: _Level, planes: int) -> None:
+        r = self.params.radius
+        g = _grid(lv.w, lv.h)
+        self._k("box_h", g, B2, ("p", src), ("p", tmp), ("i", lv.w), ("i", lv.h), ("i", r), ("i", planes))
+        self._k("box_v", g, B2, ("p", tmp), ("p", dst), ("i", lv.w), ("i", lv.h), ("i", r), ("i", planes))
+
+    def _run_flow(self, prev_small: np.ndarray, small: np.ndarray) -> _Level:
+        for image, what in ((prev_small, "prev_gray"), (small, "gray")):
+            check_gray(image, what)
+        if prev_small.shape != small.shape:
+            raise BackendError(f"CUDA flow: frames of different shapes {prev_small.shape} and {small.shape}")
+        h, w = small.shape
+        if self._shape != (h, w):
+            self._allocate(h, w)
+        self.api.record(self._ev[0])
+        if self._last is not None and np.array_equal(prev_small, self._last):
+            prev_slot = self._cur  # the previous frame's pyramid is already on the GPU
+        else:
+            prev_slot = self._cur
+            self._upload(prev_small, prev_slot)
+        cur = prev_slot ^ 1
+        self._upload(small, cur)
+        self._cur = cur
+        if self._last is None:
+            self._last = np.empty_like(small)
+        np.copyto(self._last, small)
+        p = self.params
+        above: _Level | None = None
+        for lv in reversed(self._levels):
+            g = _grid(lv.w, lv.h)
+            i0, i1 = lv.img[prev_slot], lv.img[cur]
+            if above is None:
+                self.api.memset0(lv.u, 4 * lv.n)
+                self.api.memset0(lv.v, 4 * lv.n)
+            else:
+                self._k("upsample", g, B2, ("p", above.u), ("p", above.v), ("i", above.w), ("i", above.h),
+                        ("p", lv.u), ("p", lv.v), ("i", lv.w), ("i", lv.h))  # fmt: skip
+            dims = (("i", lv.w), ("i", lv.h))
+            for d in p.propagation:
+                self._k(
+                    "prop_residual",
+                    g,
+                    B2,
+                    ("p", i0),
+                    ("p", i1),
+                    ("p", lv.u),
+                    ("p", lv.v),
+                    *dims,
+                    ("i", d),
+                    ("p", lv.planes),
+                )
+                self._box(lv.planes, lv.sums, lv.planes, lv, 5)
+                self._k(
+                    "prop_select",
+                    g,
+                    B2,
+                    ("p", lv.planes),
+                    ("p", lv.u),
+                    ("p", lv.v),
+                    ("p", lv.u2),
+                    ("p", lv.v2),
+                    *dims,
+                    ("i", d),
+                )
+                lv.u, lv.u2, lv.v, lv.v2 = lv.u2, lv.u, lv.v2, lv.v
+            self._k("gradient", g, B2, ("p", i0), ("p", lv.ix), ("p", lv.iy), *dims)
+            for _ in range(p.iterations):
+                self._k("lk_terms", g, B2, ("p", i0), ("p", i1), ("p", lv.ix), ("p", lv.iy), ("p", lv.u), ("p", lv.v),
+                        *dims, ("f", float(np.float32(1.0 / p.sigma))), ("p", lv.planes))  # fmt: skip
+                self._box(lv.planes, lv.sums, lv.planes, lv, 5)
+                self._k("lk_solve", ((lv.n + B1 - 1) // B1, 1), (B1, 1), ("p", lv.planes), ("p", lv.u), ("p", lv.v),
+                        ("i", lv.n), ("f", float(p.reg)), ("f", float(p.max_step)))  # fmt: skip
+            self._k("median3", g, B2, ("p", lv.u), ("p", lv.u2), *dims)
+            self._k("median3", g, B2, ("p", lv.v), ("p", lv.v2), *dims)
+            lv.u, lv.u2, lv.v, lv.v2 = lv.u2, lv.u, lv.v2, lv.v
+            above = lv
+        return self._levels[0]
+
+    def _finish_timing(self) -> None:
+        self.api.record(self._ev[1])
+        self.last_gpu_ms = self.api.elapsed_ms(*self._ev)
+
+    # ------------------------------------------------------------------------------------------ public
+
+    def _flow(self, prev_small: np.ndarray, small: np.ndarray, out: np.ndarray) -> None:
+        lv = self._run_flow(prev_small, small)
+        self._k(
+            "interleave",
+            ((lv.n + B1 - 1) // B1, 1),
+            (B1, 1),
+            ("p", lv.u),
+            ("p", lv.v),
+            ("p", self._dense),
+            ("i", lv.n),
+        )
+        self.api.dtoh(self._dense_host, self._dense)
+        self._finish_timing()
+        np.copyto(out, self._dense_host)
+
+    def compute_pooled(self, prev_small: np.ndarray, small: np.ndarray, request: PoolRequest) -> PooledFlow:
+        """Flow reduced on the GPU to ``request``'s per-box sums and background grid (see the module doc)."""
+        lv = self._run_flow(prev_small, small)
+        h, w = lv.h, lv.w
+        boxes = np.asarray(request.boxes, np.float64).reshape(-1, 4)
+        rects = pool_rects(boxes, self.scale, (h, w), request.inset)
+        n = len(rects)
+        if n:
+            self._rects_capacity(n)
+            self._rects_host[:n] = rects
+            self.api.htod(self._rects, self._rects_host[:n])
+            self._k(
+                "box_moments",
+                (n, 1),
+                (B1, 1),
+                ("p", lv.u),
+                ("p", lv.v),
+                ("i", w),
+                ("p", self._rects),
+                ("i", n),
+                ("p", self._moments),
+            )
+            self.api.dtoh(self._moments_host[:n], self._moments)
+        ys, xs = grid_axes(h, w, request.grid_step)
+        gh, gw = len(ys), len(xs)
+        if gh and gw:
+            self._k("grid_sample", _grid(gw, gh), B2, ("p", lv.u), ("p", lv.v), ("i", w), ("i", gh), ("i", gw),
+                    ("i", int(request.grid_step)), ("p", self._grid))  # fmt: skip
+            self.api.dtoh(self._grid_host[: 2 * gh * gw], self._grid)
+        self._finish_timing()  # synchronises: the host buffers are complete
+        moments = self._moments_host[:n].copy() if n else np.zeros((0, 4))
+        grid = self._grid_host[: 2 * gh * gw].reshape(gh, gw, 2).copy()
+        return PooledFlow((h, w), self.scale, boxes.copy(), rects, moments, int(request.grid_step), grid)
+
+    def close(self) -> None:
+        """Release the device memory and the context."""
+        self.api.close()
+
+    def __repr__(self) -> str:
+        return f"CudaFlow(scale={self.scale}, api={self.api.name!r}, device={self.api.device_name!r}, sm_{self.api.arch})"
+
+
+_FUNCTIONS = {
+    "lk.cu": (
+        "u8_to_float",
+        "smooth_h",
+        "smooth_v",
+        "gradient",
+        "upsample",
+        "prop_residual",
+        "prop_select",
+        "box_h",
+        "box_v",
+        "lk_terms",
+        "lk_solve",
+        "median3",
+        "interleave",
+    ),  # fmt: skip
+    "pool.cu": ("box_moments", "grid_sample"),
+}
