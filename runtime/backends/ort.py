@@ -34,7 +34,12 @@ class OrtOptions:
         io_binding: bind input and output buffers instead of ``session.run`` (helps on GPU providers).
         device_id: GPU index for the CUDA / TensorRT providers.
         trt_fp16: allow fp16 kernels in the TensorRT provider.
-        trt_cache_dir: folder where the TensorRT provider caches its engines (None: no cache).
+        trt_cache_dir: folder where the TensorRT provider caches its engines and its timing cache (None: no
+            cache).
+        trt_int8: run Q/DQ models in int8 on the TensorRT provider; None: on when the model has Q/DQ nodes
+            (``stage*.int8.onnx`` from ``pairedge calibrate``; no calibration table is needed).
+        trt_profile: (min, opt, max) pairs of the TensorRT provider's optimisation profile; None: the
+            provider's own (it rebuilds the engine when a larger batch arrives).
     """
 
     intra_op_threads: int = 1
@@ -43,6 +48,8 @@ class OrtOptions:
     device_id: int = 0
     trt_fp16: bool = False
     trt_cache_dir: str | None = None
+    trt_int8: bool | None = None
+    trt_profile: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
@@ -156,8 +163,24 @@ class OnnxRuntimeTensorRTBackend(OnnxRuntimeBackend):
         trt: dict[str, Any] = {"device_id": self.options.device_id, "trt_fp16_enable": self.options.trt_fp16}
         if self.options.trt_cache_dir:
             trt.update(trt_engine_cache_enable=True, trt_engine_cache_path=self.options.trt_cache_dir)
+            trt.update(trt_timing_cache_enable=True, trt_timing_cache_path=self.options.trt_cache_dir)
+        int8 = self.options.trt_int8 if self.options.trt_int8 is not None else _has_qdq(self.model.path)
+        if int8:
+            trt["trt_int8_enable"] = True
+        if self.options.trt_profile is not None:
+            width = self.model.num_features
+            for key, pairs in zip(("min", "opt", "max"), self.options.trt_profile, strict=True):
+                trt[f"trt_profile_{key}_shapes"] = f"{INPUT_NAME}:{pairs}x{width}"
         return [
             ("TensorrtExecutionProvider", trt),
             ("CUDAExecutionProvider", {"device_id": self.options.device_id}),
             "CPUExecutionProvider",
         ]
+
+
+def _has_qdq(path: Any) -> bool:
+    """Whether the ONNX file has QuantizeLinear / DequantizeLinear nodes (explicit int8 quantization)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in graph.node)
