@@ -77,7 +77,7 @@ def build_pack(
         if pngs
         else np.zeros(len(stamps) + 1, np.int64)
     )
-    truth_inter, truth_label = _truth(result.rows, truths, pipe.labels)
+    truth_inter, truth_label = pair_truth(result.rows, truths, pipe.labels)
     pack = ParityPack(
         identity=identity, reference=reference,
         frame_png=np.concatenate(pngs) if pngs else np.zeros(0, np.uint8), frame_offsets=offsets,
@@ -105,7 +105,7 @@ def _version() -> str:
     return str(__version__)
 
 
-def _truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(M,) int8 interacting (1 / 0 / -1 unknown) and (M,) int64 label id (-1: none) of every pair row."""
     inter = np.full(len(rows), -1, np.int8)
     label = np.full(len(rows), -1, np.int64)

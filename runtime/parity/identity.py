@@ -80,11 +80,25 @@ def _plain(value: Any) -> Any:
 def declared_sources(meta_extra: Mapping[str, Any]) -> set[str]:
     """SHA-256 values a derived model's metadata gives for the fp32 file it was made from.
 
-    Looks for keys such as ``source_sha256`` / ``fp32_sha256`` anywhere in ``extra`` (two levels deep), so
-    ``pairedge calibrate`` and engine manifests can nest them under their own section.
+    Looks for keys such as ``source_sha256`` / ``fp32_sha256`` anywhere in ``meta_extra`` (two levels deep):
+    the ``extra`` metadata, or the ``pairedge.quantization`` entry that ``pairedge calibrate`` writes.
     """
     return {value.removeprefix("sha256:") for key, value in _walk(meta_extra, 2)
             if "sha256" in key and any(w in key for w in ("source", "fp32", "onnx", "parent"))}  # fmt: skip
+
+
+def _quantization_sources(path: Path) -> set[str]:
+    """fp32 hashes named by the ``pairedge.quantization`` metadata entry ``pairedge calibrate`` writes."""
+    import json
+
+    import onnx
+
+    try:
+        props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+        info = json.loads(props.get("pairedge.quantization", "{}"))
+    except Exception:  # noqa: BLE001 - the loader already accepted the file; no entry means no claim
+        return set()
+    return declared_sources(info) if isinstance(info, Mapping) else set()
 
 
 def _walk(obj: Mapping[str, Any], depth: int) -> Iterator[tuple[str, str]]:
@@ -113,7 +127,7 @@ def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[st
     hashes = {name: sha256_of(mf.path) for name, mf in stages}
     if all(hashes[n] == pack_identity[f"{n}_sha256"] for n, _ in stages):
         return "same", "identical files (SHA-256 match the pack's fp32 model)"
-    claimed = {n: declared_sources(mf.metadata.extra) for n, mf in stages}
+    claimed = {n: declared_sources(mf.metadata.extra) | _quantization_sources(mf.path) for n, mf in stages}
     if all(claimed.values()):
         wrong = [n for n, _ in stages if pack_identity[f"{n}_sha256"] not in claimed[n]]
         if wrong:

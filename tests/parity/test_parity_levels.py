@@ -164,7 +164,10 @@ def test_derived_model_naming_the_pack_fp32_is_derived(pack_path: Path, tmp_path
     ident = load_pack(pack_path).identity
 
     def claim(stage: int):  # type: ignore[no-untyped-def]
-        return lambda m, props: set_extra(props, source_sha256=ident[f"stage{stage}_sha256"])
+        def edit(m: onnx.ModelProto, props: dict[str, str]) -> None:  # as `pairedge calibrate` stamps it
+            props["pairedge.quantization"] = json.dumps({"fp32_sha256": ident[f"stage{stage}_sha256"]})
+
+        return edit
 
     report = check_pack(pack_path, make_candidate(tmp_path, {1: claim(1), 2: claim(2)}))
     assert report.passed and report.candidate["relation"] == "derived"

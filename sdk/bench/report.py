@@ -1,0 +1,108 @@
+"""The ``pairedge bench`` table (Markdown and terminal) and its files ``bench.json`` / ``bench.md``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.bench.run import BenchResult, BenchRow
+
+HEAD = ("Backend", "Precision", "Size", "MPCA", "macro-F1", "agreement")
+
+
+def _num(v: float, fmt: str = ".3f") -> str:
+    return "-" if v is None or not np.isfinite(v) else format(v, fmt)
+
+
+def _lat(stats: dict[int, dict[str, float]], n: int) -> str:
+    s = stats.get(n)
+    return "-" if s is None else f"{s['p50']:.3f} / {s['p99']:.3f}"
+
+
+def columns(result: BenchResult) -> list[str]:
+    counts = sorted(
+        next((r.stage1_ms for r in result.rows if r.stage1_ms), {}) or result.options["pair_counts"]
+    )
+    people = result.options["people"]
+    return [*HEAD, *(f"stage1 p50/p99 ms @{n}" for n in counts), *(f"stage2 p50/p99 ms @{n}" for n in counts),
+            *(f"FPS @{p} people" for p in people)]  # fmt: skip
+
+
+def cells(row: BenchRow, result: BenchResult) -> list[str]:
+    counts = sorted(int(n) for n in (row.stage1_ms or {n: 0 for n in result.options["pair_counts"]}))
+    people = result.options["people"]
+    if row.status != "ok":
+        first = [row.backend, row.precision, _size(row.size_bytes), f"{row.status}: {row.reason}", "", ""]
+        return first + [""] * (2 * len(counts) + len(people))
+    agree = f"{row.agreement['top1']:.2%}" + (" PASS" if row.gate_passed else " FAIL")
+    return [row.backend, row.precision, _size(row.size_bytes), _num(row.accuracy["mpca"]),
+            _num(row.accuracy["macro_f1"]), agree, *(_lat(row.stage1_ms, n) for n in counts),
+            *(_lat(row.stage2_ms, n) for n in counts),
+            *(_num(row.fps[p]["fps"], ".0f") if p in row.fps else "-" for p in people)]  # fmt: skip
+
+
+def _size(n: int) -> str:
+    return "-" if not n else f"{n / 1024:.0f} kB"
+
+
+def markdown(result: BenchResult) -> str:
+    env, ref = result.environment, result.reference
+    cols = columns(result)
+    lines = [
+        "# pairedge bench", "", f"Model: `{result.model}`", "",
+        f"**{result.recommendation}**", "",
+        "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2),
+        *("| " + " | ".join(c.replace("|", "/") for c in cells(r, result)) + " |" for r in result.rows), "",
+        f"Accuracy and agreement: {ref['scored_pairs']} true interacting pair-frames (of {ref['pair_frames']}) from "
+        f"{', '.join(ref['sources'])} (`{ref['data']}`), features computed once by the fp32 pipeline on ONNX Runtime "
+        "CPU and fed to every variant; MPCA / macro-F1 of stage 2 on the true pairs; agreement = stage-2 top-1 "
+        f"agreement with fp32 on the same pairs. Gate: MPCA drop <= {ref['gate']['max_mpca_drop'] * 100:.1f} points "
+        f"and agreement >= {ref['gate']['min_top1_agreement']:.0%}. Speed for the recommendation: {ref['speed_definition']}. "
+        "Latency: `Backend.infer` wall time (validation included), ONNX Runtime with one intra-op thread; FPS: whole "
+        "pipeline (flow, features, both stages, smoothing, groups) at 640 x 480 with exactly N moving people.", "",
+    ]  # fmt: skip
+    if result.notes:
+        lines += ["## Notes", "", *(f"- {n}" for n in result.notes), ""]
+    lines += [
+        "## Environment",
+        "",
+        f"- CPU: {env['cpu']}",
+        f"- Platform: {env['platform']}",
+        f"- GPU: {env['gpu']}",
+    ]
+    lines += [f"- {k}: {v}" for k, v in env["libraries"].items()]
+    if env.get("jetson"):
+        lines += [f"- Jetson: {json.dumps(env['jetson'])}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_bench(result: BenchResult, out: str | Path) -> dict[str, str]:
+    folder = Path(out).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "bench.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    (folder / "bench.md").write_text(markdown(result))
+    return {"json": str(folder / "bench.json"), "markdown": str(folder / "bench.md")}
+
+
+def rich_table(result: BenchResult) -> Any:
+    """A compact table for the terminal: one multi-line cell per stage (user and data text escaped)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    counts = sorted(int(n) for n in result.options["pair_counts"])
+    people = result.options["people"]
+    table = Table(title=escape(f"pairedge bench {result.model}"))
+    for name in (*HEAD, "stage1 ms p50/p99", "stage2 ms p50/p99", "pipeline FPS"):
+        table.add_column(name, justify="left" if name in ("Backend", "Precision") else "right")
+    for r in result.rows:
+        c = cells(r, result)
+        if r.status != "ok":
+            table.add_row(*(escape(v) for v in c[:3]), escape(r.status), "", "", "", "", "")
+            continue
+        lat1 = "\n".join(f"@{n}: {_lat(r.stage1_ms, n)}" for n in counts)
+        lat2 = "\n".join(f"@{n}: {_lat(r.stage2_ms, n)}" for n in counts)
+        fps = "\n".join(f"{p} people: {_num(r.fps[p]['fps'], '.0f')}" for p in people if p in r.fps)
+        table.add_row(*(escape(v) for v in c[:6]), escape(lat1), escape(lat2), escape(fps))
+    return table

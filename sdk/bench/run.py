@@ -1,0 +1,267 @@
+"""``pairedge bench``: every (backend, precision) of a model folder on the same held-out pairs, and a pick.
+
+1. Reference: the fp32 model on ONNX Runtime CPU replays the held-out sources through the streaming
+   pipeline (``--data``, default: simulator scenes whose seeds no training or calibration used); every
+   pair-frame's features, logits and truth are kept.
+2. For each backend x precision: both classifiers on exactly those features -> stage-2 MPCA / macro-F1 /
+   accuracy on the true interacting pairs (stage 2 scored on the true pairs, as in the paper), top-1
+   agreement with fp32 on the same pairs and stage-1 gate agreement on all pairs; classifier latency at
+   1 / 64 / 512 / 4,950 pairs; pipeline FPS at 10 and 100 people.
+3. The accuracy gate (default: MPCA at most 0.5 points below fp32, stage-2 top-1 agreement >= 99 %) and
+   the recommendation: the fastest passing variant, by classifier time at 100 people (stage 1 on 4,950 pairs
+   + stage 2 on 512 pairs, p50). A precision slower than fp32 on the same backend is called out.
+
+Precisions whose files are missing and backends that cannot run here become rows that say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.bench.measure import PAIR_COUNTS, PEOPLE, classifier_latency, pipeline_fps
+from pairedge.errors import BackendError, InputError, ModelError
+
+#: Short names accepted by ``--backends`` -> classifier backend registry names.
+BACKEND_ALIASES = {"ort-cpu": "onnxruntime", "ort-cuda": "onnxruntime-cuda", "ort-trt": "onnxruntime-tensorrt",
+                   "trt": "tensorrt"}  # fmt: skip
+#: Held-out scenes: seeds 2000+ are used by no training recipe (0-11) and no calibration set.
+DEFAULT_DATA = "sim:static+moving+noisy:seeds=2000:frames=150"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The accuracy gate a precision must pass against fp32 (fractions)."""
+
+    max_mpca_drop: float = 0.005
+    min_top1_agreement: float = 0.99
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What to measure. ``backends`` are registry names or aliases (:data:`BACKEND_ALIASES`)."""
+
+    precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
+    backends: tuple[str, ...] = ("onnxruntime",)
+    data: str = DEFAULT_DATA
+    frames: int | None = None
+    repeats: int = 100
+    pair_counts: tuple[int, ...] = PAIR_COUNTS
+    people: tuple[int, ...] = PEOPLE
+    fps_frames: int = 30
+    gate: Gate = field(default_factory=Gate)
+
+
+@dataclass
+class BenchRow:
+    """One backend x precision. ``status``: "ok", "missing" (files), "unavailable" (backend), "error"."""
+
+    backend: str
+    precision: str
+    status: str
+    reason: str = ""
+    size_bytes: int = 0
+    accuracy: dict[str, float] = field(default_factory=dict)
+    agreement: dict[str, float] = field(default_factory=dict)
+    stage1_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    stage2_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    fps: dict[int, dict[str, Any]] = field(default_factory=dict)
+    mpca_drop: float = float("nan")
+    gate_passed: bool = False
+    speed_ms: float = float("nan")
+
+
+@dataclass
+class BenchResult:
+    """Rows, environment, the reference data and the recommendation."""
+
+    model: str
+    rows: list[BenchRow]
+    environment: dict[str, Any]
+    reference: dict[str, Any]
+    recommendation: str
+    recommended: dict[str, str] | None
+    notes: list[str]
+    options: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float):
+        return v if np.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return v
+
+
+def resolve_backend(name: str) -> str:
+    return BACKEND_ALIASES.get(name, name)
+
+
+def reference_rows(model: Path, data: str, frames: int | None, progress: Progress) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """fp32 ONNX Runtime CPU replay of every source: (PairRows, truth_interacting, truth_label, source names)."""
+    from pairedge.evaluation.sources import parse_sources
+    from pairedge.runtime.parity.build import pair_truth
+    from pairedge.runtime.parity.pack import PairRows
+    from pairedge.runtime.parity.replay import load_pipeline, replay
+
+    parts, inter, label, names = [], [], [], []
+    with load_pipeline(model, backend="onnxruntime") as pipe:
+        for src in parse_sources(data, frames=frames):
+            progress(f"reference: fp32 pipeline on {src.name}")
+            truths: list[Any] = []
+
+            def items(src: Any = src, truths: list[Any] = truths) -> Any:
+                for k, f in enumerate(src.open(pipe.labels, frames)):
+                    truths.append(f.truth)
+                    yield k, f.image, f.detections, f.timestamp
+
+            rows = replay(pipe, items(), image_size=src.image_size).rows
+            ti, tl = pair_truth(rows, truths, pipe.labels)
+            parts.append(rows), inter.append(ti), label.append(tl), names.append(src.name)
+    cols = [np.concatenate([getattr(p, f) for p in parts]) for f in PairRows.__dataclass_fields__]
+    return PairRows(*cols), np.concatenate(inter), np.concatenate(label), names
+
+
+def run_bench(
+    model: str | Path, options: BenchOptions | None = None, progress: Progress | None = None
+) -> BenchResult:
+    """Measure every backend x precision of ``model`` (see the module docstring)."""
+    from pairedge.bench.env import environment
+
+    opts = options or BenchOptions()
+    say = progress or (lambda _: None)
+    folder = Path(model).expanduser()
+    if "fp32" not in opts.precisions:
+        raise InputError("--precisions must include fp32: the gate and the agreement are measured against it")
+    ref, t_inter, t_label, names = reference_rows(folder, opts.data, opts.frames, say)
+    scored = (t_inter == 1) & (t_label >= 0)
+    if not scored.any():
+        raise InputError(
+            f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
+        )
+    rows = [
+        _measure(folder, resolve_backend(b), p, ref, scored, t_label, opts, say)
+        for b in opts.backends for p in opts.precisions
+    ]  # fmt: skip
+    _apply_gate(rows, opts.gate)
+    text, best, notes = recommend(rows, opts)
+    reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
+                 "gate": asdict(opts.gate), "speed_definition": _speed_text(opts)}  # fmt: skip
+    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, _clean(asdict(opts)))
+
+
+def _measure(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,
+             opts: BenchOptions, say: Progress) -> BenchRow:  # fmt: skip
+    from pairedge.metrics.pairwise import classification_metrics
+    from pairedge.runtime.loading import stage_file_names
+    from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
+    from pairedge.runtime.pipeline import interact_probability
+
+    row = BenchRow(backend, precision, "ok")
+    files = [folder / n for n in stage_file_names(precision)]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        row.status, row.reason = (
+            "missing",
+            f"{', '.join(missing)} not in {folder} (make them with `pairedge calibrate`)",
+        )
+        return row
+    row.size_bytes = sum(f.stat().st_size for f in files)
+    say(f"{backend} {precision}: accuracy and latency")
+    try:
+        with load_pipeline(folder, precision=precision, backend=backend) as pipe:
+            l1, l2 = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
+            c = l2.shape[1]
+            m = classification_metrics(t_label[scored], l2[scored].argmax(axis=1), c)
+            row.accuracy = {"mpca": m.mpca, "macro_f1": m.macro_f1, "accuracy": m.accuracy}
+            tau = pipe.tau_interact
+            row.agreement = {
+                "top1": float((l2[scored].argmax(1) == ref.stage2_logits[scored].argmax(1)).mean()),
+                "gate": float(((interact_probability(l1) >= tau) == (interact_probability(ref.stage1_logits) >= tau)).mean()),
+                "max_abs_logit_error_stage2": float(np.abs(l2 - ref.stage2_logits).max()),
+            }  # fmt: skip
+            row.stage1_ms = classifier_latency(
+                pipe.stage1, ref.stage1_features, opts.pair_counts, opts.repeats
+            )
+            row.stage2_ms = classifier_latency(
+                pipe.stage2, ref.stage2_features, opts.pair_counts, opts.repeats
+            )
+            for n in opts.people:
+                say(f"{backend} {precision}: pipeline at {n} people")
+                row.fps[n] = pipeline_fps(pipe, n, opts.fps_frames)
+    except BackendError as exc:
+        row.status, row.reason = "unavailable", str(exc)
+    except (ModelError, InputError) as exc:
+        row.status, row.reason = "error", str(exc)
+    return row
+
+
+def _speed_pairs(opts: BenchOptions) -> tuple[int, int]:
+    big = max(opts.pair_counts)
+    mid = max([n for n in opts.pair_counts if n <= 512] or [min(opts.pair_counts)])
+    return big, mid
+
+
+def _speed_text(opts: BenchOptions) -> str:
+    big, mid = _speed_pairs(opts)
+    return f"classifier p50 at 100 people: stage 1 on {big:,} pairs + stage 2 on {mid:,} pairs"
+
+
+def _apply_gate(rows: list[BenchRow], gate: Gate) -> None:
+    fp32 = {r.backend: r for r in rows if r.precision == "fp32" and r.status == "ok"}
+    ref_mpca = next(
+        (r.accuracy["mpca"] for r in rows if r.precision == "fp32" and r.status == "ok"), float("nan")
+    )
+    for r in rows:
+        if r.status != "ok":
+            continue
+        base = fp32.get(r.backend)
+        r.mpca_drop = (base.accuracy["mpca"] if base else ref_mpca) - r.accuracy["mpca"]
+        r.gate_passed = bool(
+            r.mpca_drop <= gate.max_mpca_drop + 1e-12 and r.agreement["top1"] >= gate.min_top1_agreement
+        )
+        big = max(r.stage1_ms)
+        mid = max([n for n in r.stage2_ms if n <= 512] or [min(r.stage2_ms)])
+        r.speed_ms = r.stage1_ms[big]["p50"] + r.stage2_ms[mid]["p50"]
+
+
+def recommend(rows: list[BenchRow], opts: BenchOptions) -> tuple[str, dict[str, str] | None, list[str]]:
+    """The recommendation line, the pick (backend, precision) and one note per notable row."""
+    notes: list[str] = []
+    fp32 = {r.backend: r for r in rows if r.precision == "fp32" and r.status == "ok"}
+    g = opts.gate
+    for r in rows:
+        if r.status != "ok":
+            notes.append(f"{r.precision} on {r.backend}: {r.status} — {r.reason}")
+            continue
+        if not r.gate_passed:
+            notes.append(f"{r.precision} on {r.backend} fails the accuracy gate: MPCA {r.mpca_drop * 100:+.2f} points "
+                         f"below fp32 (limit {g.max_mpca_drop * 100:.1f}), top-1 agreement {r.agreement['top1']:.2%} "
+                         f"(needs >= {g.min_top1_agreement:.0%})")  # fmt: skip
+        base = fp32.get(r.backend)
+        if base is not None and r is not base and r.speed_ms > base.speed_ms:
+            notes.append(f"{r.precision} on {r.backend} is {r.speed_ms / base.speed_ms:.2f}x SLOWER than fp32 "
+                         f"({r.speed_ms:.3f} vs {base.speed_ms:.3f} ms, {_speed_text(opts)})")  # fmt: skip
+    passing = [r for r in rows if r.status == "ok" and r.gate_passed]
+    if not passing:
+        return "no variant passes the accuracy gate (fp32 did not run?)", None, notes
+    best = min(passing, key=lambda r: r.speed_ms)
+    text = (f"Recommended: {best.precision} on {best.backend} — the fastest variant that passes the accuracy gate: "
+            f"{best.speed_ms:.3f} ms ({_speed_text(opts)}), MPCA {best.accuracy['mpca']:.4f} "
+            f"({-best.mpca_drop * 100 + 0.0:+.2f} points vs fp32), stage-2 top-1 agreement {best.agreement['top1']:.2%}.")  # fmt: skip
+    slower = [r for r in passing if r is not best and r.precision != "fp32" and r.backend == best.backend
+              and best.precision == "fp32"]  # fmt: skip
+    if slower:
+        text += (
+            " " + ", ".join(r.precision for r in slower) + " also pass(es) but run(s) slower than fp32 here."
+        )
+    return text, {"backend": best.backend, "precision": best.precision}, notes

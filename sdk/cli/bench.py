@@ -1,0 +1,61 @@
+"""``pairedge bench``: latency, accuracy and agreement per backend x precision, and which one to deploy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+@app.command("bench")
+@handle_errors
+def bench_command(
+    model: Path = typer.Argument(
+        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants)."
+    ),
+    precisions: str = typer.Option(
+        "fp32,fp16,int8", "--precisions", help="Comma-separated; must include fp32."
+    ),
+    backends: str = typer.Option(
+        "ort-cpu",
+        "--backends",
+        help="Comma-separated classifier backends: ort-cpu, ort-cuda, ort-trt, tensorrt, or any registry name.",
+    ),  # fmt: skip
+    data: str | None = typer.Option(
+        None, "--data", help="Held-out sources for accuracy (pairedge eval syntax)."
+    ),
+    frames: int | None = typer.Option(
+        None, "--frames", min=2, help="Frames per source (default: the source's)."
+    ),
+    repeats: int = typer.Option(100, "--repeats", min=5, help="Timed classifier calls per pair count."),
+    out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
+) -> None:
+    """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
+    from pairedge.bench.report import rich_table, write_bench
+    from pairedge.bench.run import DEFAULT_DATA, BenchOptions, run_bench
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,
+                        frames=frames, repeats=repeats)  # fmt: skip
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        result = run_bench(model, opts, progress=lambda text: progress.update(task, description=escape(text)))
+    console.print(rich_table(result))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False)
+    env = result.environment
+    console.print(escape(f"environment: {env['cpu']}; GPU: {env['gpu']}; onnxruntime "
+                         f"{env['libraries'].get('onnxruntime')}"), highlight=False)  # fmt: skip
+    if env.get("jetson"):
+        console.print(escape(f"jetson: {env['jetson']}"), highlight=False)
+    if out is not None:
+        files = write_bench(result, out)
+        console.print("files: " + escape(", ".join(files.values())), highlight=False)

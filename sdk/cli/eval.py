@@ -1,0 +1,73 @@
+"""``pairedge eval``: protocol metrics of a model (any precision / backend) on scenes, a video log or CAD."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+from pairedge.cli.app import app, console, handle_errors
+from rich.markup import escape
+
+
+@app.command("eval")
+@handle_errors
+def eval_command(
+    model: Path = typer.Argument(
+        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants)."
+    ),
+    data: str = typer.Option(
+        ...,
+        "--data",
+        help="sim:PRESET[+PRESET][:seeds=A-B][:frames=N][:boxes=truth|detections], a CAD folder / annoNN.mat "
+        "(box-only models), or a video / image folder (with --detections, and --gold for metrics).",
+    ),  # fmt: skip
+    detections: Path | None = typer.Option(
+        None, "--detections", help="Detections of a video (MOT, JRDB, CVML)."
+    ),
+    gold: Path | None = typer.Option(None, "--gold", help="Ground-truth pairs of a video (pairwise schema)."),
+    precision: str = typer.Option(
+        "fp32", "--precision", help="fp32, fp16 or int8 files of the model folder."
+    ),
+    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
+    flow: str = typer.Option(
+        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, none."
+    ),
+    frames: int | None = typer.Option(
+        None, "--frames", min=1, help="Frames per source (default: all / 300)."
+    ),
+    out: Path = typer.Option(
+        Path("eval_out"), "--out", help="Output folder: eval.json, eval.md, confusion.png."
+    ),
+) -> None:
+    """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
+    from pairedge.evaluation.evaluate import evaluate, pool
+    from pairedge.evaluation.report import METRICS, write_eval
+    from pairedge.evaluation.sources import parse_sources
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
+    reports = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        overall = progress.add_task("sources", total=len(sources))
+        for src in sources:
+            task = progress.add_task(escape(src.name), total=None)
+            reports.append(evaluate(model, src, precision=precision, backend=backend, flow=flow, max_frames=frames,
+                                    on_frame=lambda t=task: progress.advance(t)))  # fmt: skip
+            progress.remove_task(task)
+            progress.advance(overall)
+    report = pool(reports)
+    files = write_eval(report, out)
+    summary = report.summary()
+    table = Table(title=escape(f"pairedge eval {model.name} ({precision}) on {len(sources)} source(s)"))
+    for m in METRICS:
+        table.add_column(m, justify="right")
+    table.add_row(*("-" if not math.isfinite(summary[m]) else f"{summary[m]:.3f}" for m in METRICS))
+    console.print(table)
+    for note in report.notes:
+        console.print(f"[dim]note:[/] {escape(note)}", highlight=False)
+    if "png_skipped" in files:
+        console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False)
+    console.print("files: " + escape(", ".join(files.values())), highlight=False)

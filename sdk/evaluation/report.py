@@ -1,0 +1,102 @@
+"""Files of ``pairedge eval``: ``eval.json``, ``eval.md`` and ``confusion.png`` (matplotlib, optional)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from pairedge.evaluation.evaluate import EvalReport
+
+METRICS = ("accuracy", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
+           "group_activity_accuracy", "group_f1")  # fmt: skip
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None or not np.isfinite(v) else f"{v:.4f}"
+
+
+def markdown(report: EvalReport) -> str:
+    """The report as Markdown: settings, headline metrics, per-source rows, confusion matrix, latency."""
+    s = report.summary()
+    lines = [
+        "# pairedge eval", "",
+        f"- Model: `{report.model}` ({report.precision}); classifier {report.backend}; flow {report.flow}",
+        f"- Sources ({len(report.sources)}): {', '.join(report.sources)}",
+        f"- Frames {report.frames}, pair-frames scored by stage 1 {report.pairs}", "",
+        "| " + " | ".join(METRICS) + " |", "|" + "---:|" * len(METRICS),
+        "| " + " | ".join(_fmt(s[m]) for m in METRICS) + " |", "",
+    ]  # fmt: skip
+    if len(report.per_source) > 1:
+        lines += ["## Per source", "", "| source | frames | " + " | ".join(METRICS) + " |",
+                  "|---|---:|" + "---:|" * len(METRICS)]  # fmt: skip
+        for row in report.per_source:
+            lines.append(
+                f"| {row['source']} | {row['frames']} | "
+                + " | ".join(_fmt(row.get(m)) for m in METRICS)
+                + " |"
+            )
+        lines.append("")
+    if report.has_truth:
+        lines += ["## Confusion matrix (rows = truth, columns = prediction)", "",
+                  "| truth \\ pred | " + " | ".join(report.labels) + " | missing |",
+                  "|---|" + "---:|" * (len(report.labels) + 1)]  # fmt: skip
+        for k, name in enumerate(report.labels):
+            cells = " | ".join(str(int(v)) for v in report.confusion[k])
+            lines.append(f"| {name} | {cells} | {int(report.missing[k])} |")
+        lines.append("")
+    lines += ["## Latency (mean ms per frame)", "", "| " + " | ".join(report.latency_ms) + " |",
+              "|" + "---:|" * len(report.latency_ms),
+              "| " + " | ".join(f"{v:.3f}" for v in report.latency_ms.values()) + " |", ""]  # fmt: skip
+    if report.notes:
+        lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
+    return "\n".join(lines)
+
+
+def confusion_png(report: EvalReport, path: Path) -> str | None:
+    """Write the confusion matrix as a PNG; returns None, or why it was skipped."""
+    if not report.has_truth:
+        return "no ground truth: no confusion matrix"
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install 'pairedge[dev]'): confusion.png skipped"
+    conf = report.confusion.astype(np.float64)
+    rows = conf / np.maximum(conf.sum(axis=1, keepdims=True), 1)
+    c = len(report.labels)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * c, 1.2 + 1.0 * c))
+    ax.imshow(rows, cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(c), report.labels, rotation=30, ha="right")
+    ax.set_yticks(range(c), report.labels)
+    for i in range(c):
+        for j in range(c):
+            ax.text(j, i, f"{int(conf[i, j])}\n{rows[i, j]:.2f}", ha="center", va="center",
+                    color="white" if rows[i, j] > 0.5 else "black", fontsize=8)  # fmt: skip
+    ax.set_xlabel("prediction")
+    ax.set_ylabel("truth")
+    ax.set_title(f"{Path(report.model).name} {report.precision}: MPCA {_fmt(report.summary()['mpca'])}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def write_eval(report: EvalReport, out: str | Path) -> dict[str, str]:
+    """Write ``eval.json``, ``eval.md`` and ``confusion.png`` into ``out``; returns name -> path (and notes)."""
+    folder = Path(out).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"json": str(folder / "eval.json"), "markdown": str(folder / "eval.md")}
+    skipped = confusion_png(report, folder / "confusion.png")
+    data = report.to_dict()
+    if skipped is None:
+        files["png"] = str(folder / "confusion.png")
+    else:
+        data["notes"] = [*data["notes"], skipped]
+        files["png_skipped"] = skipped
+    (folder / "eval.json").write_text(json.dumps(data, indent=2) + "\n")
+    md = markdown(report) + (f"\n- {skipped}\n" if skipped else "")
+    (folder / "eval.md").write_text(md)
+    return files
