@@ -13,9 +13,12 @@ up to ``batch_rows`` rows; above that, equal batches with the last one padded by
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +86,7 @@ def preprocess(model: Any) -> Any:
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    with tempfile.TemporaryDirectory(prefix="pairedge-pre-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pairedge-pre-") as tmp, _quiet():
         src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
         onnx.save(model, str(src))
         quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
@@ -113,7 +116,7 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
     }
     if config.method == "percentile":
         extra["CalibPercentile"] = config.percentile
-    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, _quiet():
         src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
         onnx.save(model, str(src))
         quantize_static(
@@ -132,6 +135,19 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
         out = onnx.load(str(dst))
     _copy_metadata(model, out)
     return out
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence ONNX Runtime's quantization tools (they print progress to stdout and log warnings)."""
+    logger = logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def compute_nodes(model: Any) -> list[str]:

@@ -1,0 +1,138 @@
+"""Calibration report: per-tensor ranges and held-out clipping rates, strata, parity; JSON and Markdown.
+
+For every activation a QDQ model quantizes (the input of each activation ``QuantizeLinear``), the
+calibrated range is ``[-128 s, 127 s]`` (symmetric int8, scale ``s``). The clipping rate is the fraction of
+that tensor's held-out values outside the range, measured by running the quantized model itself on rows
+that were not used for calibration.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.modelmeta import INPUT_NAME
+
+
+def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
+    """Per quantized activation: name, scale, range and the clipping rate over rows ``X`` (N, F).
+
+    Returns a list of ``{"tensor", "scale", "range", "observed_max_abs", "clip_rate"}`` in graph order.
+    """
+    import onnx
+    from onnx import numpy_helper
+    from pairedge.calibration.infer import session
+
+    consts = {t.name: numpy_helper.to_array(t) for t in qdq.graph.initializer}
+    weights = set(consts)
+    found: list[tuple[str, float]] = []
+    for node in qdq.graph.node:
+        if node.op_type == "QuantizeLinear" and node.input[0] not in weights:
+            scale = consts.get(node.input[1])
+            if scale is not None and scale.size == 1 and node.input[0] not in {t for t, _ in found}:
+                found.append((node.input[0], float(scale.reshape(-1)[0])))
+    if not found or not len(X):
+        return [{"tensor": t, "scale": s, "range": [-128 * s, 127 * s]} for t, s in found]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(qdq)
+    have = {o.name for o in probe.graph.output}
+    for tensor, _ in found:
+        if tensor not in have:
+            probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(tensor))
+    names = [t for t, _ in found]
+    values = session(probe).run(names, {INPUT_NAME: np.ascontiguousarray(X, np.float32)})
+    out = []
+    for (tensor, scale), value in zip(found, values, strict=True):
+        lo, hi = -128.5 * scale, 127.5 * scale  # beyond half a step the value saturates
+        v = np.asarray(value, np.float32)
+        out.append(
+            {
+                "tensor": tensor,
+                "scale": scale,
+                "range": [-128 * scale, 127 * scale],
+                "observed_max_abs": float(np.abs(v).max()) if v.size else 0.0,
+                "clip_rate": float(((v < lo) | (v > hi)).mean()) if v.size else 0.0,
+            }
+        )
+    return out
+
+
+def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
+    """Write ``calibration.json`` and ``calibration.md`` into ``folder``."""
+    js = folder / "calibration.json"
+    md = folder / "calibration.md"
+    js.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+    md.write_text(markdown(report))
+    return js, md
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None or v != v else f"{100 * v:.2f} %"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The Markdown form of a calibration report."""
+    lines = [
+        "# Calibration report",
+        "",
+        f"- model: `{report['model']['folder']}` (spec {report['model']['feature_spec']}, "
+        f"labels {', '.join(report['model']['labels'])})",
+        f"- method: **{report['method']}**, equalization: {report['equalize']}, "
+        f"target agreement {report['target_agreement']}",
+        f"- sources: {', '.join(report['sources'])}",
+        f"- pairedge {report['pairedge_version']}, onnxruntime {report['onnxruntime_version']}",
+        "",
+        "## Inputs (SHA-256)",
+        "",
+        "| file | sha256 |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | `{sha}` |" for name, sha in report["inputs_sha256"].items()]
+    for key, st in report["stages"].items():
+        lines += [
+            "",
+            f"## {key}",
+            "",
+            f"Rows: {st['rows']['collected']} collected, {st['rows']['calibration']} used for calibration, "
+            f"{st['rows']['held_out']} held out ({st['rows']['held_out_groups']} sequence(s)). Motion tertile "
+            f"edges: {st['motion_edges']}.",
+            "",
+            "| stratum | collected | calibration |",
+            "|---|---:|---:|",
+        ]
+        for name, n in st["strata"]["collected"].items():
+            lines.append(f"| {name} | {n} | {st['strata']['calibration'].get(name, 0)} |")
+        if st["warnings"]:
+            lines += ["", "Warnings:", ""] + [f"- {w}" for w in st["warnings"]]
+        lines += [
+            "",
+            f"Equalized producers: {', '.join(st['equalized']) or 'none'}. Nodes kept in float (no Q/DQ): "
+            f"{', '.join(st['excluded_nodes']) or 'none'}.",
+            "",
+            "| held-out parity vs fp32 | rows | agreement | max abs logit error | p99 |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for prec, a in st["held_out"].items():
+            lines.append(
+                f"| {prec} | {a['n']} | {_pct(a['agreement'])} | {a['max_abs_logit_error']:.4g} | "
+                f"{a['p99_abs_logit_error']:.4g} |"
+            )
+        if st["search"]["steps"]:
+            lines += ["", "Mixed-precision search (validation agreement after each node kept in float):", ""]
+            lines += [
+                f"- {', '.join(s['excluded'][-1:]) or '(all quantized)'}: {_pct(s['agreement'])}"
+                for s in st["search"]["steps"]
+            ]
+        lines += [
+            "",
+            "| tensor | range | held-out max abs | clipping rate |",
+            "|---|---|---:|---:|",
+        ]
+        for t in st["tensors"]:
+            clip = _pct(t.get("clip_rate"))
+            lines.append(
+                f"| `{t['tensor']}` | ±{t['range'][1]:.4g} | {t.get('observed_max_abs', float('nan')):.4g} | {clip} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""``pairedge calibrate``: INT8 (QDQ) and FP16 models of an exported model folder, with a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pairedge.cli.app import app, console, err_console, fail, handle_errors
+from rich.markup import escape
+
+
+@app.command()
+@handle_errors
+def calibrate(
+    model: Path = typer.Argument(..., help="Model folder with stage1.onnx + stage2.onnx (pairedge export)."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Output folder: a new one, or the model folder itself (files are added)."
+    ),
+    scenes: str | None = typer.Option(
+        None,
+        "--scenes",
+        help="Simulator scenes, e.g. 'static:0-3,moving:0-3' (rendered, through the runtime).",
+    ),
+    video: Path | None = typer.Option(None, "--video", help="Video or image folder (as for `pairedge run`)."),
+    detections: Path | None = typer.Option(
+        None, "--detections", "-d", help="Detections of --video: MOT .txt, JRDB .json or CVML .xml."
+    ),
+    features: list[Path] = typer.Option(
+        [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
+    ),
+    method: str | None = typer.Option(
+        None, "--method", help="Activation ranges: minmax, entropy or percentile (default: percentile)."
+    ),
+    no_equalize: bool = typer.Option(False, "--no-equalize", help="Do not equalize channel ranges first."),
+    target: float = typer.Option(
+        0.99,
+        "--target-agreement",
+        min=0.0,
+        max=1.0,
+        help="Held-out agreement with fp32 each INT8 stage must reach; below it the most sensitive nodes "
+        "stay in float. 0 disables the search.",
+    ),  # fmt: skip
+    frames: int = typer.Option(300, "--frames", min=2, help="Frames per simulator scene."),
+    stride: int = typer.Option(3, "--stride", min=1, help="Keep the pairs of every N-th frame."),
+    max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Read at most N video frames."),
+    max_rows: int = typer.Option(4096, "--max-rows", min=16, help="Calibration rows per stage (stratified)."),
+    min_per_stratum: int = typer.Option(
+        20, "--min-per-stratum", min=1, help="Warn when a class x motion stratum has fewer rows."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="A small stratum is an error (exit code 1)."),
+) -> None:
+    """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
+    from pairedge.calibration.api import DEFAULT_METHOD, CalibrateOptions
+    from pairedge.calibration.api import calibrate as run_calibration
+
+    options = CalibrateOptions(
+        scenes=scenes,
+        video=video,
+        detections=detections,
+        features=tuple(features),
+        frames=frames,
+        stride=stride,
+        max_frames=max_frames,
+        method=method or DEFAULT_METHOD,
+        equalize=not no_equalize,
+        target_agreement=target if target > 0 else None,
+        max_rows=max_rows,
+        min_per_stratum=min_per_stratum,
+        strict=strict,
+    )
+    if not (scenes or video or detections or features):
+        raise fail(
+            "give calibration data: --scenes PRESET:SEEDS, --video V --detections D, or --features F.npz"
+        )
+    with err_console.status("calibrating") as status:
+        result = run_calibration(model, out, options, progress=lambda m: status.update(escape(m)))
+    _print(result)
+
+
+def _print(result: object) -> None:
+    from rich.table import Table
+
+    report = result.report  # type: ignore[attr-defined]
+    table = Table(title=f"pairedge calibrate: method {report['method']}")
+    for column in ("stage", "rows (cal / held out)", "int8 agreement", "int8 max |dlogit|", "fp16 agreement",
+                   "kept in float"):  # fmt: skip
+        table.add_column(column)
+    for key, st in report["stages"].items():
+        i8, f16 = st["held_out"]["int8"], st["held_out"]["fp16"]
+        table.add_row(
+            key,
+            f"{st['rows']['calibration']} / {st['rows']['held_out']}",
+            f"{100 * i8['agreement']:.2f} %",
+            f"{i8['max_abs_logit_error']:.3g}",
+            f"{100 * f16['agreement']:.2f} %",
+            str(len(st["excluded_nodes"])),
+        )
+    console.print(table)
+    for warning in result.warnings:  # type: ignore[attr-defined]
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)")  # type: ignore[attr-defined]
