@@ -165,3 +165,26 @@ def test_cuda_python_memory_without_gpu_is_a_clear_error() -> None:
         pytest.skip("a GPU is present: covered by the device tests")
     with pytest.raises(DeviceUnavailableError, match="CUDA device 0 is not usable"):
         CudaPythonMemory(0)
+
+
+def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pipeline.load(folder, precision=..., backend="tensorrt") goes through the registry to the engines."""
+    import sys
+
+    from pairedge.runtime import pipeline as pipeline_module
+    from pairedge.runtime.backends import tensorrt as backend_module
+
+    pytest.importorskip("cuda.bindings.runtime")  # unavailable_reason wants a CUDA binding importable
+    _built(full_model_dir, "int8")
+    memory = FakeCudaMemory()
+    monkeypatch.setitem(sys.modules, "tensorrt", make_fake_tensorrt(VERSION, memory=memory))
+    monkeypatch.setattr(backend_module, "open_cuda_memory", lambda kind, device: memory)
+    x = np.random.default_rng(5).normal(size=(7, 49)).astype(np.float32)
+    with pipeline_module.Pipeline.load(
+        full_model_dir, backend="tensorrt", precision="int8", flow="none"
+    ) as pipe:
+        assert (
+            isinstance(pipe.stage2, TensorRTBackend) and pipe.stage2.engine_path.name == "stage2.int8.engine"
+        )
+        got = pipe.stage2.infer(x)
+    np.testing.assert_allclose(got, _reference(full_model_dir / "stage2.int8.onnx", x), rtol=1e-5, atol=1e-5)
