@@ -254,7 +254,7 @@ class Pipeline:
         missing = dets.track_ids < 0
         if mode == "always" or (mode == "auto" and len(dets) > 0 and missing.all()):
             ids = self._tracker.step(dets.boxes, timestamp, dets.scores)
-            dets = Detections(dets.boxes, ids, dets.scores)
+            dets = Detections(dets.boxes, ids, dets.scores, dets.orientation, dets.orientation_conf)
             missing = ids < 0
             reason = "suppressed by the tracker (duplicate or low score)"
         else:

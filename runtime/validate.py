@@ -76,7 +76,10 @@ def validate_detections(
     """
     clean = _clean_fast(detections, image_size, config)
     if clean is not None:
-        return clean, {}
+        if getattr(detections, "orientation", None) is None:
+            return clean, {}
+        ori, conf, reasons = _orientation(detections, len(clean))
+        return Detections(clean.boxes, clean.track_ids, clean.scores, ori, conf), reasons
     arrays = _as_arrays(detections)
     if isinstance(arrays, str):
         return Detections.empty(), {arrays: 1}
@@ -110,8 +113,53 @@ def validate_detections(
     if dup.any():
         dropped["duplicate track id"] = int(dup.sum())
         keep = keep[~dup]
-    clean = Detections(boxes[keep].astype(np.float32), ids[keep], scores[keep].astype(np.float32))
+    ori, conf, ori_reasons = _orientation(detections, len(boxes), keep)
+    dropped.update(ori_reasons)
+    clean = Detections(boxes[keep].astype(np.float32), ids[keep], scores[keep].astype(np.float32), ori, conf)
     return clean, dropped
+
+
+#: |orientation| above this (radians) is refused (most likely degrees).
+ORIENTATION_LIMIT = 2 * np.pi
+
+
+def _orientation(
+    detections: Any, n: int, keep: np.ndarray | None = None
+) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, int]]:
+    """The optional orientations of the kept rows: ``(angles (K,) float32 wrapped to [-pi, pi), NaN =
+    unknown; confidences (K,) float32; reason -> count)``. Unusable values make that person's orientation
+    unknown (the box is kept) and are reported; NaN with confidence 0 (or no confidence) is simply unknown."""
+    raw = getattr(detections, "orientation", None)
+    if raw is None:
+        return None, None, {}
+    raw_conf = getattr(detections, "orientation_conf", None)
+    rows = np.arange(n) if keep is None else keep
+    try:
+        a = np.asarray(raw, dtype=np.float64).reshape(-1)
+        c = np.ones_like(a) if raw_conf is None else np.asarray(raw_conf, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        reason = f"orientation ignored: not numbers ({type(exc).__name__}); boxes kept without it"
+        return None, None, {reason: len(rows)}
+    total = len(np.asarray(detections.boxes).reshape(-1, 4)) if keep is not None else n
+    if a.shape != (total,) or c.shape != (total,):
+        reason = (
+            f"orientation ignored: expected ({total},) angles and confidences, got {a.shape} and {c.shape}"
+        )
+        return None, None, {reason: len(rows)}
+    a, c = a[rows], c[rows]
+    finite = np.isfinite(a)
+    bad = np.isinf(a) | (finite & (np.abs(np.nan_to_num(a)) > ORIENTATION_LIMIT))
+    bad |= ~np.isfinite(c) | (c < 0) | (c > 1)
+    if raw_conf is not None:
+        bad |= np.isnan(a) & (np.nan_to_num(c) > 0)  # a confidence for an angle that is NaN
+    ok = finite & ~bad & (c > 0)
+    angle = np.where(ok, (np.nan_to_num(a) + np.pi) % (2 * np.pi) - np.pi, np.nan).astype(np.float32)
+    conf = np.where(ok, c, 0.0).astype(np.float32)
+    reasons = {}
+    if bad.any():
+        reasons["orientation ignored: NaN with a confidence, beyond +-2 pi (degrees?), inf, or confidence "
+                "outside [0, 1]; box kept without it"] = int(bad.sum())  # fmt: skip
+    return angle, conf, reasons
 
 
 def _clean_fast(

@@ -16,17 +16,31 @@ class Detections:
         boxes: (N, 4) float32, ``x y w h`` in pixels, top-left origin.
         track_ids: (N,) int64; -1 where the detector gave no identity.
         scores: (N,) float32 detector confidence (1.0 for ground truth).
+        orientation: optional (N,) float32 body orientation, radians in the image plane (0 = facing image
+            right, pi/2 = facing the camera, see :mod:`pairedge.features.orientation`), NaN where unknown;
+            None when nobody has one.
+        orientation_conf: optional (N,) float32 confidence in [0, 1] of each orientation (0 = unknown).
     """
 
     boxes: np.ndarray
     track_ids: np.ndarray
     scores: np.ndarray
+    orientation: np.ndarray | None = None
+    orientation_conf: np.ndarray | None = None
 
     @classmethod
     def from_arrays(
-        cls, boxes: np.ndarray, track_ids: np.ndarray | None = None, scores: np.ndarray | None = None
+        cls,
+        boxes: np.ndarray,
+        track_ids: np.ndarray | None = None,
+        scores: np.ndarray | None = None,
+        orientation: np.ndarray | None = None,
+        orientation_conf: np.ndarray | None = None,
     ) -> Detections:
-        """Build with dtype conversion and shape checks; ids default to -1 and scores to 1."""
+        """Build with dtype conversion and shape checks; ids default to -1 and scores to 1.
+
+        ``orientation`` (radians, NaN = unknown) and ``orientation_conf`` are optional (see
+        :func:`check_orientation`); a confidence without orientations is an error."""
         b = (
             np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
             if np.size(boxes)
@@ -43,7 +57,8 @@ class Detections:
             raise InputError(
                 f"detections: expected {n} track ids and scores for {n} boxes, got {len(ids)} and {len(sc)}"
             )
-        return cls(b, ids, sc)
+        ori, conf = check_orientation(n, orientation, orientation_conf)
+        return cls(b, ids, sc, ori, conf)
 
     @classmethod
     def empty(cls) -> Detections:
@@ -54,4 +69,65 @@ class Detections:
 
     def subset(self, keep: np.ndarray) -> Detections:
         """Rows selected by a boolean mask or index array."""
-        return Detections(self.boxes[keep], self.track_ids[keep], self.scores[keep])
+        if self.orientation is None:
+            return Detections(self.boxes[keep], self.track_ids[keep], self.scores[keep])
+        conf = self.orientation_conf
+        return Detections(
+            self.boxes[keep],
+            self.track_ids[keep],
+            self.scores[keep],
+            self.orientation[keep],
+            None if conf is None else conf[keep],
+        )
+
+
+#: Largest accepted |orientation| in radians; larger values are most likely degrees.
+ORIENTATION_LIMIT = 2 * np.pi
+
+
+def check_orientation(
+    n: int, orientation: object, confidence: object = None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validate optional per-detection orientations for ``n`` boxes.
+
+    Returns:
+        ``(angles (n,) float32 wrapped to [-pi, pi), NaN = unknown; confidences (n,) float32 in [0, 1],
+        0 where unknown)``, or ``(None, None)`` when ``orientation`` is None.
+
+    Raises:
+        InputError: not numbers, the wrong length, a finite angle beyond +-2 pi (degrees?), +-inf, or a
+            confidence that is NaN or outside [0, 1].
+    """
+    if orientation is None:
+        if confidence is not None:
+            raise InputError("detections: orientation_conf given without orientation; give both or neither")
+        return None, None
+    try:
+        raw = np.asarray(orientation, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"detections: orientation must be numbers (radians, NaN = unknown), got {type(orientation).__name__}"
+        ) from None
+    if len(raw) != n:
+        raise InputError(f"detections: expected {n} orientations for {n} boxes, got {len(raw)}")
+    if np.isinf(raw).any() or (np.abs(raw[np.isfinite(raw)]) > ORIENTATION_LIMIT).any():
+        bad = raw[np.isinf(raw) | (np.abs(np.nan_to_num(raw)) > ORIENTATION_LIMIT)][0]
+        raise InputError(
+            f"detections: orientation must be radians within +-2 pi (NaN = unknown), got {bad:g}; "
+            "degrees? convert with numpy.radians"
+        )
+    known = np.isfinite(raw)
+    if confidence is None:
+        conf = known.astype(np.float32)
+    else:
+        try:
+            conf64 = np.asarray(confidence, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"detections: orientation_conf must be numbers in [0, 1], got {type(confidence).__name__}"
+            ) from None
+        if len(conf64) != n or not (np.isfinite(conf64) & (conf64 >= 0) & (conf64 <= 1)).all():
+            raise InputError(f"detections: expected {n} orientation confidences in [0, 1], got {conf64!r}")
+        conf = np.where(known, conf64, 0.0).astype(np.float32)
+    angle = np.where(known, (np.nan_to_num(raw) + np.pi) % (2 * np.pi) - np.pi, np.nan)
+    return angle.astype(np.float32), conf

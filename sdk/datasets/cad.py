@@ -56,20 +56,43 @@ class PairRows:
     pairs: np.ndarray
 
 
-def sequence_pair_rows(
-    seq: CadSequence, spec: str, stage: int, stride: int, feature_config: Mapping[str, Any]
-) -> PairRows:
-    """Features, labels, frames and pair ids of one sequence's labelled pairs (every ``stride``-th frame)."""
+def spec_layout(spec: str, spec_version: str | None = None) -> Any:
+    """The feature spec object ``spec`` in the layout of ``spec_version`` (None: the current one)."""
     from pairedge.features import get_spec
 
     spec_obj = get_spec(spec)
+    if spec_version is None or str(spec_version) == spec_obj.version:
+        return spec_obj
+    layout = spec_obj.for_version(str(spec_version))
+    if layout is None:
+        raise InputError(
+            f"feature spec {spec!r} has no version {spec_version!r}; this pairedge has {spec_obj.version!r}"
+        )
+    return layout
+
+
+def sequence_pair_rows(
+    seq: CadSequence,
+    spec: str,
+    stage: int,
+    stride: int,
+    feature_config: Mapping[str, Any],
+    *,
+    orientation: bool = True,
+    spec_version: str | None = None,
+) -> PairRows:
+    """Features, labels, frames and pair ids of one sequence's labelled pairs (every ``stride``-th frame).
+
+    ``orientation``: give the extractor the annotated body orientation (False: boxes and tracks only);
+    ``spec_version``: build the layout of that version of ``spec`` (None: the current one)."""
+    spec_obj = spec_layout(spec, spec_version)
     extractor = spec_obj.make_extractor(dict(feature_config))
     width = spec_obj.stage1_dim if stage == 1 else spec_obj.stage2_dim
     xs: list[np.ndarray] = [np.zeros((0, width), np.float32)]
     ys: list[np.ndarray] = [np.zeros(0, np.int64)]
     fs: list[np.ndarray] = [np.zeros(0, np.int64)]
     ps: list[np.ndarray] = [np.zeros((0, 2), np.int64)]
-    for frame, timestamp, detections in seq.frames():
+    for frame, timestamp, detections in seq.frames(orientation):
         feats = extractor.step(detections, timestamp, seq.frame_size)
         if (frame - 1) % stride or not len(feats):
             continue
@@ -100,6 +123,8 @@ def cad_features(
     stride: int = 5,
     feature_config: Mapping[str, Any] | None = None,
     together: Sequence[str] = CAD_TOGETHER,
+    orientation: bool = True,
+    spec_version: str | None = None,
 ) -> FeatureData:
     """Build training arrays from CAD sequences.
 
@@ -110,11 +135,13 @@ def cad_features(
         stride: keep the rows of every ``stride``-th frame (features are still computed on every frame).
         feature_config: extractor options (``pairedge`` defaults to box-only ``{"motion": "boxes"}``).
         together: the CAD classes that are stage-1 positives.
+        orientation: give the extractor each person's annotated 8-way body orientation (``attr``; the
+            ``pairedge`` spec v2 turns it into orientation features); False = boxes and tracks only.
+        spec_version: the layout of this version of ``spec`` (None: the current one).
 
     Returns:
         :class:`FeatureData` with ``groups`` = ``"cadNN"`` (one sequence per group).
     """
-    from pairedge.features import get_spec
 
     if stage not in (1, 2) or stride < 1:
         raise InputError(f"expected stage 1 or 2 and stride >= 1, got stage {stage}, stride {stride}")
@@ -124,10 +151,13 @@ def cad_features(
             "use --spec pairedge (box-only mode) or stage 1"
         )
     config = extractor_config(spec, feature_config)
-    spec_obj = get_spec(spec)
+    spec_obj = spec_layout(spec, spec_version)
     xs, ys, groups = [], [], []
     for seq in sequences:
-        X, y = sequence_rows(seq, spec, stage, stride, config)
+        rows = sequence_pair_rows(
+            seq, spec, stage, stride, config, orientation=orientation, spec_version=spec_obj.version
+        )
+        X, y = rows.X, rows.y
         xs.append(X)
         ys.append(y)
         groups.append(np.full(len(y), f"cad{seq.sequence or 0:02d}"))
@@ -150,4 +180,6 @@ def cad_features(
         stage=stage,
         label_set=label_set,
         feature_config=json.dumps(config, sort_keys=True),
+        person_features=getattr(spec_obj, "person_dim", 0) if stage == 2 else 0,
+        pair_features=getattr(spec_obj, "pair_dim", 0) if stage == 2 else 0,
     )

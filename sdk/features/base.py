@@ -149,6 +149,11 @@ class FeatureSpec:
             f"got {type(config).__name__}"
         )
 
+    def for_version(self, version: str) -> FeatureSpec | None:
+        """This spec with the layout of an older (or newer) ``version`` of its definition, so models trained
+        on it still load; None when this pairedge does not implement that version."""
+        return self if str(version) == self.version else None
+
     def make_extractor(self, config: Any = None) -> FeatureExtractor:
         """A fresh per-stream extractor with ``config`` (see :meth:`make_config`)."""
         return self._new_extractor(self.make_config(config))

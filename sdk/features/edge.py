@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from pairedge.errors import InputError
 from pairedge.features import egomotion
+from pairedge.features import orientation as ori
 from pairedge.features.base import (
     FeatureSpec,
     PairFeatures,
@@ -70,13 +71,27 @@ PERSON_NAMES = (
     "history_fill",
     "flow_valid",
 )
+#: Version 1 layout (no orientation): person block 12, pair block 25.
+PERSON_NAMES_V1, PAIR_NAMES_V1 = PERSON_NAMES, PAIR_NAMES
+#: Version 2 adds body orientation (:mod:`pairedge.features.orientation`): 3 person and 6 pair columns,
+#: appended after the version-1 columns of each block.
+PERSON_NAMES_V2 = PERSON_NAMES_V1 + ori.PERSON_NAMES
+PAIR_NAMES_V2 = PAIR_NAMES_V1 + ori.PAIR_NAMES
+
+
+def _stage2_names(person: tuple[str, ...], pair: tuple[str, ...]) -> tuple[str, ...]:
+    return (
+        tuple(f"a_{n}" for n in person) + tuple(f"b_{n}" for n in person) + tuple(f"pair_{n}" for n in pair)
+    )
+
+
+#: The current version's names and block sizes.
+CURRENT_VERSION = "1"
+PERSON_NAMES = PERSON_NAMES_V2 if CURRENT_VERSION == "2" else PERSON_NAMES_V1
+PAIR_NAMES = PAIR_NAMES_V2 if CURRENT_VERSION == "2" else PAIR_NAMES_V1
 FP, FQ = len(PERSON_NAMES), len(PAIR_NAMES)
 STAGE1_NAMES = PAIR_NAMES
-STAGE2_NAMES = (
-    tuple(f"a_{n}" for n in PERSON_NAMES)
-    + tuple(f"b_{n}" for n in PERSON_NAMES)
-    + tuple(f"pair_{n}" for n in PAIR_NAMES)
-)
+STAGE2_NAMES = _stage2_names(PERSON_NAMES, PAIR_NAMES)
 #: Absolute image height / position / width of the people (person block) and of the pair (pair block):
 #: they encode the camera's height and tilt, not the interaction.
 _VIEWPOINT_PERSON = ("height", "bottom")
@@ -190,9 +205,19 @@ def finish(x: np.ndarray) -> np.ndarray:
 class PairedgeExtractor:
     """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
 
-    def __init__(self, config: PairedgeConfig, *, pooling: Callable[..., FlowMotion] = pool_flow) -> None:
-        """``pooling``: the per-person flow pooling (integral images; :func:`pool_flow_reference` for checks)."""
+    def __init__(
+        self,
+        config: PairedgeConfig,
+        *,
+        pooling: Callable[..., FlowMotion] = pool_flow,
+        orientation: bool = CURRENT_VERSION == "2",
+    ) -> None:
+        """``pooling``: the per-person flow pooling (integral images; :func:`pool_flow_reference` for checks).
+        ``orientation``: the version-2 layout (orientation columns appended); False = version 1."""
         self.config = config
+        self.orientation = orientation
+        self._fp = len(PERSON_NAMES_V2 if orientation else PERSON_NAMES_V1)
+        self._fq = len(PAIR_NAMES_V2 if orientation else PAIR_NAMES_V1)
         self._pool = pooling
         self.history = TrackHistory(config.history, config.evict_after)
         self._last_t: float | None = None
@@ -244,9 +269,21 @@ class PairedgeExtractor:
         self._frame += 1
         self._last_t = timestamp
         person = person_block(boxes, w, h, hist, flow_motion)
+        facing = None
+        if self.orientation:
+            facing = ori.person_orientation(
+                None if detections.orientation is None else np.asarray(detections.orientation)[rows],
+                None
+                if detections.orientation_conf is None
+                else np.asarray(detections.orientation_conf)[rows],
+                hist.velocity,
+                np.hypot(hist.velocity[:, 0], hist.velocity[:, 1]),
+            )
+            person = np.concatenate([person, ori.person_values(*facing)], axis=1)
+        fp, fq = self._fp, self._fq
         ia, ib = np.triu_indices(len(rows), k=1)
         if len(ia) == 0:
-            return PairFeatures.empty(FQ, 2 * FP + FQ)
+            return PairFeatures.empty(fq, 2 * fp + fq)
         scene = scene_context(person, boxes)
         # np.take gathers rows several times faster than fancy indexing (thousands of pairs)
         pair = pair_block(
@@ -259,18 +296,25 @@ class PairedgeExtractor:
             cfg.min_speed,
             cfg.wrap,
         )
+        if facing is not None:
+            pair = np.concatenate(
+                [pair, ori.box_pair_values(boxes, facing, ia, ib, w if cfg.wrap else None)], 1
+            )
         stage1 = finish(pair)
         person32 = finish(person)  # clamping is elementwise: clamp N people, not 2 M rows
-        stage2 = np.empty((len(ia), 2 * FP + FQ), np.float32)
-        np.take(person32, ia, axis=0, out=stage2[:, :FP])
-        np.take(person32, ib, axis=0, out=stage2[:, FP : 2 * FP])
-        stage2[:, 2 * FP :] = stage1
+        stage2 = np.empty((len(ia), 2 * fp + fq), np.float32)
+        np.take(person32, ia, axis=0, out=stage2[:, :fp])
+        np.take(person32, ib, axis=0, out=stage2[:, fp : 2 * fp])
+        stage2[:, 2 * fp :] = stage1
         index = np.stack([np.take(rows, ia), np.take(rows, ib)], axis=1).astype(np.int64)
         return PairFeatures(np.stack([np.take(ids, ia), np.take(ids, ib)], axis=1), index, stage1, stage2)
 
 
 class PairedgeSpec(FeatureSpec):
-    """The ``pairedge`` feature spec (see the module docstring).
+    """The ``pairedge`` feature spec (see the module docstring), in its current layout.
+
+    Version 2 appends body orientation (:mod:`pairedge.features.orientation`) to both blocks; models of
+    version 1 still load: :meth:`for_version` gives the version-1 layout they were trained with.
 
     Attributes:
         person_dim: Fp, values per person in stage 2 (``[a, b, pair]`` layout).
@@ -278,7 +322,7 @@ class PairedgeSpec(FeatureSpec):
     """
 
     name = "pairedge"
-    version = "1"
+    version = CURRENT_VERSION
     stage1_names = STAGE1_NAMES
     stage2_names = STAGE2_NAMES
     needs_flow = True
@@ -294,7 +338,28 @@ class PairedgeSpec(FeatureSpec):
         return bool(self.make_config(config).motion == "flow")
 
     def _new_extractor(self, config: PairedgeConfig) -> PairedgeExtractor:
-        return PairedgeExtractor(config)
+        return PairedgeExtractor(config, orientation=self.version == "2")
+
+    def for_version(self, version: str) -> PairedgeSpec | None:
+        """The spec with the layout of ``version`` ("1": no orientation; "2": with), None when unknown."""
+        return _VERSIONS.get(str(version))
 
 
-SPEC = PairedgeSpec()
+class _PairedgeV1(PairedgeSpec):
+    version = "1"
+    stage1_names = PAIR_NAMES_V1
+    stage2_names = _stage2_names(PERSON_NAMES_V1, PAIR_NAMES_V1)
+    person_dim = len(PERSON_NAMES_V1)
+    pair_dim = len(PAIR_NAMES_V1)
+
+
+class _PairedgeV2(PairedgeSpec):
+    version = "2"
+    stage1_names = PAIR_NAMES_V2
+    stage2_names = _stage2_names(PERSON_NAMES_V2, PAIR_NAMES_V2)
+    person_dim = len(PERSON_NAMES_V2)
+    pair_dim = len(PAIR_NAMES_V2)
+
+
+_VERSIONS: dict[str, PairedgeSpec] = {"1": _PairedgeV1(), "2": _PairedgeV2()}
+SPEC = _VERSIONS[CURRENT_VERSION]

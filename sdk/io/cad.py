@@ -20,6 +20,7 @@ In pairedge a person's track id is its 1-based index k in ``people``; labels are
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,11 +109,28 @@ class CadSequence:
             raise IndexError(f"frame {frame} outside 1..{self.num_frames} of {self.path}")
         return frame - 1
 
-    def detections(self, frame: int) -> Detections:
-        """The people present in 1-based ``frame`` (track id = person index, score 1)."""
+    def detections(self, frame: int, orientation: bool = True) -> Detections:
+        """The people present in 1-based ``frame`` (track id = person index, score 1), with the annotated
+        8-way body orientation (``attr`` row 1) as an angle (:func:`pairedge.features.orientation.
+        from_cad_bins`; unknown bins -> NaN, confidence 0) unless ``orientation`` is False (boxes only)."""
         r = self._row(frame)
         cols = np.flatnonzero(self.present[r])
-        return Detections.from_arrays(self.boxes[r, cols], cols + 1)
+        if not orientation:
+            return Detections.from_arrays(self.boxes[r, cols], cols + 1)
+        from pairedge.features.orientation import from_cad_bins
+
+        angle, conf = from_cad_bins(self._pose_table[r, cols])
+        return Detections.from_arrays(self.boxes[r, cols], cols + 1, None, angle, conf)
+
+    @functools.cached_property
+    def _pose_table(self) -> np.ndarray:
+        """(num_frames, P) int64 orientation bin of every person per frame (0 = unknown / absent)."""
+        table = np.zeros((self.num_frames, len(self.people)), np.int64)
+        for k, person in enumerate(self.people):
+            rows = np.asarray(person.frames, np.int64) - 1
+            ok = (rows >= 0) & (rows < self.num_frames)
+            table[rows[ok], k] = np.maximum(np.asarray(person.pose, np.int64)[ok], 0)
+        return table
 
     def pair_labels(self, frame: int) -> tuple[np.ndarray, np.ndarray]:
         """Labelled pairs of 1-based ``frame``.
@@ -138,10 +156,11 @@ class CadSequence:
         safe = np.where(ok[:, None], p - 1, 0)
         return np.where(ok, self.labels[r, safe[:, 0], safe[:, 1]], -1).astype(np.int64)
 
-    def frames(self) -> Iterator[tuple[int, float, Detections]]:
-        """``(frame, timestamp, detections)`` for every frame in order (box-only streams)."""
+    def frames(self, orientation: bool = True) -> Iterator[tuple[int, float, Detections]]:
+        """``(frame, timestamp, detections)`` for every frame in order (no images: box-only streams);
+        ``orientation=False`` leaves the annotated orientation out."""
         for f in range(1, self.num_frames + 1):
-            yield f, self.timestamp(f), self.detections(f)
+            yield f, self.timestamp(f), self.detections(f, orientation)
 
 
 def _field(struct: Any, name: str, path: Path, record: str) -> Any:

@@ -14,7 +14,9 @@ Structure::
 The numbers after label names are annotation levels, kept as given. The frame number is the integer in the
 image key (``"000123.jpg"`` -> 123). ``H-interaction`` may list a pair on one or both of its people; the
 reader merges both directions into one unordered pair ``(id_a < id_b)`` (label levels: the larger wins).
-Unknown keys are ignored. Stitched 360-degree images are 3760 pixels wide and a box may extend past the
+Optional per person (pairedge extension): ``"orientation"`` = body orientation in radians in the image plane
+(0 = facing image right, pi/2 = facing the camera; see :mod:`pairedge.features.orientation`) and
+``"orientation_conf"`` in [0, 1] (default 1); absent = unknown. Unknown keys are ignored. Stitched 360-degree images are 3760 pixels wide and a box may extend past the
 right edge (``x + w > 3760``: it wraps around).
 """
 
@@ -128,6 +130,23 @@ def _box(path: Path, where: str, value: Any) -> list[float]:
     return box
 
 
+def _orientation(path: Path, where: str, person: dict[str, Any]) -> tuple[float, float]:
+    """Optional ``"orientation"`` (radians in the image plane, see :mod:`pairedge.features.orientation`) and
+    ``"orientation_conf"`` (0-1, default 1) of a person: ``(angle, confidence)``, ``(nan, 0)`` when absent."""
+    angle, conf = person.get("orientation"), person.get("orientation_conf", 1.0)
+    if angle is None:
+        return math.nan, 0.0
+    for name, value in (("orientation", angle), ("orientation_conf", conf)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise FormatError(path, f"expected {name} to be a finite number, got {short(value)}", f"{where}.{name}")
+    if abs(angle) > 2 * math.pi or not 0 <= conf <= 1:
+        raise FormatError(
+            path, f"expected orientation in radians within +-2 pi (degrees? use radians) and orientation_conf in "
+            f"[0, 1], got {short(angle)} and {short(conf)}", f"{where}.orientation",
+        )  # fmt: skip
+    return float(angle), float(conf)
+
+
 def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
     m = _FRAME.search(key)
     if m is None or len(m.group(1).lstrip("0")) > 18:
@@ -138,6 +157,7 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
     if not isinstance(people, list):
         raise FormatError(path, f"expected a list of people, got {type(people).__name__}", short(key))
     ids, boxes, occ, attrs, acts, social, groups = [], [], [], [], [], [], []
+    orient: list[tuple[float, float]] = []
     pair_levels: dict[tuple[int, int], dict[str, float]] = {}
     for k, person in enumerate(people):
         where = f"labels[{short(key)}][{k}]"
@@ -148,6 +168,7 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
             raise FormatError(path, f"label id pedestrian:{pid} appears twice in one image", where)
         ids.append(pid)
         boxes.append(_box(path, where + ".box", person.get("box")))
+        orient.append(_orientation(path, where, person))
         attributes = person.get("attributes") or {}
         attributes = attributes if isinstance(attributes, dict) else {}
         occ.append(str(attributes.get("occlusion", "")))
@@ -178,7 +199,10 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
     keys = sorted(pair_levels)
     return JrdbFrame(
         frame=int(m.group(1)), image=key,
-        people=Detections.from_arrays(np.asarray(boxes, np.float32).reshape(-1, 4), ids),
+        people=Detections.from_arrays(
+            np.asarray(boxes, np.float32).reshape(-1, 4), ids, None,
+            *(np.asarray(orient, np.float64).reshape(-1, 2).T if any(c > 0 for _, c in orient) else (None, None)),
+        ),
         occlusion=tuple(occ), attributes=tuple(attrs), actions=tuple(acts), social_activity=tuple(social),
         group_ids=np.asarray(groups, np.int64), pairs=np.asarray(keys, np.int64).reshape(-1, 2),
         pair_labels=tuple(pair_levels[k] for k in keys),

@@ -75,8 +75,21 @@ class MotTable:
         out: dict[int, Detections] = {}
         for f, a, b in zip(frames.tolist(), starts.tolist(), ends.tolist(), strict=True):
             rows = order[a:b]
-            out[f] = Detections(self.boxes[rows], self.track_id[rows], self.scores[rows])
+            out[f] = Detections(self.boxes[rows], self.track_id[rows], self.scores[rows], *self.orientation(rows))
         return out
+
+    def orientation(self, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Optional body orientation of ``rows`` (pairedge extension): column 11 = radians in the image plane
+        (see :mod:`pairedge.features.orientation`), column 12 = its confidence in [0, 1] (0 = unknown; 1 when
+        the column is missing). ``(None, None)`` when the file has no column 11. Invalid values are dropped
+        and reported by the runtime's input validation."""
+        if self.extra.ndim != 2 or self.extra.shape[1] < 4:
+            return None, None
+        angle = self.extra[rows, 3]
+        conf = self.extra[rows, 4] if self.extra.shape[1] >= 5 else np.ones(len(angle))
+        conf = np.where(np.isnan(angle), 0.0, np.where(np.isnan(conf), 1.0, conf))
+        angle = np.where(conf > 0, angle, np.nan)
+        return angle.astype(np.float32), conf.astype(np.float32)
 
 
 #: Bytes per parse block (whole lines); bounds the temporaries of one ``np.loadtxt`` call.
