@@ -34,11 +34,18 @@ from pairedge.features import orientation as ori
 from pairedge.features.base import (
     FeatureSpec,
     PairFeatures,
-    check_flow,
     check_image_size,
     usable_rows,
 )
-from pairedge.features.flowpool import FlowMotion, pool_flow, pool_flow_reference
+from pairedge.features.flowpool import (
+    FlowMotion,
+    PooledFlow,
+    check_flow_result,
+    ego_any,
+    pool_flow,
+    pool_flow_reference,
+    pool_pooled,
+)
 from pairedge.features.history import TrackHistory, TrackMotion
 from pairedge.features.pairblock import PAIR_NAMES, pair_block, scene_context
 from pairedge.types import Detections
@@ -242,25 +249,29 @@ class PairedgeExtractor:
         detections: Detections,
         timestamp: float,
         image_size: tuple[int, int],
-        flow: np.ndarray | None = None,
+        flow: np.ndarray | PooledFlow | None = None,
         flow_scale: float = 1.0,
     ) -> PairFeatures:
-        """Features of all pairs of this frame (see :class:`pairedge.features.base.FeatureExtractor`)."""
+        """Features of all pairs of this frame (see :class:`pairedge.features.base.FeatureExtractor`).
+
+        ``flow`` is a dense field or a :class:`PooledFlow` computed for this frame's usable rows.
+        """
         cfg = self.config
         w, h = check_image_size(image_size)
         if not np.isfinite(timestamp):
             raise InputError(f"timestamp: expected a finite number of seconds, got {timestamp}")
-        flow = None if cfg.motion == "boxes" else check_flow(flow, flow_scale, (w, h))
+        flow = None if cfg.motion == "boxes" else check_flow_result(flow, flow_scale, (w, h))
         rows = usable_rows(detections)
         boxes = np.asarray(detections.boxes, dtype=np.float64)[rows]
         ids = np.asarray(detections.track_ids, dtype=np.int64)[rows]
         dt = self._dt(timestamp)
         flow_motion = None
         if flow is not None:
-            ego = egomotion.estimate(flow, boxes, flow_scale, cfg.ego_motion, cfg.grid_step)
+            ego = ego_any(flow, boxes, flow_scale, cfg.ego_motion, cfg.grid_step)  # dense or PooledFlow
             self.last_ego = ego
             self.history.warp(ego)
-            flow_motion = self._pool(flow, boxes, flow_scale, ego, dt, cfg.pool_inset)
+            pool = pool_pooled if isinstance(flow, PooledFlow) else self._pool
+            flow_motion = pool(flow, boxes, flow_scale, ego, dt, cfg.pool_inset)
         slots = self.history.observe(
             ids, boxes[:, :2] + boxes[:, 2:] / 2, boxes[:, 3], timestamp, self._frame
         )
