@@ -114,16 +114,17 @@ def calibrate(
     _fill_predictions(collected, models)
     for st in (collected.stage1, collected.stage2):
         check_stage(st, source=", ".join(collected.sources))
-    stages = {}
-    for key, samples, file in (
-        ("stage1", collected.stage1, models.stage1),
-        ("stage2", collected.stage2, models.stage2),
-    ):
-        say(f"{key}: quantizing")
-        stages[key] = _stage(samples, file.path, options, models.threshold("p_interact"))
-    warnings = [w for st in stages.values() for w in st["report"]["warnings"]]
+    plans = {
+        "stage1": (_plan(collected.stage1, options), models.stage1),
+        "stage2": (_plan(collected.stage2, options), models.stage2),
+    }
+    warnings = [w for plan, _ in plans.values() for w in plan.warnings]
     if options.strict and warnings:
         raise InputError("calibration set too small (--strict): " + "; ".join(warnings))
+    stages = {}
+    for key, (plan, file) in plans.items():
+        say(f"{key}: quantizing")
+        stages[key] = _stage(plan, file.path, options, models.threshold("p_interact"))
     report = _report(folder, models, collected, options, stages)
     say("writing")
     files = _write(folder, target, stages, report)
@@ -206,7 +207,29 @@ def split_held_out(samples: StageSamples, share: float) -> tuple[np.ndarray, np.
     return np.flatnonzero(~mask), np.flatnonzero(mask)
 
 
-def _stage(samples: StageSamples, path: Path, options: CalibrateOptions, tau: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Plan:
+    """The rows of one stage: all, held out, the stratified calibration subset, and the warnings."""
+
+    samples: StageSamples
+    cal: StageSamples
+    held: StageSamples
+    chosen: StageSamples
+    strata: Any
+    chosen_strata: Any
+    warnings: list[str]
+
+
+def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
+    cal_idx, held_idx = split_held_out(samples, options.held_out)
+    cal, held = samples.subset(cal_idx), samples.subset(held_idx)
+    strata = stratify(cal)
+    chosen = cal.subset(select(cal, strata, options.max_rows, options.seed))
+    warnings = small_strata(cal, strata, options.min_per_stratum)
+    return _Plan(samples, cal, held, chosen, strata, stratify(chosen, strata.edges), warnings)
+
+
+def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> dict[str, Any]:
     import onnx
     from pairedge.calibration.equalize import equalize
     from pairedge.calibration.fp16 import to_fp16
@@ -221,13 +244,8 @@ def _stage(samples: StageSamples, path: Path, options: CalibrateOptions, tau: fl
     )
     from pairedge.calibration.report import activation_ranges
 
-    cal_idx, held_idx = split_held_out(samples, options.held_out)
-    cal, held = samples.subset(cal_idx), samples.subset(held_idx)
-    strata = stratify(cal)
-    chosen = select(cal, strata, options.max_rows, options.seed)
-    chosen_samples = cal.subset(chosen)
-    chosen_strata = stratify(chosen_samples, strata.edges)
-    warnings = small_strata(cal, strata, options.min_per_stratum)
+    samples, cal, held, chosen_samples = plan.samples, plan.cal, plan.held, plan.chosen
+    strata, chosen_strata, warnings = plan.strata, plan.chosen_strata, plan.warnings
     fp32 = onnx.load(str(path))
     pre = preprocess(fp32)
     equalized: dict[str, Any] = {}

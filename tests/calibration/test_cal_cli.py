@@ -1,0 +1,129 @@
+"""``pairedge calibrate`` end to end on features files, and its one-line errors that write nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cal_data import model_dir, save_npz
+from pairedge.calibration.qdq_rules import check_qdq_rules
+from pairedge.cli import app
+from pairedge.modelfolder import sha256_file, verify_files
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["calibrate", str(model_dir()), *args])
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("features")
+    return save_npz(folder / "s1.npz", 1), save_npz(folder / "s2.npz", 2)
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory, features: tuple[Path, Path]) -> Path:
+    out = tmp_path_factory.mktemp("cal") / "model"
+    code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]))
+    assert code == 0, output
+    return out
+
+
+def test_writes_every_file_registered_in_the_manifest(calibrated: Path) -> None:
+    names = {"stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "stage1.fp16.onnx",
+             "stage2.fp16.onnx", "calibration.json", "calibration.md"}  # fmt: skip
+    manifest = verify_files(calibrated)
+    assert names <= set(manifest.files)
+    roles = {e.role for e in manifest.files.values()}
+    assert {"stage1.int8", "stage2.fp16", "calibration"} <= roles
+    assert not [p for p in calibrated.parent.iterdir() if p.name.startswith(".")]  # no temp folder left
+
+
+def test_quantized_models_carry_metadata_and_pass_tensorrt_rules(calibrated: Path) -> None:
+    for stage in (1, 2):
+        fp32_sha = sha256_file(model_dir() / f"stage{stage}.onnx")
+        for precision in ("int8", "fp16"):
+            model = onnx.load(str(calibrated / f"stage{stage}.{precision}.onnx"))
+            props = {p.key: p.value for p in model.metadata_props}
+            assert props["pairedge.precision"] == precision
+            assert json.loads(props["pairedge.quantization"])["fp32_sha256"] == fp32_sha
+            assert props["pairedge.labels"] and props["pairedge.feature_spec"] == "pairedge"
+        assert check_qdq_rules(onnx.load(str(calibrated / f"stage{stage}.int8.onnx"))) == []
+
+
+def test_runtime_loads_each_precision(calibrated: Path) -> None:
+    from pairedge.runtime import Pipeline
+
+    for precision in ("fp32", "fp16", "int8"):
+        with Pipeline.load(calibrated, precision=precision) as pipe:
+            assert pipe.labels == ("walking_together", "standing_together", "sitting_together")
+
+
+def test_report_has_ranges_clipping_strata_and_hashes(calibrated: Path) -> None:
+    report = json.loads((calibrated / "calibration.json").read_text())
+    assert report["method"] in ("minmax", "entropy", "percentile")
+    for st in report["stages"].values():
+        assert st["tensors"] and all(
+            0.0 <= t["clip_rate"] <= 1.0 and t["range"][1] > 0 for t in st["tensors"]
+        )
+        assert sum(st["strata"]["calibration"].values()) == st["rows"]["calibration"]
+        assert 0.0 <= st["held_out"]["int8"]["agreement"] <= 1.0
+    assert all(len(sha) == 64 for sha in report["inputs_sha256"].values())
+    assert "clipping rate" in (calibrated / "calibration.md").read_text()
+
+
+def _fails_cleanly(tmp_path: Path, *args: str, match: str) -> None:
+    out = tmp_path / "out"
+    code, output = _run("--out", str(out), *args)
+    assert code == 1, output
+    assert match in output and "Traceback" not in output
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_one_class_only(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    data = dict(np.load(features[1]))
+    f = save_npz(tmp_path / "one.npz", 2, y=np.zeros_like(data["y"]))
+    _fails_cleanly(tmp_path, "--features", str(f), "--features", str(features[0]), match="one class")
+
+
+def test_nan_features(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    data = dict(np.load(features[1]))
+    X = data["X"].copy()
+    X[2, 5] = np.nan
+    f = save_npz(tmp_path / "nan.npz", 2, X=X)
+    _fails_cleanly(tmp_path, "--features", str(f), "--features", str(features[0]), match="NaN")
+
+
+def test_zero_samples(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    _fails_cleanly(tmp_path, "--features", str(features[0]), match="zero calibration samples")
+
+
+def test_features_of_another_spec_or_label_set(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    other_spec = save_npz(tmp_path / "spec.npz", 2, feature_spec=np.asarray("liang2026"))
+    _fails_cleanly(tmp_path, "--features", str(other_spec), match="spec 'liang2026'")
+    labels = np.asarray(["a", "b", "c"])
+    other_labels = save_npz(tmp_path / "labels.npz", 2, labels=labels)
+    _fails_cleanly(tmp_path, "--features", str(other_labels), match="another label set")
+
+
+def test_out_folder_of_another_model(tmp_path: Path, features: tuple[Path, Path], calibrated: Path) -> None:
+    out = tmp_path / "other"
+    out.mkdir()
+    (out / "stage1.onnx").write_bytes(b"not this model")
+    code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]))
+    assert code == 1 and "already holds other files" in output
+    assert sorted(p.name for p in out.iterdir()) == ["stage1.onnx"]
+
+
+def test_strict_fails_on_small_strata(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    _fails_cleanly(
+        tmp_path, "--features", str(features[0]), "--features", str(features[1]), "--min-per-stratum", "100000",
+        "--strict", match="too small",
+    )  # fmt: skip
