@@ -215,7 +215,9 @@ def _parse_frame(obj: Any) -> ParFrame:
     for k, g in enumerate(groups):
         m = g.get("members")
         if not isinstance(m, list) or not all(map(is_int64, m)):
-            raise _Bad(f"{where}, groups[{k}]: expected 'members' as a list of person ids, got {short(m)}")
+            raise _Bad(
+                f"{where}, groups[{k}]: expected 'members' as a list of integer person ids (int64), got {short(m)}"
+            )
         members.append(np.array(m, dtype=np.int64))
     activity = _rows(groups, "activity", "activity_scores", N_SOCIAL, f"{where}, groups")
     if social is not None:

@@ -34,7 +34,7 @@ def loose_correct(est: np.ndarray, gt: np.ndarray, threshold: float = 0.5) -> np
     """
     est = np.asarray(est, dtype=np.float64)
     gt = np.asarray(gt, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # NaN / inf (occluded parts, absurd coordinates) compare False
         d_first = np.sqrt((est[..., 0] - gt[..., 0]) ** 2 + (est[..., 1] - gt[..., 1]) ** 2)
         d_second = np.sqrt((est[..., 0] - gt[..., 2]) ** 2 + (est[..., 1] - gt[..., 3]) ** 2)
         flip = d_second < d_first  # MATLAB min() keeps the first index on ties
@@ -71,10 +71,10 @@ def strict_correct(est: np.ndarray, gt: np.ndarray, threshold: float = 0.5) -> n
     """
     est = np.asarray(est, dtype=np.float64)
     gt = np.asarray(gt, dtype=np.float64)
-    length = np.sqrt((gt[..., 2] - gt[..., 0]) ** 2 + (gt[..., 3] - gt[..., 1]) ** 2)
-    d1 = np.sqrt((est[..., 0] - gt[..., 0]) ** 2 + (est[..., 1] - gt[..., 1]) ** 2)
-    d2 = np.sqrt((est[..., 2] - gt[..., 2]) ** 2 + (est[..., 3] - gt[..., 3]) ** 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(all="ignore"):  # NaN / inf (missing parts, coordinates near 1e308) compare False
+        length = np.sqrt((gt[..., 2] - gt[..., 0]) ** 2 + (gt[..., 3] - gt[..., 1]) ** 2)
+        d1 = np.sqrt((est[..., 0] - gt[..., 0]) ** 2 + (est[..., 1] - gt[..., 1]) ** 2)
+        d2 = np.sqrt((est[..., 2] - gt[..., 2]) ** 2 + (est[..., 3] - gt[..., 3]) ** 2)
         return (d1 / length <= threshold) & (d2 / length <= threshold)
 
 
@@ -91,13 +91,14 @@ def stickman_windows(sticks: np.ndarray) -> np.ndarray:
     """
     sticks = np.asarray(sticks, dtype=np.float64)
     head, torso = sticks[:, 5], sticks[:, 0]
-    head_c = (head[:, 0:2] + head[:, 2:4]) / 2
-    torso_c = (torso[:, 0:2] + torso[:, 2:4]) / 2
-    centre_x = (head_c[:, 0] + torso_c[:, 0]) / 2
-    ys = np.stack([head[:, 1], head[:, 3], torso_c[:, 1]], axis=1)
-    min_y, max_y = ys.min(axis=1), ys.max(axis=1)
-    width = np.abs(min_y - max_y) / DET_HW_RATIO
-    return np.stack([centre_x - width / 2, min_y, centre_x + width / 2, max_y], axis=1)
+    with np.errstate(all="ignore"):  # coordinates near 1e308 overflow to inf, never a detection
+        head_c = (head[:, 0:2] + head[:, 2:4]) / 2
+        torso_c = (torso[:, 0:2] + torso[:, 2:4]) / 2
+        centre_x = (head_c[:, 0] + torso_c[:, 0]) / 2
+        ys = np.stack([head[:, 1], head[:, 3], torso_c[:, 1]], axis=1)
+        min_y, max_y = ys.min(axis=1), ys.max(axis=1)
+        width = np.abs(min_y - max_y) / DET_HW_RATIO
+        return np.stack([centre_x - width / 2, min_y, centre_x + width / 2, max_y], axis=1)
 
 
 def window_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -106,12 +107,12 @@ def window_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Width = max_x - min_x (no +1, as ``all_pairs_bb_iou`` on these windows). NaN for NaN windows or an
     empty union; NaN is never > 0.5.
     """
-    iw = np.maximum(0.0, np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]))
-    ih = np.maximum(0.0, np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]))
-    inter = iw * ih
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # NaN windows and overflowing areas give NaN / inf, never > 0.5
+        iw = np.maximum(0.0, np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]))
+        ih = np.maximum(0.0, np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]))
+        inter = iw * ih
+        area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+        area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
         return inter / (area_a + area_b - inter)
 
 
