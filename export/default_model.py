@@ -5,7 +5,9 @@ seeds, the ``pairedge`` spec with the runtime's flow, stage 1 (interacting or no
 3 classes) trained with the listed configurations, exported to ``stage1.onnx`` / ``stage2.onnx`` with the
 recipe in their metadata, and evaluated on held-out seeds of every preset. Writes ``recipe.json`` with the
 recipe, the data fingerprints, the model sizes and the held-out metrics, then a fresh ``manifest.json`` with
-the SHA-256 of all three files (:mod:`pairedge.modelfolder`).
+the SHA-256 of all three files (:mod:`pairedge.modelfolder`). ``recipe.json`` also records the fingerprints
+of a small slice of the training rows (seed :data:`CHECK_SEEDS` of every preset) for a fast reproducibility
+test; ``--record-check`` adds them to an existing folder without retraining.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pairedge.modelfolder import write_manifest
 TASK_STAGE = {"stage1": 1, "paper3": 2}
 #: The files of the default model folder and their roles in its ``manifest.json``.
 MANIFEST_ROLES = {"stage1.onnx": "stage1", "stage2.onnx": "stage2", "recipe.json": "recipe"}
+#: Training seeds whose rows' fingerprints ``recipe.json`` records as a fast reproducibility check.
+CHECK_SEEDS = "0"
 
 
 def feature_sets(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict[str, FeatureData]:
@@ -45,6 +49,32 @@ def feature_sets(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict
     )
     tasks = (recipe["stage1"]["task"], recipe["stage2"]["task"])
     return sim_feature_sets(str(recipe["spec"]), ds, tasks)
+
+
+def check_fingerprints(recipe: dict[str, Any], seeds: str = CHECK_SEEDS) -> dict[str, Any]:
+    """Fingerprints of the training rows of ``seeds`` (every preset): a small slice of the training data.
+
+    ``recipe.json`` records them so a fast test can show that this code still produces the shipped model's
+    training data (rebuilding all of it is the opt-in full check).
+    """
+    sets = feature_sets(recipe, seeds, list(recipe["presets"]))
+    return {
+        "seeds": seeds,
+        "presets": list(recipe["presets"]),
+        **{key: sets[recipe[key]["task"]].fingerprint() for key in ("stage1", "stage2")},
+    }
+
+
+def record_check(out: Path, recipe: dict[str, Any] = RECIPE) -> dict[str, Any]:
+    """Add :func:`check_fingerprints` to an existing ``recipe.json`` (no retraining) and rewrite the manifest."""
+    path = out / "recipe.json"
+    summary = json.loads(path.read_text())
+    if summary.get("recipe") != recipe:
+        raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
+    summary["check"] = check_fingerprints(recipe)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    write_manifest(out, MANIFEST_ROLES)
+    return summary
 
 
 def train_config(stage: dict[str, Any]) -> TrainConfig:
@@ -96,6 +126,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
                 p: {k: m[k] for k in ("n", "accuracy", "mpca", "macro_f1")} for p, m in held_out.items()
             },
         }
+    summary["check"] = check_fingerprints(recipe)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, MANIFEST_ROLES)
@@ -106,7 +137,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Train the bundled default model from its recipe.")
     parser.add_argument("--out", type=Path, default=default_model_dir(), help="output folder")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--record-check",
+        action="store_true",
+        help="only add the fingerprints of a small slice of the training data to an existing recipe.json "
+        "(no retraining) and rewrite manifest.json",
+    )
     args = parser.parse_args(argv)
+    if args.record_check:
+        check = record_check(args.out)["check"]
+        print(f"recorded the fingerprints of seeds {check['seeds']} in {args.out / 'recipe.json'}")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     summary = build_default_model(args.out, progress=not args.no_progress)
     for key, stage in summary["stages"].items():
