@@ -3,6 +3,7 @@ the stubs lack, and the 11.x path touches nothing NVIDIA removed in 11.x."""
 
 from __future__ import annotations
 
+import ast
 import enum
 import io
 import re
@@ -151,3 +152,45 @@ def test_11x_never_asks_for_precision_flags() -> None:
         assert versions.precision_flags(trt, version, precision) == []
     assert versions.network_flags(trt, version) == 0
     assert isinstance(trt.BuilderFlag, enum.EnumMeta)
+
+
+#: Variables of pairedge's TensorRT code -> the TensorRT class they hold (names are kept stable on purpose).
+VARIABLE_CLASS = {
+    "builder": "Builder", "network": "INetworkDefinition", "parser": "OnnxParser", "config": "IBuilderConfig",
+    "profile": "IOptimizationProfile", "tensor": "ITensor", "engine": "ICudaEngine", "context": "IExecutionContext",
+    "runtime": "Runtime", "err": "ParserError", "_engine": "ICudaEngine", "_context": "IExecutionContext",
+}  # fmt: skip
+#: (class, method) -> class of what it returns, for chained calls.
+RETURNS = {
+    ("IBuilderConfig", "get_timing_cache"): "ITimingCache", ("INetworkDefinition", "get_input"): "ITensor",
+    ("INetworkDefinition", "get_output"): "ITensor", ("OnnxParser", "get_error"): "ParserError",
+    ("Runtime", "deserialize_cuda_engine"): "ICudaEngine", ("ICudaEngine", "create_execution_context"):
+    "IExecutionContext", ("Builder", "create_network"): "INetworkDefinition",
+}  # fmt: skip
+
+
+def _class_of(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return VARIABLE_CLASS.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return VARIABLE_CLASS.get(node.attr)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner = _class_of(node.func.value)
+        return RETURNS.get((owner, node.func.attr)) if owner else None
+    return None
+
+
+def test_every_member_used_on_a_tensorrt_object_exists() -> None:
+    """Static: each ``builder.x`` / ``config.x`` / ``self._context.x`` ... in the source is in the 10.13 stubs."""
+    used: set[str] = set()
+    # modules that hold no TensorRT object (there `engine` is a Path, for instance)
+    plain = {"manifest.py", "folder.py", "check.py", "onnx_ops.py", "__init__.py"}
+    for path in (p for p in SOURCES if p.name not in plain):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and (owner := _class_of(node.value)):
+                used.add(f"{owner}.{node.attr}")
+    expected = {"IBuilderConfig.set_memory_pool_limit", "ITimingCache.serialize", "IExecutionContext.execute_async_v3",
+                "ParserError.node_operator", "ICudaEngine.get_tensor_profile_shape", "ITensor.shape"}  # fmt: skip
+    assert expected <= used, expected - used
+    missing = sorted(u for u in used if not _has(u))
+    assert not missing, f"members used on TensorRT objects but absent from the 10.13 stubs: {missing}"
