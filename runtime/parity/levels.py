@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from pairedge.errors import InputError
 from pairedge.metrics.pairwise import classification_metrics, pair_detection
 from pairedge.runtime.pipeline import interact_probability
 
@@ -49,6 +50,29 @@ class Tolerances:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Tolerances:
+        """Defaults overridden by ``values`` (dict fields merge: ``{"logit_max": {"int8": 2.0}}``).
+
+        Raises:
+            InputError: an unknown key or a non-numeric value.
+        """
+        base = cls().to_dict()
+        for key, value in values.items():
+            if key not in base:
+                raise InputError(f"tolerances: unknown key {key!r}; expected some of {sorted(base)}")
+            if isinstance(base[key], dict):
+                if not isinstance(value, dict):
+                    raise InputError(f"tolerances: {key!r} expects an object such as {base[key]}")
+                base[key] = {**base[key], **value}
+            else:
+                base[key] = value
+        for key, value in base.items():
+            for v in value.values() if isinstance(value, dict) else (value,):
+                if isinstance(v, bool) or not isinstance(v, int | float):
+                    raise InputError(f"tolerances: {key!r} must be numbers, got {v!r}")
+        return cls(**base)
 
 
 @dataclass(frozen=True)
@@ -167,17 +191,19 @@ def logits_level(
         metrics[stage] = s
         if s["p99"] > p99 or s["max"] > mx:
             problems.append(f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "
-                            f"({precision}){_norm_hint(pack_id, cand_id, stage)}")  # fmt: skip
+                            f"({precision}){_norm_hint(pack_id, cand_id, stage, precision)}")  # fmt: skip
     return LevelResult("logits", FAIL if problems else PASS, tuple(problems), (), metrics,
                        {"p99": p99, "max": mx, "precision": precision})  # fmt: skip
 
 
-def _norm_hint(pack_id: dict[str, Any], cand_id: dict[str, Any], stage: str) -> str:
+def _norm_hint(pack_id: dict[str, Any], cand_id: dict[str, Any], stage: str, precision: str) -> str:
     a, b = pack_id["norm"][stage], cand_id["norm"][stage]
     if np.allclose(a["mean"], b["mean"], rtol=1e-6, atol=1e-9) and np.allclose(
         a["std"], b["std"], rtol=1e-6, atol=1e-9
     ):
-        return "; normalisation statistics match the pack's, so the weights differ"
+        if precision == "fp32":
+            return "; normalisation statistics match the pack's, so the weights differ"
+        return f"; normalisation statistics match the pack's: the error comes from {precision} weights/activations"
     return "; normalisation statistics differ from the pack's (model exported with another normalisation)"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -84,12 +85,26 @@ def check_command(
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON here."),
     md_out: Path | None = typer.Option(None, "--md", help="Write the report as Markdown here."),
+    tolerances: Path | None = typer.Option(
+        None, "--tolerances", help='JSON overriding level tolerances, e.g. {"logit_max": {"int8": 2.0}}.'
+    ),
 ) -> None:
     """Replay the pack through this device's pipeline; PASS (exit 0) or FAIL (exit 1) over four levels."""
-    from pairedge.runtime.parity import CheckOptions, check_pack, load_pack
+    from pairedge.errors import InputError, PairedgeError
+    from pairedge.runtime.parity import CheckOptions, Tolerances, check_pack, load_pack
 
     pk = load_pack(pack)
-    options = CheckOptions(backend=backend, flow=flow, precision=precision, model_only=model_only)
+    tol = Tolerances()
+    if tolerances is not None:
+        try:
+            tol = Tolerances.from_dict(json.loads(tolerances.read_text()))
+        except (OSError, ValueError, TypeError) as exc:
+            if isinstance(exc, PairedgeError):
+                raise
+            raise InputError(f"--tolerances {tolerances}: expected a JSON object ({exc})") from None
+    options = CheckOptions(
+        backend=backend, flow=flow, precision=precision, model_only=model_only, tolerances=tol
+    )
     progress, advance = _progress(f"replaying {pack.name}", None if model_only else pk.num_frames)
     with progress:
         report = check_pack(pk, model, options, on_frame=advance)

@@ -1,0 +1,247 @@
+"""pairedge eval and pairedge bench: real pipelines on simulator scenes, a rendered video, CAD; pooling is exact."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from pairedge.cli import app
+from pairedge.default_model import default_model_dir
+from pairedge.errors import InputError
+from typer.testing import CliRunner
+
+runner = CliRunner()
+SCENE = "sim:static:seeds=1000:frames=12:boxes=truth"
+
+
+def test_eval_cli_writes_json_markdown_png(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["eval", str(default_model_dir()), "--data", SCENE, "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "eval.json").read_text())
+    assert data["sources"] == ["sim:static:1000"] and data["frames"] == 12
+    assert 0.0 <= data["summary"]["mpca"] <= 1.0 and data["has_truth"]
+    assert (tmp_path / "eval.md").read_text().startswith("# pairedge eval")
+    assert (tmp_path / "confusion.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
+    """evaluate() agrees with an independent run: the runtime's JSON Lines scored by score_files."""
+    from pairedge.evaluation.evaluate import evaluate
+    from pairedge.labels import PAPER3
+    from pairedge.metrics.pairwise import score_files
+    from pairedge.runtime import Pipeline
+    from pairedge.runtime.output import JsonlWriter
+    from pairedge.sim import Scene
+    from pairedge.sim.output import pairs_record
+
+    report = evaluate(default_model_dir(), SCENE, backend="onnxruntime")
+    gold = [json.dumps({"labels": list(PAPER3.classes)})]
+    with (
+        Pipeline.load(default_model_dir(), "onnxruntime") as pipe,
+        JsonlWriter(tmp_path / "p.jsonl", pipe.labels) as w,
+    ):
+        for f in Scene("static", 1000).frames(12):
+            rec = pairs_record(f)
+            rec["interactions"] = [i for i in rec["interactions"] if i["label"] in PAPER3.classes]
+            gold.append(json.dumps(rec))
+            w.write(pipe.step(f.image, f.truth, f.timestamp, frame_index=f.index))
+    (tmp_path / "g.jsonl").write_text("\n".join(gold) + "\n")
+    want = score_files(tmp_path / "p.jsonl", tmp_path / "g.jsonl").summary
+    got = report.summary()
+    for key in (
+        "accuracy",
+        "mpca",
+        "macro_f1",
+        "pair_precision",
+        "pair_recall",
+        "pair_f1",
+        "group_activity_accuracy",
+    ):
+        assert got[key] == pytest.approx(want[key], nan_ok=True), key
+
+
+def test_pool_equals_one_pass_and_round_trips() -> None:
+    from pairedge.evaluation.evaluate import EvalReport, evaluate, pool
+    from pairedge.evaluation.sources import parse_sources
+
+    sources = parse_sources("sim:static+moving:seeds=1001:frames=10:boxes=truth")
+    assert [s.name for s in sources] == ["sim:static:1001", "sim:moving:1001"]
+    parts = [evaluate(default_model_dir(), s) for s in sources]
+    pooled = pool(parts)
+    assert pooled.frames == 20 and pooled.sources == ("sim:static:1001", "sim:moving:1001")
+    assert np.array_equal(pooled.confusion, parts[0].confusion + parts[1].confusion)
+    assert pooled.stage1 == {k: parts[0].stage1[k] + parts[1].stage1[k] for k in ("tp", "fp", "fn")}
+    again = EvalReport.from_dict(json.loads(json.dumps(pooled.to_dict())))
+    assert again.summary() == pytest.approx(pooled.summary(), nan_ok=True)
+    assert len(pooled.per_source) == 2
+    with pytest.raises(InputError, match="one source"):
+        evaluate(default_model_dir(), "sim:static+moving:seeds=1:frames=3")
+
+
+def test_eval_on_video_with_detections_and_gold(tmp_path: Path) -> None:
+    sim = tmp_path / "scene"
+    res = runner.invoke(
+        app, ["simulate", "--preset", "static", "--seed", "3", "--frames", "8", "--out", str(sim)]
+    )
+    assert res.exit_code == 0, res.output
+    video = sim / "video.mp4" if (sim / "video.mp4").exists() else sim / "frames"
+    args = ["eval", str(default_model_dir()), "--data", str(video), "--detections", str(sim / "gt" / "gt.txt"),
+            "--gold", str(sim / "pairs_gt_paper3.jsonl"), "--out", str(tmp_path / "out")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "out" / "eval.json").read_text())
+    assert data["has_truth"] and data["frames"] == 8 and data["summary"]["pair_f1"] is not None
+    res = runner.invoke(
+        app, ["eval", str(default_model_dir()), "--data", str(video), "--out", str(tmp_path / "o2")]
+    )
+    assert res.exit_code == 1 and "--detections" in res.output
+
+
+def test_png_skipped_with_a_note_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.evaluation.evaluate import evaluate
+    from pairedge.evaluation.report import write_eval
+
+    report = evaluate(default_model_dir(), "sim:static:seeds=1000:frames=4:boxes=truth")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    files = write_eval(report, tmp_path)
+    assert "matplotlib is not installed" in files["png_skipped"]
+    assert not (tmp_path / "confusion.png").exists()
+    assert any("matplotlib" in n for n in json.loads((tmp_path / "eval.json").read_text())["notes"])
+
+
+@pytest.mark.data
+def test_eval_box_only_model_on_cad(tmp_path: Path, shared_data: Path) -> None:
+    folder = shared_data / "cad_choi" / "annotations"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} absent")
+    model = tmp_path / "cad_model"
+    model.mkdir()
+    for stage in (1, 2):
+        _box_only_toy(model / f"stage{stage}.onnx", stage)
+    res = runner.invoke(app, ["eval", str(model), "--data", str(sorted(folder.glob("anno*.mat"))[0]),
+                              "--out", str(tmp_path / "out")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "out" / "eval.json").read_text())
+    assert data["has_truth"] and data["frames"] > 0 and data["flow"] == "none"
+    assert len(data["labels"]) == 8
+
+
+def _box_only_toy(path: Path, stage: int) -> None:
+    """A random-weight MLP of the pairedge spec in box-only mode with the CAD8 label set."""
+    from onnx import TensorProto, helper, numpy_helper
+    from pairedge.features import get_spec
+    from pairedge.labels import CAD8, STAGE1
+    from pairedge.modelmeta import ModelMetadata
+
+    spec = get_spec("pairedge")
+    f = spec.stage1_dim if stage == 1 else spec.stage2_dim
+    labels = STAGE1.classes if stage == 1 else CAD8.classes
+    w = np.random.default_rng(stage).normal(size=(f, len(labels))).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["features", "w"], ["logits"])], "toy",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])],
+        [numpy_helper.from_array(w, "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    meta = ModelMetadata(stage=stage, feature_spec="pairedge", feature_spec_version=spec.version, labels=labels,
+                         num_features=f, norm_mean=(0.0,) * f, norm_std=(1.0,) * f,
+                         extra={"feature_config": {"motion": "boxes"}})  # fmt: skip
+    for k, v in meta.to_props().items():
+        model.metadata_props.add(key=k, value=v)
+    onnx.save(model, str(path))
+
+
+# -- bench ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fp16_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled model plus an fp16 copy (calibration's converter); no int8 files."""
+    from pairedge.calibration.fp16 import to_fp16
+
+    folder = tmp_path_factory.mktemp("bench") / "model"
+    folder.mkdir()
+    for stage in (1, 2):
+        shutil.copy(default_model_dir() / f"stage{stage}.onnx", folder)
+        onnx.save(
+            to_fp16(onnx.load(str(folder / f"stage{stage}.onnx"))), str(folder / f"stage{stage}.fp16.onnx")
+        )
+    return folder
+
+
+def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path, tmp_path: Path) -> None:
+    args = ["bench", str(fp16_folder), "--precisions", "fp32,fp16,int8", "--backends", "ort-cpu,ort-cuda",
+            "--data", "sim:static:seeds=2000:frames=8:boxes=truth", "--repeats", "5", "--out", str(tmp_path)]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "bench.json").read_text())
+    rows = {(r["backend"], r["precision"]): r for r in data["rows"]}
+    assert rows[("onnxruntime", "int8")]["status"] == "missing"
+    assert rows[("onnxruntime-cuda", "fp32")]["status"] == "unavailable"
+    fp32, fp16 = rows[("onnxruntime", "fp32")], rows[("onnxruntime", "fp16")]
+    assert fp32["status"] == fp16["status"] == "ok"
+    assert fp32["agreement"]["top1"] == 1.0 and fp16["agreement"]["top1"] >= 0.99
+    assert set(fp32["stage1_ms"]) == {"1", "64", "512", "4950"} and fp32["stage2_ms"]["4950"]["p50"] > 0
+    assert set(fp32["fps"]) == {"10", "100"} and fp32["fps"]["100"]["fps"] > 0
+    assert data["recommended"]["backend"] == "onnxruntime" and data["recommended"]["precision"] in (
+        "fp32",
+        "fp16",
+    )
+    assert "Recommended:" in res.output and data["environment"]["cpu"]
+    md = (tmp_path / "bench.md").read_text()
+    assert "| Backend | Precision | Size | MPCA | macro-F1 | agreement |" in md and "missing" in md
+
+
+def _row(precision: str, speed: float, mpca: float, top1: float):  # type: ignore[no-untyped-def]
+    from pairedge.bench.run import BenchRow
+
+    lat = {4950: {"p50": speed, "p99": speed}, 512: {"p50": 0.0, "p99": 0.0}}
+    return BenchRow("onnxruntime", precision, "ok", accuracy={"mpca": mpca, "macro_f1": mpca},
+                    agreement={"top1": top1}, stage1_ms=lat, stage2_ms=dict(lat))  # fmt: skip
+
+
+def test_recommendation_rules() -> None:
+    from pairedge.bench.run import BenchOptions, _apply_gate, recommend
+
+    opts = BenchOptions()
+    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("fp16", 0.9, 0.90, 0.999), _row("int8", 2.0, 0.899, 0.995)]
+    _apply_gate(rows, opts.gate)
+    text, best, notes = recommend(rows, opts)
+    assert best == {"backend": "onnxruntime", "precision": "fp16"}
+    assert any("int8 on onnxruntime is 2.00x SLOWER than fp32" in n for n in notes)
+    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("int8", 0.5, 0.88, 0.97)]  # faster but fails the gate
+    _apply_gate(rows, opts.gate)
+    text, best, notes = recommend(rows, opts)
+    assert best == {"backend": "onnxruntime", "precision": "fp32"}
+    assert any("int8 on onnxruntime fails the accuracy gate" in n for n in notes)
+    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("int8", 1.5, 0.90, 1.0)]  # passes but slower
+    _apply_gate(rows, opts.gate)
+    text, best, _ = recommend(rows, opts)
+    assert best["precision"] == "fp32" and "int8 also pass(es) but run(s) slower than fp32" in text
+
+
+def test_jetson_environment_is_read_when_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.bench import env
+
+    assert env.jetson() is None or isinstance(env.jetson(), dict)
+    release = tmp_path / "nv_tegra_release"
+    release.write_text("# R36 (release), REVISION: 4.0\n")
+    freq = tmp_path / "cur"
+    freq.write_text("1984000\n")
+    monkeypatch.setattr(env, "_TEGRA", release)
+    monkeypatch.setattr(env, "_CPU_FREQ", freq)
+    monkeypatch.setattr(env.shutil, "which", lambda name: None)
+    info = env.jetson()
+    assert info is not None and info["l4t"].startswith("# R36")
+    assert info["power_mode"] == "unreadable (nvpmodel not found)" and info["cpu_clock_mhz"] == 1984.0
+
+
+def test_bench_refuses_without_fp32_and_bad_model(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["bench", str(default_model_dir()), "--precisions", "int8"])
+    assert res.exit_code == 1 and "must include fp32" in res.output
+    res = runner.invoke(app, ["bench", str(tmp_path / "nope")])
+    assert res.exit_code == 1 and "error:" in res.output and "Traceback" not in res.output
