@@ -67,3 +67,10 @@ DEFAULT_TARGET = "tensorrt-10.3"
 
 def supported(target: Target, op_type: str) -> bool:
     return op_type in SUPPORTED_10_3 or op_type in target.extra_ops
+
+
+def target_for(major: int, minor: int) -> str:
+    """The closest documented target of an installed TensorRT version (``pairedge build``'s default)."""
+    if major >= 11:
+        return "tensorrt-11"
+    return "tensorrt-10.13" if (major, minor) >= (10, 13) else DEFAULT_TARGET

@@ -10,8 +10,6 @@ import typer
 from pairedge.cli.app import app, console, handle_errors
 from rich.markup import escape
 
-TARGET_OF_VERSION = {10: "tensorrt-10.3", 11: "tensorrt-11"}
-
 
 class _RichSink:
     """Build phases of one stage as Rich progress tasks (nested phases indented)."""
@@ -70,7 +68,7 @@ def build_command(
     settings = BuildSettings(precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose)
     files = stage_onnx_files(model_dir, precision)
     trt = _installed_tensorrt()
-    chosen = target or (TARGET_OF_VERSION.get(_major(trt), "tensorrt-10.3") if trt else "tensorrt-10.3")
+    chosen = target or _default_target(trt)
     if not run_checks(files, chosen):
         raise typer.Exit(code=1)
     trt = trt or load_tensorrt()  # fails fast here, after the check, with how to install TensorRT
@@ -107,7 +105,12 @@ def _installed_tensorrt() -> Any:
         return None
 
 
-def _major(trt: Any) -> int:
+def _default_target(trt: Any) -> str:
+    """The check target of the installed TensorRT (JetPack 6's tensorrt-10.3 when none is installed)."""
+    from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, target_for
     from pairedge.export.tensorrt.versions import TrtVersion
 
-    return TrtVersion.of(trt).major
+    if trt is None:
+        return DEFAULT_TARGET
+    version = TrtVersion.of(trt)
+    return target_for(version.major, version.minor)
