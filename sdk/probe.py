@@ -142,6 +142,17 @@ def _nvcc_check() -> Check:
     return Check("nvcc", True, f"{path} (release {release})" if release else path)
 
 
+def _flow_backends_check() -> Check:
+    """Which registered flow backends run here (the CUDA one needs cuda-python or pycuda, a driver, a GPU)."""
+    from pairedge.runtime.flow import available_flow_backends  # lazy: the runtime registry, no GPU import
+
+    found = available_flow_backends()
+    usable = [name for name, reason in found.items() if reason is None]
+    missing = "; ".join(f"{name}: {reason}" for name, reason in found.items() if reason is not None)
+    detail = "usable: " + ", ".join(usable) + (f" (not usable: {missing})" if missing else "")
+    return Check("flow backends", bool(usable), detail)
+
+
 def nvcc_path() -> str | None:
     """Path of nvcc if present (tests compile CUDA sources with it)."""
     check = _nvcc_check()
@@ -162,6 +173,7 @@ def probe() -> Probe:
         _module_check("pycuda", "pycuda", "pycuda"),
         _cuda_driver_check(),
         _nvcc_check(),
+        _flow_backends_check(),
     ]
     return Probe(tuple(checks))
 

@@ -10,12 +10,14 @@ backend frame by frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from pairedge.features.base import usable_rows
 from pairedge.features.flowpool import PooledFlow
 from pairedge.runtime.flow.base import FlowBackend
 from pairedge.runtime.flow.stream import FlowStream
+from pairedge.types import Detections
 
 
 @dataclass(frozen=True)
@@ -49,23 +51,71 @@ def fuses_pooling(backend: object) -> bool:
     return bool(getattr(backend, "fuses_pooling", False)) and isinstance(backend, PoolingBackend)
 
 
+class _PoolingView(FlowBackend):
+    """Presents a pooling backend to :class:`FlowStream`: ``compute_scaled`` returns its PooledFlow."""
+
+    name = "pooled"
+
+    def __init__(self, backend: FlowBackend) -> None:
+        super().__init__(backend.scale)
+        self.inner = backend
+        self.min_side = getattr(backend, "min_side", 1)
+        self.request: PoolRequest | None = None
+
+    def size_problem(self, height: int, width: int) -> str | None:
+        check = getattr(self.inner, "size_problem", None)
+        return None if check is None else check(height, width)
+
+    def compute_scaled(self, prev_small: np.ndarray, small: np.ndarray) -> PooledFlow:  # type: ignore[override]
+        assert self.request is not None
+        backend: PoolingBackend = self.inner  # type: ignore[assignment]
+        return backend.compute_pooled(prev_small, small, self.request)
+
+    def _flow(self, prev_small: np.ndarray, small: np.ndarray, out: np.ndarray) -> None:
+        raise NotImplementedError("the pooled view only computes pooled flow")
+
+
 class PooledFlowStream(FlowStream):
-    """:class:`FlowStream` for a pooling backend: :meth:`push_pooled` returns a :class:`PooledFlow`."""
+    """:class:`FlowStream` for a pooling backend: :meth:`push_pooled` returns a :class:`PooledFlow`.
+
+    Frame handling (grey conversion, resize, reused buffers, size changes, reported failures) is
+    :class:`FlowStream`'s; only the backend call differs.
+    """
 
     def __init__(self, backend: FlowBackend) -> None:
         if not fuses_pooling(backend):
             raise TypeError(f"{backend!r} does not pool on the device; use FlowStream")
-        super().__init__(backend)
+        self._view = _PoolingView(backend)
+        super().__init__(self._view)
+        self.pooling_backend = backend
 
     def push_pooled(self, image: np.ndarray, request: PoolRequest) -> PooledFlow | None:
         """Add a frame; the pooled flow from the previous frame to it, or None (first frame, new size)."""
-        shape = (int(image.shape[0]), int(image.shape[1]))
-        if shape != self._shape:
-            self._allocate(shape)
-        self._cur ^= 1
-        self._fill(image, self._slots[self._cur])
-        if not self._has_prev:
-            self._has_prev = True
-            return None
-        backend: PoolingBackend = self.backend  # type: ignore[assignment]
-        return backend.compute_pooled(self._slots[self._cur ^ 1], self._slots[self._cur], request)
+        self._view.request = request
+        return self.push(image)  # type: ignore[return-value]
+
+
+def make_stream(backend: FlowBackend, feature_config: object) -> FlowStream:
+    """A :class:`PooledFlowStream` when ``backend`` pools on the device and the feature config pools per
+    person (has ``pool_inset`` and ``grid_step``, as :class:`pairedge.features.edge.PairedgeConfig`), else a
+    plain :class:`FlowStream` (dense field; e.g. ``liang2026`` with any backend)."""
+    pools = hasattr(feature_config, "pool_inset") and hasattr(feature_config, "grid_step")
+    return PooledFlowStream(backend) if pools and fuses_pooling(backend) else FlowStream(backend)
+
+
+def push_frame(
+    stream: FlowStream, image: np.ndarray, detections: Detections, feature_config: Any
+) -> np.ndarray | PooledFlow | None:
+    """Push ``image``; for a pooled stream, pool the feature spec's usable rows of ``detections``."""
+    if not isinstance(stream, PooledFlowStream):
+        return stream.push(image)
+    boxes = np.asarray(detections.boxes, np.float64)[usable_rows(detections)]
+    inset = tuple(feature_config.pool_inset)
+    request = PoolRequest(boxes, (float(inset[0]), float(inset[1])), int(feature_config.grid_step))
+    return stream.push_pooled(image, request)
+
+
+def flow_gpu_ms(backend: object) -> float | None:
+    """GPU time (CUDA events) of the backend's last call, None for CPU backends."""
+    ms = getattr(backend, "last_gpu_ms", None)
+    return None if ms is None else float(ms)

@@ -52,7 +52,7 @@ def run(
     ),
     backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
     flow: str = typer.Option(
-        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, none."
+        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA GPU, fused pooling), none."
     ),
     flow_preset: str | None = typer.Option(
         None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."

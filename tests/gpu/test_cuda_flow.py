@@ -58,7 +58,17 @@ def test_nvcc_compiles(kernel, device, tmp_path):
     src = KERNELS.joinpath(kernel)
     out = tmp_path / f"{kernel}.cubin"
     run = subprocess.run(
-        [nvcc_path(), f"-arch=sm_{arch}", "--fmad=false", "-Werror", "all-warnings", "-cubin", "-o", str(out), str(src)],
+        [
+            nvcc_path(),
+            f"-arch=sm_{arch}",
+            "--fmad=false",
+            "-Werror",
+            "all-warnings",
+            "-cubin",
+            "-o",
+            str(out),
+            str(src),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -94,7 +104,9 @@ def test_nvrtc_compiles(arch, tmp_path, monkeypatch):
 def test_nvrtc_reports_compile_errors():
     cc = _nvrtc_or_skip()
     with pytest.raises(BackendError, match="error"):
-        cc.nvrtc_compile("extern \"C\" __global__ void k() { undefined_thing(); }", "bad.cu", Target("cubin", 90))
+        cc.nvrtc_compile(
+            'extern "C" __global__ void k() { undefined_thing(); }', "bad.cu", Target("cubin", 90)
+        )
 
 
 def test_target_selection():
@@ -151,7 +163,9 @@ def test_gpu_flow_matches_reference(cuda_flow, shape):
 @gpu
 def test_gpu_pooling_matches_reference(cuda_flow):
     a, b = _pair(240, 320)
-    boxes = np.array([[10, 20, 40, 100], [200, 50, 60, 150], [-50, -50, 70, 90], [330, 10, 20, 20]], np.float64)
+    boxes = np.array(
+        [[10, 20, 40, 100], [200, 50, 60, 150], [-50, -50, 70, 90], [330, 10, 20, 20]], np.float64
+    )
     request = PoolRequest(boxes, (0.15, 0.05), 8)
     pooled = cuda_flow.compute_pooled(a, b, request)
     dense = cuda_flow.compute_scaled(a, b).copy()
@@ -170,3 +184,12 @@ def test_gpu_size_change_and_bad_input(cuda_flow):
     assert cuda_flow.compute_scaled(c, d).shape == (50, 90, 2)  # buffers reallocated for the new size
     with pytest.raises(InputError):
         cuda_flow.compute_scaled(a, b.astype(np.float32))
+
+
+def test_doctor_lists_flow_backends():
+    from pairedge.probe import probe
+
+    check = probe().get("flow backends")
+    assert check.ok and "reference" in check.detail and "dis" in check.detail
+    if available_flow_backends()["cuda"] is not None:
+        assert "cuda:" in check.detail  # with the reason it is not usable
