@@ -106,7 +106,7 @@ def check_model(
     found += _check_fp16_range(model, is_fp16)
     cal = Path(calibration) if calibration else file.parent / "calibration.json"
     if cal.is_file():
-        found += _check_calibration_ranges(cal, is_fp16)
+        found += _check_calibration_ranges(cal, file, is_fp16)
     return CheckReport(file, target, tuple(found))
 
 
@@ -252,18 +252,6 @@ def _check_dynamic(model: Any) -> list[Finding]:
     return out
 
 
-def _constant_arrays(model: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.name == "value":
-                    arrays[node.output[0]] = numpy_helper.to_array(a.t)
-    return arrays
-
-
 def _check_qdq(model: Any) -> list[Finding]:
     """Explicit-quantization rules: :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the one checker)."""
     from pairedge.calibration.qdq_rules import check_qdq_rules
@@ -296,35 +284,36 @@ def _check_fp16_range(model: Any, is_fp16: bool) -> list[Finding]:
     return out
 
 
-def _ranges(data: Any, prefix: str = "") -> Iterable[tuple[str, float]]:
-    """(tensor, max |min|,|max|) of every ``{"min": x, "max": y}`` dict in a calibration report."""
-    if isinstance(data, dict):
-        lo, hi = data.get("min"), data.get("max")
-        if isinstance(lo, int | float) and isinstance(hi, int | float):
-            yield prefix or "?", max(abs(float(lo)), abs(float(hi)))
-        for key, value in data.items():
-            if isinstance(value, dict | list):
-                yield from _ranges(
-                    value, str(key) if isinstance(data, dict) and key not in ("min", "max") else prefix
-                )
-    elif isinstance(data, list):
-        for item in data:
-            name = item.get("name", prefix) if isinstance(item, dict) else prefix
-            yield from _ranges(item, str(name))
+def _ranges(report: Any, stage: str | None) -> Iterable[tuple[str, float]]:
+    """(tensor, largest magnitude) per calibrated activation of ``calibration.json`` (``pairedge calibrate``:
+    ``{"stages": {"stage1": {"tensors": [{"tensor", "range": [lo, hi], "observed_max_abs"}]}}}``), for
+    ``stage`` ("stage1" / "stage2") or every stage when None."""
+    stages = report.get("stages") if isinstance(report, dict) else None
+    for key, entry in (stages or {}).items():
+        if stage is not None and key != stage:
+            continue
+        for t in entry.get("tensors", []) if isinstance(entry, dict) else []:
+            values = [abs(float(v)) for v in t.get("range", []) if isinstance(v, int | float)]
+            if isinstance(t.get("observed_max_abs"), int | float):
+                values.append(abs(float(t["observed_max_abs"])))
+            if values:
+                yield f"{key}:{t.get('tensor', '?')}", max(values)
 
 
-def _check_calibration_ranges(path: Path, is_fp16: bool) -> list[Finding]:
+def _check_calibration_ranges(path: Path, model_path: Path, is_fp16: bool) -> list[Finding]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return [Finding("warning", "fp16-range", path.name, f"calibration report not readable ({exc})")]
+    stage = model_path.name.split(".")[0] if model_path.name.startswith("stage") else None
     return [
         Finding(
             "error" if is_fp16 else "warning",
             "fp16-range",
             name,
-            f"calibrated activation range +-{peak:.4g} exceeds fp16's {FP16_MAX:g} ({path.name})",
-        )
-        for name, peak in _ranges(data)
+            f"calibrated activation range +-{peak:.4g} exceeds fp16's {FP16_MAX:g} ({path.name}); keep this "
+            "tensor in float32",
+        )  # fmt: skip
+        for name, peak in _ranges(data, stage)
         if peak > FP16_MAX
     ]

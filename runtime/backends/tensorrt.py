@@ -85,6 +85,10 @@ class TensorRTBackend(Backend):
         self._injected_memory: CudaMemory | None = memory
         self._memory: CudaMemory | None = None
         self.engine_path = None
+        #: the engine manifest of the active engine (None before activation).
+        self.manifest: Any = None
+        self.profile_min = self.profile_max = 0
+        self._runtime: Any = None
         self._engine: Any = None
         self._context: Any = None
 

@@ -132,10 +132,19 @@ def test_fp16_range(tmp_path: Path) -> None:
     nodes, inits = _gemm(np.full((C, F), 1e6, np.float32))
     path = _save(tmp_path, nodes, inits)
     assert ("warning", "fp16-range") in _rules(check_model(path))
-    (tmp_path / "calibration.json").write_text(json.dumps({"tensors": {"g": {"min": -2e5, "max": 3.0}}}))
+    tensors = [{"tensor": "g", "scale": 1.0, "range": [-128.0, 127.0], "observed_max_abs": 2e5},
+               {"tensor": "h", "scale": 0.1, "range": [-12.8, 12.7], "observed_max_abs": 3.0}]  # fmt: skip
+    report_json = {"stages": {"stage1": {"tensors": tensors}, "stage2": {"tensors": [tensors[0]]}}}
+    (tmp_path / "calibration.json").write_text(json.dumps(report_json))
     nodes, inits = _gemm()
-    report = check_model(_save(tmp_path, nodes, inits))
-    assert [(f.where, f.rule) for f in report.findings] == [("g", "fp16-range")]
+    path = _save(tmp_path, nodes, inits)
+    report = check_model(path)  # not a stage file: every stage's ranges count
+    assert [(f.where, f.rule) for f in report.findings] == [
+        ("stage1:g", "fp16-range"),
+        ("stage2:g", "fp16-range"),
+    ]
+    stage1 = path.rename(tmp_path / "stage1.onnx")
+    assert [f.where for f in check_model(stage1).findings] == ["stage1:g"]
 
 
 def test_bundled_model_and_its_fp16_int8_pass(full_model_dir: Path) -> None:
