@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from pairedge.cli import bench as _bench  # noqa: F401  (registers the command)
 from pairedge.cli import build as _build  # noqa: F401  (registers the command)
 from pairedge.cli import calibrate as _calibrate  # noqa: F401  (registers the command)
 from pairedge.cli import check as _check  # noqa: F401  (registers the command)
-from pairedge.cli import bench as _bench  # noqa: F401  (registers the command)
 from pairedge.cli import demo as _demo  # noqa: F401  (registers the command)
 from pairedge.cli import doctor as _doctor  # noqa: F401  (registers the command)
 from pairedge.cli import eval as _eval  # noqa: F401  (registers the command)
