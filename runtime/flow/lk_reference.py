@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 from pairedge.errors import InputError
 
@@ -120,22 +121,15 @@ def gradients(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return half * (p[1:-1, 2:] - p[1:-1, :-2]), half * (p[2:, 1:-1] - p[:-2, 1:-1])
 
 
-def _window_1d(c: np.ndarray, n: int, r: int, axis: int) -> np.ndarray:
-    """Sliding sums over ``[i - r, i + r]`` truncated to ``[0, n)`` from a cumulative sum with a leading 0."""
-    hi = np.minimum(np.arange(n) + r + 1, n)
-    lo = np.maximum(np.arange(n) - r, 0)
-    return np.take(c, hi, axis=axis) - np.take(c, lo, axis=axis)
-
-
 def box_sum(a: np.ndarray, r: int) -> np.ndarray:
-    """Sum over the ``(2r + 1)^2`` window truncated at the border: (h, w) -> (h, w) float32 (float64 inside)."""
-    h, w = a.shape
-    c = np.zeros((h, w + 1), np.float64)
-    np.cumsum(a, axis=1, out=c[:, 1:])
-    rows = _window_1d(c, w, r, 1)
-    c = np.zeros((h + 1, w), np.float64)
-    np.cumsum(rows, axis=0, out=c[1:])
-    return _window_1d(c, h, r, 0).astype(np.float32)
+    """Sum over the ``(2r + 1)^2`` window truncated at the border: (h, w) -> (h, w) float32.
+
+    Accumulated in float64 (``cv2.boxFilter`` unnormalised, zero border = the truncated window), then rounded
+    to float32; the kernels sum the same terms in float32.
+    """
+    k = 2 * r + 1
+    out = cv2.boxFilter(a, cv2.CV_64F, (k, k), normalize=False, borderType=cv2.BORDER_CONSTANT)
+    return out.astype(np.float32)
 
 
 class Sampler:
@@ -192,12 +186,9 @@ def shifted(a: np.ndarray, dy: int, dx: int) -> np.ndarray:
 
 
 def median3(a: np.ndarray) -> np.ndarray:
-    """3 x 3 median, border replicated: (h, w) float32 -> (h, w) float32."""
-    h, w = a.shape
-    p = np.pad(a, 1, mode="edge")
-    stack = np.stack([p[dy : dy + h, dx : dx + w] for dy in range(3) for dx in range(3)])
-    stack.partition(4, axis=0)
-    return np.ascontiguousarray(stack[4])
+    """3 x 3 median, border replicated: (h, w) float32 -> (h, w) float32 (``cv2.medianBlur``: a selection,
+    exact, as the kernel's)."""
+    return cv2.medianBlur(np.ascontiguousarray(a, np.float32), 3)
 
 
 def candidate_offsets(d: int) -> tuple[tuple[int, int], ...]:

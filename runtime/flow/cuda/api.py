@@ -81,6 +81,8 @@ class GpuApi:
     def record(self, ev: Any) -> None: ...
     def elapsed_ms(self, start: Any, end: Any) -> float: ...
     def synchronize(self) -> None: ...
+    def mark(self) -> tuple[int, int]: ...
+    def release(self, mark: tuple[int, int]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -186,6 +188,17 @@ class CudaPythonApi(GpuApi):
     def synchronize(self) -> None:
         self._ok(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
+    def mark(self) -> tuple[int, int]:
+        """A point to :meth:`release` back to (frees what was allocated after it)."""
+        return len(self._device), len(self._host)
+
+    def release(self, mark: tuple[int, int]) -> None:
+        for ptr in self._device[mark[0] :]:
+            self.drv.cuMemFree(ptr)
+        for hptr in self._host[mark[1] :]:
+            self.drv.cuMemFreeHost(hptr)
+        del self._device[mark[0] :], self._host[mark[1] :]
+
     def close(self) -> None:
         for ptr in self._device:
             self.drv.cuMemFree(ptr)
@@ -215,6 +228,7 @@ class PyCudaApi(GpuApi):
         self.device_name = dev.name()
         self.driver_version = self.drv.get_driver_version()
         self._keep: list[Any] = []
+        self._pinned: list[np.ndarray] = []
 
     def alloc(self, nbytes: int) -> int:
         buf = self.drv.mem_alloc(max(int(nbytes), 4))
@@ -222,7 +236,17 @@ class PyCudaApi(GpuApi):
         return int(buf)
 
     def host(self, nbytes: int) -> np.ndarray:
-        return self.drv.pagelocked_empty(max(int(nbytes), 4), np.uint8)
+        buf = self.drv.pagelocked_empty(max(int(nbytes), 4), np.uint8)
+        self._pinned.append(buf)
+        return buf
+
+    def mark(self) -> tuple[int, int]:
+        return len(self._keep), len(self._pinned)
+
+    def release(self, mark: tuple[int, int]) -> None:
+        for buf in self._keep[mark[0] :]:
+            buf.free()
+        del self._keep[mark[0] :], self._pinned[mark[1] :]  # page-locked memory is freed with its array
 
     def htod(self, dst: int, src: np.ndarray) -> None:
         self.drv.memcpy_htod_async(dst, src, self.stream)
@@ -267,7 +291,7 @@ class PyCudaApi(GpuApi):
         self.stream.synchronize()
 
     def close(self) -> None:
-        self._keep = []
+        self.release((0, 0))
         self.ctx.pop()
         self.ctx.detach()
 

@@ -83,6 +83,7 @@ class CudaFlow(FlowBackend):
             for fn in _FUNCTIONS[name]:
                 self._fn[fn] = self.api.function(module, fn)
         self._ev = (self.api.event(), self.api.event())
+        self._arena = self.api.mark()  # per-frame-size buffers are allocated after this point
         self.last_gpu_ms: float | None = None
         self._shape: tuple[int, int] | None = None
         self._levels: list[_Level] = []
@@ -98,6 +99,7 @@ class CudaFlow(FlowBackend):
 
     def _allocate(self, h: int, w: int) -> None:
         a = self.api
+        a.release(self._arena)  # a new frame size: free the old size's buffers first
         self._levels = [_Level(a, lh, lw) for lh, lw in level_shapes(h, w, self.params)]
         self._u8 = a.alloc(h * w)
         self._stage = a.host(h * w)[: h * w].reshape(h, w)
