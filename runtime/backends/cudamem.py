@@ -149,7 +149,7 @@ class CudaPythonMemory(CudaMemory):
         ptr = int(self._call("cudaMallocHost", nbytes))
         self._host_ptrs.append(ptr)
         raw = (ctypes.c_byte * nbytes).from_address(ptr)
-        return np.frombuffer(raw, dtype=dt, count=count).reshape(shape)
+        return np.frombuffer(memoryview(raw), dtype=dt, count=count).reshape(shape)
 
     def htod_async(self, device_ptr: int, host: np.ndarray, stream: Any) -> None:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyHostToDevice
