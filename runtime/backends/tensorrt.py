@@ -80,6 +80,11 @@ class TensorRTBackend(Backend):
         self, model: ModelFile, options: TensorRTOptions | None = None, *, trt: Any = None, memory: Any = None
     ) -> None:
         super().__init__(model)
+        if options is not None and not isinstance(options, TensorRTOptions):
+            raise InputError(
+                f"tensorrt backend: expected TensorRTOptions, got {type(options).__name__}; pass "
+                "pairedge.runtime.backends.tensorrt.TensorRTOptions(...) or None"
+            )
         self.options = options or TensorRTOptions()
         self._trt = trt
         self._injected_memory: CudaMemory | None = memory

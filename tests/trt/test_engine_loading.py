@@ -188,3 +188,13 @@ def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: 
         )
         got = pipe.stage2.infer(x)
     np.testing.assert_allclose(got, _reference(full_model_dir / "stage2.int8.onnx", x), rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_options_type_is_an_input_error(model_dir: Path) -> None:
+    from pairedge.errors import InputError
+    from pairedge.runtime.backends.ort import OrtOptions
+
+    with pytest.raises(InputError, match="expected TensorRTOptions, got OrtOptions"):
+        TensorRTBackend(load_model(model_dir / "stage1.onnx"), OrtOptions())  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="memory: expected one of auto, cuda-python, pycuda"):
+        TensorRTOptions(memory="cupy")
