@@ -94,8 +94,12 @@ def calibrate(
     out: str | Path,
     options: CalibrateOptions | None = None,
     progress: Progress | None = None,
+    collected: Collected | None = None,
 ) -> CalibrationResult:
     """Calibrate the model folder ``model`` into ``out`` (see the module docstring).
+
+    ``collected``: samples collected before (e.g. by :func:`pairedge.calibration.collect.collect_scenes`,
+    to compare several options on the same rows); None collects them from the sources in ``options``.
 
     Raises:
         InputError: bad samples or options (nothing written). ModelError: unusable model folder, or ``out``
@@ -109,8 +113,9 @@ def calibrate(
     models = find_models(folder)
     target = Path(out).expanduser()
     _check_out(folder, target)
-    say("collecting samples")
-    collected = _collect(folder, models, options, say)
+    if collected is None:
+        say("collecting samples")
+        collected = _collect(folder, models, options, say)
     _fill_predictions(collected, models)
     for st in (collected.stage1, collected.stage2):
         check_stage(st, source=", ".join(collected.sources))

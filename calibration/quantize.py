@@ -119,6 +119,12 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
     with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, _quiet():
         src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
         onnx.save(model, str(src))
+        if config.method == "entropy":
+            # quantize_static cannot pass the histogram size through and its default (128 bins for 128
+            # quantized bins) leaves the KL search a single candidate: the min-max range. Compute the
+            # entropy ranges with enough bins and hand them over as range overrides.
+            extra["TensorQuantOverrides"] = _entropy_ranges(src, Path(tmp), X, config)
+            method = CalibrationMethod.MinMax
         quantize_static(
             str(src),
             str(dst),
@@ -134,6 +140,37 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
         )
         out = onnx.load(str(dst))
     _copy_metadata(model, out)
+    return out
+
+
+ENTROPY_BINS = 2048
+ENTROPY_QUANTIZED_BINS = 128
+
+
+def _entropy_ranges(
+    src: Path, tmp: Path, X: np.ndarray, config: QuantConfig
+) -> dict[str, list[dict[str, float]]]:
+    """KL-divergence (entropy) activation ranges of every tensor, as ``TensorQuantOverrides``."""
+    from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
+
+    calibrator = create_calibrator(
+        str(src),
+        None,
+        str(tmp / "augmented.onnx"),
+        CalibrationMethod.Entropy,
+        extra_options={
+            "symmetric": True,
+            "num_bins": ENTROPY_BINS,
+            "num_quantized_bins": ENTROPY_QUANTIZED_BINS,
+        },
+    )
+    calibrator.collect_data(ArrayReader(X, config.batch_rows))
+    ranges = calibrator.compute_data()
+    out = {}
+    for name, value in ranges.items():
+        lo, hi = (float(v) for v in value.range_value)
+        bound = max(abs(lo), abs(hi), 1e-12)
+        out[name] = [{"rmin": np.float32(-bound), "rmax": np.float32(bound)}]
     return out
 
 

@@ -1,0 +1,183 @@
+"""Helpers of bench_calibrate.py: parity of a calibrated folder on rows, latency, the CAD box-only model."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.calibration.collect import Collected
+from pairedge.calibration.infer import agreement, logits, session
+from pairedge.metrics.pairwise import classification_metrics
+
+PRECISIONS = ("fp16", "int8")
+SIZES = (1, 64, 512, 4950)
+
+
+def _float_nodes(folder: Path) -> int:
+    import json
+
+    report = json.loads((folder / "calibration.json").read_text())
+    return sum(len(st["excluded_nodes"]) for st in report["stages"].values())
+
+
+def _tau(folder: Path) -> float:
+    from pairedge.runtime.loading import find_models
+
+    return find_models(folder).threshold("p_interact")
+
+
+def evaluate(folder: Path, rows: Collected) -> dict[str, Any]:
+    """Per precision: stage-1 gate and stage-2 top-1 agreement with fp32, logit errors, MPCA vs truth."""
+    tau = _tau(folder)
+    out: dict[str, Any] = {}
+    ref = {s: logits(session(folder / f"stage{s}.onnx"), st.X) for s, st in ((1, rows.stage1), (2, rows.stage2))}
+    truth = rows.stage2.truth
+    known = truth >= 0
+    n_classes = len(rows.stage2.labels)
+    fp32_mpca = classification_metrics(truth[known], ref[2][known].argmax(1), num_classes=n_classes).mpca
+    for precision in PRECISIONS:
+        entry: dict[str, Any] = {}
+        for s, st in ((1, rows.stage1), (2, rows.stage2)):
+            got = logits(session(folder / f"stage{s}.{precision}.onnx"), st.X)
+            entry[f"stage{s}"] = agreement(s, ref[s], got, tau).to_dict()
+            if s == 2:
+                mpca = classification_metrics(truth[known], got[known].argmax(1), num_classes=n_classes).mpca
+                entry["mpca"] = float(mpca)
+                entry["mpca_drop_points"] = 100.0 * float(fp32_mpca - mpca)
+        out[precision] = entry
+    out["int8"]["float_nodes"] = _float_nodes(folder)
+    out["fp32_mpca"] = float(fp32_mpca)
+    out["truth_rows"] = int(known.sum())
+    return out
+
+
+def latency(folder: Path, rows: Collected, repeats: int = 30) -> dict[str, Any]:
+    """Median and p90 ms per call of each stage and precision at 1 / 64 / 512 / 4950 pairs (one thread)."""
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {}
+    for s, st in ((1, rows.stage1), (2, rows.stage2)):
+        for precision in ("fp32", *PRECISIONS):
+            name = f"stage{s}.onnx" if precision == "fp32" else f"stage{s}.{precision}.onnx"
+            sess = session(folder / name, threads=1)
+            for n in SIZES:
+                X = np.ascontiguousarray(st.X[rng.integers(0, len(st.X), size=n)])
+                feed = {"features": X}
+                for _ in range(3):
+                    sess.run(None, feed)
+                reps = repeats if n < 4950 else max(10, repeats // 3)
+                times = []
+                for _ in range(reps):
+                    t = time.perf_counter_ns()
+                    sess.run(None, feed)
+                    times.append((time.perf_counter_ns() - t) / 1e6)
+                out[f"stage{s}/{precision}/{n}"] = {"p50": float(np.median(times)), "p90": float(np.percentile(times, 90))}
+    return out
+
+
+def cad_model(annotations: Path, work: Path, epochs: int = 15) -> dict[str, Any]:
+    """Train a box-only model on 3/4 of the CAD sequences, calibrate on them, check on the rest."""
+    from pairedge.calibration.api import CalibrateOptions, calibrate
+    from pairedge.calibration.collect import collect_npz
+    from pairedge.datasets.cad import cad_features
+    from pairedge.export.onnx_export import export_checkpoint
+    from pairedge.export.train import TrainConfig, checkpoint_of, train
+    from pairedge.io.cad import read_cad_dir
+    from pairedge.modelfolder import register_files
+    from pairedge.runtime.loading import find_models
+
+    sequences = read_cad_dir(annotations)
+    names = sorted({f"cad{s.sequence or 0:02d}" for s in sequences})
+    test_names = set(names[3::4])  # every 4th sequence held out
+    train_seqs = [s for s in sequences if f"cad{s.sequence or 0:02d}" not in test_names]
+    test_seqs = [s for s in sequences if f"cad{s.sequence or 0:02d}" in test_names]
+    model = work / "model"
+    model.mkdir(parents=True)
+    files = {}
+    t0 = time.perf_counter()
+    for stage in (1, 2):
+        data = cad_features(train_seqs, stage=stage)
+        result = train(data, TrainConfig(epochs=epochs, patience=5, samples_per_epoch=20000), progress=False)
+        export_checkpoint(checkpoint_of(result, data), model / f"stage{stage}.onnx")
+        data.save(work / f"train_stage{stage}.npz")
+        cad_features(test_seqs, stage=stage).save(work / f"test_stage{stage}.npz")
+        files[f"stage{stage}.onnx"] = f"stage{stage}"
+    register_files(model, files)
+    trained = time.perf_counter() - t0
+    models = find_models(model)
+    labels = {1: tuple(models.stage1.labels), 2: tuple(models.stage2.labels)}
+    train_npz = [work / "train_stage1.npz", work / "train_stage2.npz"]
+    out = {"train_sequences": sorted(set(names) - test_names), "test_sequences": sorted(test_names),
+           "train_seconds": round(trained), "methods": {}}  # fmt: skip
+    test_rows = collect_npz([work / "test_stage1.npz", work / "test_stage2.npz"], models.spec, labels)
+    for method in ("minmax", "entropy", "percentile"):
+        res = calibrate(model, work / f"cal-{method}", CalibrateOptions(method=method, features=tuple(train_npz)))
+        out["methods"][method] = {
+            "test": evaluate(res.out, test_rows),
+            "excluded_nodes": {k: v["excluded_nodes"] for k, v in res.report["stages"].items()},
+            "warnings": res.warnings,
+        }
+        print(f"  CAD {method}: test stage-2 agreement {out['methods'][method]['test']['int8']['stage2']['agreement']:.4f}")
+    out["rows"] = {"train": [int(np.load(p)["y"].shape[0]) for p in train_npz], "test": [len(test_rows.stage1),
+                   len(test_rows.stage2)]}  # fmt: skip
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.2f} %"
+
+
+def _line(name: str, e: dict[str, Any], precision: str) -> str:
+    p = e[precision]
+    return (f"| {name} | {precision} | {_pct(p['stage1']['agreement'])} | {_pct(p['stage2']['agreement'])} | "
+            f"{p['stage2']['max_abs_logit_error']:.3g} | {e['fp32_mpca']:.4f} | {p['mpca']:.4f} | "
+            f"{p['mpca_drop_points']:+.2f} |")  # fmt: skip
+
+
+HEADER = ["| set | precision | stage-1 gate agreement | stage-2 top-1 agreement | stage-2 max abs logit error | "
+          "fp32 MPCA | MPCA | MPCA drop (points) |", "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+
+
+def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
+    d = r["default"]
+    lines = ["# bench_calibrate: INT8 / FP16 parity and latency", "", f"Command: `{r['command']}`", "",
+             f"Bundled model `{d['model']}`; presets {', '.join(d['presets'])}, {d['frames']} frames per scene. "
+             f"Calibration seeds {d['calibration_seeds']}, selection seeds {d['selection_seeds']}, test seeds "
+             f"{d['test_seeds']} (training used 0-11, the recipe's report 1000-1001). Targets: {targets}.", "",
+             "## Variant selection (selection seeds; never the headline)", "",
+             "| variant | stage-1 agreement | stage-2 agreement | stage-2 max abs logit error | MPCA drop | nodes kept in float |",
+             "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for name, v in d["variants"].items():
+        s = v["selection"]["int8"]
+        lines.append(f"| {name} | {_pct(s['stage1']['agreement'])} | {_pct(s['stage2']['agreement'])} | "
+                     f"{s['stage2']['max_abs_logit_error']:.3g} | {s['mpca_drop_points']:+.2f} | {s['float_nodes']} |")  # fmt: skip
+    lines += ["", f"Chosen: **{d['chosen']}**; nodes kept in float: {d['variants'][d['chosen']]['excluded_nodes']}", "",
+              "## Headline: test seeds", "", *HEADER]  # fmt: skip
+    for name, e in d["test"].items():
+        for precision in ("int8", "fp16"):
+            lines.append(_line(name, e, precision))
+    lines += ["", "Naive INT8 (no equalization, everything quantized) on the same test rows, for comparison:", "", *HEADER]
+    for method, e in d["test_naive"].items():
+        lines.append(_line(f"naive {method}", e, "int8"))
+    lines += ["", "## Latency, ONNX Runtime CPU, one thread (ms per call, p50 / p90)", "",
+              "| stage | precision | 1 | 64 | 512 | 4950 |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    lat = d["latency_ms"]
+    for stage in (1, 2):
+        for precision in ("fp32", "fp16", "int8"):
+            cells = [f"{lat[f'stage{stage}/{precision}/{n}']['p50']:.3f} / {lat[f'stage{stage}/{precision}/{n}']['p90']:.3f}"
+                     for n in SIZES]  # fmt: skip
+            lines.append(f"| {stage} | {precision} | " + " | ".join(cells) + " |")
+    cad = r.get("cad")
+    if cad and "methods" in cad:
+        lines += ["", "## Box-only model on Collective Activity (trained here)", "",
+                  f"Train / calibrate: {', '.join(cad['train_sequences'])}; test: {', '.join(cad['test_sequences'])}.",
+                  "", *HEADER]  # fmt: skip
+        for method, m in cad["methods"].items():
+            for precision in ("int8", "fp16"):
+                lines.append(_line(f"CAD {method}", m["test"], precision))
+            lines.append(f"| | nodes kept in float: {m['excluded_nodes']} | | | | | | |")
+    elif cad:
+        lines += ["", f"CAD: {cad.get('skipped')}"]
+    lines += ["", f"Total {r['seconds']} s. Environment: {r['environment']}", ""]
+    return "\n".join(lines)

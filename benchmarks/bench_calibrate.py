@@ -1,0 +1,162 @@
+"""Acceptance of ``pairedge calibrate``: INT8 / FP16 parity with fp32 on held-out data, and CPU latency.
+
+Three disjoint sets of simulator scenes (presets static / moving / noisy) for the bundled default model,
+whose recipe trained on seeds 0-11 and reported on seeds 1000-1001 (``sdk/models/default/recipe.json``):
+
+* **calibration**: seeds ``--calib-seeds`` (default 0-3, training seeds: calibration may reuse training
+  data). ``pairedge calibrate`` itself holds out a quarter of these sequences for its mixed-precision search;
+* **selection**: seeds ``--val-seeds`` (default 2000-2001): every variant (method x naive / equalized /
+  equalized + mixed precision) is scored here, and the best one becomes the default; never used for the
+  headline;
+* **test**: seeds ``--test-seeds`` (default 3000-3002): the headline numbers, per preset and pooled, of
+  the chosen variant only. Never used for training, calibration or any choice.
+
+Rows are collected through the fp32 runtime pipeline (flow, features, stage-1 gate): stage 1 = every scored
+pair, stage 2 = the pairs the gate passes plus the truth-labelled pairs. Agreement is per row, without the
+runtime's temporal smoothing (stricter than the labels a robot sees). MPCA is over the truth-labelled
+stage-2 rows (the paper's three classes).
+
+A box-only model on the Collective Activity data (``<data>/cad_choi``) is trained here on the training
+sequences (existing training code), calibrated on features of those sequences and checked on the other
+sequences. Latency: each stage at 1 / 64 / 512 / 4950 pairs on ONNX Runtime CPU, one thread.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_calibrate.py            # about 10-20 minutes on 2 busy cores
+    python benchmarks/bench_calibrate.py --quick                      # fewer frames and seeds, no CAD
+
+Writes ``benchmarks/results/bench_calibrate.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _calibrate_bench import cad_model, evaluate, latency, markdown
+from _train_bench import DEFAULT_DATA, environment, write
+from pairedge.calibration.api import CalibrateOptions, calibrate
+from pairedge.calibration.collect import Collected, collect_scenes, merge
+from pairedge.datasets.sources import parse_seeds
+from pairedge.default_model import default_model_dir
+
+METHODS = ("minmax", "entropy", "percentile")
+MODES = {
+    "naive": {"equalize": False, "target_agreement": None},
+    "equalized": {"equalize": True, "target_agreement": None},
+    "equalized+mixed": {"equalize": True, "target_agreement": 0.99},
+}
+TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_mpca_drop_points": 0.5,
+           "fp16_agreement": 0.999}  # fmt: skip
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", type=Path, default=None, help="model folder (default: the bundled model)")
+    p.add_argument("--presets", default="static,moving,noisy")
+    p.add_argument("--calib-seeds", default="0-3")
+    p.add_argument("--val-seeds", default="2000-2001")
+    p.add_argument("--test-seeds", default="3000-3002")
+    p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--no-cad", action="store_true")
+    p.add_argument("--quick", action="store_true", help="120 frames, seeds 0 / 2000 / 3000, no CAD")
+    p.add_argument("--out", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def scenes(model: Path, presets: list[str], seeds: str, frames: int) -> Collected:
+    t = time.perf_counter()
+    out = collect_scenes(model, [(p, parse_seeds(seeds)) for p in presets], frames=frames)
+    print(f"  {presets} seeds {seeds}: {len(out.stage1)} / {len(out.stage2)} rows, {time.perf_counter() - t:.0f} s")
+    return out
+
+
+def choose(variants: dict[str, Any]) -> str:
+    """The variant with the best selection-set stage-2 agreement (ties: stage 1, fewer float nodes, error)."""
+
+    def key(name: str) -> tuple[float, ...]:
+        v = variants[name]["selection"]["int8"]
+        return (round(v["stage2"]["agreement"], 4), round(v["stage1"]["agreement"], 4), -v["float_nodes"],
+                -v["stage2"]["max_abs_logit_error"])  # fmt: skip
+
+    return max(variants, key=key)
+
+
+def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    model = (args.model or default_model_dir()).expanduser()
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    print("collecting rows through the fp32 pipeline")
+    cal = scenes(model, presets, args.calib_seeds, args.frames)
+    val = scenes(model, presets, args.val_seeds, args.frames)
+    tests = {p: scenes(model, [p], args.test_seeds, args.frames) for p in presets}
+    variants: dict[str, Any] = {}
+    for mode, extra in MODES.items():
+        for method in METHODS:
+            name = f"{method}/{mode}"
+            t = time.perf_counter()
+            result = calibrate(model, work / name.replace("/", "-"), CalibrateOptions(method=method, **extra),
+                               collected=cal)  # fmt: skip
+            variants[name] = {
+                "folder": str(result.out),
+                "excluded_nodes": {k: v["excluded_nodes"] for k, v in result.report["stages"].items()},
+                "calibrate_held_out": {k: v["held_out"] for k, v in result.report["stages"].items()},
+                "selection": evaluate(result.out, val),
+                "seconds": round(time.perf_counter() - t, 1),
+            }
+            s = variants[name]["selection"]["int8"]
+            print(f"  {name}: selection stage-2 agreement {s['stage2']['agreement']:.4f}, stage 1 "
+                  f"{s['stage1']['agreement']:.4f}, float nodes {s['float_nodes']}")  # fmt: skip
+    chosen = choose(variants)
+    folder = Path(variants[chosen]["folder"])
+    test = {p: evaluate(folder, rows) for p, rows in tests.items()}
+    test["pooled"] = evaluate(folder, merge(list(tests.values())))
+    naive = {m: evaluate(Path(variants[f"{m}/naive"]["folder"]), merge(list(tests.values()))) for m in METHODS}
+    report = {
+        "model": str(model),
+        "calibration_seeds": args.calib_seeds,
+        "selection_seeds": args.val_seeds,
+        "test_seeds": args.test_seeds,
+        "presets": presets,
+        "frames": args.frames,
+        "rows": {"calibration": [len(cal.stage1), len(cal.stage2)], "selection": [len(val.stage1), len(val.stage2)],
+                 "test": {p: [len(r.stage1), len(r.stage2)] for p, r in tests.items()}},  # fmt: skip
+        "variants": variants,
+        "chosen": chosen,
+        "test": test,
+        "test_naive": naive,
+        "latency_ms": latency(folder, merge(list(tests.values()))),
+    }
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.quick:
+        args.frames, args.calib_seeds, args.val_seeds, args.test_seeds, args.no_cad = 120, "0", "2000", "3000", True
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as tmp:
+        report: dict[str, Any] = {
+            "command": "python benchmarks/bench_calibrate.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "targets": TARGETS,
+            "default": default_model_part(args, Path(tmp)),
+        }
+        if not args.no_cad:
+            folder = args.data / "cad_choi" / "annotations"
+            if folder.is_dir():
+                print("CAD box-only model")
+                report["cad"] = cad_model(folder, Path(tmp) / "cad")
+            else:
+                report["cad"] = {"skipped": f"{folder} not found"}
+    report["environment"] = environment()
+    report["seconds"] = round(time.perf_counter() - t0)
+    paths = write("bench_calibrate", report, markdown(report, TARGETS), args.out or Path(__file__).parent / "results")
+    print("wrote", *paths)
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
