@@ -372,3 +372,13 @@ def test_run_with_infinite_fps_is_one_line(tmp_path: Path) -> None:
     video, mot = Path(scene.out) / scene.video, Path(scene.out) / "gt" / "gt.txt"
     args = ["run", str(video), "-d", str(mot), "--fps", "inf", "--no-video", "--out", str(tmp_path / "o")]
     assert_one_error_line(runner.invoke(app, args), 1, str(video))
+
+
+def test_cad_annotations_values_beyond_range(tmp_path: Path) -> None:
+    from pairedge.io.cad import read_cad_annotations
+
+    path = tmp_path / "annotations.txt"
+    for line in ("1\t10\t20\t30\t60\t9223372036854775808\t1\n", "1\t10\t1e300\t30\t60\t2\t1\n"):
+        path.write_text(line)
+        with pytest.raises(FormatError, match="record line 1: expected frame, action, pose within int64"):
+            read_cad_annotations(path)

@@ -404,6 +404,11 @@ def read_cad_annotations(path: str | Path) -> CadKeyframes:
             raise FormatError(
                 path, f"expected a positive box size, got w={vals[3]}, h={vals[4]}", f"line {lineno}"
             )
+        if max(abs(vals[i]) for i in (0, 5, 6)) > 2**62 or max(map(abs, vals[1:5])) > 3.4e38:
+            raise FormatError(
+                path, "expected frame, action, pose within int64 and a box within the float32 range "
+                f"(|value| < 3.4e38), got {line.strip()[:120]!r}", f"line {lineno}",
+            )  # fmt: skip
         rows.append(vals)
     arr = np.asarray(rows, dtype=np.float64).reshape(-1, 7)
     return CadKeyframes(
