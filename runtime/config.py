@@ -74,6 +74,10 @@ class PipelineConfig:
         flow: optical-flow options.
         smoothing: per-pair smoothing options.
         validation: input sanitising options.
+        max_people: at most this many detections per frame go on to tracking and pairing (the most confident
+            ones; ties go to the larger, i.e. usually nearer, box); the rest are dropped and counted in the
+            diagnostics. It bounds the work per frame: at most ``n (n - 1) / 2`` pairs (4,950 at the default
+            100). None = no cap (the work then grows with the square of the people in a frame).
         features: options of the feature spec (a mapping of its config fields); None = those stored in the
             model metadata (``extra["feature_config"]``), else the spec's defaults.
         backend_options: options object of the classifier backend (e.g. ``OrtOptions``); None = defaults.
@@ -86,6 +90,7 @@ class PipelineConfig:
     flow: FlowConfig = field(default_factory=FlowConfig)
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
+    max_people: int | None = 100
     features: Mapping[str, Any] | None = None
     backend_options: Any = None
 
@@ -96,3 +101,8 @@ class PipelineConfig:
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InputError(f"{name}: expected a probability in [0, 1], got {value}")
+        cap = self.max_people
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 2):
+            raise InputError(
+                f"max_people: expected an integer >= 2 (or None for no cap), got {cap!r}; the default is 100"
+            )

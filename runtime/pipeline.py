@@ -12,6 +12,7 @@ The gate sees the *smoothed* stage-1 probability, so a pair does not flicker in 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter_ns
@@ -24,13 +25,14 @@ from pairedge.features import PairFeatures
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
 from pairedge.runtime.config import PipelineConfig
-from pairedge.runtime.flow import FlowBackend, FlowStream
+from pairedge.runtime.flow import FlowBackend
+from pairedge.runtime.flow.pooling import flow_gpu_ms, make_stream, push_frame
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
 from pairedge.runtime.smoothing import PairSmoother
 from pairedge.runtime.tracker import IoUTracker
 from pairedge.runtime.types import Diagnostics, FrameResult
-from pairedge.runtime.validate import validate_detections, validate_frame
+from pairedge.runtime.validate import cap_people, image_size_problem, validate_detections, validate_frame
 from pairedge.types import Detections
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
@@ -90,7 +92,7 @@ class Pipeline:
         self.tau_group = cfg.tau_group if cfg.tau_group is not None else models.threshold("tau_group")
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
-        self._stream = FlowStream(flow) if flow is not None else None
+        self._stream = make_stream(flow, self._pool_config()) if flow is not None else None
         self._tracker = IoUTracker(cfg.tracker_config)
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
         self._frames = 0
@@ -193,27 +195,42 @@ class Pipeline:
         """
         clock = _Clock()
         notes: list[str] = []
-        index = self._frames if frame_index is None else int(frame_index)
+        index = self._frame_index(frame_index, notes)
         self._frames += 1
         timestamp = self._timestamp(timestamp, notes)
-        image, frame_reason = validate_frame(frame, self.config.validation)
-        size = self._size(image, image_size)
-        if frame is None and self._stream is None:
-            frame_reason = None  # box-only: no frame expected
-        dets, dropped = validate_detections(detections, size, self.config.validation)
-        clock.lap("validate")
-        dets = self._assign_ids(dets, timestamp, dropped)
-        clock.lap("track")
-        flow = self._flow(image, notes)
-        clock.lap("flow")
-        features = self._features(dets, timestamp, size, flow, notes)
-        clock.lap("features")
-        p, label_ids, probs = self._classify(features, clock)
-        groups = groups_from_index(
-            features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels
+        size = self._image_size
+        try:
+            image, frame_reason = validate_frame(frame, self.config.validation)
+            size = self._size(image, image_size, notes)
+            if frame is None and self._stream is None:
+                frame_reason = None  # box-only: no frame expected
+            dets, dropped = validate_detections(detections, size, self.config.validation)
+            dets, over = cap_people(dets, self.config.max_people)
+            if over:
+                dropped[f"over max_people={self.config.max_people} (kept the most confident)"] = over
+            clock.lap("validate")
+            clock.stage = "track"
+            dets = self._assign_ids(dets, timestamp, dropped)
+            clock.lap("track")
+            clock.stage = "flow"
+            flow = self._flow(image, notes, dets)
+            clock.lap("flow")
+            clock.gpu_ms = flow_gpu_ms(self.flow) if flow is not None else None
+            clock.stage = "features"
+            features = self._features(dets, timestamp, size, flow, notes)
+            clock.lap("features")
+            clock.stage = "stage1"
+            features, p, label_ids, probs, non_finite = self._classify(features, clock)
+            clock.stage = "groups"
+            groups = groups_from_index(
+                features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels
+            )
+            clock.lap("groups")
+        except Exception as exc:  # noqa: BLE001 - last resort: report the frame as dropped, keep the stream
+            return self._failed(index, timestamp, size, clock, notes, exc)
+        diagnostics = Diagnostics(
+            frame_dropped=frame_reason, dropped=dropped, notes=tuple(notes), non_finite_outputs=non_finite
         )
-        clock.lap("groups")
-        diagnostics = Diagnostics(frame_dropped=frame_reason, dropped=dropped, notes=tuple(notes))
         return FrameResult(
             frame_index=index,
             timestamp=timestamp,
@@ -230,23 +247,90 @@ class Pipeline:
             diagnostics=diagnostics,
         )
 
-    def _timestamp(self, timestamp: float, notes: list[str]) -> float:
+    def _failed(
+        self,
+        index: int,
+        timestamp: float,
+        size: tuple[int, int] | None,
+        clock: _Clock,
+        notes: list[str],
+        exc: Exception,
+    ) -> FrameResult:
+        """The result of a frame whose ``clock.stage`` raised unexpectedly: no people, no pairs, reported.
+
+        The stream state the stage may have left half-updated is reset (as at a scene cut; track ids keep
+        increasing), so the next frame starts clean instead of building on a possibly wrong state.
+        """
+        stage = clock.stage
+        self.reset()
+        self._last_t = timestamp
+        message = _short(exc, 200, text=True)
+        error = f"{stage}: {type(exc).__name__}: {message}; frame dropped, stream state reset"
+        empty = self._no_pairs()
+        m = 0
+        return FrameResult(
+            frame_index=index,
+            timestamp=timestamp,
+            track_ids=np.zeros(0, np.int64),
+            boxes=np.zeros((0, 4), np.float32),
+            pairs=empty.pairs,
+            p_interact=np.zeros(m, np.float32),
+            interacting=np.zeros(m, bool),
+            label_ids=np.zeros(m, np.int64),
+            probs=np.zeros((m, len(self.labels)), np.float32),
+            labels=self.labels,
+            groups=(),
+            timings_ms=clock.result(),
+            diagnostics=Diagnostics(
+                frame_dropped=error, notes=tuple(notes), stage_error=f"{stage}: {type(exc).__name__}"
+            ),
+        )
+
+    def _frame_index(self, frame_index: Any, notes: list[str]) -> int:
+        """The caller's frame index when it is a whole number, else the frame counter (reported)."""
+        if frame_index is None:
+            return self._frames
+        try:
+            if isinstance(frame_index, bool):
+                raise TypeError("a bool")
+            if isinstance(frame_index, numbers.Integral):
+                return int(frame_index)
+            value = float(frame_index)
+            if value.is_integer() and not isinstance(frame_index, str | bytes):
+                return int(value)
+        except Exception:  # noqa: BLE001, S110 - any failure of a caller's object falls through to the report
+            pass
+        notes.append(f"frame_index {_short(frame_index)} is not a whole number; used {self._frames}")
+        return self._frames
+
+    def _timestamp(self, timestamp: Any, notes: list[str]) -> float:
+        problem = None
         try:
             t = float(timestamp)
-        except (TypeError, ValueError):
-            t = math.nan
-        if not math.isfinite(t) or (self._last_t is not None and t < self._last_t):
-            repaired = 0.0 if self._last_t is None else self._last_t + NOMINAL_DT
-            notes.append(f"timestamp {timestamp!r} not finite or decreasing; used {repaired:.6f}")
-            t = repaired
+        except OverflowError:
+            t, problem = math.nan, "is beyond the float range"
+        except Exception as exc:  # noqa: BLE001 - TypeError, ValueError or whatever a caller's __float__ raises
+            t, problem = math.nan, f"is not a number ({type(exc).__name__})"
+        if problem is None and not math.isfinite(t):
+            problem = "is not finite"
+        elif problem is None and self._last_t is not None and t < self._last_t:
+            problem = f"is before the previous one ({self._last_t:.6f})"
+        if problem is not None:
+            t = 0.0 if self._last_t is None else self._last_t + NOMINAL_DT
+            notes.append(f"timestamp {_short(timestamp)} {problem}; used {t:.6f}")
         self._last_t = t
         return t
 
-    def _size(self, image: np.ndarray | None, image_size: tuple[int, int] | None) -> tuple[int, int] | None:
+    def _size(self, image: np.ndarray | None, image_size: Any, notes: list[str]) -> tuple[int, int] | None:
         if image is not None:
             self._image_size = (int(image.shape[1]), int(image.shape[0]))
         elif image_size is not None:
-            self._image_size = (int(image_size[0]), int(image_size[1]))
+            checked = image_size_problem(image_size)
+            if isinstance(checked, str):
+                known = f"kept {self._image_size}" if self._image_size is not None else "no size known"
+                notes.append(f"{checked}; {known}")
+            else:
+                self._image_size = checked
         return self._image_size
 
     def _assign_ids(self, dets: Detections, timestamp: float, dropped: dict[str, int]) -> Detections:
@@ -264,15 +348,20 @@ class Pipeline:
             dets = dets.subset(~missing)
         return dets
 
-    def _flow(self, image: np.ndarray | None, notes: list[str]) -> np.ndarray | None:
+    def _pool_config(self) -> Any:
+        """The feature config a fusing flow backend pools for (PairedgeConfig: pool_inset, grid_step)."""
+        return getattr(self.extractor, "config", None)
+
+    def _flow(self, image: np.ndarray | None, notes: list[str], dets: Detections) -> Any:
+        """Dense (h, w, 2) flow, a PooledFlow (fusing backends, e.g. flow='cuda'), or None."""
         if self._stream is None:
             return None
         if image is None:
             self._stream.reset()
             return None
-        flow = self._stream.push(image)
+        flow = push_frame(self._stream, image, dets, self._pool_config())
         if flow is None:
-            notes.append("no previous frame: flow not available for this frame")
+            notes.append(self._stream.reason or "flow not available for this frame")
         return flow
 
     def _features(
@@ -298,27 +387,47 @@ class Pipeline:
         finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
         if not finite.all():
             notes.append(f"{int((~finite).sum())} pair(s) with non-finite features dropped")
-            keep = np.flatnonzero(finite)
-            features = PairFeatures(
-                features.pairs[keep], features.index[keep], features.stage1[keep], features.stage2[keep]
-            )
+            features = _subset(features, finite)
         return features
 
     def _no_pairs(self) -> PairFeatures:
         return PairFeatures.empty(self.models.spec.stage1_dim, self.models.spec.stage2_dim)
 
-    def _classify(self, features: PairFeatures, clock: _Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing."""
-        m = len(features)
-        p_raw = interact_probability(self.stage1.infer(features.stage1)) if m else np.zeros(0, np.float32)
+    def _classify(
+        self, features: PairFeatures, clock: _Clock
+    ) -> tuple[PairFeatures, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+        """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing.
+
+        Pairs whose stage-1 or stage-2 logits are NaN / inf are removed from the frame (their probability is
+        unknown) and counted per stage; they never reach the smoothing state.
+
+        Returns:
+            The kept pairs' features, (M,) smoothed p, (M,) label ids, (M, C) probs, stage -> pairs removed.
+        """
+        non_finite: dict[str, int] = {}
+        logits = self.stage1.infer(features.stage1) if len(features) else np.zeros((0, 2), np.float32)
+        bad = ~np.isfinite(logits).all(axis=1)
+        if bad.any():
+            non_finite["stage1"] = int(bad.sum())
+            features, logits = _subset(features, ~bad), logits[~bad]
+        p_raw = interact_probability(logits) if len(features) else np.zeros(0, np.float32)
         clock.lap("stage1")
+        clock.stage = "smooth"
+        m = len(features)
         p = self._smoother.smooth_interact(features.pairs, p_raw)
         gated = np.flatnonzero(p >= self.tau_interact)
         clock.lap("smooth")
-        raw_probs = (
-            softmax(self.stage2.infer(np.ascontiguousarray(features.stage2[gated]))) if len(gated) else None
-        )
+        clock.stage = "stage2"
+        raw_probs = None
+        if len(gated):
+            logits2 = self.stage2.infer(np.ascontiguousarray(features.stage2[gated]))
+            ok = np.isfinite(logits2).all(axis=1)
+            if not ok.all():
+                non_finite["stage2"] = int((~ok).sum())
+            gated, logits2 = gated[ok], logits2[ok]
+            raw_probs = softmax(logits2) if len(gated) else None
         clock.lap("stage2")
+        clock.stage = "smooth"
         label_ids = np.full(m, -1, np.int64)
         probs = np.zeros((m, len(self.labels)), np.float32)
         if raw_probs is not None:
@@ -326,7 +435,28 @@ class Pipeline:
             probs[gated] = smoothed
             label_ids[gated] = smoothed.argmax(axis=1)
         clock.lap("smooth")
-        return p, label_ids, probs
+        if "stage2" in non_finite:  # gated pairs without a valid class: not reported as interacting
+            keep = (p < self.tau_interact) | (label_ids >= 0)
+            features, p, label_ids, probs = _subset(features, keep), p[keep], label_ids[keep], probs[keep]
+        return features, p, label_ids, probs, non_finite
+
+
+def _subset(features: PairFeatures, keep: np.ndarray) -> PairFeatures:
+    """The pairs selected by a (M,) bool mask."""
+    rows = np.flatnonzero(keep)
+    return PairFeatures(
+        features.pairs[rows], features.index[rows], features.stage1[rows], features.stage2[rows]
+    )
+
+
+def _short(value: Any, limit: int = 60, *, text: bool = False) -> str:
+    """``repr(value)`` (``str`` when ``text``) cut to ``limit`` characters; never raises (for messages about
+    a caller's objects, whose ``repr`` may raise or be huge)."""
+    try:
+        out = str(value) if text else repr(value)
+    except Exception:  # noqa: BLE001 - a repr that raises, or an int too long to print
+        out = f"<{type(value).__name__}>"
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 class _Clock:
@@ -335,6 +465,8 @@ class _Clock:
     def __init__(self) -> None:
         self._start = self._last = perf_counter_ns()
         self._ns = dict.fromkeys(STAGES, 0)
+        self.stage = "validate"  # the stage running now (named in the report if it raises)
+        self.gpu_ms: float | None = None  # GPU time of the flow stage (CUDA events), when on a GPU
 
     def lap(self, stage: str) -> None:
         now = perf_counter_ns()
@@ -344,4 +476,6 @@ class _Clock:
     def result(self) -> dict[str, float]:
         out = {k: v / 1e6 for k, v in self._ns.items()}
         out["total"] = (self._last - self._start) / 1e6
+        if self.gpu_ms is not None:
+            out["flow_gpu"] = self.gpu_ms
         return out

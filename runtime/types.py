@@ -50,19 +50,33 @@ class Diagnostics:
     """What the pipeline dropped or noticed in a frame (it never raises mid-stream).
 
     Attributes:
-        frame_dropped: why the image was unusable (flow was skipped), or None.
-        dropped: reason -> number of detections dropped for it.
-        notes: other remarks (no previous frame for flow, repaired timestamp, ...).
+        frame_dropped: why the image was unusable (flow was skipped), or why the whole frame was dropped
+            (then ``stage_error`` is set), or None.
+        dropped: reason -> number of detections dropped for it (malformed rows, the ``max_people`` cap,
+            tracker suppression, ...).
+        notes: other remarks (no previous frame for flow, frame too small for the flow, repaired timestamp,
+            frame index or image size, ...).
+        non_finite_outputs: classifier stage ("stage1", "stage2") -> pairs removed from the frame because the
+            model's logits for them were NaN or inf (a broken or badly quantised model).
+        stage_error: ``"<stage>: <exception type>"`` when a stage raised unexpectedly; the frame then has no
+            people and no pairs and the stream state was reset. None normally.
     """
 
     frame_dropped: str | None = None
     dropped: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    non_finite_outputs: Mapping[str, int] = field(default_factory=dict)
+    stage_error: str | None = None
 
     @property
     def clean(self) -> bool:
         """True when nothing was dropped."""
-        return self.frame_dropped is None and not self.dropped
+        return (
+            self.frame_dropped is None
+            and not self.dropped
+            and not self.non_finite_outputs
+            and self.stage_error is None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -72,6 +86,10 @@ class Diagnostics:
             out["dropped_detections"] = dict(self.dropped)
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.non_finite_outputs:
+            out["non_finite_outputs"] = dict(self.non_finite_outputs)
+        if self.stage_error is not None:
+            out["stage_error"] = self.stage_error
         return out
 
 

@@ -6,8 +6,12 @@ skipped and the stream restarts its flow at the next good frame.
 
 Detections, row by row (vectorised): non-finite box or score; width or height below ``min_box_side``;
 huge boxes (larger than ``max_box_factor`` times the image); boxes entirely outside the image; ids below -1
-or at / above 2**31; repeated track ids (the first row is kept). Detections that are not a
-:class:`~pairedge.types.Detections`-like object with consistent array shapes are dropped as a whole.
+or at / above 2**31; repeated track ids (the first row is kept); boxes or scores beyond the float32 range.
+Detections that are not a :class:`~pairedge.types.Detections`-like object with consistent real-valued array
+shapes (including objects whose attribute access raises anything) are dropped as a whole, with the reason.
+
+Then :func:`cap_people` keeps at most ``max_people`` detections (the most confident, ties to the larger box),
+which bounds the work of every later stage. :func:`image_size_problem` checks a caller's ``(W, H)``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,30 @@ from pairedge.runtime.config import ValidationConfig
 from pairedge.types import Detections
 
 ID_LIMIT = 1 << 31
+#: Largest float32: boxes and scores beyond it would overflow to inf when stored as float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: Largest image side accepted in ``image_size`` (pixels).
+MAX_IMAGE_SIDE = 1 << 20
+
+
+def image_size_problem(image_size: Any) -> tuple[int, int] | str:
+    """``(W, H)`` as ints, or why ``image_size`` is unusable (two whole numbers in [1, 2**20] expected)."""
+    try:
+        w, h = image_size
+        values = (float(w), float(h))
+    except Exception as exc:  # noqa: BLE001 - any failure of a caller's object is a reported bad input
+        return f"image_size {_short(image_size)} unusable ({type(exc).__name__}); expected (W, H) integers"
+    if not all(v.is_integer() and 1 <= v <= MAX_IMAGE_SIDE for v in values):
+        return f"image_size {_short(image_size)}: expected (W, H) whole numbers in [1, {MAX_IMAGE_SIDE}]"
+    return int(values[0]), int(values[1])
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that raises (or an int too long to print)
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def validate_frame(frame: Any, config: ValidationConfig) -> tuple[np.ndarray | None, str | None]:
@@ -46,17 +74,24 @@ def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | s
     if detections is None:
         return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
     try:
-        boxes = np.asarray(detections.boxes, dtype=np.float64)
-        ids_raw = np.asarray(detections.track_ids, dtype=np.float64)
-        scores = np.asarray(detections.scores, dtype=np.float64)
-    except (AttributeError, TypeError, ValueError) as exc:
-        return f"detections unusable ({type(exc).__name__}: {exc}); expected pairedge.types.Detections"
+        raw = [np.asarray(detections.boxes), np.asarray(detections.track_ids), np.asarray(detections.scores)]
+        complex_ = [
+            n for n, a in zip(("boxes", "track_ids", "scores"), raw, strict=True) if a.dtype.kind == "c"
+        ]
+        if complex_:
+            return f"detections: expected real numbers, got complex {', '.join(complex_)}"
+        boxes, ids_raw, scores = (np.asarray(a, dtype=np.float64) for a in raw)
+    except Exception as exc:  # noqa: BLE001 - a caller's object may raise anything; drop and report it
+        return f"detections unusable ({type(exc).__name__}: {_short(str(exc), 100)}); expected pairedge.types.Detections"
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         return f"detections: expected boxes of shape (N, 4), got {boxes.shape}"
     n = len(boxes)
     if ids_raw.shape != (n,) or scores.shape != (n,):
         return f"detections: expected ({n},) ids and scores, got {ids_raw.shape} and {scores.shape}"
-    bad_id = ~np.isfinite(ids_raw) | (ids_raw != np.round(ids_raw)) | (ids_raw < -1) | (ids_raw >= ID_LIMIT)
+    with np.errstate(invalid="ignore"):
+        bad_id = (
+            ~np.isfinite(ids_raw) | (ids_raw != np.round(ids_raw)) | (ids_raw < -1) | (ids_raw >= ID_LIMIT)
+        )
     ids = np.where(bad_id, -2, ids_raw).astype(np.int64)
     return boxes, ids, scores
 
@@ -87,6 +122,10 @@ def validate_detections(
     reasons: list[tuple[str, np.ndarray]] = []
     finite = np.isfinite(boxes).all(axis=1) & np.isfinite(scores)
     reasons.append(("non-finite box or score", ~finite))
+    in_range = (np.abs(np.where(finite[:, None], boxes, 0.0)) <= FLOAT32_MAX).all(axis=1)
+    in_range &= np.abs(np.where(finite, scores, 0.0)) <= FLOAT32_MAX
+    reasons.append(("box or score beyond the float32 range", finite & ~in_range))
+    finite &= in_range
     b = np.where(finite[:, None], boxes, 0.0)
     reasons.append(
         (
@@ -169,7 +208,7 @@ def _clean_fast(
 
     Same rules as the full check in a few vectorised passes (any non-finite box goes to the full check).
     """
-    if not isinstance(detections, Detections) or image_size is None:
+    if type(detections) is not Detections or image_size is None:  # subclasses may override attributes
         return None
     b, ids, sc = detections.boxes, detections.track_ids, detections.scores
     typed = (
@@ -202,3 +241,22 @@ def _duplicates(ids: np.ndarray) -> np.ndarray:
     out[valid] = True
     out[valid[first]] = False
     return out
+
+
+def cap_people(detections: Detections, max_people: int | None) -> tuple[Detections, int]:
+    """Keep at most ``max_people`` detections: the highest scores, ties to the larger box area (nearer).
+
+    Args:
+        detections: validated detections (N rows).
+        max_people: the cap, or None for none.
+
+    Returns:
+        The kept rows in their original order, and how many were dropped. O(N log N) for N > cap.
+    """
+    n = len(detections)
+    if max_people is None or n <= max_people:
+        return detections, 0
+    area = detections.boxes[:, 2].astype(np.float64) * detections.boxes[:, 3]
+    order = np.lexsort((np.arange(n), -area, -detections.scores.astype(np.float64)))
+    keep = np.sort(order[:max_people])
+    return detections.subset(keep), n - max_people

@@ -5,6 +5,11 @@ resolution, 0.5 = half width and height). Flow vectors are in pixels *of the sca
 ``x y w h`` onto the flow field multiply it by ``scale``; to turn a flow vector into full-resolution pixels
 divide it by ``scale``. Backends keep their scaled inputs and their output in buffers reused from frame to
 frame, so the array :meth:`FlowBackend.compute` returns is only valid until the next call (copy it to keep it).
+
+Every backend declares :attr:`FlowBackend.min_side`, the smallest scaled image side it computes flow for
+(OpenCV's DIS refuses images below about 12 px); :meth:`FlowBackend.size_problem` says why a frame size is
+too small, :meth:`FlowBackend.compute` raises :class:`~pairedge.errors.InputError` for it, and
+:class:`~pairedge.runtime.flow.FlowStream` turns it into "no flow for this frame" with that reason.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import ClassVar
 
 import cv2
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.errors import BackendError, InputError
 
 
 def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:
@@ -33,6 +38,8 @@ class FlowBackend(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: Smallest side (pixels, after scaling) of frames this backend computes flow for.
+    min_side: ClassVar[int] = 1
 
     def __init__(self, scale: float = 1.0) -> None:
         if not (isinstance(scale, int | float) and 0.0 < float(scale) <= 1.0):
@@ -51,6 +58,16 @@ class FlowBackend(ABC):
     def scaled_shape(self, height: int, width: int) -> tuple[int, int]:
         """Shape (h, w) of the flow field this backend returns for ``height x width`` frames."""
         return scaled_size(height, width, self.scale)
+
+    def size_problem(self, height: int, width: int) -> str | None:
+        """Why frames of ``height x width`` (full resolution) are too small for this backend, or None."""
+        h, w = self.scaled_shape(height, width)
+        if min(h, w) >= self.min_side:
+            return None
+        return (
+            f"frame {width}x{height} px at flow scale {self.scale:g} is {w}x{h} px, below the {self.min_side} px "
+            f"per side that {type(self).__name__} needs; no flow for it (raise the flow scale or the resolution)"
+        )
 
     def output_buffer(self, height: int, width: int) -> np.ndarray:
         """The reused (h, w, 2) float32 output buffer for scaled frames of ``height x width``, zeroed."""
@@ -99,9 +116,23 @@ class FlowBackend(ABC):
         return self.compute_scaled(self.resize(prev_gray, 0), self.resize(gray, 1))
 
     def compute_scaled(self, prev_small: np.ndarray, small: np.ndarray) -> np.ndarray:
-        """Flow between frames already resized by :attr:`scale` ((h, w) uint8, C-contiguous)."""
-        out = self.output_buffer(*small.shape[:2])
-        self._flow(prev_small, small, out)
+        """Flow between frames already resized by :attr:`scale` ((h, w) uint8, C-contiguous).
+
+        Raises:
+            InputError: a side is below :attr:`min_side`.
+            BackendError: OpenCV failed on the frames (the message says why).
+        """
+        h, w = small.shape[:2]
+        if min(h, w) < self.min_side:
+            raise InputError(
+                f"flow: expected scaled frames at least {self.min_side} px on a side for "
+                f"{type(self).__name__}, got {w}x{h}; raise the flow scale or the resolution"
+            )
+        out = self.output_buffer(h, w)
+        try:
+            self._flow(prev_small, small, out)
+        except cv2.error as exc:
+            raise BackendError(f"flow: {type(self).__name__} failed on {w}x{h} frames ({exc.err})") from None
         return out
 
     @abstractmethod

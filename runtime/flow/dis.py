@@ -27,6 +27,7 @@ class DISFlow(FlowBackend):
     """
 
     name = "dis"
+    min_side = 12  # OpenCV's DIS raises "Incorrect size of input array" below (checked 12..3000 px)
 
     def __init__(self, preset: str = "fast", scale: float = 0.5) -> None:
         super().__init__(scale)

@@ -1,14 +1,16 @@
 """Flow over a stream of frames: each frame is converted and resized once, the previous one is kept.
 
 :class:`FlowStream` owns two reused frame buffers at the backend's scale (ping-pong) and one grayscale
-buffer, so pushing a frame allocates nothing once the resolution is known.
+buffer, so pushing a frame allocates nothing once the resolution is known. :meth:`FlowStream.push` never
+raises for a frame the backend cannot handle (smaller than its minimum after scaling, or a flow failure):
+it returns None and says why in :attr:`FlowStream.reason`.
 """
 
 from __future__ import annotations
 
 import cv2
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.errors import InputError, PairedgeError
 from pairedge.runtime.flow.base import FlowBackend
 
 
@@ -26,6 +28,9 @@ class FlowStream:
         self._cur = 0
         self._has_prev = False
         self._shape: tuple[int, int] | None = None
+        self._too_small: str | None = None
+        #: Why the last :meth:`push` returned None (first frame, frame too small, flow failure).
+        self.reason: str | None = None
 
     @property
     def scale(self) -> float:
@@ -43,19 +48,32 @@ class FlowStream:
 
         Returns:
             (h, w, 2) float32 flow at the backend's scale (reused buffer, valid until the next push), or None
-            for the first frame, after :meth:`reset`, or when the resolution changed.
+            for the first frame, after :meth:`reset`, when the resolution changed, for a frame below the
+            backend's minimum size after scaling, or when the backend failed (:attr:`reason` says which).
         """
         shape = (int(image.shape[0]), int(image.shape[1]))
         if shape != self._shape:
             self._allocate(shape)
+        if self._too_small is not None:
+            self.reason = self._too_small
+            return None
         self._cur ^= 1
         self._fill(image, self._slots[self._cur])
         if not self._has_prev:
             self._has_prev = True
+            self.reason = "no previous frame: flow not available for this frame"
             return None
-        return self.backend.compute_scaled(self._slots[self._cur ^ 1], self._slots[self._cur])
+        try:
+            flow = self.backend.compute_scaled(self._slots[self._cur ^ 1], self._slots[self._cur])
+        except PairedgeError as exc:  # defensive: sizes are checked above; the flow restarts next frame
+            self._has_prev = False
+            self.reason = f"flow failed ({type(exc).__name__}: {exc}); no flow for this frame"
+            return None
+        self.reason = None
+        return flow
 
     def _allocate(self, shape: tuple[int, int]) -> None:
+        self._too_small = self.backend.size_problem(*shape)
         h, w = self.backend.scaled_shape(*shape)
         self._slots = [np.empty((h, w), np.uint8), np.empty((h, w), np.uint8)]
         self._gray = np.empty(shape, np.uint8)
