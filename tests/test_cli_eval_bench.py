@@ -13,6 +13,7 @@ import pytest
 from pairedge.cli import app
 from pairedge.default_model import default_model_dir
 from pairedge.errors import InputError
+from parity.parity_helpers import box_only_toy
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -122,39 +123,13 @@ def test_eval_box_only_model_on_cad(tmp_path: Path, shared_data: Path) -> None:
     model = tmp_path / "cad_model"
     model.mkdir()
     for stage in (1, 2):
-        _box_only_toy(model / f"stage{stage}.onnx", stage)
+        box_only_toy(model / f"stage{stage}.onnx", stage)
     res = runner.invoke(app, ["eval", str(model), "--data", str(sorted(folder.glob("anno*.mat"))[0]),
                               "--out", str(tmp_path / "out")])  # fmt: skip
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "out" / "eval.json").read_text())
     assert data["has_truth"] and data["frames"] > 0 and data["flow"] == "none"
     assert len(data["labels"]) == 8
-
-
-def _box_only_toy(path: Path, stage: int) -> None:
-    """A random-weight MLP of the pairedge spec in box-only mode with the CAD8 label set."""
-    from onnx import TensorProto, helper, numpy_helper
-    from pairedge.features import get_spec
-    from pairedge.labels import CAD8, STAGE1
-    from pairedge.modelmeta import ModelMetadata
-
-    spec = get_spec("pairedge")
-    f = spec.stage1_dim if stage == 1 else spec.stage2_dim
-    labels = STAGE1.classes if stage == 1 else CAD8.classes
-    w = np.random.default_rng(stage).normal(size=(f, len(labels))).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["features", "w"], ["logits"])], "toy",
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])],
-        [numpy_helper.from_array(w, "w")],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    meta = ModelMetadata(stage=stage, feature_spec="pairedge", feature_spec_version=spec.version, labels=labels,
-                         num_features=f, norm_mean=(0.0,) * f, norm_std=(1.0,) * f,
-                         extra={"feature_config": {"motion": "boxes"}})  # fmt: skip
-    for k, v in meta.to_props().items():
-        model.metadata_props.add(key=k, value=v)
-    onnx.save(model, str(path))
 
 
 # -- bench ------------------------------------------------------------------------------------------------

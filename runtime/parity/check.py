@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import FormatError
 from pairedge.runtime.config import PipelineConfig, SmoothingConfig
 from pairedge.runtime.parity.identity import model_identity, relation
 from pairedge.runtime.parity.levels import (
@@ -118,7 +117,7 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
                f"the pack has {ref.stage1_features.shape[1]} / {ref.stage2_features.shape[1]}")  # fmt: skip
         return levels + [LevelResult(n, SKIP, (), (why,)) for n in ("logits", "labels", "task")]
     logits = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
-    levels.append(logits_level(ident, cand_id, ref, logits, precision, tol))
+    levels.append(logits_level(ident, cand_id, ref, logits, precision, tol, tau))
     levels.append(labels_level(ident, cand_id, ref, logits, tau, pk.truth_label, tol))
     c = ref.stage2_logits.shape[1]
     keys = ref.keys()
@@ -142,10 +141,7 @@ def _gated(logits1: np.ndarray, logits2: np.ndarray, tau: float) -> np.ndarray:
 
 
 def _replay_pack(pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | None) -> PairRows:
-    box_only = bool(pk.reference.get("box_only")) or len(pk.frame_png) == 0
-    if pipe.flow is not None and box_only:
-        raise FormatError(pk.path or "<pack>", "the pack has no frames (box-only clip) but this model's pipeline "
-                          "computes optical flow; use --model-only or a pack made from video", "frame_png")  # fmt: skip
+    box_only = bool(pk.reference.get("box_only")) or len(pk.frame_png) == 0  # no frames: as the reference ran
     size = pk.reference.get("image_size")
 
     def items() -> Any:

@@ -170,8 +170,14 @@ def logits_level(
     logits: tuple[np.ndarray, np.ndarray],
     precision: str,
     tol: Tolerances,
+    tau: float = 0.5,
 ) -> LevelResult:
-    """Level 2: ``logits`` = the candidate's (stage 1, stage 2) on the pack's features."""
+    """Level 2: ``logits`` = the candidate's (stage 1, stage 2) on the pack's features.
+
+    Stage 1 is judged on every pair; stage 2 on the pairs the reference gates (those stage 2 classifies in
+    the pipeline; its logits on non-interacting pairs are never used), with the all-pairs statistics
+    reported as ``stage2_all_pairs``.
+    """
     p99, mx = (
         tol.logit_p99.get(precision, tol.logit_p99["int8"]),
         tol.logit_max.get(precision, tol.logit_max["int8"]),
@@ -187,7 +193,13 @@ def logits_level(
                 f"{stage} logits have shape {cand.shape[1:]} per pair, the pack's {want.shape[1:]}"
             )
             continue
-        s = _stats(cand - want)
+        rows = np.ones(len(want), bool)
+        if stage == "stage2":
+            metrics["stage2_all_pairs"] = _stats(cand - want)
+            gated = interact_probability(ref.stage1_logits) >= tau
+            rows = gated if gated.any() else rows
+            metrics["stage2_pairs"] = int(rows.sum())
+        s = _stats(cand[rows] - want[rows])
         metrics[stage] = s
         if s["p99"] > p99 or s["max"] > mx:
             problems.append(f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "

@@ -98,7 +98,9 @@ class ParityReport:
         if lg and lg.status != SKIP:
             out += ["## Logits: absolute error", "", "| stage | max | mean | p99 |", "|---|---:|---:|---:|"]
             out += [f"| {st} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |"
-                    for st, s in lg.metrics.items() if isinstance(s, dict)] + [""]  # fmt: skip
+                    for st, s in lg.metrics.items() if isinstance(s, dict)]  # fmt: skip
+            out += ["", f"stage2: the {lg.metrics.get('stage2_pairs', '?')} pair-frames the reference gates (what stage 2 "
+                    "classifies in the pipeline); stage2_all_pairs: every pair, for information.", ""]  # fmt: skip
         lb = by.get("labels")
         if lb and lb.status != SKIP:
             m = lb.metrics

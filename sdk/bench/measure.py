@@ -1,7 +1,8 @@
 """Timing primitives of ``pairedge bench``: classifier latency per pair count, and pipeline FPS per crowd size.
 
 Classifier latency calls the pipeline's own backends (``Backend.infer``, input validation included) on real
-feature rows, tiled to the pair count. Pipeline FPS steps the whole pipeline (flow, features, both stages,
+feature rows sampled to the pair count. Variants are measured interleaved (round-robin), so a busy shared
+machine slows them alike. Pipeline FPS steps the whole pipeline (flow, features, both stages,
 smoothing, groups) over frames with exactly N people: textured boxes moving over a textured background, so
 the flow backend works on real image content; FPS = 1000 / mean ``total`` step time.
 """
@@ -25,32 +26,42 @@ def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
 
 
 def classifier_latency(
-    backend: Any,
+    backends: Sequence[Any],
     rows: np.ndarray,
     pair_counts: Sequence[int] = PAIR_COUNTS,
     repeats: int = 100,
     warmup: int = 5,
-) -> dict[int, dict[str, float]]:
-    """Milliseconds of ``backend.infer`` per pair count.
+    rounds: int = 10,
+) -> list[dict[int, dict[str, float]]]:
+    """Milliseconds of ``backend.infer`` per pair count, for several backends measured **interleaved**.
+
+    The calls are split into ``rounds``; each round times every backend in turn on the same input, so load
+    from other processes on a shared machine falls on all variants alike instead of on whichever ran last.
 
     Args:
-        backend: an active classifier :class:`~pairedge.runtime.backends.Backend`.
-        rows: (M, F) float32 real feature rows (M >= 1), tiled to each pair count.
-        repeats: timed calls per pair count (the largest count gets at least 20).
+        backends: active classifier :class:`~pairedge.runtime.backends.Backend` objects (same input width).
+        rows: (M, F) float32 real feature rows (M >= 1), sampled (with repetition) to each pair count.
+        repeats: timed calls per backend and pair count (the 4,096+ counts get half, at least 20).
+
+    Returns:
+        One ``{pairs: {"p50", "p99", "mean"}}`` per backend, in order.
     """
     rng = np.random.default_rng(0)
-    out: dict[int, dict[str, float]] = {}
+    samples: list[dict[int, list[float]]] = [{int(n): [] for n in pair_counts} for _ in backends]
     for n in pair_counts:
         x = np.ascontiguousarray(rows[rng.integers(0, len(rows), n)], np.float32)
-        for _ in range(warmup):
-            backend.infer(x)
-        times = []
-        for _ in range(max(repeats if n < 4096 else repeats // 2, 20)):
-            t0 = time.perf_counter_ns()
-            backend.infer(x)
-            times.append((time.perf_counter_ns() - t0) / 1e6)
-        out[int(n)] = percentiles(times)
-    return out
+        calls = max(repeats if n < 4096 else repeats // 2, 20)
+        per_round = max(calls // rounds, 1)
+        for backend in backends:
+            for _ in range(warmup):
+                backend.infer(x)
+        for _ in range(max(calls // per_round, 1)):
+            for k, backend in enumerate(backends):
+                for _ in range(per_round):
+                    t0 = time.perf_counter_ns()
+                    backend.infer(x)
+                    samples[k][int(n)].append((time.perf_counter_ns() - t0) / 1e6)
+    return [{n: percentiles(v) for n, v in s.items()} for s in samples]
 
 
 def boxes_scene(
@@ -79,17 +90,28 @@ def boxes_scene(
         yield image, Detections.from_arrays(np.column_stack([xy, bw, bh]), np.arange(1, people + 1)), t
 
 
-def pipeline_fps(pipe: Any, people: int, frames: int = 30, warmup: int = 3) -> dict[str, Any]:
-    """Step ``pipe`` over a ``people``-person scene; mean / p50 / p99 step time and FPS (after warm-up)."""
-    pipe.reset()
-    scene = list(boxes_scene(people, frames + warmup))
-    totals = []
+def pipeline_fps(
+    pipes: Sequence[Any], people: int, frames: int = 30, warmup: int = 3
+) -> list[dict[str, Any]]:
+    """Step every pipeline of ``pipes`` over the same ``people``-person frames, interleaved frame by frame.
+
+    Returns:
+        Per pipeline: mean / p50 / p99 step time (after ``warmup`` frames), pairs per frame and FPS
+        (1000 / mean step ms).
+    """
+    for pipe in pipes:
+        pipe.reset()
+    totals: list[list[float]] = [[] for _ in pipes]
     pairs = 0
-    for k, (image, dets, t) in enumerate(scene):
-        result = pipe.step(image, dets, t)
-        if k >= warmup:
-            totals.append(result.timings_ms["total"])
-            pairs += len(result.pairs)
-    stats = percentiles(totals)
-    return {"people": people, "frames": frames, "pairs_per_frame": pairs / max(frames, 1), "step_ms": stats,
-            "fps": 1000.0 / stats["mean"] if stats["mean"] > 0 else 0.0}  # fmt: skip
+    for k, (image, dets, t) in enumerate(boxes_scene(people, frames + warmup)):
+        for i, pipe in enumerate(pipes):
+            result = pipe.step(image, dets, t)
+            if k >= warmup:
+                totals[i].append(result.timings_ms["total"])
+                pairs += len(result.pairs) if i == 0 else 0
+    out = []
+    for series in totals:
+        stats = percentiles(series)
+        out.append({"people": people, "frames": frames, "pairs_per_frame": pairs / max(frames, 1), "step_ms": stats,
+                    "fps": 1000.0 / stats["mean"] if stats["mean"] > 0 else 0.0})  # fmt: skip
+    return out

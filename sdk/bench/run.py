@@ -148,10 +148,7 @@ def run_bench(
         raise InputError(
             f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
         )
-    rows = [
-        _measure(folder, resolve_backend(b), p, ref, scored, t_label, opts, say)
-        for b in opts.backends for p in opts.precisions
-    ]  # fmt: skip
+    rows = _measure_all(folder, ref, scored, t_label, opts, say)
     _apply_gate(rows, opts.gate)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
@@ -159,8 +156,41 @@ def run_bench(
     return BenchResult(str(folder), rows, environment(), reference, text, best, notes, _clean(asdict(opts)))
 
 
-def _measure(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,
-             opts: BenchOptions, say: Progress) -> BenchRow:  # fmt: skip
+def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray, opts: BenchOptions,
+                 say: Progress) -> list[BenchRow]:  # fmt: skip
+    """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved."""
+    from contextlib import ExitStack
+
+    rows: list[BenchRow] = []
+    pipes: list[Any] = []
+    with ExitStack() as stack:
+        for b in opts.backends:
+            for p in opts.precisions:
+                row, pipe = _open(folder, resolve_backend(b), p, ref, scored, t_label, say)
+                rows.append(row)
+                if pipe is not None:
+                    pipes.append((row, stack.enter_context(pipe)))
+        live = [r for r, _ in pipes]
+        if live:
+            say(f"classifier latency, {len(live)} variant(s) interleaved")
+            for stage, width in (("stage1", ref.stage1_features), ("stage2", ref.stage2_features)):
+                backends = [getattr(pipe, stage) for _, pipe in pipes]
+                for row, stats in zip(
+                    live, classifier_latency(backends, width, opts.pair_counts, opts.repeats), strict=True
+                ):
+                    setattr(row, f"{stage}_ms", stats)
+            for n in opts.people:
+                say(f"pipeline FPS at {n} people, {len(live)} variant(s) interleaved")
+                for row, fps in zip(
+                    live, pipeline_fps([pipe for _, pipe in pipes], n, opts.fps_frames), strict=True
+                ):
+                    row.fps[n] = fps
+    return rows
+
+
+def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,
+          say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
+    """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
     from pairedge.metrics.pairwise import classification_metrics
     from pairedge.runtime.loading import stage_file_names
     from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
@@ -174,35 +204,32 @@ def _measure(folder: Path, backend: str, precision: str, ref: Any, scored: np.nd
             "missing",
             f"{', '.join(missing)} not in {folder} (make them with `pairedge calibrate`)",
         )
-        return row
+        return row, None
     row.size_bytes = sum(f.stat().st_size for f in files)
-    say(f"{backend} {precision}: accuracy and latency")
+    say(f"{backend} {precision}: accuracy and agreement")
     try:
-        with load_pipeline(folder, precision=precision, backend=backend) as pipe:
-            l1, l2 = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
-            c = l2.shape[1]
-            m = classification_metrics(t_label[scored], l2[scored].argmax(axis=1), c)
-            row.accuracy = {"mpca": m.mpca, "macro_f1": m.macro_f1, "accuracy": m.accuracy}
-            tau = pipe.tau_interact
-            row.agreement = {
-                "top1": float((l2[scored].argmax(1) == ref.stage2_logits[scored].argmax(1)).mean()),
-                "gate": float(((interact_probability(l1) >= tau) == (interact_probability(ref.stage1_logits) >= tau)).mean()),
-                "max_abs_logit_error_stage2": float(np.abs(l2 - ref.stage2_logits).max()),
-            }  # fmt: skip
-            row.stage1_ms = classifier_latency(
-                pipe.stage1, ref.stage1_features, opts.pair_counts, opts.repeats
-            )
-            row.stage2_ms = classifier_latency(
-                pipe.stage2, ref.stage2_features, opts.pair_counts, opts.repeats
-            )
-            for n in opts.people:
-                say(f"{backend} {precision}: pipeline at {n} people")
-                row.fps[n] = pipeline_fps(pipe, n, opts.fps_frames)
+        pipe = load_pipeline(folder, precision=precision, backend=backend)
     except BackendError as exc:
         row.status, row.reason = "unavailable", str(exc)
+        return row, None
     except (ModelError, InputError) as exc:
         row.status, row.reason = "error", str(exc)
-    return row
+        return row, None
+    try:
+        l1, l2 = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
+    except (BackendError, InputError) as exc:
+        pipe.close()
+        row.status, row.reason = "error", str(exc)
+        return row, None
+    m = classification_metrics(t_label[scored], l2[scored].argmax(axis=1), l2.shape[1])
+    row.accuracy = {"mpca": m.mpca, "macro_f1": m.macro_f1, "accuracy": m.accuracy}
+    tau = pipe.tau_interact
+    row.agreement = {
+        "top1": float((l2[scored].argmax(1) == ref.stage2_logits[scored].argmax(1)).mean()),
+        "gate": float(((interact_probability(l1) >= tau) == (interact_probability(ref.stage1_logits) >= tau)).mean()),
+        "max_abs_logit_error_stage2": float(np.abs(l2[scored] - ref.stage2_logits[scored]).max()),
+    }  # fmt: skip
+    return row, pipe
 
 
 def _speed_pairs(opts: BenchOptions) -> tuple[int, int]:

@@ -48,3 +48,29 @@ def set_extra(props: dict[str, str], **values: object) -> None:
     extra = json.loads(props.get("pairedge.extra", "{}"))
     extra.update(values)
     props["pairedge.extra"] = json.dumps(extra)
+
+
+def box_only_toy(path: Path, stage: int) -> None:
+    """A random-weight MLP of the pairedge spec in box-only mode with the CAD8 label set."""
+    from onnx import TensorProto, helper, numpy_helper
+    from pairedge.features import get_spec
+    from pairedge.labels import CAD8, STAGE1
+    from pairedge.modelmeta import ModelMetadata
+
+    spec = get_spec("pairedge")
+    f = spec.stage1_dim if stage == 1 else spec.stage2_dim
+    labels = STAGE1.classes if stage == 1 else CAD8.classes
+    w = np.random.default_rng(stage).normal(size=(f, len(labels))).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["features", "w"], ["logits"])], "toy",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])],
+        [numpy_helper.from_array(w, "w")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    meta = ModelMetadata(stage=stage, feature_spec="pairedge", feature_spec_version=spec.version, labels=labels,
+                         num_features=f, norm_mean=(0.0,) * f, norm_std=(1.0,) * f,
+                         extra={"feature_config": {"motion": "boxes"}})  # fmt: skip
+    for k, v in meta.to_props().items():
+        model.metadata_props.add(key=k, value=v)
+    onnx.save(model, str(path))

@@ -14,7 +14,7 @@ from pairedge.errors import ModelError
 from pairedge.features import get_spec
 from pairedge.modelmeta import ModelMetadata
 from pairedge.runtime.parity import CheckOptions, check_pack, load_pack
-from parity_helpers import make_candidate, set_extra, set_initializer
+from parity_helpers import box_only_toy, make_candidate, set_extra, set_initializer
 
 
 def _status(report) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -171,3 +171,23 @@ def test_derived_model_naming_the_pack_fp32_is_derived(pack_path: Path, tmp_path
 
     report = check_pack(pack_path, make_candidate(tmp_path, {1: claim(1), 2: claim(2)}))
     assert report.passed and report.candidate["relation"] == "derived"
+
+
+@pytest.mark.data
+def test_box_only_pack_from_cad_round_trips(shared_data: Path, tmp_path: Path) -> None:
+    """A CAD sequence (no frames) packs and checks through a box-only model."""
+    from pairedge.evaluation.sources import parse_sources
+    from pairedge.runtime.parity.build import build_pack
+
+    mats = sorted((shared_data / "cad_choi" / "annotations").glob("anno*.mat"))
+    if not mats:
+        pytest.skip("../shared/data/cad_choi absent")
+    model = tmp_path / "model"
+    model.mkdir()
+    for stage in (1, 2):
+        box_only_toy(model / f"stage{stage}.onnx", stage)
+    pack = build_pack(model, parse_sources(str(mats[0]))[0], tmp_path / "cad.npz", frames=20)
+    assert pack.reference["box_only"] and len(pack.frame_png) == 0 and pack.has_truth
+    report = check_pack(tmp_path / "cad.npz", model)
+    assert report.passed, report.verdict()
+    assert report.levels[0].metrics["coverage"] == 1.0

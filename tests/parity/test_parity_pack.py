@@ -127,3 +127,14 @@ def test_cli_check_fail_exit_code_and_bad_input(pack_path: Path, tmp_path: Path)
         app, ["parity", "check", str(pack_path), str(default_model_dir()), "--precision", "int8"]
     )
     assert res.exit_code == 1 and "int8" in res.output
+
+
+def test_check_side_imports_no_torch() -> None:
+    """The robot side (pack reading, replay, levels, report) never imports torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pairedge.runtime.parity, pairedge.runtime.parity.check, pairedge.cli.parity; "
+            "print('torch' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
