@@ -199,9 +199,12 @@ def build_serialized(
     profile = builder.create_optimization_profile()
     profile.set_shape(tensor.name, (p.min, width), (p.opt, width), (p.max, width))
     config.add_optimization_profile(profile)
-    _, loaded = attach_timing_cache(config, settings.timing_cache)
+    # TensorRT keeps raw pointers to the cache and the monitor: hold Python references until the build ends.
+    timing_cache, loaded = attach_timing_cache(config, settings.timing_cache)
+    monitor = None
     if progress is not None and versions.has_progress_monitor(trt):
-        config.progress_monitor = make_progress_monitor(trt, progress, cancel)
+        monitor = make_progress_monitor(trt, progress, cancel)
+        config.progress_monitor = monitor
 
     start = time.perf_counter()
     plan = builder.build_serialized_network(network, config)
@@ -212,6 +215,7 @@ def build_serialized(
         errors = "; ".join(logger.errors) or "TensorRT logged no error; rerun with --verbose"
         raise BuildError(f"{onnx_path}: TensorRT could not build a {settings.precision} engine: {errors}")
     saved = save_timing_cache(config, settings.timing_cache)
+    del timing_cache, monitor  # safe to release now
     return BuildOutput(
         plan=bytes(memoryview(plan)),
         seconds=seconds,

@@ -93,6 +93,7 @@ class TensorRTBackend(Backend):
         #: the engine manifest of the active engine (None before activation).
         self.manifest: Any = None
         self.profile_min = self.profile_max = 0
+        self._logger: Any = None
         self._runtime: Any = None
         self._engine: Any = None
         self._context: Any = None
@@ -131,7 +132,10 @@ class TensorRTBackend(Backend):
             env = environment(trt, memory)
             engine_path = self._locate(env)
             blob = self._checked_engine_bytes(engine_path, env)
-            runtime = trt.Runtime(make_logger(trt))
+            self._logger = make_logger(
+                trt
+            )  # TensorRT keeps a raw pointer to it: it lives as long as the runtime
+            runtime = trt.Runtime(self._logger)
             engine = runtime.deserialize_cuda_engine(blob)
             if engine is None:
                 raise BackendError(
@@ -233,6 +237,7 @@ class TensorRTBackend(Backend):
         self._context = None
         self._engine = None
         self._runtime = None
+        self._logger = None
         if self._memory is not None:
             self._memory.close()
             self._memory = None

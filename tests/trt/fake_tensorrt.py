@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import json
 import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +229,7 @@ def make_fake_tensorrt(
             self.flags = 0
             self.pools: dict[int, int] = {}
             self.profiles: list[IOptimizationProfile] = []
-            self.cache: ITimingCache | None = None
+            self._cache: Any = None  # TensorRT holds raw pointers: the fake holds weak references
             self._progress: Any = None
             self._level = 3
 
@@ -254,21 +255,33 @@ def make_fake_tensorrt(
 
         def set_timing_cache(self, cache: ITimingCache, ignore_mismatch: bool) -> bool:
             rec("IBuilderConfig.set_timing_cache", ignore_mismatch)
-            self.cache = cache
+            self._cache = weakref.ref(cache)
             return True
+
+        @property
+        def _held_cache(self) -> ITimingCache | None:
+            if self._cache is None:
+                return None
+            cache = self._cache()
+            assert cache is not None, "the timing cache was freed while TensorRT still uses it"
+            return cache
 
         def get_timing_cache(self) -> ITimingCache | None:
             rec("IBuilderConfig.get_timing_cache")
-            return self.cache
+            return self._held_cache
 
         @property
         def progress_monitor(self) -> Any:
-            return self._progress
+            if self._progress is None:
+                return None
+            monitor = self._progress()
+            assert monitor is not None, "the progress monitor was freed while TensorRT still calls it"
+            return monitor
 
         @progress_monitor.setter
         def progress_monitor(self, value: Any) -> None:
             rec("IBuilderConfig.progress_monitor=", isinstance(value, IProgressMonitor))
-            self._progress = value
+            self._progress = weakref.ref(value)
 
         @property
         def builder_optimization_level(self) -> int:
@@ -282,7 +295,13 @@ def make_fake_tensorrt(
     class Builder:
         def __init__(self, logger: Any) -> None:
             rec("Builder.__init__", isinstance(logger, ILogger))
-            self._logger = logger
+            self._logger_ref = weakref.ref(logger)
+
+        @property
+        def _logger(self) -> Any:
+            logger = self._logger_ref()
+            assert logger is not None, "the logger was freed while TensorRT still logs to it"
+            return logger
 
         def create_network(self, flags: int = 0) -> INetworkDefinition:
             rec("Builder.create_network", flags)
@@ -298,6 +317,7 @@ def make_fake_tensorrt(
 
         def build_serialized_network(self, network: INetworkDefinition, config: IBuilderConfig) -> Any:
             rec("Builder.build_serialized_network")
+            assert self._logger is not None  # (refcounting frees what only TensorRT "holds" at once)
             if config.progress_monitor is not None:
                 mon = config.progress_monitor
                 mon.phase_start("Building engine", None, 2)
@@ -307,8 +327,8 @@ def make_fake_tensorrt(
             if fail_build:
                 self._logger.log(ILogger.Severity.ERROR, "fake: out of workspace memory")
                 return None
-            if config.cache is not None:
-                config.cache.entries["builds"] = config.cache.entries.get("builds", 0) + 1
+            if config._held_cache is not None:
+                config._held_cache.entries["builds"] = config._held_cache.entries.get("builds", 0) + 1
             ((name, (lo, opt, hi)),) = config.profiles[0].shapes.items()
             plan = {
                 "onnx": network.onnx_path,
@@ -347,6 +367,8 @@ def make_fake_tensorrt(
 
         def execute_async_v3(self, stream_handle: int) -> bool:
             rec("IExecutionContext.execute_async_v3", stream_handle)
+            runtime = self._engine.runtime_ref()
+            assert runtime is not None and runtime.logger_ref() is not None, "runtime or its logger was freed"
             plan = self._engine.plan
             n, width = self._shapes[plan["input"]]
             x = memory.read(self._addresses[plan["input"]], (n, width), np.float32)
@@ -356,9 +378,10 @@ def make_fake_tensorrt(
             return True
 
     class ICudaEngine:
-        def __init__(self, plan: dict[str, Any]) -> None:
+        def __init__(self, plan: dict[str, Any], runtime: Any) -> None:
             import onnxruntime
 
+            self.runtime_ref = weakref.ref(runtime)
             self.plan = plan
             self.session = onnxruntime.InferenceSession(plan["onnx"], providers=["CPUExecutionProvider"])
             self.output_name = self.session.get_outputs()[0].name
@@ -399,13 +422,14 @@ def make_fake_tensorrt(
     class Runtime:
         def __init__(self, logger: Any) -> None:
             rec("Runtime.__init__", isinstance(logger, ILogger))
+            self.logger_ref = weakref.ref(logger)
 
         def deserialize_cuda_engine(self, serialized_engine: bytes) -> ICudaEngine | None:
             rec("Runtime.deserialize_cuda_engine", len(serialized_engine))
             blob = bytes(serialized_engine)
             if not blob.startswith(PLAN_MAGIC):
                 return None
-            return ICudaEngine(json.loads(blob[len(PLAN_MAGIC) :]))
+            return ICudaEngine(json.loads(blob[len(PLAN_MAGIC) :]), self)
 
     mod.Runtime = Runtime
     # names the surface test maps back to TensorRT classes
