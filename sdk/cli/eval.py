@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import typer
-from pairedge.cli.app import app, console, handle_errors
+from pairedge.cli.app import app, console, fail, handle_errors
 from rich.markup import escape
 
 
@@ -39,26 +39,36 @@ def eval_command(
     out: Path = typer.Option(
         Path("eval_out"), "--out", help="Output folder: eval.json, eval.md, confusion.png."
     ),
+    executor: str = typer.Option(
+        "local", "--executor", help="local (one source after another) or ray (one task per source)."
+    ),
+    address: str | None = typer.Option(
+        None, "--address", help="Ray cluster address (ray://host:10001 or auto); default: start a local one."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="CPUs of the local Ray instance (default: all)."
+    ),
 ) -> None:
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
-    from pairedge.evaluation.evaluate import evaluate, pool
+    from dataclasses import replace
+
+    from pairedge.evaluation.fleet_eval import evaluate_many
     from pairedge.evaluation.report import METRICS, write_eval
     from pairedge.evaluation.sources import parse_sources
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
-    reports = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
-        overall = progress.add_task("sources", total=len(sources))
-        for src in sources:
-            task = progress.add_task(escape(src.name), total=None)
-            reports.append(evaluate(model, src, precision=precision, backend=backend, flow=flow, max_frames=frames,
-                                    on_frame=lambda t=task: progress.advance(t)))  # fmt: skip
-            progress.remove_task(task)
-            progress.advance(overall)
-    report = pool(reports)
+        overall = progress.add_task(f"sources ({escape(executor)})", total=len(sources))
+        result = evaluate_many(model, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
+                               executor=executor, address=address, workers=workers,
+                               on_done=lambda _: progress.advance(overall))  # fmt: skip
+    failures = result.failures
+    if result.report is None:
+        raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")
+    report = replace(result.report, notes=(*result.report.notes, *(f"FAILED {k}: {e}" for k, e in failures)))
     files = write_eval(report, out)
     summary = report.summary()
     table = Table(title=escape(f"pairedge eval {model.name} ({precision}) on {len(sources)} source(s)"))
@@ -71,3 +81,6 @@ def eval_command(
     if "png_skipped" in files:
         console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False)
     console.print("files: " + escape(", ".join(files.values())), highlight=False)
+    if failures:
+        raise fail(f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
+                   f"first: {failures[0][0]}: {failures[0][1]}")  # fmt: skip
