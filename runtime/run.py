@@ -207,6 +207,7 @@ class RunOptions:
         video: write the annotated video.
         fps: frame rate for timestamps; None = the video's (image folders: 30).
         tracker: "auto" (track detections without ids), "always" or "never".
+        precision: "fp32", "fp16" or "int8" model files of the folder (``pairedge calibrate`` makes them).
     """
 
     model: Path | None = None
@@ -218,6 +219,7 @@ class RunOptions:
     video: bool = True
     fps: float | None = None
     tracker: str = "auto"
+    precision: str = "fp32"
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -293,7 +295,9 @@ def run_files(
         if folder.exists() and not folder.is_dir():
             raise BackendError(f"--out: expected a folder, got the existing file {folder}")
         folder.mkdir(parents=True, exist_ok=True)
-        with Pipeline.load(model, options.backend, options.flow, options.pipeline_config()) as pipe:
+        with Pipeline.load(
+            model, options.backend, options.flow, options.pipeline_config(), precision=options.precision
+        ) as pipe:
             header = {"source": str(source.path), "detections": str(dets.path), "fps": source.fps,
                       "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}

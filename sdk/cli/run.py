@@ -51,6 +51,10 @@ def run(
         None, "--model", help="Model folder (stage1.onnx + stage2.onnx); default: the bundled model."
     ),
     backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
+    precision: str = typer.Option(
+        "fp32", "--precision", help="Model files to run: fp32, fp16 or int8 (from pairedge calibrate; with "
+        "--backend tensorrt, the engines pairedge build made from them).",
+    ),  # fmt: skip
     flow: str = typer.Option(
         "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA GPU, fused pooling), none."
     ),
@@ -74,7 +78,7 @@ def run(
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = RunOptions(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
-        max_frames=max_frames, video=not no_video, fps=fps,
+        max_frames=max_frames, video=not no_video, fps=fps, precision=precision,
     )  # fmt: skip
     from pairedge.ros.bag import is_log
 

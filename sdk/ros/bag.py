@@ -145,7 +145,8 @@ def run_log(
         store = make_typestore(reader.connections)
         model = resolve_model(options.model)
         folder.mkdir(parents=True, exist_ok=True)
-        with Pipeline.load(model, options.backend, options.flow, options.pipeline_config()) as pipe:
+        config = options.pipeline_config()
+        with Pipeline.load(model, options.backend, options.flow, config, precision=options.precision) as pipe:
             stats = RunStats(pipe.labels)
             header = {"source": str(log), "image_topic": images[0].topic, "detections_topic": dets[0].topic,
                       "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip

@@ -41,3 +41,13 @@ def test_log_errors_are_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "are for ROS 2 logs" in res.output
     res = runner.invoke(app, ["simulate", "--frames", "2", "--out", str(tmp_path / "s2"), "--bag", "zip"])
     assert res.exit_code == 1 and not (tmp_path / "s2").exists()
+
+
+def test_run_precision_without_calibrated_files_is_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "sim"
+    assert runner.invoke(app, ["simulate", "--frames", "2", "--out", str(out), "--bag", "mcap"]).exit_code == 0
+    for source in ([str(out / "log")], [str(out / "video.mp4"), "--detections", str(out / "gt" / "gt.txt")]):
+        res = runner.invoke(app, ["run", *source, "--precision", "int8", "--out", str(tmp_path / "o"), "--no-video"])
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert res.exit_code == 1 and len(lines) == 1 and "pairedge calibrate" in lines[0]
