@@ -89,7 +89,7 @@ def describe(exc: BaseException) -> str:
 
 
 def _inputs(kwargs: dict[str, Any]) -> str:
-    """``--name value`` of the command's path arguments that were given, for the error line."""
+    """``name=value`` of the command's path arguments that were given, for the error line."""
     given = [f"{name.replace('_', '-')}={value}" for name, value in kwargs.items() if isinstance(value, Path)]
     return f" ({', '.join(given)})" if given else ""
 

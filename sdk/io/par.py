@@ -195,17 +195,12 @@ class _Bad(Exception):
 def _parse_frame(obj: Any) -> ParFrame:
     if not isinstance(obj, dict):
         raise _Bad(f"expected a JSON object per line, got {type(obj).__name__}")
-    frame = obj.get("frame")
-    if not is_int64(frame):
-        raise _Bad(f"expected an integer 'frame' (int64), got {short(frame)}")
+    frame = _int64(obj.get("frame"), "an integer 'frame'")
     persons = _list_of_objects(obj, "persons")
     groups = _list_of_objects(obj, "groups")
-    ids = []
+    ids: list[int] = []
     for k, p in enumerate(persons):
-        pid = p.get("id")
-        if not is_int64(pid):
-            raise _Bad(f"frame {frame}, persons[{k}]: expected an integer 'id' (int64), got {short(pid)}")
-        ids.append(pid)
+        ids.append(_int64(p.get("id"), "an integer 'id'", f"frame {frame}, persons[{k}]: "))
     where = f"frame {frame}"
     actions = _rows(persons, "actions", "action_scores", N_ACTIONS, f"{where}, persons")
     social = None
@@ -224,6 +219,12 @@ def _parse_frame(obj: Any) -> ParFrame:
         activity = _activity_from_members(groups, members, ids, social, activity, where)
     glob = _rows([obj], "global", "global_scores", N_GLOBAL, f"{where}, global")[0]
     return ParFrame(frame, np.array(ids, dtype=np.int64), actions, tuple(members), activity, glob, social)
+
+
+def _int64(value: Any, what: str, where: str = "") -> int:
+    if not is_int64(value):
+        raise _Bad(f"{where}expected {what} (int64), got {short(value)}")
+    return int(value)
 
 
 def _list_of_objects(obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
