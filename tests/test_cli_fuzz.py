@@ -9,6 +9,7 @@ dropped lines. Three levels:
   else (and any warning, which would be a second line on the terminal) fails;
 * ``pairedge score`` for every protocol and input format through Typer's ``CliRunner``: exit 0, or exit 1
   with exactly one stderr line that is a *specific* message (not the boundary's generic fallback);
+* ``pairedge run`` over a few small frames with mutated MOT / JRDB / CVML detection files;
 * a handful through a real subprocess (``python -m pairedge.cli``): exit 1 (2 for usage), exactly one
   stderr line, no "Traceback".
 """
@@ -297,6 +298,41 @@ def test_score_fuzz_one_specific_line_or_success(kind: str, tmp_path: Path) -> N
             assert result.stderr == "", (where, result.stderr)
         target.write_bytes(seed)
     assert codes[1] > CASES_PER_PROTOCOL // 3, codes  # the fuzz does reach the error paths
+
+
+# ----------------------------------------------------------------------------------------------- run
+
+
+@pytest.mark.parametrize("kind", ["mot", "jrdb", "cvml"])
+def test_run_fuzz_detection_files(kind: str, tmp_path: Path) -> None:
+    """``pairedge run`` over three small frames with mutated detection files: success or one specific line."""
+    import cv2
+    import numpy as np
+
+    suffix, seed = {"mot": (".txt", _mot()), "jrdb": (".json", _jrdb()), "cvml": (".xml", _cvml())}[kind]
+    images = tmp_path / "frames"
+    images.mkdir()
+    pixels = np.random.default_rng(0).integers(0, 255, (3, 120, 160, 3), dtype=np.uint8)
+    for k, image in enumerate(pixels):
+        cv2.imwrite(str(images / f"{k:06d}.png"), image)
+    det = tmp_path / f"det{suffix}"
+    args = ["run", str(images), "--detections", str(det), "--no-video", "--out", str(tmp_path / "out")]
+    rng = random.Random(f"issue9-run-{kind}")
+    for case in range(12):
+        data = seed if case == 0 else mutate(rng, seed)
+        det.write_bytes(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = runner.invoke(app, args)
+        where = f"case {case} ({data[:150]!r})"
+        assert result.exit_code in (0, 1) and "Traceback" not in result.output, (where, result.output)
+        lines = result.stderr.splitlines()
+        if result.exit_code == 1:
+            assert len(lines) == 1 and lines[0].startswith("error: "), (where, result.stderr)
+            assert DEBUG_ENV not in lines[0], (where, lines[0])
+        else:
+            assert all(line.startswith("warning:") for line in lines), (where, result.stderr)
+        assert case or result.exit_code == 0, result.output  # the seed runs
 
 
 # ----------------------------------------------------------------------------------------------- subprocess
