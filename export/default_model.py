@@ -7,7 +7,10 @@ recipe in their metadata, and evaluated on held-out seeds of every preset. Write
 recipe, the data fingerprints, the model sizes and the held-out metrics, then a fresh ``manifest.json`` with
 the SHA-256 of all three files (:mod:`pairedge.modelfolder`). ``recipe.json`` also records the fingerprints
 of a small slice of the training rows (seed :data:`CHECK_SEEDS` of every preset) for a fast reproducibility
-test; ``--record-check`` adds them to an existing folder without retraining.
+test; ``--record-check`` adds them to an existing folder without retraining. ``extra_presets`` add simulator
+families with their own seeds (the randomized elevated ``surveillance`` cameras); ``stage1.threshold_beta``
+sets the runtime's ``p_interact`` threshold to the one maximising F-beta on the stage-1 validation split
+(beta < 1: "interacting" should mean together), and the held-out stage-1 metrics use it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pairedge.datasets import FeatureData
 from pairedge.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.datasets.sources import parse_seeds
@@ -49,6 +53,51 @@ def feature_sets(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict
     )
     tasks = (recipe["stage1"]["task"], recipe["stage2"]["task"])
     return sim_feature_sets(str(recipe["spec"]), ds, tasks)
+
+
+def training_sets(recipe: dict[str, Any], which: str = "train") -> dict[str, FeatureData]:
+    """The rows of every preset of the recipe: ``presets`` x ``{which}_seeds`` plus each ``extra_presets``
+    entry with its own seeds (e.g. the randomized ``surveillance`` cameras), concatenated per task."""
+    parts = [feature_sets(recipe, recipe[f"{which}_seeds"], list(recipe["presets"]))]
+    for extra in recipe.get("extra_presets", ()):
+        parts.append(feature_sets(recipe, extra[f"{which}_seeds"], [extra["preset"]]))
+    return {task: concat_rows([p[task] for p in parts]) for task in parts[0]}
+
+
+def held_out_sets(recipe: dict[str, Any]) -> dict[str, dict[str, FeatureData]]:
+    """Held-out rows per preset (``test_seeds``; extra presets with their own test seeds)."""
+    tests = {p: feature_sets(recipe, recipe["test_seeds"], [p]) for p in recipe["presets"]}
+    for extra in recipe.get("extra_presets", ()):
+        tests[extra["preset"]] = feature_sets(recipe, extra["test_seeds"], [extra["preset"]])
+    return tests
+
+
+def concat_rows(parts: list[FeatureData]) -> FeatureData:
+    """One :class:`FeatureData` of several with the same layout (rows appended in order)."""
+    if len(parts) == 1:
+        return parts[0]
+    return replace(
+        parts[0],
+        X=np.concatenate([p.X for p in parts]),
+        y=np.concatenate([p.y for p in parts]),
+        groups=np.concatenate([p.groups for p in parts]),
+    )
+
+
+def calibrate_threshold(p: np.ndarray, y: np.ndarray, beta: float) -> tuple[float, dict[str, float]]:
+    """The stage-1 threshold on ``p_interact`` (N,) maximising F-beta for the positives of ``y`` (N,) on
+    validation rows (beta < 1 favours precision: "interacting" should mean together). Returns the threshold
+    and its precision / recall / F-beta."""
+    best = (0.5, {"precision": 0.0, "recall": 0.0, "f_beta": -1.0})
+    for tau in np.round(np.arange(0.30, 0.951, 0.01), 2):
+        pred = p >= tau
+        tp = float((pred & (y == 1)).sum())
+        prec = tp / max(float(pred.sum()), 1.0)
+        rec = tp / max(float((y == 1).sum()), 1.0)
+        f = (1 + beta**2) * prec * rec / max(beta**2 * prec + rec, 1e-12)
+        if f > best[1]["f_beta"]:
+            best = (float(tau), {"precision": prec, "recall": rec, "f_beta": f})
+    return best
 
 
 def check_fingerprints(recipe: dict[str, Any], seeds: str = CHECK_SEEDS) -> dict[str, Any]:
@@ -94,8 +143,8 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
     """Train, export and evaluate both stages into ``out``; returns (and writes) the ``recipe.json`` content."""
     t0 = time.perf_counter()
     spec = str(recipe["spec"])
-    train_sets = feature_sets(recipe, recipe["train_seeds"], recipe["presets"])
-    tests = {p: feature_sets(recipe, recipe["test_seeds"], [p]) for p in recipe["presets"]}
+    train_sets = training_sets(recipe)
+    tests = held_out_sets(recipe)
     summary: dict[str, Any] = {"recipe": recipe, "stages": {}}
     for key in ("stage1", "stage2"):
         stage = recipe[key]
@@ -104,13 +153,20 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         result = train(data, train_config(stage), progress=progress)
         ckpt = checkpoint_of(result, data)
         ckpt = replace(ckpt, label_set=data.label_set, extra={**ckpt.extra, "recipe": recipe})
+        tau, calibration = 0.5, None
+        if number == 1 and "threshold_beta" in stage:  # calibrated on the training run's validation split
+            val = np.isin(data.groups, result.val_groups)
+            tau, calibration = calibrate_threshold(
+                _p1(result.model, data.X[val]), data.y[val], float(stage["threshold_beta"])
+            )
+            ckpt = replace(ckpt, thresholds={**ckpt.thresholds, "p_interact": tau})
         exported = export_checkpoint(ckpt, out / f"stage{number}.onnx")
         held_out = {}
         for preset, sets in tests.items():
             test = sets[task]
-            held_out[preset] = classification_metrics(
-                test.y, predict_logits(result.model, test.X).argmax(1), test.labels
-            )
+            pred = (_p1(result.model, test.X) >= tau).astype(np.int64) if number == 1 else (
+                predict_logits(result.model, test.X).argmax(1))  # fmt: skip
+            held_out[preset] = classification_metrics(test.y, pred, test.labels)
         summary["stages"][key] = {
             "task": task,
             "labels": list(data.labels),
@@ -121,6 +177,8 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
             "onnx_bytes": exported.onnx_bytes,
             "onnx_max_abs_diff": exported.max_abs_diff,
             "best_epoch": result.best_epoch,
+            "p_interact_threshold": tau if number == 1 else None,
+            "threshold_calibration": calibration,
             "validation": {k: result.val_metrics[k] for k in ("accuracy", "mpca", "macro_f1")},
             "held_out": {
                 p: {k: m[k] for k in ("n", "accuracy", "mpca", "macro_f1")} for p, m in held_out.items()
@@ -131,6 +189,12 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, MANIFEST_ROLES)
     return summary
+
+
+def _p1(model: Any, X: np.ndarray) -> np.ndarray:
+    """Stage-1 probability of "interacting" (N,) as the runtime computes it (sigmoid of the logit gap)."""
+    logits = predict_logits(model, X).astype(np.float64)
+    return 1.0 / (1.0 + np.exp(-(logits[:, 1] - logits[:, 0])))
 
 
 def main(argv: list[str] | None = None) -> None:
