@@ -75,7 +75,9 @@ class MotTable:
         out: dict[int, Detections] = {}
         for f, a, b in zip(frames.tolist(), starts.tolist(), ends.tolist(), strict=True):
             rows = order[a:b]
-            out[f] = Detections(self.boxes[rows], self.track_id[rows], self.scores[rows], *self.orientation(rows))
+            out[f] = Detections(
+                self.boxes[rows], self.track_id[rows], self.scores[rows], *self.orientation(rows)
+            )
         return out
 
     def orientation(self, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -93,7 +95,7 @@ class MotTable:
 
 
 #: Bytes per parse block (whole lines); bounds the temporaries of one ``np.loadtxt`` call.
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 1 << 20
 #: Largest integer a float64 holds exactly: frame numbers and ids beyond it cannot be read faithfully.
 MAX_EXACT_INT = 2**53
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -307,15 +309,13 @@ class _Columns:
         self.n = b
 
     def table(self, path: Path) -> MotTable:
+        """The filled rows (arrays shrunk in place when blank or comment lines left capacity unused)."""
         n = self.n
-
-        def cut(x: np.ndarray) -> np.ndarray:
-            return x if len(x) == n else x[:n].copy()
-
-        return MotTable(
-            path=str(path), frame=cut(self.frame), track_id=cut(self.track_id), boxes=cut(self.boxes),
-            scores=cut(self.scores), extra=cut(self.extra), line=cut(self.line),
-        )  # fmt: skip
+        columns = [self.frame, self.track_id, self.boxes, self.scores, self.extra, self.line]
+        for x in columns:
+            if len(x) != n:
+                x.resize((n, *x.shape[1:]), refcheck=False)  # realloc, no copy of the kept rows
+        return MotTable(str(path), *columns)
 
 
 def read_mot(path: str | Path) -> MotTable:
@@ -333,7 +333,7 @@ def read_mot(path: str | Path) -> MotTable:
     """
     p = Path(path)
     data = _read_bytes(p)
-    out = _Columns(data.count(b"\n") + 1 if data else 0)
+    out = _Columns(data.count(b"\n") + (0 if data.endswith(b"\n") else 1))
     for block, first_line in _blocks(data):
         table, present, numbers, text = _parse_block(p, block, first_line)
         _check(p, table, present, numbers, text)
