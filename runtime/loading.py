@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge.errors import InputError, ModelError
+from pairedge.errors import InputError, ModelError, ModelIntegrityError
 from pairedge.features import FeatureSpec
 from pairedge.modelfolder import MANIFEST_NAME, read_manifest, verify_files
 from pairedge.runtime.backends.model import ModelFile, load_model
@@ -101,26 +101,37 @@ def _folder_paths(folder: Path, precision: str) -> list[Path]:
 
 
 def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
-    """Verify the files against the manifest of their folder, when it has one.
+    """Verify the stage-1 and stage-2 files (in that order) against the manifest of their folder, if any.
 
-    Returns ``(True, note)`` when every file matched its recorded SHA-256, ``(False, note)`` when the folder
-    has no manifest (older exports, loose files: loaded, reported unverified).
+    Returns ``(True, note)`` when every file matched its recorded SHA-256 and role, ``(False, note)`` when a
+    folder has no manifest (older exports, loose files: loaded, reported unverified); files in folders that
+    do have one are verified either way.
 
     Raises:
-        ModelIntegrityError: a manifest exists and a file is not listed, or its hash or size differs.
+        ModelIntegrityError: a manifest exists and a file is not listed, its hash or size differs, or it is
+            recorded under another stage's role.
     """
-    folders = {p.resolve().parent for p in paths}
     checked: list[str] = []
-    for folder in sorted(folders):
-        if read_manifest(folder) is None:
-            return False, (
-                f"unverified: {folder} has no {MANIFEST_NAME} (exported before manifests, or loose files); "
-                "re-export with `pairedge export` to record SHA-256 hashes"
+    missing: list[str] = []
+    for stage, path in enumerate(paths, start=1):
+        file = path.resolve()
+        if read_manifest(file.parent) is None:
+            missing.append(str(file.parent))
+            continue
+        manifest = verify_files(file.parent, [file.name])
+        role = manifest.files[file.name].role
+        if role.split(".")[0] != f"stage{stage}":
+            raise ModelIntegrityError(
+                f"{file}: loaded as stage {stage} but {file.parent / MANIFEST_NAME} records it as {role!r}; "
+                "pass the stage-1 file first, or re-export the folder"
             )
-        names = [p.resolve().name for p in paths if p.resolve().parent == folder]
-        verify_files(folder, names)
-        checked.append(str(folder / MANIFEST_NAME))
-    return True, f"verified: SHA-256 of {', '.join(p.name for p in paths)} match {', '.join(checked)}"
+        checked.append(f"{file.name} ({role})")
+    if missing:
+        return False, (
+            f"unverified: {', '.join(sorted(set(missing)))} has no {MANIFEST_NAME} (exported before manifests, or "
+            "loose files); re-export with `pairedge export` to record SHA-256 hashes"
+        )
+    return True, f"verified: SHA-256 of {', '.join(checked)} match the folder's {MANIFEST_NAME}"
 
 
 def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32") -> ModelPair:

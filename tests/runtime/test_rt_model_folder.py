@@ -194,3 +194,11 @@ def test_pipeline_load_picks_the_precision_files(folder: Path) -> None:
         assert pipe.models.precision == "fp16" and pipe.models.verified
     with Pipeline.load(folder, "onnxruntime") as pipe:
         assert pipe.models.stage2.path.name == "stage2.onnx"
+
+
+def test_roles_must_match_the_stage(folder: Path) -> None:
+    from pairedge.runtime.loading import find_models
+
+    write_manifest(folder, {"stage1.onnx": "stage2", "stage2.onnx": "stage1"})
+    with pytest.raises(ModelIntegrityError, match="records it as 'stage2'"):
+        find_models(folder)
