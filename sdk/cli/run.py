@@ -66,7 +66,8 @@ def run(
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
     fps: float | None = typer.Option(
-        None, "--fps", min=0.001, help="Frame rate for timestamps (default: the video's; images: 30)."
+        None, "--fps", min=0.001, max=10000.0,
+        help="Frame rate for timestamps (default: the video's; images: 30)."
     ),
 ) -> None:
     """Run the runtime over a video: JSON Lines results, annotated video, summary table."""

@@ -51,3 +51,8 @@ def test_run_precision_without_calibrated_files_is_one_line(tmp_path: Path) -> N
         res = runner.invoke(app, ["run", *source, "--precision", "int8", "--out", str(tmp_path / "o"), "--no-video"])
         lines = [line for line in res.output.splitlines() if line.strip()]
         assert res.exit_code == 1 and len(lines) == 1 and "pairedge calibrate" in lines[0]
+
+
+def test_run_fps_must_be_finite(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", str(tmp_path / "v.mp4"), "-d", str(tmp_path / "d.txt"), "--fps", "inf"])
+    assert res.exit_code == 2 and "--fps" in res.output
