@@ -148,10 +148,12 @@ def main() -> int:
                            "agreement": {str(s): agreement(s) for s in (0.5, 1.0)}, "cost": []}  # fmt: skip
     for name, scale, people, n, opts in (
         ("cuda", 0.5, 10, args.frames, {}), ("cuda", 0.5, 100, args.frames, {}),
+        ("cuda", 0.5, 10, args.frames, {"graphs": False}),
         ("cuda", 1.0, 10, args.frames, {}), ("cuda", 1.0, 100, args.frames, {}),
         ("dis", 0.5, 10, args.frames, {"preset": "fast"}), ("reference", 0.5, 10, 8, {}),
     ):  # fmt: skip
-        row = {"flow": name, "scale": scale, "people": people, **cost(name, scale, people, n, **opts)}
+        label = name + (" (no graphs)" if opts.get("graphs") is False else "")
+        row = {"flow": label, "scale": scale, "people": people, **cost(name, scale, people, n, **opts)}
         res["cost"].append(row)
         print(row, flush=True)
     res["pipeline"] = pipeline_stages(args.frames)

@@ -64,15 +64,21 @@ class FakeDevice:
         return np.zeros(max(int(nbytes), 4), np.uint8)
 
     def htod(self, dst: int, src: np.ndarray) -> None:
-        raw = np.ascontiguousarray(src).view(np.uint8).ravel()
-        self.mem[dst][: raw.size] = raw
+        def op() -> None:
+            raw = np.ascontiguousarray(src).view(np.uint8).ravel()
+            self.mem[dst][: raw.size] = raw
+
+        self._run(op)
 
     def dtoh(self, dst: np.ndarray, src: int) -> None:
         raw = dst.view(np.uint8).reshape(-1)
         raw[:] = self.mem[src][: raw.size]
 
     def memset0(self, dst: int, nbytes: int) -> None:
-        self.mem[dst][:nbytes] = 0
+        def op() -> None:
+            self.mem[dst][:nbytes] = 0
+
+        self._run(op)
 
     def mark(self) -> tuple[int, int]:
         return len(self.order), 0
@@ -109,7 +115,34 @@ class FakeDevice:
         self, fn: str, grid: tuple[int, int], block: tuple[int, int], args: Sequence[tuple[str, Any]]
     ) -> None:
         self.launches[fn] = self.launches.get(fn, 0) + 1
-        getattr(self, "k_" + fn)(*[v for _, v in args])
+        values = [v for _, v in args]
+        self._run(lambda: getattr(self, "k_" + fn)(*values))
+
+    # graphs: a capture records the operations (a copy reads its pinned source when replayed, as on a GPU)
+    supports_graphs = True
+    capturing: list | None = None
+    replays = 0
+
+    def begin_capture(self) -> None:
+        self.capturing = []
+
+    def end_capture(self) -> list:
+        ops, self.capturing = self.capturing, None
+        return ops
+
+    def graph_launch(self, graph: list) -> None:
+        self.replays += 1
+        for op in graph:
+            op()
+
+    def graph_destroy(self, graph: list) -> None:
+        pass
+
+    def _run(self, op: Any) -> None:
+        if self.capturing is not None:
+            self.capturing.append(op)
+        else:
+            op()
 
     def _plane(self, ptr: int, h: int, w: int, k: int = 0) -> np.ndarray:
         return self.f32(ptr)[k * h * w : (k + 1) * h * w].reshape(h, w)

@@ -193,3 +193,14 @@ def test_doctor_lists_flow_backends():
     assert check.ok and "reference" in check.detail and "dis" in check.detail
     if available_flow_backends()["cuda"] is not None:
         assert "cuda:" in check.detail  # with the reason it is not usable
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_graphs_equal_eager_launches(cuda_flow):
+    eager = get_flow_backend("cuda", scale=1.0, graphs=False)
+    seq = [_pair(120, 160, dx=k, dy=-0.5 * k)[1] for k in range(4)]
+    for prev, cur in zip(seq, seq[1:], strict=False):
+        np.testing.assert_array_equal(cuda_flow.compute_scaled(prev, cur), eager.compute_scaled(prev, cur))
+    assert cuda_flow.compile_info.get("graphs") == "on", cuda_flow.compile_info
+    eager.close()

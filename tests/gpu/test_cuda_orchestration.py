@@ -35,9 +35,10 @@ def _pair(h: int, w: int, seed: int = 0, dx: float = 2.3, dy: float = -1.1) -> t
     return a, b
 
 
+@pytest.mark.parametrize("graphs", [True, False])
 @pytest.mark.parametrize("shape", [(48, 64), (1, 1), (3, 90), (17, 9)])
-def test_orchestration_computes_the_reference(fake, shape):
-    flow = cuda_backend.CudaFlow(scale=1.0)
+def test_orchestration_computes_the_reference(fake, shape, graphs):
+    flow = cuda_backend.CudaFlow(scale=1.0, graphs=graphs)
     a, b = _pair(*shape)
     got = flow.compute_scaled(a, b).copy()
     want = lk_flow(a, b, flow.params)
@@ -75,3 +76,22 @@ def test_pooled_stream_through_the_backend(fake):
     assert stream.push_pooled(a, request) is None
     pooled = stream.push_pooled(b, request)
     assert pooled is not None and pooled.shape == (30, 40) and pooled.moments.shape == (1, 4)
+
+
+def test_graphs_replay_over_a_stream_and_fall_back(fake, monkeypatch):
+    flow = cuda_backend.CudaFlow(scale=1.0)
+    frames = [_pair(36, 44, 4, dx=1.5 * k, dy=0.5 * k)[1] for k in range(5)]
+    for prev, cur in zip(frames, frames[1:], strict=False):  # as FlowStream calls it: prev = last frame
+        got = flow.compute_scaled(prev, cur)
+        assert np.abs(got - lk_flow(prev, cur, flow.params)).max() <= 1e-3
+    assert flow.compile_info["graphs"] == "on" and fake.replays == 4
+    assert len(flow._graphs) == 3  # first pair (both uploaded), then one graph per slot parity
+
+    def broken() -> None:
+        raise cuda_backend.BackendError("capture refused")
+
+    other = cuda_backend.CudaFlow(scale=1.0)
+    monkeypatch.setattr(fake, "begin_capture", broken)
+    got = other.compute_scaled(frames[0], frames[1])
+    assert other.graphs is False and other.compile_info["graphs"].startswith("off")
+    assert np.abs(got - lk_flow(frames[0], frames[1], other.params)).max() <= 1e-3

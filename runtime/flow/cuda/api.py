@@ -85,6 +85,20 @@ class GpuApi:
     def release(self, mark: tuple[int, int]) -> None: ...
     def close(self) -> None: ...
 
+    supports_graphs = False
+
+    def begin_capture(self) -> None:
+        raise BackendError(f"CUDA graphs are not supported through {self.name}")
+
+    def end_capture(self) -> Any:
+        raise BackendError(f"CUDA graphs are not supported through {self.name}")
+
+    def graph_launch(self, graph: Any) -> None:
+        raise BackendError(f"CUDA graphs are not supported through {self.name}")
+
+    def graph_destroy(self, graph: Any) -> None:
+        pass
+
 
 class CudaPythonApi(GpuApi):
     """``cuda.bindings.driver`` (NVIDIA cuda-python)."""
@@ -187,6 +201,27 @@ class CudaPythonApi(GpuApi):
 
     def synchronize(self) -> None:
         self._ok(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    supports_graphs = True
+
+    def begin_capture(self) -> None:
+        mode = self.drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        self._ok(self.drv.cuStreamBeginCapture(self.stream, mode), "cuStreamBeginCapture")
+
+    def end_capture(self) -> Any:
+        """End the capture; the instantiated graph (raises BackendError if the capture was broken)."""
+        (graph,) = self._ok(self.drv.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+        try:
+            (exe,) = self._ok(self.drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            self.drv.cuGraphDestroy(graph)
+        return exe
+
+    def graph_launch(self, graph: Any) -> None:
+        self._ok(self.drv.cuGraphLaunch(graph, self.stream), "cuGraphLaunch")
+
+    def graph_destroy(self, graph: Any) -> None:
+        self.drv.cuGraphExecDestroy(graph)
 
     def mark(self) -> tuple[int, int]:
         """A point to :meth:`release` back to (frees what was allocated after it)."""

@@ -40,6 +40,7 @@ class _Level:
         f = 4 * self.n
         self.img = [api.alloc(f), api.alloc(f)]  # pyramids of the two frames (ping-pong)
         self.u, self.v, self.u2, self.v2 = (api.alloc(f) for _ in range(4))
+        self.flow_buffers = (self.u, self.v, self.u2, self.v2)
         self.ix, self.iy, self.tmp = api.alloc(f), api.alloc(f), api.alloc(f)
         self.planes, self.sums = api.alloc(5 * f), api.alloc(5 * f)
 
@@ -53,6 +54,8 @@ class CudaFlow(FlowBackend):
         device: CUDA device ordinal.
         api: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
         pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.
+        graphs: replay each frame's uploads and flow kernels as one CUDA graph (cuda-python; captured on the
+            first frame of a size, about 130 launches become one); falls back to one launch per kernel.
 
     Raises:
         BackendError: no GPU / driver, the kernels do not compile or load (a driver too old for them: the
@@ -68,11 +71,15 @@ class CudaFlow(FlowBackend):
         device: int = 0,
         api: str = "auto",
         pooled: bool = True,
+        graphs: bool = True,
     ) -> None:
         super().__init__(scale)
+        self.graphs = bool(graphs)
+        self._graphs: dict[tuple[int, bool], Any] = {}
         self.params = params or LKParams()
         self.fuses_pooling = bool(pooled)
         self.api = open_api(api, device)
+        self.graphs = self.graphs and self.api.supports_graphs
         target = choose_target(self.api.arch, supported_archs())
         self.compile_info: dict[str, str] = {"target": f"{target.kind} {target.arch}"}
         self._fn: dict[str, Any] = {}
@@ -101,8 +108,11 @@ class CudaFlow(FlowBackend):
         a = self.api
         a.release(self._arena)  # a new frame size: free the old size's buffers first
         self._levels = [_Level(a, lh, lw) for lh, lw in level_shapes(h, w, self.params)]
-        self._u8 = a.alloc(h * w)
-        self._stage = a.host(h * w)[: h * w].reshape(h, w)
+        self._u8 = [a.alloc(h * w), a.alloc(h * w)]
+        self._stage = [a.host(h * w)[: h * w].reshape(h, w) for _ in range(2)]
+        for graph in self._graphs.values():
+            a.graph_destroy(graph)
+        self._graphs = {}
         self._dense = a.alloc(8 * h * w)
         self._dense_host = a.host(8 * h * w).view(np.float32)[: 2 * h * w].reshape(h, w, 2)
         gh = len(grid_axes(h, w, 1)[0])  # upper bound of any grid: step >= 1
@@ -124,14 +134,14 @@ class CudaFlow(FlowBackend):
     def _k(self, name: str, grid: tuple[int, int], block: tuple[int, int], *args: tuple[str, Any]) -> None:
         self.api.launch(self._fn[name], grid, block, args)
 
-    def _upload(self, gray: np.ndarray, slot: int) -> None:
-        """Frame -> level-0..L pyramid in image slot ``slot``."""
-        h, w = gray.shape
-        np.copyto(self._stage, gray)
-        self.api.htod(self._u8, self._stage)
+    def _upload(self, slot: int) -> None:
+        """Enqueue: staging[slot] (already filled) -> device -> level-0..L pyramid in image slot ``slot``."""
+        h, w = self._shape or (0, 0)
+        self.api.htod(self._u8[slot], self._stage[slot])
         l0 = self._levels[0]
+        n = h * w
         self._k(
-            "u8_to_float", ((h * w + B1 - 1) // B1, 1), (B1, 1), ("p", self._u8), ("p", l0.tmp), ("i", h * w)
+            "u8_to_float", ((n + B1 - 1) // B1, 1), (B1, 1), ("p", self._u8[slot]), ("p", l0.tmp), ("i", n)
         )
         self._smooth(l0.tmp, l0.planes, l0.img[slot], h, w, w, h, 1)
         for fine, coarse in zip(self._levels, self._levels[1:], strict=False):
@@ -152,6 +162,7 @@ class CudaFlow(FlowBackend):
         self._k("box_v", g, B2, ("p", tmp), ("p", dst), ("i", lv.w), ("i", lv.h), ("i", r), ("i", planes))
 
     def _run_flow(self, prev_small: np.ndarray, small: np.ndarray) -> _Level:
+        """Upload and compute the flow of one frame pair; the result is in the finest level's (u, v)."""
         for image, what in ((prev_small, "prev_gray"), (small, "gray")):
             check_gray(image, what)
         if prev_small.shape != small.shape:
@@ -159,18 +170,53 @@ class CudaFlow(FlowBackend):
         h, w = small.shape
         if self._shape != (h, w):
             self._allocate(h, w)
-        self.api.record(self._ev[0])
-        if self._last is not None and np.array_equal(prev_small, self._last):
-            prev_slot = self._cur  # the previous frame's pyramid is already on the GPU
-        else:
-            prev_slot = self._cur
-            self._upload(prev_small, prev_slot)
+        # the previous frame's pyramid is still on the GPU when ``prev_small`` is the last frame we got
+        reuse = self._last is not None and np.array_equal(prev_small, self._last)
+        prev_slot = self._cur
         cur = prev_slot ^ 1
-        self._upload(small, cur)
+        if not reuse:
+            np.copyto(self._stage[prev_slot], prev_small)  # one pinned staging buffer per slot: no race
+        np.copyto(self._stage[cur], small)
+        self.api.record(self._ev[0])
+        key = (prev_slot, not reuse)
+        graph = self._graph(key) if self.graphs else None
+        if graph is not None:
+            self.api.graph_launch(graph)
+        else:
+            self._enqueue_flow(prev_slot, not reuse)
         self._cur = cur
         if self._last is None:
             self._last = np.empty_like(small)
         np.copyto(self._last, small)
+        return self._levels[0]
+
+    def _graph(self, key: tuple[int, bool]) -> Any:
+        """The CUDA graph of one frame's uploads and flow kernels (captured once per frame size and slot
+        layout), or None when graphs are not usable (then kernels are launched one by one)."""
+        if key in self._graphs:
+            return self._graphs[key]
+        try:
+            self.api.begin_capture()
+            try:
+                self._enqueue_flow(*key)
+            finally:
+                graph = self.api.end_capture()
+        except BackendError as exc:  # capture unsupported or failed: eager launches from now on
+            self.graphs = False
+            self.compile_info["graphs"] = f"off ({exc})"
+            return None
+        self._graphs[key] = graph
+        self.compile_info["graphs"] = "on"
+        return graph
+
+    def _enqueue_flow(self, prev_slot: int, upload_prev: bool) -> None:
+        """Enqueue the uploads and every flow kernel of one frame pair (eagerly or into a capture)."""
+        cur = prev_slot ^ 1
+        if upload_prev:
+            self._upload(prev_slot)
+        self._upload(cur)
+        for lv in self._levels:  # canonical buffer roles, so every graph ends with the flow in the same place
+            lv.u, lv.v, lv.u2, lv.v2 = lv.flow_buffers
         p = self.params
         above: _Level | None = None
         for lv in reversed(self._levels):
