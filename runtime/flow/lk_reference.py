@@ -1,8 +1,8 @@
 """Robust pyramidal dense Lucas-Kanade with candidate propagation: the numpy reference of the CUDA kernels.
 
 The same algorithm runs as CUDA C kernels (``pairedge/runtime/flow/cuda/kernels/lk.cu``); every step here
-is the kernels' step, on whole images at once, in float32 with the same operation order where it matters
-(window sums are accumulated in float64 here and in float32 there: the only intended difference).
+is the kernels' step, on whole images at once, in float32 with the same operation order where it matters;
+window sums are accumulated in float64 (here and there) and rounded to float32 once.
 
 Per frame pair (``I0`` previous, ``I1`` current, uint8 (h, w)):
 
@@ -125,7 +125,7 @@ def box_sum(a: np.ndarray, r: int) -> np.ndarray:
     """Sum over the ``(2r + 1)^2`` window truncated at the border: (h, w) -> (h, w) float32.
 
     Accumulated in float64 (``cv2.boxFilter`` unnormalised, zero border = the truncated window), then rounded
-    to float32; the kernels sum the same terms in float32.
+    to float32 once, as the kernels do (``box_h`` / ``box_v`` in double).
     """
     k = 2 * r + 1
     out = cv2.boxFilter(a, cv2.CV_64F, (k, k), normalize=False, borderType=cv2.BORDER_CONSTANT)

@@ -107,6 +107,9 @@ class FakeDevice:
     def synchronize(self) -> None:
         pass
 
+    def activate(self) -> None:
+        pass
+
     def close(self) -> None:
         self.release((0, 0))
 
@@ -211,16 +214,18 @@ class FakeDevice:
         self._plane(uo, h, w)[:] = np.take_along_axis(nu, best[None], 0)[0]
         self._plane(vo, h, w)[:] = np.take_along_axis(nv, best[None], 0)[0]
 
+    def _plane64(self, ptr: int, h: int, w: int, k: int = 0) -> np.ndarray:
+        return self.mem[ptr].view(np.float64)[k * h * w : (k + 1) * h * w].reshape(h, w)
+
     def k_box_h(self, src: int, dst: int, w: int, h: int, r: int, planes: int) -> None:
-        out = [np.cumsum(np.pad(self._plane(src, h, w, p), ((0, 0), (r + 1, r)), "constant"), axis=1, dtype=np.float64)
-               for p in range(planes)]  # fmt: skip
-        for p, c in enumerate(out):
-            self._plane(dst, h, w, p)[:] = (c[:, 2 * r + 1 :] - c[:, :w]).astype(np.float32)
+        for p in range(planes):  # float in, double out (as lk.cu)
+            a = self._plane(src, h, w, p).astype(np.float64)
+            c = np.cumsum(np.pad(a, ((0, 0), (r + 1, r))), axis=1)
+            self._plane64(dst, h, w, p)[:] = c[:, 2 * r + 1 :] - c[:, :w]
 
     def k_box_v(self, src: int, dst: int, w: int, h: int, r: int, planes: int) -> None:
-        out = [np.cumsum(np.pad(self._plane(src, h, w, p), ((r + 1, r), (0, 0)), "constant"), axis=0, dtype=np.float64)
-               for p in range(planes)]  # fmt: skip
-        for p, c in enumerate(out):
+        for p in range(planes):  # double in, float out
+            c = np.cumsum(np.pad(self._plane64(src, h, w, p), ((r + 1, r), (0, 0))), axis=0)
             self._plane(dst, h, w, p)[:] = (c[2 * r + 1 :] - c[:h]).astype(np.float32)
 
     def k_lk_terms(

@@ -87,6 +87,9 @@ class GpuApi:
 
     supports_graphs = False
 
+    def activate(self) -> None:
+        """Make this layer's context current in the calling thread (a pipeline may run in another thread)."""
+
     def begin_capture(self) -> None:
         raise BackendError(f"CUDA graphs are not supported through {self.name}")
 
@@ -203,6 +206,9 @@ class CudaPythonApi(GpuApi):
         self._ok(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
     supports_graphs = True
+
+    def activate(self) -> None:
+        self._ok(self.drv.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
 
     def begin_capture(self) -> None:
         mode = self.drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL

@@ -42,7 +42,7 @@ class _Level:
         self.u, self.v, self.u2, self.v2 = (api.alloc(f) for _ in range(4))
         self.flow_buffers = (self.u, self.v, self.u2, self.v2)
         self.ix, self.iy, self.tmp = api.alloc(f), api.alloc(f), api.alloc(f)
-        self.planes, self.sums = api.alloc(5 * f), api.alloc(5 * f)
+        self.planes, self.sums = api.alloc(5 * f), api.alloc(10 * f)  # sums: double (box_h -> box_v)
 
 
 class CudaFlow(FlowBackend):
@@ -168,6 +168,7 @@ class CudaFlow(FlowBackend):
         if prev_small.shape != small.shape:
             raise BackendError(f"CUDA flow: frames of different shapes {prev_small.shape} and {small.shape}")
         h, w = small.shape
+        self.api.activate()
         if self._shape != (h, w):
             self._allocate(h, w)
         # the previous frame's pyramid is still on the GPU when ``prev_small`` is the last frame we got

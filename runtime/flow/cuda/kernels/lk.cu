@@ -2,8 +2,8 @@
 //
 // The CUDA C twin of pairedge/runtime/flow/lk_reference.py (the numpy reference): every kernel below is one
 // step of that module, computed per pixel, in float32 with the same operation order (compile with
-// --fmad=false to keep the products and sums rounded as numpy rounds them). Window sums run in float32 here
-// and in float64 in the reference: the one intended difference. Images are row-major float planes; a flow
+// --fmad=false to keep the products and sums rounded as numpy rounds them); window sums in double, as the
+// reference's. Images are row-major float planes; a flow
 // field is two planes (u = x component, v = y component). Plain CUDA C, no headers: NVRTC compiles it at
 // run time and nvcc compiles it in CI.
 
@@ -108,31 +108,33 @@ __global__ void prop_select(const float* cost5, const float* u, const float* v, 
     vo[i] = v[j];
 }
 
-// Window sums along rows over [x - r, x + r] truncated, for `planes` planes of (h, w).
-__global__ void box_h(const float* src, float* dst, int w, int h, int r, int planes) {
+// Window sums along rows over [x - r, x + r] truncated, for `planes` planes of (h, w): float in, double out.
+// Window sums are accumulated in double in both passes and rounded to float once (as the reference's
+// float64 box filter): the sums of float terms are then exact in practice, so both agree bit for bit.
+__global__ void box_h(const float* src, double* dst, int w, int h, int r, int planes) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
     size_t n = (size_t)w * h;
     int lo = max(x - r, 0), hi = min(x + r, w - 1);
     for (int p = 0; p < planes; ++p) {
         const float* row = src + p * n + (size_t)y * w;
-        float s = 0.0f;
-        for (int k = lo; k <= hi; ++k) s += row[k];
+        double s = 0.0;
+        for (int k = lo; k <= hi; ++k) s += (double)row[k];
         dst[p * n + (size_t)y * w + x] = s;
     }
 }
 
-// Window sums along columns over [y - r, y + r] truncated.
-__global__ void box_v(const float* src, float* dst, int w, int h, int r, int planes) {
+// Window sums along columns over [y - r, y + r] truncated: double in, float out.
+__global__ void box_v(const double* src, float* dst, int w, int h, int r, int planes) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
     size_t n = (size_t)w * h;
     int lo = max(y - r, 0), hi = min(y + r, h - 1);
     for (int p = 0; p < planes; ++p) {
-        const float* col = src + p * n + x;
-        float s = 0.0f;
+        const double* col = src + p * n + x;
+        double s = 0.0;
         for (int k = lo; k <= hi; ++k) s += col[(size_t)k * w];
-        dst[p * n + (size_t)y * w + x] = s;
+        dst[p * n + (size_t)y * w + x] = (float)s;
     }
 }
 
