@@ -95,8 +95,8 @@ def _size(pngs: list[np.ndarray], size: tuple[int, int] | None) -> list[int] | N
         return None
     import cv2
 
-    h, w = cv2.imdecode(pngs[0], cv2.IMREAD_UNCHANGED).shape[:2]
-    return [int(w), int(h)]
+    first = cv2.imdecode(pngs[0], cv2.IMREAD_UNCHANGED)
+    return None if first is None else [int(first.shape[1]), int(first.shape[0])]
 
 
 def _version() -> str:
@@ -114,7 +114,7 @@ def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tu
         truth = truths[frame]
         if truth is None:
             continue
-        hits = np.flatnonzero((truth.pairs[:, 0] == a) & (truth.pairs[:, 1] == b)) if len(truth.pairs) else []
+        hits = np.flatnonzero((truth.pairs[:, 0] == a) & (truth.pairs[:, 1] == b))
         if len(hits) and bool(truth.interacting[hits[0]]):
             inter[m] = 1
             label[m] = index.get(truth.labels[hits[0]], -1)

@@ -164,10 +164,6 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
     det_frame = np.concatenate(
         [np.full(len(d), k, np.int64) for k, d in enumerate(pack.detections)] or [np.zeros(0, np.int64)]
     )
-    cat = (lambda name, width, dtype: np.concatenate(  # noqa: E731
-        [np.asarray(getattr(d, name), dtype).reshape(-1, *width) for d in pack.detections]
-        or [np.zeros((0, *width), dtype)]
-    ))  # fmt: skip
     r = pack.rows
     arrays = {
         "format": np.array(PACK_FORMAT),
@@ -178,9 +174,9 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         "frame_offsets": pack.frame_offsets.astype(np.int64),
         "timestamps": pack.timestamps.astype(np.float64),
         "det_frame": det_frame,
-        "det_boxes": cat("boxes", (4,), np.float32),
-        "det_ids": cat("track_ids", (), np.int64),
-        "det_scores": cat("scores", (), np.float32),
+        "det_boxes": _concat(pack.detections, "boxes", (4,), np.float32),
+        "det_ids": _concat(pack.detections, "track_ids", (), np.int64),
+        "det_scores": _concat(pack.detections, "scores", (), np.float32),
         "pair_frame": r.frame.astype(np.int64),
         "pairs": r.pairs.astype(np.int64).reshape(-1, 2),
         "stage1_features": r.stage1_features.astype(np.float32),
@@ -197,6 +193,12 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
     tmp.replace(out)
     return out
+
+
+def _concat(dets: tuple[Detections, ...], name: str, width: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """One attribute of every frame's detections stacked: (D, *width) of ``dtype``."""
+    parts = [np.asarray(getattr(d, name), dtype).reshape(-1, *width) for d in dets]
+    return np.concatenate(parts) if parts else np.zeros((0, *width), dtype)
 
 
 def load_pack(path: str | Path) -> ParityPack:
@@ -252,7 +254,11 @@ def _parse(file: Path, data: dict[str, np.ndarray]) -> ParityPack:
     _check_shapes(file, data, identity)
     n = len(data["timestamps"])
     detections = _split_detections(data, n)
-    rows = PairRows(*(data[k] for k in ("pair_frame", "pairs", *_ROWS[1:7])))
+    rows = PairRows(
+        frame=data["pair_frame"], pairs=data["pairs"], stage1_features=data["stage1_features"],
+        stage2_features=data["stage2_features"], stage1_logits=data["stage1_logits"],
+        stage2_logits=data["stage2_logits"], p_interact=data["p_interact"], label=data["label"],
+    )  # fmt: skip
     return ParityPack(
         identity=identity, reference=reference, frame_png=data["frame_png"],
         frame_offsets=data["frame_offsets"], timestamps=data["timestamps"], detections=detections, rows=rows,

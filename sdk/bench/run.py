@@ -126,7 +126,10 @@ def reference_rows(model: Path, data: str, frames: int | None, progress: Progres
 
             rows = replay(pipe, items(), image_size=src.image_size).rows
             ti, tl = pair_truth(rows, truths, pipe.labels)
-            parts.append(rows), inter.append(ti), label.append(tl), names.append(src.name)
+            parts.append(rows)
+            inter.append(ti)
+            label.append(tl)
+            names.append(src.name)
     cols = [np.concatenate([getattr(p, f) for p in parts]) for f in PairRows.__dataclass_fields__]
     return PairRows(*cols), np.concatenate(inter), np.concatenate(label), names
 
