@@ -47,6 +47,7 @@ METHODS = ("minmax", "entropy", "percentile")
 MODES = {
     "naive": {"equalize": False, "target_agreement": None},
     "equalized": {"equalize": True, "target_agreement": None},
+    "mixed": {"equalize": False, "target_agreement": 0.99},
     "equalized+mixed": {"equalize": True, "target_agreement": 0.99},
 }
 TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_mpca_drop_points": 0.5,
@@ -76,12 +77,19 @@ def scenes(model: Path, presets: list[str], seeds: str, frames: int) -> Collecte
 
 
 def choose(variants: dict[str, Any]) -> str:
-    """The variant with the best selection-set stage-2 agreement (ties: stage 1, fewer float nodes, error)."""
+    """The variant to make the default, from the selection seeds only.
+
+    Among the variants that meet every INT8 target there, the one with the fewest nodes kept in float (the
+    most INT8 work), then the best stage-2 agreement; when none meets them, the best stage-2 agreement.
+    """
 
     def key(name: str) -> tuple[float, ...]:
         v = variants[name]["selection"]["int8"]
-        return (round(v["stage2"]["agreement"], 4), round(v["stage1"]["agreement"], 4), -v["float_nodes"],
-                -v["stage2"]["max_abs_logit_error"])  # fmt: skip
+        ok = (v["stage2"]["agreement"] >= TARGETS["int8_stage2_agreement"]
+              and v["stage1"]["agreement"] >= TARGETS["int8_stage1_agreement"]
+              and v["mpca_drop_points"] <= TARGETS["int8_mpca_drop_points"])  # fmt: skip
+        return (float(ok), -v["float_nodes"] if ok else 0.0, round(v["stage2"]["agreement"], 4),
+                round(v["stage1"]["agreement"], 4), -v["stage2"]["max_abs_logit_error"])  # fmt: skip
 
     return max(variants, key=key)
 

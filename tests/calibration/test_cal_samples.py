@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from cal_data import scene_samples
@@ -71,3 +73,16 @@ def test_check_stage_rejects_bad_samples() -> None:
     with pytest.raises(InputError, match="NaN or inf"):
         check_stage(bad, source="t")
     check_stage(_samples(10, np.arange(10) % 2), source="t")
+
+
+def test_video_with_detections_goes_through_the_run_readers(tmp_path: Path) -> None:
+    from cal_data import model_dir
+    from pairedge.calibration.collect import collect_video
+    from pairedge.sim.output import write_scene
+
+    files = write_scene("static", seed=1, frames=30, out=tmp_path)
+    video, dets = files.out / files.video, files.out / "det" / "tracked.txt"
+    c = collect_video(model_dir(), video, dets, stride=1)
+    assert len(c.stage1) > 0 and c.stage1.X.shape[1] == 25
+    assert (c.stage1.truth == -1).all() and (c.stage2.truth == -1).all()  # no truth from a video
+    assert c.sources == (video.name,)
