@@ -204,3 +204,23 @@ def test_gpu_graphs_equal_eager_launches(cuda_flow):
         np.testing.assert_array_equal(cuda_flow.compute_scaled(prev, cur), eager.compute_scaled(prev, cur))
     assert cuda_flow.compile_info.get("graphs") == "on", cuda_flow.compile_info
     eager.close()
+
+
+def test_cli_run_flow_cuda_and_reference(tmp_path):
+    """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference`` runs."""
+    from pairedge.cli import app
+    from pairedge.sim.output import write_scene
+    from run_demo_helpers import toy_model
+    from typer.testing import CliRunner
+
+    files = write_scene("static", 2, 4, tmp_path / "sim")
+    video, model = tmp_path / "sim" / files.video, toy_model(tmp_path / "model")
+    base = ["run", str(video), "-d", str(tmp_path / "sim" / "gt/gt.txt"), "--model", str(model)]
+    runner = CliRunner()
+    ok = runner.invoke(app, [*base, "--flow", "reference", "--out", str(tmp_path / "ref")])
+    assert ok.exit_code == 0, ok.output
+    if available_flow_backends()["cuda"] is None:
+        pytest.skip("a GPU is usable here")
+    bad = runner.invoke(app, [*base, "--flow", "cuda", "--out", str(tmp_path / "cuda")])
+    assert bad.exit_code == 1 and "cuda" in bad.output and "not available" in bad.output, bad.output
+    assert "Traceback" not in bad.output
