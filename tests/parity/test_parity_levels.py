@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from pairedge.default_model import default_model_dir
-from pairedge.errors import ModelError
+from pairedge.errors import InputError, ModelError
 from pairedge.features import get_spec
 from pairedge.modelmeta import ModelMetadata
-from pairedge.runtime.parity import CheckOptions, check_pack, load_pack
+from pairedge.runtime.parity import CheckOptions, Tolerances, check_pack, load_pack
 from parity_helpers import box_only_toy, make_candidate, set_extra, set_initializer
 
 
@@ -191,3 +191,32 @@ def test_box_only_pack_from_cad_round_trips(shared_data: Path, tmp_path: Path) -
     report = check_pack(tmp_path / "cad.npz", model)
     assert report.passed, report.verdict()
     assert report.levels[0].metrics["coverage"] == 1.0
+
+
+def test_fp16_variant_stamped_like_calibrate_passes_as_derived(pack_path: Path, tmp_path: Path) -> None:
+    """An fp16 copy (calibration's converter, stamped with the fp32 hash as `pairedge calibrate` does)."""
+    from pairedge.calibration.fp16 import to_fp16
+    from pairedge.calibration.quantize import stamp
+
+    ident = load_pack(pack_path).identity
+    for stage in (1, 2):
+        fp16 = to_fp16(onnx.load(str(default_model_dir() / f"stage{stage}.onnx")))
+        info = {"fp32_sha256": ident[f"stage{stage}_sha256"], "io": "float32", "compute": "float16"}
+        onnx.save(stamp(fp16, "fp16", info), str(tmp_path / f"stage{stage}.fp16.onnx"))
+        onnx.save(
+            onnx.load(str(default_model_dir() / f"stage{stage}.onnx")), str(tmp_path / f"stage{stage}.onnx")
+        )
+    report = check_pack(pack_path, tmp_path, CheckOptions(precision="fp16"))
+    assert report.passed, report.verdict()
+    assert report.candidate["relation"] == "derived" and report.candidate["precision"] == "fp16"
+    assert 0.0 < report.levels[1].metrics["stage2"]["max"] <= 0.1
+    strict = CheckOptions(precision="fp16", tolerances=Tolerances.from_dict({"logit_max": {"fp16": 1e-6}}))
+    assert check_pack(pack_path, tmp_path, strict).first_failure.name == "logits"
+
+
+def test_tolerance_overrides_are_checked() -> None:
+    tol = Tolerances.from_dict({"logit_max": {"int8": 2.0}, "top1_agreement": 0.98})
+    assert tol.logit_max == {"fp32": 1e-3, "fp16": 0.1, "int8": 2.0} and tol.top1_agreement == 0.98
+    for bad in ({"nope": 1}, {"logit_max": 3}, {"top1_agreement": "high"}, {"task_drop": {"mpca": True}}):
+        with pytest.raises(InputError, match="tolerances"):
+            Tolerances.from_dict(bad)
