@@ -138,3 +138,18 @@ def test_check_side_imports_no_torch() -> None:
             "print('torch' in sys.modules)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_cli_refuses_other_model_and_unavailable_backend(pack_path: Path, tmp_path: Path) -> None:
+    from parity_helpers import make_candidate
+
+    def other(m, props):  # type: ignore[no-untyped-def]
+        props["pairedge.data_fingerprint"] = "sha256:" + "1" * 64
+
+    res = runner.invoke(app, ["parity", "check", str(pack_path), str(make_candidate(tmp_path, {1: other}))])
+    assert res.exit_code == 1 and "pack from another model" in res.output
+    assert len([ln for ln in res.output.splitlines() if ln.startswith("error:")]) == 1
+    res = runner.invoke(
+        app, ["parity", "check", str(pack_path), str(default_model_dir()), "--backend", "tensorrt"]
+    )
+    assert res.exit_code == 1 and "error:" in res.output and "Traceback" not in res.output
