@@ -81,6 +81,9 @@ def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | s
         if complex_:
             return f"detections: expected real numbers, got complex {', '.join(complex_)}"
         boxes, ids_raw, scores = (np.asarray(a, dtype=np.float64) for a in raw)
+        if boxes.size == 0 and ids_raw.size == 0 and scores.size == 0:  # e.g. empty lists: no detections
+            boxes = boxes.reshape(0, 4)
+            ids_raw, scores = ids_raw.reshape(0), scores.reshape(0)
     except Exception as exc:  # noqa: BLE001 - a caller's object may raise anything; drop and report it
         return f"detections unusable ({type(exc).__name__}: {_short(str(exc), 100)}); expected pairedge.types.Detections"
     if boxes.ndim != 2 or boxes.shape[1] != 4:
