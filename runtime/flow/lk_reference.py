@@ -109,7 +109,7 @@ def level_shapes(height: int, width: int, params: LKParams) -> list[tuple[int, i
 def pyramid(image: np.ndarray, params: LKParams) -> list[np.ndarray]:
     """Finest-first list of (h_l, w_l) float32 levels (see the module docstring, step 1)."""
     levels = [smooth(image.astype(np.float32))]
-    for _ in level_shapes(*image.shape, params)[1:]:
+    for _ in level_shapes(image.shape[0], image.shape[1], params)[1:]:
         levels.append(np.ascontiguousarray(smooth(levels[-1])[::2, ::2]))
     return levels
 

@@ -69,21 +69,50 @@ class GpuApi:
     arch = 0  # compute capability as 10 * major + minor
     driver_version = 0
 
-    def alloc(self, nbytes: int) -> int: ...
-    def host(self, nbytes: int) -> np.ndarray: ...
-    def htod(self, dst: int, src: np.ndarray) -> None: ...
-    def dtoh(self, dst: np.ndarray, src: int) -> None: ...
-    def memset0(self, dst: int, nbytes: int) -> None: ...
-    def load(self, code: bytes, target: str) -> Any: ...
-    def function(self, module: Any, name: str) -> Any: ...
-    def launch(self, fn: Any, grid: tuple[int, int], block: tuple[int, int], args: Sequence[Arg]) -> None: ...
-    def event(self) -> Any: ...
-    def record(self, ev: Any) -> None: ...
-    def elapsed_ms(self, start: Any, end: Any) -> float: ...
-    def synchronize(self) -> None: ...
-    def mark(self) -> tuple[int, int]: ...
-    def release(self, mark: tuple[int, int]) -> None: ...
-    def close(self) -> None: ...
+    def alloc(self, nbytes: int) -> int:
+        raise NotImplementedError
+
+    def host(self, nbytes: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def htod(self, dst: int, src: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def dtoh(self, dst: np.ndarray, src: int) -> None:
+        raise NotImplementedError
+
+    def memset0(self, dst: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def load(self, code: bytes, target: str) -> Any:
+        raise NotImplementedError
+
+    def function(self, module: Any, name: str) -> Any:
+        raise NotImplementedError
+
+    def launch(self, fn: Any, grid: tuple[int, int], block: tuple[int, int], args: Sequence[Arg]) -> None:
+        raise NotImplementedError
+
+    def event(self) -> Any:
+        raise NotImplementedError
+
+    def record(self, ev: Any) -> None:
+        raise NotImplementedError
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        raise NotImplementedError
+
+    def mark(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def release(self, mark: tuple[int, int]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
 
     supports_graphs = False
 
@@ -181,7 +210,7 @@ class CudaPythonApi(GpuApi):
 
     def launch(self, fn: Any, grid: tuple[int, int], block: tuple[int, int], args: Sequence[Arg]) -> None:
         kinds = {"p": ctypes.c_uint64, "i": ctypes.c_int, "f": ctypes.c_float}
-        values = [kinds[k](v) for k, v in args]
+        values: list[Any] = [kinds[k](v) for k, v in args]
         params = np.array([ctypes.addressof(v) for v in values], np.uint64)
         self._ok(
             self.drv.cuLaunchKernel(

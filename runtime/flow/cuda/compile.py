@@ -55,7 +55,7 @@ def kernel_source(name: str) -> str:
     """Text of one packaged kernel file (``lk.cu`` or ``pool.cu``)."""
     if name not in KERNEL_FILES:
         raise BackendError(f"CUDA flow: unknown kernel file {name!r}; expected one of {KERNEL_FILES}")
-    return resources.files("pairedge.runtime.flow.cuda").joinpath("kernels", name).read_text("utf-8")
+    return resources.files("pairedge.runtime.flow.cuda").joinpath("kernels").joinpath(name).read_text("utf-8")
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]
