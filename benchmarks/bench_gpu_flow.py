@@ -76,7 +76,7 @@ def cost(name: str, scale: float, people: int, n: int, warmup: int = 5, **option
             stream.push_pooled(gray, PoolRequest(boxes, INSET, STEP))  # type: ignore[attr-defined]
         else:
             stream.push(gray)
-        if i > warmup:
+        if i >= warmup:
             wall.append((time.perf_counter() - t0) * 1e3)
             if pooled:
                 gpu.append(backend.last_gpu_ms)
