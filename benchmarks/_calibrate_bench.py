@@ -15,6 +15,29 @@ PRECISIONS = ("fp16", "int8")
 SIZES = (1, 64, 512, 4950)
 
 
+def save_rows(path: Path, rows: Collected) -> None:
+    """Cache collected rows as an .npz (no pickles)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, Any] = {"sources": np.asarray(rows.sources)}
+    for key, st in (("s1", rows.stage1), ("s2", rows.stage2)):
+        for field in ("X", "cls", "truth", "motion", "group"):
+            arrays[f"{key}_{field}"] = getattr(st, field)
+        arrays[f"{key}_labels"] = np.asarray(st.labels)
+    np.savez(path, **arrays)
+
+
+def load_rows(path: Path) -> Collected:
+    from pairedge.calibration.samples import StageSamples
+
+    z = np.load(path, allow_pickle=False)
+    parts = [
+        StageSamples(s, z[f"s{s}_X"], z[f"s{s}_cls"], z[f"s{s}_truth"], z[f"s{s}_motion"], z[f"s{s}_group"],
+                     tuple(str(v) for v in z[f"s{s}_labels"]))  # fmt: skip
+        for s in (1, 2)
+    ]
+    return Collected(parts[0], parts[1], tuple(str(v) for v in z["sources"]))
+
+
 def _float_nodes(folder: Path) -> int:
     import json
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _calibrate_bench import cad_model, evaluate, latency, markdown
+from _calibrate_bench import cad_model, evaluate, latency, load_rows, markdown, save_rows
 from _train_bench import DEFAULT_DATA, environment, write
 from pairedge.calibration.api import CalibrateOptions, calibrate
 from pairedge.calibration.collect import Collected, collect_scenes, merge
@@ -66,12 +66,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-cad", action="store_true")
     p.add_argument("--quick", action="store_true", help="120 frames, seeds 0 / 2000 / 3000, no CAD")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--cache", type=Path, default=None, help="keep the collected rows here for reruns")
     return p.parse_args(argv)
 
 
-def scenes(model: Path, presets: list[str], seeds: str, frames: int) -> Collected:
+def scenes(model: Path, presets: list[str], seeds: str, frames: int, cache: Path | None = None) -> Collected:
+    """Rows of ``presets`` x ``seeds`` through the fp32 pipeline (kept in ``cache`` keyed by model and scenes)."""
     t = time.perf_counter()
+    file = None
+    if cache is not None:
+        from pairedge.modelfolder import sha256_file
+
+        key = "-".join(sha256_file(model / f"stage{s}.onnx")[:12] for s in (1, 2))
+        file = cache / f"{key}-{'+'.join(presets)}-{seeds}-{frames}.npz"
+        if file.is_file():
+            return load_rows(file)
     out = collect_scenes(model, [(p, parse_seeds(seeds)) for p in presets], frames=frames)
+    if file is not None:
+        save_rows(file, out)
     print(f"  {presets} seeds {seeds}: {len(out.stage1)} / {len(out.stage2)} rows, {time.perf_counter() - t:.0f} s")
     return out
 
@@ -98,9 +110,9 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     model = (args.model or default_model_dir()).expanduser()
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     print("collecting rows through the fp32 pipeline")
-    cal = scenes(model, presets, args.calib_seeds, args.frames)
-    val = scenes(model, presets, args.val_seeds, args.frames)
-    tests = {p: scenes(model, [p], args.test_seeds, args.frames) for p in presets}
+    cal = scenes(model, presets, args.calib_seeds, args.frames, args.cache)
+    val = scenes(model, presets, args.val_seeds, args.frames, args.cache)
+    tests = {p: scenes(model, [p], args.test_seeds, args.frames, args.cache) for p in presets}
     variants: dict[str, Any] = {}
     for mode, extra in MODES.items():
         for method in METHODS:

@@ -27,6 +27,8 @@ def test_calibrated_models_pass(qdq_models: dict[int, onnx.ModelProto], stage: i
     assert check_qdq_rules(model) == []
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("QuantizeLinear") > 0 and ops.count("DequantizeLinear") > 0
+    producer = {o: n for n in model.graph.node for o in n.output}
+    assert producer["logits"].op_type == "Gemm"  # the logits stay float: no Q/DQ round trip on the output
 
 
 def _gemm_model(
