@@ -12,11 +12,21 @@ A detection with id -1 has no identity; when every detection of a frame has id -
 tracker assigns ids.
 
 Unreadable input raises a :class:`~pairedge.errors.FormatError` naming the file; a video that stops decoding
-before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`.
+before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`. An MP4 /
+MOV file (ISO base media) that cannot be opened, or stops early, is checked for truncation: a recording cut
+short before it was finalised has no ``moov`` index atom, or a last atom that runs past the end of the file,
+and the message says so. A detection file with no box at all is a FormatError (nothing to run on).
+
+FFmpeg's own log (thousands of "error at MB" lines for a corrupt stream) is silenced: importing this module
+sets ``OPENCV_FFMPEG_LOGLEVEL=-8`` (FFmpeg's ``AV_LOG_QUIET``) unless the environment already sets it. OpenCV
+reads it once, when its FFmpeg backend first opens a file, so an application that opened videos through
+OpenCV before importing pairedge should set the variable itself; set it to 24 (warnings) or 32 (info) to
+see FFmpeg's messages again. The problems that matter are reported by pairedge itself.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +36,9 @@ import cv2
 import numpy as np
 from pairedge.errors import FormatError
 from pairedge.types import Detections
+
+#: FFmpeg log level OpenCV's video backend uses: quiet, unless the user's environment says otherwise.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
 DEFAULT_FPS = 30.0
@@ -86,6 +99,13 @@ class FrameSource:
     def _open_video(self) -> tuple[float | None, int | None]:
         capture = cv2.VideoCapture(str(self.path))
         if not capture.isOpened():
+            truncated = iso_bmff_problem(self.path)
+            if truncated is not None:
+                raise FormatError(
+                    self.path, f"cannot open as a video: the file looks truncated ({truncated}); a recording "
+                    "cut short before it was finalised has no index. Copy it again from its source, or "
+                    "recover it with a tool such as untrunc and a good file from the same camera",
+                )  # fmt: skip
             raise FormatError(
                 self.path, "cannot open as a video (not a video file, corrupt, or a codec OpenCV lacks); "
                 "fix by converting it (e.g. ffmpeg -i IN -c:v mjpeg OUT.avi) or pass a folder of images",
@@ -132,9 +152,9 @@ class FrameSource:
             if self.frame_count - index <= max(2, self.frame_count // 100):  # container estimates can be off
                 self.notes.append(f"{self.path}: {message} (within the usual inaccuracy of container counts)")
             else:
-                self.error = (
-                    f"{self.path}: {message} (truncated or corrupt video); results cover frames 0-{index - 1}"
-                )
+                truncated = iso_bmff_problem(self.path)
+                kind = f"the file looks truncated: {truncated}" if truncated else "truncated or corrupt video"
+                self.error = f"{self.path}: {message} ({kind}); results cover frames 0-{index - 1}"
         self.close()
 
     def close(self) -> None:
@@ -149,6 +169,49 @@ class FrameSource:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+#: Top-level atoms walked at most by :func:`iso_bmff_problem` (bounded work on hostile files).
+_MAX_ATOMS = 100_000
+
+
+def iso_bmff_problem(path: Path) -> str | None:
+    """Why an MP4 / MOV style file looks truncated, or None (also None for files of other formats).
+
+    Walks the top-level atoms (``size`` + ``type`` headers only, no payload is read): a file whose last atom
+    declares more bytes than remain, or that has no ``moov`` atom (the index with the frame table, written
+    when a recording is finalised), is truncated.
+    """
+    try:
+        total = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8 or head[4:8] != b"ftyp":
+                return None
+            pos, atoms, seen_moov = 0, 0, False
+            while pos < total and atoms < _MAX_ATOMS:
+                fh.seek(pos)
+                header = fh.read(16)
+                if len(header) < 8:
+                    return f"{total - pos} stray byte(s) at the end, where an atom header was expected"
+                size, kind = int.from_bytes(header[:4], "big"), header[4:8].decode("latin-1")
+                if size == 1 and len(header) == 16:
+                    size = int.from_bytes(header[8:16], "big")
+                elif size == 0:
+                    size = total - pos  # "to the end of the file"
+                if size < 8:
+                    return f"atom {kind!r} at byte {pos} declares an impossible size {size}"
+                if pos + size > total:
+                    missing = "" if seen_moov or kind == "moov" else "; and no 'moov' index atom before it"
+                    return (
+                        f"atom {kind!r} at byte {pos} declares {size} bytes but the file ends "
+                        f"{total - pos} bytes after its start{missing}"
+                    )
+                seen_moov |= kind == "moov"
+                pos, atoms = pos + size, atoms + 1
+    except OSError:
+        return None
+    return None if seen_moov else "no 'moov' index atom"
 
 
 def _imread(path: Path) -> np.ndarray | None:
@@ -193,8 +256,19 @@ def read_detections(path: str | Path) -> DetectionFile:
     """Read a MOT ``.txt``, JRDB ``.json`` or CVML ``.xml`` detection / track file (format by suffix).
 
     Raises:
-        FormatError: unknown suffix or a malformed file (the reader names the line or record).
+        FormatError: unknown suffix, a malformed file (the reader names the line or record), or a file with
+            no box at all (empty, only comments, or only frames without people).
     """
+    found = _read_detections(path)
+    if found.boxes == 0 or not found.frames:
+        raise FormatError(
+            found.path, f"no detections in this {found.format.upper()} file (empty, only comments, or only "
+            "frames without people); expected at least one box: check that it is the right file",
+        )  # fmt: skip
+    return found
+
+
+def _read_detections(path: str | Path) -> DetectionFile:
     p = Path(path).expanduser()
     suffix = p.suffix.lower()
     if not p.is_file():

@@ -3,17 +3,23 @@ bound on the work per frame (``PipelineConfig.max_people``). Timings live in ``b
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 import tracemalloc
 import warnings
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 import onnx
 import pytest
-from pairedge.errors import InputError
+from pairedge.errors import FormatError, InputError
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
+from pairedge.runtime.sources import FrameSource, iso_bmff_problem, read_detections
 from pairedge.runtime.validate import cap_people
 from pairedge.types import Detections
 from rt_onnx_models import toy_metadata, toy_proto, toy_weights, write_toy_model
@@ -193,3 +199,74 @@ def test_huge_crowds_are_capped_and_memory_stays_small(tmp_path: Path, n: int) -
         np.sort(dets.scores[np.isin(dets.track_ids, result.track_ids)]), kept_scores
     )
     assert peak < 150 * 2**20  # the uncapped 10,000-person step needed 8.7 GB
+
+
+# -- inputs of pairedge run: corrupt / truncated video, empty detection files ---------------------------------
+
+
+def _mp4(path: Path, frames: int = 30) -> bytes:
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), 30, (64, 48))
+    if not writer.isOpened():
+        pytest.skip("OpenCV cannot write mp4v here")
+    rng = np.random.default_rng(0)
+    for _ in range(frames):
+        writer.write(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    writer.release()
+    return path.read_bytes()
+
+
+def test_a_video_cut_short_is_reported_as_truncated(tmp_path: Path) -> None:
+    data = _mp4(tmp_path / "full.mp4")
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FormatError, match="looks truncated .*no 'moov' index"):
+        FrameSource(cut)
+
+
+def test_iso_bmff_atom_walk() -> None:
+    def atom(kind: bytes, payload: int) -> bytes:
+        return (8 + payload).to_bytes(4, "big") + kind + bytes(payload)
+
+    def problem(data: bytes) -> str | None:
+        path = Path(tempfile.mkstemp(suffix=".mp4")[1])
+        try:
+            path.write_bytes(data)
+            return iso_bmff_problem(path)
+        finally:
+            path.unlink()
+
+    ftyp = atom(b"ftyp", 12)
+    assert problem(ftyp + atom(b"moov", 20) + atom(b"mdat", 100)) is None
+    assert problem(ftyp + atom(b"mdat", 100)) == "no 'moov' index atom"
+    cut = problem(ftyp + atom(b"moov", 20) + atom(b"mdat", 100)[:50])
+    assert cut is not None and "'mdat' at byte 48 declares 108 bytes" in cut and "moov" not in cut
+    assert problem(b"RIFF....AVI LIST") is None  # not an MP4: not judged
+
+
+def test_ffmpeg_log_is_silenced_on_a_corrupt_video(tmp_path: Path) -> None:
+    data = bytearray(_mp4(tmp_path / "v.mp4", frames=60))
+    for i in range(2000, len(data) - 3000, 997):
+        data[i] ^= 0xFF
+    (tmp_path / "bad.mp4").write_bytes(bytes(data))
+    code = (
+        "import sys; from pairedge.runtime.sources import FrameSource\n"
+        "s = FrameSource(sys.argv[1]); n = sum(1 for _ in s); print(n, s.error)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_LOGLEVEL"}
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "bad.mp4")], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # FFmpeg's "ac-tex damaged" / "Error at MB" flood is gone
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("det.txt", ""), ("det.txt", "# only a comment\n\n"), ("det.json", '{"labels": {}}'), ("det.xml", "")],
+)
+def test_a_detection_file_without_boxes_is_an_error_naming_it(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        read_detections(path)
+    assert name in str(info.value)
