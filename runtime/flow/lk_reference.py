@@ -133,12 +133,17 @@ def box_sum(a: np.ndarray, r: int) -> np.ndarray:
 
 
 class Sampler:
-    """Bilinear sampling of one image at ``(x + u, y + v)``, coordinates clamped to the image."""
+    """Bilinear sampling of one image at ``(x + u, y + v)``, coordinates clamped to the image.
+
+    The 2 x 2 neighbourhood of every pixel (right / lower neighbours clamped) is stored side by side, so a
+    sample is one row gather; the arithmetic is the kernel's ``bilinear``.
+    """
 
     def __init__(self, image: np.ndarray) -> None:
         self.image = image
-        self.flat = image.ravel()
         h, w = image.shape
+        p = np.pad(image, ((0, 1), (0, 1)), mode="edge")
+        self.quad = np.stack([p[:-1, :-1], p[:-1, 1:], p[1:, :-1], p[1:, 1:]], axis=-1).reshape(-1, 4)
         self.ys, self.xs = np.mgrid[0:h, 0:w].astype(np.float32)
 
     def __call__(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -150,14 +155,11 @@ class Sampler:
         y0 = np.floor(y)
         ax = x - x0
         ay = y - y0
-        i0 = x0.astype(np.int64)
-        j0 = y0.astype(np.int64)
-        i1 = np.minimum(i0 + 1, w - 1)
-        j1 = np.minimum(j0 + 1, h - 1)
-        f = self.flat
+        index = y0.astype(np.int64) * w + x0.astype(np.int64)
+        q = self.quad.take(index.ravel(), axis=0).reshape(h, w, 4)
         one = np.float32(1)
-        top = (one - ax) * f.take(j0 * w + i0) + ax * f.take(j0 * w + i1)
-        bottom = (one - ax) * f.take(j1 * w + i0) + ax * f.take(j1 * w + i1)
+        top = (one - ax) * q[..., 0] + ax * q[..., 1]
+        bottom = (one - ax) * q[..., 2] + ax * q[..., 3]
         return (one - ay) * top + ay * bottom
 
 
