@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pairedge.evaluation.evaluate import evaluate, pool
 from pairedge.evaluation.fleet_eval import evaluate_many
 from pairedge.evaluation.sources import StreamSource, parse_sources
 from pairedge.runtime.run import resolve_model
+from pairedge.sim import simulate
 
 FRAMES = 8
 
@@ -32,18 +35,47 @@ def test_local_fleet_equals_pooling_serial_reports_and_reports_failures() -> Non
     assert result.report.stage1 == serial.stage1 and result.report.sources == serial.sources
 
 
-@pytest.mark.slow
-def test_ray_fleet_equals_local() -> None:
-    pytest.importorskip("ray")
+def _sim_logs(root: Path, count: int) -> None:
+    """``count`` simulated robot logs with their gold pairs, laid out as ``pairedge simulate --bag`` does."""
+    from pairedge.ros.write import write_log
+    from pairedge.sim.output import write_scene
+
+    for k in range(count):
+        preset = ("static", "moving")[k % 2]
+        folder = root / f"robot{k}"
+        write_scene(preset, k // 2, FRAMES, folder)
+        write_log(((f.image, f.detections, f.timestamp) for f in simulate(preset, seed=k // 2, frames=FRAMES)),
+                  folder / "log", storage=("mcap", "sqlite3")[k % 2])  # fmt: skip
+
+
+def test_log_sources_equal_the_scenes_they_record(tmp_path: Path) -> None:
+    pytest.importorskip("rosbags")
+    _sim_logs(tmp_path, 2)
+    logs = parse_sources(str(tmp_path))
+    assert [s.name for s in logs] == ["log:robot0/log", "log:robot1/log"]
+    assert all(s.params["gold"].endswith("pairs_gt_paper3.jsonl") for s in logs)
     model = resolve_model(None)
-    sources = _sources()
-    local = evaluate_many(model, sources, max_frames=FRAMES)
-    remote = evaluate_many(model, sources, max_frames=FRAMES, executor="ray", workers=2)
-    assert remote.failures == local.failures
-    assert remote.report is not None and local.report is not None
-    assert remote.report.summary() == local.report.summary() or all(
-        a == b or (np.isnan(a) and np.isnan(b))
-        for a, b in zip(remote.report.summary().values(), local.report.summary().values(), strict=True)
-    )
+    scenes = parse_sources("sim:static+moving:seeds=0:boxes=detections", frames=FRAMES)
+    from_logs = pool([evaluate(model, s) for s in logs])
+    from_scenes = pool([evaluate(model, s) for s in scenes])
+    assert from_logs.frames == from_scenes.frames == 2 * FRAMES
+    assert np.array_equal(from_logs.confusion, from_scenes.confusion) and from_logs.stage1 == from_scenes.stage1
+    assert from_logs.confusion.sum() > 0
+
+
+@pytest.mark.slow
+def test_ray_fleet_equals_local_on_eight_logs(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    pytest.importorskip("rosbags")
+    _sim_logs(tmp_path, 8)
+    (tmp_path / "robot8" / "log").mkdir(parents=True)
+    (tmp_path / "robot8" / "log" / "metadata.yaml").write_text("not: [a rosbag2")  # a corrupt log
+    sources = parse_sources(str(tmp_path))
+    assert len(sources) == 9
+    model = resolve_model(None)
+    local = evaluate_many(model, sources)
+    remote = evaluate_many(model, sources, executor="ray", workers=2)
+    assert [k for k, _ in local.failures] == ["log:robot8/log"] and remote.failures == local.failures
+    assert remote.report is not None and local.report is not None and local.report.frames == 8 * FRAMES
     assert np.array_equal(remote.report.confusion, local.report.confusion)
     assert remote.report.stage1 == local.report.stage1 and remote.report.per_source == local.report.per_source

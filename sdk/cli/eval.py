@@ -20,7 +20,8 @@ def eval_command(
         ...,
         "--data",
         help="sim:PRESET[+PRESET][:seeds=A-B][:frames=N][:boxes=truth|detections], a CAD folder / annoNN.mat "
-        "(box-only models), or a video / image folder (with --detections, and --gold for metrics).",
+        "(box-only models), a ROS 2 log or a folder of logs (gold.jsonl beside each), or a video / image folder "
+        "(with --detections, and --gold for metrics).",
     ),  # fmt: skip
     detections: Path | None = typer.Option(
         None, "--detections", help="Detections of a video (MOT, JRDB, CVML)."

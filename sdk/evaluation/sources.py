@@ -10,7 +10,11 @@ it is known:
 * a folder of Collective Activity ``annoNN.mat`` files, or one such file — box-only sequences (no frames),
   every labelled pair with its CAD8 label (``no_interaction`` pairs are the non-interacting ones);
 * a video (or image folder) with a detection file and optionally a ground-truth pairwise file
-  (``--gold``, the ``pairedge score`` schema; without it, no truth).
+  (``--gold``, the ``pairedge score`` schema; without it, no truth);
+* a ROS 2 log (rosbag2 folder, ``.mcap`` or ``.db3``; topics picked as ``pairedge run`` does), or a folder
+  holding several logs at any depth (one source per log, e.g. a fleet's recordings). A log's truth is
+  ``--gold`` (one log only) or a ``gold.jsonl`` / ``pairs_gt_paper3.jsonl`` file beside it (what
+  ``pairedge simulate --bag`` writes); its frame numbers count the paired frames of the log from 0.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ class StreamSource:
     """One stream to evaluate.
 
     Attributes:
-        kind: "sim", "cad" or "video".
+        kind: "sim", "cad", "video" or "log" (a ROS 2 log).
         name: a short unique name ("sim:static:1000", "cad:seq01", "video:clip.mp4").
         params: what :meth:`open` needs (preset and seed; a .mat path; video, detections, gold paths).
         image_size: ``(W, H)`` for box-only sources (CAD), else None (taken from the frames).
@@ -89,7 +93,7 @@ class StreamSource:
 
     def open(self, model_labels: Sequence[str] = (), max_frames: int | None = None) -> Iterator[SourceFrame]:
         """The frames in order (at most ``max_frames``)."""
-        opener = {"sim": _sim_frames, "cad": _cad_frames, "video": _video_frames}[self.kind]
+        opener = {"sim": _sim_frames, "cad": _cad_frames, "video": _video_frames, "log": _log_frames}[self.kind]
         for k, frame in enumerate(opener(self.params, model_labels)):
             if max_frames is not None and k >= max_frames:
                 return
@@ -127,8 +131,17 @@ def parse_sources(
         raise InputError(
             f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, or a video"
         )
+    from pairedge.ros.bag import is_log
+
+    if is_log(path):
+        return [_log_source(path, gold)]
     if path.suffix.lower() == ".mat" or (path.is_dir() and any(path.glob("anno*.mat"))):
         return _cad_sources(path)
+    logs = _find_logs(path) if path.is_dir() else []
+    if logs:
+        if gold is not None:
+            raise InputError(f"--data {data}: {len(logs)} logs; --gold is for one log (put a gold.jsonl beside each)")
+        return [_log_source(log, None, name=f"log:{log.relative_to(path)}") for log in logs]
     if detections is None:
         raise InputError(
             f"--data {data}: a video or image folder needs --detections (MOT, JRDB or CVML file)"
@@ -205,6 +218,42 @@ def _video_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterat
 
 
 _EMPTY = FrameTruth(np.zeros((0, 2), np.int64), (), np.zeros(0, bool))
+
+
+GOLD_NAMES = ("gold.jsonl", "pairs_gt_paper3.jsonl")
+
+
+def _find_logs(folder: Path) -> list[Path]:
+    """Every ROS 2 log below ``folder`` (rosbag2 folders, bare .mcap / .db3 files), sorted; not inside a log."""
+    from pairedge.ros.bag import LOG_SUFFIXES
+
+    folders = sorted(p.parent for p in folder.rglob("metadata.yaml"))
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in LOG_SUFFIXES and p.is_file()
+                   and not any(f in p.parents for f in folders))  # fmt: skip
+    return sorted([*folders, *files])
+
+
+def _log_source(log: Path, gold: str | Path | None, name: str | None = None) -> StreamSource:
+    if gold is None:
+        gold = next((log.parent / g for g in GOLD_NAMES if (log.parent / g).is_file()), None)
+    params = {"log": str(log), "gold": str(gold) if gold else None}
+    return StreamSource("log", name or f"log:{log.name}", params)
+
+
+def _log_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
+    from pairedge.ros.bag import log_frames, open_log, pick_topic
+    from pairedge.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.ros.runner import FrameDecoder
+
+    truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None
+    with open_log(params["log"]) as reader:
+        images = pick_topic(reader, None, (IMAGE, COMPRESSED_IMAGE), "image", "one image topic per log")
+        dets = pick_topic(reader, None, (DETECTION_ARRAY,), "detections", "one detections topic per log")
+        store = make_typestore(reader.connections)
+        decoder = FrameDecoder()
+        for index, (_, frame) in enumerate(log_frames(reader, store, decoder, images, dets)):
+            t = truth.get(index, _EMPTY) if truth is not None else None
+            yield SourceFrame(index, frame.image, frame.detections, frame.stamp / 1e9, t)
 
 
 def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTruth]:

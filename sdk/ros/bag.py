@@ -30,7 +30,7 @@ from pairedge.ros.msgdefs import (
     STRING,
     make_typestore,
 )
-from pairedge.ros.runner import Output, RosRunner
+from pairedge.ros.runner import Frame, FrameDecoder, Output, RosRunner
 
 RESULTS_TOPIC = "/pairedge/interactions"
 MARKERS_TOPIC = "/pairedge/markers"
@@ -168,8 +168,11 @@ def run_log(
                         on_frame(output.result)
 
                 runner = RosRunner(pipe, store, tolerance_s=topics.tolerance_s, classes=topics.classes)
+                copy_all = copy.write_raw if copy.active else None
                 try:
-                    _feed(reader, store, runner, images, dets, copy, emit, options.max_frames)
+                    for log_time, frame in log_frames(reader, store, runner.decoder, images, dets,
+                                                      every_message=copy_all, max_frames=options.max_frames):  # fmt: skip
+                        emit(runner.step(frame), log_time)
                 finally:
                     if video is not None:
                         video.close()
@@ -189,28 +192,48 @@ def run_log(
     return summary
 
 
-def _feed(
-    reader: Any, store: Any, runner: RosRunner, images: list[Any], dets: list[Any], copy: _BagCopy,
-    emit: Callable[[Output, int], None], max_frames: int | None,
-) -> None:  # fmt: skip
+def log_frames(
+    reader: Any,
+    store: Any,
+    decoder: FrameDecoder,
+    images: list[Any],
+    dets: list[Any],
+    *,
+    every_message: Callable[[Any, int, Any], None] | None = None,
+    max_frames: int | None = None,
+) -> Iterator[tuple[int, Frame]]:
+    """The paired, decoded frames of an open log with the log time of the message that completed each.
+
+    Args:
+        reader: an open log (:func:`open_log`). store: its type store (:func:`make_typestore`).
+        decoder: pairs and decodes; its ``finish()`` gives the drops afterwards.
+        images, dets: the connections to read (:func:`pick_topic`).
+        every_message: called with ``(connection, log_time, raw bytes)`` for EVERY message of the log (to
+            copy it); without it only the two topics are read.
+        max_frames: stop after this many frames (the copy still reads to the end).
+    """
     image_ids = {c.id for c in images}
     det_ids = {c.id for c in dets}
-    wanted = None if copy.active else [*images, *dets]
+    wanted = None if every_message is not None else [*images, *dets]
+    count = 0
     for conn, log_time, raw in reader.messages(connections=wanted):
-        copy.write_raw(conn, log_time, raw)
+        if every_message is not None:
+            every_message(conn, log_time, raw)
         if conn.id not in image_ids and conn.id not in det_ids:
             continue
-        if max_frames is not None and runner.frames >= max_frames:
-            if not copy.active:
-                break
+        if max_frames is not None and count >= max_frames:
+            if every_message is None:
+                return
             continue
         try:
             msg = store.deserialize_cdr(raw, conn.msgtype)
         except Exception as exc:  # truncated or garbage CDR payload
-            runner.dropped[f"undecodable {conn.msgtype} message ({type(exc).__name__})"] += 1
+            decoder.dropped[f"undecodable {conn.msgtype} message ({type(exc).__name__})"] += 1
             continue
-        for output in runner.image(msg) if conn.id in image_ids else runner.detections(msg):
-            emit(output, log_time)
+        for frame in decoder.image(msg) if conn.id in image_ids else decoder.detections(msg):
+            if max_frames is None or count < max_frames:
+                count += 1
+                yield log_time, frame
 
 
 class _BagCopy:

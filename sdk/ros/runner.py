@@ -4,14 +4,14 @@
 ``vision_msgs/Detection2DArray`` messages in any order, pairs them by header stamp
 (:class:`~pairedge.ros.matching.StampMatcher`), steps the pipeline on each pair in stamp order and returns
 what to publish: a ``std_msgs/String`` with the runtime's JSON record and a ``visualization_msgs/MarkerArray``.
-The bag path (:mod:`pairedge.ros.bag`) and the live node (:mod:`pairedge.ros.node`) are thin shells
-around it, so the tests of one cover the other.
+:class:`FrameDecoder` is the pairing and decoding half alone (what ``pairedge eval`` uses to read a log).
+The bag path (:mod:`pairedge.ros.bag`) and the live node (:mod:`pairedge.ros.node`) are thin shells around
+them, so the tests of one cover the other.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from pairedge.ros.messages import (
     result_to_string,
     stamp_ns,
 )
+from pairedge.types import Detections
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,77 @@ class Output:
     markers: Any
 
 
+@dataclass(frozen=True)
+class Frame:
+    """A decoded, paired frame: header stamp (ns), the image's frame id, (H, W, 3) uint8 BGR, detections."""
+
+    stamp: int
+    frame_id: str
+    image: np.ndarray
+    detections: Detections
+
+
+class FrameDecoder:
+    """Pairs image and detection messages by stamp and decodes each pair into a :class:`Frame`.
+
+    Frames come out in increasing stamp order (an older pair arriving late is dropped and counted), and
+    messages that cannot be decoded are dropped with their reason, so a consumer sees a clean stream.
+
+    Args:
+        tolerance_s: largest image / detections stamp difference of a pair, seconds.
+        classes: detection class ids to keep (None: all).
+    """
+
+    def __init__(self, *, tolerance_s: float = 0.01, classes: frozenset[str] | None = None) -> None:
+        if not (np.isfinite(tolerance_s) and tolerance_s >= 0):
+            raise InputError(f"stamp tolerance: expected a finite number of seconds >= 0, got {tolerance_s}")
+        self.classes = classes
+        self.matcher = StampMatcher(tolerance_ns=int(round(tolerance_s * 1e9)))
+        self.dropped: Counter[str] = Counter()
+        self._ids = TrackIds()
+        self._last = -(2**63)
+
+    def image(self, msg: Any) -> list[Frame]:
+        """Offer an image message; returns the frames it completes."""
+        return self._decode(self.matcher.add_image(stamp_ns(msg.header), msg))
+
+    def detections(self, msg: Any) -> list[Frame]:
+        """Offer a detection message; returns the frames it completes."""
+        return self._decode(self.matcher.add_detections(stamp_ns(msg.header), msg))
+
+    def finish(self) -> Counter[str]:
+        """End of stream; returns every drop reason with its count."""
+        self.matcher.finish()
+        return self.matcher.dropped + self.dropped
+
+    def _decode(self, matches: list[Match]) -> list[Frame]:
+        frames = []
+        for match in matches:
+            if match.stamp <= self._last:
+                self.dropped["frame older than the previous one"] += 1
+                continue
+            try:
+                image = image_to_bgr(match.image)
+                dets, skipped = detections_from_msg(match.detections, self._ids, self.classes)
+                frame_id = str(match.image.header.frame_id)
+            except (InputError, ValueError, AttributeError, TypeError) as exc:
+                reason = str(exc) if isinstance(exc, InputError) else f"malformed message ({type(exc).__name__})"
+                self.dropped[reason] += 1
+                continue
+            if skipped:
+                self.dropped["detection of another class"] += skipped
+            self._last = match.stamp
+            frames.append(Frame(match.stamp, frame_id, image, dets))
+        return frames
+
+
 class RosRunner:
     """Pairs messages, runs the pipeline and builds the output messages.
 
     Args:
         pipe: a loaded :class:`~pairedge.runtime.Pipeline`.
         store: the rosbags type store used to build output messages (:func:`~pairedge.ros.msgdefs.make_typestore`).
-        tolerance_s: largest image / detections stamp difference of a pair, seconds.
-        classes: detection class ids to keep (None: all).
+        tolerance_s, classes: see :class:`FrameDecoder`.
         colours: BGR colour per label id for the markers.
     """
 
@@ -66,63 +130,32 @@ class RosRunner:
         tolerance_s: float = 0.01,
         classes: frozenset[str] | None = None,
         colours: tuple[tuple[int, int, int], ...] | None = None,
-        on_result: Callable[[Output], None] | None = None,
     ) -> None:
         from pairedge.runtime.output import LABEL_COLOURS
 
-        if not (np.isfinite(tolerance_s) and tolerance_s >= 0):
-            raise InputError(f"stamp tolerance: expected a finite number of seconds >= 0, got {tolerance_s}")
-        self.pipe, self.store, self.classes = pipe, store, classes
+        self.pipe, self.store = pipe, store
+        self.decoder = FrameDecoder(tolerance_s=tolerance_s, classes=classes)
         self.colours = colours or LABEL_COLOURS
-        self.matcher = StampMatcher(tolerance_ns=int(round(tolerance_s * 1e9)))
-        self.dropped: Counter[str] = Counter()
         self.frames = 0
-        self._ids = TrackIds()
-        self._last = -(2**63)
-        self._on_result = on_result
 
     def image(self, msg: Any) -> list[Output]:
         """Offer an image message."""
-        return self._run(self.matcher.add_image(stamp_ns(msg.header), msg))
+        return [self.step(f) for f in self.decoder.image(msg)]
 
     def detections(self, msg: Any) -> list[Output]:
         """Offer a detection message."""
-        return self._run(self.matcher.add_detections(stamp_ns(msg.header), msg))
+        return [self.step(f) for f in self.decoder.detections(msg)]
 
     def finish(self) -> Counter[str]:
-        """End of stream; returns every drop reason with its count (matcher and runner)."""
-        self.matcher.finish()
-        return self.matcher.dropped + self.dropped
+        """End of stream; returns every drop reason with its count."""
+        return self.decoder.finish()
 
-    def _run(self, matches: list[Match]) -> list[Output]:
-        outputs = []
-        for match in matches:
-            output = self._step(match)
-            if output is not None:
-                outputs.append(output)
-                if self._on_result is not None:
-                    self._on_result(output)
-        return outputs
-
-    def _step(self, match: Match) -> Output | None:
-        if match.stamp <= self._last:
-            self.dropped["frame older than the previous one"] += 1
-            return None
-        try:
-            image = image_to_bgr(match.image)
-            dets, skipped = detections_from_msg(match.detections, self._ids, self.classes)
-        except (InputError, ValueError, AttributeError, TypeError) as exc:
-            reason = str(exc) if isinstance(exc, InputError) else f"malformed message ({type(exc).__name__})"
-            self.dropped[reason] += 1
-            return None
-        if skipped:
-            self.dropped["detection of another class"] += skipped
-        self._last = match.stamp
-        result = self.pipe.step(image, dets, match.stamp / 1e9, frame_index=self.frames)
+    def step(self, frame: Frame) -> Output:
+        """Run the pipeline on one decoded frame and build the messages to publish."""
+        result = self.pipe.step(frame.image, frame.detections, frame.stamp / 1e9, frame_index=self.frames)
         self.frames += 1
         record = result.to_json_dict()
-        record["stamp_ns"] = match.stamp
-        frame_id = str(match.image.header.frame_id)
+        record["stamp_ns"] = frame.stamp
         string = result_to_string(self.store, record)
-        markers = result_to_markers(self.store, result, match.stamp, frame_id, self.colours)
-        return Output(match.stamp, frame_id, image, result, record, string, markers)
+        markers = result_to_markers(self.store, result, frame.stamp, frame.frame_id, self.colours)
+        return Output(frame.stamp, frame.frame_id, frame.image, result, record, string, markers)
