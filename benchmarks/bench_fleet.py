@@ -2,8 +2,9 @@
 
     python benchmarks/bench_fleet.py [--logs 8] [--frames 60]
 
-Each log is a simulated scene (`static` and `moving`, held-out seeds 1000+) evaluated by `pairedge eval`'s
-per-source task with the bundled model. Reports the wall time of each executor, Ray's start-up time (measured
+Each log is a simulated scene (`static` and `moving`, held-out seeds 1000+) recorded as a ROS 2 log (MCAP, camera
+images + the simulated detector's Detection2DArray, gold pairs beside it, as `pairedge simulate --bag` lays
+it out) and evaluated by `pairedge eval`'s per-source task with the bundled model. Reports the wall time of each executor, Ray's start-up time (measured
 apart: `ray.init` before the run), the per-log overhead of Ray against the serial run with one worker
 ((ray_1 - local) / logs), the speed-up with two workers, and checks the pooled metrics are identical.
 Writes benchmarks/results/bench_fleet.{json,md}.
@@ -14,13 +15,19 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from _train_bench import write
 from pairedge.evaluation.fleet_eval import evaluate_many
 from pairedge.evaluation.sources import parse_sources
+from pairedge.ros.write import write_log
 from pairedge.runtime.run import resolve_model
+from pairedge.sim import simulate
+from pairedge.sim.output import write_scene
 
 
 def main() -> None:
@@ -30,8 +37,13 @@ def main() -> None:
     args = parser.parse_args()
     import ray
 
-    half = (args.logs + 1) // 2
-    sources = parse_sources(f"sim:static+moving:seeds=1000-{999 + half}", frames=args.frames)[: args.logs]
+    root = Path(tempfile.mkdtemp(prefix="bench_fleet_"))
+    for k in range(args.logs):
+        preset, seed = ("static", "moving")[k % 2], 1000 + k // 2
+        write_scene(preset, seed, args.frames, root / f"robot{k}")
+        frames = ((f.image, f.detections, f.timestamp) for f in simulate(preset, seed=seed, frames=args.frames))
+        write_log(frames, root / f"robot{k}" / "log", storage="mcap")
+    sources = parse_sources(str(root))
     model = resolve_model(None)
     rows = []
     start = time.perf_counter()
@@ -59,7 +71,7 @@ def main() -> None:
                "cores": os.cpu_count(), "ray": ray.__version__}  # fmt: skip
     lines = [
         "# Fleet evaluation: serial vs Ray", "",
-        f"{args.logs} simulated logs x {args.frames} frames (static/moving, seeds 1000+), bundled model, "
+        f"{args.logs} simulated ROS 2 logs (MCAP) x {args.frames} frames (static/moving, seeds 1000+), bundled model, "
         f"{os.cpu_count()} cores, Ray {ray.__version__}. `python benchmarks/bench_fleet.py --logs {args.logs} "
         f"--frames {args.frames}`", "",
         "| executor | workers | Ray start-up s | wall s (excl. start-up) |", "|---|---|---|---|",
@@ -69,6 +81,7 @@ def main() -> None:
         f"- pooled metrics identical across executors: {same}",
     ]  # fmt: skip
     write("bench_fleet", payload, "\n".join(lines) + "\n")
+    shutil.rmtree(root, ignore_errors=True)
     print("\n".join(lines))
 
 
