@@ -371,7 +371,7 @@ def test_run_with_infinite_fps_is_one_line(tmp_path: Path) -> None:
     scene = write_scene("static", 0, 3, tmp_path / "scene")
     video, mot = Path(scene.out) / scene.video, Path(scene.out) / "gt" / "gt.txt"
     args = ["run", str(video), "-d", str(mot), "--fps", "inf", "--no-video", "--out", str(tmp_path / "o")]
-    assert_one_error_line(runner.invoke(app, args), 1, str(video))
+    assert_one_error_line(runner.invoke(app, args), 2, "--fps")  # a usage error: --fps is bounded
 
 
 def test_cad_annotations_values_beyond_range(tmp_path: Path) -> None:
