@@ -95,10 +95,11 @@ def preprocess(model: Any) -> Any:
     return out
 
 
-def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
+def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[str, Any] | None = None) -> Any:
     """QDQ int8 ModelProto of a pre-processed fp32 ModelProto, calibrated on (N, F) rows ``X``.
 
     The metadata of ``model`` is kept (every ``pairedge.*`` key); add the precision with :func:`stamp`.
+    ``ranges``: entropy ranges from :func:`entropy_ranges` of the same model and rows (computed when None).
     """
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
@@ -123,7 +124,9 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
             # quantize_static cannot pass the histogram size through and its default (128 bins for 128
             # quantized bins) leaves the KL search a single candidate: the min-max range. Compute the
             # entropy ranges with enough bins and hand them over as range overrides.
-            extra["TensorQuantOverrides"] = _entropy_ranges(src, Path(tmp), X, config)
+            extra["TensorQuantOverrides"] = (
+                ranges if ranges is not None else _entropy_ranges(src, Path(tmp), X, config)
+            )
             method = CalibrationMethod.MinMax
         quantize_static(
             str(src),
@@ -176,6 +179,16 @@ def float_outputs(model: Any) -> Any:
 
 ENTROPY_BINS = 2048
 ENTROPY_QUANTIZED_BINS = 128
+
+
+def entropy_ranges(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Any]:
+    """The entropy ranges :func:`quantize` would compute for ``model`` and rows ``X`` (to reuse them)."""
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, _quiet():
+        src = Path(tmp) / "in.onnx"
+        onnx.save(model, str(src))
+        return _entropy_ranges(src, Path(tmp), X, config)
 
 
 def _entropy_ranges(
@@ -290,9 +303,11 @@ def search_exclusions(
 
     nodes = list(candidates) if candidates is not None else compute_nodes(model)
     reference = logits(session(model), val_X)
+    # Excluding nodes does not change the calibrated ranges: compute the costly ones once.
+    ranges = entropy_ranges(model, cal_X, config) if config.method == "entropy" else None
 
     def measure(exclude: Sequence[str]) -> tuple[float, float]:
-        q = quantize(model, cal_X, _with_exclude(config, exclude))
+        q = quantize(model, cal_X, _with_exclude(config, exclude), ranges)
         a = agreement(stage, reference, logits(session(q), val_X), tau)
         return a.agreement, a.max_abs
 
