@@ -248,6 +248,7 @@ class _BagCopy:
         self._results: Any = None
         self._markers: Any = None
         self._tmp: Path | None = None
+        self._bare_path: Path | None = None
 
     def __enter__(self) -> _BagCopy:
         if self.target is None:
@@ -262,18 +263,27 @@ class _BagCopy:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             self._tmp = Path(tempfile.mkdtemp(prefix=".pairedge-bag-", dir=self.target.parent))
         path = self._tmp / "bag" if self._tmp is not None else self.target
-        self._writer = rosbag2.Writer(path, version=9, storage_plugin=plugin)
-        self._writer.open()
-        for conn in self.reader.connections:
-            msgdef, digest = getattr(conn.msgdef, "data", ""), conn.digest
-            known = {"msgdef": msgdef, "rihs01": digest} if msgdef and digest else {"typestore": self.store}
-            self._conns[conn.id] = self._writer.add_connection(
-                conn.topic, conn.msgtype, serialization_format=conn.ext.serialization_format,
-                offered_qos_profiles=conn.ext.offered_qos_profiles, **known,
-            )  # fmt: skip
-        self._results = self._writer.add_connection(RESULTS_TOPIC, STRING, typestore=self.store)
-        self._markers = self._writer.add_connection(MARKERS_TOPIC, MARKER_ARRAY, typestore=self.store)
         self._bare_path = path
+        try:
+            writer = rosbag2.Writer(path, version=9, storage_plugin=plugin)
+            writer.open()
+            self._writer = writer
+            for conn in self.reader.connections:
+                msgdef, digest = getattr(conn.msgdef, "data", ""), conn.digest
+                known = {"msgdef": msgdef, "rihs01": digest} if msgdef and digest else {"typestore": self.store}
+                self._conns[conn.id] = self._writer.add_connection(
+                    conn.topic, conn.msgtype, serialization_format=conn.ext.serialization_format,
+                    offered_qos_profiles=conn.ext.offered_qos_profiles, **known,
+                )  # fmt: skip
+            self._results = self._writer.add_connection(RESULTS_TOPIC, STRING, typestore=self.store)
+            self._markers = self._writer.add_connection(MARKERS_TOPIC, MARKER_ARRAY, typestore=self.store)
+        except BaseException as exc:  # __exit__ does not run when __enter__ fails: close and remove here
+            if self._writer is None:  # nothing opened: only the temporary folder to remove
+                if self._tmp is not None:
+                    shutil.rmtree(self._tmp, ignore_errors=True)
+            else:
+                self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         return self
 
     def write_raw(self, conn: Any, log_time: int, raw: Any) -> None:
@@ -293,7 +303,7 @@ class _BagCopy:
         if exc_type is not None:  # nothing half-written is left behind
             shutil.rmtree(self._tmp if self._tmp is not None else self.target, ignore_errors=True)
             return
-        if self._tmp is not None:
+        if self._tmp is not None and self._bare_path is not None:
             (data,) = [p for p in self._bare_path.iterdir() if p.suffix.lower() in LOG_SUFFIXES]
             shutil.move(str(data), str(self.target))
             shutil.rmtree(self._tmp, ignore_errors=True)

@@ -91,6 +91,24 @@ def test_bare_mcap_file_and_bare_output(scene, tmp_path: Path) -> None:
     assert {t.name for t in list_topics(tmp_path / "result.mcap")} >= {RESULTS_TOPIC, MARKERS_TOPIC}
 
 
+def test_output_bag_that_fails_to_open_leaves_nothing_behind(scene, tmp_path: Path, monkeypatch) -> None:
+    """A failure while the output bag is being set up closes its writer and removes the half-made files."""
+    import rosbags.rosbag2 as rosbag2
+
+    _, frames = scene
+    write_log(frames[:2], tmp_path / "log", storage="mcap")
+    (data,) = (tmp_path / "log").glob("*.mcap")
+    out = tmp_path / "bags"
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("add_connection failed")
+
+    monkeypatch.setattr(rosbag2.Writer, "add_connection", broken)
+    with pytest.raises(RuntimeError, match="add_connection failed"):
+        run_log(data, tmp_path / "out", RunOptions(video=False), out_bag=out / "result.mcap")
+    assert list(out.iterdir()) == []  # no temporary folder, no partial bag
+
+
 def test_unpaired_messages_are_dropped_and_reported(scene, tmp_path: Path) -> None:
     """Images without detections and detections without images: dropped, counted, the rest still runs."""
     from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE
