@@ -35,25 +35,21 @@ from pairedge.export.tensorrt.progress import ProgressSink
 CALIBRATION_FILE = "calibration.json"
 
 
-def onnx_file_name(stage: int, precision: str) -> str:
-    """``stage1.onnx`` for fp32, ``stage1.fp16.onnx`` / ``stage1.int8.onnx`` otherwise."""
-    versions.check_precision(precision)
-    return f"stage{stage}.onnx" if precision == "fp32" else f"stage{stage}.{precision}.onnx"
-
-
 def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
     """The two ONNX files a build of ``precision`` needs (checked to exist).
 
     Raises:
         ModelError: a file is missing, with the command that makes it.
     """
-    paths = [model_dir / onnx_file_name(s, precision) for s in (1, 2)]
+    from pairedge.runtime.loading import stage_file_names
+
+    paths = [model_dir / name for name in stage_file_names(versions.check_precision(precision))]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
         how = (
             f"`pairedge export` writes {', '.join(missing)}"
             if precision == "fp32"
-            else f"`pairedge calibrate {model_dir}` writes the {precision} models"
+            else f"`pairedge calibrate {model_dir} --out {model_dir} --scenes static:0-3,moving:0-3` writes the {precision} models"
         )
         raise ModelError(f"{model_dir}: no {', '.join(missing)} for a {precision} build; {how}")
     return paths

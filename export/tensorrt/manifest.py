@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.errors import ModelError
+from pairedge.modelfolder import sha256_file  # noqa: F401  (re-exported: engine manifests hash with it)
 
 FORMAT = 1
 SUFFIX = ".json"
@@ -44,15 +45,6 @@ class EngineMismatchError(ModelError):
 
 class EngineFileError(ModelError):
     """The engine or its manifest is missing, unreadable, truncated or corrupt."""
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def slug(text: str) -> str:

@@ -15,24 +15,13 @@ level names it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pairedge.errors import ModelError
+from pairedge.modelfolder import sha256_file
 from pairedge.runtime.loading import ModelPair
-
-_CHUNK = 1 << 20
-
-
-def sha256_of(path: str | Path) -> str:
-    """Hex SHA-256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def model_identity(models: ModelPair, feature_config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -40,8 +29,8 @@ def model_identity(models: ModelPair, feature_config: Mapping[str, Any] | None) 
     spec = models.spec
     m1, m2 = models.stage1.metadata, models.stage2.metadata
     return {
-        "stage1_sha256": sha256_of(models.stage1.path),
-        "stage2_sha256": sha256_of(models.stage2.path),
+        "stage1_sha256": sha256_file(models.stage1.path),
+        "stage2_sha256": sha256_file(models.stage2.path),
         "feature_spec": m1.feature_spec,
         "feature_spec_version": m1.feature_spec_version,
         "feature_config": _config_dict(spec, feature_config),
@@ -124,7 +113,7 @@ def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[st
             f"{have}; make a pack with this model's fp32 folder (`pairedge parity pack`)"
         )
     stages = (("stage1", candidate.stage1), ("stage2", candidate.stage2))
-    hashes = {name: sha256_of(mf.path) for name, mf in stages}
+    hashes = {name: sha256_file(mf.path) for name, mf in stages}
     if all(hashes[n] == pack_identity[f"{n}_sha256"] for n, _ in stages):
         return "same", "identical files (SHA-256 match the pack's fp32 model)"
     claimed = {n: declared_sources(mf.metadata.extra) | _quantization_sources(mf.path) for n, mf in stages}
