@@ -49,8 +49,16 @@ def check_command(
     ),
 ) -> None:
     """Lint ONNX models for a TensorRT target: ops, opset, dtypes, dynamic axes, Q/DQ rules, fp16 range."""
+    from pairedge.errors import InputError
+
     files: list[Path] = []
     for path in models:
-        files += sorted(path.glob("stage*.onnx")) if path.is_dir() else [path]
+        found = sorted(path.glob("stage*.onnx")) if path.is_dir() else [path]
+        if not found:  # an empty folder is not "no problems found"
+            raise InputError(
+                f"{path}: no stage*.onnx files in this folder; expected a model folder (stage1.onnx, "
+                "stage2.onnx from `pairedge export`) or ONNX file paths"
+            )
+        files += found
     if not run_checks(files, target):
         raise typer.Exit(code=1)

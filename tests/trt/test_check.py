@@ -165,6 +165,9 @@ def test_cli_check_table_and_exit_codes(full_model_dir: Path, tmp_path: Path) ->
     assert result.exit_code == 1 and "qdq-zero-point" in result.output
     result = runner.invoke(app, ["check", str(bad), "--target", "tensorrt-9"])
     assert result.exit_code == 1 and "tensorrt-10.3" in result.output
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["check", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and "no stage*.onnx files" in result.output
 
 
 def test_cli_build_without_tensorrt_fails_fast_after_the_check(model_dir: Path) -> None:
