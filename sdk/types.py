@@ -40,7 +40,10 @@ class Detections:
         """Build with dtype conversion and shape checks; ids default to -1 and scores to 1.
 
         ``orientation`` (radians, NaN = unknown) and ``orientation_conf`` are optional (see
-        :func:`check_orientation`); a confidence without orientations is an error."""
+        :func:`check_orientation`); a confidence without orientations is an error. Complex values, boxes or
+        scores beyond the float32 range and ids that are not whole numbers in the int64 range raise
+        InputError (instead of a silent truncation or overflow); NaN / inf boxes pass (the runtime drops them)."""
+        _check_real(boxes, track_ids, scores)
         b = (
             np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
             if np.size(boxes)
@@ -79,6 +82,22 @@ class Detections:
             self.orientation[keep],
             None if conf is None else conf[keep],
         )
+
+
+def _check_real(boxes: object, track_ids: object, scores: object) -> None:
+    """Raise InputError for complex values, float32 overflow of boxes / scores, or unusable ids."""
+    for name, value in (("boxes", boxes), ("track_ids", track_ids), ("scores", scores)):
+        if value is not None and np.iscomplexobj(value):
+            raise InputError(f"detections: expected real {name}, got complex values")
+    for name, value in (("boxes", boxes), ("scores", scores)):
+        v = np.asarray(value if value is not None else 0.0, dtype=np.float64)
+        if (np.abs(v[np.isfinite(v)]) > np.finfo(np.float32).max).any():
+            raise InputError(f"detections: {name} beyond the float32 range (|x| > 3.4e38)")
+    ids = np.asarray(track_ids if track_ids is not None else 0)
+    if ids.dtype.kind == "f":
+        ok = np.isfinite(ids) & (ids == np.round(ids)) & (np.abs(ids) < 2.0**63)
+        if not ok.all():
+            raise InputError("detections: expected whole-number track ids in the int64 range (-1 = none)")
 
 
 #: Largest accepted |orientation| in radians; larger values are most likely degrees.
