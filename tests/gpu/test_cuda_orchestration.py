@@ -95,3 +95,29 @@ def test_graphs_replay_over_a_stream_and_fall_back(fake, monkeypatch):
     got = other.compute_scaled(frames[0], frames[1])
     assert other.graphs is False and other.compile_info["graphs"].startswith("off")
     assert np.abs(got - lk_flow(frames[0], frames[1], other.params)).max() <= 1e-3
+
+
+def test_failed_construction_and_close_release_the_device(fake, monkeypatch):
+    """A kernel that fails to compile closes the context the constructor opened; close() frees the graphs."""
+    from pairedge.errors import BackendError
+
+    closed, destroyed = [], []
+    monkeypatch.setattr(fake, "close", lambda: closed.append(True))
+    monkeypatch.setattr(fake, "graph_destroy", lambda graph: destroyed.append(graph))
+
+    def broken(name, target):
+        raise BackendError("NVRTC compile failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(cuda_backend, "compiled", broken)
+        with pytest.raises(BackendError, match="NVRTC"):
+            cuda_backend.CudaFlow(scale=1.0)
+    assert closed == [True]
+
+    flow = cuda_backend.CudaFlow(scale=1.0, graphs=True)
+    a, b = _pair(24, 32)
+    flow.compute(a, b)
+    assert flow._graphs
+    graphs = list(flow._graphs.values())
+    flow.close()
+    assert destroyed == graphs and not flow._graphs and closed == [True, True]

@@ -270,12 +270,18 @@ class CudaPythonApi(GpuApi):
         del self._device[mark[0] :], self._host[mark[1] :]
 
     def close(self) -> None:
+        """Free every buffer, the stream, and this layer's reference to the primary context. Idempotent."""
+        if self.ctx is None:  # a second release would drop a reference someone else holds
+            return
+        self.drv.cuCtxSetCurrent(self.ctx)
         for ptr in self._device:
             self.drv.cuMemFree(ptr)
         for ptr in self._host:
             self.drv.cuMemFreeHost(ptr)
         self._device, self._host = [], []
+        self.drv.cuStreamDestroy(self.stream)
         self.drv.cuDevicePrimaryCtxRelease(self.dev)
+        self.ctx = None
 
 
 class PyCudaApi(GpuApi):
@@ -361,9 +367,13 @@ class PyCudaApi(GpuApi):
         self.stream.synchronize()
 
     def close(self) -> None:
+        """Free every buffer and pop / detach the primary context. Idempotent."""
+        if self.ctx is None:
+            return
         self.release((0, 0))
         self.ctx.pop()
         self.ctx.detach()
+        self.ctx = None
 
 
 def open_api(name: str = "auto", device: int = 0) -> GpuApi:

@@ -80,16 +80,20 @@ class CudaFlow(FlowBackend):
         self.fuses_pooling = bool(pooled)
         self.api = open_api(api, device)
         self.graphs = self.graphs and self.api.supports_graphs
-        target = choose_target(self.api.arch, supported_archs())
-        self.compile_info: dict[str, str] = {"target": f"{target.kind} {target.arch}"}
         self._fn: dict[str, Any] = {}
-        for name in KERNEL_FILES:
-            code, source = compiled(name, target)
-            self.compile_info[name] = source
-            module = self.api.load(code, target.kind)
-            for fn in _FUNCTIONS[name]:
-                self._fn[fn] = self.api.function(module, fn)
-        self._ev = (self.api.event(), self.api.event())
+        try:
+            target = choose_target(self.api.arch, supported_archs())
+            self.compile_info: dict[str, str] = {"target": f"{target.kind} {target.arch}"}
+            for name in KERNEL_FILES:
+                code, source = compiled(name, target)
+                self.compile_info[name] = source
+                module = self.api.load(code, target.kind)
+                for fn in _FUNCTIONS[name]:
+                    self._fn[fn] = self.api.function(module, fn)
+            self._ev = (self.api.event(), self.api.event())
+        except BaseException:  # no backend object is returned: release the context it opened
+            self.api.close()
+            raise
         self._arena = self.api.mark()  # per-frame-size buffers are allocated after this point
         self.last_gpu_ms: float | None = None
         self._shape: tuple[int, int] | None = None
@@ -325,7 +329,11 @@ class CudaFlow(FlowBackend):
         return PooledFlow((h, w), self.scale, boxes.copy(), rects, moments, int(request.grid_step), grid)
 
     def close(self) -> None:
-        """Release the device memory and the context."""
+        """Release the CUDA graphs, the device memory, the stream and the context. Idempotent."""
+        for graph in self._graphs.values():
+            self.api.graph_destroy(graph)
+        self._graphs = {}
+        self._shape, self._levels, self._last = None, [], None
         self.api.close()
 
     def __repr__(self) -> str:
