@@ -79,11 +79,19 @@ class RunSummary:
 
 
 class RunStats:
-    """Accumulates :class:`FrameResult` objects into a :class:`RunSummary` (one per run)."""
+    """Accumulates :class:`FrameResult` objects into a :class:`RunSummary` (one per run).
 
-    def __init__(self, labels: tuple[str, ...]) -> None:
+    Memory is bounded on endless streams: per-stage timings are kept for the last ``max_samples`` frames
+    (float32, 36 bytes per frame; latency percentiles cover that window, means cover every frame), the other
+    figures are running counts. Distinct track ids are a set (one entry per track, not per frame).
+    """
+
+    def __init__(self, labels: tuple[str, ...], max_samples: int = 100_000) -> None:
         self.labels = labels
-        self._timings: list[tuple[float, ...]] = []
+        self.max_samples = max(int(max_samples), 1)
+        self._window = np.zeros((min(1024, self.max_samples), len(TIMED)), np.float32)
+        self._sums = np.zeros(len(TIMED), np.float64)
+        self._count = 0
         self._people = self._pairs = self._interacting = self._groups = 0
         self._label_counts = np.zeros(len(labels), np.int64)
         self._tracks: set[int] = set()
@@ -93,11 +101,18 @@ class RunStats:
 
     @property
     def frames(self) -> int:
-        return len(self._timings)
+        return self._count
 
     def add(self, result: FrameResult) -> None:
         """Count one frame's result."""
-        self._timings.append(tuple(float(result.timings_ms.get(s, 0.0)) for s in TIMED))
+        row = [float(result.timings_ms.get(s, 0.0)) for s in TIMED]
+        if self._count == len(self._window) and len(self._window) < self.max_samples:
+            grown = np.zeros((min(2 * len(self._window), self.max_samples), len(TIMED)), np.float32)
+            grown[: self._count] = self._window
+            self._window = grown
+        self._window[self._count % len(self._window)] = row
+        self._sums += row
+        self._count += 1
         self._people += len(result.track_ids)
         self._tracks.update(result.track_ids.tolist())
         self._pairs += len(result.pairs)
@@ -108,9 +123,9 @@ class RunStats:
         self._groups += len(result.groups)
         diag = result.diagnostics
         if diag.frame_dropped is not None:
-            self._frames_dropped[diag.frame_dropped] = self._frames_dropped.get(diag.frame_dropped, 0) + 1
+            _count(self._frames_dropped, diag.frame_dropped, 1)
         for reason, count in diag.dropped.items():
-            self._dets_dropped[reason] = self._dets_dropped.get(reason, 0) + int(count)
+            _count(self._dets_dropped, reason, int(count))
 
     def summary(
         self,
@@ -123,14 +138,14 @@ class RunStats:
         """The summary of everything added so far."""
         n = self.frames
         wall = time.perf_counter() - self._start
-        t = np.asarray(self._timings, np.float64).reshape(n, len(TIMED))
+        t = self._window[: min(n, len(self._window))].astype(np.float64)  # the last max_samples frames
         latency = {
             stage: (
                 {
                     "p50": float(np.percentile(t[:, k], 50)),
                     "p90": float(np.percentile(t[:, k], 90)),
                     "p99": float(np.percentile(t[:, k], 99)),
-                    "mean": float(t[:, k].mean()),
+                    "mean": float(self._sums[k] / n),
                 }
                 if n
                 else {"p50": 0.0, "p90": 0.0, "p99": 0.0, "mean": 0.0}
@@ -158,6 +173,17 @@ class RunStats:
             files=dict(files or {}),
             pipeline=dict(pipeline or {}),
         )
+
+
+#: Distinct reasons counted per kind in a summary; more (e.g. exception texts of a hostile stream) are pooled.
+MAX_REASONS = 100
+
+
+def _count(counts: dict[str, int], reason: str, n: int) -> None:
+    """``counts[reason] += n`` with at most MAX_REASONS keys (the rest go to one "other reasons" entry)."""
+    if reason not in counts and len(counts) >= MAX_REASONS:
+        reason = "other reasons (more than 100 distinct)"
+    counts[reason] = counts.get(reason, 0) + n
 
 
 def run_stream(

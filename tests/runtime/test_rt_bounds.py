@@ -19,6 +19,7 @@ import pytest
 from pairedge.errors import FormatError, InputError
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
+from pairedge.runtime.run import MAX_REASONS, RunStats
 from pairedge.runtime.sources import FrameSource, iso_bmff_problem, read_detections
 from pairedge.runtime.validate import cap_people
 from pairedge.types import Detections
@@ -270,3 +271,18 @@ def test_a_detection_file_without_boxes_is_an_error_naming_it(tmp_path: Path, na
     with pytest.raises(FormatError) as info:
         read_detections(path)
     assert name in str(info.value)
+
+
+def test_run_stats_memory_is_bounded_on_endless_streams(pipe: Pipeline) -> None:
+    stats = RunStats(pipe.labels, max_samples=8)
+    for k in range(150):
+        result = pipe.step(np.zeros((k % 7 + 1, 5, 3), np.uint8), _two_people(), k / 10)
+        stats.add(result)
+    summary = stats.summary()
+    assert summary.frames == 150 and stats._window.shape[0] == 8
+    assert len(summary.frames_dropped) == 7  # image heights 1..7: each a distinct reason, all below the cap
+    assert summary.latency_ms["total"]["mean"] > 0
+    for k in range(150):
+        stats.add(pipe.step(None, _Raising(RuntimeError(f"boom {k}")), 20 + k / 10, image_size=(64, 48)))
+    dropped = stats.summary().detections_dropped
+    assert len(dropped) == MAX_REASONS + 1 and dropped["other reasons (more than 100 distinct)"] == 50
