@@ -16,11 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.errors import FormatError
-from pairedge.io.textio import is_int64, short
+from pairedge.io.textio import FLOAT32_MAX, is_int64, short
 from pairedge.types import Detections
-
-#: Boxes are stored as float32; larger magnitudes would become inf.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +77,7 @@ def _box(obj: ET.Element, path: Path, record: str) -> list[float]:
             v = float(raw) if raw is not None else math.nan
         except ValueError:
             v = math.nan
-        if not abs(v) <= _FLOAT32_MAX:  # NaN, inf, or inf once stored as float32
+        if not abs(v) <= FLOAT32_MAX:  # NaN, inf, or inf once stored as float32
             raise FormatError(
                 path, f"expected a finite number in box attribute {name!r} (|value| < 3.4e38, the float32 "
                 f"range), got {short(raw)}", record,
@@ -90,7 +87,7 @@ def _box(obj: ET.Element, path: Path, record: str) -> list[float]:
     if w <= 0 or h <= 0:
         raise FormatError(path, f"expected a positive box size, got w={w}, h={h}", record)
     out = [xc - w / 2, yc - h / 2, w, h]
-    if not all(abs(v) <= _FLOAT32_MAX for v in out):
+    if not all(abs(v) <= FLOAT32_MAX for v in out):
         raise FormatError(path, f"box corner beyond the float32 range: {out}", record)
     return out
 

@@ -32,14 +32,12 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.textio import INT64_MAX, parse_json, read_text, short
+from pairedge.io.textio import FLOAT32_MAX, INT64_MAX, parse_json, read_text, short
 from pairedge.labels import LabelSet
 from pairedge.types import Detections
 
 _ID = re.compile(r"^\s*[A-Za-z_ ]+:\s*(\d+)\s*$")
 _FRAME = re.compile(r"(\d+)")
-#: Box coordinates are stored as float32; larger magnitudes would become inf.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +119,7 @@ def _levels(path: Path, where: str, value: Any) -> dict[str, float]:
 def _box(path: Path, where: str, value: Any) -> list[float]:
     ok = isinstance(value, list) and len(value) == 4
     ok = ok and all(not isinstance(v, bool) and isinstance(v, int | float) for v in value)
-    box = [float(v) if abs(v) <= _FLOAT32_MAX else math.inf for v in value] if ok else []
+    box = [float(v) if abs(v) <= FLOAT32_MAX else math.inf for v in value] if ok else []
     if not ok or not np.isfinite(box).all() or box[2] < 0 or box[3] < 0:
         raise FormatError(
             path, f"expected box [x, y, w, h] of 4 finite numbers (|value| < 3.4e38, the float32 range) "

@@ -13,10 +13,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pairedge.errors import FormatError
 
 #: The int64 range every integer id and frame number must fit.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: The largest float32 magnitude: boxes are stored as float32, larger values would become inf.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def read_text(path: str | Path, expected: str) -> str:
@@ -40,14 +43,13 @@ def read_text(path: str | Path, expected: str) -> str:
         raise FormatError(p, f"cannot read the file ({exc.strerror or exc}); expected {expected}") from None
 
 
-def parse_json(path: str | Path, text: str, record: str | None = None, *, line_offset: int = 0) -> Any:
+def parse_json(path: str | Path, text: str, record: str | None = None) -> Any:
     """``json.loads(text)`` with every failure a :class:`FormatError` naming ``path`` and the line.
 
     Args:
         path: the file, for messages.
         text: the JSON text (a whole file, or one line of a JSON Lines file).
         record: where ``text`` is in the file (e.g. ``"line 7"``); default: the parser's line number.
-        line_offset: added to the parser's line number when ``record`` is None.
 
     Raises:
         FormatError: invalid JSON, nesting deeper than the parser's recursion limit, or an integer with
@@ -56,7 +58,7 @@ def parse_json(path: str | Path, text: str, record: str | None = None, *, line_o
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = record if record is not None else f"line {exc.lineno + line_offset}"
+        where = record if record is not None else f"line {exc.lineno}"
         raise FormatError(path, f"invalid JSON ({exc.msg} at column {exc.colno})", where) from None
     except RecursionError:
         raise FormatError(
