@@ -167,7 +167,8 @@ def run_log(
                     if on_frame is not None:
                         on_frame(output.result)
 
-                runner = RosRunner(pipe, store, tolerance_s=topics.tolerance_s, classes=topics.classes)
+                runner = RosRunner(pipe, store, tolerance_s=topics.tolerance_s, classes=topics.classes,
+                                   messages=copy.active)  # fmt: skip
                 copy_all = copy.write_raw if copy.active else None
                 try:
                     for log_time, frame in log_frames(reader, store, runner.decoder, images, dets,

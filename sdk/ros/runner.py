@@ -36,7 +36,8 @@ class Output:
     Attributes:
         stamp: the image's header stamp, nanoseconds. frame_id: the image's frame.
         image: (H, W, 3) uint8 BGR, as decoded. result: the pipeline's FrameResult.
-        record: the JSON record (``results.jsonl`` schema). string, markers: the messages to publish.
+        record: the JSON record (``results.jsonl`` schema). string, markers: the messages to publish (None
+            when the runner was made with ``messages=False``).
     """
 
     stamp: int
@@ -120,6 +121,8 @@ class RosRunner:
         store: the rosbags type store used to build output messages (:func:`~pairedge.ros.msgdefs.make_typestore`).
         tolerance_s, classes: see :class:`FrameDecoder`.
         colours: BGR colour per label id for the markers.
+        messages: build the String and MarkerArray of every frame (False: a bag run without ``--out-bag``,
+            where nothing would publish them).
     """
 
     def __init__(
@@ -130,12 +133,14 @@ class RosRunner:
         tolerance_s: float = 0.01,
         classes: frozenset[str] | None = None,
         colours: tuple[tuple[int, int, int], ...] | None = None,
+        messages: bool = True,
     ) -> None:
         from pairedge.runtime.output import LABEL_COLOURS
 
         self.pipe, self.store = pipe, store
         self.decoder = FrameDecoder(tolerance_s=tolerance_s, classes=classes)
         self.colours = colours or LABEL_COLOURS
+        self.messages = messages
         self.frames = 0
 
     def image(self, msg: Any) -> list[Output]:
@@ -156,6 +161,8 @@ class RosRunner:
         self.frames += 1
         record = result.to_json_dict()
         record["stamp_ns"] = frame.stamp
-        string = result_to_string(self.store, record)
-        markers = result_to_markers(self.store, result, frame.stamp, frame.frame_id, self.colours)
+        string = markers = None
+        if self.messages:
+            string = result_to_string(self.store, record)
+            markers = result_to_markers(self.store, result, frame.stamp, frame.frame_id, self.colours)
         return Output(frame.stamp, frame.frame_id, frame.image, result, record, string, markers)

@@ -91,6 +91,22 @@ def test_bare_mcap_file_and_bare_output(scene, tmp_path: Path) -> None:
     assert {t.name for t in list_topics(tmp_path / "result.mcap")} >= {RESULTS_TOPIC, MARKERS_TOPIC}
 
 
+def test_no_output_messages_are_built_without_an_output_bag(scene, tmp_path: Path, monkeypatch) -> None:
+    """Without --out-bag nothing publishes the String / MarkerArray, so they are not built per frame."""
+    from pairedge.ros import runner
+
+    _, frames = scene
+    write_log(frames[:3], tmp_path / "log", storage="mcap")
+
+    def unexpected(*args, **kwargs):
+        raise AssertionError("output message built without an output bag")
+
+    monkeypatch.setattr(runner, "result_to_string", unexpected)
+    monkeypatch.setattr(runner, "result_to_markers", unexpected)
+    summary = run_log(tmp_path / "log", tmp_path / "out", RunOptions(video=False))
+    assert summary.frames == 3 and len(_records(tmp_path / "out" / "results.jsonl")) == 3
+
+
 def test_output_bag_that_fails_to_open_leaves_nothing_behind(scene, tmp_path: Path, monkeypatch) -> None:
     """A failure while the output bag is being set up closes its writer and removes the half-made files."""
     import rosbags.rosbag2 as rosbag2
