@@ -220,3 +220,29 @@ def test_bench_refuses_without_fp32_and_bad_model(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "must include fp32" in res.output
     res = runner.invoke(app, ["bench", str(tmp_path / "nope")])
     assert res.exit_code == 1 and "error:" in res.output and "Traceback" not in res.output
+
+
+def test_gold_by_frame_groups_rows_of_interleaved_frames(tmp_path: Path) -> None:
+    """Per-frame truth keeps each frame's pairs and groups in file order, whatever order the frames come in."""
+    from pairedge.evaluation.sources import _gold_by_frame
+
+    labels = ["walking_together", "standing_together", "sitting_together"]
+    records = [
+        {"labels": labels},
+        {"frame": 2, "interactions": [{"ids": [3, 4], "label": "sitting_together"},
+                                      {"ids": [1, 2], "label": "walking_together", "p_interact": 0.0}],
+         "groups": [{"members": [4, 3], "activity": "sitting_together"}]},
+        {"frame": 0, "interactions": [{"ids": [1, 5], "label": "standing_together"}],
+         "groups": [{"members": [5, 1, 7], "activity": "standing_together"}, {"members": [2, 9]}]},
+        {"frame": 1, "interactions": []},
+    ]  # fmt: skip
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in records))
+    truth = _gold_by_frame(str(gold), labels)
+    assert sorted(truth) == [0, 1, 2]
+    assert truth[2].pairs.tolist() == [[3, 4], [1, 2]]
+    assert truth[2].labels == ("sitting_together", "walking_together")
+    assert truth[2].interacting.tolist() == [True, False]
+    assert truth[2].groups == (((4, 3), "sitting_together"),)
+    assert truth[0].pairs.tolist() == [[1, 5]] and truth[0].groups == (((5, 1, 7), "standing_together"),)
+    assert len(truth[1].pairs) == 0 and truth[1].groups == ()

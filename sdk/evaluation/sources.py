@@ -267,12 +267,18 @@ def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTru
     groups: dict[int, list[tuple[tuple[int, ...], str]]] = {}
     if parsed.groups is not None:
         g = parsed.groups
+        order = np.argsort(g.member_group, kind="stable")  # members of each group, in file order
+        bounds = np.searchsorted(g.member_group[order], np.arange(len(g.frame) + 1))
         for k in range(len(g.frame)):
-            members = tuple(int(m) for m in g.member_id[g.member_group == k])
+            members = tuple(int(m) for m in g.member_id[order[bounds[k] : bounds[k + 1]]])
             if int(g.activity[k]) >= 0:
                 groups.setdefault(int(g.frame[k]), []).append((members, names[int(g.activity[k])]))
-    for frame in parsed.frames.tolist():
-        rows = np.flatnonzero(table.frame == frame)
+    by_frame = np.argsort(table.frame, kind="stable")  # one pass over the file, not one scan per frame
+    frames = parsed.frames
+    starts = np.searchsorted(table.frame[by_frame], frames, side="left")
+    ends = np.searchsorted(table.frame[by_frame], frames, side="right")
+    for frame, lo, hi in zip(frames.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        rows = by_frame[lo:hi]
         labels = tuple(names[int(v)] if v >= 0 else NO_INTERACTION for v in table.label[rows])
         out[int(frame)] = FrameTruth(
             np.stack([table.id_a[rows], table.id_b[rows]], axis=1).astype(np.int64), labels,
