@@ -48,18 +48,20 @@ def build_pack(
         truths: list[Any] = []
         pngs: list[np.ndarray] = []
         stamps: list[float] = []
+        size = getattr(source, "image_size", None)  # (W, H) of box-only sources, else the first frame's
+        first: list[int] = []
 
         def items() -> Iterator[ReplayItem]:
             for k, f in enumerate(source.open(pipe.labels, max_frames=frames)):
                 if f.image is not None:
                     pngs.append(encode_png(f.image))
+                    first[:] = first or [int(f.image.shape[1]), int(f.image.shape[0])]
                 truths.append(f.truth)
                 stamps.append(float(f.timestamp))
                 if on_frame is not None:
                     on_frame()
                 yield k, f.image, f.detections, f.timestamp
 
-        size = getattr(source, "image_size", None)
         result = replay(pipe, items(), image_size=size)
         if not len(result.rows):
             raise InputError(
@@ -67,7 +69,7 @@ def build_pack(
             )
         identity = model_identity(pipe.models, pipe.feature_config)
         reference = {
-            "source": source.name, "frames": len(stamps), "box_only": not pngs, "image_size": _size(pngs, size),
+            "source": source.name, "frames": len(stamps), "box_only": not pngs, "image_size": [int(size[0]), int(size[1])] if size is not None else first or None,
             "backend": repr(pipe.stage1), "precision": "fp32", "flow": flow_description(pipe),
             "tau_interact": pipe.tau_interact, "tau_group": pipe.tau_group,
             "smoothing_alpha": config.smoothing.alpha, "pairedge_version": _version(),
@@ -86,17 +88,6 @@ def build_pack(
     )  # fmt: skip
     save_pack(pack, out)
     return pack
-
-
-def _size(pngs: list[np.ndarray], size: tuple[int, int] | None) -> list[int] | None:
-    if size is not None:
-        return [int(size[0]), int(size[1])]
-    if not pngs:
-        return None
-    import cv2
-
-    first = cv2.imdecode(pngs[0], cv2.IMREAD_UNCHANGED)
-    return None if first is None else [int(first.shape[1]), int(first.shape[0])]
 
 
 def _version() -> str:

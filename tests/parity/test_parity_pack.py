@@ -27,6 +27,7 @@ def test_pack_holds_clip_reference_truth_and_identity(pack_path: Path) -> None:
     assert pk.has_truth and set(np.unique(pk.truth_interacting)) <= {0, 1}
     assert (pk.truth_label[pk.truth_interacting == 0] == -1).all()
     assert pk.reference["flow"]["name"] == "dis" and pk.reference["precision"] == "fp32"
+    assert pk.reference["image_size"] == [640, 480] and not pk.reference["box_only"]
     assert len(pk.identity["stage2_sha256"]) == 64
     # the stored frames are lossless: the first frame decodes to the simulator's pixels
     from pairedge.sim import Scene
