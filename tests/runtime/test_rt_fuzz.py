@@ -177,6 +177,7 @@ def _check(result: FrameResult, rows: int | None, seen: set[str]) -> None:
     json.dumps(result.to_json_dict(), allow_nan=False)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy overflow / invalid-value warnings either
 @pytest.mark.parametrize("spec", ["pairedge", "liang2026"])
 def test_pipeline_survives_seeded_mutations(tmp_path: Path, spec: str) -> None:
     write_toy_model(tmp_path / "m" / "stage1.onnx", stage=1, spec_name=spec, thresholds={"p_interact": 0.3})
