@@ -100,18 +100,15 @@ class TensorRTBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        from pairedge.export.tensorrt.builder import INSTALL_HINT
+        from pairedge.export.tensorrt.builder import load_tensorrt
+        from pairedge.runtime.backends.cudamem import _cuda_runtime_module
 
         try:
-            import tensorrt  # lazy: only when asked whether this backend can run
-        except ImportError as exc:
-            return f"TensorRT is not installed ({exc}): {INSTALL_HINT}"
-        if not hasattr(tensorrt, "Runtime"):
-            return (
-                f"the `tensorrt` found at {getattr(tensorrt, '__path__', '?')} is not TensorRT (stubs only?)"
-            )
+            load_tensorrt()  # lazy: only when asked whether this backend can run
+        except ImportError as exc:  # not installed, or stubs only: the message says how to get it
+            return str(exc)
         try:
-            from cuda.bindings import runtime  # noqa: F401
+            _cuda_runtime_module()  # the same lookup the memory layer makes (cuda.bindings, else cuda.cudart)
         except ImportError:
             try:
                 import pycuda.driver  # noqa: F401
