@@ -116,8 +116,8 @@ def validate_detections(
     if clean is not None:
         if getattr(detections, "orientation", None) is None:
             return clean, {}
-        ori, conf, reasons = _orientation(detections, len(clean))
-        return Detections(clean.boxes, clean.track_ids, clean.scores, ori, conf), reasons
+        ori, conf, ori_dropped = _orientation(detections, len(clean))
+        return Detections(clean.boxes, clean.track_ids, clean.scores, ori, conf), ori_dropped
     arrays = _as_arrays(detections)
     if isinstance(arrays, str):
         return Detections.empty(), {arrays: 1}

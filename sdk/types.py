@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pairedge.errors import InputError
@@ -84,7 +85,7 @@ class Detections:
         )
 
 
-def _check_real(boxes: object, track_ids: object, scores: object) -> None:
+def _check_real(boxes: Any, track_ids: Any, scores: Any) -> None:
     """Raise InputError for complex values, float32 overflow of boxes / scores, or unusable ids."""
     for name, value in (("boxes", boxes), ("track_ids", track_ids), ("scores", scores)):
         if value is not None and np.iscomplexobj(value):

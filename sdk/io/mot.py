@@ -311,7 +311,14 @@ class _Columns:
     def table(self, path: Path) -> MotTable:
         """The filled rows (arrays shrunk in place when blank or comment lines left capacity unused)."""
         n = self.n
-        columns = [self.frame, self.track_id, self.boxes, self.scores, self.extra, self.line]
+        columns: list[np.ndarray] = [
+            self.frame,
+            self.track_id,
+            self.boxes,
+            self.scores,
+            self.extra,
+            self.line,
+        ]
         for x in columns:
             if len(x) != n:
                 x.resize((n, *x.shape[1:]), refcheck=False)  # realloc, no copy of the kept rows
