@@ -12,6 +12,7 @@ Both engine files and their manifests are registered in ``MODEL_DIR/manifest.jso
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -131,7 +132,7 @@ def build_model_folder(
             compute_capability=env.compute_capability,
             profile=settings.profile.as_dict(),
             onnx={"file": onnx_path.name, "sha256": sha256_file(onnx_path), "size": onnx_path.stat().st_size},
-            engine={"file": engine.name, "sha256": sha256_file(engine), "size": engine.stat().st_size},
+            engine={"file": engine.name, "sha256": hashlib.sha256(result.plan).hexdigest(), "size": len(result.plan)},
             labels=tuple(meta.labels),
             feature_spec=meta.feature_spec,
             feature_spec_version=meta.feature_spec_version,
