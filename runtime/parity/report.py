@@ -50,7 +50,7 @@ class ParityReport:
         return f"FAIL at {first.name}: {first.problems[0]}{more} — {what}"
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({
+        return json_safe({
             "verdict": "PASS" if self.passed else "FAIL", "summary": self.verdict(), "mode": self.mode,
             "pack": self.pack, "candidate": self.candidate, "levels": [asdict(lv) for lv in self.levels],
             "tolerances": self.tolerances,
@@ -128,13 +128,14 @@ class ParityReport:
         return out
 
 
-def _clean(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` made JSON-safe: non-finite floats -> None, keys -> str, tuples and numpy arrays -> lists."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "tolist"):
-        return _clean(value.tolist())
+        return json_safe(value.tolist())
     return value

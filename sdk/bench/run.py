@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from pairedge.bench.measure import PAIR_COUNTS, PEOPLE, classifier_latency, pipeline_fps
 from pairedge.errors import BackendError, InputError, ModelError
+from pairedge.runtime.parity.report import json_safe
 
 #: Short names accepted by ``--backends`` -> classifier backend registry names.
 BACKEND_ALIASES = {"ort-cpu": "onnxruntime", "ort-cuda": "onnxruntime-cuda", "ort-trt": "onnxruntime-tensorrt",
@@ -89,17 +90,7 @@ class BenchResult:
     options: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float):
-        return v if np.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_clean(x) for x in v]
-    return v
+        return json_safe(asdict(self))
 
 
 def resolve_backend(name: str) -> str:
@@ -156,7 +147,7 @@ def run_bench(
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                  "gate": asdict(opts.gate), "speed_definition": _speed_text(opts)}  # fmt: skip
-    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, _clean(asdict(opts)))
+    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)))
 
 
 def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray, opts: BenchOptions,
