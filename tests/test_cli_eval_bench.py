@@ -246,3 +246,24 @@ def test_gold_by_frame_groups_rows_of_interleaved_frames(tmp_path: Path) -> None
     assert truth[2].groups == (((4, 3), "sitting_together"),)
     assert truth[0].pairs.tolist() == [[1, 5]] and truth[0].groups == (((5, 1, 7), "standing_together"),)
     assert len(truth[1].pairs) == 0 and truth[1].groups == ()
+
+
+def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: Path) -> None:
+    """A source whose truth has no interacting pair is scored (its false positives pool), not 'no truth'."""
+    from pairedge.errors import FormatError
+    from pairedge.evaluation.evaluate import evaluate
+    from pairedge.metrics.pairwise import score_files
+
+    labels = ["walking_together", "standing_together", "sitting_together"]
+    head = json.dumps({"labels": labels}) + "\n"
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text(head + json.dumps({"frame": 0, "interactions": [{"ids": [1, 2], "p_interact": 0.0}]}) + "\n")
+    pred.write_text(head + json.dumps({"frame": 0, "interactions": [
+        {"ids": [1, 2], "label": "walking_together", "p_interact": 0.9}]}) + "\n")  # fmt: skip
+    with pytest.raises(FormatError, match="nothing to score"):
+        score_files(pred, gold)  # pairedge score still refuses it
+    assert score_files(pred, gold, allow_empty=True).details["stage1"]["fp"] == 1
+
+    report = evaluate(default_model_dir(), "sim:moving:seeds=2000:frames=5", backend="onnxruntime")
+    assert report.has_truth and not any("no ground truth" in n for n in report.notes)
+    assert report.stage1["tp"] == report.stage1["fn"] == 0 and report.stage1["fp"] > 0

@@ -180,17 +180,20 @@ def _run_sized(pipe: Any, items: Any, jsonl: Any, size: tuple[int, int]) -> Any:
 
 def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], tmp: Path, score_files: Any,
            tau: float) -> dict[str, Any] | None:  # fmt: skip
-    """The counts behind the pairwise metrics, or None when there is no truth to score."""
+    """The counts behind the pairwise metrics, or None when the source has no truth.
+
+    A truth without any interacting pair is still scored: the predicted interactions there are false positives.
+    """
     import json
 
-    if not gold_lines or not any(r["interactions"] for r in gold_lines):
+    if not gold_lines:
         return None
     gold = tmp / "gold.jsonl"
     with gold.open("w") as fh:
         fh.write(json.dumps({"labels": list(labels)}) + "\n")
         for rec in gold_lines:
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
-    d = score_files(pred, gold, tau=tau).details
+    d = score_files(pred, gold, tau=tau, allow_empty=True).details
     s1 = d["stage1"]
     ga, gd = d.get("group_activity"), d.get("group_detection")
     return {

@@ -70,7 +70,12 @@ GOLD_THRESHOLD = 0.5
 
 
 def score_files(
-    pred: str | Path, gold: str | Path, *, tau: float = 0.5, labels: str | Sequence[str] | None = None
+    pred: str | Path,
+    gold: str | Path,
+    *,
+    tau: float = 0.5,
+    labels: str | Sequence[str] | None = None,
+    allow_empty: bool = False,
 ) -> ScoreReport:
     """Score a prediction file against a ground-truth file (JSON Lines or CSV).
 
@@ -79,13 +84,17 @@ def score_files(
         gold: ground truth in the same schema.
         tau: stage-1 threshold on predicted ``p_interact``.
         labels: the label set when neither file has a header: a known name (``"paper3"``) or class names.
+        allow_empty: score a ground truth without any interacting pair or group (its false positives
+            still count; ``pairedge eval`` pools such sources with others) instead of refusing it.
 
     Raises:
         FormatError: a file is malformed (names the file, line and problem).
         InputError: no label set is known, or ``tau`` is not in [0, 1].
     """
     names = resolve_labels(pred, gold, labels)
-    return score(read_pairwise_file(pred, names), read_pairwise_file(gold, names), tau=tau)
+    return score(
+        read_pairwise_file(pred, names), read_pairwise_file(gold, names), tau=tau, allow_empty=allow_empty
+    )
 
 
 def resolve_labels(
@@ -113,18 +122,21 @@ def resolve_labels(
     return given
 
 
-def score(pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5) -> ScoreReport:
+def score(
+    pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5, allow_empty: bool = False
+) -> ScoreReport:
     """Score parsed files (same label set) with the rules in this module's docstring.
 
     Raises:
-        FormatError: the ground truth has no frame, or no interacting pair and no group (nothing to score).
+        FormatError: the ground truth has no frame, or (unless ``allow_empty``) no interacting pair and no
+            group (nothing to score).
         InputError: ``tau`` outside [0, 1] or different label sets.
     """
     if not isinstance(tau, int | float) or not 0.0 <= float(tau) <= 1.0:
         raise InputError(f"tau: expected a threshold in [0, 1], got {tau!r}")
     if pred.labels != gold.labels:
         raise InputError(f"label sets differ: prediction {pred.labels} vs ground truth {gold.labels}")
-    _check_not_empty(gold)
+    _check_not_empty(gold, allow_empty)
     inside = np.isin(pred.pairs.frame, gold.frames)
     ppairs = pred.pairs.subset(inside)
     truth = gold.pairs.subset(gold.pairs.p_interact >= GOLD_THRESHOLD)
@@ -161,7 +173,7 @@ def score(pred: PairwiseFile, gold: PairwiseFile, *, tau: float = 0.5) -> ScoreR
     return build_report(cls, stage1, activity, detection, tau=tau, counts=counts, notes=notes)
 
 
-def _check_not_empty(gold: PairwiseFile) -> None:
+def _check_not_empty(gold: PairwiseFile, allow_empty: bool = False) -> None:
     """A ground truth without frames, or without any interacting pair or group, has nothing to score."""
     if len(gold.frames) == 0:
         raise FormatError(
@@ -169,7 +181,7 @@ def _check_not_empty(gold: PairwiseFile) -> None:
             "frame record (JSON Lines) or pair row (CSV)",
         )  # fmt: skip
     has_pairs = bool((gold.pairs.p_interact >= GOLD_THRESHOLD).any())
-    if not has_pairs and (gold.groups is None or len(gold.groups.frame) == 0):
+    if not has_pairs and not allow_empty and (gold.groups is None or len(gold.groups.frame) == 0):
         raise FormatError(
             gold.path, f"no interacting pair and no group in its {len(gold.frames)} frames: nothing to score "
             "(accuracy, MPCA and F1 would be undefined); expected at least one true pair",
