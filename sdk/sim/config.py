@@ -255,8 +255,8 @@ def surveillance_config(seed: int) -> SimConfig:
     below = max((1.0 - horizon) * height, 1.0)
     near_visible = f * height_m / below  # depth seen at the lower frame edge
     near = max(near_visible * 1.05, f * PERSON_HEIGHT_M / 400.0, 1.0)
-    far = max(min(f * PERSON_HEIGHT_M / 30.0, near + 22.0), near + 6.0)
-    people = int(rng.integers(8, 26))
+    far = max(min(f * PERSON_HEIGHT_M / 30.0, near + 16.0), near + 6.0)
+    people = int(rng.integers(14, 36))
     camera = CameraConfig(
         width=width,
         height=height,
@@ -268,10 +268,10 @@ def surveillance_config(seed: int) -> SimConfig:
     crowd = CrowdConfig(
         people=people,
         depth_m=(near, far),
-        share_walk=0.7,
-        share_stand=0.2,
-        share_sit=0.1,
-        group_sizes=(0.55, 0.3, 0.1, 0.05),
+        share_walk=0.75,
+        share_stand=0.17,
+        share_sit=0.08,
+        group_sizes=(0.6, 0.28, 0.08, 0.04),
         benches=int(rng.integers(1, 4)),
         approach_share=0.2,
         stop_share=0.2,
