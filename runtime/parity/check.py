@@ -156,8 +156,12 @@ def _replay_pack(pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | 
 
 
 def _match(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices ``(ri, di)`` of the pair-frames present in both (keys (M, 3) ``frame, a, b``)."""
-    where = {key: i for i, key in enumerate(map(tuple, dev_keys.tolist()))}
-    pairs = [(i, where[key]) for i, key in enumerate(map(tuple, ref_keys.tolist())) if key in where]
-    both = np.asarray(pairs, np.int64).reshape(-1, 2)
-    return both[:, 0], both[:, 1]
+    """Row indices ``(ri, di)`` of the pair-frames present in both (keys (M, 3) ``frame, a, b``, unique
+    within each side), ``ri`` increasing."""
+    from pairedge.metrics.pairwise_keys import lookup, row_keys
+
+    rk, dk = row_keys(ref_keys, dev_keys)
+    order = np.argsort(dk, kind="stable")
+    di = lookup(dk[order], order.astype(np.int64), rk)
+    ri = np.flatnonzero(di >= 0)
+    return ri, di[ri]
