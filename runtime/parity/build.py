@@ -97,18 +97,29 @@ def _version() -> str:
 
 
 def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(M,) int8 interacting (1 / 0 / -1 unknown) and (M,) int64 label id (-1: none) of every pair row."""
+    """(M,) int8 interacting (1 / 0 / -1 unknown) and (M,) int64 label id (-1: none) of every pair row.
+
+    ``truths[k]`` is the :class:`~pairedge.evaluation.sources.FrameTruth` of clip frame ``k`` (None: unknown);
+    a row's truth is the first labelled pair of its frame with the same ``(id_a, id_b)``.
+    """
+    from pairedge.metrics.pairwise_keys import lookup, row_keys
+
     inter = np.full(len(rows), -1, np.int8)
     label = np.full(len(rows), -1, np.int64)
     index = {name: k for k, name in enumerate(labels)}
-    for m, (frame, (a, b)) in enumerate(zip(rows.frame.tolist(), rows.pairs.tolist(), strict=True)):
-        truth = truths[frame]
-        if truth is None:
-            continue
-        hits = np.flatnonzero((truth.pairs[:, 0] == a) & (truth.pairs[:, 1] == b))
-        if len(hits) and bool(truth.interacting[hits[0]]):
-            inter[m] = 1
-            label[m] = index.get(truth.labels[hits[0]], -1)
-        else:
-            inter[m] = 0
+    known = np.array([t is not None for t in truths], bool)
+    given = [(k, t) for k, t in enumerate(truths) if t is not None]
+    t_keys = np.concatenate([np.column_stack([np.full(len(t.pairs), k), t.pairs.reshape(-1, 2)])
+                             for k, t in given] or [np.zeros((0, 3))]).astype(np.int64)  # fmt: skip
+    t_inter = np.concatenate([np.asarray(t.interacting, bool) for _, t in given] or [np.zeros(0, bool)])
+    t_label = np.array([index.get(name, -1) for _, t in given for name in t.labels], np.int64)
+    has = known[rows.frame] if len(rows) else np.zeros(0, bool)
+    inter[has] = 0
+    rk, tk = row_keys(np.column_stack([rows.frame, rows.pairs]).astype(np.int64), t_keys)
+    first_keys, first = np.unique(tk, return_index=True)  # the first truth row of each (frame, a, b)
+    pos = lookup(first_keys, first.astype(np.int64), rk)
+    yes = has & (pos >= 0)
+    yes[yes] = t_inter[pos[yes]]
+    inter[yes] = 1
+    label[yes] = t_label[pos[yes]]
     return inter, label
