@@ -157,6 +157,7 @@ class Manifest:
         target = Path(folder) / MANIFEST_NAME
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".json", dir=str(target.parent))
         try:
+            os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the folder is copied to robots as a unit
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self.to_dict(), fh, indent=2)
                 fh.write("\n")

@@ -202,3 +202,9 @@ def test_roles_must_match_the_stage(folder: Path) -> None:
     write_manifest(folder, {"stage1.onnx": "stage2", "stage2.onnx": "stage1"})
     with pytest.raises(ModelIntegrityError, match="records it as 'stage2'"):
         find_models(folder)
+
+
+def test_manifest_is_readable_by_others(folder: Path) -> None:
+    write_manifest(folder, ROLES)
+    assert (folder / MANIFEST_NAME).stat().st_mode & 0o777 == 0o644
+    assert not list(folder.glob(".manifest-*"))  # no temporary file left behind
