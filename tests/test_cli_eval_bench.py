@@ -267,3 +267,16 @@ def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: 
     report = evaluate(default_model_dir(), "sim:moving:seeds=2000:frames=5", backend="onnxruntime")
     assert report.has_truth and not any("no ground truth" in n for n in report.notes)
     assert report.stage1["tp"] == report.stage1["fn"] == 0 and report.stage1["fp"] > 0
+
+
+def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
+    """--detections / --gold with a source that brings its own are an error, not silently dropped."""
+    from pairedge.evaluation.sources import parse_sources
+
+    with pytest.raises(InputError, match="--gold cannot be used here"):
+        parse_sources("sim:static:seeds=0:frames=2", gold=tmp_path / "gold.jsonl")
+    with pytest.raises(InputError, match="--detections cannot be used here"):
+        parse_sources("sim:static:seeds=0:frames=2", detections=tmp_path / "det.txt")
+    res = runner.invoke(app, ["parity", "pack", str(default_model_dir()), "--out", str(tmp_path / "p.npz"),
+                              "--scene", "static:0", "--gold", str(tmp_path / "gold.jsonl")])  # fmt: skip
+    assert res.exit_code == 1 and "--gold go with --video" in res.output

@@ -55,6 +55,8 @@ def pack_command(
     given = [x for x in (scene, video, cad) if x is not None]
     if len(given) > 1:
         raise fail("give one clip: --scene, --video (with --detections) or --cad")
+    if video is None and (detections is not None or gold is not None):
+        raise fail("--detections and --gold go with --video; a --scene or --cad clip brings its own")
     if video is not None:
         source = parse_sources(str(video), detections=detections, gold=gold)[0]
     elif cad is not None:

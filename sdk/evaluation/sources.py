@@ -114,9 +114,11 @@ def parse_sources(
         frames: frames per simulator scene (overrides ``frames=`` in the text); None = the text's or 300.
 
     Raises:
-        InputError: unknown form, missing detections for a video, nothing found.
+        InputError: unknown form, missing detections for a video, detections or ground truth given for a
+            source that brings its own, nothing found.
     """
     if data.startswith("sim:"):
+        _refuse_files(data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold)
         from pairedge.datasets.sources import parse_sim_source
         from pairedge.sim import get_preset
 
@@ -134,11 +136,14 @@ def parse_sources(
     from pairedge.ros.bag import is_log
 
     if is_log(path):
+        _refuse_files(data, "a ROS 2 log brings its own detections topic", detections=detections)
         return [_log_source(path, gold)]
     if path.suffix.lower() == ".mat" or (path.is_dir() and any(path.glob("anno*.mat"))):
+        _refuse_files(data, "CAD sequences bring their own boxes and labels", detections=detections, gold=gold)
         return _cad_sources(path)
     logs = _find_logs(path) if path.is_dir() else []
     if logs:
+        _refuse_files(data, "ROS 2 logs bring their own detections topic", detections=detections)
         if gold is not None:
             raise InputError(f"--data {data}: {len(logs)} logs; --gold is for one log (put a gold.jsonl beside each)")
         return [_log_source(log, None, name=f"log:{log.relative_to(path)}") for log in logs]
@@ -148,6 +153,13 @@ def parse_sources(
         )
     params = {"video": str(path), "detections": str(detections), "gold": str(gold) if gold else None}
     return [StreamSource("video", f"video:{path.name}", params)]
+
+
+def _refuse_files(data: str, why: str, **given: str | Path | None) -> None:
+    """An InputError when an option that this kind of source would ignore was given."""
+    named = [f"--{name}" for name, value in given.items() if value is not None]
+    if named:
+        raise InputError(f"--data {data}: {' and '.join(named)} cannot be used here ({why}); drop {' and '.join(named)}")
 
 
 def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
