@@ -235,6 +235,9 @@ class TensorRTBackend(Backend):
         self._engine = None
         self._runtime = None
         self._logger = None
+        # drop the views of pinned memory and the stream while the CUDA context is still current (pycuda
+        # frees page-locked arrays and streams when they are collected); then the layer frees the rest
+        self._host_in = self._host_out = self._stream = None
         if self._memory is not None:
             self._memory.close()
             self._memory = None
