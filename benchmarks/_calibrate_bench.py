@@ -183,6 +183,14 @@ def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
     lines += ["", "Naive INT8 (no equalization, everything quantized) on the same test rows, for comparison:", "", *HEADER]
     for method, e in d["test_naive"].items():
         lines.append(_line(f"naive {method}", e, "int8"))
+    if "pipeline" in d:
+        lines += ["", "What the robot sees: the whole runtime (flow, features, gate, temporal smoothing) on the test "
+                  "scenes, each precision's labels against the fp32 pipeline's on the same frames:", "",
+                  "| run | stage-1 gate agreement | pair-frames | stage-2 label agreement | gated pair-frames |",
+                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        for name, v in d["pipeline"].items():
+            lines.append(f"| {name} | {_pct(v['gate_agreement'])} | {v['pair_frames']} | "
+                         f"{_pct(v['label_agreement'])} | {v['gated_pair_frames']} |")  # fmt: skip
     lines += ["", "## Latency, ONNX Runtime CPU, one thread (ms per call, p50 / p90)", "",
               "| stage | precision | 1 | 64 | 512 | 4950 |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     lat = d["latency_ms"]
@@ -204,3 +212,39 @@ def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
         lines += ["", f"CAD: {cad.get('skipped')}"]
     lines += ["", f"Total {r['seconds']} s. Environment: {r['environment']}", ""]
     return "\n".join(lines)
+
+
+def pipeline_agreement(
+    folders: dict[str, tuple[Path, str]], presets: list[str], seeds: tuple[int, ...], frames: int
+) -> dict[str, Any]:
+    """What a robot sees: every pipeline steps the same simulated frames; compare with fp32 per pair-frame.
+
+    ``folders``: name -> (model folder, precision). Returns per name the stage-1 gate agreement over all
+    scored pair-frames and the stage-2 label agreement over the pair-frames both pipelines gated (labels after
+    the runtime's temporal smoothing).
+    """
+    from pairedge.runtime import Pipeline
+    from pairedge.sim import simulate
+
+    counts = {name: np.zeros(4, np.int64) for name in folders}  # gate same, pairs, label same, both gated
+    reference_folder = next(iter(folders.values()))[0]
+    for preset in presets:
+        for seed in seeds:
+            ref = Pipeline.load(reference_folder, backend="onnxruntime")
+            pipes = {n: Pipeline.load(f, precision=p, backend="onnxruntime") for n, (f, p) in folders.items()}
+            for frame in simulate(preset, seed=int(seed), frames=frames):
+                r = ref.step(frame.image, frame.detections, frame.timestamp)
+                for name, pipe in pipes.items():
+                    c = pipe.step(frame.image, frame.detections, frame.timestamp)
+                    if not np.array_equal(c.pairs, r.pairs):
+                        continue  # cannot happen (same frames, same features); skip defensively
+                    both = c.interacting & r.interacting
+                    counts[name] += [int((c.interacting == r.interacting).sum()), len(r.pairs),
+                                     int((c.label_ids[both] == r.label_ids[both]).sum()), int(both.sum())]  # fmt: skip
+            for pipe in (ref, *pipes.values()):
+                pipe.close()
+    return {
+        name: {"gate_agreement": float(c[0] / max(c[1], 1)), "pair_frames": int(c[1]),
+               "label_agreement": float(c[2] / max(c[3], 1)), "gated_pair_frames": int(c[3])}  # fmt: skip
+        for name, c in counts.items()
+    }

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _calibrate_bench import cad_model, evaluate, latency, load_rows, markdown, save_rows
+from _calibrate_bench import cad_model, evaluate, latency, load_rows, markdown, pipeline_agreement, save_rows
 from _train_bench import DEFAULT_DATA, environment, write
 from pairedge.calibration.api import CalibrateOptions, calibrate
 from pairedge.calibration.collect import Collected, collect_scenes, merge
@@ -135,6 +135,12 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     test = {p: evaluate(folder, rows) for p, rows in tests.items()}
     test["pooled"] = evaluate(folder, merge(list(tests.values())))
     naive = {m: evaluate(Path(variants[f"{m}/naive"]["folder"]), merge(list(tests.values()))) for m in METHODS}
+    print("pipeline-level agreement on the test scenes")
+    best_naive = min((n for n in variants if n.endswith("/naive")),
+                 key=lambda n: -variants[n]["selection"]["int8"]["stage2"]["agreement"])  # fmt: skip
+    runs = {"fp16": (folder, "fp16"), f"int8 {chosen}": (folder, "int8"),
+            f"int8 {best_naive}": (Path(variants[best_naive]["folder"]), "int8")}  # fmt: skip
+    pipeline = pipeline_agreement(runs, presets, parse_seeds(args.test_seeds), args.frames)
     report = {
         "model": str(model),
         "calibration_seeds": args.calib_seeds,
@@ -148,6 +154,7 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "chosen": chosen,
         "test": test,
         "test_naive": naive,
+        "pipeline": pipeline,
         "latency_ms": latency(folder, merge(list(tests.values()))),
     }
     return report

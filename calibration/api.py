@@ -31,7 +31,7 @@ from pairedge.calibration.strata import counts, select, small_strata, stratify
 from pairedge.errors import InputError, ModelError
 
 #: The default calibration method (chosen on held-out data by benchmarks/bench_calibrate.py).
-DEFAULT_METHOD = "percentile"
+DEFAULT_METHOD = "minmax"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def calibrate(
         [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
     ),
     method: str | None = typer.Option(
-        None, "--method", help="Activation ranges: minmax, entropy or percentile (default: percentile)."
+        None, "--method", help="Activation ranges: minmax (default), entropy or percentile."
     ),
     no_equalize: bool = typer.Option(False, "--no-equalize", help="Do not equalize channel ranges first."),
     target: float = typer.Option(
