@@ -168,6 +168,8 @@ class Pipeline:
             "labels": list(self.labels),
             "tau_interact": self.tau_interact,
             "tau_group": self.tau_group,
+            "precision": self.models.precision,
+            "model_integrity": self.models.integrity,
         }
 
     # -- the step -----------------------------------------------------------------------------------------

@@ -339,8 +339,8 @@ def run_files(
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, stats.frames), error=source.error, files=files,
-                pipeline=pipe.describe(),
+                notes=_notes(source, dets, stats.frames) + ([] if pipe.models.verified else [pipe.models.integrity]),
+                error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
         source.close()

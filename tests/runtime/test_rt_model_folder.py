@@ -208,3 +208,27 @@ def test_manifest_is_readable_by_others(folder: Path) -> None:
     write_manifest(folder, ROLES)
     assert (folder / MANIFEST_NAME).stat().st_mode & 0o777 == 0o644
     assert not list(folder.glob(".manifest-*"))  # no temporary file left behind
+
+
+def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
+    """`pairedge run` (run_files) says when a model folder has no manifest, and records the check."""
+    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.sim.output import write_scene
+
+    files = write_scene("static", 3, 4, tmp_path / "sim")
+    model = tmp_path / "model"
+    write_toy_model(model / "stage1.onnx", 1, spec_name="pairedge", seed=1)
+    write_toy_model(model / "stage2.onnx", 2, spec_name="pairedge", seed=2)
+    options = RunOptions(model=model, video=False)
+    run = run_files(
+        tmp_path / "sim" / files.video, tmp_path / "sim" / "gt" / "gt.txt", tmp_path / "a", options
+    )
+    assert any(n.startswith("unverified:") and "manifest.json" in n for n in run.notes)
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["pipeline"]["model_integrity"].startswith("unverified")
+    write_manifest(model, ROLES)
+    run = run_files(
+        tmp_path / "sim" / files.video, tmp_path / "sim" / "gt" / "gt.txt", tmp_path / "b", options
+    )
+    assert not any("unverified" in n for n in run.notes)
+    assert run.pipeline["model_integrity"].startswith("verified")
