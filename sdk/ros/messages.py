@@ -10,6 +10,7 @@ record and a ``visualization_msgs/MarkerArray`` of pair links and group hulls in
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,11 +127,15 @@ def header(store: Any, stamp: int, frame_id: str) -> Any:
 class TrackIds:
     """Track ids from ``Detection2D.id`` strings: integers as written, other strings numbered in order seen.
 
-    An empty id means the detector gave no identity (-1: the runtime's tracker assigns one).
+    An empty id means the detector gave no identity (-1: the runtime's tracker assigns one). The name table
+    keeps the ``capacity`` most recently seen names, so a node that runs for weeks stays bounded; a name
+    unseen for that long gets a new number (a new track) when it comes back.
     """
 
-    def __init__(self) -> None:
-        self._names: dict[str, int] = {}
+    def __init__(self, capacity: int = 65_536) -> None:
+        self._names: OrderedDict[str, int] = OrderedDict()
+        self._next = 2**40  # far from any detector's integer ids
+        self.capacity = capacity
 
     def __call__(self, text: str) -> int:
         text = text.strip()
@@ -138,8 +143,13 @@ class TrackIds:
             return -1
         if text.lstrip("-").isdigit() and len(text) < 19:
             return int(text)
-        if text not in self._names:
-            self._names[text] = 2**40 + len(self._names)  # far from any detector's integer ids
+        if text in self._names:
+            self._names.move_to_end(text)
+            return self._names[text]
+        self._names[text] = self._next
+        self._next += 1
+        if len(self._names) > self.capacity:
+            self._names.popitem(last=False)
         return self._names[text]
 
 

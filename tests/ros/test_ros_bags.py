@@ -211,3 +211,8 @@ def test_detections_round_trip_ids_and_classes() -> None:
     assert skipped == 2
     ids = TrackIds()
     assert [ids("a"), ids("b"), ids("a"), ids("12"), ids("")] == [2**40, 2**40 + 1, 2**40, 12, -1]
+    small = TrackIds(capacity=2)
+    assert [small("a"), small("b"), small("a"), small("c"), small("a"), small("b")] == [
+        2**40, 2**40 + 1, 2**40, 2**40 + 2, 2**40, 2**40 + 3,  # "b" was the least recent name: evicted
+    ]  # fmt: skip
+    assert len(small._names) == 2
