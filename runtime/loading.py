@@ -17,7 +17,7 @@ from typing import Any
 
 from pairedge.errors import InputError, ModelError, ModelIntegrityError
 from pairedge.features import FeatureSpec
-from pairedge.modelfolder import MANIFEST_NAME, read_manifest, verify_files
+from pairedge.modelfolder import MANIFEST_NAME, read_manifest, sha256_file, verify_files
 from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
@@ -134,6 +134,43 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
     return True, f"verified: SHA-256 of {', '.join(checked)} match the folder's {MANIFEST_NAME}"
 
 
+#: Metadata key of a calibrated file naming (in JSON) the SHA-256 of the fp32 model it was made from.
+QUANTIZATION_KEY = "pairedge.quantization"
+
+
+def check_derived_from(paths: Sequence[Path]) -> None:
+    """Refuse fp16 / int8 files made from another fp32 model than the ``stage{n}.onnx`` beside them.
+
+    ``pairedge calibrate`` records the fp32 file's SHA-256 in each file it makes (``pairedge.quantization``
+    metadata, ``fp32_sha256``). When the folder's fp32 file has changed since (re-exported), the calibrated
+    file is stale. Files without the record, or folders without the fp32 file, are not checked.
+
+    Raises:
+        ModelIntegrityError: naming both hashes and the command that remakes the file.
+    """
+    import json
+
+    import onnx
+
+    for stage, path in enumerate(paths, start=1):
+        fp32 = path.parent / (STAGE1_FILE if stage == 1 else STAGE2_FILE)
+        if not fp32.is_file() or fp32.resolve() == path.resolve():
+            continue
+        try:
+            props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+            recorded = json.loads(props.get(QUANTIZATION_KEY, "{}")).get("fp32_sha256")
+        except Exception:  # unreadable files are reported by load_model with the reason
+            continue
+        if not isinstance(recorded, str):
+            continue
+        actual = sha256_file(fp32)
+        if recorded != actual:
+            raise ModelIntegrityError(
+                f"{path}: made from another {fp32.name} (fp32 SHA-256 {recorded}) than the one in this folder "
+                f"({actual}): it is stale. Rerun `pairedge calibrate` on {path.parent}, or load precision='fp32'"
+            )
+
+
 def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32") -> ModelPair:
     """Locate, verify and check the two classifiers.
 
@@ -168,6 +205,8 @@ def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32
             if not p.is_file():
                 raise ModelError(f"{p}: model file not found; fix the path")
     verified, note = check_integrity(paths)
+    if precision != "fp32":
+        check_derived_from(paths)
     stage1 = load_model(paths[0], stage=1)
     stage2 = load_model(paths[1], stage=2)
     m1, m2 = stage1.metadata, stage2.metadata

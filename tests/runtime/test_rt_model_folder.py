@@ -232,3 +232,21 @@ def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
     )
     assert not any("unverified" in n for n in run.notes)
     assert run.pipeline["model_integrity"].startswith("verified")
+
+
+def test_calibrated_files_from_another_fp32_model_are_refused(folder: Path) -> None:
+    import onnx
+    from pairedge.runtime.loading import find_models
+    from rt_onnx_models import toy_metadata, toy_proto, toy_weights
+
+    for stage in (1, 2):
+        meta = toy_metadata(stage)
+        info = json.dumps({"fp32_sha256": sha256_file(folder / f"stage{stage}.onnx")})
+        proto = toy_proto(toy_weights(meta.num_features, len(meta.labels), 7), meta,
+                          extra_props={"pairedge.quantization": info})  # fmt: skip
+        onnx.save_model(proto, str(folder / f"stage{stage}.int8.onnx"))
+    assert find_models(folder, precision="int8").precision == "int8"
+    write_toy_model(folder / "stage1.onnx", 1, seed=99)  # re-exported fp32 model, calibration not redone
+    with pytest.raises(ModelIntegrityError, match=r"stage1.int8.onnx: made from another stage1.onnx.*stale"):
+        find_models(folder, precision="int8")
+    find_models(folder)  # the fp32 pair itself still loads
