@@ -234,6 +234,7 @@ class RunOptions:
         fps: frame rate for timestamps; None = the video's (image folders: 30).
         tracker: "auto" (track detections without ids), "always" or "never".
         precision: "fp32", "fp16" or "int8" model files of the folder (``pairedge calibrate`` makes them).
+        max_people: at most this many detections per frame (the most confident); None = no cap.
     """
 
     model: Path | None = None
@@ -246,10 +247,11 @@ class RunOptions:
     fps: float | None = None
     tracker: str = "auto"
     precision: str = "fp32"
+    max_people: int | None = 100
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
-        return PipelineConfig(tracker=self.tracker, flow=flow)
+        return PipelineConfig(tracker=self.tracker, flow=flow, max_people=self.max_people)
 
 
 def resolve_model(model: str | Path | None) -> Path:

@@ -62,6 +62,11 @@ def run(
         None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
     ),
     flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
+    max_people: int = typer.Option(
+        100, "--max-people", min=2, max=100_000,
+        help="At most this many detections per frame go on (the most confident); bounds the work per frame "
+        "at n(n-1)/2 pairs.",
+    ),  # fmt: skip
     out: Path = typer.Option(Path("out"), "--out", help="Output folder (created)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
@@ -79,7 +84,7 @@ def run(
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = RunOptions(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
-        max_frames=max_frames, video=not no_video, fps=fps, precision=precision,
+        max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
     )  # fmt: skip
     from pairedge.ros.bag import is_log
 
