@@ -161,6 +161,11 @@ def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     people = read_jrdb(path)[0].people
     assert people.orientation[0] == pytest.approx(1.0) and np.isnan(people.orientation[1])
+    from pairedge.io.jrdb import write_jrdb
+
+    write_jrdb(tmp_path / "b.json", read_jrdb(path))  # the writer keeps the orientation
+    again = read_jrdb(tmp_path / "b.json")[0].people
+    assert again.orientation[0] == pytest.approx(1.0) and np.isnan(again.orientation[1])
     doc["labels"]["000001.jpg"][0]["orientation"] = 90
     path.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match="radians"):

@@ -262,8 +262,17 @@ def frame_to_json(f: JrdbFrame) -> list[dict[str, Any]]:
             "social_group": {"cluster_ID": int(f.group_ids[k]), "cluster_stat": 1},
             "social_activity": {n: _num(v) for n, v in f.social_activity[k].items()},
             "H-interaction": inter,
+            **_orientation_json(f.people, k),
         })  # fmt: skip
     return out
+
+
+def _orientation_json(people: Detections, k: int) -> dict[str, float]:
+    """The optional orientation fields of person ``k`` (none when unknown)."""
+    if people.orientation is None or not np.isfinite(people.orientation[k]):
+        return {}
+    conf = 1.0 if people.orientation_conf is None else float(people.orientation_conf[k])
+    return {"orientation": float(people.orientation[k]), "orientation_conf": conf} if conf > 0 else {}
 
 
 def write_jrdb(path: str | Path, frames: Iterable[JrdbFrame]) -> None:
