@@ -84,6 +84,7 @@ class Pipeline:
         self.models = models
         self.stage1, self.stage2 = stage1.activate(), stage2.activate()
         self.flow = flow
+        self._owns_flow = False  # set by load(), which builds the flow backend from a name
         self.labels = models.labels
         cfg = self.config
         self.tau_interact = (
@@ -133,13 +134,18 @@ class Pipeline:
         flow_backend = make_flow_backend(flow, models.spec, uses_flow, config)
         stage1 = get_backend(backend, models.stage1, config.backend_options)
         stage2 = get_backend(backend, models.stage2, config.backend_options)
-        return cls(models, stage1, stage2, flow_backend, config)
+        pipe = cls(models, stage1, stage2, flow_backend, config)
+        pipe._owns_flow = not isinstance(flow, FlowBackend)  # a backend the caller passed stays theirs
+        return pipe
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Release the classifier backends."""
+        """Release the classifier backends, and the flow backend when :meth:`load` made it (GPU memory)."""
         self.stage1.deactivate()
         self.stage2.deactivate()
+        close_flow = getattr(self.flow, "close", None)
+        if self._owns_flow and callable(close_flow):
+            close_flow()
 
     def __enter__(self) -> Pipeline:
         return self
