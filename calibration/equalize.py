@@ -141,8 +141,9 @@ def _propagate(
             elif op in _EQUAL_INPUTS | {"Mul", "Concat"}:
                 if op == "Concat":  # inputs the scale never reaches pass with factor 1
                     for i in node.input:
-                        if i not in factor and i not in reach and widths.get(i) is not None:
-                            factor[i] = np.ones(int(widths[i]))
+                        width = widths.get(i)
+                        if i not in factor and i not in reach and width is not None:
+                            factor[i] = np.ones(int(width))
                 if any(i not in factor for i in node.input):
                     done.discard(key)
                     continue  # wait until every input has its factor

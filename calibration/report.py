@@ -30,9 +30,9 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
     found: list[tuple[str, float]] = []
     for node in qdq.graph.node:
         if node.op_type == "QuantizeLinear" and node.input[0] not in weights:
-            scale = consts.get(node.input[1])
-            if scale is not None and scale.size == 1 and node.input[0] not in {t for t, _ in found}:
-                found.append((node.input[0], float(scale.reshape(-1)[0])))
+            array = consts.get(node.input[1])
+            if array is not None and array.size == 1 and node.input[0] not in {t for t, _ in found}:
+                found.append((node.input[0], float(array.reshape(-1)[0])))
     if not found or not len(X):
         return [{"tensor": t, "scale": s, "range": [-128 * s, 127 * s]} for t, s in found]
     probe = onnx.ModelProto()
@@ -45,6 +45,7 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
     values = session(probe).run(names, {INPUT_NAME: np.ascontiguousarray(X, np.float32)})
     out = []
     for (tensor, scale), value in zip(found, values, strict=True):
+        scale = float(scale)
         lo, hi = -128.5 * scale, 127.5 * scale  # beyond half a step the value saturates
         v = np.asarray(value, np.float32)
         out.append(
