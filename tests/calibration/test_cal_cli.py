@@ -127,3 +127,31 @@ def test_strict_fails_on_small_strata(tmp_path: Path, features: tuple[Path, Path
         tmp_path, "--features", str(features[0]), "--features", str(features[1]), "--min-per-stratum", "100000",
         "--strict", match="too small",
     )  # fmt: skip
+
+
+def test_in_place_keeps_the_other_manifest_entries(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    import shutil
+
+    from pairedge.modelfolder import read_manifest, register_files
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir(), folder)
+    (folder / "notes.txt").write_text("kept")
+    register_files(folder, {"notes.txt": "notes"})
+    result = runner.invoke(
+        app,
+        [
+            "calibrate",
+            str(folder),
+            "--out",
+            str(folder),
+            "--features",
+            str(features[0]),
+            "--features",
+            str(features[1]),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    manifest = verify_files(folder)
+    assert manifest.files["notes.txt"].role == "notes" and "stage2.int8.onnx" in manifest.files
+    assert read_manifest(folder) is not None and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
