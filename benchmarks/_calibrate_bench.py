@@ -175,7 +175,20 @@ def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
         s = v["selection"]["int8"]
         lines.append(f"| {name} | {_pct(s['stage1']['agreement'])} | {_pct(s['stage2']['agreement'])} | "
                      f"{s['stage2']['max_abs_logit_error']:.3g} | {s['mpca_drop_points']:+.2f} | {s['float_nodes']} |")  # fmt: skip
-    lines += ["", f"Chosen: **{d['chosen']}**; nodes kept in float: {d['variants'][d['chosen']]['excluded_nodes']}", "",
+    lines += ["", f"Chosen: **{d['chosen']}**; nodes kept in float: {d['variants'][d['chosen']]['excluded_nodes']}"]
+    for stage, sens in d.get("sensitivity", {}).items():
+        if not sens["sensitivity"]:
+            continue
+        lines += ["", f"Per-node sensitivity of {stage} in the chosen variant (calibrate's own held-out rows: agreement "
+                  f"with fp32 when only this node is quantized; everything quantized: "
+                  f"{_pct(sens['first_agreement'])}), and the greedy search:", "",
+                  "| node | agreement when only it is quantized |", "|---|---:|"]  # fmt: skip
+        for node, a in sorted(sens["sensitivity"].items(), key=lambda kv: kv[1]):
+            if a < 1.0:
+                lines.append(f"| `{node}` | {_pct(a)} |")
+        lines += ["", " -> ".join(f"{(s['excluded'][-1:] or ['all int8'])[0]} {_pct(s['agreement'])}"
+                                  for s in sens["steps"])]  # fmt: skip
+    lines += ["",
               "## Headline: test seeds", "", *HEADER]  # fmt: skip
     for name, e in d["test"].items():
         for precision in ("int8", "fp16"):

@@ -29,6 +29,7 @@ Writes ``benchmarks/results/bench_calibrate.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -132,6 +133,10 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                   f"{s['stage1']['agreement']:.4f}, float nodes {s['float_nodes']}")  # fmt: skip
     chosen = choose(variants)
     folder = Path(variants[chosen]["folder"])
+    cal_report = json.loads((folder / "calibration.json").read_text())
+    sensitivity = {k: {"sensitivity": v["search"]["sensitivity"], "steps": v["search"]["steps"],
+                       "first_agreement": v["search"]["first_agreement"]}
+                   for k, v in cal_report["stages"].items()}  # fmt: skip
     test = {p: evaluate(folder, rows) for p, rows in tests.items()}
     test["pooled"] = evaluate(folder, merge(list(tests.values())))
     naive = {m: evaluate(Path(variants[f"{m}/naive"]["folder"]), merge(list(tests.values()))) for m in METHODS}
@@ -154,6 +159,7 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "chosen": chosen,
         "test": test,
         "test_naive": naive,
+        "sensitivity": sensitivity,
         "pipeline": pipeline,
         "latency_ms": latency(folder, merge(list(tests.values()))),
     }
