@@ -243,6 +243,7 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
     from pairedge.calibration.quantize import (
         QuantConfig,
         SearchResult,
+        compute_nodes,
         preprocess,
         quantize,
         search_exclusions,
@@ -270,6 +271,11 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
         if search.excluded:
             config = QuantConfig(method=options.method, exclude=search.excluded)
             qdq = quantize(pre, chosen_samples.X, config)
+    quantizable = [n for n in compute_nodes(pre) if search.sensitivity.get(n, 0.0) < 1.0]
+    if config.exclude and quantizable and set(quantizable) <= set(config.exclude):
+        warnings = [*warnings, f"stage {samples.stage}: every quantizable node had to stay in float to reach "
+                    f"{options.target_agreement:.1%} agreement: stage{samples.stage}.int8.onnx computes in float "
+                    "(lower --target-agreement, or fine-tune the model with quantization-aware training)"]  # fmt: skip
     issues = check_qdq_rules(qdq)
     if issues:
         raise ModelError(f"{path.name}: the QDQ model breaks TensorRT rules: " + "; ".join(map(str, issues)))

@@ -19,7 +19,9 @@ from pairedge.modelmeta import INPUT_NAME
 def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
     """Per quantized activation: name, scale, range and the clipping rate over rows ``X`` (N, F).
 
-    Returns a list of ``{"tensor", "scale", "range", "observed_max_abs", "clip_rate"}`` in graph order.
+    Returns a list of ``{"tensor", "scale", "range", "observed_max_abs", "clip_rate", "relu_follows"}`` in
+    graph order. When every consumer of the tensor's dequantized value is a ReLU, the negative side is zeroed
+    anyway and only values above the range count as clipped.
     """
     import onnx
     from onnx import numpy_helper
@@ -33,6 +35,22 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
             array = consts.get(node.input[1])
             if array is not None and array.size == 1 and node.input[0] not in {t for t, _ in found}:
                 found.append((node.input[0], float(array.reshape(-1)[0])))
+    users: dict[str, list[Any]] = {}
+    for node in qdq.graph.node:
+        for i in node.input:
+            users.setdefault(i, []).append(node)
+
+    def relu_follows(tensor: str) -> bool:
+        after = [
+            u
+            for q in users.get(tensor, [])
+            if q.op_type == "QuantizeLinear"
+            for dq in users.get(q.output[0], [])
+            if dq.op_type == "DequantizeLinear"
+            for u in users.get(dq.output[0], [])
+        ]
+        return bool(after) and all(u.op_type == "Relu" for u in after)
+
     if not found or not len(X):
         return [{"tensor": t, "scale": s, "range": [-128 * s, 127 * s]} for t, s in found]
     probe = onnx.ModelProto()
@@ -48,13 +66,16 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
         scale = float(scale)
         lo, hi = -128.5 * scale, 127.5 * scale  # beyond half a step the value saturates
         v = np.asarray(value, np.float32)
+        relu = relu_follows(tensor)
+        clipped = (v > hi) if relu else ((v < lo) | (v > hi))
         out.append(
             {
                 "tensor": tensor,
                 "scale": scale,
                 "range": [-128 * scale, 127 * scale],
                 "observed_max_abs": float(np.abs(v).max()) if v.size else 0.0,
-                "clip_rate": float(((v < lo) | (v > hi)).mean()) if v.size else 0.0,
+                "clip_rate": float(clipped.mean()) if v.size else 0.0,
+                "relu_follows": relu,
             }
         )
     return out
@@ -128,7 +149,7 @@ def markdown(report: dict[str, Any]) -> str:
             ]
         lines += [
             "",
-            "| tensor | range | held-out max abs | clipping rate |",
+            "| tensor | range | held-out max abs | clipping rate (positive side only before a ReLU) |",
             "|---|---|---:|---:|",
         ]
         for t in st["tensors"]:

@@ -74,6 +74,7 @@ def test_report_has_ranges_clipping_strata_and_hashes(calibrated: Path) -> None:
             0.0 <= t["clip_rate"] <= 1.0 and t["range"][1] > 0 for t in st["tensors"]
         )
         assert sum(st["strata"]["calibration"].values()) == st["rows"]["calibration"]
+        assert any(t["relu_follows"] for t in st["tensors"]) or st["excluded_nodes"]  # Gemm -> ReLU outputs
         assert 0.0 <= st["held_out"]["int8"]["agreement"] <= 1.0
     assert all(len(sha) == 64 for sha in report["inputs_sha256"].values())
     assert "clipping rate" in (calibrated / "calibration.md").read_text()
