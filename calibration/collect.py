@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pairedge.calibration.samples import StageSamples, motion_of
 from pairedge.errors import InputError
-from pairedge.features import PairFeatures
+from pairedge.runtime.parity.replay import RecordingExtractor
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
 #: frame's pairs as ``(pairs (M, 2) int64, label names (M,))`` or None.
@@ -37,25 +37,6 @@ class Collected:
     stage1: StageSamples
     stage2: StageSamples
     sources: tuple[str, ...]
-
-
-class _Recorder:
-    """Wraps a feature extractor and keeps the features of the last frame (the pipeline is unchanged)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.last: PairFeatures | None = None
-
-    def step(self, *args: Any, **kwargs: Any) -> PairFeatures:
-        self.last = self.inner.step(*args, **kwargs)
-        return self.last
-
-    def reset(self) -> None:
-        self.last = None
-        self.inner.reset()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def parse_scenes(text: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -108,7 +89,7 @@ def collect_frames(pipe: Any, items: Iterable[FrameItem], group: str, stride: in
     labels2 = tuple(pipe.models.stage2.labels)
     labels1 = tuple(pipe.models.stage1.labels)
     positive = _stage1_positive_names()
-    recorder = _Recorder(pipe.extractor)
+    recorder = RecordingExtractor(pipe.extractor)
     pipe.extractor = recorder
     rows1: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     rows2: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []

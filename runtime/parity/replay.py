@@ -61,8 +61,12 @@ def flow_description(pipe: Pipeline) -> dict[str, Any]:
             "preset": getattr(f, "preset", None), "repr": repr(f)}  # fmt: skip
 
 
-class _RecordingExtractor:
-    """Forwards to the pipeline's extractor and keeps the last :class:`PairFeatures` it returned."""
+class RecordingExtractor:
+    """Forwards to a pipeline's extractor and keeps the last :class:`PairFeatures` it returned.
+
+    Put it in place of ``pipe.extractor`` to see the exact features a pipeline classifies (parity replay,
+    calibration data collection) without a second feature implementation; the pipeline is unchanged.
+    """
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -73,7 +77,11 @@ class _RecordingExtractor:
         return self.last
 
     def reset(self) -> None:
+        self.last = None
         self.inner.reset()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,7 @@ def replay(
     Returns:
         Rows (M pair-frames over the clip) and the kept detections of each frame.
     """
-    recorder = _RecordingExtractor(pipe.extractor)
+    recorder = RecordingExtractor(pipe.extractor)
     pipe.extractor = recorder  # type: ignore[assignment]
     parts: list[tuple[np.ndarray, ...]] = []
     kept: list[Detections] = []
