@@ -79,3 +79,25 @@ def test_ray_fleet_equals_local_on_eight_logs(tmp_path: Path) -> None:
     assert remote.report is not None and local.report is not None and local.report.frames == 8 * FRAMES
     assert np.array_equal(remote.report.confusion, local.report.confusion)
     assert remote.report.stage1 == local.report.stage1 and remote.report.per_source == local.report.per_source
+
+
+def test_log_source_reports_messages_dropped_while_pairing(tmp_path: Path) -> None:
+    pytest.importorskip("rosbags")
+    from pairedge.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = make_typestore()
+    with Writer(tmp_path / "log", version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        img = writer.add_connection("/cam", IMAGE, typestore=store)
+        det = writer.add_connection("/det", DETECTION_ARRAY, typestore=store)
+        for k, f in enumerate(simulate("static", seed=0, frames=4)):
+            stamp = int(f.timestamp * 1e9)
+            writer.write(img, stamp, store.serialize_cdr(bgr_to_image(store, f.image, stamp), IMAGE))
+            if k != 1:  # the detector published nothing for frame 1
+                msg = detections_to_msg(store, f.truth, stamp)
+                writer.write(det, stamp + 1, store.serialize_cdr(msg, DETECTION_ARRAY))
+    (source,) = parse_sources(str(tmp_path / "log"))
+    report = evaluate(resolve_model(None), source)
+    assert report.frames == 3
+    assert any("messages dropped while pairing: 1 x image without detections" in n for n in report.notes)

@@ -133,7 +133,7 @@ def evaluate(
             notes.append(f"{source.name} has no frames: this model's flow features fall back to box history")
 
         def items() -> Any:
-            for f in source.open(labels, max_frames):
+            for f in source.open(labels, max_frames, notes=notes):
                 if f.truth is not None:
                     gold_lines.append(f.truth.record(f.index, labels))
                 if on_frame is not None:

@@ -91,10 +91,17 @@ class StreamSource:
     def box_only(self) -> bool:
         return self.kind == "cad"
 
-    def open(self, model_labels: Sequence[str] = (), max_frames: int | None = None) -> Iterator[SourceFrame]:
-        """The frames in order (at most ``max_frames``)."""
-        opener = {"sim": _sim_frames, "cad": _cad_frames, "video": _video_frames, "log": _log_frames}[self.kind]
-        for k, frame in enumerate(opener(self.params, model_labels)):
+    def open(
+        self, model_labels: Sequence[str] = (), max_frames: int | None = None, notes: list[str] | None = None
+    ) -> Iterator[SourceFrame]:
+        """The frames in order (at most ``max_frames``); ``notes`` collects what a source dropped (logs)."""
+        if self.kind == "log":
+            frames = _log_frames(self.params, model_labels, notes if notes is not None else [])
+        else:
+            frames = {"sim": _sim_frames, "cad": _cad_frames, "video": _video_frames}[self.kind](
+                self.params, model_labels
+            )
+        for k, frame in enumerate(frames):
             if max_frames is not None and k >= max_frames:
                 return
             yield frame
@@ -252,7 +259,7 @@ def _log_source(log: Path, gold: str | Path | None, name: str | None = None) -> 
     return StreamSource("log", name or f"log:{log.name}", params)
 
 
-def _log_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
+def _log_frames(params: dict[str, Any], model_labels: Sequence[str], notes: list[str]) -> Iterator[SourceFrame]:
     from pairedge.ros.bag import log_frames, open_log, pick_topic
     from pairedge.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
     from pairedge.ros.runner import FrameDecoder
@@ -263,9 +270,15 @@ def _log_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
         dets = pick_topic(reader, None, (DETECTION_ARRAY,), "detections", "one detections topic per log")
         store = make_typestore(reader.connections)
         decoder = FrameDecoder()
-        for index, (_, frame) in enumerate(log_frames(reader, store, decoder, images, dets)):
-            t = truth.get(index, _EMPTY) if truth is not None else None
-            yield SourceFrame(index, frame.image, frame.detections, frame.stamp / 1e9, t)
+        try:
+            for index, (_, frame) in enumerate(log_frames(reader, store, decoder, images, dets)):
+                t = truth.get(index, _EMPTY) if truth is not None else None
+                yield SourceFrame(index, frame.image, frame.detections, frame.stamp / 1e9, t)
+        finally:  # also when the caller stops early (max_frames)
+            dropped = decoder.finish()
+            if dropped:
+                what = ", ".join(f"{n} x {reason}" for reason, n in sorted(dropped.items()))
+                notes.append(f"{Path(params['log']).name}: messages dropped while pairing: {what}")
 
 
 def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTruth]:
