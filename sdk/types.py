@@ -146,8 +146,14 @@ def check_orientation(
             raise InputError(
                 f"detections: orientation_conf must be numbers in [0, 1], got {type(confidence).__name__}"
             ) from None
-        if len(conf64) != n or not (np.isfinite(conf64) & (conf64 >= 0) & (conf64 <= 1)).all():
-            raise InputError(f"detections: expected {n} orientation confidences in [0, 1], got {conf64!r}")
+        if len(conf64) != n:
+            raise InputError(f"detections: expected {n} orientation confidences for {n} boxes, got {len(conf64)}")
+        outside = ~(np.isfinite(conf64) & (conf64 >= 0) & (conf64 <= 1))
+        if outside.any():
+            raise InputError(
+                f"detections: expected orientation confidences in [0, 1], got {conf64[outside][0]:g} "
+                f"({int(outside.sum())} of {n} outside)"
+            )
         conf = np.where(known, conf64, 0.0).astype(np.float32)
     angle = np.where(known, (np.nan_to_num(raw) + np.pi) % (2 * np.pi) - np.pi, np.nan)
     return angle.astype(np.float32), conf

@@ -81,6 +81,10 @@ def test_detections_from_arrays_orientation_checks() -> None:
         Detections.from_arrays(boxes, [1, 2, 3], orientation=[0, 0, 0], orientation_conf=[2, 0, 0])
     with pytest.raises(InputError, match="without orientation"):
         Detections.from_arrays(boxes, [1, 2, 3], orientation_conf=[1, 1, 1])
+    many = np.ones((40, 4))
+    with pytest.raises(InputError, match=r"got 2 \(1 of 40 outside\)") as err:  # one line, not the array
+        Detections.from_arrays(many, orientation=np.zeros(40), orientation_conf=np.r_[np.ones(39), 2.0])
+    assert "\n" not in str(err.value)
 
 
 def test_runtime_validation_drops_and_reports_bad_orientations() -> None:
