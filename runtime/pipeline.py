@@ -32,7 +32,13 @@ from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, 
 from pairedge.runtime.smoothing import PairSmoother
 from pairedge.runtime.tracker import IoUTracker
 from pairedge.runtime.types import Diagnostics, FrameResult
-from pairedge.runtime.validate import cap_people, image_size_problem, validate_detections, validate_frame
+from pairedge.runtime.validate import (
+    cap_people,
+    image_size_problem,
+    shorten,
+    validate_detections,
+    validate_frame,
+)
 from pairedge.types import Detections
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
@@ -272,7 +278,7 @@ class Pipeline:
         stage = clock.stage
         self.reset()
         self._last_t = timestamp
-        message = _short(exc, 200, text=True)
+        message = shorten(exc, 200, text=True)
         error = f"{stage}: {type(exc).__name__}: {message}; frame dropped, stream state reset"
         empty = self._no_pairs()
         m = 0
@@ -308,7 +314,7 @@ class Pipeline:
                 return int(value)
         except Exception:  # noqa: BLE001, S110 - any failure of a caller's object falls through to the report
             pass
-        notes.append(f"frame_index {_short(frame_index)} is not a whole number; used {self._frames}")
+        notes.append(f"frame_index {shorten(frame_index)} is not a whole number; used {self._frames}")
         return self._frames
 
     def _timestamp(self, timestamp: Any, notes: list[str]) -> float:
@@ -325,7 +331,7 @@ class Pipeline:
             problem = f"is before the previous one ({self._last_t:.6f})"
         if problem is not None:
             t = 0.0 if self._last_t is None else self._last_t + NOMINAL_DT
-            notes.append(f"timestamp {_short(timestamp)} {problem}; used {t:.6f}")
+            notes.append(f"timestamp {shorten(timestamp)} {problem}; used {t:.6f}")
         self._last_t = t
         return t
 
@@ -455,16 +461,6 @@ def _subset(features: PairFeatures, keep: np.ndarray) -> PairFeatures:
     return PairFeatures(
         features.pairs[rows], features.index[rows], features.stage1[rows], features.stage2[rows]
     )
-
-
-def _short(value: Any, limit: int = 60, *, text: bool = False) -> str:
-    """``repr(value)`` (``str`` when ``text``) cut to ``limit`` characters; never raises (for messages about
-    a caller's objects, whose ``repr`` may raise or be huge)."""
-    try:
-        out = str(value) if text else repr(value)
-    except Exception:  # noqa: BLE001 - a repr that raises, or an int too long to print
-        out = f"<{type(value).__name__}>"
-    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 class _Clock:

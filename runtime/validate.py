@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.runtime.config import ValidationConfig
-from pairedge.types import Detections
+from pairedge.types import ORIENTATION_LIMIT, Detections
 
 ID_LIMIT = 1 << 31
 #: Largest float32: boxes and scores beyond it would overflow to inf when stored as float32.
@@ -35,18 +35,20 @@ def image_size_problem(image_size: Any) -> tuple[int, int] | str:
         w, h = image_size
         values = (float(w), float(h))
     except Exception as exc:  # noqa: BLE001 - any failure of a caller's object is a reported bad input
-        return f"image_size {_short(image_size)} unusable ({type(exc).__name__}); expected (W, H) integers"
+        return f"image_size {shorten(image_size)} unusable ({type(exc).__name__}); expected (W, H) integers"
     if not all(v.is_integer() and 1 <= v <= MAX_IMAGE_SIDE for v in values):
-        return f"image_size {_short(image_size)}: expected (W, H) whole numbers in [1, {MAX_IMAGE_SIDE}]"
+        return f"image_size {shorten(image_size)}: expected (W, H) whole numbers in [1, {MAX_IMAGE_SIDE}]"
     return int(values[0]), int(values[1])
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def shorten(value: Any, limit: int = 60, *, text: bool = False) -> str:
+    """``repr(value)`` (``str`` when ``text``) cut to ``limit`` characters; never raises (for messages about
+    a caller's objects, whose ``repr`` may raise or be huge)."""
     try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a repr that raises (or an int too long to print)
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        out = str(value) if text else repr(value)
+    except Exception:  # noqa: BLE001 - a repr that raises, or an int too long to print
+        out = f"<{type(value).__name__}>"
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def validate_frame(frame: Any, config: ValidationConfig) -> tuple[np.ndarray | None, str | None]:
@@ -85,7 +87,7 @@ def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | s
             boxes = boxes.reshape(0, 4)
             ids_raw, scores = ids_raw.reshape(0), scores.reshape(0)
     except Exception as exc:  # noqa: BLE001 - a caller's object may raise anything; drop and report it
-        return f"detections unusable ({type(exc).__name__}: {_short(str(exc), 100)}); expected pairedge.types.Detections"
+        return f"detections unusable ({type(exc).__name__}: {shorten(str(exc), 100)}); expected pairedge.types.Detections"
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         return f"detections: expected boxes of shape (N, 4), got {boxes.shape}"
     n = len(boxes)
@@ -161,10 +163,6 @@ def validate_detections(
     return clean, dropped
 
 
-#: |orientation| above this (radians) is refused (most likely degrees).
-ORIENTATION_LIMIT = 2 * np.pi
-
-
 def _orientation(
     detections: Any, n: int, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, int]]:
@@ -182,11 +180,8 @@ def _orientation(
     except (TypeError, ValueError) as exc:
         reason = f"orientation ignored: not numbers ({type(exc).__name__}); boxes kept without it"
         return None, None, {reason: len(rows)}
-    total = len(np.asarray(detections.boxes).reshape(-1, 4)) if keep is not None else n
-    if a.shape != (total,) or c.shape != (total,):
-        reason = (
-            f"orientation ignored: expected ({total},) angles and confidences, got {a.shape} and {c.shape}"
-        )
+    if a.shape != (n,) or c.shape != (n,):
+        reason = f"orientation ignored: expected ({n},) angles and confidences, got {a.shape} and {c.shape}"
         return None, None, {reason: len(rows)}
     a, c = a[rows], c[rows]
     finite = np.isfinite(a)
