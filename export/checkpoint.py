@@ -127,7 +127,7 @@ def _read_config(config_path: Path) -> dict[str, Any]:
     """``model.json`` as a dict with the keys a checkpoint needs (one-line ModelError otherwise)."""
     try:
         doc = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, bad JSON, too long an integer
         raise ModelError(f"{config_path}: not a readable JSON checkpoint config ({str(exc)[:160]})") from None
     if not isinstance(doc, dict):
         raise ModelError(

@@ -148,7 +148,7 @@ class Manifest:
             ) from None
         try:
             data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: also integers too long to convert
             raise ModelError(f"{file}: the model manifest is not valid JSON ({exc}); {_FIX}") from None
         return _parse(data, str(file))
 

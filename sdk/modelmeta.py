@@ -82,7 +82,7 @@ class ModelMetadata:
                 continue
             try:
                 kwargs[name] = json.loads(raw)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:  # ValueError: also integers too long to convert
                 raise ModelError(
                     f"{source}: metadata key {key!r} is not valid JSON ({str(exc)[:100]})"
                 ) from None

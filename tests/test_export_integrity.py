@@ -123,6 +123,13 @@ def test_malformed_model_json_is_one_line(tmp_path: Path, patch: object, needle:
     assert needle in line
 
 
+def test_model_json_with_too_long_an_integer_is_a_model_error(tmp_path: Path) -> None:
+    folder = _pairedge_checkpoint(tmp_path / "ckpt")
+    (folder / "model.json").write_text('{"stage": ' + "9" * 5000 + "}")  # beyond int()'s digit limit
+    with pytest.raises(ModelError, match="not a readable JSON checkpoint config"):
+        load_checkpoint(folder)
+
+
 def test_pairedge_checkpoint_with_nan_weights_is_refused(tmp_path: Path) -> None:
     folder = _pairedge_checkpoint(tmp_path / "ckpt")
     state = torch.load(folder / "model.pt", weights_only=True)

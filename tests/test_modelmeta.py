@@ -71,6 +71,7 @@ def test_label_sets() -> None:
         ("num_features", "2.0", "num_features"),
         ("extra", "[]", "extra"),
         ("labels", "[" * 100_000, "labels"),  # deep nesting: not a RecursionError
+        ("stage", "9" * 5000, "stage"),  # too long an integer for int(): not a bare ValueError
     ],
 )
 def test_tampered_metadata_is_a_one_line_error(key: str, raw: str, field: str) -> None:

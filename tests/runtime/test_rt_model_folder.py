@@ -141,6 +141,12 @@ def test_malformed_manifest_is_a_one_line_model_error(folder: Path, patch: objec
     assert str(folder / MANIFEST_NAME) in str(info.value) and "\n" not in str(info.value)
 
 
+def test_manifest_with_too_long_an_integer_is_a_model_error(folder: Path) -> None:
+    (folder / MANIFEST_NAME).write_text('{"format": ' + "9" * 5000 + "}")  # beyond int()'s digit limit
+    with pytest.raises(ModelError, match="not valid JSON"):
+        read_manifest(folder)
+
+
 def test_manifest_round_trips(folder: Path) -> None:
     manifest = write_manifest(folder, ROLES)
     assert Manifest.from_dict(json.loads(json.dumps(manifest.to_dict()))) == manifest
