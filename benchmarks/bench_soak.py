@@ -1,7 +1,7 @@
 """Soak test of the streaming runtime (memory must stay flat) and cost of bounded work per frame.
 
-1. **Soak**: ``--frames`` steps (default 100,000) of :meth:`Pipeline.step` on a cheap stream (160 x 120
-   textured frames, 6 people drifting, DIS ``ultrafast`` flow at scale 0.5, the bundled default model or a
+1. **Soak**: ``--frames`` steps (default 100,000) of :meth:`Pipeline.step` on a cheap stream (96 x 72
+   textured frames, 5 people drifting, DIS ``ultrafast`` flow at scale 0.5, the bundled default model or a
    ``--model``). The stream exercises every state the runtime keeps: each person's track id is renewed every
    300 frames (staggered, so tracks keep appearing and disappearing), every 1,000th frame starts 50 frames
    without ids (the built-in tracker assigns them), every 97th frame carries a NaN box (dropped and
