@@ -37,20 +37,14 @@ class Equalized:
 
 
 def _graph_maps(model: Any) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, np.ndarray]]:
-    from onnx import numpy_helper
+    from pairedge.calibration.qdq_rules import _constants
 
     producer = {o: n for n in model.graph.node for o in n.output}
     consumers: dict[str, list[Any]] = defaultdict(list)
     for n in model.graph.node:
         for i in n.input:
             consumers[i].append(n)
-    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    for n in model.graph.node:
-        if n.op_type == "Constant":
-            for a in n.attribute:
-                if a.name == "value":
-                    consts[n.output[0]] = numpy_helper.to_array(a.t)
-    return producer, consumers, consts
+    return producer, consumers, _constants(model)
 
 
 def _attr(node: Any, name: str, default: Any) -> Any:
