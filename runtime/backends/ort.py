@@ -56,6 +56,17 @@ class OrtOptions:
             raise InputError(f"intra_op_threads: expected an int >= 0, got {self.intra_op_threads!r}")
         if self.optimization not in _LEVELS:
             raise InputError(f"optimization: expected one of {sorted(_LEVELS)}, got {self.optimization!r}")
+        profile = self.trt_profile
+        if profile is not None and not (
+            isinstance(profile, tuple | list)
+            and len(profile) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in profile)
+            and profile[0] <= profile[1] <= profile[2]
+        ):
+            raise InputError(
+                f"trt_profile: expected (min, opt, max) pair counts, integers with 1 <= min <= opt <= max, "
+                f"got {profile!r}"
+            )
 
 
 def _ort() -> Any:

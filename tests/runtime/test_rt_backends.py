@@ -146,3 +146,7 @@ def test_thread_option_is_validated() -> None:
         OrtOptions(intra_op_threads=-1)
     with pytest.raises(InputError, match="optimization"):
         OrtOptions(optimization="max")
+    for bad in [(1, 64), (64, 1, 512), (0, 1, 2), (1.0, 2, 3)]:
+        with pytest.raises(InputError, match="trt_profile"):
+            OrtOptions(trt_profile=bad)  # type: ignore[arg-type]
+    assert OrtOptions(trt_profile=(1, 64, 512)).trt_profile == (1, 64, 512)
