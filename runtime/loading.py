@@ -10,6 +10,7 @@ without a manifest (exports from before manifests existed, or two loose files) s
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,9 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
     checked: list[str] = []
     missing: list[str] = []
     for stage, path in enumerate(paths, start=1):
-        file = path.resolve()
+        # the folder the caller named, not a symlink's target: a link to a file elsewhere is checked against
+        # the manifest of the folder it stands in (its target's folder may have none, which is not "verified")
+        file = Path(os.path.abspath(path))
         if read_manifest(file.parent) is None:
             missing.append(str(file.parent))
             continue

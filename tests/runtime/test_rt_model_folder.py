@@ -182,6 +182,20 @@ def test_find_models_verifies_the_manifest(folder: Path) -> None:
         find_models([folder / "stage1.onnx", folder / "stage2.onnx"])
 
 
+def test_a_symlinked_model_file_is_checked_against_its_folders_manifest(folder: Path) -> None:
+    from pairedge.runtime.loading import find_models
+
+    write_manifest(folder, ROLES)
+    elsewhere = folder.parent / "elsewhere"  # a folder without a manifest
+    elsewhere.mkdir()
+    (folder / "stage1.onnx").rename(elsewhere / "stage1.onnx")
+    (folder / "stage1.onnx").symlink_to(elsewhere / "stage1.onnx")
+    assert find_models(folder).verified  # same bytes: verified by the folder's manifest
+    _flip_bit(elsewhere / "stage1.onnx", 40)
+    with pytest.raises(ModelIntegrityError, match="stage1.onnx"):  # not "unverified" via the link's target
+        find_models(folder)
+
+
 def test_pipeline_load_picks_the_precision_files(folder: Path) -> None:
     from pairedge.runtime import Pipeline
 
