@@ -64,6 +64,10 @@ def test_motion_fallback_for_walkers_only() -> None:
                                           np.hypot(*vel.T))  # fmt: skip
     np.testing.assert_allclose(facing, [[1, 0], [0, 0], [1, 0]])  # the given angle wins over the motion
     np.testing.assert_allclose(conf, [ori.MOTION_CONFIDENCE, 0, 0.9])
+    # no confidences: a finite angle counts as known (1), as in Detections.from_arrays
+    facing, conf = ori.person_orientation(np.array([np.nan, np.nan, 0.0]), None, vel, np.hypot(*vel.T))
+    np.testing.assert_allclose(conf, [ori.MOTION_CONFIDENCE, 0, 1.0])
+    np.testing.assert_allclose(facing[2], [1, 0])
 
 
 def test_detections_from_arrays_orientation_checks() -> None:

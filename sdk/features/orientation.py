@@ -84,14 +84,16 @@ def person_orientation(
     """Facing unit vectors (N, 2) and confidences (N,) of the people of a frame.
 
     Args:
-        angle: (N,) radians (NaN = unknown) or None (nobody has one). confidence: (N,) in [0, 1] or None.
+        angle: (N,) radians (NaN = unknown) or None (nobody has one). confidence: (N,) in [0, 1], or None:
+            1 for every finite angle (as :func:`pairedge.types.check_orientation` and the runtime's input
+            validation default it).
         velocity: (N, 2) image motion in body heights per second (the track history's); speed: (N,).
 
     Returns:
         ``(facing (N, 2) float64, confidence (N,) float64)``; unknown people get (0, 0) and 0.
     """
     n = len(velocity)
-    conf = np.zeros(n) if confidence is None else np.asarray(confidence, np.float64).reshape(n)
+    conf = np.ones(n) if confidence is None else np.asarray(confidence, np.float64).reshape(n)
     theta = np.full(n, np.nan) if angle is None else np.asarray(angle, np.float64).reshape(n)
     given = np.isfinite(theta) & (conf > 0)
     facing = np.zeros((n, 2))
