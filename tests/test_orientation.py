@@ -182,6 +182,10 @@ def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match="finite number"):
         read_jrdb(path)
+    doc["labels"]["000001.jpg"][0]["orientation"] = 10**400  # beyond float: not an OverflowError
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="finite number"):
+        read_jrdb(path)
 
 
 @pytest.mark.data

@@ -135,7 +135,8 @@ def _orientation(path: Path, where: str, person: dict[str, Any]) -> tuple[float,
     if angle is None:
         return math.nan, 0.0
     for name, value in (("orientation", angle), ("orientation_conf", conf)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        # abs() first: math.isfinite raises OverflowError for an integer beyond the float range
+        if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) <= FLOAT32_MAX:
             raise FormatError(path, f"expected {name} to be a finite number, got {short(value)}", f"{where}.{name}")
     if abs(angle) > 2 * math.pi or not 0 <= conf <= 1:
         raise FormatError(
