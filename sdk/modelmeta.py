@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -146,8 +147,10 @@ def validate_fields(fields: Mapping[str, Any], source: str) -> ModelMetadata:
     if not all(isinstance(v, str) and v.strip() for v in labels):
         raise bad("labels", "class names that are non-empty strings")
     if len(set(labels)) != len(labels):
-        dupes = sorted({v for v in labels if list(labels).count(v) > 1})
-        raise ModelError(f"{source}: metadata {PREFIX}labels: class names must be unique, {dupes} repeat")
+        dupes = sorted(v for v, k in Counter(labels).items() if k > 1)  # O(n): labels come from the file
+        raise ModelError(
+            f"{source}: metadata {PREFIX}labels: class names must be unique, {dupes!r:.120} repeat"
+        )
     mean = finite_floats(fields.get("norm_mean"), "norm_mean", source)
     std = finite_floats(fields.get("norm_std"), "norm_std", source, positive=True)
     if len(mean) != num or len(std) != num:

@@ -72,6 +72,7 @@ def test_label_sets() -> None:
         ("extra", "[]", "extra"),
         ("labels", "[" * 100_000, "labels"),  # deep nesting: not a RecursionError
         ("stage", "9" * 5000, "stage"),  # too long an integer for int(): not a bare ValueError
+        ("labels", str([f"c{i % 50000}" for i in range(100_000)]).replace("'", '"'), "labels"),  # fast, short
     ],
 )
 def test_tampered_metadata_is_a_one_line_error(key: str, raw: str, field: str) -> None:
