@@ -81,9 +81,10 @@ class RunSummary:
 class RunStats:
     """Accumulates :class:`FrameResult` objects into a :class:`RunSummary` (one per run).
 
-    Memory is bounded on endless streams: per-stage timings are kept for the last ``max_samples`` frames
-    (float32, 36 bytes per frame; latency percentiles cover that window, means cover every frame), the other
-    figures are running counts. Distinct track ids are a set (one entry per track, not per frame).
+    Memory does not grow with the number of frames: per-stage timings are kept for the last ``max_samples``
+    frames (float32, 36 bytes per frame; latency percentiles cover that window, means cover every frame), the
+    other figures are running counts. Distinct track ids are a set, so that part grows with the number of
+    distinct tracks (about 100 bytes each; a stream that keeps meeting new people keeps adding them).
     """
 
     def __init__(self, labels: tuple[str, ...], max_samples: int = 100_000) -> None:
