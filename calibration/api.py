@@ -105,9 +105,11 @@ def calibrate(
         InputError: bad samples or options (nothing written). ModelError: unusable model folder, or ``out``
             holds another model.
     """
+    from pairedge.calibration.quantize import QuantConfig
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
+    QuantConfig(method=options.method)  # an unknown method fails now, not after minutes of collecting
     say = progress or (lambda _msg: None)
     folder = Path(model).expanduser()
     models = find_models(folder)

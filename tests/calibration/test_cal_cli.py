@@ -102,6 +102,11 @@ def test_nan_features(tmp_path: Path, features: tuple[Path, Path]) -> None:
     _fails_cleanly(tmp_path, "--features", str(f), "--features", str(features[0]), match="NaN")
 
 
+def test_unknown_method_fails_before_collecting(tmp_path: Path) -> None:
+    missing = tmp_path / "never-read.npz"  # collecting would report this file: the method is checked first
+    _fails_cleanly(tmp_path, "--features", str(missing), "--method", "[red]bogus", match="calibration method")
+
+
 def test_zero_samples(tmp_path: Path, features: tuple[Path, Path]) -> None:
     _fails_cleanly(tmp_path, "--features", str(features[0]), match="zero calibration samples")
 
