@@ -158,6 +158,8 @@ def _check_out(model: Path, out: Path) -> None:
 def _collect(folder: Path, models: Any, options: CalibrateOptions, say: Progress) -> Collected:
     from pairedge.calibration.collect import parse_scenes
 
+    if (options.video is None) != (options.detections is None):
+        raise InputError("--video and --detections go together (the same inputs as `pairedge run`)")
     parts = []
     if options.scenes:
         scenes = parse_scenes(options.scenes)
@@ -171,8 +173,6 @@ def _collect(folder: Path, models: Any, options: CalibrateOptions, say: Progress
                 on_scene=lambda g: say(f"scene {g}"),
             )  # fmt: skip
         )
-    if (options.video is None) != (options.detections is None):
-        raise InputError("--video and --detections go together (the same inputs as `pairedge run`)")
     if options.video is not None and options.detections is not None:
         parts.append(
             collect_video(
