@@ -138,10 +138,17 @@ class Pipeline:
         feature_config = config.features if config.features is not None else models.feature_config()
         uses_flow = spec_uses_flow(models.spec, feature_config)
         flow_backend = make_flow_backend(flow, models.spec, uses_flow, config)
-        stage1 = get_backend(backend, models.stage1, config.backend_options)
-        stage2 = get_backend(backend, models.stage2, config.backend_options)
-        pipe = cls(models, stage1, stage2, flow_backend, config)
-        pipe._owns_flow = not isinstance(flow, FlowBackend)  # a backend the caller passed stays theirs
+        owns_flow = not isinstance(flow, FlowBackend)  # a backend the caller passed stays theirs
+        try:
+            stage1 = get_backend(backend, models.stage1, config.backend_options)
+            stage2 = get_backend(backend, models.stage2, config.backend_options)
+            pipe = cls(models, stage1, stage2, flow_backend, config)
+        except BaseException:
+            close_flow = getattr(flow_backend, "close", None)
+            if owns_flow and callable(close_flow):
+                close_flow()  # the flow backend made here (GPU memory) does not outlive a failed load
+            raise
+        pipe._owns_flow = owns_flow
         return pipe
 
     # -- lifecycle ----------------------------------------------------------------------------------------

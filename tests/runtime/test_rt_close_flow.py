@@ -28,3 +28,24 @@ def test_close_releases_a_flow_backend_load_made_but_not_a_given_one(monkeypatch
     with Pipeline.load(model, flow=given):
         pass
     assert probe.closed == 0
+
+
+def test_a_failed_load_closes_the_flow_backend_it_made(monkeypatch) -> None:
+    import pytest
+    from pairedge.errors import InputError
+    from pairedge.runtime import pipeline as pipeline_module
+
+    made: list[_Closable] = []
+    real = pipeline_module.make_flow_backend
+
+    def make(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - wraps the real factory
+        backend = real(*args, **kwargs)
+        probe = _Closable()
+        monkeypatch.setattr(backend, "close", probe.close, raising=False)
+        made.append(probe)
+        return backend
+
+    monkeypatch.setattr(pipeline_module, "make_flow_backend", make)
+    with pytest.raises(InputError, match="unknown classifier backend"):
+        Pipeline.load(resolve_model(None), backend="no-such-backend")
+    assert [p.closed for p in made] == [1]
