@@ -91,14 +91,24 @@ def _check_real(boxes: Any, track_ids: Any, scores: Any) -> None:
         if value is not None and np.iscomplexobj(value):
             raise InputError(f"detections: expected real {name}, got complex values")
     for name, value in (("boxes", boxes), ("scores", scores)):
-        v = np.asarray(value if value is not None else 0.0, dtype=np.float64)
+        v = _floats(value if value is not None else 0.0, name)
         if (np.abs(v[np.isfinite(v)]) > np.finfo(np.float32).max).any():
             raise InputError(f"detections: {name} beyond the float32 range (|x| > 3.4e38)")
     ids = np.asarray(track_ids if track_ids is not None else 0)
+    if ids.dtype.kind == "O":  # e.g. Python ints beyond int64: compare as floats
+        ids = _floats(track_ids, "track_ids")
     if ids.dtype.kind == "f":
         ok = np.isfinite(ids) & (ids == np.round(ids)) & (np.abs(ids) < 2.0**63)
         if not ok.all():
             raise InputError("detections: expected whole-number track ids in the int64 range (-1 = none)")
+
+
+def _floats(value: Any, name: str) -> np.ndarray:
+    """``value`` as float64, or InputError (text, None inside, objects) instead of ValueError / TypeError."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"detections: {name} must be numbers, got {type(value).__name__}") from None
 
 
 #: Largest accepted |orientation| in radians; larger values are most likely degrees.

@@ -135,6 +135,20 @@ def test_complex_and_float32_overflowing_detections_are_dropped_without_warnings
         assert result.diagnostics.dropped == {"box or score beyond the float32 range": 1}
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ([["a", "b", "c", "d"]],),  # text boxes
+        (np.ones((2, 4)), [10**30, 2]),  # ids beyond int64 (an object array)
+        (np.ones((2, 4)), None, ["x", "y"]),  # text scores
+        ([[1, 2, 3, 4]], [object()]),
+    ],
+)
+def test_from_arrays_refuses_non_numbers_with_an_input_error(args: tuple[Any, ...]) -> None:
+    with pytest.raises(InputError, match="detections: "):  # not ValueError / TypeError / OverflowError
+        Detections.from_arrays(*args)
+
+
 def test_an_unexpected_stage_exception_drops_the_frame_and_the_stream_goes_on(
     pipe: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
