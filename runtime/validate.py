@@ -169,15 +169,18 @@ def _orientation(
     """The optional orientations of the kept rows: ``(angles (K,) float32 wrapped to [-pi, pi), NaN =
     unknown; confidences (K,) float32; reason -> count)``. Unusable values make that person's orientation
     unknown (the box is kept) and are reported; NaN with confidence 0 (or no confidence) is simply unknown."""
-    raw = getattr(detections, "orientation", None)
-    if raw is None:
-        return None, None, {}
-    raw_conf = getattr(detections, "orientation_conf", None)
     rows = np.arange(n) if keep is None else keep
-    try:
-        a = np.asarray(raw, dtype=np.float64).reshape(-1)
-        c = np.ones_like(a) if raw_conf is None else np.asarray(raw_conf, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as exc:
+    try:  # a caller's object may raise anything on attribute access or conversion
+        raw = getattr(detections, "orientation", None)
+        if raw is None:
+            return None, None, {}
+        raw_conf = getattr(detections, "orientation_conf", None)
+        given = [np.asarray(raw)] + ([] if raw_conf is None else [np.asarray(raw_conf)])
+        if any(x.dtype.kind == "c" for x in given):
+            raise TypeError("complex values")
+        a = np.asarray(given[0], dtype=np.float64).reshape(-1)
+        c = np.ones_like(a) if raw_conf is None else np.asarray(given[1], dtype=np.float64).reshape(-1)
+    except Exception as exc:  # noqa: BLE001 - reported; the boxes are kept
         reason = f"orientation ignored: not numbers ({type(exc).__name__}); boxes kept without it"
         return None, None, {reason: len(rows)}
     if a.shape != (n,) or c.shape != (n,):

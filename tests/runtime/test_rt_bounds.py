@@ -135,6 +135,26 @@ def test_complex_and_float32_overflowing_detections_are_dropped_without_warnings
         assert result.diagnostics.dropped == {"box or score beyond the float32 range": 1}
 
 
+def test_unusable_orientation_is_ignored_and_reported_not_a_stage_error(pipe: Pipeline) -> None:
+    class Raising:
+        boxes, track_ids, scores = np.array([[1, 1, 5, 8], [8, 2, 5, 8]], np.float32), np.array([1, 2]), np.ones(2)
+
+        @property
+        def orientation(self) -> Any:
+            raise RuntimeError("sensor gone")
+
+    class Complex(Raising):
+        orientation = np.array([0.1, 0.2])  # type: ignore[assignment]
+        orientation_conf = np.array([1 + 2j, 1])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        for dets in (Raising(), Complex()):
+            result = pipe.step(None, dets, 0.0, image_size=(64, 48))
+            assert result.diagnostics.stage_error is None and len(result.track_ids) == 2
+            assert next(iter(result.diagnostics.dropped)).startswith("orientation ignored")
+
+
 @pytest.mark.parametrize(
     "args",
     [
