@@ -4,16 +4,17 @@
    ``pairedge calibrate sdk/models/default --out TMP --scenes static:0-3,moving:0-3,noisy:0-3`` — seeds the
    default model was trained on (0-11), never the held-out ones below.
 2. ``pairedge bench`` (library call :func:`pairedge.bench.run.run_bench`) on held-out simulator scenes
-   ``sim:static+moving+noisy:seeds=2000-2001:frames=150`` (seeds no training recipe and no calibration used):
+   ``sim:static+moving+noisy:seeds=4000-4001:frames=150`` (seeds that no training recipe, no calibration and no
+   choice of calibrate's default method used — bench_calibrate chose it on 2000-2001):
    MPCA / macro-F1 / agreement per precision, latency at 1 / 64 / 512 / 4,950 pairs, pipeline FPS at 10 / 100
    people, the recommendation.
-3. ``pairedge parity pack`` on held-out scene ``noisy:2002`` (30 frames) and ``pairedge parity check`` of each
+3. ``pairedge parity pack`` on held-out scene ``noisy:4002`` (30 frames) and ``pairedge parity check`` of each
    precision with the default tolerances: the verdict and the first failing level.
 
 Writes ``benchmarks/results/bench_precisions.json`` and ``.md``. Run from the repository root::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_precisions.py            # ~5 minutes on 2 cores
-    python benchmarks/bench_precisions.py --model /path/calibrated --data sim:static:seeds=2000:frames=60
+    python benchmarks/bench_precisions.py --model /path/calibrated --data sim:static:seeds=4000:frames=60
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from pairedge.runtime.parity.build import build_pack
 
 HERE = Path(__file__).resolve().parent
 CAL_SCENES = "static:0-3,moving:0-3,noisy:0-3"
-HELD_OUT = "sim:static+moving+noisy:seeds=2000-2001:frames=150"
-PACK_SCENE = "noisy:2002"
+HELD_OUT = "sim:static+moving+noisy:seeds=4000-4001:frames=150"
+PACK_SCENE = "noisy:4002"
 
 
 def calibrate(out: Path, scenes: str) -> list[str]:
