@@ -10,31 +10,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pairedge.cli import app  # noqa: E402
-from torch import nn  # noqa: E402
+from paper_checkpoints import paper_stage1  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 runner = CliRunner()
 
 
-def _paper_stage1(path: Path) -> Path:
-    torch.manual_seed(0)
-    classifier = nn.Sequential(
-        nn.Linear(7, 32),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(32, 16),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(16, 2),
-    )
-    state = {f"classifier.{k}": v for k, v in classifier.state_dict().items()}
-    state.update(feature_biases=torch.zeros(7), feature_scales=torch.ones(7), feature_weights=torch.rand(7))
-    torch.save(state, path)
-    return path
-
-
 def test_export_paper_stage1_and_load_in_runtime(tmp_path: Path) -> None:
-    ckpt = _paper_stage1(tmp_path / "stage1.pth")
+    ckpt = paper_stage1(tmp_path / "stage1.pth")
     out = tmp_path / "m" / "stage1.onnx"
     result = runner.invoke(app, ["export", str(ckpt), "--paper-stage1", "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -49,7 +32,7 @@ def test_export_paper_stage1_and_load_in_runtime(tmp_path: Path) -> None:
 
 
 def test_export_errors_are_one_line(tmp_path: Path) -> None:
-    ckpt = _paper_stage1(tmp_path / "stage1.pth")
+    ckpt = paper_stage1(tmp_path / "stage1.pth")
     both = runner.invoke(app, ["export", str(ckpt), "--paper-stage1", "--paper-stage2", "--out", "x.onnx"])
     assert both.exit_code == 1 and "at most one" in both.output
     wrong = runner.invoke(app, ["export", str(ckpt), "--paper-stage2", "--out", str(tmp_path / "x.onnx")])

@@ -17,29 +17,10 @@ from pairedge.export.checkpoint import Checkpoint, load_checkpoint, save_checkpo
 from pairedge.export.models import ModelConfig, build_model  # noqa: E402
 from pairedge.labels import STAGE1  # noqa: E402
 from pairedge.modelfolder import read_manifest  # noqa: E402
-from torch import nn  # noqa: E402
+from paper_checkpoints import paper_stage1  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 runner = CliRunner()
-
-
-def _paper_stage1(path: Path, poison: float | None = None) -> Path:
-    torch.manual_seed(0)
-    classifier = nn.Sequential(
-        nn.Linear(7, 32),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(32, 16),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(16, 2),
-    )
-    state = {f"classifier.{k}": v for k, v in classifier.state_dict().items()}
-    state.update(feature_biases=torch.zeros(7), feature_scales=torch.ones(7), feature_weights=torch.rand(7))
-    if poison is not None:
-        state["classifier.3.weight"][2, 5] = poison
-    torch.save(state, path)
-    return path
 
 
 def _paper_stage2(path: Path) -> Path:
@@ -61,7 +42,7 @@ def _one_line_error(args: list[str]) -> str:
 
 @pytest.mark.parametrize("poison", [float("nan"), float("inf")])
 def test_export_refuses_non_finite_weights(tmp_path: Path, poison: float) -> None:
-    ckpt = _paper_stage1(tmp_path / "s1.pth", poison)
+    ckpt = paper_stage1(tmp_path / "s1.pth", poison)
     out = tmp_path / "m" / "stage1.onnx"
     line = _one_line_error(["export", str(ckpt), "--paper-stage1", "--out", str(out)])
     assert "non-finite weights" in line and "classifier.3.weight (1 of 512)" in line
@@ -75,7 +56,7 @@ def test_export_of_text_file_is_one_line(tmp_path: Path) -> None:
         line = _one_line_error(["export", str(bad), flag, "--out", str(tmp_path / "x.onnx")])
         assert "not a PyTorch checkpoint" in line and "t.pth" in line
     truncated = tmp_path / "cut.pth"
-    truncated.write_bytes(_paper_stage1(tmp_path / "ok.pth").read_bytes()[:300])
+    truncated.write_bytes(paper_stage1(tmp_path / "ok.pth").read_bytes()[:300])
     line = _one_line_error(["export", str(truncated), "--paper-stage1", "--out", str(tmp_path / "x.onnx")])
     assert "corrupt or truncated" in line
 
@@ -144,7 +125,7 @@ def test_export_writes_the_manifest_and_load_verifies_it(tmp_path: Path) -> None
     from pairedge.runtime import Pipeline
 
     folder = tmp_path / "model"
-    for stage, make in ((1, _paper_stage1), (2, _paper_stage2)):
+    for stage, make in ((1, paper_stage1), (2, _paper_stage2)):
         ckpt = make(tmp_path / f"s{stage}.pth")
         result = runner.invoke(
             app, ["export", str(ckpt), f"--paper-stage{stage}", "--out", str(folder / f"stage{stage}.onnx")]
@@ -169,7 +150,7 @@ def test_export_writes_the_manifest_and_load_verifies_it(tmp_path: Path) -> None
 def test_onnx_with_non_finite_initializer_is_refused_on_load(tmp_path: Path) -> None:
     from pairedge.runtime.backends.model import load_model
 
-    ckpt = _paper_stage1(tmp_path / "s1.pth")
+    ckpt = paper_stage1(tmp_path / "s1.pth")
     out = tmp_path / "stage1.onnx"
     assert runner.invoke(app, ["export", str(ckpt), "--paper-stage1", "--out", str(out)]).exit_code == 0
     load_model(out, stage=1)
@@ -194,7 +175,7 @@ def test_paper_stage1_carries_its_wrap_setting_to_the_runtime(
     folder = tmp_path / "model"
     args = [
         "export",
-        str(_paper_stage1(tmp_path / "s1.pth")),
+        str(paper_stage1(tmp_path / "s1.pth")),
         "--paper-stage1",
         "--out",
         str(folder / "stage1.onnx"),
