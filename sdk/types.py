@@ -111,6 +111,14 @@ def _floats(value: Any, name: str) -> np.ndarray:
         raise InputError(f"detections: {name} must be numbers, got {type(value).__name__}") from None
 
 
+def _n_floats(value: Any, n: int, name: str, plural: str) -> np.ndarray:
+    """``value`` as (n,) float64 (:func:`_floats`), or InputError naming ``name`` / the wrong length."""
+    values = _floats(value, name).reshape(-1)
+    if len(values) != n:
+        raise InputError(f"detections: expected {n} {plural} for {n} boxes, got {len(values)}")
+    return values
+
+
 #: Largest accepted |orientation| in radians; larger values are most likely degrees.
 ORIENTATION_LIMIT = 2 * np.pi
 
@@ -132,14 +140,7 @@ def check_orientation(
         if confidence is not None:
             raise InputError("detections: orientation_conf given without orientation; give both or neither")
         return None, None
-    try:
-        raw = np.asarray(orientation, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"detections: orientation must be numbers (radians, NaN = unknown), got {type(orientation).__name__}"
-        ) from None
-    if len(raw) != n:
-        raise InputError(f"detections: expected {n} orientations for {n} boxes, got {len(raw)}")
+    raw = _n_floats(orientation, n, "orientation (radians, NaN = unknown)", "orientations")
     if np.isinf(raw).any() or (np.abs(raw[np.isfinite(raw)]) > ORIENTATION_LIMIT).any():
         bad = raw[np.isinf(raw) | (np.abs(np.nan_to_num(raw)) > ORIENTATION_LIMIT)][0]
         raise InputError(
@@ -150,14 +151,7 @@ def check_orientation(
     if confidence is None:
         conf = known.astype(np.float32)
     else:
-        try:
-            conf64 = np.asarray(confidence, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"detections: orientation_conf must be numbers in [0, 1], got {type(confidence).__name__}"
-            ) from None
-        if len(conf64) != n:
-            raise InputError(f"detections: expected {n} orientation confidences for {n} boxes, got {len(conf64)}")
+        conf64 = _n_floats(confidence, n, "orientation_conf (in [0, 1])", "orientation confidences")
         outside = ~(np.isfinite(conf64) & (conf64 >= 0) & (conf64 <= 1))
         if outside.any():
             raise InputError(
