@@ -138,7 +138,7 @@ def parse_sources(
     path = Path(data).expanduser()
     if not path.exists():
         raise InputError(
-            f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, or a video"
+            f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, a ROS 2 log or a folder of logs, or a video"
         )
     from pairedge.ros.bag import is_log
 
