@@ -10,7 +10,12 @@ of a small slice of the training rows (seed :data:`CHECK_SEEDS` of every preset)
 test; ``--record-check`` adds them to an existing folder without retraining. ``extra_presets`` add simulator
 families with their own seeds (the randomized elevated ``surveillance`` cameras); ``stage1.threshold_beta``
 sets the runtime's ``p_interact`` threshold to the one maximising F-beta on the stage-1 validation split
-(beta < 1: "interacting" should mean together), and the held-out stage-1 metrics use it.
+(beta < 1: "interacting" should mean together), with ``threshold_preset`` on that preset's validation rows
+only, as far as the other presets' validation MPCA allows (:func:`constrained_threshold`); the held-out
+stage-1 metrics use it. ``confirm`` chooses the runtime's link confirmation time on simulator validation
+clips (:mod:`pairedge.export.link_policy`) and stores it in stage 1's metadata (``extra["confirm_s"]``);
+``stage1.operating_points`` adds named operating points (threshold and confirmation chosen together by the
+pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]``).
 """
 
 from __future__ import annotations
@@ -84,12 +89,14 @@ def concat_rows(parts: list[FeatureData]) -> FeatureData:
     )
 
 
-def calibrate_threshold(p: np.ndarray, y: np.ndarray, beta: float) -> tuple[float, dict[str, float]]:
+def calibrate_threshold(
+    p: np.ndarray, y: np.ndarray, beta: float, taus: Any = None
+) -> tuple[float, dict[str, float]]:
     """The stage-1 threshold on ``p_interact`` (N,) maximising F-beta for the positives of ``y`` (N,) on
-    validation rows (beta < 1 favours precision: "interacting" should mean together). Returns the threshold
-    and its precision / recall / F-beta."""
+    validation rows (beta < 1 favours precision: "interacting" should mean together), among ``taus`` (None:
+    0.30, 0.31, ..., 0.95). Returns the threshold and its precision / recall / F-beta."""
     best = (0.5, {"precision": 0.0, "recall": 0.0, "f_beta": -1.0})
-    for tau in np.round(np.arange(0.30, 0.951, 0.01), 2):
+    for tau in np.round(np.arange(0.30, 0.951, 0.01), 2) if taus is None else taus:
         pred = p >= tau
         tp = float((pred & (y == 1)).sum())
         prec = tp / max(float(pred.sum()), 1.0)
@@ -98,6 +105,35 @@ def calibrate_threshold(p: np.ndarray, y: np.ndarray, beta: float) -> tuple[floa
         if f > best[1]["f_beta"]:
             best = (float(tau), {"precision": prec, "recall": rec, "f_beta": f})
     return best
+
+
+def constrained_threshold(
+    p: np.ndarray, y: np.ndarray, presets: np.ndarray, beta: float, target: str, max_drop: float
+) -> tuple[float, dict[str, float]]:
+    """The threshold maximising F-beta on the ``target`` preset's validation rows, among those that keep every
+    other preset's validation MPCA within ``max_drop`` of its MPCA at 0.5.
+
+    A camera that sees many strangers near each other (the elevated ``surveillance`` family) wants a higher
+    threshold than a robot among a few groups; this rule raises it only as far as the other presets allow.
+
+    Args:
+        p: (N,) stage-1 probabilities; y: (N,) 0/1 labels; presets: (N,) preset name of each row.
+    """
+    taus = np.round(np.arange(0.30, 0.951, 0.01), 2)
+    others = [k for k in np.unique(presets) if k != target]
+    floor = {k: _mpca(p[presets == k], y[presets == k], 0.5) - max_drop for k in others}
+    allowed = [t for t in taus if all(_mpca(p[presets == k], y[presets == k], t) >= floor[k] for k in others)]
+    on = presets == target
+    tau, info = calibrate_threshold(p[on], y[on], beta, allowed or [0.5])
+    return tau, {**info, "rule": f"F{beta:g} on {target}, others' MPCA within {max_drop:g} of 0.5's"}
+
+
+def _mpca(p: np.ndarray, y: np.ndarray, tau: float) -> float:
+    """Mean per-class recall of ``p >= tau`` against 0/1 labels (classes present only)."""
+    pred = p >= tau
+    recalls = [float((pred[y == 1]).mean())] if (y == 1).any() else []
+    recalls += [float((~pred[y == 0]).mean())] if (y == 0).any() else []
+    return float(np.mean(recalls)) if recalls else 0.0
 
 
 def check_fingerprints(recipe: dict[str, Any], seeds: str = CHECK_SEEDS) -> dict[str, Any]:
@@ -142,6 +178,7 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
 def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bool = True) -> dict[str, Any]:
     """Train, export and evaluate both stages into ``out``; returns (and writes) the ``recipe.json`` content."""
     t0 = time.perf_counter()
+    (out / "manifest.json").unlink(missing_ok=True)  # stale once any file is rewritten; written again at the end
     spec = str(recipe["spec"])
     train_sets = training_sets(recipe)
     tests = held_out_sets(recipe)
@@ -155,11 +192,10 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         ckpt = replace(ckpt, label_set=data.label_set, extra={**ckpt.extra, "recipe": recipe})
         tau, calibration = 0.5, None
         if number == 1 and "threshold_beta" in stage:  # calibrated on the training run's validation split
-            val = np.isin(data.groups, result.val_groups)
-            tau, calibration = calibrate_threshold(
-                _p1(result.model, data.X[val]), data.y[val], float(stage["threshold_beta"])
-            )
+            tau, calibration = stage1_threshold(stage, result, data)
             ckpt = replace(ckpt, thresholds={**ckpt.thresholds, "p_interact": tau})
+        if number == 1:
+            stage1_ckpt = ckpt
         exported = export_checkpoint(ckpt, out / f"stage{number}.onnx")
         held_out = {}
         for preset, sets in tests.items():
@@ -184,11 +220,42 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
                 p: {k: m[k] for k in ("n", "accuracy", "mpca", "macro_f1")} for p, m in held_out.items()
             },
         }
+    if "confirm" in recipe:  # the runtime's link confirmation times, chosen on validation clips
+        from pairedge.export.link_policy import choose_confirm_s, choose_operating_point
+
+        c = recipe["confirm"]
+        seeds, grid, frames = str(c["seeds"]), [float(x) for x in c["grid"]], int(c.get("frames", recipe["frames"]))
+        presets = list(recipe["presets"]) + [e["preset"] for e in recipe.get("extra_presets", ())]
+        confirm_s, table = choose_confirm_s(out, presets, seeds, grid, frames)
+        summary["confirm"] = {"confirm_s": confirm_s, "validation": table, "operating_points": {}}
+        points = {}
+        for name, spec in recipe["stage1"].get("operating_points", {}).items():  # on its own preset's clips
+            preset, taus = str(spec["preset"]), [float(t) for t in spec["taus"]]
+            op_tau, op_confirm, op_table = choose_operating_point(out, preset, seeds, taus, grid, frames)
+            points[name] = {"p_interact": op_tau, "confirm_s": op_confirm, "preset": preset}
+            if "min_camera_height" in spec:  # chosen automatically above this camera height (body heights)
+                points[name]["min_camera_height"] = float(spec["min_camera_height"])
+            summary["confirm"]["operating_points"][name] = {**points[name], "validation": op_table}
+        extra = {**stage1_ckpt.extra, "confirm_s": confirm_s, **({"operating_points": points} if points else {})}
+        export_checkpoint(replace(stage1_ckpt, extra=extra), out / "stage1.onnx")
     summary["check"] = check_fingerprints(recipe)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, MANIFEST_ROLES)
     return summary
+
+
+def stage1_threshold(stage: dict[str, Any], result: Any, data: FeatureData) -> tuple[float, dict[str, Any]]:
+    """The recipe's stage-1 threshold from the training run's validation split: F-beta over all its rows, or,
+    with ``threshold_preset``, :func:`constrained_threshold` (``threshold_max_drop``, default 0.01)."""
+    val = np.isin(data.groups, result.val_groups)
+    p, y, beta = _p1(result.model, data.X[val]), data.y[val], float(stage["threshold_beta"])
+    if "threshold_preset" not in stage:
+        return calibrate_threshold(p, y, beta)
+    presets = np.array([str(g).rsplit("-", 1)[0] for g in data.groups[val]])
+    return constrained_threshold(
+        p, y, presets, beta, str(stage["threshold_preset"]), float(stage.get("threshold_max_drop", 0.01))
+    )
 
 
 def _p1(model: Any, X: np.ndarray) -> np.ndarray:
@@ -217,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     for key, stage in summary["stages"].items():
         tests = ", ".join(f"{p} MPCA {m['mpca']:.3f}" for p, m in stage["held_out"].items())
         print(f"{key}: {stage['num_parameters']} parameters, {stage['onnx_bytes']} bytes; held-out {tests}")
+    if "confirm" in summary:
+        print(f"link confirmation: {summary['confirm']['confirm_s']:g} s (best mean F1 on validation clips)")
     print(f"wrote {args.out} in {summary['seconds']} s")
 
 

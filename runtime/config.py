@@ -69,6 +69,16 @@ class PipelineConfig:
         tau_interact: stage-1 gate on the (smoothed) interaction probability; None = model metadata
             ``thresholds["p_interact"]`` or 0.5.
         tau_group: pairs with ``p_interact >= tau_group`` join groups; None = metadata ``tau_group`` or 0.5.
+        confirm_s: seconds a pair's gate must stay open, without a break, before the pair is reported as
+            interacting (and joins groups): people who cross or pass each other for a moment are not linked.
+            None = the model's ``extra["confirm_s"]`` (the bundled model's is chosen on simulator validation
+            clips, see docs/training.md) or 0 (report at once).
+        operating_point: a named operating point of the model (its own ``p_interact`` threshold and
+            ``confirm_s``, e.g. the bundled model's ``"surveillance"`` for elevated cameras with many strangers
+            near each other); "default" = the model's main thresholds; None or "auto" = the main ones until
+            the camera height estimated from the boxes (:mod:`pairedge.runtime.viewpoint`) reaches a point's
+            ``min_camera_height`` (the bundled model: 1.3 body heights), then that point. ``tau_interact`` and
+            ``confirm_s``, when given, still win.
         tracker: "auto" (track when the detections carry no ids), "always" (ignore given ids) or "never".
         tracker_config: options of the built-in tracker.
         flow: optical-flow options.
@@ -85,6 +95,8 @@ class PipelineConfig:
 
     tau_interact: float | None = None
     tau_group: float | None = None
+    confirm_s: float | None = None
+    operating_point: str | None = None
     tracker: str = "auto"
     tracker_config: TrackerConfig = field(default_factory=TrackerConfig)
     flow: FlowConfig = field(default_factory=FlowConfig)
@@ -101,8 +113,24 @@ class PipelineConfig:
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InputError(f"{name}: expected a probability in [0, 1], got {value}")
+        if self.confirm_s is not None:
+            check_confirm_s(self.confirm_s, "confirm_s")
+        if self.operating_point is not None and not isinstance(self.operating_point, str):
+            raise InputError(f"operating_point: expected a name, got {self.operating_point!r}")
         cap = self.max_people
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 2):
             raise InputError(
                 f"max_people: expected an integer >= 2 (or None for no cap), got {cap!r}; the default is 100"
             )
+
+
+#: The longest link confirmation accepted (seconds).
+MAX_CONFIRM_S = 60.0
+
+
+def check_confirm_s(value: object, where: str) -> float:
+    """``value`` as a float in [0, :data:`MAX_CONFIRM_S`] seconds, else :class:`InputError` naming ``where``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not 0.0 <= float(value) <= MAX_CONFIRM_S:  # NaN fails the comparison
+        raise InputError(f"{where}: expected seconds in [0, {MAX_CONFIRM_S:g}], got {value!r}")
+    return float(value)

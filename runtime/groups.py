@@ -76,10 +76,14 @@ def groups_from_index(
     probs: np.ndarray,
     tau_group: float,
     labels: tuple[str, ...],
+    pending: np.ndarray | None = None,
 ) -> tuple[Group, ...]:
     """:func:`find_groups` with pairs given as (M, 2) int64 rows into ``node_ids`` ((N,) unique track ids),
-    as the feature extractor's ``PairFeatures.index`` gives them (no sort or search needed)."""
+    as the feature extractor's ``PairFeatures.index`` gives them (no sort or search needed). ``pending``
+    (M,) bool marks links not confirmed yet (see ``PipelineConfig.confirm_s``): they are no edges."""
     edge = p_interact >= tau_group
+    if pending is not None:
+        edge &= ~pending
     if not edge.any():
         return ()
     comp = connected_components(index[edge], len(node_ids))

@@ -20,7 +20,7 @@ from pairedge.errors import InputError, ModelError, ModelIntegrityError
 from pairedge.features import FeatureSpec
 from pairedge.modelfolder import MANIFEST_NAME, read_manifest, sha256_file, verify_files
 from pairedge.runtime.backends.model import ModelFile, load_model
-from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.config import PipelineConfig, check_confirm_s
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
 
 STAGE1_FILE = "stage1.onnx"
@@ -63,6 +63,58 @@ class ModelPair:
             if name in model.metadata.thresholds:
                 return float(model.metadata.thresholds[name])
         return default
+
+    def confirm_seconds(self) -> float:
+        """Link confirmation time from stage 1's metadata (``extra["confirm_s"]``), else 0 seconds.
+
+        Raises:
+            ModelError: when the value is not a number of seconds in [0, 60].
+        """
+        value = self.stage1.metadata.extra.get("confirm_s", 0.0)
+        try:
+            return check_confirm_s(value, "confirm_s")
+        except InputError as exc:
+            raise ModelError(f"{self.stage1.path}: metadata extra[{exc}]") from None
+
+    def operating_point(self, name: str) -> dict[str, float]:
+        """A named operating point of stage 1's metadata (``extra["operating_points"][name]``): its
+        ``p_interact`` threshold and ``confirm_s`` (e.g. the bundled model's ``surveillance``).
+
+        Raises:
+            ModelError: unknown name (the message lists the model's points) or malformed values.
+        """
+        points = self.stage1.metadata.extra.get("operating_points") or {}
+        if not isinstance(points, Mapping) or name not in points:
+            known = ", ".join(sorted(map(str, points))) if isinstance(points, Mapping) else ""
+            raise ModelError(
+                f"{self.stage1.path}: no operating point {name!r}; this model has: {known or 'none'} "
+                "(and 'default', its main thresholds)"
+            )
+        point = points[name]
+        try:
+            tau = point["p_interact"]
+            if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0.0 <= float(tau) <= 1.0:
+                raise InputError(f"p_interact: expected a probability in [0, 1], got {tau!r}")
+            return {"p_interact": float(tau), "confirm_s": check_confirm_s(point.get("confirm_s", 0.0), "confirm_s")}
+        except (InputError, TypeError, KeyError, AttributeError) as exc:
+            raise ModelError(f"{self.stage1.path}: metadata operating point {name!r}: {exc}") from None
+
+    def auto_operating_points(self) -> dict[str, dict[str, float]]:
+        """The named operating points ``operating_point="auto"`` may switch to: those whose metadata gives a
+        ``min_camera_height`` (body heights, a positive number), with their threshold and confirmation."""
+        points = self.stage1.metadata.extra.get("operating_points") or {}
+        out = {}
+        for name, point in points.items() if isinstance(points, Mapping) else ():
+            bound = point.get("min_camera_height") if isinstance(point, Mapping) else None
+            if bound is None:
+                continue
+            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0.0 < float(bound) < 100.0:
+                raise ModelError(
+                    f"{self.stage1.path}: metadata operating point {name!r}: min_camera_height: expected body "
+                    f"heights in (0, 100), got {bound!r}"
+                )
+            out[str(name)] = {**self.operating_point(str(name)), "min_camera_height": float(bound)}
+        return out
 
     def feature_config(self) -> Mapping[str, Any] | None:
         """The feature-extractor options stored at training time (``extra["feature_config"]``), if any."""

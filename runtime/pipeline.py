@@ -39,6 +39,7 @@ from pairedge.runtime.validate import (
     validate_detections,
     validate_frame,
 )
+from pairedge.runtime.viewpoint import AutoOperatingPoint
 from pairedge.types import Detections
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
@@ -88,15 +89,19 @@ class Pipeline:
     ) -> None:
         self.config = config or PipelineConfig()
         self.models = models
-        self.stage1, self.stage2 = stage1.activate(), stage2.activate()
         self.flow = flow
         self._owns_flow = False  # set by load(), which builds the flow backend from a name
         self.labels = models.labels
         cfg = self.config
-        self.tau_interact = (
-            cfg.tau_interact if cfg.tau_interact is not None else models.threshold("p_interact")
-        )
+        main = {"p_interact": models.threshold("p_interact"), "confirm_s": models.confirm_seconds()}
+        name = cfg.operating_point or "auto"
+        point = models.operating_point(name) if name not in ("auto", "default") else main
+        auto_points = models.auto_operating_points() if name == "auto" else {}
+        self._auto = AutoOperatingPoint(main, auto_points) if auto_points else None
+        self.operating_point = name if self._auto is not None or name != "auto" else "default"
+        self.tau_interact = cfg.tau_interact if cfg.tau_interact is not None else point["p_interact"]
         self.tau_group = cfg.tau_group if cfg.tau_group is not None else models.threshold("tau_group")
+        self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else point["confirm_s"]
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
         self._stream = make_stream(flow, self._pool_config()) if flow is not None else None
@@ -105,6 +110,8 @@ class Pipeline:
         self._frames = 0
         self._last_t: float | None = None
         self._image_size: tuple[int, int] | None = None
+        # last: everything above may refuse the model or the config without sessions left open
+        self.stage1, self.stage2 = stage1.activate(), stage2.activate()
 
     @classmethod
     def load(
@@ -176,6 +183,22 @@ class Pipeline:
         self._tracker.reset()
         self._smoother.reset()
         self._last_t = None
+        if self._auto is not None:
+            self._auto.reset()
+            self._apply_point(self._auto.current)
+
+    def _observe_camera(self, dets: Detections, size: tuple[int, int] | None, notes: list[str]) -> None:
+        """``operating_point="auto"``: refresh the camera-height estimate; switch points when it says so."""
+        note = self._auto.observe(dets.boxes, size)
+        if note is not None:
+            notes.append(note)
+            self._apply_point(self._auto.current)
+
+    def _apply_point(self, point: dict[str, float]) -> None:
+        """Use an operating point's threshold and confirmation time (explicit config values still win)."""
+        cfg = self.config
+        self.tau_interact = cfg.tau_interact if cfg.tau_interact is not None else float(point["p_interact"])
+        self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else float(point["confirm_s"])
 
     def describe(self) -> dict[str, Any]:
         """What this pipeline runs (for logs and summaries)."""
@@ -185,8 +208,11 @@ class Pipeline:
             "stage1": repr(self.stage1),
             "stage2": repr(self.stage2),
             "labels": list(self.labels),
+            "operating_point": self.operating_point
+            + (f" (now {self._auto.name})" if self._auto is not None else ""),
             "tau_interact": self.tau_interact,
             "tau_group": self.tau_group,
+            "confirm_s": self.confirm_s,
             "precision": self.models.precision,
             "model_integrity": self.models.integrity,
         }
@@ -229,6 +255,8 @@ class Pipeline:
             dets, over = cap_people(dets, self.config.max_people)
             if over:
                 dropped[f"over max_people={self.config.max_people} (kept the most confident)"] = over
+            if self._auto is not None:
+                self._observe_camera(dets, size, notes)
             clock.lap("validate")
             clock.stage = "track"
             dets = self._assign_ids(dets, timestamp, dropped)
@@ -241,10 +269,10 @@ class Pipeline:
             features = self._features(dets, timestamp, size, flow, notes)
             clock.lap("features")
             clock.stage = "stage1"
-            features, p, label_ids, probs, non_finite = self._classify(features, clock)
+            features, p, label_ids, probs, pending, non_finite = self._classify(features, timestamp, clock)
             clock.stage = "groups"
             groups = groups_from_index(
-                features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels
+                features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels, pending
             )
             clock.lap("groups")
         except Exception as exc:  # noqa: BLE001 - last resort: report the frame as dropped, keep the stream
@@ -415,15 +443,16 @@ class Pipeline:
         return PairFeatures.empty(self.models.spec.stage1_dim, self.models.spec.stage2_dim)
 
     def _classify(
-        self, features: PairFeatures, clock: _Clock
-    ) -> tuple[PairFeatures, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
-        """Stage 1 on all pairs, smoothing, gate, stage 2 on the gated pairs, smoothing.
+        self, features: PairFeatures, timestamp: float, clock: _Clock
+    ) -> tuple[PairFeatures, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+        """Stage 1 on all pairs, smoothing, gate (held for ``confirm_s``), stage 2 on the gated pairs, smoothing.
 
         Pairs whose stage-1 or stage-2 logits are NaN / inf are removed from the frame (their probability is
         unknown) and counted per stage; they never reach the smoothing state.
 
         Returns:
-            The kept pairs' features, (M,) smoothed p, (M,) label ids, (M, C) probs, stage -> pairs removed.
+            The kept pairs' features, (M,) smoothed p, (M,) label ids, (M, C) probs, (M,) bool pending (gate
+            open for less than ``confirm_s``: not reported, not grouped), stage -> pairs removed.
         """
         non_finite: dict[str, int] = {}
         logits = self.stage1.infer(features.stage1) if len(features) else np.zeros((0, 2), np.float32)
@@ -436,7 +465,9 @@ class Pipeline:
         clock.stage = "smooth"
         m = len(features)
         p = self._smoother.smooth_interact(features.pairs, p_raw)
-        gated = np.flatnonzero(p >= self.tau_interact)
+        above = p >= self.tau_interact
+        confirmed = self._smoother.confirm(above, timestamp, self.confirm_s) if self.confirm_s > 0 else above
+        gated = np.flatnonzero(confirmed)
         clock.lap("smooth")
         clock.stage = "stage2"
         raw_probs = None
@@ -456,10 +487,12 @@ class Pipeline:
             probs[gated] = smoothed
             label_ids[gated] = smoothed.argmax(axis=1)
         clock.lap("smooth")
+        pending = above & ~confirmed
         if "stage2" in non_finite:  # gated pairs without a valid class: not reported as interacting
-            keep = (p < self.tau_interact) | (label_ids >= 0)
+            keep = ~confirmed | (label_ids >= 0)
             features, p, label_ids, probs = _subset(features, keep), p[keep], label_ids[keep], probs[keep]
-        return features, p, label_ids, probs, non_finite
+            pending = pending[keep]
+        return features, p, label_ids, probs, pending, non_finite
 
 
 def _subset(features: PairFeatures, keep: np.ndarray) -> PairFeatures:

@@ -236,6 +236,9 @@ class RunOptions:
         tracker: "auto" (track detections without ids), "always" or "never".
         precision: "fp32", "fp16" or "int8" model files of the folder (``pairedge calibrate`` makes them).
         max_people: at most this many detections per frame (the most confident); None = no cap.
+        confirm_s: seconds a link must hold before it is reported; None = the model's (see
+            :class:`PipelineConfig`).
+        operating_point: a named operating point of the model (e.g. "surveillance"); None = its default.
     """
 
     model: Path | None = None
@@ -249,10 +252,15 @@ class RunOptions:
     tracker: str = "auto"
     precision: str = "fp32"
     max_people: int | None = 100
+    confirm_s: float | None = None
+    operating_point: str | None = None
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
-        return PipelineConfig(tracker=self.tracker, flow=flow, max_people=self.max_people)
+        return PipelineConfig(
+            tracker=self.tracker, flow=flow, max_people=self.max_people, confirm_s=self.confirm_s,
+            operating_point=self.operating_point,
+        )  # fmt: skip
 
 
 def resolve_model(model: str | Path | None) -> Path:

@@ -1,7 +1,10 @@
 """Per-pair temporal smoothing: an exponential moving average keyed by the pair ``(id_a, id_b)``.
 
 Two values are smoothed per pair: the stage-1 probability (every frame the pair is scored) and the stage-2
-class probabilities (the frames it passes the gate). A pair's state is evicted as soon as it is not scored
+class probabilities (the frames it passes the gate). A third, optional piece of state is the time since
+which the pair's gate has been open without a break (:meth:`PairSmoother.confirm`): a link is reported
+only after it has held for ``confirm_s`` seconds, so two strangers who cross or pass for a moment are not
+linked. A pair's state is evicted as soon as it is not scored
 for more than ``grace_frames`` frames, i.e. when either of its tracks disappears, and the state never holds
 more than ``max_pairs`` pairs (least recently seen go first), so memory stays flat on endless streams.
 Everything is vectorised over the frame's pairs (sorted int64 keys and ``searchsorted``).
@@ -40,6 +43,7 @@ class PairSmoother:
         self._probs = np.zeros((0, num_classes), np.float32)
         self._has_probs = np.zeros(0, bool)
         self._seen = np.zeros(0, np.int64)  # frame counter of the last update
+        self._since = np.zeros(0, np.float64)  # timestamp the gate opened (NaN: closed)
         self._frame = -1
         self._slot = np.zeros(0, np.int64)  # this frame's pairs -> state rows
 
@@ -94,6 +98,28 @@ class PairSmoother:
         self._has_probs[slots[kept]] = True
         return out
 
+    def confirm(self, above: np.ndarray, timestamp: float, hold_s: float) -> np.ndarray:
+        """Which of this frame's pairs have had their gate open for at least ``hold_s`` seconds.
+
+        Args:
+            above: (M,) bool, the gate of the pairs of the last :meth:`smooth_interact` call.
+            timestamp: this frame's time in seconds (non-decreasing).
+            hold_s: seconds the gate must have stayed open without a break (0: every open gate).
+
+        Returns:
+            (M,) bool. A pair whose gate closes, or that leaves the frame for longer than ``grace_frames``,
+            starts again from zero.
+        """
+        above = np.asarray(above, bool)
+        slots = self._slot
+        kept = slots >= 0
+        prev = np.full(len(above), np.nan)
+        prev[kept] = self._since[slots[kept]]
+        start = np.where(above, np.where(np.isnan(prev), timestamp, prev), np.nan)
+        self._since[slots[kept]] = start[kept]
+        with np.errstate(invalid="ignore"):
+            return above & (timestamp - start >= hold_s - 1e-9)
+
     def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(self._keys) == 0:
             return np.zeros(len(keys), bool), np.zeros(len(keys), np.int64)
@@ -109,6 +135,8 @@ class PairSmoother:
         has_new = np.zeros(len(keys), bool)
         probs_new[found] = self._probs[idx[found]]
         has_new[found] = self._has_probs[idx[found]]
+        since_new = np.full(len(keys), np.nan)
+        since_new[found] = self._since[idx[found]]
         all_keys = np.concatenate([keys, self._keys[carry]])
         if not carry.any() and (len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())):
             order = np.arange(len(keys))  # the usual case: this frame's pairs only, already sorted
@@ -122,6 +150,7 @@ class PairSmoother:
         self._p = np.concatenate([p, self._p[carry]])[order]
         self._probs = np.concatenate([probs_new, self._probs[carry]])[order]
         self._has_probs = np.concatenate([has_new, self._has_probs[carry]])[order]
+        self._since = np.concatenate([since_new, self._since[carry]])[order]
         self._seen = np.concatenate([np.full(len(keys), self._frame), self._seen[carry]])[order]
         slot_of = np.full(len(all_keys), -1, np.int64)
         slot_of[order] = np.arange(len(order))

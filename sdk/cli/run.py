@@ -67,6 +67,18 @@ def run(
         help="At most this many detections per frame go on (the most confident); bounds the work per frame "
         "at n(n-1)/2 pairs.",
     ),  # fmt: skip
+    confirm_s: float | None = typer.Option(
+        None, "--confirm-s", min=0.0, max=60.0,
+        help="Seconds a pair must stay above the stage-1 threshold before it is reported as interacting "
+        "(strangers who cross for a moment are not linked); default: the model's (the bundled model's is "
+        "chosen on simulator validation clips), 0 = at once.",
+    ),  # fmt: skip
+    operating_point: str | None = typer.Option(
+        None, "--operating-point",
+        help="A named operating point of the model: its own stage-1 threshold and link confirmation time. "
+        "The bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
+        "default: the model's main one.",
+    ),  # fmt: skip
     out: Path = typer.Option(Path("out"), "--out", help="Output folder (created)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
@@ -85,6 +97,7 @@ def run(
     options = RunOptions(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
         max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
+        confirm_s=confirm_s, operating_point=operating_point,
     )  # fmt: skip
     from pairedge.ros.bag import is_log
 

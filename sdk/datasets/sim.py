@@ -39,6 +39,8 @@ class SimDataset:
         boxes: ``"detections"`` (simulated detector + tracker) or ``"truth"`` (exact boxes).
         task: one of :data:`TASKS`.
         feature_config: extractor options (stored in the model metadata).
+        spec_version: build the layout of this version of the feature spec (None: the current one), e.g.
+            to score an older model folder on the same scenes.
     """
 
     presets: tuple[str, ...] = ("static", "moving")
@@ -48,6 +50,7 @@ class SimDataset:
     boxes: str = "detections"
     task: str = "paper3"
     feature_config: Mapping[str, Any] = field(default_factory=dict)
+    spec_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -82,11 +85,11 @@ def scene_rows(
     spec: str, preset: str, seed: int, ds: SimDataset
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(stage-1 (M, F1), stage-2 (M, F2) float32, SIM7 labels (M,) int64)`` of one scene's kept frames."""
-    from pairedge.features import get_spec
+    from pairedge.datasets.cad import spec_layout
     from pairedge.runtime.flow import FlowStream, get_flow_backend
     from pairedge.sim import simulate
 
-    spec_obj = get_spec(spec)
+    spec_obj = spec_layout(spec, ds.spec_version)
     extractor = spec_obj.make_extractor(dict(ds.feature_config))
     stream = FlowStream(get_flow_backend(spec_obj.flow_backend, scale=spec_obj.default_flow_scale))
     for frame in simulate(preset, seed=seed, frames=ds.frames):
@@ -123,9 +126,9 @@ def sim_feature_sets(
 def _task_rows(
     spec: str, ds: SimDataset, task: str, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, g: np.ndarray
 ) -> FeatureData:
-    from pairedge.features import get_spec
+    from pairedge.datasets.cad import spec_layout
 
-    spec_obj = get_spec(spec)
+    spec_obj = spec_layout(spec, ds.spec_version)
     together = y < len(PAPER3)
     X = x1 if task == "stage1" else x2
     if task == "stage1":

@@ -105,8 +105,11 @@ def evaluate(
     flow: str = "auto",
     max_frames: int | None = None,
     on_frame: Callable[[], None] | None = None,
+    config: Any = None,
 ) -> EvalReport:
     """Evaluate ``model`` on ONE source (a :class:`StreamSource`, or text that names exactly one).
+
+    ``config``: a :class:`~pairedge.runtime.config.PipelineConfig` for the pipeline (None: the defaults).
 
     Raises:
         InputError: the text names several sources (evaluate each, then :func:`pool`).
@@ -125,7 +128,7 @@ def evaluate(
             )
         source = found[0]
     notes: list[str] = []
-    with load_pipeline(model, precision=precision, backend=backend, flow=flow) as pipe, \
+    with load_pipeline(model, precision=precision, backend=backend, flow=flow, config=config) as pipe, \
             tempfile.TemporaryDirectory() as tmp:  # fmt: skip
         labels = pipe.labels
         gold_lines: list[dict[str, Any]] = []
