@@ -1,0 +1,49 @@
+"""bench_cad's nested CV never trains on a copy of an inner-validation or held-out sequence (fast, synthetic)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_cad  # noqa: E402
+from pairedge.datasets.arrays import FeatureData  # noqa: E402
+from pairedge.export.train import TrainConfig  # noqa: E402
+
+
+def synthetic(offset: float) -> FeatureData:
+    """8 sequences x 40 rows, 3 classes, layout [a (2), b (2), pair (2)]; ``offset`` marks the copy."""
+    rng = np.random.default_rng(0)
+    y = np.tile(np.arange(3), 107)[:320]
+    X = rng.normal(size=(320, 6)).astype(np.float32) + y[:, None] + offset
+    groups = np.repeat([f"cad{k:02d}" for k in range(8)], 40)
+    return FeatureData.from_arrays(X, y, groups, ("a", "b", "c"), person_features=2, pair_features=2, stage=2)
+
+
+def test_augmented_rows_of_validation_and_test_sequences_are_never_trained_on(monkeypatch):
+    data, copy = synthetic(0.0), synthetic(100.0)
+    seen = []
+    real_train = bench_cad.train
+
+    def spy(combined, config, *, val_mask, progress):
+        seen.append((combined.groups.copy(), combined.X[:, 0].copy(), np.asarray(val_mask).copy()))
+        return real_train(combined, config, val_mask=val_mask, progress=progress)
+
+    monkeypatch.setattr(bench_cad, "train", spy)
+    config = TrainConfig(epochs=1, patience=1, samples_per_epoch=64)
+    cv = bench_cad.nested_cv(data, config, 2, [0], augmented=[copy], members=2)
+    assert len(seen) == 4  # 2 outer folds x 2 members
+    for (groups, x0, val), fold in zip(seen, [r for r in cv["folds"] for _ in range(2)], strict=True):
+        is_copy = x0 > 50
+        trained = ~val
+        val_groups = set(groups[val])
+        assert not is_copy[val].any()  # validation = original rows only
+        assert val_groups and not val_groups & set(groups[trained])
+        assert not set(fold["test_sequences"]) & set(groups)  # the held-out fold is absent entirely
+        # every training sequence comes with its copy
+        assert set(groups[trained & is_copy]) == set(groups[trained & ~is_copy])
+    assert all(len(f["best_epoch"]) == 2 for f in cv["folds"])
