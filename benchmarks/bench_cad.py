@@ -85,6 +85,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--patience", type=int, default=5)
     p.add_argument("--samples-per-epoch", type=int, default=10000)
     p.add_argument("--members", type=int, default=1, help="relation nets averaged per outer fold (ensemble)")
+    p.add_argument(
+        "--refit",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="after early stopping, retrain on all training sequences for the chosen epochs",
+    )
     p.add_argument("--folds", type=int, default=4)
     p.add_argument("--seeds", default="0-2", help="repetitions (fold partition, inner split, model init)")
     p.add_argument("--variants", default=",".join(VARIANTS))
@@ -99,7 +105,7 @@ def _concat(parts: list[Any]) -> Any:
 
 
 def fit_relation_net(
-    part: Any, augmented: list[Any], config: TrainConfig, seed: int, members: int
+    part: Any, augmented: list[Any], config: TrainConfig, seed: int, members: int, refit_all: bool = False
 ) -> tuple[Any, dict[str, Any]]:
     """Train ``members`` relation nets on the training folds ``part``; returns ``predict(X) -> (N, C)
     probabilities`` (the members' mean softmax) and what each member chose.
@@ -108,9 +114,12 @@ def fit_relation_net(
     after), early-stops on the ORIGINAL rows of its inner validation sequences, and trains on the original
     rows of the other training sequences plus the ``augmented`` copies (mirror / time reversal; rows of the
     same sequences under the same group ids) of those same sequences only: no copy of an inner-validation
-    or held-out sequence is ever trained on.
+    or held-out sequence is ever trained on. ``refit_all``: then train a fresh net for the chosen number of
+    epochs on ALL the training sequences (inner validation included) and their copies
+    (:func:`pairedge.export.refit.refit`); the epoch still comes from the inner split only.
     """
     import torch
+    from pairedge.export.refit import refit
 
     models, chosen = [], {"best_epoch": [], "inner_val_sequences": []}
     for j in range(members):
@@ -121,7 +130,13 @@ def fit_relation_net(
         combined = _concat([part, *extra])
         mask = np.concatenate([inner, np.zeros(len(combined.y) - len(part.y), bool)])
         result = train(combined, replace(config, seed=s), val_mask=mask, progress=False)
-        models.append(result.model)
+        if refit_all:
+            everything = _concat(
+                [part, *[a.subset(np.isin(a.groups, np.unique(part.groups))) for a in augmented]]
+            )
+            models.append(refit(everything, replace(config, seed=s), result.best_epoch))
+        else:
+            models.append(result.model)
         chosen["best_epoch"].append(result.best_epoch)
         chosen["inner_val_sequences"].append(sorted(val_groups.tolist()))
 
@@ -141,12 +156,14 @@ def nested_cv(
     *,
     augmented: list[Any] | None = None,
     members: int = 1,
+    refit_all: bool = False,
 ) -> dict[str, Any]:
     """Nested sequence-grouped CV of ``data`` (a :class:`FeatureData`).
 
     ``fit(train_data, seed) -> predict(X) -> labels`` replaces the default (:func:`fit_relation_net`:
     relation nets with early stopping on an inner split of the training sequences only, trained on those
-    sequences' rows plus their ``augmented`` copies, ``members`` of them averaged).
+    sequences' rows plus their ``augmented`` copies, ``members`` of them averaged; ``refit_all``: refit on all
+    training sequences for the chosen epochs).
 
     Returns:
         ``{"folds": [per (seed, fold) metrics], "pooled": {seed: metrics of the out-of-fold predictions}}``.
@@ -160,7 +177,7 @@ def nested_cv(
             part = data.subset(~test)
             t0 = time.perf_counter()
             if fit is None:
-                predict, extra = fit_relation_net(part, augmented or [], config, seed, members)
+                predict, extra = fit_relation_net(part, augmented or [], config, seed, members, refit_all)
                 pred = predict(data.X[test]).argmax(1)
                 if members == 1:
                     extra = {key: v[0] for key, v in extra.items()}
@@ -294,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
 
     report: dict[str, Any] = {"command": "python benchmarks/bench_cad.py " + " ".join(sys.argv[1:] if argv is None else argv),
                               "stride": args.stride, "spec_version": args.spec_version, "folds": args.folds,
-                              "seeds": seeds, "members": args.members, "train_config": base.to_dict(),
+                              "seeds": seeds, "members": args.members, "refit": args.refit, "train_config": base.to_dict(),
                               "recipes": {n: RECIPES[n] for n in wanted}, "variants": {}}  # fmt: skip
     for name in wanted:
         recipe = RECIPES[name]
@@ -304,7 +321,7 @@ def main(argv: list[str] | None = None) -> None:
         print(name, flush=True)
         t0 = time.perf_counter()
         cv = nested_cv(data, config, args.folds, seeds, gbm_fit if name == "gbm" else None,
-                       augmented=augmented, members=args.members)  # fmt: skip
+                       augmented=augmented, members=args.members, refit_all=args.refit and name != "gbm")  # fmt: skip
         report["variants"][name] = {"title": TITLES[name], "cv": cv, "summary": summary(cv, data.labels),
                                     "train_config": config.to_dict(), "seconds": round(time.perf_counter() - t0)}  # fmt: skip
         s = report["variants"][name]["summary"]
