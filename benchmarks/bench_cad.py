@@ -22,18 +22,21 @@ the confusion matrix of the pooled out-of-fold predictions (summed over seeds), 
   (absolute box height and position: they identify the camera, i.e. the sequence) are hidden from the model
   (``TrainConfig.ignore_features``); relation-net widths (128, 256); the training folds are augmented with
   their horizontal mirror and their time reversal (approaching <-> leaving), never the held-out fold nor the
-  inner validation sequences (:func:`fit_relation_net`);
+  inner validation sequences (:func:`fit_relation_net`); once the inner split has chosen the epoch count, a
+  fresh net is refit for that many epochs on ALL the training sequences and their copies
+  (:func:`pairedge.export.refit.refit`: classes sit in few sequences, so the inner-validation sequences are
+  data worth having; the held-out fold still chooses nothing);
 * ``orientation``: the same plus each person's annotated 8-way body orientation (``attr``) as
   :class:`~pairedge.types.Detections` orientation (spec v2 orientation features: does A face B, same
   direction, queue geometry, mask) — what a body-orientation estimator could give; mirror augmentation only
   (a time-reversed walker would face backwards);
 * ``boxes_plain``, ``orientation_plain``: the previous recipe (spec v2 columns only, no augmentation,
-  default widths), for comparison;
+  default widths, no refit), for comparison;
 * ``gbm``: a gradient-boosting baseline (scikit-learn ``HistGradientBoostingClassifier``, balanced class
   weights) on the plain box features, same outer folds (no early stopping to nest).
 
 ``--members K`` averages K relation nets per outer fold, each with its own inner split (an ensemble; K = 3
-gave no gain over 1 here). Variants are compared by these numbers only. Writes ``benchmarks/results/bench_cad.json`` and ``.md``::
+gave no gain over 1 here; ``--refit on/off`` overrides the recipes' refit). Variants are compared by these numbers only. Writes ``benchmarks/results/bench_cad.json`` and ``.md``::
 
     OMP_NUM_THREADS=1 nice python benchmarks/bench_cad.py          # about 5-15 minutes on 2 busy cores
     python benchmarks/bench_cad.py --folds 4 --seeds 0 --variants boxes
@@ -59,15 +62,18 @@ from pairedge.export.train import TrainConfig, predict_logits, train
 from pairedge.io.cad import read_cad_dir
 
 #: Per variant: annotated orientation given?, CAD context columns (:mod:`pairedge.datasets.cad_context`),
-#: augmented copies of the training folds, feature columns the model must not use, relation-net widths.
+#: augmented copies of the training folds, feature columns the model must not use, relation-net widths,
+#: refit on all training sequences for the early-stopped epoch count.
 RECIPES: dict[str, dict[str, Any]] = {
     "boxes": {"orientation": False, "context": True, "augment": ("mirror", "reverse"),
-              "ignore": ("viewpoint",), "hidden": (128, 256)},
+              "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True},
     "orientation": {"orientation": True, "context": True, "augment": ("mirror",),
-                    "ignore": ("viewpoint",), "hidden": (128, 256)},
-    "boxes_plain": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": ()},
-    "orientation_plain": {"orientation": True, "context": False, "augment": (), "ignore": (), "hidden": ()},
-    "gbm": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": ()},
+                    "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True},
+    "boxes_plain": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": (),
+                    "refit": False},
+    "orientation_plain": {"orientation": True, "context": False, "augment": (), "ignore": (), "hidden": (),
+                          "refit": False},
+    "gbm": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": (), "refit": False},
 }  # fmt: skip
 VARIANTS = tuple(RECIPES)
 #: Acceptance targets of the issue (nested CV MPCA; queue recall with orientation).
@@ -228,8 +234,9 @@ def markdown(r: dict[str, Any]) -> str:
         "Recipes: `boxes` / `orientation` append the CAD context columns (`pairedge.datasets.cad_context`: "
         "distance change over 1 / 2 / 4 s, camera-compensated motion, group line geometry; causal), hide the "
         "viewpoint columns (absolute box height / position) from the model, use relation-net widths (128, 256), "
-        "and add mirrored (both) and time-reversed (`boxes` only) copies of the TRAINING sequences; "
-        "`*_plain` are the previous recipe (spec v2 columns only, no augmentation, default widths). "
+        "add mirrored (both) and time-reversed (`boxes` only) copies of the TRAINING sequences, and refit a fresh "
+        "net on all training sequences for the epoch count the inner split chose; "
+        "`*_plain` are the previous recipe (spec v2 columns only, no augmentation, default widths, no refit). "
         "The recipes were compared by this nested-CV number (seeds 0-2) among about 30 tried; the chosen "
         "recipe's number is therefore slightly optimistic (see docs/training.md).",
         "",
@@ -318,12 +325,13 @@ def main(argv: list[str] | None = None) -> None:
         data = rows(recipe["orientation"], recipe["context"])
         augmented = [rows(recipe["orientation"], recipe["context"], a) for a in recipe["augment"]]
         config = replace(base, hidden=recipe["hidden"], ignore_features=recipe["ignore"])
+        refit = recipe["refit"] if args.refit == "recipe" else args.refit == "on"
         print(name, flush=True)
         t0 = time.perf_counter()
         cv = nested_cv(data, config, args.folds, seeds, gbm_fit if name == "gbm" else None,
-                       augmented=augmented, members=args.members, refit_all=args.refit and name != "gbm")  # fmt: skip
+                       augmented=augmented, members=args.members, refit_all=refit)  # fmt: skip
         report["variants"][name] = {"title": TITLES[name], "cv": cv, "summary": summary(cv, data.labels),
-                                    "train_config": config.to_dict(), "seconds": round(time.perf_counter() - t0)}  # fmt: skip
+                                    "train_config": config.to_dict(), "refit": refit, "seconds": round(time.perf_counter() - t0)}  # fmt: skip
         s = report["variants"][name]["summary"]
         print(f"{name}: MPCA {s['mpca']['mean']:.3f} ± {s['mpca']['std']:.3f}", flush=True)
     plain = rows(False, False)

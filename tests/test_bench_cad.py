@@ -47,3 +47,25 @@ def test_augmented_rows_of_validation_and_test_sequences_are_never_trained_on(mo
         # every training sequence comes with its copy
         assert set(groups[trained & is_copy]) == set(groups[trained & ~is_copy])
     assert all(len(f["best_epoch"]) == 2 for f in cv["folds"])
+
+
+def test_refit_uses_every_training_sequence_and_its_copies_but_not_the_held_out_fold(monkeypatch):
+    import pairedge.export.refit as refit_module
+
+    data, copy = synthetic(0.0), synthetic(100.0)
+    seen = []
+    real_refit = refit_module.refit
+
+    def spy(everything, config, epochs):
+        seen.append((everything.groups.copy(), everything.X[:, 0].copy(), epochs))
+        return real_refit(everything, config, epochs)
+
+    monkeypatch.setattr(refit_module, "refit", spy)
+    config = TrainConfig(epochs=2, patience=1, samples_per_epoch=64)
+    cv = bench_cad.nested_cv(data, config, 2, [0], augmented=[copy], refit_all=True)
+    assert len(seen) == 2
+    for (groups, x0, epochs), fold in zip(seen, cv["folds"], strict=True):
+        held_out = set(fold["test_sequences"])
+        training = set(data.groups) - held_out
+        assert set(groups[x0 < 50]) == training and set(groups[x0 > 50]) == training
+        assert epochs == fold["best_epoch"]
