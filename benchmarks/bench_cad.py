@@ -93,9 +93,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--members", type=int, default=1, help="relation nets averaged per outer fold (ensemble)")
     p.add_argument(
         "--refit",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="after early stopping, retrain on all training sequences for the chosen epochs",
+        choices=("recipe", "on", "off"),
+        default="recipe",
+        help="after early stopping, retrain on all training sequences for the chosen epochs "
+        "(recipe: as RECIPES says)",
     )
     p.add_argument("--folds", type=int, default=4)
     p.add_argument("--seeds", default="0-2", help="repetitions (fold partition, inner split, model init)")
