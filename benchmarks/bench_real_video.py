@@ -161,9 +161,11 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     picture = None
     with Pipeline.load(model, config=PipelineConfig(operating_point=operating_point)) as pipe:
         labels = list(pipe.labels)
-        point = {"operating_point": operating_point, "tau_interact": pipe.tau_interact, "confirm_s": pipe.confirm_s}
+        switched = None
         for index, image in source:
             result = pipe.step(image, dets.get(index), index / source.fps, frame_index=index)
+            if any(n.startswith("operating point ->") for n in result.diagnostics.notes):
+                switched = index  # operating_point="auto" chose a point from the camera height
             t = truth.get(index + 1)
             gid_of = _ids_to_truth(result, t, dets.with_ids)
             boxes = result.boxes.astype(np.float64)
@@ -187,6 +189,8 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                 picture = draw_links(
                     image, result, gid_of, together[index] if index < len(together) else None
                 )
+        point = {"operating_point": pipe.describe()["operating_point"], "tau_interact": pipe.tau_interact,
+                 "confirm_s": pipe.confirm_s, "switched_at_frame": switched}  # fmt: skip
     truth_total = int(np.triu(together, 1).sum())
     return {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}, picture
 
@@ -291,6 +295,11 @@ def markdown(res: dict[str, Any]) -> str:
         f"slower than {rule['still']} m/s or velocity difference <= {rule['vel_diff']} m/s with cosine >= "
         f"{rule['min_cos']}. {res['together_pair_frames_gt']} together pair-frames in the ground truth.",
         "",
+        "Operating points (all chosen on simulator validation data, none on PETS): `auto` (what `pairedge run` "
+        "does) starts on the model's main point and switches to `surveillance` once the camera height estimated "
+        "from the boxes reaches 1.3 body heights; rows marked `default` / `surveillance` force one point from "
+        "the first frame.",
+        "",
         f"Targets: precision >= {TARGETS['precision']}, recall >= {TARGETS['recall']}, `sitting_together` <= "
         f"{100 * TARGETS['sitting_share']:g} % of the linked pair-frames.",
         "",
@@ -303,7 +312,8 @@ def markdown(res: dict[str, Any]) -> str:
         m = r["median_metres"]
         sitting = r["labels"].get("sitting_together", {}).get("share", 0.0)
         lines.append(
-            f"| {name} | {r['operating_point']} ({r['tau_interact']:.2f}, {r['confirm_s']:g} s) | "
+            f"| {name} | {r['operating_point']} ({r['tau_interact']:.2f}, {r['confirm_s']:g} s"
+            f"{'' if r.get('switched_at_frame') is None else ' from frame ' + str(r['switched_at_frame'])}) | "
             f"{r['linked_pair_frames']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['f1']:.3f} | "
             f"{100 * sitting:.1f} % | {_f(r['median_body_heights'])} / {_f(m)} | {r['linked_unmatched']} | "
             f"{'met' if meets_targets(r) else 'not met'} |"
@@ -340,8 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--png", type=Path, default=None, help=f"write a frame with the pair links (e.g. {PNG})")
     ap.add_argument("--png-frame", type=int, default=400)
     ap.add_argument("--runs", default="gt,det", help="gt, det or both")
-    ap.add_argument("--operating-points", default="default,surveillance",
-                    help="the model's operating points to run (those it lacks are skipped)")  # fmt: skip
+    ap.add_argument("--operating-points", default="auto,default,surveillance",
+                    help="operating points to run: auto (what pairedge run does), default (the model's main "
+                         "one) and the model's named ones (those it lacks are skipped)")  # fmt: skip
     for field, default in Together().__dict__.items():
         ap.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
     args = ap.parse_args(argv)
@@ -370,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     points = []
     for op in (o.strip() for o in args.operating_points.split(",") if o.strip()):
         try:
-            if op != "default":
+            if op not in ("auto", "default"):
                 models.operating_point(op)
             points.append(op)
         except ModelError:
@@ -382,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             metrics, picture = run_case(
                 video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op
             )
-            res["runs"][name if op == "default" else f"{name}, {op}"] = metrics
+            res["runs"][name if op == "auto" else f"{name}, {op}"] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
                   f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})}")  # fmt: skip
             if picture is not None:

@@ -51,7 +51,7 @@ def walking(fps, seconds=0.7, scale=1.0):
 
 
 def test_layout_stage2_is_a_b_pair_and_stage1_is_pair():
-    assert SPEC.person_dim == FP == 12 and SPEC.pair_dim == FQ == 25
+    assert SPEC.person_dim == FP == 15 and SPEC.pair_dim == FQ == 31  # v2: + orientation columns
     assert SPEC.stage2_dim == 2 * FP + FQ and SPEC.stage1_dim == FQ
     frames, times = walking(30)
     pf = run(frames, times, config={"motion": "boxes"})

@@ -9,6 +9,7 @@ import pytest
 from pairedge.evaluation.evaluate import evaluate, pool
 from pairedge.evaluation.fleet_eval import evaluate_many
 from pairedge.evaluation.sources import StreamSource, parse_sources
+from pairedge.runtime import PipelineConfig
 from pairedge.runtime.run import resolve_model
 from pairedge.sim import simulate
 
@@ -56,8 +57,9 @@ def test_log_sources_equal_the_scenes_they_record(tmp_path: Path) -> None:
     assert all(s.params["gold"].endswith("pairs_gt_paper3.jsonl") for s in logs)
     model = resolve_model(None)
     scenes = parse_sources("sim:static+moving:seeds=0:boxes=detections", frames=FRAMES)
-    from_logs = pool([evaluate(model, s) for s in logs])
-    from_scenes = pool([evaluate(model, s) for s in scenes])
+    at_once = PipelineConfig(confirm_s=0.0)  # 8 frames: report links without waiting for them to hold
+    from_logs = pool([evaluate(model, s, config=at_once) for s in logs])
+    from_scenes = pool([evaluate(model, s, config=at_once) for s in scenes])
     assert from_logs.frames == from_scenes.frames == 2 * FRAMES
     assert np.array_equal(from_logs.confusion, from_scenes.confusion) and from_logs.stage1 == from_scenes.stage1
     assert from_logs.confusion.sum() > 0

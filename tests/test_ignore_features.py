@@ -76,7 +76,7 @@ def _pairedge_rows(stage: int, n: int = 600) -> FeatureData:
     )
     return FeatureData.from_arrays(
         X, y, np.array([f"s{i // 50}" for i in range(n)]), PAPER3.classes, feature_spec="pairedge",
-        feature_spec_version="1", feature_names=names, **layout,
+        feature_spec_version=PAIREDGE.version, feature_names=names, **layout,
     )  # fmt: skip
 
 

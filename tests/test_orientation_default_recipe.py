@@ -28,3 +28,30 @@ def test_concat_rows_keeps_layout() -> None:
     c = concat_rows([a, b])
     assert c.X.shape == (3, 3) and c.groups.tolist() == ["s-0", "s-0", "t-0"] and c.stage == 1
     assert concat_rows([a]) is a
+
+
+def test_constrained_threshold_stops_where_another_preset_would_lose_more_than_max_drop() -> None:
+    from pairedge.export.default_model import constrained_threshold
+
+    # surveillance: positives at 0.8, many negatives at 0.6 -> F1 wants a threshold above 0.6;
+    # static: positives at 0.62 (a threshold above 0.62 loses all of them), negatives at 0.2
+    p = np.array([0.8] * 10 + [0.6] * 40 + [0.62] * 10 + [0.2] * 10)
+    y = np.array([1] * 10 + [0] * 40 + [1] * 10 + [0] * 10)
+    presets = np.array(["surveillance"] * 50 + ["static"] * 20)
+    tau, info = constrained_threshold(p, y, presets, 1.0, "surveillance", 0.01)
+    assert 0.6 < tau <= 0.62 and info["precision"] == 1.0 and "surveillance" in info["rule"]
+    free, _ = constrained_threshold(p, y, presets, 1.0, "surveillance", 1.0)  # no constraint
+    assert free == pytest.approx(0.61)  # the first threshold with precision 1 and recall 1
+    only, _ = constrained_threshold(p[:50], y[:50], presets[:50], 1.0, "surveillance", 0.01)
+    assert only == pytest.approx(0.61)
+
+
+def test_sim_rows_can_be_built_in_an_older_spec_layout() -> None:
+    from pairedge.datasets.sim import SimDataset, sim_feature_sets
+
+    ds = dict(presets=("static",), seeds=(0,), frames=6, stride=2, task="stage1")
+    v1 = sim_feature_sets("pairedge", SimDataset(**ds, spec_version="1"))["stage1"]
+    now = sim_feature_sets("pairedge", SimDataset(**ds))["stage1"]
+    assert v1.feature_spec_version == "1" and v1.X.shape[1] == 25
+    assert now.X.shape[1] == 31 and len(v1.y) == len(now.y) > 0
+    np.testing.assert_array_equal(v1.y, now.y)

@@ -18,6 +18,8 @@ key                       shape, dtype        what
 ``det_boxes``             (D, 4) float32      x y w h pixels, as fed to the pipeline (after tracking)
 ``det_ids``               (D,) int64          track ids
 ``det_scores``            (D,) float32        detector scores
+``det_orientation``       (D,) float32        body orientation, radians (NaN: unknown)
+``det_orientation_conf``  (D,) float32        its confidence in [0, 1] (0: unknown)
 ``pair_frame``            (M,) int64          frame of each pair row
 ``pairs``                 (M, 2) int64        track ids ``a < b``
 ``stage1_features``       (M, F1) float32     raw stage-1 features
@@ -47,7 +49,7 @@ from pairedge.errors import FormatError
 from pairedge.types import Detections
 
 PACK_FORMAT = "pairedge-parity-pack"
-PACK_VERSION = 1
+PACK_VERSION = 2  # 2: detections keep their body orientation
 
 #: key -> (dtype kind, number of dimensions) of every array a pack must hold.
 _ARRAYS: Mapping[str, tuple[str, int]] = {
@@ -58,6 +60,8 @@ _ARRAYS: Mapping[str, tuple[str, int]] = {
     "det_boxes": ("f", 2),
     "det_ids": ("i", 1),
     "det_scores": ("f", 1),
+    "det_orientation": ("f", 1),
+    "det_orientation_conf": ("f", 1),
     "pair_frame": ("i", 1),
     "pairs": ("i", 2),
     "stage1_features": ("f", 2),
@@ -177,6 +181,8 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         "det_boxes": _concat(pack.detections, "boxes", (4,), np.float32),
         "det_ids": _concat(pack.detections, "track_ids", (), np.int64),
         "det_scores": _concat(pack.detections, "scores", (), np.float32),
+        "det_orientation": _orientation(pack.detections, "orientation", np.nan),
+        "det_orientation_conf": _orientation(pack.detections, "orientation_conf", 0.0),
         "pair_frame": r.frame.astype(np.int64),
         "pairs": r.pairs.astype(np.int64).reshape(-1, 2),
         "stage1_features": r.stage1_features.astype(np.float32),
@@ -193,6 +199,13 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
     tmp.replace(out)
     return out
+
+
+def _orientation(dets: tuple[Detections, ...], name: str, missing: float) -> np.ndarray:
+    """(D,) float32 orientation (or its confidence) of every detection; ``missing`` where a frame has none."""
+    parts = [np.full(len(d), missing, np.float32) if getattr(d, name) is None
+             else np.asarray(getattr(d, name), np.float32).reshape(-1) for d in dets]  # fmt: skip
+    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
 
 def _concat(dets: tuple[Detections, ...], name: str, width: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -278,8 +291,12 @@ def _check_shapes(file: Path, data: dict[str, np.ndarray], identity: dict[str, A
             file, f"frame_offsets: expected {n + 1} increasing offsets into frame_png", "frame_offsets"
         )
     d = len(data["det_frame"])
-    if data["det_boxes"].shape != (d, 4) or len(data["det_ids"]) != d or len(data["det_scores"]) != d:
-        raise FormatError(file, f"detections: expected {d} boxes (D, 4), ids and scores", "det_boxes")
+    if data["det_boxes"].shape != (d, 4) or any(
+        len(data[k]) != d for k in ("det_ids", "det_scores", "det_orientation", "det_orientation_conf")
+    ):
+        raise FormatError(
+            file, f"detections: expected {d} boxes (D, 4), ids, scores and orientations", "det_boxes"
+        )
     if d and (
         data["det_frame"].min() < 0 or data["det_frame"].max() >= n or (np.diff(data["det_frame"]) < 0).any()
     ):
@@ -309,6 +326,7 @@ def _check_shapes(file: Path, data: dict[str, np.ndarray], identity: dict[str, A
 def _split_detections(data: dict[str, np.ndarray], n: int) -> tuple[Detections, ...]:
     bounds = np.searchsorted(data["det_frame"], np.arange(n + 1))
     return tuple(
-        Detections.from_arrays(data["det_boxes"][lo:hi], data["det_ids"][lo:hi], data["det_scores"][lo:hi])
+        Detections.from_arrays(data["det_boxes"][lo:hi], data["det_ids"][lo:hi], data["det_scores"][lo:hi],
+                               data["det_orientation"][lo:hi], data["det_orientation_conf"][lo:hi])  # fmt: skip
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
     )

@@ -71,13 +71,16 @@ class RecordingExtractor:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.last: PairFeatures | None = None
+        self.last_detections: Detections | None = None  # what the extractor saw (orientation included)
 
     def step(self, *args: Any, **kwargs: Any) -> PairFeatures:
+        self.last_detections = args[0] if args else kwargs.get("detections")
         self.last = self.inner.step(*args, **kwargs)
         return self.last
 
     def reset(self) -> None:
         self.last = None
+        self.last_detections = None
         self.inner.reset()
 
     def __getattr__(self, name: str) -> Any:
@@ -112,9 +115,11 @@ def replay(
     try:
         pipe.reset()
         for index, image, dets, t in items:
-            recorder.last = None
+            recorder.last, recorder.last_detections = None, None
             result = pipe.step(image, dets, t, frame_index=index, image_size=image_size)
-            kept.append(Detections.from_arrays(result.boxes, result.track_ids))
+            seen = recorder.last_detections
+            same = seen is not None and np.array_equal(seen.track_ids, result.track_ids)
+            kept.append(seen if same else Detections.from_arrays(result.boxes, result.track_ids))
             if not len(result.pairs):
                 continue
             feats = _aligned(recorder.last, result.pairs, index)

@@ -93,7 +93,7 @@ def _stage2_names(person: tuple[str, ...], pair: tuple[str, ...]) -> tuple[str, 
 
 
 #: The current version's names and block sizes.
-CURRENT_VERSION = "1"
+CURRENT_VERSION = "2"
 PERSON_NAMES = PERSON_NAMES_V2 if CURRENT_VERSION == "2" else PERSON_NAMES_V1
 PAIR_NAMES = PAIR_NAMES_V2 if CURRENT_VERSION == "2" else PAIR_NAMES_V1
 FP, FQ = len(PERSON_NAMES), len(PAIR_NAMES)

@@ -38,7 +38,7 @@ def test_scene_collection_follows_the_runtime_gate() -> None:
     c = scene_samples()
     s1, s2 = c.stage1, c.stage2
     assert len(s1) > len(s2) > 0
-    assert s1.X.shape[1] == 25 and s2.X.shape[1] == 49
+    assert s1.X.shape[1] == 31 and s2.X.shape[1] == 61  # the bundled model: pairedge spec v2
     assert set(np.unique(s1.truth)) <= {-1, 0, 1} and (s1.truth >= 0).any()
     assert (s2.truth >= 0).any() and np.isfinite(s2.motion).all()
     assert set(np.unique(s1.group)) == {"static-0", "moving-0"}
@@ -83,6 +83,6 @@ def test_video_with_detections_goes_through_the_run_readers(tmp_path: Path) -> N
     files = write_scene("static", seed=1, frames=30, out=tmp_path)
     video, dets = files.out / files.video, files.out / "det" / "tracked.txt"
     c = collect_video(model_dir(), video, dets, stride=1)
-    assert len(c.stage1) > 0 and c.stage1.X.shape[1] == 25
+    assert len(c.stage1) > 0 and c.stage1.X.shape[1] == 31
     assert (c.stage1.truth == -1).all() and (c.stage2.truth == -1).all()  # no truth from a video
     assert c.sources == (video.name,)

@@ -132,7 +132,7 @@ def test_other_feature_spec_fails_at_features(pack_path: Path, tmp_path: Path) -
         _toy_liang(tmp_path / f"stage{stage}.onnx", stage)
     report = check_pack(pack_path, tmp_path)
     assert _first(report) == "features"
-    assert "feature spec differs: pack pairedge v1, model liang2026" in report.first_failure.problems[0]
+    assert "feature spec differs: pack pairedge v2, model liang2026" in report.first_failure.problems[0]
     assert _status(report)["logits"] == "SKIP"
 
 

@@ -46,6 +46,27 @@ def test_round_trip_is_exact(pack_path: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "copy.npz.partial").exists()
 
 
+def test_detection_orientation_survives_the_pack(pack_path: Path, tmp_path: Path) -> None:
+    """Body orientation reaches the spec v2 features, so the pack keeps it (NaN / 0 where unknown)."""
+    from dataclasses import replace
+
+    from pairedge.types import Detections
+
+    pk = load_pack(pack_path)
+    first = pk.detections[0]
+    ori = np.linspace(-3.0, 3.0, len(first)).astype(np.float32)
+    ori[0] = np.nan
+    conf = np.where(np.isnan(ori), 0.0, 0.8).astype(np.float32)
+    dets = (Detections.from_arrays(first.boxes, first.track_ids, first.scores, ori, conf), *pk.detections[1:])
+    again = load_pack(save_pack(replace(pk, detections=dets), tmp_path / "ori.npz"))
+    got = again.detections[0]
+    np.testing.assert_array_equal(got.orientation, ori)
+    np.testing.assert_array_equal(got.orientation_conf, conf)
+    assert np.isnan(again.detections[1].orientation).all() and (again.detections[1].orientation_conf == 0).all()
+    with pytest.raises(FormatError, match="orientations"):
+        load_pack(_rewrite(pack_path, tmp_path / "short.npz", det_orientation=np.zeros(1, np.float32)))
+
+
 def _rewrite(src: Path, dst: Path, **changes: object) -> Path:
     with np.load(src, allow_pickle=False) as npz:
         data = {k: npz[k] for k in npz.files}

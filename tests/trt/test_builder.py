@@ -14,6 +14,9 @@ from pairedge.export.tensorrt.builder import BuildError, BuildSettings, Profile,
 from pairedge.export.tensorrt.folder import build_model_folder
 from pairedge.export.tensorrt.manifest import EngineManifest
 from pairedge.export.tensorrt.progress import RecordingSink
+from pairedge.features import get_spec
+
+F1, F2 = get_spec("pairedge").stage1_dim, get_spec("pairedge").stage2_dim  # the bundled model's widths
 
 GENERATIONS = {"10.3": "10.3.0.30", "10.13": "10.13.0.35", "11.x": "11.1.0.8"}
 STRONG = 1 << 1  # 1 << NetworkDefinitionCreationFlag.STRONGLY_TYPED
@@ -57,8 +60,8 @@ def test_call_sequence(gen: str, precision: str, full_model_dir: Path, tmp_path:
     settings = BuildSettings(precision, Profile(1, 8, 256), workspace_mib=64, timing_cache=cache)
     sink = RecordingSink()
     out = build_serialized(trt, onnx, settings, progress=sink)
-    assert trt.calls == expected_calls(gen, precision, str(onnx), 25, 64, 0)
-    assert out.num_features == 25 and out.input_name == "features" and out.output_names == ("logits",)
+    assert trt.calls == expected_calls(gen, precision, str(onnx), F1, 64, 0)
+    assert out.num_features == F1 and out.input_name == "features" and out.output_names == ("logits",)
     assert out.network_flags == (STRONG if gen == "10.13" else 0)
     assert out.builder_flags == ((precision.upper(),) if gen == "10.3" and precision != "fp32" else ())
     assert sink.events[0] == ("start", "Building engine", None, 2) and sink.events[-1] == (
@@ -149,7 +152,7 @@ def test_build_model_folder_writes_engines_and_manifests(gen: str, full_model_di
         assert dict(m.profile) == {"min": 2, "opt": 16, "max": 128}
         assert m.onnx["file"] == f"stage{b.stage}.int8.onnx" and len(m.onnx["sha256"]) == 64
         assert m.engine["size"] == b.engine.stat().st_size
-        assert m.num_features == (25 if b.stage == 1 else 49) and m.feature_spec == "pairedge"
+        assert m.num_features == (F1 if b.stage == 1 else F2) and m.feature_spec == "pairedge"
         assert m.build["builder_flags"] == (["INT8"] if gen == "10.3" else [])
         assert plan_of(b.engine)["network_flags"] == (STRONG if gen == "10.13" else 0)
     folder_manifest = json.loads((full_model_dir / "manifest.json").read_text())

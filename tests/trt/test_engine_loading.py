@@ -13,8 +13,11 @@ from pairedge.errors import ModelError
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
 from pairedge.export.tensorrt.manifest import EngineFileError, EngineMismatchError, manifest_path
+from pairedge.features import get_spec
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
+
+F1, F2 = get_spec("pairedge").stage1_dim, get_spec("pairedge").stage2_dim  # the bundled model's widths
 
 VERSION = "10.3.0.30"
 
@@ -40,28 +43,28 @@ def _backend(onnx: Path, memory: FakeCudaMemory, version: str = VERSION, **opts)
 def test_inference_matches_onnx_and_splits_batches(model_dir: Path, n: int) -> None:
     _built(model_dir, profile=Profile(3, 8, 16))
     memory = FakeCudaMemory()
-    x = np.random.default_rng(n).normal(size=(n, 49)).astype(np.float32)
+    x = np.random.default_rng(n).normal(size=(n, F2)).astype(np.float32)
     with _backend(model_dir / "stage2.onnx", memory) as backend:
         got = backend.infer(x)
         calls = backend.trt_calls
     np.testing.assert_allclose(got, _reference(model_dir / "stage2.onnx", x), rtol=1e-5, atol=1e-5)
     chunks = [min(16, n - s) for s in range(0, n, 16)]
     shapes = [c[2] for c in calls if c[0] == "IExecutionContext.set_input_shape"]
-    assert shapes == [(max(c, 3), 49) for c in chunks]  # max 16 per call, padded up to the profile min 3
+    assert shapes == [(max(c, 3), F2) for c in chunks]  # max 16 per call, padded up to the profile min 3
     assert [c for c in calls if c[0] == "IExecutionContext.execute_async_v3"] == [
         ("IExecutionContext.execute_async_v3", 0xABC)
     ] * len(chunks)
     assert sum(c[0] == "ICudaEngine.create_execution_context" for c in calls) == 1
     # device buffers sized to the profile max, pinned host buffers, one stream, everything freed
-    assert ("alloc_device", 16 * 49 * 4) in memory.ops and ("alloc_device", 16 * 3 * 4) in memory.ops
-    assert ("alloc_pinned", (16, 49), "float32") in memory.ops
+    assert ("alloc_device", 16 * F2 * 4) in memory.ops and ("alloc_device", 16 * 3 * 4) in memory.ops
+    assert ("alloc_pinned", (16, F2), "float32") in memory.ops
     assert memory.ops.count(("create_stream",)) == 1 and memory.closed
 
 
 def test_pipeline_style_lookup_by_precision(full_model_dir: Path) -> None:
     _built(full_model_dir, "fp16")
     memory = FakeCudaMemory()
-    x = np.random.default_rng(0).normal(size=(4, 25)).astype(np.float32)
+    x = np.random.default_rng(0).normal(size=(4, F1)).astype(np.float32)
     with _backend(full_model_dir / "stage1.fp16.onnx", memory) as backend:
         assert backend.engine_path.name == "stage1.fp16.engine"
         got = backend.infer(x)
@@ -179,7 +182,7 @@ def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: 
     memory = FakeCudaMemory()
     monkeypatch.setitem(sys.modules, "tensorrt", make_fake_tensorrt(VERSION, memory=memory))
     monkeypatch.setattr(backend_module, "open_cuda_memory", lambda kind, device: memory)
-    x = np.random.default_rng(5).normal(size=(7, 49)).astype(np.float32)
+    x = np.random.default_rng(5).normal(size=(7, F2)).astype(np.float32)
     with pipeline_module.Pipeline.load(
         full_model_dir, backend="tensorrt", precision="int8", flow="none"
     ) as pipe:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pairedge.features import get_spec
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.ort import OnnxRuntimeTensorRTBackend, OrtOptions
 
@@ -29,5 +30,5 @@ def test_caches_and_profile(model_dir: Path, tmp_path: Path) -> None:
         opts["trt_profile_min_shapes"],
         opts["trt_profile_opt_shapes"],
         opts["trt_profile_max_shapes"],
-    ) == ("features:1x49", "features:64x49", "features:512x49")
+    ) == tuple(f"features:{n}x{get_spec('pairedge').stage2_dim}" for n in (1, 64, 512))
     assert "trt_profile_min_shapes" not in _trt_options(model_dir / "stage2.onnx")
