@@ -104,7 +104,8 @@ class FrameResult:
         boxes: (N, 4) float32 their boxes, ``x y w h`` pixels.
         pairs: (M, 2) int64 every scored pair ``(id_a, id_b)``, ``id_a < id_b``, sorted.
         p_interact: (M,) float32 smoothed stage-1 probability.
-        interacting: (M,) bool ``p_interact >= tau_interact`` (these pairs went through stage 2).
+        interacting: (M,) bool ``p_interact >= tau_interact`` held for ``confirm_s`` seconds (these pairs went
+            through stage 2).
         label_ids: (M,) int64 stage-2 class of interacting pairs, -1 elsewhere.
         probs: (M, C) float32 smoothed stage-2 probabilities of interacting pairs, zeros elsewhere.
         labels: the C stage-2 class names.
