@@ -179,3 +179,25 @@ def test_cvml_detections_map_frame_numbers_as_written(tmp_path: Path) -> None:
     assert sorted(dets.get(0).track_ids.tolist()) == [4, 7]
     assert len(dets.get(1)) == 0 and dets.last_frame == 2
     np.testing.assert_allclose(dets.get(2).boxes[0], [89, 20, 30, 80])
+
+
+def test_operating_point_and_confirm_options(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """--confirm-s and --operating-point reach the pipeline (summary.json says what ran); an unknown point is
+    one error line naming the model's points."""
+    sim, video, _ = scene
+    args = ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--no-video"]
+    ok = runner.invoke(app, [*args, "--out", str(tmp_path / "a"), "--operating-point", "surveillance",
+                             "--confirm-s", "0.25"])  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    pipeline = json.loads((tmp_path / "a" / "summary.json").read_text())["pipeline"]
+    assert pipeline["operating_point"] == "surveillance" and pipeline["confirm_s"] == 0.25
+    assert pipeline["tau_interact"] == resolve_model_point("surveillance")["p_interact"]
+    bad = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--operating-point", "indoor"])
+    assert bad.exit_code == 1 and "no operating point 'indoor'" in bad.output and "surveillance" in bad.output
+    assert len([x for x in bad.output.splitlines() if x.strip()]) == 1
+
+
+def resolve_model_point(name: str) -> dict[str, float]:
+    from pairedge.runtime.loading import find_models
+
+    return find_models(resolve_model(None)).operating_point(name)
