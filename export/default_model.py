@@ -221,28 +221,39 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
             },
         }
     if "confirm" in recipe:  # the runtime's link confirmation times, chosen on validation clips
-        from pairedge.export.link_policy import choose_confirm_s, choose_operating_point
-
-        c = recipe["confirm"]
-        seeds, grid, frames = str(c["seeds"]), [float(x) for x in c["grid"]], int(c.get("frames", recipe["frames"]))
-        presets = list(recipe["presets"]) + [e["preset"] for e in recipe.get("extra_presets", ())]
-        confirm_s, table = choose_confirm_s(out, presets, seeds, grid, frames)
-        summary["confirm"] = {"confirm_s": confirm_s, "validation": table, "operating_points": {}}
-        points = {}
-        for name, spec in recipe["stage1"].get("operating_points", {}).items():  # on its own preset's clips
-            preset, taus = str(spec["preset"]), [float(t) for t in spec["taus"]]
-            op_tau, op_confirm, op_table = choose_operating_point(out, preset, seeds, taus, grid, frames)
-            points[name] = {"p_interact": op_tau, "confirm_s": op_confirm, "preset": preset}
-            if "min_camera_height" in spec:  # chosen automatically above this camera height (body heights)
-                points[name]["min_camera_height"] = float(spec["min_camera_height"])
-            summary["confirm"]["operating_points"][name] = {**points[name], "validation": op_table}
-        extra = {**stage1_ckpt.extra, "confirm_s": confirm_s, **({"operating_points": points} if points else {})}
-        export_checkpoint(replace(stage1_ckpt, extra=extra), out / "stage1.onnx")
+        extra, summary["confirm"] = link_settings(out, recipe)
+        export_checkpoint(replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / "stage1.onnx")
     summary["check"] = check_fingerprints(recipe)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, MANIFEST_ROLES)
     return summary
+
+
+def link_settings(out: Path, recipe: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The recipe's ``confirm`` and ``stage1.operating_points``, chosen by running the model folder ``out``
+    through the pipeline on the validation clips (:mod:`pairedge.export.link_policy`).
+
+    Returns:
+        Stage 1's metadata additions (``confirm_s``, ``operating_points``) and the ``recipe.json`` record
+        (the choices and every validation row behind them).
+    """
+    from pairedge.export.link_policy import choose_confirm_s, choose_operating_point
+
+    c = recipe["confirm"]
+    seeds, grid, frames = str(c["seeds"]), [float(x) for x in c["grid"]], int(c.get("frames", recipe["frames"]))
+    presets = list(recipe["presets"]) + [e["preset"] for e in recipe.get("extra_presets", ())]
+    confirm_s, table = choose_confirm_s(out, presets, seeds, grid, frames)
+    record: dict[str, Any] = {"confirm_s": confirm_s, "validation": table, "operating_points": {}}
+    points = {}
+    for name, spec in recipe["stage1"].get("operating_points", {}).items():  # on its own preset's clips
+        preset, taus = str(spec["preset"]), [float(t) for t in spec["taus"]]
+        op_tau, op_confirm, op_table = choose_operating_point(out, preset, seeds, taus, grid, frames)
+        points[name] = {"p_interact": op_tau, "confirm_s": op_confirm, "preset": preset}
+        if "min_camera_height" in spec:  # chosen automatically above this camera height (body heights)
+            points[name]["min_camera_height"] = float(spec["min_camera_height"])
+        record["operating_points"][name] = {**points[name], "validation": op_table}
+    return {"confirm_s": confirm_s, **({"operating_points": points} if points else {})}, record
 
 
 def stage1_threshold(stage: dict[str, Any], result: Any, data: FeatureData) -> tuple[float, dict[str, Any]]:

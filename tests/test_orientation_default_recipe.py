@@ -55,3 +55,21 @@ def test_sim_rows_can_be_built_in_an_older_spec_layout() -> None:
     assert v1.feature_spec_version == "1" and v1.X.shape[1] == 25
     assert now.X.shape[1] == 31 and len(v1.y) == len(now.y) > 0
     np.testing.assert_array_equal(v1.y, now.y)
+
+
+def test_link_settings_choose_on_validation_clips_through_the_pipeline() -> None:
+    """The recipe's confirmation time and operating points come from pipeline runs of the built folder."""
+    from pairedge.default_model import RECIPE, default_model_dir
+    from pairedge.export.default_model import link_settings
+
+    recipe = {**RECIPE, "confirm": {"seeds": "2000", "grid": [0.0, 0.2], "frames": 12},
+              "stage1": {**RECIPE["stage1"], "operating_points": {
+                  "surveillance": {"preset": "surveillance", "taus": [0.6, 0.7], "min_camera_height": 1.3}}}}
+    extra, record = link_settings(default_model_dir(), recipe)
+    assert extra["confirm_s"] in (0.0, 0.2) and extra["confirm_s"] == record["confirm_s"]
+    assert [r["confirm_s"] for r in record["validation"]] == [0.0, 0.2]
+    best = max(record["validation"], key=lambda r: (round(r["mean_f1"], 6), -r["confirm_s"]))
+    assert best["confirm_s"] == extra["confirm_s"]
+    point = extra["operating_points"]["surveillance"]
+    assert point["p_interact"] in (0.6, 0.7) and point["min_camera_height"] == 1.3
+    assert len(record["operating_points"]["surveillance"]["validation"]) == 4
