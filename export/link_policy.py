@@ -6,7 +6,8 @@ much. The trade-off is measured where the truth is exact: the streaming pipeline
 ``pairedge run``) runs over simulator validation scenes with ground-truth boxes, and a pair-frame counts as
 a true link when the two people belong to the same social unit. The chosen value maximises the mean over
 presets of that pipeline-level F1; the validation seeds must be disjoint from the training and held-out
-seeds (the recipe's ``confirm`` entry names them).
+seeds (the recipe's ``confirm`` entry names them). :func:`choose_operating_point` chooses a threshold and a
+confirmation time together for one preset (a named operating point such as ``surveillance``).
 """
 
 from __future__ import annotations
