@@ -314,7 +314,7 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     for name, r in res["runs"].items():
         m = r["median_metres"]
-        sitting = r["labels"].get("sitting_together", {}).get("share", 0.0)
+        sitting = sitting_share(r)
         lines.append(
             f"| {name} | {r['operating_point']} ({r['tau_interact']:.2f}, {r['confirm_s']:g} s"
             f"{'' if r.get('switched_at_frame') is None else ' from frame ' + str(r['switched_at_frame'])}) | "
@@ -336,11 +336,15 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sitting_share(r: dict[str, Any]) -> float:
+    """The share of ``sitting_together`` among one run's linked pair-frames."""
+    return float(r["labels"].get("sitting_together", {}).get("share", 0.0))
+
+
 def meets_targets(r: dict[str, Any]) -> bool:
     """The issue's acceptance on one run: precision, recall and the share of ``sitting_together``."""
-    sitting = r["labels"].get("sitting_together", {}).get("share", 0.0)
     return r["precision"] >= TARGETS["precision"] and r["recall"] >= TARGETS["recall"] and (
-        sitting <= TARGETS["sitting_share"])  # fmt: skip
+        sitting_share(r) <= TARGETS["sitting_share"])  # fmt: skip
 
 
 def _f(v: float | None) -> str:

@@ -40,6 +40,12 @@ def f1_of(counts: dict[str, int]) -> float:
     return 2.0 * tp / max(2 * tp + fp + fn, 1)
 
 
+def scored(counts: dict[str, int]) -> dict[str, Any]:
+    """The counts with their precision, recall and F1."""
+    tp, fp, fn = counts["tp"], counts["fp"], counts["fn"]
+    return {**counts, "precision": tp / max(tp + fp, 1), "recall": tp / max(tp + fn, 1), "f1": f1_of(counts)}
+
+
 def choose_confirm_s(
     model: Path,
     presets: Sequence[str],
@@ -59,9 +65,7 @@ def choose_confirm_s(
     for confirm_s in grid:
         row: dict[str, Any] = {"confirm_s": float(confirm_s)}
         for preset in presets:
-            c = link_counts(model, preset, seeds, float(confirm_s), frames, tau)
-            row[preset] = {**c, "precision": c["tp"] / max(c["tp"] + c["fp"], 1),
-                           "recall": c["tp"] / max(c["tp"] + c["fn"], 1), "f1": f1_of(c)}  # fmt: skip
+            row[preset] = scored(link_counts(model, preset, seeds, float(confirm_s), frames, tau))
         row["mean_f1"] = float(np.mean([row[p]["f1"] for p in presets]))
         table.append(row)
     best = max(table, key=lambda r: (round(r["mean_f1"], 6), -r["confirm_s"]))
@@ -82,8 +86,6 @@ def choose_operating_point(
     for tau in taus:
         for confirm_s in grid:
             c = link_counts(model, preset, seeds, float(confirm_s), frames, float(tau))
-            table.append({"p_interact": float(tau), "confirm_s": float(confirm_s), **c,
-                          "precision": c["tp"] / max(c["tp"] + c["fp"], 1),
-                          "recall": c["tp"] / max(c["tp"] + c["fn"], 1), "f1": f1_of(c)})  # fmt: skip
+            table.append({"p_interact": float(tau), "confirm_s": float(confirm_s), **scored(c)})
     best = max(table, key=lambda r: (round(r["f1"], 6), -r["p_interact"], -r["confirm_s"]))
     return best["p_interact"], best["confirm_s"], table

@@ -1,4 +1,5 @@
-"""Checkpoints in the layout of the paper's released code, for the export tests (needs torch)."""
+"""The paper's released-code stage-1 module, rebuilt independently of ``pairedge.export.models``, and
+checkpoints in its layout for the export tests (needs torch)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,33 @@ import torch
 from torch import nn
 
 
+class PaperAdaptiveGeometric(nn.Module):
+    """Stage 1 of the released code: learned per-feature bias / scale / weight, then a 32-16-2 MLP."""
+
+    def __init__(self, f: int = 7) -> None:
+        super().__init__()
+        self.feature_weights = nn.Parameter(torch.ones(f))
+        self.feature_biases = nn.Parameter(torch.zeros(f))
+        self.feature_scales = nn.Parameter(torch.ones(f))
+        self.classifier = nn.Sequential(
+            nn.Linear(f, 32),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(32, 16),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(16, 2),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(((x + self.feature_biases) * self.feature_scales) * self.feature_weights)
+
+
 def paper_stage1(path: Path, poison: float | None = None) -> Path:
     """A released-code stage-1 checkpoint (seeded); ``poison`` replaces one weight (e.g. NaN)."""
     torch.manual_seed(0)
-    classifier = nn.Sequential(
-        nn.Linear(7, 32),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(32, 16),
-        nn.ReLU(),
-        nn.Dropout(0.1),
-        nn.Linear(16, 2),
-    )
-    state = {f"classifier.{k}": v for k, v in classifier.state_dict().items()}
-    state.update(feature_biases=torch.zeros(7), feature_scales=torch.ones(7), feature_weights=torch.rand(7))
+    state = PaperAdaptiveGeometric().state_dict()
+    state["feature_weights"] = torch.rand(7)
     if poison is not None:
         state["classifier.3.weight"][2, 5] = poison
     torch.save(state, path)

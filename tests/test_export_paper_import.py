@@ -17,29 +17,11 @@ from pairedge.errors import ModelError  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
 from pairedge.export.paper_import import import_paper_stage1, import_paper_stage2  # noqa: E402
 from pairedge.labels import CAD8, PAPER3, STAGE1  # noqa: E402
+from paper_checkpoints import PaperAdaptiveGeometric  # noqa: E402
 from torch import nn  # noqa: E402
 
-# --- the released code's module structure, rebuilt here independently of pairedge.export.models ---------
-
-
-class PaperAdaptiveGeometric(nn.Module):
-    def __init__(self, f: int = 7) -> None:
-        super().__init__()
-        self.feature_weights = nn.Parameter(torch.ones(f))
-        self.feature_biases = nn.Parameter(torch.zeros(f))
-        self.feature_scales = nn.Parameter(torch.ones(f))
-        self.classifier = nn.Sequential(
-            nn.Linear(f, 32),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(32, 16),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(16, 2),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(((x + self.feature_biases) * self.feature_scales) * self.feature_weights)
+# --- the released code's module structure, rebuilt independently of pairedge.export.models (stage 1 in
+# paper_checkpoints.py, shared with the export CLI tests) ---------------------------------------------------
 
 
 class PaperResidualBlock(nn.Module):

@@ -181,8 +181,8 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         "det_boxes": _concat(pack.detections, "boxes", (4,), np.float32),
         "det_ids": _concat(pack.detections, "track_ids", (), np.int64),
         "det_scores": _concat(pack.detections, "scores", (), np.float32),
-        "det_orientation": _orientation(pack.detections, "orientation", np.nan),
-        "det_orientation_conf": _orientation(pack.detections, "orientation_conf", 0.0),
+        "det_orientation": _concat(pack.detections, "orientation", (), np.float32, np.nan),
+        "det_orientation_conf": _concat(pack.detections, "orientation_conf", (), np.float32),
         "pair_frame": r.frame.astype(np.int64),
         "pairs": r.pairs.astype(np.int64).reshape(-1, 2),
         "stage1_features": r.stage1_features.astype(np.float32),
@@ -201,16 +201,13 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
     return out
 
 
-def _orientation(dets: tuple[Detections, ...], name: str, missing: float) -> np.ndarray:
-    """(D,) float32 orientation (or its confidence) of every detection; ``missing`` where a frame has none."""
-    parts = [np.full(len(d), missing, np.float32) if getattr(d, name) is None
-             else np.asarray(getattr(d, name), np.float32).reshape(-1) for d in dets]  # fmt: skip
-    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
-
-
-def _concat(dets: tuple[Detections, ...], name: str, width: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """One attribute of every frame's detections stacked: (D, *width) of ``dtype``."""
-    parts = [np.asarray(getattr(d, name), dtype).reshape(-1, *width) for d in dets]
+def _concat(
+    dets: tuple[Detections, ...], name: str, width: tuple[int, ...], dtype: Any, missing: float = 0.0
+) -> np.ndarray:
+    """One attribute of every frame's detections stacked: (D, *width) of ``dtype``; ``missing`` fills the
+    frames whose optional attribute (orientation) is None."""
+    parts = [np.full((len(d), *width), missing, dtype) if getattr(d, name) is None
+             else np.asarray(getattr(d, name), dtype).reshape(-1, *width) for d in dets]  # fmt: skip
     return np.concatenate(parts) if parts else np.zeros((0, *width), dtype)
 
 

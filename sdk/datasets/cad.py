@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pairedge.datasets.arrays import FeatureData
 from pairedge.errors import InputError
+from pairedge.features import spec_layout
 from pairedge.io.cad import CadSequence
 from pairedge.labels import CAD8, STAGE1
 
@@ -54,21 +55,6 @@ class PairRows:
     y: np.ndarray
     frame: np.ndarray
     pairs: np.ndarray
-
-
-def spec_layout(spec: str, spec_version: str | None = None) -> Any:
-    """The feature spec object ``spec`` in the layout of ``spec_version`` (None: the current one)."""
-    from pairedge.features import get_spec
-
-    spec_obj = get_spec(spec)
-    if spec_version is None or str(spec_version) == spec_obj.version:
-        return spec_obj
-    layout = spec_obj.for_version(str(spec_version))
-    if layout is None:
-        raise InputError(
-            f"feature spec {spec!r} has no version {spec_version!r}; this pairedge has {spec_obj.version!r}"
-        )
-    return layout
 
 
 def sequence_pair_rows(

@@ -249,7 +249,8 @@ def with_context(
 ) -> FeatureData:
     """Stage-2 CAD rows (as :func:`pairedge.datasets.cad.cad_features`) with :data:`CONTEXT_NAMES` appended
     to the pair block: ``[a (Fp), b (Fp), pair (Fq + len(CONTEXT_NAMES))]``, ``groups`` = ``"cadNN"``."""
-    from pairedge.datasets.cad import extractor_config, sequence_pair_rows, spec_layout
+    from pairedge.datasets.cad import extractor_config, sequence_pair_rows
+    from pairedge.features import spec_layout
 
     if stride < 1:
         raise InputError(f"expected stride >= 1, got {stride}")

@@ -85,7 +85,7 @@ def scene_rows(
     spec: str, preset: str, seed: int, ds: SimDataset
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(stage-1 (M, F1), stage-2 (M, F2) float32, SIM7 labels (M,) int64)`` of one scene's kept frames."""
-    from pairedge.datasets.cad import spec_layout
+    from pairedge.features import spec_layout
     from pairedge.runtime.flow import FlowStream, get_flow_backend
     from pairedge.sim import simulate
 
@@ -126,7 +126,7 @@ def sim_feature_sets(
 def _task_rows(
     spec: str, ds: SimDataset, task: str, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, g: np.ndarray
 ) -> FeatureData:
-    from pairedge.datasets.cad import spec_layout
+    from pairedge.features import spec_layout
 
     spec_obj = spec_layout(spec, ds.spec_version)
     together = y < len(PAPER3)

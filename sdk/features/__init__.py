@@ -13,6 +13,7 @@ from pairedge.features.base import (
     PairFeatures,
     frame_pairs,
     get_spec,
+    spec_layout,
     spec_names,
     usable_rows,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "PairFeatures",
     "frame_pairs",
     "get_spec",
+    "spec_layout",
     "spec_names",
     "usable_rows",
 ]

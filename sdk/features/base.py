@@ -187,6 +187,18 @@ def get_spec(name: str) -> FeatureSpec:
     return spec
 
 
+def spec_layout(name: str, version: str | None = None) -> FeatureSpec:
+    """The feature spec ``name`` in the layout of ``version`` (None: the current one), e.g. to build rows
+    for an older model; raises :class:`InputError` for a version this pairedge does not implement."""
+    spec = get_spec(name)
+    if version is None or str(version) == spec.version:
+        return spec
+    layout = spec.for_version(str(version))
+    if layout is None:
+        raise InputError(f"feature spec {name!r} has no version {version!r}; this pairedge has {spec.version!r}")
+    return layout
+
+
 def usable_rows(detections: Detections) -> np.ndarray:
     """Row indices of the detections that take part in pairs, ordered by track id.
 
