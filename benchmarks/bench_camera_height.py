@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
             "true_above": int((true >= BOUND).sum()),
             "picked_elevated": int((est >= BOUND).sum()),
             "correct": int(((est >= BOUND) == (true >= BOUND)).sum()),
-            "median_ratio": float(np.nanmedian(est / true)),
+            "median_ratio": float(np.nanmedian(est / true)) if np.isfinite(est).any() else float("nan"),
         }
         print(preset, res["presets"][preset]["picked_elevated"], "of", len(rows), flush=True)
     pets = args.data / "pets09_s2l1" / "mot15"
@@ -85,12 +85,13 @@ def main(argv: list[str] | None = None) -> None:
              "|---|---:|---|---|---:|---:|---:|"]  # fmt: skip
     for preset, p in res["presets"].items():
         t = [r["true"] for r in p["rows"]]
-        e = [r["estimate"] for r in p["rows"] if r["estimate"] is not None]
-        lines.append(f"| {preset} | {len(p['rows'])} | {min(t):.2f}-{max(t):.2f} | "
-                     f"{min(e):.2f}-{max(e):.2f} | {p['picked_elevated']} | {p['correct']} / {len(p['rows'])} | "
-                     f"{p['median_ratio']:.2f} |")  # fmt: skip
+        e = [r["estimate"] for r in p["rows"] if r["estimate"] is not None]  # none yet: too few boxes
+        span = f"{min(e):.2f}-{max(e):.2f}" if e else "none"
+        lines.append(f"| {preset} | {len(p['rows'])} | {min(t):.2f}-{max(t):.2f} | {span} | "
+                     f"{p['picked_elevated']} | {p['correct']} / {len(p['rows'])} | {p['median_ratio']:.2f} |")  # fmt: skip
     for key, p in res["pets"].items():
-        lines.append(f"\nPETS 2009 S2.L1 ({key}.txt, the real-camera check): estimate {p['estimate']:.2f} body "
+        est = "none" if p["estimate"] is None else f"{p['estimate']:.2f}"
+        lines.append(f"\nPETS 2009 S2.L1 ({key}.txt, the real-camera check): estimate {est} body "
                      f"heights from {p['boxes']} boxes; above the bound from frame {p['first_frame_above']}.")  # fmt: skip
     print("wrote", *write("bench_camera_height", res, "\n".join(lines) + "\n", args.out))
 

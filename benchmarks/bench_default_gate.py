@@ -30,6 +30,7 @@ from _train_bench import RESULTS, environment, write
 from pairedge.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import default_model_dir
+from pairedge.errors import PairedgeError
 from pairedge.export.evaluation import classification_metrics
 from pairedge.runtime.backends import get_backend
 from pairedge.runtime.loading import find_models
@@ -127,6 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-drop", type=float, default=0.02)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
+    for folder in (args.old, args.new):  # both refused up front, in one line, before minutes of scoring
+        try:
+            find_models(folder)
+        except PairedgeError as exc:
+            raise SystemExit(f"error: {exc}") from None
     t0 = time.perf_counter()
     old = score_model(args.old, HELD_OUT, args.frames, args.stride)
     new = score_model(args.new, HELD_OUT, args.frames, args.stride)

@@ -374,10 +374,13 @@ def main(argv: list[str] | None = None) -> int:
     fps = FrameSource(video).fps or 10.0
     together = together_matrix(pos, fps, rule)
     truth = read_mot(mot / "gt" / "gt.txt").by_frame()
-    from pairedge.errors import ModelError
+    from pairedge.errors import ModelError, PairedgeError
     from pairedge.runtime.loading import find_models
 
-    models = find_models(args.model)
+    try:
+        models = find_models(args.model)
+    except PairedgeError as exc:
+        raise SystemExit(f"error: {exc}") from None
     res: dict[str, Any] = {
         "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
         "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,

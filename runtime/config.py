@@ -115,8 +115,9 @@ class PipelineConfig:
                 raise InputError(f"{name}: expected a probability in [0, 1], got {value}")
         if self.confirm_s is not None:
             check_confirm_s(self.confirm_s, "confirm_s")
-        if self.operating_point is not None and not isinstance(self.operating_point, str):
-            raise InputError(f"operating_point: expected a name, got {self.operating_point!r}")
+        point = self.operating_point
+        if point is not None and (not isinstance(point, str) or not point.strip()):
+            raise InputError(f"operating_point: expected a name ('auto', 'default' or the model's), got {point!r}")
         cap = self.max_people
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 2):
             raise InputError(

@@ -116,3 +116,5 @@ def test_named_operating_points_set_the_threshold_and_confirm_s(tmp_path: Path) 
         Pipeline.load(bad, flow="none", config=PipelineConfig(operating_point="surveillance"))
     with pytest.raises(InputError, match="operating_point"):
         PipelineConfig(operating_point=3)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="operating_point"):
+        PipelineConfig(operating_point=" ")
