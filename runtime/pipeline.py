@@ -106,6 +106,7 @@ class Pipeline:
         self.extractor = models.spec.make_extractor(self.feature_config)
         self._stream = make_stream(flow, self._pool_config()) if flow is not None else None
         self._tracker = IoUTracker(cfg.tracker_config)
+        self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
         self._frames = 0
         self._last_t: float | None = None
@@ -181,6 +182,7 @@ class Pipeline:
             self._stream.reset()
         self.extractor.reset()
         self._tracker.reset()
+        self._tracking = False
         self._smoother.reset()
         self._last_t = None
         if self._auto is not None:
@@ -259,7 +261,7 @@ class Pipeline:
                 self._observe_camera(dets, size, notes)
             clock.lap("validate")
             clock.stage = "track"
-            dets = self._assign_ids(dets, timestamp, dropped)
+            dets, coasted = self._assign_ids(dets, timestamp, dropped, size)
             clock.lap("track")
             clock.stage = "flow"
             flow = self._flow(image, notes, dets)
@@ -285,6 +287,7 @@ class Pipeline:
             timestamp=timestamp,
             track_ids=dets.track_ids.copy(),
             boxes=dets.boxes.copy(),
+            coasted=coasted,
             pairs=features.pairs,
             p_interact=p,
             interacting=label_ids >= 0,
@@ -382,20 +385,69 @@ class Pipeline:
                 self._image_size = checked
         return self._image_size
 
-    def _assign_ids(self, dets: Detections, timestamp: float, dropped: dict[str, int]) -> Detections:
+    def _assign_ids(
+        self, dets: Detections, timestamp: float, dropped: dict[str, int], size: tuple[int, int] | None
+    ) -> tuple[Detections, np.ndarray]:
+        """Ids from the built-in tracker when the detections carry none, plus the tracks it coasts through a
+        short detection gap (``TrackerConfig.coast_frames``).
+
+        Returns:
+            The detections with ids (rows without one dropped and counted), coasted people appended, and an
+            (N,) bool mask of the coasted rows.
+        """
         mode = self.config.tracker
         missing = dets.track_ids < 0
-        if mode == "always" or (mode == "auto" and len(dets) > 0 and missing.all()):
+        untracked = len(dets) == 0 and self._tracking  # an empty frame still ages the tracks
+        if mode == "always" or (mode == "auto" and (untracked or (len(dets) > 0 and missing.all()))):
             ids = self._tracker.step(dets.boxes, timestamp, dets.scores)
+            self._tracking = True
             dets = Detections(dets.boxes, ids, dets.scores, dets.orientation, dets.orientation_conf)
             missing = ids < 0
             reason = "suppressed by the tracker (duplicate or low score)"
         else:
+            self._tracking = False
             reason = "no track id (mixed with detections that have ids)"
         if missing.any():
             dropped[reason] = int(missing.sum())
             dets = dets.subset(~missing)
-        return dets
+        coasted = np.zeros(len(dets), bool)
+        if self._tracking and self.config.tracker_config.coast_frames > 0:
+            dets, coasted = self._coast(dets, timestamp, size)
+        return dets, coasted
+
+    def _coast(
+        self, dets: Detections, timestamp: float, size: tuple[int, int] | None
+    ) -> tuple[Detections, np.ndarray]:
+        """Append the tracker's coasting tracks (predicted boxes clipped to the image; a box less than half
+        inside it, i.e. a person walking out, is left out), up to ``max_people`` people in all."""
+        ids, boxes = self._tracker.coasting(timestamp, dets.boxes)
+        if size is not None and len(ids):
+            x0 = np.clip(boxes[:, 0], 0, size[0])
+            y0 = np.clip(boxes[:, 1], 0, size[1])
+            x1 = np.clip(boxes[:, 0] + boxes[:, 2], 0, size[0])
+            y1 = np.clip(boxes[:, 1] + boxes[:, 3], 0, size[1])
+            clipped = np.stack([x0, y0, x1 - x0, y1 - y0], 1)
+            inside = clipped[:, 2] * clipped[:, 3] >= 0.5 * boxes[:, 2] * boxes[:, 3]
+            ids, boxes = ids[inside], clipped[inside]
+        room = len(ids) if self.config.max_people is None else max(self.config.max_people - len(dets), 0)
+        ids, boxes = ids[:room], boxes[:room]
+        k = len(ids)
+        if k == 0:
+            return dets, np.zeros(len(dets), bool)
+        orientation = orientation_conf = None
+        if dets.orientation is not None:  # coasted people: orientation unknown (NaN, confidence 0)
+            orientation = np.concatenate([dets.orientation, np.full(k, np.nan, np.float32)])
+            conf = dets.orientation_conf
+            conf = np.isfinite(dets.orientation).astype(np.float32) if conf is None else conf
+            orientation_conf = np.concatenate([conf, np.zeros(k, np.float32)])
+        merged = Detections(
+            np.concatenate([dets.boxes, boxes.astype(np.float32)]),
+            np.concatenate([dets.track_ids, ids]),
+            np.concatenate([dets.scores, np.zeros(k, np.float32)]),
+            orientation,
+            orientation_conf,
+        )
+        return merged, np.arange(len(merged)) >= len(dets)
 
     def _pool_config(self) -> Any:
         """The feature config a fusing flow backend pools for (PairedgeConfig: pool_inset, grid_step)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
 from pairedge.runtime.sources import DetectionFile, FrameSource, read_detections
+from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.types import FrameResult
 from pairedge.types import Detections
 
@@ -239,6 +240,8 @@ class RunOptions:
         confirm_s: seconds a link must hold before it is reported; None = the model's (see
             :class:`PipelineConfig`).
         operating_point: a named operating point of the model (e.g. "surveillance"); None = its default.
+        coast_frames: frames the built-in tracker keeps a missed person at the predicted box
+            (``TrackerConfig.coast_frames``); None = the tracker's default.
     """
 
     model: Path | None = None
@@ -254,12 +257,16 @@ class RunOptions:
     max_people: int | None = 100
     confirm_s: float | None = None
     operating_point: str | None = None
+    coast_frames: int | None = None
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
+        tracker = TrackerConfig()
+        if self.coast_frames is not None:
+            tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
-            tracker=self.tracker, flow=flow, max_people=self.max_people, confirm_s=self.confirm_s,
-            operating_point=self.operating_point,
+            tracker=self.tracker, tracker_config=tracker, flow=flow, max_people=self.max_people,
+            confirm_s=self.confirm_s, operating_point=self.operating_point,
         )  # fmt: skip
 
 

@@ -9,6 +9,12 @@ greedily by decreasing IoU. Unmatched detections with ``score >= min_score`` sta
 unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks`` rows, so memory
 is bounded; when they are full the longest-unseen track is evicted first.
 
+Coasting (``coast_frames > 0``): a detector misses people now and then (small, occluded or blurred people),
+and every miss would cut that person's pairs for a frame and restart their link confirmation.
+:meth:`IoUTracker.coasting` gives the tracks that were matched at least ``coast_min_hits`` times and have
+been unseen for at most ``coast_frames`` frames, with their constant-velocity predicted boxes, so the
+pipeline can keep those people (marked ``coasted``) through short gaps.
+
 Limits (use a real tracker such as ByteTrack or OC-SORT when they matter): greedy assignment, not
 optimal (Hungarian); no appearance model, so people who cross while fully overlapping can swap ids and a
 person who reappears after ``max_age`` frames gets a new id; a constant-velocity model only (no camera
@@ -40,6 +46,10 @@ class TrackerConfig:
         nms_iou: detections overlapping a higher-scored detection of the same frame by more than this IoU
             are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
             every detection.
+        coast_frames: a track unseen for at most this many frames is reported by :meth:`IoUTracker.coasting`
+            with its predicted box (0: never; must not exceed ``max_age``).
+        coast_min_hits: only tracks matched at least this many times coast (a one-frame false detection
+            does not).
     """
 
     min_iou: float = 0.2
@@ -50,6 +60,8 @@ class TrackerConfig:
     min_score: float = 0.0
     velocity_smoothing: float = 0.5
     nms_iou: float | None = 0.35
+    coast_frames: int = 0
+    coast_min_hits: int = 3
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_iou <= 1.0 or self.max_center_jump <= 0 or self.max_scale_change < 1.0:
@@ -57,6 +69,10 @@ class TrackerConfig:
         if self.max_age < 0 or self.max_tracks < 1 or not 0.0 < self.velocity_smoothing <= 1.0:
             raise InputError(
                 f"tracker config: max_age >= 0, max_tracks >= 1, velocity_smoothing in (0, 1]; got {self}"
+            )
+        if not 0 <= self.coast_frames <= self.max_age or self.coast_min_hits < 1:
+            raise InputError(
+                f"tracker config: expected 0 <= coast_frames <= max_age and coast_min_hits >= 1; got {self}"
             )
 
 
@@ -123,6 +139,7 @@ class IoUTracker:
         self._vel = np.zeros((k, 2), np.float64)  # centre velocity, px / s
         self._time = np.zeros(k, np.float64)  # timestamp of the last match
         self._misses = np.zeros(k, np.int64)  # frames unseen
+        self._hits = np.zeros(k, np.int64)  # detections matched (the birth counts)
         self._ids = np.full(k, -1, np.int64)
         self._alive = np.zeros(k, bool)
         self._next_id = 1
@@ -142,6 +159,34 @@ class IoUTracker:
         pred = self._box[slots].copy()
         pred[:, :2] += self._vel[slots] * dt
         return pred
+
+    def coasting(self, timestamp: float, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The tracks to keep through a short detection gap, after :meth:`step` of the frame at ``timestamp``.
+
+        Args:
+            timestamp: the frame's time, seconds.
+            present: (N, 4) the frame's kept detections, ``x y w h``: a prediction overlapping one of them by
+                IoU above ``nms_iou`` (0.35 when None) is left out; it would be a second box on one person
+                (e.g. a track that lost its detection to a neighbour's track).
+
+        Returns:
+            ids: (K,) int64 ids of the live tracks unseen for 1 to ``coast_frames`` frames that were matched at
+            least ``coast_min_hits`` times (K = 0 when ``coast_frames`` is 0).
+            boxes: (K, 4) float64 their boxes predicted to ``timestamp``, ``x y w h`` (not clipped).
+        """
+        cfg = self.config
+        slots = np.flatnonzero(
+            self._alive
+            & (self._misses >= 1)
+            & (self._misses <= cfg.coast_frames)
+            & (self._hits >= cfg.coast_min_hits)
+        )
+        boxes = self.predicted_boxes(slots, timestamp)
+        if present is not None and len(present) and len(slots):
+            limit = 0.35 if cfg.nms_iou is None else cfg.nms_iou
+            free = iou_matrix(boxes, np.asarray(present, np.float64).reshape(-1, 4)).max(axis=1) <= limit
+            slots, boxes = slots[free], boxes[free]
+        return self._ids[slots].copy(), boxes
 
     def step(self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None) -> np.ndarray:
         """Track one frame.
@@ -210,6 +255,7 @@ class IoUTracker:
         self._box[slots] = det
         self._time[slots] = timestamp
         self._misses[slots] = 0
+        self._hits[slots] += 1
 
     def _birth(self, det: np.ndarray, timestamp: float) -> np.ndarray:
         n = len(det)
@@ -228,6 +274,7 @@ class IoUTracker:
         self._vel[slots] = 0.0
         self._time[slots] = timestamp
         self._misses[slots] = 0
+        self._hits[slots] = 1
         self._ids[slots] = new_ids
         self._alive[slots] = True
         out = np.full(n, -1, np.int64)

@@ -113,6 +113,8 @@ class FrameResult:
         timings_ms: stage name -> wall time in milliseconds (``validate``, ``track``, ``flow``,
             ``features``, ``stage1``, ``stage2``, ``smooth``, ``groups``, ``total``).
         diagnostics: what was dropped or repaired.
+        coasted: (N,) bool, True for a person the detector missed in this frame whose box is the built-in
+            tracker's prediction (``TrackerConfig.coast_frames``); empty when not given (no one coasted).
     """
 
     frame_index: int
@@ -128,6 +130,14 @@ class FrameResult:
     groups: tuple[Group, ...]
     timings_ms: Mapping[str, float]
     diagnostics: Diagnostics
+    coasted: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    @property
+    def coasted_mask(self) -> np.ndarray:
+        """(N,) bool: :attr:`coasted`, or all False when it was not given."""
+        if len(self.coasted) == len(self.track_ids):
+            return np.asarray(self.coasted, bool)
+        return np.zeros(len(self.track_ids), bool)
 
     @property
     def interactions(self) -> list[Interaction]:
@@ -167,8 +177,10 @@ class FrameResult:
                 for g in self.groups
             ],
             "tracks": [
-                {"id": int(t), "box": [round(float(v), 2) for v in b]}
-                for t, b in zip(self.track_ids.tolist(), self.boxes, strict=True)
+                {"id": int(t), "box": [round(float(v), 2) for v in b], **({"coasted": True} if c else {})}
+                for t, b, c in zip(
+                    self.track_ids.tolist(), self.boxes, self.coasted_mask.tolist(), strict=True
+                )
             ],
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "diagnostics": self.diagnostics.to_dict(),

@@ -79,6 +79,12 @@ def run(
         "The bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
         "default: the model's main one.",
     ),  # fmt: skip
+    coast_frames: int | None = typer.Option(
+        None, "--coast-frames", min=0, max=15,
+        help="Frames the built-in tracker keeps a person the detector missed, at the predicted box (marked "
+        "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
+        "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
+    ),  # fmt: skip
     out: Path = typer.Option(Path("out"), "--out", help="Output folder (created)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
@@ -97,7 +103,7 @@ def run(
     options = RunOptions(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
         max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
-        confirm_s=confirm_s, operating_point=operating_point,
+        confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
     )  # fmt: skip
     from pairedge.ros.bag import is_log
 
