@@ -31,12 +31,15 @@ class SmoothingConfig:
 
     Attributes:
         alpha: weight of the newest value in (0, 1]; 1.0 turns smoothing off.
-        grace_frames: frames a pair's state survives while one of its tracks is missing (0: evicted at once).
+        grace_frames: frames a pair's state (smoothed probabilities, link confirmation) survives while one of
+            its tracks is missing (0: evicted at once). The default 8 is chosen with
+            ``TrackerConfig.coast_frames`` on simulator validation scenes (``benchmarks/bench_tracker.py``):
+            a detector's short misses then no longer restart a pair's confirmation.
         max_pairs: capacity; the least recently seen pairs are evicted beyond it.
     """
 
     alpha: float = 0.6
-    grace_frames: int = 0
+    grace_frames: int = 8
     max_pairs: int = 20_000
 
     def __post_init__(self) -> None:

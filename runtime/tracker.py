@@ -47,7 +47,8 @@ class TrackerConfig:
             are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
             every detection.
         coast_frames: a track unseen for at most this many frames is reported by :meth:`IoUTracker.coasting`
-            with its predicted box (0: never; must not exceed ``max_age``).
+            with its predicted box (0: never; must not exceed ``max_age``). The default 3 is chosen with
+            ``SmoothingConfig.grace_frames`` on simulator validation scenes (``benchmarks/bench_tracker.py``).
         coast_min_hits: only tracks matched at least this many times coast (a one-frame false detection
             does not).
     """
@@ -60,7 +61,7 @@ class TrackerConfig:
     min_score: float = 0.0
     velocity_smoothing: float = 0.5
     nms_iou: float | None = 0.35
-    coast_frames: int = 0
+    coast_frames: int = 3
     coast_min_hits: int = 3
 
     def __post_init__(self) -> None:

@@ -23,7 +23,7 @@ def _rows() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def test_smoothing_replay_matches_hand_computed_ema() -> None:
     groups, frame, pairs, probs = _rows()
-    out = smooth_like_runtime(groups, frame, pairs, probs, SmoothingConfig(alpha=0.25))
+    out = smooth_like_runtime(groups, frame, pairs, probs, SmoothingConfig(alpha=0.25, grace_frames=0))
     assert np.allclose(out[0], [1.0, 0.0])  # first sight: as is
     assert np.allclose(out[1], [0.75, 0.25])  # 0.25 * new + 0.75 * previous
     assert np.allclose(out[2], [0.5, 0.5])  # another pair: its own state

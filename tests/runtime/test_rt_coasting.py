@@ -80,7 +80,8 @@ def _frames() -> list[np.ndarray]:
 
 def test_pipeline_keeps_a_missed_person_and_marks_them(tmp_path: Path) -> None:
     tracker = TrackerConfig(coast_frames=2, coast_min_hits=2)
-    with _pipe(tmp_path, tracker_config=tracker) as pipe, _pipe(tmp_path) as plain:
+    off = TrackerConfig(coast_frames=0)
+    with _pipe(tmp_path, tracker_config=tracker) as pipe, _pipe(tmp_path, tracker_config=off) as plain:
         for k, boxes in enumerate(_frames()):
             dets = Detections.from_arrays(boxes, None, np.full(len(boxes), 0.9))
             r = pipe.step(None, dets, k / 10, image_size=(640, 480))

@@ -40,7 +40,7 @@ def test_pairs_are_confirmed_independently_and_new_pairs_start_from_zero() -> No
 
 
 def test_a_pair_that_leaves_the_frame_starts_again_and_grace_frames_keep_it() -> None:
-    s = PairSmoother(3)
+    s = PairSmoother(3, SmoothingConfig(grace_frames=0))
     _step(s, [AB], [True], 0.0, 0.3)
     _step(s, [AC], [True], 0.2, 0.3)  # AB missing one frame: evicted (grace 0)
     assert _step(s, [AB, AC], [True, True], 0.4, 0.3) == [False, False]

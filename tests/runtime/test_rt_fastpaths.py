@@ -44,7 +44,7 @@ def test_validation_fast_path_matches_the_full_check(n: int, seed: int, special:
 
 
 def test_steady_state_smoothing_is_the_ema_and_results_are_owned() -> None:
-    s = PairSmoother(3, SmoothingConfig(alpha=0.6))
+    s = PairSmoother(3, SmoothingConfig(alpha=0.6, grace_frames=0))
     pairs = np.array([[1, 2], [1, 5], [2, 5]])
     rng = np.random.default_rng(0)
     expected = None

@@ -48,7 +48,7 @@ def test_stage2_probabilities_are_smoothed_only_when_computed() -> None:
 
 
 def test_pair_is_evicted_when_a_track_disappears() -> None:
-    s = PairSmoother(3, SmoothingConfig(alpha=0.5))
+    s = PairSmoother(3, SmoothingConfig(alpha=0.5, grace_frames=0))
     s.smooth_interact(np.array([[1, 2], [1, 3]]), np.array([1.0, 1.0], np.float32))
     s.smooth_interact(np.array([[1, 3]]), np.array([1.0], np.float32))  # track 2 gone
     assert len(s) == 1
