@@ -30,7 +30,7 @@ from pairedge.runtime.flow.pooling import flow_gpu_ms, make_stream, push_frame
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
 from pairedge.runtime.smoothing import PairSmoother
-from pairedge.runtime.tracker import IoUTracker
+from pairedge.runtime.tracker import IoUTracker, with_coasted
 from pairedge.runtime.types import Diagnostics, FrameResult
 from pairedge.runtime.validate import (
     cap_people,
@@ -412,42 +412,8 @@ class Pipeline:
             dets = dets.subset(~missing)
         coasted = np.zeros(len(dets), bool)
         if self._tracking and self.config.tracker_config.coast_frames > 0:
-            dets, coasted = self._coast(dets, timestamp, size)
+            dets, coasted = with_coasted(self._tracker, dets, timestamp, size, self.config.max_people)
         return dets, coasted
-
-    def _coast(
-        self, dets: Detections, timestamp: float, size: tuple[int, int] | None
-    ) -> tuple[Detections, np.ndarray]:
-        """Append the tracker's coasting tracks (predicted boxes clipped to the image; a box less than half
-        inside it, i.e. a person walking out, is left out), up to ``max_people`` people in all."""
-        ids, boxes = self._tracker.coasting(timestamp, dets.boxes)
-        if size is not None and len(ids):
-            x0 = np.clip(boxes[:, 0], 0, size[0])
-            y0 = np.clip(boxes[:, 1], 0, size[1])
-            x1 = np.clip(boxes[:, 0] + boxes[:, 2], 0, size[0])
-            y1 = np.clip(boxes[:, 1] + boxes[:, 3], 0, size[1])
-            clipped = np.stack([x0, y0, x1 - x0, y1 - y0], 1)
-            inside = clipped[:, 2] * clipped[:, 3] >= 0.5 * boxes[:, 2] * boxes[:, 3]
-            ids, boxes = ids[inside], clipped[inside]
-        room = len(ids) if self.config.max_people is None else max(self.config.max_people - len(dets), 0)
-        ids, boxes = ids[:room], boxes[:room]
-        k = len(ids)
-        if k == 0:
-            return dets, np.zeros(len(dets), bool)
-        orientation = orientation_conf = None
-        if dets.orientation is not None:  # coasted people: orientation unknown (NaN, confidence 0)
-            orientation = np.concatenate([dets.orientation, np.full(k, np.nan, np.float32)])
-            conf = dets.orientation_conf
-            conf = np.isfinite(dets.orientation).astype(np.float32) if conf is None else conf
-            orientation_conf = np.concatenate([conf, np.zeros(k, np.float32)])
-        merged = Detections(
-            np.concatenate([dets.boxes, boxes.astype(np.float32)]),
-            np.concatenate([dets.track_ids, ids]),
-            np.concatenate([dets.scores, np.zeros(k, np.float32)]),
-            orientation,
-            orientation_conf,
-        )
-        return merged, np.arange(len(merged)) >= len(dets)
 
     def _pool_config(self) -> Any:
         """The feature config a fusing flow backend pools for (PairedgeConfig: pool_inset, grid_step)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from pairedge.errors import InputError
+from pairedge.types import Detections
 
 
 @dataclass(frozen=True)
@@ -281,3 +282,47 @@ class IoUTracker:
         out = np.full(n, -1, np.int64)
         out[: len(slots)] = new_ids
         return out
+
+
+def with_coasted(
+    tracker: IoUTracker,
+    dets: Detections,
+    timestamp: float,
+    size: tuple[int, int] | None,
+    max_people: int | None,
+) -> tuple[Detections, np.ndarray]:
+    """The frame's tracked detections with the tracker's coasting people appended (after :meth:`IoUTracker.step`).
+
+    Predicted boxes are clipped to the image ``size`` ``(W, H)`` (None: not clipped); one less than half inside
+    it (a person walking out) is left out; at most ``max_people`` people in all (None: no cap). Coasted people
+    get score 0 and, when the detections carry orientations, an unknown one (NaN, confidence 0).
+
+    Returns:
+        The detections (N rows, the given ones first) and an (N,) bool mask of the coasted rows.
+    """
+    ids, boxes = tracker.coasting(timestamp, dets.boxes)
+    if size is not None and len(ids):
+        x0, x1 = np.clip(boxes[:, 0], 0, size[0]), np.clip(boxes[:, 0] + boxes[:, 2], 0, size[0])
+        y0, y1 = np.clip(boxes[:, 1], 0, size[1]), np.clip(boxes[:, 1] + boxes[:, 3], 0, size[1])
+        clipped = np.stack([x0, y0, x1 - x0, y1 - y0], 1)
+        inside = clipped[:, 2] * clipped[:, 3] >= 0.5 * boxes[:, 2] * boxes[:, 3]
+        ids, boxes = ids[inside], clipped[inside]
+    room = len(ids) if max_people is None else max(max_people - len(dets), 0)
+    ids, boxes = ids[:room], boxes[:room]
+    k = len(ids)
+    if k == 0:
+        return dets, np.zeros(len(dets), bool)
+    orientation = orientation_conf = None
+    if dets.orientation is not None:
+        orientation = np.concatenate([dets.orientation, np.full(k, np.nan, np.float32)])
+        conf = dets.orientation_conf
+        conf = np.isfinite(dets.orientation).astype(np.float32) if conf is None else conf
+        orientation_conf = np.concatenate([conf, np.zeros(k, np.float32)])
+    merged = Detections(
+        np.concatenate([dets.boxes, boxes.astype(np.float32)]),
+        np.concatenate([dets.track_ids, ids]),
+        np.concatenate([dets.scores, np.zeros(k, np.float32)]),
+        orientation,
+        orientation_conf,
+    )
+    return merged, np.arange(len(merged)) >= len(dets)
