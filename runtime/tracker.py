@@ -5,8 +5,9 @@ centre (pixels per second, smoothed). For a new frame each track's box is predic
 timestamp; candidate matches are track/detection pairs whose IoU with the prediction is at least
 ``min_iou``, whose centre moved at most ``max_center_jump`` box heights (the gate widens with every frame the
 track went unseen) and whose height changed by at most ``max_scale_change``; candidates are then assigned
-greedily by decreasing IoU. Unmatched detections with ``score >= min_score`` start new tracks; a track
-unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks`` rows, so memory
+greedily by decreasing IoU; tracks still unmatched may then take a box duplicate suppression removed
+(``rescue_suppressed``: two overlapping people). Unmatched detections with ``score >= min_score`` start new
+tracks; a track unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks`` rows, so memory
 is bounded; when they are full the longest-unseen track is evicted first.
 
 Coasting (``coast_frames > 0``): a detector misses people now and then (small, occluded or blurred people),
@@ -48,10 +49,16 @@ class TrackerConfig:
             are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
             every detection.
         coast_frames: a track unseen for at most this many frames is reported by :meth:`IoUTracker.coasting`
-            with its predicted box (0: never; must not exceed ``max_age``). The default 3 is chosen with
-            ``SmoothingConfig.grace_frames`` on simulator validation scenes (``benchmarks/bench_tracker.py``).
+            with its predicted box (0: never; must not exceed ``max_age``). This default (3) and
+            ``SmoothingConfig.grace_frames`` are chosen together on simulator validation scenes
+            (``benchmarks/bench_tracker.py``).
         coast_min_hits: only tracks matched at least this many times coast (a one-frame false detection
             does not).
+        rescue_suppressed: after the association, a track left without a detection may take a box that
+            ``nms_iou`` suppressed (same gates), so two overlapping people keep both their tracks. Off by
+            default: it helps only where the detector emits no duplicates (simulator: link F1 +0.11), but
+            a duplicate that once started a track of its own then keeps it alive next to the person, a
+            false pair (PETS's raw ACF detections: link precision 0.79 -> 0.64); see docs/runtime.md.
     """
 
     min_iou: float = 0.2
@@ -63,6 +70,7 @@ class TrackerConfig:
     velocity_smoothing: float = 0.5
     nms_iou: float | None = 0.35
     coast_frames: int = 3
+    rescue_suppressed: bool = False
     coast_min_hits: int = 3
 
     def __post_init__(self) -> None:
@@ -208,6 +216,12 @@ class IoUTracker:
         rows = np.arange(len(det)) if cfg.nms_iou is None else np.flatnonzero(nms_keep(det, sc, cfg.nms_iou))
         slots = np.flatnonzero(self._alive)
         matched, cols = self._associate(slots, det, rows, timestamp)
+        if cfg.rescue_suppressed and len(rows) < len(det):
+            # a box NMS suppressed may be a second, overlapping person: a track left without a detection may
+            # take it (same gates); a detector's duplicate of one person has no second track and stays out
+            left = np.setdiff1d(slots, matched, assume_unique=True)
+            more, more_cols = self._associate(left, det, np.setdiff1d(np.arange(len(det)), rows), timestamp)
+            matched, cols = np.concatenate([matched, more]), np.concatenate([cols, more_cols])
         self._update(matched, det[cols], timestamp)
         ids[cols] = self._ids[matched]
         unseen = np.setdiff1d(slots, matched, assume_unique=True)

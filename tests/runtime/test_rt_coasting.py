@@ -127,3 +127,22 @@ def test_coasted_box_is_clipped_to_the_image(tmp_path: Path) -> None:
         r = pipe.step(None, Detections.from_arrays(np.array([_box(20)])), 0.5, image_size=(640, 480))
         # 0.3 s after the last match: x 602.5 .. 642.5, cut at 640
         np.testing.assert_allclose(r.boxes[1], [602.5, 50.0, 37.5, 100.0], atol=1e-3)
+
+
+def test_rescue_keeps_two_overlapping_people_and_still_drops_a_duplicate() -> None:
+    plain, rescue = (
+        IoUTracker(TrackerConfig(rescue_suppressed=False)),
+        IoUTracker(TrackerConfig(rescue_suppressed=True)),
+    )
+    for k in range(2):  # two people 30 px apart walk towards each other (IoU 0.14, 0.33)
+        two = np.array([_box(100 + 5 * k), _box(130 - 5 * k)])
+        assert plain.step(two, k / 10).tolist() == rescue.step(two, k / 10).tolist() == [1, 2]
+    overlap = np.array([_box(110), _box(120)])  # IoU 0.6 > nms_iou 0.35: suppression keeps one box
+    scores = np.array([0.9, 0.8])
+    assert plain.step(overlap, 0.2, scores).tolist() == [1, -1]
+    assert rescue.step(overlap, 0.2, scores).tolist() == [1, 2]  # track 2 takes the suppressed box
+    # one person and a detector's duplicate of them: no second track, the duplicate stays out
+    solo = IoUTracker(TrackerConfig(rescue_suppressed=True))
+    solo.step(np.array([_box(0)]), 0.0)
+    assert solo.step(np.array([_box(0), _box(2)]), 0.1, np.array([0.9, 0.5])).tolist() == [1, -1]
+    assert solo.num_tracks == 1
