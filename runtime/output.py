@@ -104,9 +104,10 @@ def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
             cv2.line(
                 canvas, tuple(pa), tuple(pb), label_colour(int(result.label_ids[r])), thickness, cv2.LINE_AA
             )
-    for t, b in zip(result.track_ids.tolist(), boxes.astype(int), strict=True):
-        colour = track_colour(t)
-        cv2.rectangle(canvas, (b[0], b[1]), (b[0] + b[2], b[1] + b[3]), colour, 2)
+    coasted = result.coasted_mask.tolist()
+    for t, b, c in zip(result.track_ids.tolist(), boxes.astype(int), coasted, strict=True):
+        colour = track_colour(t)  # a coasted person (predicted box, no detection) gets a thin frame
+        cv2.rectangle(canvas, (b[0], b[1]), (b[0] + b[2], b[1] + b[3]), colour, 1 if c else 2)
         cv2.putText(
             canvas, str(t), (b[0] + 2, b[1] + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, cv2.LINE_AA
         )

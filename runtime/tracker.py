@@ -5,10 +5,10 @@ centre (pixels per second, smoothed). For a new frame each track's box is predic
 timestamp; candidate matches are track/detection pairs whose IoU with the prediction is at least
 ``min_iou``, whose centre moved at most ``max_center_jump`` box heights (the gate widens with every frame the
 track went unseen) and whose height changed by at most ``max_scale_change``; candidates are then assigned
-greedily by decreasing IoU; tracks still unmatched may then take a box duplicate suppression removed
-(``rescue_suppressed``: two overlapping people). Unmatched detections with ``score >= min_score`` start new
-tracks; a track unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks`` rows, so memory
-is bounded; when they are full the longest-unseen track is evicted first.
+greedily by decreasing IoU; with ``rescue_suppressed``, tracks still unmatched may then take a box duplicate
+suppression removed (two overlapping people). Unmatched detections with ``score >= min_score`` start new
+tracks; a track unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks``
+rows, so memory is bounded; when they are full the longest-unseen track is evicted first.
 
 Coasting (``coast_frames > 0``): a detector misses people now and then (small, occluded or blurred people),
 and every miss would cut that person's pairs for a frame and restart their link confirmation.
@@ -218,7 +218,7 @@ class IoUTracker:
         matched, cols = self._associate(slots, det, rows, timestamp)
         if cfg.rescue_suppressed and len(rows) < len(det):
             # a box NMS suppressed may be a second, overlapping person: a track left without a detection may
-            # take it (same gates); a detector's duplicate of one person has no second track and stays out
+            # take it (same gates). A duplicate of one person stays out unless it once got a track of its own
             left = np.setdiff1d(slots, matched, assume_unique=True)
             more, more_cols = self._associate(left, det, np.setdiff1d(np.arange(len(det)), rows), timestamp)
             matched, cols = np.concatenate([matched, more]), np.concatenate([cols, more_cols])

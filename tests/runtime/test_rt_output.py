@@ -102,3 +102,17 @@ def test_video_writer_round_trip(tmp_path: Path, suffix: str) -> None:
 def test_video_writer_rejects_unknown_containers(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=".mp4"):
         AnnotatedVideoWriter(tmp_path / "v.gif")
+
+
+def test_coasted_people_get_a_thin_frame_and_a_json_flag() -> None:
+    from dataclasses import replace
+
+    result = replace(_result(), coasted=np.array([False, False, True]))
+    canvas = np.zeros((200, 240, 3), np.uint8)
+    annotate(canvas, result)
+    assert tuple(canvas[90, 150]) == track_colour(9)  # left edge of box 9 (x 150), one pixel wide
+    assert tuple(canvas[90, 151]) != track_colour(9)
+    assert tuple(canvas[35, 11]) == track_colour(3)  # a detected person's frame is two pixels wide
+    tracks = result.to_json_dict()["tracks"]
+    assert [t.get("coasted", False) for t in tracks] == [False, False, True]
+    assert "coasted" not in json.dumps(_result().to_json_dict())  # nothing coasted: no key at all
