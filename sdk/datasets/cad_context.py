@@ -35,7 +35,7 @@ import json
 import numpy as np
 from pairedge.datasets.arrays import FeatureData
 from pairedge.errors import InputError
-from pairedge.io.cad import CadSequence
+from pairedge.io.cad import ACTIONS, CadSequence
 from pairedge.labels import CAD8
 
 #: Look-back horizons (seconds) of the distance change.
@@ -206,10 +206,12 @@ def mirror_sequence(seq: CadSequence) -> CadSequence:
     return dataclasses.replace(seq, boxes=boxes, people=tuple(people))
 
 
-def reverse_sequence(seq: CadSequence) -> CadSequence:
+def reverse_sequence(seq: CadSequence, turn_walkers: bool = False) -> CadSequence:
     """``seq`` played backwards: frame ``f -> F + 1 - f``; approaching and leaving swap, the other classes
-    keep their label (orientation is kept as annotated, so a reversed walker faces backwards: use it for
-    box-only training)."""
+    keep their label. Orientation is kept as annotated, so a reversed walker faces backwards (fine for
+    box-only training); ``turn_walkers`` turns the orientation of every frame annotated *walking* by 180
+    degrees (bin + 4), so reversed walkers face where they go while standing people (a queue, a face-to-face
+    pair) keep theirs."""
     n = seq.num_frames
     labels = seq.labels[::-1].copy()
     approaching, leaving = CAD8.index("approaching"), CAD8.index("leaving")
@@ -219,13 +221,17 @@ def reverse_sequence(seq: CadSequence) -> CadSequence:
     for p in seq.people:
         frames = n + 1 - np.asarray(p.frames, np.int64)
         order = np.argsort(frames, kind="stable")
+        pose = np.asarray(p.pose, np.int64).copy()
+        if turn_walkers:
+            walking = (np.asarray(p.action) == ACTIONS.index("walking")) & (pose >= 1) & (pose <= 8)
+            pose[walking] = (pose[walking] + 3) % 8 + 1  # 1..8 around the circle: + 180 degrees
         people.append(
             dataclasses.replace(
                 p,
                 frames=frames[order],
                 boxes=np.asarray(p.boxes)[order],
                 raw_boxes=np.asarray(p.raw_boxes)[order],
-                pose=np.asarray(p.pose)[order],
+                pose=pose[order],
                 action=np.asarray(p.action)[order],
             )
         )
