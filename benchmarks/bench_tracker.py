@@ -7,9 +7,9 @@ was matched at least ``coast_min_hits`` times through a gap of up to that many f
 confirmation state while one of its tracks is missing for up to that many frames (the pair is not reported
 meanwhile, but does not start again from zero). A third option concerns people who overlap:
 ``TrackerConfig.rescue_suppressed`` lets a track left without a detection take a box that duplicate
-suppression (``nms_iou``) removed, so two overlapping group members keep both their tracks while a detector's
-duplicate of one person (no second track to claim it) stays out. This benchmark measures the trade-offs
-where the truth is exact and chooses the defaults of the first two:
+suppression (``nms_iou``) removed, so two overlapping group members keep both their tracks (a detector's
+duplicate of one person stays out unless it once got a track of its own). This benchmark measures the
+trade-offs where the truth is exact and chooses the defaults of the first two:
 
 * the streaming :class:`Pipeline` (the bundled model, ``operating_point="auto"``, exactly what ``pairedge
   run`` does) runs over simulator scenes of the presets ``static``, ``moving``, ``noisy`` and
@@ -22,8 +22,8 @@ where the truth is exact and chooses the defaults of the first two:
   where the detector missed one of the two;
 * the values chosen are the best mean F1 over the four presets on the **validation** seeds
   (``--choose-seeds``, 2000-2003: never used for training the model nor for its held-out numbers; ties: the
-  shorter coast, then the shorter grace), among the points with the rescue off; the **held-out** seeds (``--test-seeds``, 1000-1003) then report
-  every grid point, the chosen one included, and chose nothing.
+  shorter coast, then the shorter grace), among the points with the rescue off; the **held-out** seeds
+  (``--test-seeds``, 1000-1003) then report every grid point, the chosen one included, and chose nothing.
 
 Duplicate suppression (``TrackerConfig.nms_iou``) is not chosen here: the simulated detector emits no
 duplicate boxes, so the simulator would always prefer no suppression (docs/runtime.md measures it on PETS's
@@ -36,7 +36,7 @@ duplicate that once started a track keeps it alive beside the person, a false pa
 Also reported per value: the share of coasted boxes that match a true person (a coasted box on nobody is
 a ghost). Writes ``benchmarks/results/bench_tracker.json`` / ``.md``::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_tracker.py                 # about 10 minutes on 2 cores
+    OMP_NUM_THREADS=1 python benchmarks/bench_tracker.py                 # about 20 minutes on one core
     python benchmarks/bench_tracker.py --frames 100 --choose-seeds 2000 --test-seeds 1000 --coast-grid 0,3
 """
 
