@@ -36,7 +36,6 @@ links drawn (``docs/images/pets_pairs.png``). Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from typing import Any
 import cv2
 import numpy as np
 from _matching import match_to_truth
+from _train_bench import write
 from pairedge.default_model import default_model_dir
 from pairedge.io.mot import read_mot
 from pairedge.runtime import Pipeline, PipelineConfig
@@ -390,10 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             if picture is not None:
                 args.png.parent.mkdir(parents=True, exist_ok=True)
                 cv2.imwrite(str(args.png), picture)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_real_video.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "bench_real_video.md").write_text(markdown(res))
-    print(markdown(res))
+    text = markdown(res)
+    write("bench_real_video", res, text, args.out)
+    print(text)
     return 0
 
 

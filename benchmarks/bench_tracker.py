@@ -43,7 +43,6 @@ a ghost). Writes ``benchmarks/results/bench_tracker.json`` / ``.md``::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -52,6 +51,7 @@ from typing import Any
 import cv2
 import numpy as np
 from _matching import match_to_truth
+from _train_bench import write
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import default_model_dir
 from pairedge.labels import PAPER3, SIM7
@@ -164,8 +164,8 @@ def markdown(res: dict[str, Any]) -> str:
         "yes are reported, not chosen: the simulated detector emits no duplicate boxes, the case the rescue "
         "gets wrong (see the module docstring).\n",
     ]
-    for split in ("validation", "held_out"):
-        out.append(f"\n## {split.replace('_', '-')} seeds {res[split + '_seeds_used']}\n")
+    for split, seeds in (("validation", res["choose_seeds"]), ("held_out", res["test_seeds"])):
+        out.append(f"\n## {split.replace('_', '-')} seeds {seeds}\n")
         out.append("| coast_frames | grace_frames | rescue | mean F1 | " + " | ".join(f"{p} P / R / F1" for p in PRESETS)
                    + " | coasted boxes on a person |")  # fmt: skip
         out.append("|---:|---:|---:|---:|" + "---|" * len(PRESETS) + "---:|")
@@ -218,21 +218,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("held-out", flush=True)
     held_out = table(args.model, test, args.frames, grid)
+    tracker = TrackerConfig()
     res = {
         "command": "python benchmarks/bench_tracker.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "model": str(args.model), "frames": args.frames, "grid": grid, "choose_seeds": args.choose_seeds,
-        "test_seeds": args.test_seeds, "validation_seeds_used": args.choose_seeds,
-        "held_out_seeds_used": args.test_seeds, "chosen": list(chosen),
-        "default_in_code": {"coast_frames": TrackerConfig().coast_frames,
-                            "grace_frames": SmoothingConfig().grace_frames,
-                            "rescue_suppressed": TrackerConfig().rescue_suppressed},
+        "test_seeds": args.test_seeds, "chosen": list(chosen),
+        "default_in_code": {"coast_frames": tracker.coast_frames, "grace_frames": SmoothingConfig().grace_frames,
+                            "rescue_suppressed": tracker.rescue_suppressed},
         "validation": validation, "held_out": held_out,
         "environment": f"Python {sys.version.split()[0]}, numpy {np.__version__}, OpenCV {cv2.__version__}",
     }  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_tracker.json").write_text(json.dumps(res, indent=2) + "\n")
-    (args.out / "bench_tracker.md").write_text(markdown(res))
-    print(markdown(res))
+    text = markdown(res)
+    write("bench_tracker", res, text, args.out)
+    print(text)
     return 0
 
 

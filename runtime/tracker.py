@@ -327,11 +327,10 @@ def with_coasted(
     if k == 0:
         return dets, np.zeros(len(dets), bool)
     orientation = orientation_conf = None
-    if dets.orientation is not None:
+    if dets.orientation is not None:  # a None confidence stays None: derived from the orientation (NaN -> 0)
         orientation = np.concatenate([dets.orientation, np.full(k, np.nan, np.float32)])
-        conf = dets.orientation_conf
-        conf = np.isfinite(dets.orientation).astype(np.float32) if conf is None else conf
-        orientation_conf = np.concatenate([conf, np.zeros(k, np.float32)])
+        if dets.orientation_conf is not None:
+            orientation_conf = np.concatenate([dets.orientation_conf, np.zeros(k, np.float32)])
     merged = Detections(
         np.concatenate([dets.boxes, boxes.astype(np.float32)]),
         np.concatenate([dets.track_ids, ids]),
