@@ -54,8 +54,10 @@ from _matching import match_to_truth
 from _train_bench import write
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import default_model_dir
+from pairedge.errors import PairedgeError
 from pairedge.labels import PAPER3, SIM7
 from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
+from pairedge.runtime.loading import find_models
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.sim import Scene
 from pairedge.types import Detections
@@ -188,6 +190,36 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        values = sorted({int(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise ValueError(f"{name}: expected whole numbers separated by commas, got {text!r}") from None
+    if not values:
+        raise ValueError(f"{name}: expected at least one value, got {text!r}")
+    return values
+
+
+def check_inputs(args: argparse.Namespace) -> tuple[list[Point], list[int], list[int]]:
+    """The grid and the two seed lists; raises PairedgeError / ValueError for anything unusable."""
+    if args.frames < 1:
+        raise ValueError(f"--frames: expected at least 1, got {args.frames}")
+    find_models(args.model)  # a missing or broken model folder, before any scene is simulated
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)  # an unwritable results folder, before the long run
+    except OSError as exc:
+        raise ValueError(f"--out {args.out}: cannot create the results folder ({exc.strerror})") from None
+    coasts = _ints(args.coast_grid, "--coast-grid")
+    graces = _ints(args.grace_grid, "--grace-grid")
+    rescues = _ints(args.rescue_grid, "--rescue-grid")
+    if not set(rescues) <= {0, 1}:
+        raise ValueError(f"--rescue-grid: expected 0 and / or 1, got {args.rescue_grid!r}")
+    grid = [(c, g, r) for c in coasts for g in graces for r in rescues]
+    for point in grid:
+        config_of(point)  # InputError for a value out of range
+    return grid, list(parse_seeds(args.choose_seeds)), list(parse_seeds(args.test_seeds))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=default_model_dir())
@@ -200,13 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
-    coasts = sorted({int(v) for v in args.coast_grid.split(",") if v.strip()})
-    graces = sorted({int(v) for v in args.grace_grid.split(",") if v.strip()})
-    rescues = sorted({int(v) for v in args.rescue_grid.split(",") if v.strip()})
-    grid = [(c, g, r) for c in coasts for g in graces for r in rescues]
-    for point in grid:
-        config_of(point)  # refuses a value out of range before any work
-    choose, test = list(parse_seeds(args.choose_seeds)), list(parse_seeds(args.test_seeds))
+    try:  # every input refused in one line before any work
+        grid, choose, test = check_inputs(args)
+    except (PairedgeError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from None
     print("validation", flush=True)
     validation = table(args.model, choose, args.frames, grid)
     candidates = [r for r in validation if not r["rescue_suppressed"]] or validation

@@ -53,3 +53,16 @@ def test_a_missed_person_costs_recall() -> None:
     score_frame(r, _frame(), counts)
     assert (counts["tp"], counts["fp"], counts["fn"]) == (0, 0, 1)
     assert scored(counts)["coasted_precision"] is None
+
+
+def test_bad_inputs_are_refused_in_one_line_before_any_work(tmp_path: Path, capsys) -> None:
+    import pytest
+    from bench_tracker import main
+
+    for args in (["--coast-grid", "x"], ["--coast-grid", "99"], ["--rescue-grid", "2"], ["--frames", "0"],
+                 ["--choose-seeds", "zz"], ["--model", str(tmp_path / "[bold]none")]):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main([*args, "--out", str(tmp_path / "out")])
+        message = str(exc.value.code)
+        assert message.startswith("error: ") and "\n" not in message
+    assert not (tmp_path / "out" / "bench_tracker.json").exists()
