@@ -93,6 +93,10 @@ class PipelineConfig:
             100). None = no cap (the work then grows with the square of the people in a frame).
         features: options of the feature spec (a mapping of its config fields); None = those stored in the
             model metadata (``extra["feature_config"]``), else the spec's defaults.
+        box_shape: what to do with the spec's box-shape columns (width-to-height ratio, a posture cue;
+            :mod:`pairedge.runtime.boxshape`): "auto" sets them to the model's training mean once the
+            detector is seen to draw every box at one ratio (a sliding-window detector such as ACF or HOG,
+            whose box shape says nothing about the person), "off" always uses them, "ignore" never does.
         backend_options: options object of the classifier backend (e.g. ``OrtOptions``); None = defaults.
     """
 
@@ -107,11 +111,14 @@ class PipelineConfig:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     max_people: int | None = 100
     features: Mapping[str, Any] | None = None
+    box_shape: str = "auto"
     backend_options: Any = None
 
     def __post_init__(self) -> None:
         if self.tracker not in ("auto", "always", "never"):
             raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
+        if self.box_shape not in ("auto", "off", "ignore"):
+            raise InputError(f"box_shape: expected 'auto', 'off' or 'ignore', got {self.box_shape!r}")
         for name in ("tau_interact", "tau_group"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:

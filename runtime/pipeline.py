@@ -20,10 +20,11 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-from pairedge.errors import PairedgeError
+from pairedge.errors import InputError, PairedgeError
 from pairedge.features import PairFeatures
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
+from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend
 from pairedge.runtime.flow.pooling import flow_gpu_ms, make_stream, push_frame
@@ -105,6 +106,16 @@ class Pipeline:
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
         self._stream = make_stream(flow, self._pool_config()) if flow is not None else None
+        self._box_cols, self._box_means = neutral_columns(
+            models.spec.stage2_names, models.spec.box_shape_names, models.stage2.metadata.norm_mean
+        )
+        if cfg.box_shape == "ignore" and not len(self._box_cols):
+            raise InputError(
+                f"box_shape='ignore': the model ({models.spec.name} v{models.spec.version}) has no box-shape "
+                "columns with training means to use instead; use 'auto' or 'off'"
+            )
+        use_monitor = cfg.box_shape == "auto" and len(self._box_cols) > 0
+        self._aspect = AspectMonitor() if use_monitor else None  # detects a fixed-ratio detector
         self._tracker = IoUTracker(cfg.tracker_config)
         self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
@@ -184,6 +195,8 @@ class Pipeline:
         self._tracker.reset()
         self._tracking = False
         self._smoother.reset()
+        if self._aspect is not None:
+            self._aspect.reset()
         self._last_t = None
         if self._auto is not None:
             self._auto.reset()
@@ -196,6 +209,25 @@ class Pipeline:
             notes.append(note)
             self._apply_point(self._auto.current)
 
+    def _aspect_note(self) -> str:
+        """The diagnostics note when the fixed-ratio verdict on the detector changes."""
+        if self._aspect is not None and self._aspect.fixed:
+            return (
+                f"detector draws every box at one width/height ratio ({self._aspect.aspect:.3f}): box-shape "
+                "features set to the model's training mean"
+            )
+        return "detector box shapes vary again: box-shape features used"
+
+    def _box_shape_ignored(self) -> bool:
+        if self.config.box_shape == "ignore":
+            return True
+        return self._aspect is not None and self._aspect.fixed
+
+    def _neutralise_box_shape(self, features: PairFeatures) -> None:
+        """In place: the box-shape columns of stage 2 at the model's training mean when they are ignored."""
+        if len(features) and self._box_shape_ignored():
+            features.stage2[:, self._box_cols] = self._box_means
+
     def _apply_point(self, point: dict[str, float]) -> None:
         """Use an operating point's threshold and confirmation time (explicit config values still win)."""
         cfg = self.config
@@ -204,6 +236,7 @@ class Pipeline:
 
     def describe(self) -> dict[str, Any]:
         """What this pipeline runs (for logs and summaries)."""
+        fixed = self._aspect is not None and self._aspect.fixed
         return {
             "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
             "flow": repr(self.flow) if self.flow is not None else "none",
@@ -215,6 +248,7 @@ class Pipeline:
             "tau_interact": self.tau_interact,
             "tau_group": self.tau_group,
             "confirm_s": self.confirm_s,
+            "box_shape": self.config.box_shape + (" (now ignored: fixed-ratio detector)" if fixed else ""),
             "precision": self.models.precision,
             "model_integrity": self.models.integrity,
         }
@@ -259,6 +293,8 @@ class Pipeline:
                 dropped[f"over max_people={self.config.max_people} (kept the most confident)"] = over
             if self._auto is not None:
                 self._observe_camera(dets, size, notes)
+            if self._aspect is not None and self._aspect.update(dets.boxes, size):
+                notes.append(self._aspect_note())
             clock.lap("validate")
             clock.stage = "track"
             dets, coasted = self._assign_ids(dets, timestamp, dropped, size)
@@ -269,6 +305,7 @@ class Pipeline:
             clock.gpu_ms = flow_gpu_ms(self.flow) if flow is not None else None
             clock.stage = "features"
             features = self._features(dets, timestamp, size, flow, notes)
+            self._neutralise_box_shape(features)
             clock.lap("features")
             clock.stage = "stage1"
             features, p, label_ids, probs, pending, non_finite = self._classify(features, timestamp, clock)

@@ -242,6 +242,7 @@ class RunOptions:
         operating_point: a named operating point of the model (e.g. "surveillance"); None = its default.
         coast_frames: frames the built-in tracker keeps a missed person at the predicted box
             (``TrackerConfig.coast_frames``); None = the tracker's default.
+        box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
     """
 
     model: Path | None = None
@@ -258,6 +259,7 @@ class RunOptions:
     confirm_s: float | None = None
     operating_point: str | None = None
     coast_frames: int | None = None
+    box_shape: str = "auto"
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -266,7 +268,7 @@ class RunOptions:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
             tracker=self.tracker, tracker_config=tracker, flow=flow, max_people=self.max_people,
-            confirm_s=self.confirm_s, operating_point=self.operating_point,
+            confirm_s=self.confirm_s, operating_point=self.operating_point, box_shape=self.box_shape,
         )  # fmt: skip
 
 

@@ -182,15 +182,17 @@ def test_cvml_detections_map_frame_numbers_as_written(tmp_path: Path) -> None:
 
 
 def test_operating_point_and_confirm_options(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    """--confirm-s and --operating-point reach the pipeline (summary.json says what ran); an unknown point is
-    one error line naming the model's points."""
+    """--confirm-s, --operating-point and --box-shape reach the pipeline (summary.json says what ran); an
+    unknown point is one error line naming the model's points."""
     sim, video, _ = scene
     args = ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--no-video"]
     ok = runner.invoke(app, [*args, "--out", str(tmp_path / "a"), "--operating-point", "surveillance",
-                             "--confirm-s", "0.25"])  # fmt: skip
+                             "--confirm-s", "0.25", "--box-shape", "ignore"])  # fmt: skip
     assert ok.exit_code == 0, ok.output
     pipeline = json.loads((tmp_path / "a" / "summary.json").read_text())["pipeline"]
     assert pipeline["operating_point"] == "surveillance" and pipeline["confirm_s"] == 0.25
+    assert pipeline["box_shape"] == "ignore"
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--box-shape", "sometimes"]).exit_code == 2
     assert pipeline["tau_interact"] == resolve_model_point("surveillance")["p_interact"]
     bad = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--operating-point", "indoor"])
     assert bad.exit_code == 1 and "no operating point 'indoor'" in bad.output and "surveillance" in bad.output

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
+from pairedge.errors import InputError
 from pairedge.sim import Scene, get_preset, simulate
 from pairedge.sim.config import NoiseConfig, with_people
 from pairedge.sim.noise import SWITCH_ID_BASE, iou_matrix
@@ -78,3 +80,23 @@ def test_long_runs_keep_state_bounded() -> None:
     assert members == sorted(np.flatnonzero(alive).tolist())
     f = scene.next_frame()  # and rendering still works after compaction
     assert len(f.truth) > 0
+
+
+def test_a_fixed_aspect_detector_draws_every_box_at_one_ratio() -> None:
+    cfg = _small("static")
+    fixed = dataclasses.replace(cfg, noise=dataclasses.replace(cfg.noise, fixed_aspect=0.44))
+    ratios, truth_ratios, heights, truth_heights = [], [], [], []
+    for f, g in zip(simulate(fixed, seed=2, frames=40), simulate(cfg, seed=2, frames=40), strict=True):
+        b = f.detections.boxes.astype(np.float64)
+        inside = (b[:, 0] > 0.5) & (b[:, 0] + b[:, 2] < 319.5) & (b[:, 1] > 0.5) & (b[:, 1] + b[:, 3] < 239.5)
+        ratios += (b[inside, 2] / b[inside, 3]).tolist()
+        truth_ratios += (f.truth.boxes[:, 2] / f.truth.boxes[:, 3]).tolist()
+        heights.append(f.truth.boxes[:, 3].sum())
+        truth_heights.append(g.truth.boxes[:, 3].sum())
+    assert len(ratios) > 50
+    np.testing.assert_allclose(ratios, 0.44, rtol=1e-4)  # float32 rounding only
+    assert np.std(truth_ratios) > 0.02  # the truth keeps each person's shape
+    np.testing.assert_array_equal(heights, truth_heights)  # the scene itself is the same
+    for bad in (-0.1, float("nan"), 6.0):
+        with pytest.raises(InputError, match="fixed_aspect"):
+            NoiseConfig(fixed_aspect=bad)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,14 @@ if TYPE_CHECKING:
     from pairedge.ros.bag import LogTopics
     from pairedge.runtime.run import RunOptions, RunSummary
     from rich.table import Table
+
+
+class BoxShape(str, Enum):
+    """``--box-shape`` (``PipelineConfig.box_shape``)."""
+
+    auto = "auto"
+    off = "off"
+    ignore = "ignore"
 
 
 @app.command()
@@ -85,6 +94,11 @@ def run(
         "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
         "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
     ),  # fmt: skip
+    box_shape: BoxShape = typer.Option(
+        BoxShape.auto, "--box-shape",
+        help="Box width/height as a posture cue: 'auto' ignores it once every box has the same shape (a "
+        "sliding-window detector such as ACF or HOG), 'off' always uses it, 'ignore' never does.",
+    ),  # fmt: skip
     out: Path = typer.Option(Path("out"), "--out", help="Output folder (created)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
@@ -104,6 +118,7 @@ def run(
         model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
         max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
+        box_shape=box_shape.value,
     )  # fmt: skip
     from pairedge.ros.bag import is_log
 

@@ -109,6 +109,10 @@ class FeatureSpec:
         viewpoint_names: the columns (of either stage) that depend on where the camera is rather than on
             what the people do: absolute image position and size. A model trained with them ignored
             (``pairedge train --ignore-features viewpoint``) transfers to a camera at another height.
+        box_shape_names: the stage-2 columns computed from each box's width-to-height ratio alone (posture
+            evidence: a seated person's box is wider). A sliding-window detector (ACF, HOG, DPM) draws every
+            box at one ratio, so these columns then say nothing about the person; the runtime sets them to
+            the model's training mean (``PipelineConfig.box_shape``).
     """
 
     name: str = ""
@@ -120,6 +124,7 @@ class FeatureSpec:
     default_flow_scale: float = 1.0
     config_type: type = object
     viewpoint_names: frozenset[str] = frozenset()
+    box_shape_names: frozenset[str] = frozenset()
 
     @property
     def stage1_dim(self) -> int:

@@ -341,6 +341,7 @@ class PairedgeSpec(FeatureSpec):
     default_flow_scale = 0.5
     config_type = PairedgeConfig
     viewpoint_names = VIEWPOINT_NAMES
+    box_shape_names = frozenset({"a_aspect", "b_aspect"})
     person_dim = FP
     pair_dim = FQ
 

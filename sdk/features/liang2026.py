@@ -456,6 +456,7 @@ class Liang2026Spec(FeatureSpec):
     flow_backend = "farneback"
     default_flow_scale = 1.0
     viewpoint_names = VIEWPOINT_NAMES
+    box_shape_names = frozenset({"mean_aspect_ratio"})
     config_type = Liang2026Config
 
     def _new_extractor(self, config: Liang2026Config) -> Liang2026Extractor:

@@ -62,6 +62,8 @@ class DetectorNoise:
         cx = b[:, 0] + b[:, 2] / 2 + noise[:, 0] * b[:, 2]
         cy = b[:, 1] + b[:, 3] / 2 + noise[:, 1] * b[:, 3]
         w, h = b[:, 2] * np.exp(noise[:, 2]), b[:, 3] * np.exp(noise[:, 3])
+        if cfg.fixed_aspect > 0:
+            w = cfg.fixed_aspect * h  # a sliding-window detector: one box shape for everyone
         boxes = np.stack([cx - w / 2, cy - h / 2, w, h], 1)
         keep = ~miss
         self._swap(boxes[keep], truth.track_ids[keep], ids, keep)
@@ -94,6 +96,8 @@ class DetectorNoise:
         k = int(self.rng.poisson(self.cfg.fp_per_frame))
         h = self.rng.uniform(30, 0.5 * h_img, k)
         w = h * self.rng.uniform(0.3, 0.5, k)
+        if self.cfg.fixed_aspect > 0:
+            w = self.cfg.fixed_aspect * h
         x = self.rng.uniform(0, np.maximum(w_img - w, 1))
         y = self.rng.uniform(0.2 * h_img, np.maximum(h_img - h, 0.2 * h_img + 1))
         scores = self.rng.uniform(0.1, 0.6, k)
