@@ -140,6 +140,12 @@ class NoiseConfig:
         fixed_aspect: 0 (a detector whose boxes fit the person), or the one width-to-height ratio at which
             a sliding-window detector (ACF, HOG, DPM) draws every box, around the box centre at its height
             (PETS 2009's ACF detections: 0.44). A seated person's box is then no wider than a walker's.
+        miss_persistence: probability that a person missed in the previous frame is missed again (on top of
+            the per-frame rates): real misses come in runs (a pose, a shadow, a partial occlusion lasts), so
+            the mean run is ``1 / (1 - miss_persistence)`` frames instead of one.
+        duplicate_rate: probability per detected person and frame of a second box on them (a detector with
+            loose non-maximum suppression): shifted and rescaled (IoU with the first box 0.34-0.83, 5th-95th
+            percentile), lower score, a fresh id.
     """
 
     jitter: float = 0.03
@@ -149,8 +155,14 @@ class NoiseConfig:
     swap_prob: float = 0.05
     fp_per_frame: float = 0.2
     fixed_aspect: float = 0.0
+    miss_persistence: float = 0.0
+    duplicate_rate: float = 0.0
 
     def __post_init__(self) -> None:
+        for name in ("miss_persistence", "duplicate_rate"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value < 1.0):
+                raise InputError(f"noise {name}: expected a probability in [0, 1), got {value}")
         if not (math.isfinite(self.fixed_aspect) and 0.0 <= self.fixed_aspect <= 5.0):
             raise InputError(f"noise fixed_aspect: expected 0 (off) or a ratio in (0, 5], got {self.fixed_aspect}")
 

@@ -40,6 +40,7 @@ class DetectorNoise:
         self.cfg, self.fps, self.rng, self.size, self.wrap = cfg, fps, rng, size, wrap
         self.ids: dict[int, int] = {}
         self.next_id = SWITCH_ID_BASE
+        self.missed: set[int] = set()  # truth ids missed in the previous frame (miss_persistence)
 
     def _fresh(self) -> int:
         self.next_id += 1
@@ -50,6 +51,10 @@ class DetectorNoise:
         cfg, rng = self.cfg, self.rng
         n = len(truth)
         miss = rng.random(n) < cfg.miss_rate + cfg.occluded_miss_rate * (1.0 - visible)
+        if cfg.miss_persistence > 0:  # extra draws only then: the scenes of other configs stay as they were
+            was_missed = np.isin(truth.track_ids, list(self.missed))
+            miss |= was_missed & (rng.random(n) < cfg.miss_persistence)
+            self.missed = set(truth.track_ids[miss].tolist())
         switch = rng.random(n) < cfg.switch_per_s / self.fps
         noise = rng.standard_normal((n, 4)) * cfg.jitter
         scores = np.clip(0.55 + 0.4 * visible + 0.05 * rng.standard_normal(n), 0.05, 0.99)
@@ -68,10 +73,30 @@ class DetectorNoise:
         keep = ~miss
         self._swap(boxes[keep], truth.track_ids[keep], ids, keep)
         fp_boxes, fp_ids, fp_scores = self._false_positives()
-        boxes = self._clip(np.concatenate([boxes[keep], fp_boxes]))
+        dup_boxes, dup_ids, dup_scores = self._duplicates(boxes[keep], scores[keep])
+        boxes = self._clip(np.concatenate([boxes[keep], dup_boxes, fp_boxes]))
         return Detections.from_arrays(
-            boxes, np.concatenate([ids[keep], fp_ids]), np.concatenate([scores[keep], fp_scores])
+            boxes,
+            np.concatenate([ids[keep], dup_ids, fp_ids]),
+            np.concatenate([scores[keep], dup_scores, fp_scores]),
         )
+
+    def _duplicates(self, boxes: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Second boxes on ``duplicate_rate`` of the detected people (N, 4): centre moved by ~20 % of the box
+        width and ~10 % of its height, size scaled by ~20 % (IoU with the first box: 5th-95th percentile
+        0.34-0.83, 29 % below 0.5), score 50-95 % of the first's."""
+        rate = self.cfg.duplicate_rate
+        if rate <= 0 or not len(boxes):
+            return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
+        pick = np.flatnonzero(self.rng.random(len(boxes)) < rate)
+        b = boxes[pick]
+        shift = np.array([0.2, 0.1]) * self.rng.standard_normal((len(pick), 2)) * b[:, 2:]
+        scale = np.exp(0.2 * self.rng.standard_normal((len(pick), 1)))
+        centre = b[:, :2] + b[:, 2:] / 2 + shift
+        size = b[:, 2:] * scale
+        dup_scores = scores[pick] * self.rng.uniform(0.5, 0.95, len(pick))
+        ids = np.array([self._fresh() for _ in pick], np.int64)
+        return np.concatenate([centre - size / 2, size], 1).reshape(-1, 4), ids, dup_scores
 
     def _swap(self, boxes: np.ndarray, tids: np.ndarray, ids: np.ndarray, keep: np.ndarray) -> None:
         """Overlapping tracks exchange identities with probability ``swap_prob`` (persisting afterwards)."""
