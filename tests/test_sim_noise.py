@@ -100,3 +100,50 @@ def test_a_fixed_aspect_detector_draws_every_box_at_one_ratio() -> None:
     for bad in (-0.1, float("nan"), 6.0):
         with pytest.raises(InputError, match="fixed_aspect"):
             NoiseConfig(fixed_aspect=bad)
+
+
+def _miss_runs(cfg: object, seed: int, frames: int) -> tuple[list[int], int]:
+    """Lengths of the runs of frames in which a truth person had no detection (IoU >= 0.3), and the person-frames."""
+    runs, current, total = [], {}, 0
+    for f in simulate(cfg, seed=seed, frames=frames):
+        iou = iou_matrix(f.truth.boxes.astype(np.float64), f.detections.boxes.astype(np.float64))
+        found = iou.max(axis=1) >= 0.3 if iou.shape[1] else np.zeros(len(f.truth), bool)
+        total += len(f.truth)
+        for tid, hit in zip(f.truth.track_ids.tolist(), found.tolist(), strict=True):
+            if hit and current.get(tid):
+                runs.append(current.pop(tid))
+            elif not hit:
+                current[tid] = current.get(tid, 0) + 1
+    return runs, total
+
+
+def test_miss_persistence_makes_runs_of_misses() -> None:
+    cfg = _small("static")
+    base = dataclasses.replace(cfg, noise=dataclasses.replace(cfg.noise, miss_rate=0.1, occluded_miss_rate=0.0))
+    runs = dataclasses.replace(base, noise=dataclasses.replace(base.noise, miss_persistence=0.7))
+    plain, _ = _miss_runs(base, 3, 120)
+    long, _ = _miss_runs(runs, 3, 120)
+    assert np.mean(plain) < 1.3  # independent misses: runs of about one frame
+    assert np.mean(long) > 2.0  # mean run 1 / (1 - 0.7) = 3.3 frames (a run cut by the scene's end is not counted)
+
+
+def test_duplicate_boxes_sit_on_detected_people() -> None:
+    cfg = _small("static")
+    quiet = dataclasses.replace(cfg.noise, miss_rate=0.0, occluded_miss_rate=0.0, fp_per_frame=0.0)
+    dup = dataclasses.replace(cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.5))
+    extra, people, overlaps = 0, 0, []
+    for f in simulate(dup, seed=5, frames=30):
+        det = f.detections
+        fresh = det.track_ids >= SWITCH_ID_BASE
+        extra += int(fresh.sum())
+        people += len(f.truth)
+        if fresh.any() and len(f.truth):
+            iou = iou_matrix(det.boxes[fresh].astype(np.float64), f.truth.boxes.astype(np.float64))
+            overlaps += iou.max(axis=1).tolist()
+    assert 0.35 * people < extra < 0.65 * people  # about half the people get a second box
+    assert np.median(overlaps) > 0.4  # on a person, not anywhere
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(InputError, match="duplicate_rate"):
+            NoiseConfig(duplicate_rate=bad)
+        with pytest.raises(InputError, match="miss_persistence"):
+            NoiseConfig(miss_persistence=bad)
