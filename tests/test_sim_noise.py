@@ -147,3 +147,37 @@ def test_duplicate_boxes_sit_on_detected_people() -> None:
             NoiseConfig(duplicate_rate=bad)
         with pytest.raises(InputError, match="miss_persistence"):
             NoiseConfig(miss_persistence=bad)
+
+
+def test_duplicate_runs_keep_their_offset() -> None:
+    cfg = _small("static")
+    quiet = dataclasses.replace(cfg.noise, jitter=0.0, miss_rate=0.0, occluded_miss_rate=0.0, fp_per_frame=0.0,
+                                switch_per_s=0.0, swap_prob=0.0)  # fmt: skip
+    runs = dataclasses.replace(cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.1, duplicate_persistence=0.9))
+    once = dataclasses.replace(cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.1))
+
+    def stats(c: object) -> tuple[float, float]:
+        """Duplicates per frame and the share of them that repeat the previous frame's offset on a person."""
+        prev: dict[int, np.ndarray] = {}
+        count, repeated, frames = 0, 0, 0
+        for f in simulate(c, seed=6, frames=60):
+            frames += 1
+            det, truth = f.detections, f.truth
+            dup = det.boxes[det.track_ids >= SWITCH_ID_BASE].astype(np.float64)
+            now: dict[int, np.ndarray] = {}
+            if len(dup) and len(truth):
+                iou = iou_matrix(dup, truth.boxes.astype(np.float64))
+                for k, j in enumerate(iou.argmax(axis=1).tolist()):
+                    tb = truth.boxes[j].astype(np.float64)
+                    rel = np.r_[(dup[k, :2] + dup[k, 2:] / 2 - tb[:2] - tb[2:] / 2) / tb[2:], dup[k, 3] / tb[3]]
+                    tid = int(truth.track_ids[j])
+                    repeated += tid in prev and np.allclose(prev[tid], rel, atol=0.02)
+                    now[tid] = rel
+            count += len(dup)
+            prev = now
+        return count / frames, repeated / max(count, 1)
+
+    rate_runs, same_runs = stats(runs)
+    rate_once, same_once = stats(once)
+    assert rate_runs > 2 * rate_once  # runs: a duplicate lasts ~10 frames, so more of them at a time
+    assert same_runs > 0.7 and same_once < 0.2  # and keeps its offset from frame to frame

@@ -146,6 +146,9 @@ class NoiseConfig:
         duplicate_rate: probability per detected person and frame of a second box on them (a detector with
             loose non-maximum suppression): shifted and rescaled (IoU with the first box 0.34-0.83, 5th-95th
             percentile), lower score, a fresh id.
+        duplicate_persistence: probability that a person with a duplicate box in the previous frame has one
+            again, at the same offset (a duplicate comes from how the person looks, which lasts); runs of
+            ``1 / (1 - duplicate_persistence)`` frames on average. Below ``duplicate_rate`` it has no effect.
     """
 
     jitter: float = 0.03
@@ -157,9 +160,10 @@ class NoiseConfig:
     fixed_aspect: float = 0.0
     miss_persistence: float = 0.0
     duplicate_rate: float = 0.0
+    duplicate_persistence: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("miss_persistence", "duplicate_rate"):
+        for name in ("miss_persistence", "duplicate_rate", "duplicate_persistence"):
             value = getattr(self, name)
             if not (math.isfinite(value) and 0.0 <= value < 1.0):
                 raise InputError(f"noise {name}: expected a probability in [0, 1), got {value}")

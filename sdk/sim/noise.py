@@ -41,6 +41,8 @@ class DetectorNoise:
         self.ids: dict[int, int] = {}
         self.next_id = SWITCH_ID_BASE
         self.missed: set[int] = set()  # truth ids missed in the previous frame (miss_persistence)
+        # truth id -> (dx, dy, scale) of the duplicate box it had in the previous frame (duplicate_persistence)
+        self.duplicated: dict[int, tuple[float, float, float]] = {}
 
     def _fresh(self) -> int:
         self.next_id += 1
@@ -73,7 +75,7 @@ class DetectorNoise:
         keep = ~miss
         self._swap(boxes[keep], truth.track_ids[keep], ids, keep)
         fp_boxes, fp_ids, fp_scores = self._false_positives()
-        dup_boxes, dup_ids, dup_scores = self._duplicates(boxes[keep], scores[keep])
+        dup_boxes, dup_ids, dup_scores = self._duplicates(boxes[keep], scores[keep], truth.track_ids[keep])
         boxes = self._clip(np.concatenate([boxes[keep], dup_boxes, fp_boxes]))
         return Detections.from_arrays(
             boxes,
@@ -81,19 +83,36 @@ class DetectorNoise:
             np.concatenate([scores[keep], dup_scores, fp_scores]),
         )
 
-    def _duplicates(self, boxes: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Second boxes on ``duplicate_rate`` of the detected people (N, 4): centre moved by ~20 % of the box
-        width and ~10 % of its height, size scaled by ~20 % (IoU with the first box: 5th-95th percentile
-        0.34-0.83, 29 % below 0.5), score 50-95 % of the first's."""
-        rate = self.cfg.duplicate_rate
-        if rate <= 0 or not len(boxes):
+    def _duplicates(
+        self, boxes: np.ndarray, scores: np.ndarray, tids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Second boxes on some of the detected people (N, 4) with truth ids ``tids`` (N,).
+
+        A person gets one with probability ``duplicate_rate``, or ``duplicate_persistence`` when they had one
+        in the previous frame; a run of duplicates keeps the offset it started with (a detector's duplicate
+        comes from how the person looks, which lasts). The offset: centre moved by ~20 % of the box width and
+        ~10 % of its height, size scaled by ~20 % (IoU with the first box: 5th-95th percentile 0.34-0.83,
+        29 % below 0.5); score 50-95 % of the first's; a fresh id every frame (ids are the simulated
+        tracker's, and a duplicate's track does not persist there).
+        """
+        cfg = self.cfg
+        if cfg.duplicate_rate <= 0 or not len(boxes):
+            self.duplicated = {}
             return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
-        pick = np.flatnonzero(self.rng.random(len(boxes)) < rate)
+        before = np.array([t in self.duplicated for t in tids.tolist()], bool)
+        draw = self.rng.random(len(boxes))
+        pick = np.flatnonzero(np.where(before, draw < max(cfg.duplicate_persistence, cfg.duplicate_rate),
+                                       draw < cfg.duplicate_rate))  # fmt: skip
+        fresh = self.rng.standard_normal((len(pick), 3)) * np.array([0.2, 0.1, 0.2])
+        offsets = {}
+        for k, row in enumerate(pick.tolist()):
+            tid = int(tids[row])
+            offsets[tid] = self.duplicated.get(tid, tuple(fresh[k].tolist()))
+        self.duplicated = offsets
         b = boxes[pick]
-        shift = np.array([0.2, 0.1]) * self.rng.standard_normal((len(pick), 2)) * b[:, 2:]
-        scale = np.exp(0.2 * self.rng.standard_normal((len(pick), 1)))
-        centre = b[:, :2] + b[:, 2:] / 2 + shift
-        size = b[:, 2:] * scale
+        off = np.array([offsets[int(tids[r])] for r in pick.tolist()], np.float64).reshape(-1, 3)
+        centre = b[:, :2] + b[:, 2:] / 2 + off[:, :2] * b[:, 2:]
+        size = b[:, 2:] * np.exp(off[:, 2:])
         dup_scores = scores[pick] * self.rng.uniform(0.5, 0.95, len(pick))
         ids = np.array([self._fresh() for _ in pick], np.int64)
         return np.concatenate([centre - size / 2, size], 1).reshape(-1, 4), ids, dup_scores
