@@ -181,3 +181,21 @@ def test_duplicate_runs_keep_their_offset() -> None:
     rate_once, same_once = stats(once)
     assert rate_runs > 2 * rate_once  # runs: a duplicate lasts ~10 frames, so more of them at a time
     assert same_runs > 0.7 and same_once < 0.2  # and keeps its offset from frame to frame
+
+
+def test_greedy_nms_by_hand_and_the_detectors_own_suppression() -> None:
+    from pairedge.sim.noise import greedy_nms
+
+    boxes = np.array([[0, 0, 10, 10], [1, 0, 10, 10], [30, 0, 10, 10], [5, 0, 10, 10]], np.float64)
+    # IoU(0, 1) = 90 / 110 = 0.82; IoU(0, 3) = 50 / 150 = 0.33; IoU(1, 3) = 60 / 140 = 0.43
+    assert greedy_nms(boxes, np.array([0.9, 0.8, 0.5, 0.7]), 0.5).tolist() == [0, 2, 3]
+    assert greedy_nms(boxes, np.array([0.9, 0.8, 0.5, 0.7]), 0.3).tolist() == [0, 2]
+    assert greedy_nms(boxes, np.array([0.1, 0.8, 0.5, 0.7]), 0.4).tolist() == [1, 2]  # 1 beats 0 and 3
+    cfg = _small("static")
+    noise = dataclasses.replace(cfg.noise, duplicate_rate=0.5, detector_nms=0.5)
+    worst = 0.0
+    for f in simulate(dataclasses.replace(cfg, noise=noise), seed=5, frames=20):
+        b = f.detections.boxes.astype(np.float64)
+        if len(b) > 1:
+            worst = max(worst, float(np.triu(iou_matrix(b, b), 1).max()))
+    assert 0.2 < worst <= 0.5  # duplicates survive only below the detector's own threshold

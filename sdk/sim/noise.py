@@ -24,6 +24,18 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(union, 1e-9)
 
 
+def greedy_nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
+    """Rows (K,) of ``x y w h`` boxes (N, 4) kept by greedy non-maximum suppression, in input order: a box
+    overlapping a higher-scored kept one by IoU > ``iou`` is removed."""
+    order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
+    overlap = iou_matrix(boxes[order], boxes[order])
+    keep = np.ones(len(order), bool)
+    for k in range(len(order)):
+        if keep[k]:
+            keep[k + 1 :] &= overlap[k, k + 1 :] <= iou
+    return np.sort(order[keep])
+
+
 class DetectorNoise:
     """A simulated detector + tracker: jitter, misses, identity switches and swaps, false positives.
 
@@ -77,11 +89,12 @@ class DetectorNoise:
         fp_boxes, fp_ids, fp_scores = self._false_positives()
         dup_boxes, dup_ids, dup_scores = self._duplicates(boxes[keep], scores[keep], truth.track_ids[keep])
         boxes = self._clip(np.concatenate([boxes[keep], dup_boxes, fp_boxes]))
-        return Detections.from_arrays(
-            boxes,
-            np.concatenate([ids[keep], dup_ids, fp_ids]),
-            np.concatenate([scores[keep], dup_scores, fp_scores]),
-        )
+        ids = np.concatenate([ids[keep], dup_ids, fp_ids])
+        scores = np.concatenate([scores[keep], dup_scores, fp_scores])
+        if cfg.detector_nms > 0:  # the detector's own suppression: what survives overlaps by less
+            kept = greedy_nms(boxes, scores, cfg.detector_nms)
+            boxes, ids, scores = boxes[kept], ids[kept], scores[kept]
+        return Detections.from_arrays(boxes, ids, scores)
 
     def _duplicates(
         self, boxes: np.ndarray, scores: np.ndarray, tids: np.ndarray
