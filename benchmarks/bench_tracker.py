@@ -87,6 +87,7 @@ HERE = Path(__file__).resolve().parent
 PRESETS = ("static", "moving", "noisy", "surveillance")
 TOGETHER = np.array([name in PAPER3.classes for name in SIM7.classes])
 DETECTORS = ("simulated", "realistic")
+BASELINE = (0, 0, 0, 0.35)  # no coasting, no grace, no rescue, the code's suppression: always in the grid
 #: ``realistic`` detector: per-scene uniform ranges of the noise options real detectors add.
 REALISTIC = {"miss_persistence": (0.0, 0.7), "duplicate_rate": (0.0, 0.3), "duplicate_persistence": (0.0, 0.9),
              "detector_nms": (0.45, 0.65)}
@@ -296,6 +297,8 @@ def check_inputs(args: argparse.Namespace) -> tuple[list[Point], list[int], list
         raise ValueError(f"--detectors: expected some of {', '.join(DETECTORS)}, got {args.detectors!r}")
     args.detectors = detectors
     grid = [(c, g, r, n) for c in coasts for g in graces for r in rescues for n in nms]
+    if BASELINE not in grid:
+        grid.insert(0, BASELINE)  # what the runtime did before coasting and grace, for comparison
     for point in grid:
         config_of(point)  # InputError for a value out of range
     return grid, list(parse_seeds(args.choose_seeds)), list(parse_seeds(args.test_seeds))
