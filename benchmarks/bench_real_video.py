@@ -47,9 +47,11 @@ import numpy as np
 from _matching import match_to_truth
 from _train_bench import write
 from pairedge.default_model import default_model_dir
+from pairedge.errors import ModelError, PairedgeError
 from pairedge.io.mot import read_mot
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.sources import FrameSource, read_detections
+from pairedge.runtime.tracker import TrackerConfig
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"
@@ -128,9 +130,10 @@ def _slope(t: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], together: np.ndarray,
              pos: np.ndarray, png_frame: int | None = None,
-             operating_point: str = "default") -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
-    """One pipeline pass at one of the model's operating points; the metrics of the linked pairs and,
-    optionally, the annotated ``png_frame``."""
+             operating_point: str = "default", tracker: TrackerConfig | None = None,
+             box_shape: str = "auto") -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
+    """One pipeline pass at one of the model's operating points (``tracker``: the built-in tracker's options,
+    None = its defaults); the metrics of the linked pairs and, optionally, the annotated ``png_frame``."""
     dets = read_detections(detections)
     source = FrameSource(video)
     labels: list[str] = []
@@ -138,7 +141,9 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     recalled: set[tuple[int, int, int]] = set()
     scored_together = 0
     picture = None
-    with Pipeline.load(model, config=PipelineConfig(operating_point=operating_point)) as pipe:
+    config = PipelineConfig(operating_point=operating_point, tracker_config=tracker or TrackerConfig(),
+                            box_shape=box_shape)  # fmt: skip
+    with Pipeline.load(model, config=config) as pipe:
         labels = list(pipe.labels)
         switched = None
         for index, image in source:
@@ -275,7 +280,8 @@ def markdown(res: dict[str, Any]) -> str:
         f"{res['frames']} frames; nothing is fitted on PETS. Together (ground truth from `gt.txt` metres): window "
         f"+-{rule['window']} frames, median distance <= {rule['near']} m and max <= {rule['near_max']} m, and both "
         f"slower than {rule['still']} m/s or velocity difference <= {rule['vel_diff']} m/s with cosine >= "
-        f"{rule['min_cos']}. {res['together_pair_frames_gt']} together pair-frames in the ground truth.",
+        f"{rule['min_cos']}. {res['together_pair_frames_gt']} together pair-frames in the ground truth. Built-in "
+        f"tracker (raw detections): {res['tracker']}; box shape: `{res['box_shape']}`.",
         "",
         "Operating points (all chosen on simulator validation data, none on PETS): `auto` (what `pairedge run` "
         "does) starts on the model's main point and switches to `surveillance` once the camera height estimated "
@@ -341,6 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--operating-points", default="auto,default,surveillance",
                     help="operating points to run: auto (what pairedge run does), default (the model's main "
                          "one) and the model's named ones (those it lacks are skipped)")  # fmt: skip
+    ap.add_argument("--nms-iou", type=float, default=TrackerConfig().nms_iou,
+                    help="the built-in tracker's duplicate suppression (raw detections)")
+    ap.add_argument("--rescue-suppressed", action="store_true", help="TrackerConfig.rescue_suppressed on")
+    ap.add_argument("--coast-frames", type=int, default=TrackerConfig().coast_frames)
+    ap.add_argument("--box-shape", choices=("auto", "off", "ignore"), default="auto")
     for field, default in Together().__dict__.items():
         ap.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
     args = ap.parse_args(argv)
@@ -348,12 +359,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
     rule = Together(**{k: getattr(args, k) for k in Together().__dict__})
+    try:
+        tracker = TrackerConfig(nms_iou=args.nms_iou, rescue_suppressed=args.rescue_suppressed,
+                                coast_frames=args.coast_frames)  # fmt: skip
+    except PairedgeError as exc:
+        raise SystemExit(f"error: {exc}") from None
     video, mot = args.data / "vtest.avi", args.data / "mot15"
     pos, _ = ground_positions(mot / "gt" / "gt.txt")
     fps = FrameSource(video).fps or 10.0
     together = together_matrix(pos, fps, rule)
     truth = read_mot(mot / "gt" / "gt.txt").by_frame()
-    from pairedge.errors import ModelError, PairedgeError
     from pairedge.runtime.loading import find_models
 
     try:
@@ -364,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
         "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,
         "together_pair_frames_gt": int(np.triu(together, 1).sum()), "runs": {},
+        "tracker": {"nms_iou": tracker.nms_iou, "rescue_suppressed": tracker.rescue_suppressed,
+                    "coast_frames": tracker.coast_frames}, "box_shape": args.box_shape,
         "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
                        f"OpenCV {cv2.__version__}",
     }  # fmt: skip
@@ -382,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             name, path = cases[key.strip()]
             want_png = args.png is not None and key.strip() == "gt" and op == points[0]
             metrics, picture = run_case(
-                video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op
+                video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op,
+                tracker, args.box_shape,
             )
             res["runs"][name if op == "auto" else f"{name}, {op}"] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "

@@ -80,6 +80,9 @@ class TrackerConfig:
             raise InputError(
                 f"tracker config: max_age >= 0, max_tracks >= 1, velocity_smoothing in (0, 1]; got {self}"
             )
+        nms = self.nms_iou
+        if nms is not None and (isinstance(nms, bool) or not isinstance(nms, (int, float)) or not 0.0 < nms <= 1.0):
+            raise InputError(f"tracker config: nms_iou must be an IoU in (0, 1] or None (no suppression), got {nms!r}")
         if not 0 <= self.coast_frames <= self.max_age or self.coast_min_hits < 1:
             raise InputError(
                 f"tracker config: expected 0 <= coast_frames <= max_age and coast_min_hits >= 1; got {self}"

@@ -128,3 +128,14 @@ def test_pets_raw_detections_get_stable_ids(shared_data: Path) -> None:
     assert matches > 4000
     assert switches / matches < 0.03  # measured 68 / 4250 = 1.6 % (rescue_suppressed on: 109)
     assert unassigned / matches < 0.06  # duplicates suppressed; measured 149 / 4250 = 3.5 % (rescue on: 107)
+
+
+def test_a_bad_nms_iou_is_refused() -> None:
+    import pytest
+    from pairedge.errors import InputError
+    from pairedge.runtime.tracker import TrackerConfig
+
+    for bad in (0.0, -0.1, 1.5, float("nan"), "0.5", True):
+        with pytest.raises(InputError, match="nms_iou"):
+            TrackerConfig(nms_iou=bad)  # type: ignore[arg-type]
+    assert TrackerConfig(nms_iou=None).nms_iou is None and TrackerConfig(nms_iou=1).nms_iou == 1
