@@ -47,7 +47,9 @@ class TrackerConfig:
         velocity_smoothing: weight of the newest velocity measurement in (0, 1].
         nms_iou: detections overlapping a higher-scored detection of the same frame by more than this IoU
             are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
-            every detection.
+            every detection. 0.35 is the safe side for raw detectors (a detector's surviving duplicates sit
+            just under its own suppression: PETS's ACF at IoU 0.35-0.5); with a detector that emits no
+            duplicates, 0.5 or None keeps overlapping group members (docs/runtime.md).
         coast_frames: a track unseen for at most this many frames is reported by :meth:`IoUTracker.coasting`
             with its predicted box (0: never; must not exceed ``max_age``). This default (3) and
             ``SmoothingConfig.grace_frames`` are chosen together on simulator validation scenes
@@ -56,9 +58,10 @@ class TrackerConfig:
             does not).
         rescue_suppressed: after the association, a track left without a detection may take a box that
             ``nms_iou`` suppressed (same gates), so two overlapping people keep both their tracks. Off by
-            default: it helps only where the detector emits no duplicates (simulator: link F1 +0.11), but
-            a duplicate that once started a track of its own then keeps it alive next to the person, a
-            false pair (PETS's raw ACF detections: link precision 0.79 -> 0.64); see docs/runtime.md.
+            default: it helps where the detector emits no duplicates (simulator, held out: link F1 +0.04 to
+            +0.11), but a duplicate that once started a track of its own then keeps it alive next to the
+            person, a false pair (PETS's raw ACF detections: link precision 0.79 -> 0.62); see
+            docs/runtime.md.
     """
 
     min_iou: float = 0.2
