@@ -218,6 +218,12 @@ class Pipeline:
             )
         return "detector box shapes vary again: box-shape features used"
 
+    @property
+    def fixed_ratio_detector(self) -> float | None:
+        """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has judged
+        it a fixed-ratio detector (box shape then ignored); None otherwise."""
+        return self._aspect.aspect if self._aspect is not None and self._aspect.fixed else None
+
     def _box_shape_ignored(self) -> bool:
         if self.config.box_shape == "ignore":
             return True
@@ -236,7 +242,7 @@ class Pipeline:
 
     def describe(self) -> dict[str, Any]:
         """What this pipeline runs (for logs and summaries)."""
-        fixed = self._aspect is not None and self._aspect.fixed
+        fixed = self.fixed_ratio_detector is not None
         return {
             "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
             "flow": repr(self.flow) if self.flow is not None else "none",

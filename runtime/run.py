@@ -359,13 +359,25 @@ def run_files(
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, stats.frames) + ([] if pipe.models.verified else [pipe.models.integrity]),
+                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe),
                 error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
         source.close()
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
     return summary
+
+
+def pipeline_notes(pipe: Pipeline) -> list[str]:
+    """What the pipeline decided on its own that a user should know: an unverified model, box shape ignored."""
+    notes = [] if pipe.models.verified else [pipe.models.integrity]
+    ratio = pipe.fixed_ratio_detector
+    if ratio is not None:
+        notes.append(
+            f"the detector draws every box at one width/height ratio ({ratio:.3f}, a sliding-window detector): "
+            "box shape was ignored as a posture cue (--box-shape off uses it)"
+        )
+    return notes
 
 
 def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:

@@ -132,7 +132,7 @@ def run_log(
     """
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.pipeline import Pipeline
-    from pairedge.runtime.run import RunOptions, RunStats, open_video_writer, resolve_model
+    from pairedge.runtime.run import RunOptions, RunStats, open_video_writer, pipeline_notes, resolve_model
 
     options = options or RunOptions()
     topics = topics or LogTopics()
@@ -184,6 +184,7 @@ def run_log(
             notes = [f"ROS 2 log: images {images[0].topic}, detections {dets[0].topic}, paired by header stamp "
                      f"within {topics.tolerance_s * 1000:g} ms"]  # fmt: skip
             notes += [f"{count} message(s) dropped: {reason}" for reason, count in sorted(dropped.items())]
+            notes += pipeline_notes(pipe)
             summary = stats.summary(notes=notes, files=files, pipeline=pipe.describe())
     merged = dict(summary.detections_dropped)
     for reason, count in dropped.items():

@@ -140,3 +140,18 @@ def test_bad_box_shape_settings_are_refused() -> None:
     for bad in ("never", "", None, 1):
         with pytest.raises(InputError, match="box_shape"):
             PipelineConfig(box_shape=bad)  # type: ignore[arg-type]
+
+
+def test_the_run_summary_says_when_box_shape_was_ignored(tmp_path: Path) -> None:
+    from pairedge.runtime.run import pipeline_notes
+
+    folder, _ = _folder(tmp_path)
+    rng = np.random.default_rng(8)
+    for aspect, expected in ((0.44, True), (None, False)):
+        with Pipeline.load(folder, flow="none") as pipe:
+            for k in range(12):
+                pipe.step(None, Detections.from_arrays(boxes(6, rng, aspect), track_ids=np.arange(6)), k / 10,
+                          image_size=SIZE)  # fmt: skip
+            notes = pipeline_notes(pipe)
+            assert (pipe.fixed_ratio_detector is not None) == expected
+            assert any("one width/height ratio (0.440" in n for n in notes) == expected
