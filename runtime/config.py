@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pairedge.errors import InputError
+from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
 from pairedge.runtime.tracker import TrackerConfig
 
 
@@ -117,7 +118,7 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if self.tracker not in ("auto", "always", "never"):
             raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
-        if self.box_shape not in ("auto", "off", "ignore"):
+        if self.box_shape not in BOX_SHAPE_MODES:
             raise InputError(f"box_shape: expected 'auto', 'off' or 'ignore', got {self.box_shape!r}")
         for name in ("tau_interact", "tau_group"):
             value = getattr(self, name)
