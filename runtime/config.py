@@ -119,7 +119,7 @@ class PipelineConfig:
         if self.tracker not in ("auto", "always", "never"):
             raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
         if self.box_shape not in BOX_SHAPE_MODES:
-            raise InputError(f"box_shape: expected 'auto', 'off' or 'ignore', got {self.box_shape!r}")
+            raise InputError(f"box_shape: expected one of {', '.join(BOX_SHAPE_MODES)}, got {self.box_shape!r}")
         for name in ("tau_interact", "tau_group"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:

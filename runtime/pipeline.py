@@ -211,9 +211,9 @@ class Pipeline:
 
     def _aspect_note(self) -> str:
         """The diagnostics note when the fixed-ratio verdict on the detector changes."""
-        if self._aspect is not None and self._aspect.fixed:
+        if self.fixed_ratio_detector is not None:
             return (
-                f"detector draws every box at one width/height ratio ({self._aspect.aspect:.3f}): box-shape "
+                f"detector draws every box at one width/height ratio ({self.fixed_ratio_detector:.3f}): box-shape "
                 "features set to the model's training mean"
             )
         return "detector box shapes vary again: box-shape features used"
@@ -225,9 +225,7 @@ class Pipeline:
         return self._aspect.aspect if self._aspect is not None and self._aspect.fixed else None
 
     def _box_shape_ignored(self) -> bool:
-        if self.config.box_shape == "ignore":
-            return True
-        return self._aspect is not None and self._aspect.fixed
+        return self.config.box_shape == "ignore" or self.fixed_ratio_detector is not None
 
     def _neutralise_box_shape(self, features: PairFeatures) -> None:
         """In place: the box-shape columns of stage 2 at the model's training mean when they are ignored."""

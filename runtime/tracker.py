@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pairedge.boxes import iou_matrix, nms_keep
 from pairedge.errors import InputError
 from pairedge.types import Detections
 
@@ -92,35 +93,6 @@ class TrackerConfig:
             )
 
 
-def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box in ``a`` (T, 4) with every box in ``b`` (N, 4), both ``x y w h``; (T, N) float64."""
-    ax0, ay0, ax1, ay1 = a[:, 0:1], a[:, 1:2], a[:, 0:1] + a[:, 2:3], a[:, 1:2] + a[:, 3:4]
-    bx0, by0, bx1, by1 = b[:, 0], b[:, 1], b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
-    iw = np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0, None)
-    ih = np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0, None)
-    inter = iw * ih
-    union = a[:, 2:3] * a[:, 3:4] + b[:, 2] * b[:, 3] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
-
-
-def nms_keep(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
-    """(N,) bool: boxes kept by greedy non-maximum suppression at ``iou`` (higher score wins, then lower index)."""
-    n = len(boxes)
-    keep = np.ones(n, bool)
-    if n < 2:
-        return keep
-    overlap = iou_matrix(boxes, boxes)
-    order = np.argsort(-scores, kind="stable")
-    rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
-    # i suppresses j when they overlap and i ranks higher; resolve in rank order (few candidates remain)
-    beats = (overlap > iou) & (rank[:, None] < rank[None, :])
-    for i in order[beats[order].any(axis=1)].tolist():
-        if keep[i]:
-            keep &= ~beats[i]
-    return keep
-
-
 def greedy_assign(score: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Greedy one-to-one assignment by decreasing ``score`` among ``valid`` (T, N) entries.
 
@@ -182,7 +154,7 @@ class IoUTracker:
         Args:
             timestamp: the frame's time, seconds.
             present: (N, 4) the frame's kept detections, ``x y w h``: a prediction overlapping one of them by
-                IoU above ``nms_iou`` (0.35 when None) is left out; it would be a second box on one person
+                IoU above ``nms_iou`` (its default 0.35 when None) is left out; it would be a second box on one person
                 (e.g. a track that lost its detection to a neighbour's track).
 
         Returns:
@@ -199,7 +171,7 @@ class IoUTracker:
         )
         boxes = self.predicted_boxes(slots, timestamp)
         if present is not None and len(present) and len(slots):
-            limit = 0.35 if cfg.nms_iou is None else cfg.nms_iou
+            limit = TrackerConfig.nms_iou if cfg.nms_iou is None else cfg.nms_iou  # the default when off
             free = iou_matrix(boxes, np.asarray(present, np.float64).reshape(-1, 4)).max(axis=1) <= limit
             slots, boxes = slots[free], boxes[free]
         return self._ids[slots].copy(), boxes

@@ -184,7 +184,10 @@ def test_duplicate_runs_keep_their_offset() -> None:
 
 
 def test_greedy_nms_by_hand_and_the_detectors_own_suppression() -> None:
-    from pairedge.sim.noise import greedy_nms
+    from pairedge.boxes import nms_keep
+
+    def greedy_nms(b: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
+        return np.flatnonzero(nms_keep(b, scores, iou))
 
     boxes = np.array([[0, 0, 10, 10], [1, 0, 10, 10], [30, 0, 10, 10], [5, 0, 10, 10]], np.float64)
     # IoU(0, 1) = 90 / 110 = 0.82; IoU(0, 3) = 50 / 150 = 0.33; IoU(1, 3) = 60 / 140 = 0.43

@@ -6,34 +6,12 @@ import math
 
 import cv2
 import numpy as np
+from pairedge.boxes import iou_matrix, nms_keep
 from pairedge.sim.config import LightingConfig, NoiseConfig
 from pairedge.types import Detections
 
 #: Identities given by the simulated tracker after an identity switch start here (truth ids are small).
 SWITCH_ID_BASE = 100_000
-
-
-def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairwise IoU of x y w h boxes a (N, 4) and b (M, 4); (N, M) float64."""
-    ax1, ay1 = a[:, 0] + a[:, 2], a[:, 1] + a[:, 3]
-    bx1, by1 = b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
-    iw = np.clip(np.minimum(ax1[:, None], bx1[None]) - np.maximum(a[:, None, 0], b[None, :, 0]), 0, None)
-    ih = np.clip(np.minimum(ay1[:, None], by1[None]) - np.maximum(a[:, None, 1], b[None, :, 1]), 0, None)
-    inter = iw * ih
-    union = (a[:, 2] * a[:, 3])[:, None] + (b[:, 2] * b[:, 3])[None] - inter
-    return inter / np.maximum(union, 1e-9)
-
-
-def greedy_nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
-    """Rows (K,) of ``x y w h`` boxes (N, 4) kept by greedy non-maximum suppression, in input order: a box
-    overlapping a higher-scored kept one by IoU > ``iou`` is removed."""
-    order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
-    overlap = iou_matrix(boxes[order], boxes[order])
-    keep = np.ones(len(order), bool)
-    for k in range(len(order)):
-        if keep[k]:
-            keep[k + 1 :] &= overlap[k, k + 1 :] <= iou
-    return np.sort(order[keep])
 
 
 class DetectorNoise:
@@ -92,7 +70,7 @@ class DetectorNoise:
         ids = np.concatenate([ids[keep], dup_ids, fp_ids])
         scores = np.concatenate([scores[keep], dup_scores, fp_scores])
         if cfg.detector_nms > 0:  # the detector's own suppression: what survives overlaps by less
-            kept = greedy_nms(boxes, scores, cfg.detector_nms)
+            kept = nms_keep(boxes, scores, cfg.detector_nms)
             boxes, ids, scores = boxes[kept], ids[kept], scores[kept]
         return Detections.from_arrays(boxes, ids, scores)
 
