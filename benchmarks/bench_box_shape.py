@@ -179,12 +179,18 @@ def main(argv: list[str] | None = None) -> int:
         aspects = tuple(float(a) for a in args.aspects.split(",") if a.strip())
         if not aspects or not all(a == 0 or 0.1 <= a <= 2.0 for a in aspects):
             raise ValueError("each aspect must be 0 or a ratio in [0.1, 2]")
-        presets = {p.strip(): args.seeds or HELD_OUT[p.strip()] for p in args.presets.split(",") if p.strip()}
+        names = [p.strip() for p in args.presets.split(",") if p.strip()]
+        unknown = [p for p in names if p not in HELD_OUT]
+        if not names or unknown:
+            raise ValueError(f"--presets: expected some of {', '.join(HELD_OUT)}, got {args.presets!r}")
+        if args.seeds is not None and not args.seeds.strip():
+            raise ValueError("--seeds: expected seeds such as 1000-1003, got an empty value")
+        presets = {p: args.seeds or HELD_OUT[p] for p in names}
         for seeds in presets.values():
             parse_seeds(seeds)
         if args.frames < 2 or args.stride < 1:
             raise ValueError("expected --frames >= 2 and --stride >= 1")
-    except (KeyError, ValueError, PairedgeError) as exc:
+    except (ValueError, PairedgeError) as exc:
         print(f"error: bad argument: {exc}", file=sys.stderr)
         return 1
     t0 = time.perf_counter()

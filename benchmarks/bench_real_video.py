@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
     if not (args.data / "vtest.avi").is_file():
-        raise SystemExit(f"PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
+        raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
     rule = Together(**{k: getattr(args, k) for k in Together().__dict__})
     try:
         tracker = TrackerConfig(nms_iou=args.nms_iou, rescue_suppressed=args.rescue_suppressed,

@@ -36,7 +36,8 @@ def test_a_tiny_run_never_ignores_box_shape_for_the_simulated_detector(tmp_path:
 
 
 @pytest.mark.parametrize("args", [["--aspects", "0.05"], ["--aspects", "x"], ["--presets", "nope"],
-                                  ["--seeds", "a-b"], ["--frames", "1"], ["--model", "/no/such/model"]])  # fmt: skip
+                                  ["--seeds", "a-b"], ["--seeds", ""], ["--presets", ","], ["--frames", "1"],
+                                  ["--model", "/no/such/[bold]model"]])  # fmt: skip
 def test_bad_arguments_are_refused_in_one_line(args: list[str], tmp_path: Path, capsys) -> None:
     assert bench.main([*args, "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
