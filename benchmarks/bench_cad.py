@@ -36,6 +36,10 @@ the confusion matrix of the pooled out-of-fold predictions (summed over seeds), 
   default widths, no refit), for comparison;
 * ``gbm``: a gradient-boosting baseline (scikit-learn ``HistGradientBoostingClassifier``, balanced class
   weights) on the plain box features, same outer folds (no early stopping to nest).
+* ``boxes_sim``, ``orientation_sim`` (not run by default): ``boxes`` / ``orientation`` plus simulator scenes
+  as extra training sequences (:mod:`pairedge.datasets.sim_cad`; ``--sim-presets``, ``--sim-seeds``,
+  ``--sim-frames``, ``--sim-groups``), in every training set, never validated on. They scored lower (see
+  docs/training.md).
 
 ``--members K`` averages K relation nets per outer fold, each with its own inner split (an ensemble; K = 3
 gave no gain over 1 here; ``--refit on/off`` overrides the recipes' refit). Variants are compared by these numbers only. Writes ``benchmarks/results/bench_cad.json`` and ``.md``::
@@ -57,12 +61,13 @@ import numpy as np
 from _train_bench import DEFAULT_DATA, environment, write
 from pairedge.datasets.cad import cad_features
 from pairedge.datasets.cad_context import mirror_sequence, reverse_sequence, with_context
+from pairedge.datasets.sim_cad import sim_cad_sequence
 from pairedge.datasets.sources import parse_seeds
 from pairedge.export.data import sequence_folds, split_by_sequence
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.report import confusion_markdown
 from pairedge.export.train import TrainConfig, predict_logits, train
-from pairedge.io.cad import read_cad_dir
+from pairedge.io.cad import DEFAULT_FPS, read_cad_dir
 
 #: Per variant: annotated orientation given?, CAD context columns (:mod:`pairedge.datasets.cad_context`),
 #: augmented copies of the training folds, feature columns the model must not use, relation-net widths,
@@ -77,6 +82,10 @@ RECIPES: dict[str, dict[str, Any]] = {
     "orientation_plain": {"orientation": True, "context": False, "augment": (), "ignore": (), "hidden": (),
                           "refit": False},
     "gbm": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": (), "refit": False},
+    "boxes_sim": {"orientation": False, "context": True, "augment": ("mirror", "reverse"),
+                  "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True, "sim": True},
+    "orientation_sim": {"orientation": True, "context": True, "augment": ("mirror", "reverse_turned"),
+                        "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True, "sim": True},
 }  # fmt: skip
 VARIANTS = tuple(RECIPES)
 #: Acceptance targets of the issue (nested CV MPCA; queue recall with orientation).
@@ -104,7 +113,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--folds", type=int, default=4)
     p.add_argument("--seeds", default="0-2", help="repetitions (fold partition, inner split, model init)")
-    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--variants", default="boxes,orientation,boxes_plain,orientation_plain,gbm")
+    p.add_argument("--sim-presets", default="static,moving", help="simulator presets of the *_sim variants")
+    p.add_argument("--sim-seeds", default="5000-5011", help="simulator scene seeds (per preset)")
+    p.add_argument("--sim-frames", type=int, default=300, help="frames per simulator scene")
+    p.add_argument("--sim-groups", type=int, default=2,
+                   help="sequence groups the simulator rows are dealt into (their weight in the sequence-balanced "
+                   "sampler: each group counts as one sequence)")
     p.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
     return p.parse_args(argv)
 
@@ -116,7 +131,13 @@ def _concat(parts: list[Any]) -> Any:
 
 
 def fit_relation_net(
-    part: Any, augmented: list[Any], config: TrainConfig, seed: int, members: int, refit_all: bool = False
+    part: Any,
+    augmented: list[Any],
+    config: TrainConfig,
+    seed: int,
+    members: int,
+    refit_all: bool = False,
+    sim: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train ``members`` relation nets on the training folds ``part``; returns ``predict(X) -> (N, C)
     probabilities`` (the members' mean softmax) and what each member chose.
@@ -127,7 +148,8 @@ def fit_relation_net(
     same sequences under the same group ids) of those same sequences only: no copy of an inner-validation
     or held-out sequence is ever trained on. ``refit_all``: then train a fresh net for the chosen number of
     epochs on ALL the training sequences (inner validation included) and their copies
-    (:func:`pairedge.export.refit.refit`); the epoch still comes from the inner split only.
+    (:func:`pairedge.export.refit.refit`); the epoch still comes from the inner split only. ``sim``
+    (simulator rows, :mod:`pairedge.datasets.sim_cad`) is added to every training set, never validated on.
     """
     import torch
     from pairedge.export.refit import refit
@@ -138,13 +160,14 @@ def fit_relation_net(
         inner = split_by_sequence(part.groups, part.y, config.val_fraction, s)
         val_groups = np.unique(part.groups[inner])
         extra = [a.subset(np.isin(a.groups, np.unique(part.groups[~inner]))) for a in augmented]
-        combined = _concat([part, *extra])
+        combined = _concat([part, *extra, *([] if sim is None else [sim])])
         mask = np.concatenate([inner, np.zeros(len(combined.y) - len(part.y), bool)])
         result = train(combined, replace(config, seed=s), val_mask=mask, progress=False)
         if refit_all:
             everything = _concat(
-                [part, *[a.subset(np.isin(a.groups, np.unique(part.groups))) for a in augmented]]
-            )
+                [part, *[a.subset(np.isin(a.groups, np.unique(part.groups))) for a in augmented],
+                 *([] if sim is None else [sim])]
+            )  # fmt: skip
             models.append(refit(everything, replace(config, seed=s), result.best_epoch))
         else:
             models.append(result.model)
@@ -168,13 +191,14 @@ def nested_cv(
     augmented: list[Any] | None = None,
     members: int = 1,
     refit_all: bool = False,
+    sim: Any = None,
 ) -> dict[str, Any]:
     """Nested sequence-grouped CV of ``data`` (a :class:`FeatureData`).
 
     ``fit(train_data, seed) -> predict(X) -> labels`` replaces the default (:func:`fit_relation_net`:
     relation nets with early stopping on an inner split of the training sequences only, trained on those
     sequences' rows plus their ``augmented`` copies, ``members`` of them averaged; ``refit_all``: refit on all
-    training sequences for the chosen epochs).
+    training sequences for the chosen epochs; ``sim``: simulator rows added to every training set).
 
     Returns:
         ``{"folds": [per (seed, fold) metrics], "pooled": {seed: metrics of the out-of-fold predictions}}``.
@@ -188,7 +212,7 @@ def nested_cv(
             part = data.subset(~test)
             t0 = time.perf_counter()
             if fit is None:
-                predict, extra = fit_relation_net(part, augmented or [], config, seed, members, refit_all)
+                predict, extra = fit_relation_net(part, augmented or [], config, seed, members, refit_all, sim)
                 pred = predict(data.X[test]).argmax(1)
                 if members == 1:
                     extra = {key: v[0] for key, v in extra.items()}
@@ -297,6 +321,8 @@ TITLES = {
     "boxes_plain": "boxes and tracks, previous recipe (spec v2 only, no augmentation)",
     "orientation_plain": "boxes + annotated orientation, previous recipe (spec v2 only, no augmentation)",
     "gbm": "gradient boosting on the plain box features",
+    "boxes_sim": "`boxes` + simulator scenes as extra training sequences (`pairedge.datasets.sim_cad`)",
+    "orientation_sim": "`orientation` + simulator scenes (with their body orientation) as extra training sequences",
 }
 
 
@@ -325,6 +351,26 @@ def main(argv: list[str] | None = None) -> None:
                                orientation=orientation, spec_version=args.spec_version)  # fmt: skip
         return cache[key]
 
+    sim_sequences: list[Any] = []
+
+    def sim_rows(orientation: bool) -> Any:
+        """Simulator scenes as CAD rows (every scene at about the CAD rows' rate per second), dealt into
+        ``--sim-groups`` sequence groups ``sim0``, ``sim1``, ..."""
+        key = (orientation, "sim")
+        if key not in cache:
+            if not sim_sequences:
+                scenes = [(p_, s_) for p_ in args.sim_presets.split(",") for s_ in parse_seeds(args.sim_seeds)]
+                sim_sequences.extend(sim_cad_sequence(p_, s_, args.sim_frames, 100 + i)
+                                     for i, (p_, s_) in enumerate(scenes))  # fmt: skip
+            parts = []
+            for i, q in enumerate(sim_sequences):
+                stride = max(1, round(args.stride * q.fps / DEFAULT_FPS))
+                d = with_context([q], stride=stride, feature_config={"history": args.history},
+                                 orientation=orientation, spec_version=args.spec_version)  # fmt: skip
+                parts.append(replace(d, groups=np.full(len(d.y), f"sim{i % args.sim_groups}")))
+            cache[key] = _concat(parts)
+        return cache[key]
+
     report: dict[str, Any] = {"command": "python benchmarks/bench_cad.py " + " ".join(sys.argv[1:] if argv is None else argv),
                               "stride": args.stride, "spec_version": args.spec_version, "folds": args.folds,
                               "seeds": seeds, "members": args.members, "refit": args.refit, "train_config": base.to_dict(),
@@ -337,8 +383,9 @@ def main(argv: list[str] | None = None) -> None:
         refit = recipe["refit"] if args.refit == "recipe" else args.refit == "on"
         print(name, flush=True)
         t0 = time.perf_counter()
+        sim = sim_rows(recipe["orientation"]) if recipe.get("sim") else None
         cv = nested_cv(data, config, args.folds, seeds, gbm_fit if name == "gbm" else None,
-                       augmented=augmented, members=args.members, refit_all=refit)  # fmt: skip
+                       augmented=augmented, members=args.members, refit_all=refit, sim=sim)  # fmt: skip
         report["variants"][name] = {"title": TITLES[name], "cv": cv, "summary": summary(cv, data.labels),
                                     "train_config": config.to_dict(), "refit": refit, "seconds": round(time.perf_counter() - t0)}  # fmt: skip
         s = report["variants"][name]["summary"]

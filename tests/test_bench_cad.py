@@ -69,3 +69,31 @@ def test_refit_uses_every_training_sequence_and_its_copies_but_not_the_held_out_
         training = set(data.groups) - held_out
         assert set(groups[x0 < 50]) == training and set(groups[x0 > 50]) == training
         assert epochs == fold["best_epoch"]
+
+
+def test_simulator_rows_are_trained_on_in_every_fold_and_never_validated(monkeypatch):
+    import pairedge.export.refit as refit_module
+
+    data = synthetic(0.0)
+    sim = FeatureData.from_arrays(np.full((30, 6), 500.0, np.float32), np.arange(30) % 3, np.full(30, "sim0"),
+                                  ("a", "b", "c"), person_features=2, pair_features=2, stage=2)  # fmt: skip
+    seen, refits = [], []
+    real_train, real_refit = bench_cad.train, refit_module.refit
+
+    def spy(combined, config, *, val_mask, progress):
+        seen.append((combined.X[:, 0].copy(), np.asarray(val_mask).copy()))
+        return real_train(combined, config, val_mask=val_mask, progress=progress)
+
+    def spy_refit(everything, config, epochs):
+        refits.append(everything.X[:, 0].copy())
+        return real_refit(everything, config, epochs)
+
+    monkeypatch.setattr(bench_cad, "train", spy)
+    monkeypatch.setattr(refit_module, "refit", spy_refit)
+    config = TrainConfig(epochs=1, patience=1, samples_per_epoch=64)
+    bench_cad.nested_cv(data, config, 2, [0], refit_all=True, sim=sim)
+    assert len(seen) == len(refits) == 2
+    for x0, val in seen:
+        is_sim = x0 > 250
+        assert is_sim.sum() == 30 and not is_sim[val].any()
+    assert all((x0 > 250).sum() == 30 for x0 in refits)
