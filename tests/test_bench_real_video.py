@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_real_video import Together, match_to_truth, together_matrix  # noqa: E402
+from bench_real_video import Together, detector_coverage, match_to_truth, together_matrix  # noqa: E402
+from pairedge.types import Detections  # noqa: E402
 
 
 def _tracks(frames: int = 40) -> np.ndarray:
@@ -48,6 +49,23 @@ def test_match_to_truth_by_iou() -> None:
     boxes = np.array([[101, 1, 10, 20], [50, 50, 10, 20], [0, 0, 10, 19]], np.float32)
     assert match_to_truth(boxes, truth, ids).tolist() == [9, -1, 7]
     assert match_to_truth(boxes[:0], truth, ids).tolist() == []
+
+
+def test_detector_coverage_by_hand(tmp_path: Path) -> None:
+    # people 1 and 2 together in all 6 frames; the detector finds both / 1 / none / both / 2 / both
+    boxes = {1: (0, 0, 10, 20), 2: (100, 0, 10, 20)}
+    found = [(1, 2), (1,), (), (1, 2), (2,), (1, 2)]
+    lines = [f"{f + 1},-1,{','.join(map(str, boxes[p]))},0.9,-1,-1,-1" for f, ps in enumerate(found) for p in ps]
+    lines.append("6,-1,300,300,10,20,0.9,-1,-1,-1")  # a false positive matches nobody
+    det = tmp_path / "det.txt"
+    det.write_text("\n".join(lines) + "\n")
+    truth = {f + 1: Detections.from_arrays(np.array([boxes[1], boxes[2]], np.float32), np.array([1, 2]))
+             for f in range(6)}  # fmt: skip
+    together = np.zeros((6, 3, 3), bool)
+    together[:, 1, 2] = together[:, 2, 1] = True
+    cov = detector_coverage(det, truth, together, lags=(0, 1, 3))
+    # K=0: frames 0, 3, 5; K=1 adds 1 (2 seen in 0) and 4 (1 seen in 3); K=3 adds 2 (2 seen in 0)
+    assert cov == pytest.approx({"K=0": 3 / 6, "K=1": 5 / 6, "K=3": 1.0})
 
 
 @pytest.mark.data
