@@ -15,10 +15,11 @@ Reported: accuracy, MPCA and macro-F1 per (fold, seed) and their mean +- std, th
 the confusion matrix of the pooled out-of-fold predictions (summed over seeds), for each variant
 (:data:`RECIPES`):
 
-* ``boxes``: boxes and tracks only (``pairedge`` spec v2, box-only mode; the annotated orientation is not
-  given, so the orientation columns carry only the motion-direction fallback), plus the benchmark-only
-  CAD context columns (:mod:`pairedge.datasets.cad_context`: distance change over 1 / 2 / 4 s,
-  camera-compensated motion, group line geometry; causal, appended to the pair block); the viewpoint columns
+* ``boxes``: boxes and tracks only (``pairedge`` spec v3, box-only mode; the annotated orientation is not
+  given, so the orientation columns carry only the motion-direction fallback): spec v2 plus the context
+  columns (:mod:`pairedge.features.context`: distance change over 1 / 2 / 4 s, camera-compensated motion,
+  group line geometry; causal, streaming, appended to the pair block; what ``pairedge train --spec-version 3``
+  trains and the runtime computes); the viewpoint columns
   (absolute box height and position: they identify the camera, i.e. the sequence) are hidden from the model
   (``TrainConfig.ignore_features``); relation-net widths (128, 256); the training folds are augmented with
   their horizontal mirror and their time reversal (approaching <-> leaving), never the held-out fold nor the
@@ -60,7 +61,7 @@ from typing import Any
 import numpy as np
 from _train_bench import DEFAULT_DATA, environment, write
 from pairedge.datasets.cad import cad_features
-from pairedge.datasets.cad_context import mirror_sequence, reverse_sequence, with_context
+from pairedge.datasets.cad_context import mirror_sequence, reverse_sequence
 from pairedge.datasets.sim_cad import sim_cad_sequence
 from pairedge.datasets.sources import parse_seeds
 from pairedge.export.data import sequence_folds, split_by_sequence
@@ -69,7 +70,9 @@ from pairedge.export.report import confusion_markdown
 from pairedge.export.train import TrainConfig, predict_logits, train
 from pairedge.io.cad import DEFAULT_FPS, read_cad_dir
 
-#: Per variant: annotated orientation given?, CAD context columns (:mod:`pairedge.datasets.cad_context`),
+#: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
+CONTEXT_SPEC = "3"
+#: Per variant: annotated orientation given?, context columns (spec v3, :mod:`pairedge.features.context`),
 #: augmented copies of the training folds, feature columns the model must not use, relation-net widths,
 #: refit on all training sequences for the early-stopped epoch count.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -99,7 +102,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     p.add_argument("--stride", type=int, default=5, help="keep every N-th frame's rows")
     p.add_argument("--history", type=int, default=30, help="track-history samples of the pairedge spec")
-    p.add_argument("--spec-version", default="2", help="pairedge spec layout (2 = with orientation columns)")
+    p.add_argument("--spec-version", default="2",
+                   help="pairedge spec layout of the variants without context (the others use v3)")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--patience", type=int, default=5)
     p.add_argument("--samples-per-epoch", type=int, default=10000)
@@ -254,14 +258,16 @@ def markdown(r: dict[str, Any]) -> str:
         "# Collective Activity, 8 interaction classes: nested sequence-grouped cross-validation",
         "",
         f"`{r['command']}` — {r['rows']} pair-frames (every {r['stride']}th frame) of {len(r['sequences'])} "
-        f"sequences; `pairedge` spec v{r['spec_version']} box-only mode; {r['folds']} outer folds (sequences "
+        f"sequences; `pairedge` spec v{CONTEXT_SPEC} (recipes with context) / v{r['spec_version']} (the others), "
+        f"box-only mode; {r['folds']} outer folds (sequences "
         f"partitioned) x seeds {r['seeds']}; early stopping on an inner split of the training folds' sequences "
         f"only (original rows); model `relation_net`, {r['train_config']['epochs']} epochs max, patience "
         f"{r['train_config']['patience']}, {r.get('members', 1)} net(s) per outer fold. The usual CAD test "
         "sequences are not in the data folder.",
         "",
-        "Recipes: `boxes` / `orientation` append the CAD context columns (`pairedge.datasets.cad_context`: "
-        "distance change over 1 / 2 / 4 s, camera-compensated motion, group line geometry; causal), hide the "
+        "Recipes: `boxes` / `orientation` use spec v3, whose context columns (`pairedge.features.context`: "
+        "distance change over 1 / 2 / 4 s, camera-compensated motion, group line geometry; causal, computed by "
+        "the streaming extractor) follow the v2 pair block, hide the "
         "viewpoint columns (absolute box height / position) from the model, use relation-net widths (128, 256), "
         "add mirrored and time-reversed copies of the TRAINING sequences (`orientation`: walkers in the reversed "
         "copy turned 180 degrees), and refit a fresh "
@@ -346,9 +352,8 @@ def main(argv: list[str] | None = None) -> None:
         key = (orientation, context, augment)
         if key not in cache:
             seqs = [AUGMENT[augment](q) for q in sequences] if augment else sequences
-            build = with_context if context else cad_features
-            cache[key] = build(seqs, stride=args.stride, feature_config={"history": args.history},
-                               orientation=orientation, spec_version=args.spec_version)  # fmt: skip
+            cache[key] = cad_features(seqs, stride=args.stride, feature_config={"history": args.history},
+                                      orientation=orientation, spec_version=CONTEXT_SPEC if context else args.spec_version)  # fmt: skip
         return cache[key]
 
     sim_sequences: list[Any] = []
@@ -365,8 +370,8 @@ def main(argv: list[str] | None = None) -> None:
             parts = []
             for i, q in enumerate(sim_sequences):
                 stride = max(1, round(args.stride * q.fps / DEFAULT_FPS))
-                d = with_context([q], stride=stride, feature_config={"history": args.history},
-                                 orientation=orientation, spec_version=args.spec_version)  # fmt: skip
+                d = cad_features([q], stride=stride, feature_config={"history": args.history},
+                                 orientation=orientation, spec_version=CONTEXT_SPEC)  # fmt: skip
                 parts.append(replace(d, groups=np.full(len(d.y), f"sim{i % args.sim_groups}")))
             cache[key] = _concat(parts)
         return cache[key]

@@ -5,7 +5,8 @@
      mask-based reference (one boolean union mask per pair); the reference is timed on a subset of pairs
      and extrapolated linearly, and its values are compared with the fast path (max abs difference).
    * ``pairedge``: the extractor with flow at scale 0.5 (per-person pooling with integral images, affine
-     ego-motion), the same with per-box slicing instead of integral images, and box-only mode.
+     ego-motion), the same with per-box slicing instead of integral images, box-only mode, and box-only mode
+     of spec v3 (+ the long-horizon / group context of :mod:`pairedge.features.context`).
 2. Ego-motion: on synthetic flow fields (320 x 240, i.e. scale 0.5 of 640 x 480) with known camera motion
    (static, pan, forward motion, roll + pan), people with their own motion, flow noise and an
    independently moving background object, the RMS error of the ego-compensated person motion for the
@@ -109,8 +110,8 @@ def bench_pairedge(n: int, frames: int, seed: int) -> dict[str, Any]:
     flows = [smooth_flow(rng, int(H * scale), int(W * scale)) for _ in range(4)]
     spec = get_spec("pairedge")
 
-    def run(config: dict[str, Any], use_flow: bool, pooling=flowpool.pool_flow) -> dict[str, float]:
-        ex = PairedgeExtractor(spec.make_config(config), pooling=pooling)
+    def run(config: dict[str, Any], use_flow: bool, pooling=flowpool.pool_flow, context: bool = False) -> dict[str, float]:
+        ex = PairedgeExtractor(spec.make_config(config), pooling=pooling, context=context)
 
         def one(k: int) -> None:
             b = boxes0.copy()
@@ -127,6 +128,7 @@ def bench_pairedge(n: int, frames: int, seed: int) -> dict[str, Any]:
         "flow_median": run({"ego_motion": "median"}, True),
         "flow_affine_slicing": run({"ego_motion": "affine"}, True, flowpool.pool_flow_reference),
         "box_only": run({"motion": "boxes"}, False),
+        "box_only_v3": run({"motion": "boxes"}, False, context=True),
     }
     res: dict[str, Any] = {"people": n, "pairs": n * (n - 1) // 2}
     for key, t in timings.items():
@@ -298,13 +300,13 @@ def markdown(res: dict[str, Any]) -> str:
         "## pairedge at 640 x 480 (flow at scale 0.5)",
         "",
         "| people | pairs | flow, affine ego ms | flow, median ego ms | same with per-box slicing ms "
-        "| box-only ms | pooling diff vs slicing |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| box-only ms | box-only, spec v3 (+ context) ms | pooling diff vs slicing |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in res["pairedge"]:
         cells = " | ".join(
             f"{r[k + '_ms']:.2f} ({r[k + '_best_ms']:.2f})"
-            for k in ("flow_affine", "flow_median", "flow_affine_slicing", "box_only")
+            for k in ("flow_affine", "flow_median", "flow_affine_slicing", "box_only", "box_only_v3")
         )
         lines.append(f"| {r['people']} | {r['pairs']} | {cells} | {r['pool_max_abs_diff_vs_slicing']:.1e} |")
     lines += [

@@ -26,12 +26,15 @@ class TrainOutputs:
     export: ExportResult | None
 
 
-def resolve_data(data: FeatureData, spec: str, stage: int | None) -> FeatureData:
-    """Check ``data`` against the requested feature spec and stage; fill in what the file leaves out.
+def resolve_data(
+    data: FeatureData, spec: str, stage: int | None, spec_version: str | None = None
+) -> FeatureData:
+    """Check ``data`` against the requested feature spec, version and stage; fill in what the file leaves out.
 
-    The spec version is the one this pairedge implements (a file that names another version is refused).
+    ``spec_version`` None: the version the data names, else the one this pairedge makes by default; a version
+    this pairedge does not implement, or data of another version than the one requested, is refused.
     """
-    from pairedge.features import get_spec
+    from pairedge.features import spec_layout
 
     if spec not in SPECS:
         raise InputError(f"unknown feature spec {spec!r}; expected one of {list(SPECS)}")
@@ -40,21 +43,21 @@ def resolve_data(data: FeatureData, spec: str, stage: int | None) -> FeatureData
             f"the features file was built with spec {data.feature_spec!r}, but --spec {spec} was given; "
             "rebuild the features or pass the matching --spec"
         )
-    version = str(get_spec(spec).version)
+    spec_obj = spec_layout(spec, spec_version or data.feature_spec_version or None)
+    version = str(spec_obj.version)
     if data.feature_spec_version and data.feature_spec_version != version:
         raise InputError(
-            f"the features file has spec {spec!r} version {data.feature_spec_version!r}, this pairedge implements "
-            f"version {version!r}; rebuild the features with this version"
+            f"the features file has spec {spec!r} version {data.feature_spec_version!r}, but version {version!r} "
+            "was asked for; rebuild the features with that version"
         )
     if stage is not None and data.stage and data.stage != stage:
         raise InputError(f"the features file holds stage-{data.stage} data, but --stage {stage} was given")
     chosen = stage or data.stage or (1 if len(data.labels) == 2 else 2)
-    spec_obj = get_spec(spec)
     width = spec_obj.stage1_dim if chosen == 1 else spec_obj.stage2_dim
     if data.num_features != width:
         raise InputError(
-            f"spec {spec!r} stage {chosen} has {width} features, the file has {data.num_features}; "
-            "rebuild the features for this spec and stage"
+            f"spec {spec!r} v{version} stage {chosen} has {width} features, the file has {data.num_features}; "
+            "rebuild the features for this spec, version and stage"
         )
     fp, fq = data.person_features, data.pair_features
     if chosen == 2 and not fp:
@@ -92,10 +95,11 @@ def train_to_dir(
     progress: bool = True,
     val_mask: np.ndarray | None = None,
     title: str | None = None,
+    spec_version: str | None = None,
 ) -> TrainOutputs:
     """Train on ``data`` and write ``model.pt`` + ``model.json``, ``report.{json,md}``, ``curves.png`` and
-    (with ``export``) ``stage{N}.onnx`` into ``out``."""
-    data = resolve_data(data, spec, stage)
+    (with ``export``) ``stage{N}.onnx`` into ``out``; ``spec_version`` as in :func:`resolve_data`."""
+    data = resolve_data(data, spec, stage, spec_version)
     result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
     out = Path(out)
     ckpt = checkpoint_of(result, data)

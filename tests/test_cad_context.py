@@ -11,7 +11,6 @@ from pairedge.datasets.cad_context import (
     context_features,
     mirror_sequence,
     reverse_sequence,
-    with_context,
 )
 from pairedge.errors import InputError
 from pairedge.io.cad import CadPerson, CadSequence
@@ -157,37 +156,3 @@ def test_reverse_swaps_approaching_and_leaving():
     np.testing.assert_allclose(back.boxes, seq.boxes)
     np.testing.assert_array_equal(back.labels, seq.labels)
     np.testing.assert_array_equal(back.people[0].frames, seq.people[0].frames)
-
-
-def test_with_context_layout():
-    seq = approaching_pair(60)
-    data = with_context([seq], stride=5, orientation=False, spec_version="2")
-    from pairedge.datasets.cad import cad_features
-
-    plain = cad_features([seq], stride=5, orientation=False, spec_version="2")
-    assert data.num_features == plain.num_features + len(CONTEXT_NAMES)
-    assert data.pair_features == plain.pair_features + len(CONTEXT_NAMES)
-    assert data.person_features == plain.person_features
-    np.testing.assert_array_equal(data.X[:, : plain.num_features], plain.X)
-    np.testing.assert_array_equal(data.y, plain.y)
-    assert data.feature_names[-1] == f"pair_{CONTEXT_NAMES[-1]}"
-
-
-def test_reverse_can_turn_walkers_around_and_keeps_standing_orientation():
-    import dataclasses
-
-    seq = approaching_pair(6)
-    walker = dataclasses.replace(
-        seq.people[0], pose=np.array([1, 2, 3, 4, 5, -1]), action=np.array([0, 0, 0, 0, 0, 0])
-    )
-    stander = dataclasses.replace(
-        seq.people[1], pose=np.array([8, 8, 7, 7, 6, 6]), action=np.array([1, 1, 1, 1, 0, 0])
-    )
-    seq = dataclasses.replace(seq, people=(walker, stander))
-    kept = reverse_sequence(seq)
-    np.testing.assert_array_equal(kept.people[0].pose, [-1, 5, 4, 3, 2, 1])  # reversed in time only
-    turned = reverse_sequence(seq, turn_walkers=True)
-    # walking frames turned 180 degrees (bin + 4 around 1..8), unknown stays unknown
-    np.testing.assert_array_equal(turned.people[0].pose, [-1, 1, 8, 7, 6, 5])
-    # the second person walks only in the last two original frames (now the first two)
-    np.testing.assert_array_equal(turned.people[1].pose, [2, 2, 7, 7, 8, 8])

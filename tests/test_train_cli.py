@@ -70,3 +70,21 @@ def test_train_errors_are_one_line(tmp_path: Path) -> None:
               "--spec", "liang2026", "--stage", "1", "--no-progress"],
     )  # fmt: skip
     assert stage1.exit_code == 1 and "interacting-or-not" in stage1.output
+
+
+def test_train_a_spec_version(tmp_path: Path) -> None:
+    from pairedge.features import spec_layout
+
+    source = "sim:static:seeds=0-1:frames=40:stride=2"
+    args = ["--spec", "pairedge", "--stage", "1", "--epochs", "1", "--no-progress", "--no-export"]
+    result = runner.invoke(app, ["train", "--data", source, "--spec-version", "3", "--out", str(tmp_path / "v3"), *args])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "v3" / "model.json").read_text())
+    assert doc["feature_spec_version"] == "3"
+    assert len(doc["norm_mean"]) == spec_layout("pairedge", "3").stage1_dim == spec_layout("pairedge", "2").stage1_dim + 14
+    bad = runner.invoke(app, ["train", "--data", source, "--spec-version", "7", "--out", str(tmp_path / "o"), *args])
+    assert bad.exit_code == 1 and "no version '7'" in bad.output and "Traceback" not in bad.output
+    # a features file keeps its version: asking for another one is refused
+    v2 = _npz(tmp_path / "v2.npz", features=spec_layout("pairedge", "2").stage1_dim, spec="pairedge")
+    result = runner.invoke(app, ["train", "--data", str(v2), "--spec-version", "3", "--out", str(tmp_path / "o"), *args])
+    assert result.exit_code == 1 and "features" in result.output

@@ -25,6 +25,12 @@ def train_command(
         "scenes 'sim:static+moving:seeds=0-11:frames=300'.",
     ),
     spec: Spec = typer.Option(..., "--spec", help="Feature spec."),
+    spec_version: str | None = typer.Option(
+        None,
+        "--spec-version",
+        help="Layout version of the spec (default: the current one; pairedge: 1, 2 = current, 3 = + the "
+        "long-horizon and group context, docs/features.md). A features file keeps its own.",
+    ),
     stage: int = typer.Option(
         ..., "--stage", min=1, max=2, help="1 = interacting or not, 2 = interaction type."
     ),
@@ -76,10 +82,9 @@ def train_command(
         balance_sequences=balance_sequences,
         ignore_features=tuple(n.strip() for n in ignore_features.split(",") if n.strip()),
     )
-    rows = load_source(data, spec=spec.value, stage=stage, labels=labels)
-    outputs = train_to_dir(
-        rows, out, spec=spec.value, stage=stage, config=config, export=export, progress=progress
-    )
+    rows = load_source(data, spec=spec.value, stage=stage, labels=labels, spec_version=spec_version)
+    outputs = train_to_dir(rows, out, spec=spec.value, stage=stage, config=config, export=export,
+                           progress=progress, spec_version=spec_version)  # fmt: skip
     result, val = outputs.result, outputs.result.val_metrics
     console.print(
         f"stage {result.stage} {result.model_config.architecture} ({result.num_parameters} parameters), "

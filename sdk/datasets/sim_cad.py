@@ -3,7 +3,7 @@
 CAD has 32 shared sequences; approaching, leaving, passing by and facing each other occur in few of them.
 The simulator knows the same relations exactly. :func:`sim_cad_sequence` renders one scene and returns it as
 a :class:`~pairedge.io.cad.CadSequence` (exact boxes, track ids, per-pair labels, body orientation, walking /
-standing), so the CAD feature code (:func:`pairedge.datasets.cad_context.with_context`) and augmentations
+standing), so the CAD feature code (:func:`pairedge.datasets.cad.cad_features`) and augmentations
 apply to it unchanged. No shipped model uses this.
 
 SIM7 -> CAD8 (:data:`SIM_TO_CAD`): the motion relations and ``no_interaction`` keep their names,

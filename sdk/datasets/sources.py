@@ -62,12 +62,17 @@ def parse_sim_source(source: str, stage: int, labels: str | None = None) -> SimD
         raise InputError(f"{source!r}: {exc}") from None
 
 
-def load_source(source: str, *, spec: str, stage: int, labels: str | None = None) -> FeatureData:
-    """Training rows from a SOURCE (see the module docstring)."""
+def load_source(
+    source: str, *, spec: str, stage: int, labels: str | None = None, spec_version: str | None = None
+) -> FeatureData:
+    """Training rows from a SOURCE (see the module docstring); ``spec_version``: build the layout of that
+    version of ``spec`` (None: the current one; a features file keeps the version it was built with)."""
     if source.startswith(SIM_PREFIX):
+        from dataclasses import replace
+
         from pairedge.sim import get_preset
 
-        ds = parse_sim_source(source, stage, labels)
+        ds = replace(parse_sim_source(source, stage, labels), spec_version=spec_version)
         for preset in ds.presets:
             get_preset(preset)  # unknown preset -> InputError before any rendering
         return sim_features(spec, ds)
@@ -78,5 +83,5 @@ def load_source(source: str, *, spec: str, stage: int, labels: str | None = None
 
         if labels not in (None, "cad8"):
             raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
-        return cad_features(read_cad_dir(path), spec=spec, stage=stage)
+        return cad_features(read_cad_dir(path), spec=spec, stage=stage, spec_version=spec_version)
     return load_npz(path)

@@ -9,10 +9,13 @@ makes them independent of image resolution, distance to the camera and frame rat
 
 Layout (see ``docs/features.md`` for every formula):
 
-* stage 2 = ``[a (Fp = 12), b (Fp = 12), pair (Fq = 25)]`` (49 values), so a relation network can form
-  ``[a, b, |a-b|, a*b, pair]``; A is the pair's lower track id.
-* stage 1 = the pair block (Fq = 25 values: geometry, relative motion, scene context;
+* stage 2 = ``[a (Fp), b (Fp), pair (Fq)]``, so a relation network can form ``[a, b, |a-b|, a*b, pair]``;
+  A is the pair's lower track id.
+* stage 1 = the pair block (Fq values: geometry, relative motion, scene context;
   :mod:`pairedge.features.pairblock`). Every pair value is symmetric in A and B.
+* versions: 1 = Fp 12, Fq 25; **2 (current)** = + body orientation (:mod:`pairedge.features.orientation`),
+  Fp 15, Fq 31; 3 (opt-in) = version 2 + the long-horizon and group context
+  (:mod:`pairedge.features.context`), Fp 15, Fq 45. Models of every version load with their own layout.
 
 Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
 comes from ego-compensated flow pooled in the box; in **box-only mode** (``motion="boxes"``, or no flow this
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from pairedge.errors import InputError
+from pairedge.features import context as ctx
 from pairedge.features import egomotion
 from pairedge.features import orientation as ori
 from pairedge.features.base import (
@@ -84,6 +88,10 @@ PERSON_NAMES_V1, PAIR_NAMES_V1 = PERSON_NAMES, PAIR_NAMES
 #: appended after the version-1 columns of each block.
 PERSON_NAMES_V2 = PERSON_NAMES_V1 + ori.PERSON_NAMES
 PAIR_NAMES_V2 = PAIR_NAMES_V1 + ori.PAIR_NAMES
+#: Version 3 (opt-in, not the current version) adds the long-horizon and group context
+#: (:mod:`pairedge.features.context`): 14 pair columns appended after the version-2 pair block.
+PERSON_NAMES_V3 = PERSON_NAMES_V2
+PAIR_NAMES_V3 = PAIR_NAMES_V2 + ctx.CONTEXT_NAMES
 
 
 def _stage2_names(person: tuple[str, ...], pair: tuple[str, ...]) -> tuple[str, ...]:
@@ -218,13 +226,19 @@ class PairedgeExtractor:
         *,
         pooling: Callable[..., FlowMotion] = pool_flow,
         orientation: bool = CURRENT_VERSION == "2",
+        context: bool = False,
     ) -> None:
         """``pooling``: the per-person flow pooling (integral images; :func:`pool_flow_reference` for checks).
-        ``orientation``: the version-2 layout (orientation columns appended); False = version 1."""
+        ``orientation``: the version-2 layout (orientation columns appended); False = version 1.
+        ``context``: the version-3 layout (version 2 + :data:`pairedge.features.context.CONTEXT_NAMES`
+        appended to the pair block; needs ``orientation``)."""
+        if context and not orientation:
+            raise InputError("pairedge extractor: the context columns (version 3) need the orientation columns")
         self.config = config
         self.orientation = orientation
+        self.context = ctx.ContextHistory() if context else None
         self._fp = len(PERSON_NAMES_V2 if orientation else PERSON_NAMES_V1)
-        self._fq = len(PAIR_NAMES_V2 if orientation else PAIR_NAMES_V1)
+        self._fq = len(PAIR_NAMES_V3 if context else PAIR_NAMES_V2 if orientation else PAIR_NAMES_V1)
         self._pool = pooling
         self.history = TrackHistory(config.history, config.evict_after)
         self._last_t: float | None = None
@@ -234,6 +248,8 @@ class PairedgeExtractor:
     def reset(self) -> None:
         """Forget all tracks and the previous timestamp."""
         self.history.reset()
+        if self.context is not None:
+            self.context.reset()
         self._last_t = None
         self._frame = 0
         self.last_ego = egomotion.identity()
@@ -293,6 +309,9 @@ class PairedgeExtractor:
             person = np.concatenate([person, ori.person_values(*facing)], axis=1)
         fp, fq = self._fp, self._fq
         ia, ib = np.triu_indices(len(rows), k=1)
+        context = None
+        if self.context is not None:  # every frame, pairs or not: it records the observations
+            context = self.context.step(ids, boxes, timestamp, dt, ia, ib, float(w) if cfg.wrap else None)
         if len(ia) == 0:
             return PairFeatures.empty(fq, 2 * fp + fq)
         scene = scene_context(person, boxes)
@@ -311,6 +330,8 @@ class PairedgeExtractor:
             pair = np.concatenate(
                 [pair, ori.box_pair_values(boxes, facing, ia, ib, w if cfg.wrap else None)], 1
             )
+        if context is not None:
+            pair = np.concatenate([pair, context], 1)
         stage1 = finish(pair)
         person32 = finish(person)  # clamping is elementwise: clamp N people, not 2 M rows
         stage2 = np.empty((len(ia), 2 * fp + fq), np.float32)
@@ -350,10 +371,11 @@ class PairedgeSpec(FeatureSpec):
         return bool(self.make_config(config).motion == "flow")
 
     def _new_extractor(self, config: PairedgeConfig) -> PairedgeExtractor:
-        return PairedgeExtractor(config, orientation=self.version == "2")
+        return PairedgeExtractor(config, orientation=self.version != "1", context=self.version == "3")
 
     def for_version(self, version: str) -> PairedgeSpec | None:
-        """The spec with the layout of ``version`` ("1": no orientation; "2": with), None when unknown."""
+        """The spec with the layout of ``version`` ("1": no orientation; "2": with; "3": with orientation
+        and the long-horizon / group context), None when unknown."""
         return _VERSIONS.get(str(version))
 
 
@@ -373,5 +395,13 @@ class _PairedgeV2(PairedgeSpec):
     pair_dim = len(PAIR_NAMES_V2)
 
 
-_VERSIONS: dict[str, PairedgeSpec] = {"1": _PairedgeV1(), "2": _PairedgeV2()}
+class _PairedgeV3(PairedgeSpec):
+    version = "3"
+    stage1_names = PAIR_NAMES_V3
+    stage2_names = _stage2_names(PERSON_NAMES_V3, PAIR_NAMES_V3)
+    person_dim = len(PERSON_NAMES_V3)
+    pair_dim = len(PAIR_NAMES_V3)
+
+
+_VERSIONS: dict[str, PairedgeSpec] = {"1": _PairedgeV1(), "2": _PairedgeV2(), "3": _PairedgeV3()}
 SPEC = _VERSIONS[CURRENT_VERSION]
