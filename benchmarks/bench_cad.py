@@ -52,7 +52,6 @@ gave no gain over 1 here; ``--refit on/off`` overrides the recipes' refit). Vari
 from __future__ import annotations
 
 import argparse
-import functools
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -60,14 +59,15 @@ from typing import Any
 
 import numpy as np
 from _train_bench import DEFAULT_DATA, environment, write
+from pairedge.datasets.arrays import concat_rows
 from pairedge.datasets.cad import cad_features
-from pairedge.datasets.cad_context import mirror_sequence, reverse_sequence
+from pairedge.datasets.cad_context import AUGMENTATIONS
 from pairedge.datasets.sim_cad import sim_cad_sequence
 from pairedge.datasets.sources import parse_seeds
 from pairedge.export.data import sequence_folds, split_by_sequence
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.report import confusion_markdown
-from pairedge.export.train import TrainConfig, predict_logits, train
+from pairedge.export.train import TrainConfig, predict_logits
 from pairedge.io.cad import DEFAULT_FPS, read_cad_dir
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
@@ -93,8 +93,7 @@ RECIPES: dict[str, dict[str, Any]] = {
 VARIANTS = tuple(RECIPES)
 #: Acceptance targets of the issue (nested CV MPCA; queue recall with orientation).
 TARGETS = {"boxes": 0.52, "orientation": 0.65, "standing_in_a_row_recall": 0.5}
-AUGMENT = {"mirror": mirror_sequence, "reverse": reverse_sequence,
-           "reverse_turned": functools.partial(reverse_sequence, turn_walkers=True)}  # fmt: skip
+AUGMENT = AUGMENTATIONS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -128,12 +127,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _concat(parts: list[Any]) -> Any:
-    """Row-wise concatenation of FeatureData with the same layout (the first one's metadata)."""
-    return replace(parts[0], X=np.concatenate([p.X for p in parts]), y=np.concatenate([p.y for p in parts]),
-                   groups=np.concatenate([p.groups for p in parts]))  # fmt: skip
-
-
 def fit_relation_net(
     part: Any,
     augmented: list[Any],
@@ -147,36 +140,27 @@ def fit_relation_net(
     probabilities`` (the members' mean softmax) and what each member chose.
 
     Member ``j`` splits the training sequences with its own seed (``seed`` for j = 0, ``1000 * seed + j``
-    after), early-stops on the ORIGINAL rows of its inner validation sequences, and trains on the original
-    rows of the other training sequences plus the ``augmented`` copies (mirror / time reversal; rows of the
-    same sequences under the same group ids) of those same sequences only: no copy of an inner-validation
-    or held-out sequence is ever trained on. ``refit_all``: then train a fresh net for the chosen number of
-    epochs on ALL the training sequences (inner validation included) and their copies
-    (:func:`pairedge.export.refit.refit`); the epoch still comes from the inner split only. ``sim``
-    (simulator rows, :mod:`pairedge.datasets.sim_cad`) is added to every training set, never validated on.
+    after) and trains with :func:`pairedge.export.augmented.train_augmented`: early stopping on the ORIGINAL
+    rows of its inner validation sequences, training on the other training sequences' rows plus their
+    ``augmented`` copies (mirror / time reversal; same group ids); no copy of an inner-validation or
+    held-out sequence is trained on while the epoch is chosen. ``refit_all``: then a fresh net for the chosen
+    number of epochs on ALL the training sequences (inner validation included) and their copies; the epoch
+    still comes from the inner split only. ``sim`` (simulator rows, :mod:`pairedge.datasets.sim_cad`) is
+    added to every training set, never validated on.
     """
     import torch
-    from pairedge.export.refit import refit
+    from pairedge.export.augmented import train_augmented
 
+    copies = [a.subset(np.isin(a.groups, np.unique(part.groups))) for a in augmented]
+    copies += [] if sim is None else [sim]
     models, chosen = [], {"best_epoch": [], "inner_val_sequences": []}
     for j in range(members):
         s = seed if j == 0 else 1000 * seed + j
         inner = split_by_sequence(part.groups, part.y, config.val_fraction, s)
-        val_groups = np.unique(part.groups[inner])
-        extra = [a.subset(np.isin(a.groups, np.unique(part.groups[~inner]))) for a in augmented]
-        combined = _concat([part, *extra, *([] if sim is None else [sim])])
-        mask = np.concatenate([inner, np.zeros(len(combined.y) - len(part.y), bool)])
-        result = train(combined, replace(config, seed=s), val_mask=mask, progress=False)
-        if refit_all:
-            everything = _concat(
-                [part, *[a.subset(np.isin(a.groups, np.unique(part.groups))) for a in augmented],
-                 *([] if sim is None else [sim])]
-            )  # fmt: skip
-            models.append(refit(everything, replace(config, seed=s), result.best_epoch))
-        else:
-            models.append(result.model)
+        result = train_augmented(part, copies, replace(config, seed=s), val_mask=inner, refit=refit_all)
+        models.append(result.model)
         chosen["best_epoch"].append(result.best_epoch)
-        chosen["inner_val_sequences"].append(sorted(val_groups.tolist()))
+        chosen["inner_val_sequences"].append(sorted(np.unique(part.groups[inner]).tolist()))
 
     def predict(X: np.ndarray) -> np.ndarray:
         probs = [torch.softmax(torch.from_numpy(predict_logits(m, X)), 1).numpy() for m in models]
@@ -373,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
                 d = cad_features([q], stride=stride, feature_config={"history": args.history},
                                  orientation=orientation, spec_version=CONTEXT_SPEC)  # fmt: skip
                 parts.append(replace(d, groups=np.full(len(d.y), f"sim{i % args.sim_groups}")))
-            cache[key] = _concat(parts)
+            cache[key] = concat_rows(parts)
         return cache[key]
 
     report: dict[str, Any] = {"command": "python benchmarks/bench_cad.py " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.datasets import FeatureData
+from pairedge.datasets.arrays import concat_rows
 from pairedge.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import RECIPE, default_model_dir
@@ -75,18 +76,6 @@ def held_out_sets(recipe: dict[str, Any]) -> dict[str, dict[str, FeatureData]]:
     for extra in recipe.get("extra_presets", ()):
         tests[extra["preset"]] = feature_sets(recipe, extra["test_seeds"], [extra["preset"]])
     return tests
-
-
-def concat_rows(parts: list[FeatureData]) -> FeatureData:
-    """One :class:`FeatureData` of several with the same layout (rows appended in order)."""
-    if len(parts) == 1:
-        return parts[0]
-    return replace(
-        parts[0],
-        X=np.concatenate([p.X for p in parts]),
-        y=np.concatenate([p.y for p in parts]),
-        groups=np.concatenate([p.groups for p in parts]),
-    )
 
 
 def calibrate_threshold(

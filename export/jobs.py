@@ -96,11 +96,24 @@ def train_to_dir(
     val_mask: np.ndarray | None = None,
     title: str | None = None,
     spec_version: str | None = None,
+    copies: list[FeatureData] | None = None,
+    refit: bool = False,
 ) -> TrainOutputs:
     """Train on ``data`` and write ``model.pt`` + ``model.json``, ``report.{json,md}``, ``curves.png`` and
-    (with ``export``) ``stage{N}.onnx`` into ``out``; ``spec_version`` as in :func:`resolve_data`."""
+    (with ``export``) ``stage{N}.onnx`` into ``out``; ``spec_version`` as in :func:`resolve_data`.
+
+    ``copies`` (augmented rows of the same sequences) and ``refit`` train with
+    :func:`pairedge.export.augmented.train_augmented`: copies of validation sequences are left out while the
+    epoch is chosen; ``refit`` retrains on everything for that many epochs."""
     data = resolve_data(data, spec, stage, spec_version)
-    result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
+    if copies or refit:
+        from pairedge.export.augmented import train_augmented
+
+        copies = [resolve_data(c, spec, data.stage, data.feature_spec_version) for c in copies or []]
+        result = train_augmented(data, copies, config or TrainConfig(), val_mask=val_mask, refit=refit,
+                                 stage=data.stage, progress=progress)  # fmt: skip
+    else:
+        result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
     out = Path(out)
     ckpt = checkpoint_of(result, data)
     save_checkpoint(ckpt, out)

@@ -60,6 +60,18 @@ def metrics_markdown(metrics: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _augmented_lines(info: dict[str, Any]) -> list[str]:
+    """Report lines of :func:`pairedge.export.augmented.train_augmented`'s copies and refit (none without)."""
+    lines = []
+    if info.get("augmented_rows"):
+        lines.append(f"- plus {info['augmented_rows']} augmented rows (copies of the training sequences)")
+    if info.get("refit"):
+        r = info["refit"]
+        lines.append(f"- **refit**: the model written is a fresh one trained on all {r['rows']} rows for {r['epochs']} "
+                     "epochs; the validation numbers below are the early-stopped model's")  # fmt: skip
+    return lines
+
+
 def report_markdown(result: TrainResult, title: str = "Training report") -> str:
     cfg = result.model_config
     return "\n".join(
@@ -72,6 +84,7 @@ def report_markdown(result: TrainResult, title: str = "Training report") -> str:
             f"- best epoch {result.best_epoch} of {len(result.history)} run "
             f"(early stopping on validation MPCA, patience {result.train_config.patience})",
             f"- validation sequences ({len(result.val_groups)}): {', '.join(result.val_groups)}",
+            *_augmented_lines(result.info),
             "",
             "## Validation",
             "",

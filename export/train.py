@@ -363,5 +363,8 @@ def checkpoint_of(
             "best_epoch": result.best_epoch,
             "train": result.train_config.to_dict(),
             "feature_config": json.loads(data.feature_config) if data.feature_config else {},
+            # train_augmented: augmented rows trained on, and the refit (the model is then not the one
+            # val_metrics scored)
+            **{k: result.info[k] for k in ("augmented_rows", "refit") if k in result.info},
         },
     )

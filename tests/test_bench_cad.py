@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_cad  # noqa: E402
+import pairedge.export.augmented as augmented_module  # noqa: E402
 from pairedge.datasets.arrays import FeatureData  # noqa: E402
 from pairedge.export.train import TrainConfig  # noqa: E402
 
@@ -27,13 +28,13 @@ def synthetic(offset: float) -> FeatureData:
 def test_augmented_rows_of_validation_and_test_sequences_are_never_trained_on(monkeypatch):
     data, copy = synthetic(0.0), synthetic(100.0)
     seen = []
-    real_train = bench_cad.train
+    real_train = augmented_module.train
 
-    def spy(combined, config, *, val_mask, progress):
+    def spy(combined, config, *, stage, val_mask, progress):
         seen.append((combined.groups.copy(), combined.X[:, 0].copy(), np.asarray(val_mask).copy()))
-        return real_train(combined, config, val_mask=val_mask, progress=progress)
+        return real_train(combined, config, stage=stage, val_mask=val_mask, progress=progress)
 
-    monkeypatch.setattr(bench_cad, "train", spy)
+    monkeypatch.setattr(augmented_module, "train", spy)
     config = TrainConfig(epochs=1, patience=1, samples_per_epoch=64)
     cv = bench_cad.nested_cv(data, config, 2, [0], augmented=[copy], members=2)
     assert len(seen) == 4  # 2 outer folds x 2 members
@@ -56,9 +57,9 @@ def test_refit_uses_every_training_sequence_and_its_copies_but_not_the_held_out_
     seen = []
     real_refit = refit_module.refit
 
-    def spy(everything, config, epochs):
+    def spy(everything, config, epochs, stage=None):
         seen.append((everything.groups.copy(), everything.X[:, 0].copy(), epochs))
-        return real_refit(everything, config, epochs)
+        return real_refit(everything, config, epochs, stage)
 
     monkeypatch.setattr(refit_module, "refit", spy)
     config = TrainConfig(epochs=2, patience=1, samples_per_epoch=64)
@@ -78,17 +79,17 @@ def test_simulator_rows_are_trained_on_in_every_fold_and_never_validated(monkeyp
     sim = FeatureData.from_arrays(np.full((30, 6), 500.0, np.float32), np.arange(30) % 3, np.full(30, "sim0"),
                                   ("a", "b", "c"), person_features=2, pair_features=2, stage=2)  # fmt: skip
     seen, refits = [], []
-    real_train, real_refit = bench_cad.train, refit_module.refit
+    real_train, real_refit = augmented_module.train, refit_module.refit
 
-    def spy(combined, config, *, val_mask, progress):
+    def spy(combined, config, *, stage, val_mask, progress):
         seen.append((combined.X[:, 0].copy(), np.asarray(val_mask).copy()))
-        return real_train(combined, config, val_mask=val_mask, progress=progress)
+        return real_train(combined, config, stage=stage, val_mask=val_mask, progress=progress)
 
-    def spy_refit(everything, config, epochs):
+    def spy_refit(everything, config, epochs, stage=None):
         refits.append(everything.X[:, 0].copy())
-        return real_refit(everything, config, epochs)
+        return real_refit(everything, config, epochs, stage)
 
-    monkeypatch.setattr(bench_cad, "train", spy)
+    monkeypatch.setattr(augmented_module, "train", spy)
     monkeypatch.setattr(refit_module, "refit", spy_refit)
     config = TrainConfig(epochs=1, patience=1, samples_per_epoch=64)
     bench_cad.nested_cv(data, config, 2, [0], refit_all=True, sim=sim)

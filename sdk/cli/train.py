@@ -59,6 +59,29 @@ def train_command(
         help="Comma-separated feature names the model must not use; 'viewpoint' = the spec's absolute image "
         "size/position columns (for cameras mounted at another height than in training).",
     ),
+    hidden: str = typer.Option(
+        "", "--hidden", help="Hidden widths of the model, e.g. 128,256 (default: the architecture's own)."
+    ),
+    augment: str = typer.Option(
+        "",
+        "--augment",
+        help="Collective Activity folder only: also train on label-preserving copies of the training "
+        "sequences: mirror, reverse (time reversal), reverse_turned (reversal with walkers turned; for "
+        "data with orientation); comma-separated. Copies of validation sequences are never trained on.",
+    ),
+    orientation: bool = typer.Option(
+        True,
+        "--orientation/--no-orientation",
+        help="Collective Activity folder: give the model each person's annotated body orientation (attr), or "
+        "boxes and tracks only.",
+    ),
+    refit: bool = typer.Option(
+        False,
+        "--refit/--no-refit",
+        help="After early stopping, train a fresh model on every sequence (validation included) and the "
+        "copies for the chosen number of epochs; the reported validation numbers are then the "
+        "early-stopped model's.",
+    ),
     export: bool = typer.Option(True, "--export/--no-export", help="Also write stage{N}.onnx."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -66,12 +89,20 @@ def train_command(
     from pairedge._optional import require
 
     require("torch", purpose="pairedge train")
-    from pairedge.datasets.sources import load_source
+    from pairedge.datasets.sources import load_with_copies
+    from pairedge.errors import InputError
     from pairedge.export.jobs import train_to_dir
     from pairedge.export.train import TrainConfig
 
+    try:
+        widths = tuple(int(w) for w in hidden.split(",") if w.strip())
+    except ValueError:
+        raise InputError(f"--hidden: expected comma-separated positive integers, got {hidden!r}") from None
+    if any(w < 1 for w in widths):
+        raise InputError(f"--hidden: expected comma-separated positive integers, got {hidden!r}")
     config = TrainConfig(
         architecture=arch,
+        hidden=widths,
         epochs=epochs,
         patience=patience,
         batch_size=batch_size,
@@ -82,9 +113,11 @@ def train_command(
         balance_sequences=balance_sequences,
         ignore_features=tuple(n.strip() for n in ignore_features.split(",") if n.strip()),
     )
-    rows = load_source(data, spec=spec.value, stage=stage, labels=labels, spec_version=spec_version)
+    names = tuple(a.strip() for a in augment.split(",") if a.strip())
+    rows, copies = load_with_copies(data, spec=spec.value, stage=stage, labels=labels,
+                                    spec_version=spec_version, augment=names, orientation=orientation)  # fmt: skip
     outputs = train_to_dir(rows, out, spec=spec.value, stage=stage, config=config, export=export,
-                           progress=progress, spec_version=spec_version)  # fmt: skip
+                           progress=progress, spec_version=spec_version, copies=copies, refit=refit)  # fmt: skip
     result, val = outputs.result, outputs.result.val_metrics
     console.print(
         f"stage {result.stage} {result.model_config.architecture} ({result.num_parameters} parameters), "
@@ -93,6 +126,13 @@ def train_command(
         f"from {len(result.val_groups)} sequences",
         highlight=False,
     )
+    if result.info.get("refit"):
+        r = result.info["refit"]
+        console.print(
+            f"refit: a fresh model trained on all {r['rows']} rows for {r['epochs']} epochs (the model written; "
+            "the validation numbers above are the early-stopped model's)",
+            highlight=False,
+        )
     console.print(
         f"wrote {escape(str(outputs.checkpoint_dir))}/model.pt, model.json, report.md, report.json",
         highlight=False,

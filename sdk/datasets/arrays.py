@@ -97,6 +97,24 @@ class FeatureData:
         )
 
 
+def concat_rows(parts: list[FeatureData]) -> FeatureData:
+    """One :class:`FeatureData` of several with the same layout: rows appended in order, the first part's
+    metadata."""
+    if not parts:
+        raise InputError("concat_rows: expected at least one FeatureData")
+    widths = {p.num_features for p in parts}
+    if len(widths) != 1 or len({p.labels for p in parts}) != 1:
+        raise InputError(f"concat_rows: expected one layout and label set, got widths {sorted(widths)}")
+    if len(parts) == 1:
+        return parts[0]
+    return replace(
+        parts[0],
+        X=np.concatenate([p.X for p in parts]),
+        y=np.concatenate([p.y for p in parts]),
+        groups=np.concatenate([p.groups for p in parts]),
+    )
+
+
 def validate_arrays(
     X: np.ndarray, y: np.ndarray, groups: np.ndarray, labels: tuple[str, ...], *, source: str
 ) -> None:

@@ -26,6 +26,7 @@ reversal swaps approaching and leaving and keeps the others. Benchmarks apply th
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 from pairedge.errors import InputError
@@ -160,3 +161,13 @@ def reverse_sequence(seq: CadSequence, turn_walkers: bool = False) -> CadSequenc
         collective=seq.collective[::-1].copy(),
         people=tuple(people),
     )
+
+
+#: Label-preserving copies of a sequence, by name (``pairedge train --augment``, ``bench_cad``): ``mirror``,
+#: ``reverse`` (time reversal; approaching <-> leaving), ``reverse_turned`` (time reversal with every person
+#: annotated *walking* turned by 180 degrees, for data with body orientation).
+AUGMENTATIONS = {
+    "mirror": mirror_sequence,
+    "reverse": reverse_sequence,
+    "reverse_turned": functools.partial(reverse_sequence, turn_walkers=True),
+}

@@ -67,6 +67,36 @@ def load_source(
 ) -> FeatureData:
     """Training rows from a SOURCE (see the module docstring); ``spec_version``: build the layout of that
     version of ``spec`` (None: the current one; a features file keeps the version it was built with)."""
+    return load_with_copies(source, spec=spec, stage=stage, labels=labels, spec_version=spec_version)[0]
+
+
+def load_with_copies(
+    source: str,
+    *,
+    spec: str,
+    stage: int,
+    labels: str | None = None,
+    spec_version: str | None = None,
+    augment: tuple[str, ...] = (),
+    orientation: bool = True,
+) -> tuple[FeatureData, list[FeatureData]]:
+    """The rows of SOURCE (as :func:`load_source`) and, for each name in ``augment``
+    (:data:`pairedge.datasets.cad_context.AUGMENTATIONS`), the rows of a label-preserving copy of every
+    sequence (same group ids). Only a Collective Activity folder has sequences to copy. ``orientation``
+    False: leave the Collective Activity annotated body orientation out (boxes and tracks only)."""
+    path = Path(source)
+    is_cad = not source.startswith(SIM_PREFIX) and path.is_dir()
+    if augment:
+        from pairedge.datasets.cad_context import AUGMENTATIONS
+
+        unknown = [a for a in augment if a not in AUGMENTATIONS]
+        if unknown:
+            raise InputError(f"unknown augmentation {unknown[0]!r}; expected some of {sorted(AUGMENTATIONS)}")
+        if not is_cad:
+            raise InputError(
+                "augmentation needs a Collective Activity folder (its sequences are mirrored / reversed before "
+                f"the features are computed); {source!r} is not one"
+            )
     if source.startswith(SIM_PREFIX):
         from dataclasses import replace
 
@@ -75,13 +105,20 @@ def load_source(
         ds = replace(parse_sim_source(source, stage, labels), spec_version=spec_version)
         for preset in ds.presets:
             get_preset(preset)  # unknown preset -> InputError before any rendering
-        return sim_features(spec, ds)
-    path = Path(source)
-    if path.is_dir():
+        return sim_features(spec, ds), []
+    if is_cad:
         from pairedge.datasets.cad import cad_features
         from pairedge.io.cad import read_cad_dir
 
         if labels not in (None, "cad8"):
             raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
-        return cad_features(read_cad_dir(path), spec=spec, stage=stage, spec_version=spec_version)
-    return load_npz(path)
+        sequences = read_cad_dir(path)
+        rows = cad_features(sequences, spec=spec, stage=stage, spec_version=spec_version, orientation=orientation)
+        if not augment:
+            return rows, []
+        from pairedge.datasets.cad_context import AUGMENTATIONS
+
+        copies = [cad_features([AUGMENTATIONS[a](q) for q in sequences], spec=spec, stage=stage,
+                               spec_version=spec_version, orientation=orientation) for a in augment]  # fmt: skip
+        return rows, copies
+    return load_npz(path), []
