@@ -165,3 +165,35 @@ def test_chain_groups_against_a_breadth_first_search() -> None:
                     want[j] = start
                     queue.append(int(j))
         np.testing.assert_array_equal(chain_groups(points, heights), want)
+
+
+def test_group_values_against_a_direct_count() -> None:
+    """The vectorised group values against the plain definition, with ties (grid points: pairs whose
+    projections on the group axis coincide, members level with A or B)."""
+    from pairedge.features.context import EPS, chain_groups, group_values
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n = int(rng.integers(2, 25))
+        grid = trial % 2 == 0
+        points = (rng.integers(0, 6, (n, 2)) * 60.0) if grid else rng.uniform(0, 800, (n, 2))
+        heights = np.full(n, 50.0) if grid else rng.uniform(30, 150, n)
+        ia, ib = np.triu_indices(n, 1)
+        got = group_values(points, heights, ia, ib)
+        comp = chain_groups(points, heights)
+        for m, (a, b) in enumerate(zip(ia, ib, strict=True)):
+            if comp[a] != comp[b]:
+                assert not got[m].any()
+                continue
+            members = np.flatnonzero(comp == comp[a])
+            p = points[members] / max(float(np.mean(heights[members])), EPS)
+            centred = p - p.mean(0)
+            evals, evecs = np.linalg.eigh(centred.T @ centred / len(p))  # the same scatter as the code
+            axis = evecs[:, 1]
+            proj = points @ axis
+            lo, hi = sorted((proj[a], proj[b]))
+            between = sum(lo < proj[k] < hi for k in members)
+            ab = points[b] - points[a]
+            want = [len(members) / 10, 1 - evals[0] / max(evals[1], EPS),
+                    abs(ab @ axis) / max(np.linalg.norm(ab), EPS), between / max(len(members) - 2, 1), 1.0]  # fmt: skip
+            np.testing.assert_allclose(got[m], want, atol=1e-9)

@@ -103,7 +103,8 @@ def group_values(points: np.ndarray, heights: np.ndarray, ia: np.ndarray, ib: np
         align = np.abs(ab @ axis) / np.maximum(np.linalg.norm(ab, axis=1), EPS)
         lo, hi = np.minimum(pa, pb), np.maximum(pa, pb)
         mp = np.sort(proj[members])  # members strictly between lo and hi, by two binary searches
-        between = np.searchsorted(mp, hi, side="left") - np.searchsorted(mp, lo, side="right")
+        # (#p < hi) - (#p <= lo); when lo == hi that is -(#p == lo): nobody is strictly between
+        between = np.maximum(np.searchsorted(mp, hi, side="left") - np.searchsorted(mp, lo, side="right"), 0)
         others = max(len(members) - 2, 1)
         out[rows] = np.stack(
             [np.full(len(rows), len(members) / 10.0), np.full(len(rows), linear), align, between / others,
