@@ -2,8 +2,8 @@
 indices, image sizes and small or odd frame sizes, in episodes of many steps. Never an exception, no stage
 failure, sane results, and every input detection either kept or counted as dropped.
 
-10,000 steps over both feature specs (DIS ``ultrafast`` at scale 0.5 on frames of at most 64 px, the cheapest
-setting), about 10-20 s on two cores. ``PAIREDGE_FUZZ_STEPS`` raises the count for a longer local run.
+15,000 steps over both feature specs and the opt-in ``pairedge`` v3 layout (DIS ``ultrafast`` at scale 0.5 on frames of at most 64 px, the cheapest
+setting), about 15-30 s on two cores. ``PAIREDGE_FUZZ_STEPS`` raises the count for a longer local run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pairedge.runtime.flow import get_flow_backend
 from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 
-STEPS = int(os.environ.get("PAIREDGE_FUZZ_STEPS", "5000"))  # per spec; two specs run
+STEPS = int(os.environ.get("PAIREDGE_FUZZ_STEPS", "5000"))  # per spec (and layout) run
 EPISODE = 250
 
 
@@ -179,11 +179,20 @@ def _check(result: FrameResult, rows: int | None, seen: set[str]) -> None:
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy overflow / invalid-value warnings either
-@pytest.mark.parametrize("spec", ["pairedge", "liang2026"])
+@pytest.mark.parametrize("spec", ["pairedge", "liang2026", "pairedge-v3"])
 def test_pipeline_survives_seeded_mutations(tmp_path: Path, spec: str) -> None:
-    write_toy_model(tmp_path / "m" / "stage1.onnx", stage=1, spec_name=spec, thresholds={"p_interact": 0.3})
-    write_toy_model(tmp_path / "m" / "stage2.onnx", stage=2, spec_name=spec)
-    mutate = _Mutator(seed=9 if spec == "pairedge" else 10)
+    name, _, version = spec.partition("-v")
+    layout = {}
+    if version:  # an older / opt-in layout: the widths of that version
+        from pairedge.features import spec_layout
+
+        v = spec_layout(name, version)
+        layout = {st: {"feature_spec_version": version, "num_features": w, "norm_mean": (0.0,) * w,
+                       "norm_std": (1.0,) * w} for st, w in ((1, v.stage1_dim), (2, v.stage2_dim))}  # fmt: skip
+    write_toy_model(tmp_path / "m" / "stage1.onnx", stage=1, spec_name=name, thresholds={"p_interact": 0.3},
+                    **layout.get(1, {}))  # fmt: skip
+    write_toy_model(tmp_path / "m" / "stage2.onnx", stage=2, spec_name=name, **layout.get(2, {}))
+    mutate = _Mutator(seed={"pairedge": 9, "liang2026": 10}.get(spec, 11))
     configs = [
         PipelineConfig(),
         PipelineConfig(tracker="always", max_people=5),
