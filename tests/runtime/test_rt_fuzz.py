@@ -3,7 +3,8 @@ indices, image sizes and small or odd frame sizes, in episodes of many steps. Ne
 failure, sane results, and every input detection either kept or counted as dropped.
 
 15,000 steps over both feature specs and the opt-in ``pairedge`` v3 layout (DIS ``ultrafast`` at scale 0.5
-on frames of at most 64 px, the cheapest setting), about 15-30 s on two cores. ``PAIREDGE_FUZZ_STEPS`` raises the count for a longer local run.
+on frames of at most 64 px, the cheapest setting), about 15-30 s on two cores. ``PAIREDGE_FUZZ_STEPS``
+raises the count for a longer local run.
 """
 
 from __future__ import annotations
