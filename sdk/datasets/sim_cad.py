@@ -73,7 +73,7 @@ def sim_cad_sequence(preset: str, seed: int, frames: int = 300, number: int = 0)
     if scene.proj.cylinder:
         raise InputError(f"simulator preset {preset!r} is a panorama; CAD sequences need a flat image")
     column: dict[int, int] = {}
-    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    rows: list[tuple[np.ndarray, ...]] = []  # per frame: ids, boxes, orientation bins, walking, pairs, labels
     people = scene.world.people
     for _ in range(frames):
         frame = scene.next_frame()
@@ -83,15 +83,14 @@ def sim_cad_sequence(preset: str, seed: int, frames: int = 300, number: int = 0)
         where = {int(t): i for i, t in enumerate(people.tid.tolist())}
         heading = people.heading[[where[int(t)] for t in tids.tolist()]]
         walking = np.hypot(*frame.velocities.T) > WALK_MPS if len(tids) else np.zeros(0, bool)
-        rows.append((tids, frame.truth.boxes, to_cad_bin(heading), walking, frame.pairs, _cad_labels(frame),
-                     np.array([frame.index])))  # fmt: skip
+        rows.append((tids, frame.truth.boxes, to_cad_bin(heading), walking, frame.pairs, _cad_labels(frame)))
     n = len(column)
     present = np.zeros((frames, n), bool)
     boxes = np.full((frames, n, 4), np.nan, np.float32)
     pose = np.zeros((frames, n), np.int64)
     action = np.full((frames, n), -1, np.int64)
     labels = np.full((frames, n, n), -1, np.int8)
-    for f, (tids, b, bins, walking, pairs, lab, _) in enumerate(rows):
+    for f, (tids, b, bins, walking, pairs, lab) in enumerate(rows):
         cols = np.array([column[int(t)] for t in tids.tolist()], np.int64)
         present[f, cols], boxes[f, cols], pose[f, cols] = True, b, bins
         action[f, cols] = np.where(walking, 0, 1)
