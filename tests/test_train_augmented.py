@@ -77,6 +77,8 @@ def test_cli_options_and_errors(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "Collective Activity folder" in result.output
     result = runner.invoke(app, [*base, "--data", sim, "--augment", "sideways"])
     assert result.exit_code == 1 and "unknown augmentation 'sideways'" in result.output
+    result = runner.invoke(app, [*base, "--data", sim, "--no-orientation"])
+    assert result.exit_code == 1 and "Collective Activity folder" in result.output
     for bad in ("0,8", "a,b"):
         result = runner.invoke(app, [*base, "--data", sim, "--hidden", bad])
         assert result.exit_code == 1 and "--hidden" in result.output and "Traceback" not in result.output

@@ -86,6 +86,11 @@ def load_with_copies(
     False: leave the Collective Activity annotated body orientation out (boxes and tracks only)."""
     path = Path(source)
     is_cad = not source.startswith(SIM_PREFIX) and path.is_dir()
+    if not orientation and not is_cad:
+        raise InputError(
+            f"leaving the annotated orientation out applies to a Collective Activity folder; {source!r} is not "
+            "one (simulator rows and features files have their layout already)"
+        )
     if augment:
         from pairedge.datasets.cad_context import AUGMENTATIONS
 
