@@ -22,7 +22,8 @@ from dataclasses import replace
 import numpy as np
 from pairedge.datasets.arrays import FeatureData, concat_rows
 from pairedge.errors import InputError
-from pairedge.export.data import split_by_sequence, standardization_stats
+from pairedge.export.data import split_by_sequence
+from pairedge.export.models import get_normalization
 from pairedge.export.train import TrainConfig, TrainResult, train
 
 
@@ -71,6 +72,6 @@ def train_augmented(
 
     everything = concat_rows([data, *copies])
     model = refit_model(everything, config, result.best_epoch, stage=result.stage)
-    mean, std = standardization_stats(everything.X)
+    mean, std = get_normalization(model)  # the statistics refit standardised with
     info["refit"] = {"epochs": result.best_epoch, "rows": len(everything.y)}
     return replace(result, model=model, norm_mean=mean, norm_std=std, info=info)

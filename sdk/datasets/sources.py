@@ -86,14 +86,14 @@ def load_with_copies(
     False: leave the Collective Activity annotated body orientation out (boxes and tracks only)."""
     path = Path(source)
     is_cad = not source.startswith(SIM_PREFIX) and path.is_dir()
+    from pairedge.datasets.cad_context import AUGMENTATIONS
+
     if not orientation and not is_cad:
         raise InputError(
             f"leaving the annotated orientation out applies to a Collective Activity folder; {source!r} is not "
             "one (simulator rows and features files have their layout already)"
         )
     if augment:
-        from pairedge.datasets.cad_context import AUGMENTATIONS
-
         unknown = [a for a in augment if a not in AUGMENTATIONS]
         if unknown:
             raise InputError(f"unknown augmentation {unknown[0]!r}; expected some of {sorted(AUGMENTATIONS)}")
@@ -121,8 +121,6 @@ def load_with_copies(
         rows = cad_features(sequences, spec=spec, stage=stage, spec_version=spec_version, orientation=orientation)
         if not augment:
             return rows, []
-        from pairedge.datasets.cad_context import AUGMENTATIONS
-
         copies = [cad_features([AUGMENTATIONS[a](q) for q in sequences], spec=spec, stage=stage,
                                spec_version=spec_version, orientation=orientation) for a in augment]  # fmt: skip
         return rows, copies

@@ -24,8 +24,8 @@ constant frame rate, exactly the frame ``L * fps`` frames earlier. Memory and wo
 :class:`ContextHistory` keeps at most ``capacity`` observations per track (at frame rates above
 ``capacity / 4`` fps the 4-s lag is unknown) and at most ``max_tracks`` tracks besides the current frame's
 people (the least recently seen go first); tracks unseen for longer than the longest lag (+ 1 s) are
-dropped, and a timestamp that goes backwards starts the history afresh. :mod:`pairedge.datasets.cad_context` computes the same values offline from whole
-CAD sequences (the reference the tests compare against).
+dropped, and a timestamp that goes backwards starts the history afresh. :mod:`pairedge.datasets.cad_context`
+computes the same values offline from whole CAD sequences (the reference the tests compare against).
 """
 
 from __future__ import annotations
@@ -222,6 +222,7 @@ class ContextHistory:
         ids = np.asarray(ids, np.int64).reshape(-1)
         b = np.asarray(boxes, np.float64).reshape(-1, 4)
         foot, height = feet(b)
+        xyh = np.column_stack([foot, height])  # what is stored per observation
         slots = self._slots_for(ids, timestamp)
         tol = max(dt, EPS) / 2
         out = np.zeros((len(ia), len(CONTEXT_NAMES)))
@@ -237,7 +238,7 @@ class ContextHistory:
             return np.hypot(*gap(a, b_)) / np.maximum((a[:, 2] + b_[:, 2]) / 2, EPS)
 
         if len(ia):
-            d_now = pair_distance(np.column_stack([foot, height]))
+            d_now = pair_distance(xyh)
             for k, lag in enumerate(LAGS_S):
                 then, found = self._lookup(slots, timestamp - lag, tol)
                 known = np.take(found, ia) & np.take(found, ib)
@@ -260,7 +261,7 @@ class ContextHistory:
         # record after the lookups (a lag never matches the current frame anyway)
         head = self._head[slots]
         self._t[slots, head] = timestamp
-        self._xyh[slots, head] = np.column_stack([foot, height])
+        self._xyh[slots, head] = xyh
         self._head[slots] = (head + 1) % self.capacity
         self._seen[slots] = timestamp
         return out
