@@ -93,7 +93,7 @@ def _check_spec(file: Path, meta: ModelMetadata) -> FeatureSpec:
     elif spec.version and meta.feature_spec_version != spec.version:
         raise ModelError(
             f"{file}: trained on feature spec {spec.name!r} version {meta.feature_spec_version!r}, this pairedge "
-            f"implements version {spec.version!r}; re-export the model with this pairedge version"
+            f"implements version {', '.join(spec.versions)}; re-export the model with this pairedge version"
         )
     width = spec.stage1_dim if meta.stage == 1 else spec.stage2_dim
     if meta.num_features != width:

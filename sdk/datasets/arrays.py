@@ -156,8 +156,8 @@ def load_npz(path: str | Path) -> FeatureData:
         )
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FormatError(path, f"not a readable .npz without pickles ({exc})") from None
+    except (ValueError, OSError, EOFError) as exc:  # EOFError: an empty file
+        raise FormatError(path, f"not a readable .npz without pickles ({exc or type(exc).__name__})") from None
     with archive:
         missing = [k for k in REQUIRED if k not in archive.files]
         if missing:

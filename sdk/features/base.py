@@ -159,6 +159,11 @@ class FeatureSpec:
         on it still load; None when this pairedge does not implement that version."""
         return self if str(version) == self.version else None
 
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Every version of this spec that :meth:`for_version` builds (for messages)."""
+        return (self.version,)
+
     def make_extractor(self, config: Any = None) -> FeatureExtractor:
         """A fresh per-stream extractor with ``config`` (see :meth:`make_config`)."""
         return self._new_extractor(self.make_config(config))
@@ -200,7 +205,10 @@ def spec_layout(name: str, version: str | None = None) -> FeatureSpec:
         return spec
     layout = spec.for_version(str(version))
     if layout is None:
-        raise InputError(f"feature spec {name!r} has no version {version!r}; this pairedge has {spec.version!r}")
+        raise InputError(
+            f"feature spec {name!r} has no version {version!r}; this pairedge implements "
+            f"{', '.join(spec.versions)} (current: {spec.version})"
+        )
     return layout
 
 

@@ -373,6 +373,10 @@ class PairedgeSpec(FeatureSpec):
     def _new_extractor(self, config: PairedgeConfig) -> PairedgeExtractor:
         return PairedgeExtractor(config, orientation=self.version != "1", context=self.version == "3")
 
+    @property
+    def versions(self) -> tuple[str, ...]:
+        return tuple(_VERSIONS)
+
     def for_version(self, version: str) -> PairedgeSpec | None:
         """The spec with the layout of ``version`` ("1": no orientation; "2": with; "3": with orientation
         and the long-horizon / group context), None when unknown."""
