@@ -64,11 +64,13 @@ from pairedge.datasets.cad import cad_features
 from pairedge.datasets.cad_context import AUGMENTATIONS
 from pairedge.datasets.sim_cad import sim_cad_sequence
 from pairedge.datasets.sources import parse_seeds
+from pairedge.errors import PairedgeError
 from pairedge.export.data import sequence_folds, split_by_sequence
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.report import confusion_markdown
 from pairedge.export.train import TrainConfig, predict_logits
 from pairedge.io.cad import DEFAULT_FPS, read_cad_dir
+from pairedge.sim import get_preset
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
 CONTEXT_SPEC = "3"
@@ -317,20 +319,43 @@ TITLES = {
 }
 
 
+def check_inputs(args: argparse.Namespace) -> tuple[list[int], list[str], TrainConfig]:
+    """The seeds, the variants and the training config; raises PairedgeError / ValueError for anything
+    unusable (the simulator options only when a ``*_sim`` variant is asked for)."""
+    folder = args.data / "cad_choi" / "annotations"
+    if not folder.is_dir():
+        raise ValueError(f"Collective Activity annotations not found at {folder}; pass --data")
+    seeds = list(parse_seeds(args.seeds))
+    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = sorted(set(wanted) - set(RECIPES))
+    if unknown or not wanted:
+        raise ValueError(f"--variants: unknown {unknown or args.variants!r}; expected some of {list(RECIPES)}")
+    if not 2 <= args.folds or args.stride < 1:
+        raise ValueError(f"expected --folds >= 2 and --stride >= 1, got {args.folds} and {args.stride}")
+    if any(RECIPES[w].get("sim") for w in wanted):
+        for preset in args.sim_presets.split(","):
+            if get_preset(preset.strip()).camera.kind == "panorama":
+                raise ValueError(f"--sim-presets: {preset.strip()!r} is a panorama; CAD sequences need a flat image")
+        parse_seeds(args.sim_seeds)
+        if args.sim_groups < 1 or args.sim_frames < 2:
+            raise ValueError(
+                f"expected --sim-groups >= 1 and --sim-frames >= 2, got {args.sim_groups}, {args.sim_frames}"
+            )
+    base = TrainConfig(epochs=args.epochs, patience=args.patience, samples_per_epoch=args.samples_per_epoch)
+    return seeds, wanted, base
+
+
 def main(argv: list[str] | None = None) -> None:
     import sys
 
     args = parse_args(argv)
-    folder = args.data / "cad_choi" / "annotations"
-    if not folder.is_dir():
-        raise SystemExit(f"Collective Activity annotations not found at {folder}; pass --data")
-    sequences = read_cad_dir(folder)
-    base = TrainConfig(epochs=args.epochs, patience=args.patience, samples_per_epoch=args.samples_per_epoch)
-    seeds = list(parse_seeds(args.seeds))
-    wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = sorted(set(wanted) - set(RECIPES))
-    if unknown:
-        raise SystemExit(f"unknown variants {unknown}; expected some of {list(RECIPES)}")
+    try:  # every input refused in one line, before any work
+        seeds, wanted, base = check_inputs(args)
+    except (PairedgeError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    sequences = read_cad_dir(args.data / "cad_choi" / "annotations")
+    if args.folds > len(sequences):
+        raise SystemExit(f"error: --folds {args.folds}: only {len(sequences)} sequences to partition")
     cache: dict[tuple[bool, bool, str], Any] = {}
 
     def rows(orientation: bool, context: bool, augment: str = "") -> Any:
@@ -349,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
         key = (orientation, "sim")
         if key not in cache:
             if not sim_sequences:
-                scenes = [(p_, s_) for p_ in args.sim_presets.split(",") for s_ in parse_seeds(args.sim_seeds)]
+                scenes = [(p_.strip(), s_) for p_ in args.sim_presets.split(",") for s_ in parse_seeds(args.sim_seeds)]
                 sim_sequences.extend(sim_cad_sequence(p_, s_, args.sim_frames, 100 + i)
                                      for i, (p_, s_) in enumerate(scenes))  # fmt: skip
             parts = []

@@ -98,3 +98,30 @@ def test_simulator_rows_are_trained_on_in_every_fold_and_never_validated(monkeyp
         is_sim = x0 > 250
         assert is_sim.sum() == 30 and not is_sim[val].any()
     assert all((x0 > 250).sum() == 30 for x0 in refits)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--variants", ""], "--variants"),
+        (["--variants", "[b]x"], "unknown ['[b]x']"),
+        (["--seeds", "x"], "seeds"),
+        (["--folds", "1"], "--folds >= 2"),
+        (["--variants", "boxes_sim", "--sim-seeds", "a-b"], "seeds"),
+        (["--variants", "boxes_sim", "--sim-presets", "[red]nope"], "unknown simulator preset"),
+        (["--variants", "boxes_sim", "--sim-presets", "panorama"], "panorama"),
+        (["--variants", "boxes_sim", "--sim-groups", "0"], "--sim-groups >= 1"),
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line_before_any_work(tmp_path, args, message):
+    (tmp_path / "cad_choi" / "annotations").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        bench_cad.main(["--data", str(tmp_path), "--out", str(tmp_path / "out"), *args])
+    text = str(exc.value)
+    assert text.startswith("error: ") and message in text and "\n" not in text
+    assert not (tmp_path / "out").exists()  # no results written (an empty --variants used to write empty ones)
+
+
+def test_missing_data_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="^error: Collective Activity annotations not found"):
+        bench_cad.main(["--data", str(tmp_path / "[red]none")])
