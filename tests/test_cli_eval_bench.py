@@ -283,3 +283,14 @@ def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
     res = runner.invoke(app, ["parity", "pack", str(default_model_dir()), "--out", str(tmp_path / "p.npz"),
                               "--scene", "static:0", "--gold", str(tmp_path / "gold.jsonl")])  # fmt: skip
     assert res.exit_code == 1 and "--gold go with --video" in res.output
+
+
+def test_eval_refuses_a_bad_model_folder_before_any_source(tmp_path: Path) -> None:
+    """The model folder is checked first: one line naming it, not 'every source failed' after the work."""
+    res = runner.invoke(app, ["eval", str(tmp_path / "nope"), "--data", SCENE, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "expected a model directory" in res.output and "every source failed" not in res.output
+    res = runner.invoke(app, ["eval", str(default_model_dir()), "--data", SCENE, "--precision", "int8",
+                              "--out", str(tmp_path / "o")])  # fmt: skip
+    assert res.exit_code == 1 and "int8" in res.output and "every source failed" not in res.output
+    assert not (tmp_path / "o").exists()

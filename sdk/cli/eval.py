@@ -56,9 +56,11 @@ def eval_command(
     from pairedge.evaluation.fleet_eval import evaluate_many
     from pairedge.evaluation.report import METRICS, write_eval
     from pairedge.evaluation.sources import parse_sources
+    from pairedge.runtime.loading import find_models
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    find_models(model, precision)  # a wrong model folder: one line now, not once per source after the work
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
