@@ -89,8 +89,8 @@ def _torch_check() -> Check:
     return Check("torch", True, version)
 
 
-def _cuda_driver_check() -> Check:
-    """Count CUDA devices through the driver API (libcuda), without any Python CUDA package."""
+def _libcuda() -> tuple[ctypes.CDLL | None, str]:
+    """The initialised CUDA driver library, or None and why not."""
     for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
         try:
             cuda = ctypes.CDLL(lib)
@@ -98,14 +98,23 @@ def _cuda_driver_check() -> Check:
         except OSError:
             continue
     else:
-        return Check("CUDA driver / GPU", False, "no CUDA driver (libcuda) found: no NVIDIA GPU usable here")
+        return None, "no CUDA driver (libcuda) found: no NVIDIA GPU usable here"
     if cuda.cuInit(0) != 0:
-        return Check("CUDA driver / GPU", False, "libcuda found but cuInit failed: no usable GPU")
+        return None, "libcuda found but cuInit failed: no usable GPU"
+    return cuda, ""
+
+
+def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
+    """The CUDA devices as ``(name, "major.minor" compute capability)`` through the driver API (libcuda),
+    without any Python CUDA package, and None; or ``([], why there is none)``."""
+    cuda, reason = _libcuda()
+    if cuda is None:
+        return [], reason
     count = ctypes.c_int(0)
     cuda.cuDeviceGetCount(ctypes.byref(count))
     if count.value == 0:
-        return Check("CUDA driver / GPU", False, "CUDA driver present, no GPU")
-    names = []
+        return [], "CUDA driver present, no GPU"
+    devices = []
     for i in range(count.value):
         dev = ctypes.c_int(0)
         cuda.cuDeviceGet(ctypes.byref(dev), i)
@@ -114,13 +123,21 @@ def _cuda_driver_check() -> Check:
         major, minor = ctypes.c_int(0), ctypes.c_int(0)
         cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)  # COMPUTE_CAPABILITY_MAJOR
         cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
-        names.append(f"{buf.value.decode(errors='replace')} (sm_{major.value}{minor.value})")
+        devices.append((buf.value.decode(errors="replace"), f"{major.value}.{minor.value}"))
+    return devices, None
+
+
+def _cuda_driver_check() -> Check:
+    """Count CUDA devices through the driver API (libcuda), without any Python CUDA package."""
+    devices, reason = cuda_devices()
+    cuda, _ = _libcuda()
+    if not devices or cuda is None:
+        return Check("CUDA driver / GPU", False, reason or "no GPU")
     version = ctypes.c_int(0)
     cuda.cuDriverGetVersion(ctypes.byref(version))
     v = version.value
-    return Check(
-        "CUDA driver / GPU", True, f"driver CUDA {v // 1000}.{(v % 1000) // 10}; " + ", ".join(names)
-    )
+    names = ", ".join(f"{name} (sm_{cc.replace('.', '')})" for name, cc in devices)
+    return Check("CUDA driver / GPU", True, f"driver CUDA {v // 1000}.{(v % 1000) // 10}; {names}")
 
 
 def _nvcc_check() -> Check:
