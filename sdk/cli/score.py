@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from pairedge.cli.app import app, console, handle_errors
+from pairedge.cli.app import app, console, fail, handle_errors
 from pairedge.errors import InputError
 from rich.markup import escape
 
@@ -27,6 +27,28 @@ class PcpMode(str, Enum):
     strict = "strict"
 
 
+class ParVariant(str, Enum):
+    """``pairedge.metrics.par.VARIANTS`` (not imported here: it pulls numpy into ``pairedge --help``)."""
+
+    official = "official"
+    corrected = "corrected"
+
+
+#: PAR option -> ``ParThresholds`` field it sets (the released defaults: 0.6 / 0.6 / 0.5).
+PAR_THRESHOLD_OPTIONS = {
+    "--par-actions-threshold": "actions",
+    "--par-social-threshold": "social",
+    "--par-global-threshold": "global_activity",
+}
+
+
+def _finite_threshold(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
+    """A PAR threshold is any finite raw logit; NaN or inf is a usage error (one line, exit 2)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"expected a finite raw-logit threshold, got {value}")
+    return value
+
+
 @app.command()
 @handle_errors
 def score(
@@ -43,13 +65,58 @@ def score(
     ),
     mode: PcpMode = typer.Option(PcpMode.loose, "--mode", help="pcp: loose (Buffy official) or strict."),
     threshold: float = typer.Option(0.5, "--threshold", help="pcp: the threshold t."),
+    par_variant: ParVariant | None = typer.Option(
+        None,
+        "--par-variant",
+        help="par: official (default; comparable with published numbers) or corrected (social recall over "
+        "true groups, empty pairs score 0, F_p = 2PR/(P+R); see docs/protocols.md).",
+    ),
+    par_actions_threshold: float | None = typer.Option(
+        None,
+        "--par-actions-threshold",
+        callback=_finite_threshold,
+        help="par: individual-action label when the raw logit > this (default 0.6, the released value).",
+    ),
+    par_social_threshold: float | None = typer.Option(
+        None,
+        "--par-social-threshold",
+        callback=_finite_threshold,
+        help="par: social-activity label when the raw logit > this (default 0.6, the released value).",
+    ),
+    par_global_threshold: float | None = typer.Option(
+        None,
+        "--par-global-threshold",
+        callback=_finite_threshold,
+        help="par: global-activity label when the raw logit > this (default 0.5, the released value).",
+    ),
 ) -> None:
     """Score PRED against GOLD (pairwise | pcp | par) and print the summary and tables.
 
     File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem;
     a ground truth with nothing to score is an error too.
     """
-    report = _dispatch(protocol, pred, gold, tau=tau, labels=labels, mode=mode.value, threshold=threshold)
+    par_options: dict[str, Any] = {
+        "--par-variant": par_variant.value if par_variant is not None else None,
+        "--par-actions-threshold": par_actions_threshold,
+        "--par-social-threshold": par_social_threshold,
+        "--par-global-threshold": par_global_threshold,
+    }
+    par_given = {name: value for name, value in par_options.items() if value is not None}
+    if par_given and protocol is not Protocol.par:
+        raise fail(
+            f"{', '.join(par_given)}: only for --protocol par (got --protocol {protocol.value}); "
+            "drop the option or score with --protocol par"
+        )
+    report = _dispatch(
+        protocol,
+        pred,
+        gold,
+        tau=tau,
+        labels=labels,
+        mode=mode.value,
+        threshold=threshold,
+        par_options=par_given,
+    )
     if json_out is not None:  # written first: a report is never lost to a terminal problem
         write_report(report, json_out)
     print_report(report)
@@ -69,7 +136,15 @@ def write_report(report: ScoreReport, path: Path) -> None:
 
 
 def _dispatch(
-    protocol: Protocol, pred: Path, gold: Path, *, tau: float, labels: str | None, mode: str, threshold: float
+    protocol: Protocol,
+    pred: Path,
+    gold: Path,
+    *,
+    tau: float,
+    labels: str | None,
+    mode: str,
+    threshold: float,
+    par_options: dict[str, Any] | None = None,
 ) -> ScoreReport:
     if protocol is Protocol.pairwise:
         from pairedge.metrics import pairwise
@@ -84,13 +159,33 @@ def _dispatch(
         return pcp.score_files(pred, gold, mode=mode, threshold=threshold)
     from pairedge.metrics import par
 
-    return par.score_files(pred, gold)
+    # Only what was given is passed: everything else keeps the API's defaults (official, 0.6 / 0.6 / 0.5).
+    given = dict(par_options or {})
+    kwargs: dict[str, Any] = {}
+    if "--par-variant" in given:
+        kwargs["variant"] = given.pop("--par-variant")
+    if given:
+        kwargs["thresholds"] = par.ParThresholds(
+            **{PAR_THRESHOLD_OPTIONS[k]: float(v) for k, v in given.items()}
+        )
+    return par.score_files(pred, gold, **kwargs)
 
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
         return "—" if not math.isfinite(value) else f"{value:.4f}"
     return escape(str(value))
+
+
+def _par_settings(report: ScoreReport) -> str | None:
+    """One line naming the PAR variant and thresholds that produced ``report`` (None for other reports)."""
+    variant, th = report.details.get("variant"), report.details.get("thresholds")
+    if report.protocol != "par" or variant is None or not isinstance(th, dict):
+        return None
+    return (
+        f"par variant: {variant}; thresholds (label when raw logit > t): actions {th.get('actions')}, "
+        f"social {th.get('social')}, global {th.get('global')}"
+    )
 
 
 def print_report(report: ScoreReport) -> None:
@@ -103,6 +198,9 @@ def print_report(report: ScoreReport) -> None:
     for name, value in report.summary.items():
         summary.add_row(escape(name), _cell(value))
     console.print(summary)
+    settings = _par_settings(report)
+    if settings:
+        console.print(escape(settings), highlight=False, soft_wrap=True)
     for table in report.tables:  # titles, columns and cells carry data (label names, image names): escaped
         out = RichTable(title=escape(table.title))
         for i, column in enumerate(table.columns):
