@@ -3,8 +3,9 @@
 Motion bins are the tertiles of the rows' motion magnitude (``low`` / ``mid`` / ``high``); rows without a
 motion value fall into ``n/a``. A stratum is ``(class, motion bin)``. :func:`select` keeps at most
 ``max_rows`` rows, giving every stratum an equal share (what a small stratum cannot use goes to the
-others), with a fixed seed. :func:`small_strata` names the strata with fewer than ``min_rows`` rows, and
-classes of the model absent from the data entirely.
+others), with a fixed seed. :func:`small_strata` names the strata with fewer than ``min_rows`` rows (an
+empty motion bin of a class that has rows counts, with 0 rows), and classes of the model absent from the
+data entirely.
 """
 
 from __future__ import annotations
@@ -58,9 +59,16 @@ def stratum_name(key: int, labels: tuple[str, ...]) -> str:
 
 
 def counts(samples: StageSamples, strata: Strata) -> dict[str, int]:
-    """Stratum name -> rows, in class then motion order."""
+    """Stratum name -> rows, in class then motion order.
+
+    Every motion bin (``low`` / ``mid`` / ``high``, when the edges are known) of a class with rows is listed,
+    0 where empty, so a hole in the coverage shows; ``n/a`` is listed only where rows lack motion.
+    """
     keys, n = np.unique(strata.keys(), return_counts=True)
-    return {stratum_name(int(k), samples.labels): int(c) for k, c in zip(keys, n, strict=True)}
+    bins = (1, 2, 3) if np.isfinite(strata.edges).all() else ()
+    found = dict.fromkeys((int(c) * 4 + b for c in np.unique(strata.cls) if c >= 0 for b in bins), 0)
+    found.update({int(k): int(c) for k, c in zip(keys, n, strict=True)})
+    return {stratum_name(k, samples.labels): found[k] for k in sorted(found)}
 
 
 def select(samples: StageSamples, strata: Strata, max_rows: int, seed: int = 0) -> np.ndarray:
@@ -88,7 +96,7 @@ def select(samples: StageSamples, strata: Strata, max_rows: int, seed: int = 0) 
 
 
 def small_strata(samples: StageSamples, strata: Strata, min_rows: int) -> list[str]:
-    """Warnings: strata with fewer than ``min_rows`` rows, and classes with no row at all."""
+    """Warnings: strata under ``min_rows`` rows (empty bins too, see :func:`counts`), and absent classes."""
     found = counts(samples, strata)
     warnings = [
         f"stage {samples.stage}: stratum {name} has {n} sample(s) (< {min_rows})"
