@@ -27,16 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pairedge._optional import install_hint, require
 from pairedge.errors import BackendError, InputError, MissingDependencyError
 from pairedge.export.tensorrt import versions
 from pairedge.export.tensorrt.logger import make_logger
 from pairedge.export.tensorrt.progress import ProgressSink, make_progress_monitor
 from pairedge.export.tensorrt.timing_cache import attach_timing_cache, save_timing_cache
 
-INSTALL_HINT = (
-    "on a Jetson TensorRT comes with JetPack (sudo apt install nvidia-jetpack, which provides python3-libnvinfer); "
-    "on x86-64: pip install tensorrt"
-)
+# How to get TensorRT: the extra on x86-64 / SBSA, JetPack on a Jetson (one wording, from pairedge._optional).
+INSTALL_HINT = install_hint("tensorrt")
 
 
 class BuildError(BackendError):
@@ -44,15 +43,17 @@ class BuildError(BackendError):
 
 
 def load_tensorrt() -> Any:
-    """Import ``tensorrt`` or raise one line naming what is missing and how to get it."""
-    try:
-        import tensorrt  # lazy: only needed when building or running engines
-    except ImportError as exc:
-        raise MissingDependencyError(f"TensorRT is not installed ({exc}): {INSTALL_HINT}") from None
+    """Import ``tensorrt`` or raise one line naming what is missing and how to get it.
+
+    Raises:
+        MissingDependencyError: not installed (the message names ``pairedge[tensorrt]`` and JetPack), or the
+            ``tensorrt`` found is not TensorRT (only ``tensorrt-stubs``, an empty namespace package).
+    """
+    tensorrt = require("tensorrt", name="TensorRT")  # lazy: only needed when building or running engines
     if not hasattr(tensorrt, "Builder"):  # e.g. only `tensorrt-stubs` installed: an empty namespace package
         where = getattr(tensorrt, "__path__", "?")
         raise MissingDependencyError(
-            f"the `tensorrt` found at {where} is not TensorRT (stubs only?): {INSTALL_HINT}"
+            f"the `tensorrt` found at {where} is not TensorRT (stubs only?); install it with: {INSTALL_HINT}"
         )
     return tensorrt
 

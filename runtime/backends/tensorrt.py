@@ -100,6 +100,7 @@ class TensorRTBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
+        from pairedge._optional import install_hint, require
         from pairedge.export.tensorrt.builder import load_tensorrt
         from pairedge.runtime.backends.cudamem import _cuda_runtime_module
 
@@ -111,9 +112,9 @@ class TensorRTBackend(Backend):
             _cuda_runtime_module()  # the same lookup the memory layer makes (cuda.bindings, else cuda.cudart)
         except ImportError:
             try:
-                import pycuda.driver  # noqa: F401
+                require("pycuda.driver", extra="gpu", purpose="pycuda memory")  # the alternative memory layer
             except ImportError:
-                return "neither cuda-python nor pycuda is installed: pip install 'pairedge[gpu]'"
+                return f"neither cuda-python nor pycuda is installed; install it with: {install_hint('cuda')}"
         return None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
