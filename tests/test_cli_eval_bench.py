@@ -150,7 +150,8 @@ def fp16_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path, tmp_path: Path) -> None:
     args = ["bench", str(fp16_folder), "--precisions", "fp32,fp16,int8", "--backends", "ort-cpu,ort-cuda",
-            "--data", "sim:static:seeds=2000:frames=8:boxes=truth", "--repeats", "5", "--out", str(tmp_path)]  # fmt: skip
+            "--data", "sim:static:seeds=2000:frames=8:boxes=truth", "--repeats", "5", "--people", "10,2",
+            "--out", str(tmp_path)]  # fmt: skip
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "bench.json").read_text())
@@ -161,14 +162,48 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     assert fp32["status"] == fp16["status"] == "ok"
     assert fp32["agreement"]["top1"] == 1.0 and fp16["agreement"]["top1"] >= 0.99
     assert set(fp32["stage1_ms"]) == {"1", "64", "512", "4950"} and fp32["stage2_ms"]["4950"]["p50"] > 0
-    assert set(fp32["fps"]) == {"10", "100"} and fp32["fps"]["100"]["fps"] > 0
+    assert set(fp32["fps"]) == {"2", "10"} and fp32["fps"]["10"]["fps"] > 0 and fp32["fps"]["10"]["pairs_per_frame"] == 45
+    stages = fp32["fps"]["10"]["stages_ms"]
+    assert {"flow", "features", "stage1", "stage2", "total"} <= set(stages)
+    assert stages["total"]["p50"] <= stages["total"]["p90"] <= stages["total"]["p99"]
+    assert stages["flow"]["p50"] + stages["features"]["p50"] <= stages["total"]["p99"]
+    assert data["memory"]["peak_rss_mib"] > 10 and data["memory"]["gpu_memory_mib"] is None  # no GPU here
     assert data["recommended"]["backend"] == "onnxruntime" and data["recommended"]["precision"] in (
         "fp32",
         "fp16",
     )
     assert "Recommended:" in res.output and data["environment"]["cpu"]
     md = (tmp_path / "bench.md").read_text()
-    assert "| Backend | Precision | Size | MPCA | macro-F1 | agreement |" in md and "missing" in md
+    assert "| Backend | Precision | Size | accuracy | MPCA | macro-F1 | agreement |" in md and "missing" in md
+    assert "## Pipeline latency per stage" in md and "| onnxruntime | fp16 | 10 | 45 |" in md
+    assert "peak RSS of the bench process" in md
+
+
+@pytest.mark.parametrize("people", ["", "0,10", "10,101", "x", ","])
+def test_bench_people_is_checked_first(people: str, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["bench", str(default_model_dir()), "--people", people, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "--people" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from pairedge.bench import measure
+
+    samples = np.random.default_rng(0).gamma(2.0, 1.0, 1001)
+    got = measure.percentiles(samples)
+    assert got["p90"] == pytest.approx(np.percentile(samples, 90)) and got["mean"] == pytest.approx(samples.mean())
+    assert got["p50"] < got["p90"] < got["p99"]
+    assert measure.peak_rss_mib() > 10
+    monkeypatch.setattr("os.getpid", lambda: 4242)
+    monkeypatch.setattr("shutil.which", lambda name: "/usr/bin/nvidia-smi")
+    out = "4242, 310\n17, 9000\n4242, 2.5\nbad line\n"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, out, ""))
+    assert measure.gpu_memory_mib() == pytest.approx(312.5)
+    assert measure.gpu_memory_mib(pid=99) is None
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert measure.gpu_memory_mib() is None
 
 
 def _row(precision: str, speed: float, mpca: float, top1: float):  # type: ignore[no-untyped-def]

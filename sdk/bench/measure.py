@@ -4,7 +4,10 @@ Classifier latency calls the pipeline's own backends (``Backend.infer``, input v
 feature rows sampled to the pair count. Variants are measured interleaved (round-robin), so a busy shared
 machine slows them alike. Pipeline FPS steps the whole pipeline (flow, features, both stages,
 smoothing, groups) over frames with exactly N people: textured boxes moving over a textured background, so
-the flow backend works on real image content; FPS = 1000 / mean ``total`` step time.
+the flow backend works on real image content; FPS = 1000 / mean ``total`` step time, and every stage of
+``FrameResult.timings_ms`` (validate, track, flow, features, groups, stage1, stage2, smooth, total) gets its
+own percentiles. Memory: the process's peak resident set size, and the GPU memory it holds where
+``nvidia-smi`` can tell (desktop / server GPUs; a Jetson has no ``nvidia-smi``: tegrastats reports there).
 """
 
 from __future__ import annotations
@@ -17,12 +20,48 @@ import numpy as np
 from pairedge.types import Detections
 
 PAIR_COUNTS = (1, 64, 512, 4950)
-PEOPLE = (10, 100)
+#: Crowd sizes of the pipeline measurements (SPEC: scaling with the number of people, 2 .. 100).
+PEOPLE = (2, 10, 30, 100)
 
 
 def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
+    """p50 / p90 / p99 / mean of (n,) samples (n >= 1)."""
     a = np.asarray(samples_ms, np.float64)
-    return {"p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+    p50, p90, p99 = (float(v) for v in np.percentile(a, [50, 90, 99]))
+    return {"p50": p50, "p90": p90, "p99": p99, "mean": float(a.mean())}
+
+
+def peak_rss_mib() -> float | None:
+    """Peak resident set size of this process so far, MiB (None where ``resource`` is missing: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return float(peak) / (1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0)
+
+
+def gpu_memory_mib(pid: int | None = None) -> float | None:
+    """GPU memory held by process ``pid`` (default: this one) per ``nvidia-smi``, MiB; None when it cannot
+    tell (no NVIDIA GPU, no nvidia-smi, e.g. a Jetson, or the process holds no GPU memory)."""
+    import os
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    pid = os.getpid() if pid is None else pid
+    try:
+        out = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=False).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    used = [float(mem) for line in out.splitlines() if len(parts := [p.strip() for p in line.split(",")]) == 2
+            and parts[0] == str(pid) and (mem := parts[1]).replace(".", "", 1).isdigit()]  # fmt: skip
+    return sum(used) if used else None
 
 
 def classifier_latency(
@@ -44,7 +83,7 @@ def classifier_latency(
         repeats: timed calls per backend and pair count (the 4,096+ counts get half, at least 20).
 
     Returns:
-        One ``{pairs: {"p50", "p99", "mean"}}`` per backend, in order.
+        One ``{pairs: {"p50", "p90", "p99", "mean"}}`` per backend, in order.
     """
     rng = np.random.default_rng(0)
     samples: list[dict[int, list[float]]] = [{int(n): [] for n in pair_counts} for _ in backends]
@@ -96,22 +135,25 @@ def pipeline_fps(
     """Step every pipeline of ``pipes`` over the same ``people``-person frames, interleaved frame by frame.
 
     Returns:
-        Per pipeline: mean / p50 / p99 step time (after ``warmup`` frames), pairs per frame and FPS
+        Per pipeline: ``step_ms`` (p50 / p90 / p99 / mean of the whole step, after ``warmup`` frames),
+        ``stages_ms`` (the same per stage of ``FrameResult.timings_ms``), pairs per frame and FPS
         (1000 / mean step ms).
     """
     for pipe in pipes:
         pipe.reset()
-    totals: list[list[float]] = [[] for _ in pipes]
+    series: list[dict[str, list[float]]] = [{} for _ in pipes]
     pairs = 0
     for k, (image, dets, t) in enumerate(boxes_scene(people, frames + warmup)):
         for i, pipe in enumerate(pipes):
             result = pipe.step(image, dets, t)
             if k >= warmup:
-                totals[i].append(result.timings_ms["total"])
+                for stage, ms in result.timings_ms.items():
+                    series[i].setdefault(stage, []).append(ms)
                 pairs += len(result.pairs) if i == 0 else 0
     out = []
-    for series in totals:
-        stats = percentiles(series)
+    for timings in series:
+        stats = percentiles(timings["total"])
         out.append({"people": people, "frames": frames, "pairs_per_frame": pairs / max(frames, 1), "step_ms": stats,
+                    "stages_ms": {stage: percentiles(v) for stage, v in timings.items()},
                     "fps": 1000.0 / stats["mean"] if stats["mean"] > 0 else 0.0})  # fmt: skip
     return out

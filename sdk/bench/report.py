@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 from pairedge.bench.run import BenchResult, BenchRow
 
-HEAD = ("Backend", "Precision", "Size", "MPCA", "macro-F1", "agreement")
+HEAD = ("Backend", "Precision", "Size", "accuracy", "MPCA", "macro-F1", "agreement")
+#: Pipeline stages shown per crowd size (SPEC 8); every stage is in the JSON.
+STAGES = ("flow", "features", "stage1", "stage2", "total")
 
 
 def _num(v: float, fmt: str = ".3f") -> str:
@@ -18,7 +20,13 @@ def _num(v: float, fmt: str = ".3f") -> str:
 
 def _lat(stats: dict[int, dict[str, float]], n: int) -> str:
     s = stats.get(n)
-    return "-" if s is None else f"{s['p50']:.3f} / {s['p99']:.3f}"
+    return "-" if s is None else _ms(s)
+
+
+def _ms(s: dict[str, float]) -> str:
+    """``p50 / p90 / p99`` (p90 absent in results written before it existed)."""
+    p90 = f" / {s['p90']:.3f}" if "p90" in s else ""
+    return f"{s['p50']:.3f}{p90} / {s['p99']:.3f}"
 
 
 def columns(result: BenchResult) -> list[str]:
@@ -26,7 +34,7 @@ def columns(result: BenchResult) -> list[str]:
         next((r.stage1_ms for r in result.rows if r.stage1_ms), {}) or result.options["pair_counts"]
     )
     people = result.options["people"]
-    return [*HEAD, *(f"stage1 p50/p99 ms @{n}" for n in counts), *(f"stage2 p50/p99 ms @{n}" for n in counts),
+    return [*HEAD, *(f"stage1 p50/p90/p99 ms @{n}" for n in counts), *(f"stage2 p50/p90/p99 ms @{n}" for n in counts),
             *(f"FPS @{p} people" for p in people)]  # fmt: skip
 
 
@@ -34,12 +42,13 @@ def cells(row: BenchRow, result: BenchResult) -> list[str]:
     counts = sorted(int(n) for n in (row.stage1_ms or {n: 0 for n in result.options["pair_counts"]}))
     people = result.options["people"]
     if row.status != "ok":
-        first = [row.backend, row.precision, _size(row.size_bytes), f"{row.status}: {row.reason}", "", ""]
+        first = [row.backend, row.precision, _size(row.size_bytes), f"{row.status}: {row.reason}", "", "", ""]
         return first + [""] * (2 * len(counts) + len(people))
     agree = f"{row.agreement['top1']:.2%} (gate {row.agreement['gate']:.2%})" + (
         " PASS" if row.gate_passed else " FAIL"
     )
-    return [row.backend, row.precision, _size(row.size_bytes), _num(row.accuracy["mpca"]),
+    return [row.backend, row.precision, _size(row.size_bytes), _num(row.accuracy.get("accuracy", float("nan"))),
+            _num(row.accuracy["mpca"]),
             _num(row.accuracy["macro_f1"]), agree, *(_lat(row.stage1_ms, n) for n in counts),
             *(_lat(row.stage2_ms, n) for n in counts),
             *(_num(row.fps[p]["fps"], ".0f") if p in row.fps else "-" for p in people)]  # fmt: skip
@@ -67,6 +76,13 @@ def markdown(result: BenchResult) -> str:
         "Variants are timed interleaved (round-robin), so load from other processes falls on all alike; p99 on a "
         "shared machine mostly measures that load.", "",
     ]  # fmt: skip
+    lines += stage_lines(result)
+    mem = result.memory or {}
+    rss, gpu = mem.get("peak_rss_mib"), mem.get("gpu_memory_mib")
+    lines += [f"Memory: peak RSS of the bench process {_num(rss, '.0f')} MiB (the reference replay and every "
+              f"variant included); GPU memory held with every variant open: "
+              f"{'n/a (no nvidia-smi: no NVIDIA GPU, or a Jetson, where tegrastats reports it)' if gpu is None else f'{gpu:.0f} MiB'}.",
+              ""]  # fmt: skip
     if result.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in result.notes), ""]
     lines += [
@@ -80,6 +96,25 @@ def markdown(result: BenchResult) -> str:
     if env.get("jetson"):
         lines += [f"- Jetson: {json.dumps(env['jetson'])}"]
     return "\n".join(lines) + "\n"
+
+
+def stage_lines(result: BenchResult) -> list[str]:
+    """Markdown: the whole pipeline per variant and crowd size, ms per stage (p50 / p90 / p99) and FPS."""
+    ok = [r for r in result.rows if r.status == "ok" and r.fps]
+    if not ok:
+        return []
+    lines = ["## Pipeline latency per stage", "",
+             "ms per frame, p50 / p90 / p99, 640 x 480, exactly N moving people (stages of `FrameResult.timings_ms`; "
+             "`total` also holds validation, tracking, groups and smoothing).", "",
+             "| Backend | Precision | people | pairs | " + " | ".join(STAGES) + " | FPS |",
+             "|---|---|---:|---:|" + "---:|" * (len(STAGES) + 1)]  # fmt: skip
+    for r in ok:
+        for people, f in sorted(r.fps.items()):
+            stages = f.get("stages_ms") or {"total": f["step_ms"]}
+            cells = [_ms(stages[s]) if s in stages else "-" for s in STAGES]
+            lines.append(f"| {r.backend} | {r.precision} | {people} | {f['pairs_per_frame']:.0f} | "
+                         + " | ".join(cells) + f" | {f['fps']:.0f} |")  # fmt: skip
+    return [*lines, ""]
 
 
 def write_bench(result: BenchResult, out: str | Path) -> dict[str, str]:
@@ -98,15 +133,15 @@ def rich_table(result: BenchResult) -> Any:
     counts = sorted(int(n) for n in result.options["pair_counts"])
     people = result.options["people"]
     table = Table(title=escape(f"pairedge bench {result.model}"))
-    for name in (*HEAD, "stage1 ms p50/p99", "stage2 ms p50/p99", "pipeline FPS"):
+    for name in (*HEAD, "stage1 ms p50/p90/p99", "stage2 ms p50/p90/p99", "pipeline FPS"):
         table.add_column(name, justify="left" if name in ("Backend", "Precision") else "right")
     for r in result.rows:
         c = cells(r, result)
         if r.status != "ok":
-            table.add_row(*(escape(v) for v in c[:3]), escape(r.status), "", "", "", "", "")
+            table.add_row(*(escape(v) for v in c[:3]), escape(r.status), "", "", "", "", "", "")
             continue
         lat1 = "\n".join(f"@{n}: {_lat(r.stage1_ms, n)}" for n in counts)
         lat2 = "\n".join(f"@{n}: {_lat(r.stage2_ms, n)}" for n in counts)
         fps = "\n".join(f"{p} people: {_num(r.fps[p]['fps'], '.0f')}" for p in people if p in r.fps)
-        table.add_row(*(escape(v) for v in c[:6]), escape(lat1), escape(lat2), escape(fps))
+        table.add_row(*(escape(v) for v in c[:7]), escape(lat1), escape(lat2), escape(fps))
     return table

@@ -6,7 +6,9 @@
 2. For each backend x precision: both classifiers on exactly those features -> stage-2 MPCA / macro-F1 /
    accuracy on the true interacting pairs (stage 2 scored on the true pairs, as in the paper), top-1
    agreement with fp32 on the same pairs and stage-1 gate agreement on all pairs; classifier latency at
-   1 / 64 / 512 / 4,950 pairs; pipeline FPS at 10 and 100 people.
+   1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the whole pipeline at 2 / 10 / 30 / 100 people: FPS and
+   the latency of every stage (flow, features, stage 1, stage 2, total); the process's peak RSS and, where
+   ``nvidia-smi`` tells, its GPU memory.
 3. The accuracy gate (default: MPCA at most 0.5 points below fp32, stage-2 top-1 agreement >= 99 %) and
    the recommendation: the fastest passing variant, by classifier time at 100 people (stage 1 on 4,950 pairs
    + stage 2 on 512 pairs, p50). A precision slower than fp32 on the same backend is called out.
@@ -22,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.bench.measure import PAIR_COUNTS, PEOPLE, classifier_latency, pipeline_fps
+from pairedge.bench.measure import (
+    PAIR_COUNTS,
+    PEOPLE,
+    classifier_latency,
+    gpu_memory_mib,
+    peak_rss_mib,
+    pipeline_fps,
+)
 from pairedge.errors import BackendError, InputError, ModelError
 from pairedge.runtime.parity.report import json_safe
 
@@ -88,6 +97,9 @@ class BenchResult:
     recommended: dict[str, str] | None
     notes: list[str]
     options: dict[str, Any]
+    #: ``peak_rss_mib`` of the bench process (reference replay included) and ``gpu_memory_mib`` it held with
+    #: every variant open (None where nvidia-smi cannot tell).
+    memory: dict[str, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
@@ -142,17 +154,21 @@ def run_bench(
         raise InputError(
             f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
         )
-    rows = _measure_all(folder, ref, scored, t_label, opts, say)
+    memory: dict[str, float | None] = {}
+    rows = _measure_all(folder, ref, scored, t_label, opts, say, memory)
     _apply_gate(rows, opts.gate)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                  "gate": asdict(opts.gate), "speed_definition": _speed_text(opts)}  # fmt: skip
-    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)))
+    memory["peak_rss_mib"] = peak_rss_mib()
+    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)),
+                       memory)  # fmt: skip
 
 
 def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray, opts: BenchOptions,
-                 say: Progress) -> list[BenchRow]:  # fmt: skip
-    """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved."""
+                 say: Progress, memory: dict[str, float | None]) -> list[BenchRow]:  # fmt: skip
+    """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; ``memory``
+    gets the GPU memory held while they are all open."""
     from contextlib import ExitStack
 
     rows: list[BenchRow] = []
@@ -179,6 +195,7 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
                     live, pipeline_fps([pipe for _, pipe in pipes], n, opts.fps_frames), strict=True
                 ):
                     row.fps[n] = fps
+        memory["gpu_memory_mib"] = gpu_memory_mib()
     return rows
 
 

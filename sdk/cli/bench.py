@@ -13,6 +13,19 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
 
+def _people(text: str) -> tuple[int, ...]:
+    """``--people`` as sorted unique ints in 1..100 (the runtime's default ``max_people``)."""
+    from pairedge.errors import InputError
+
+    try:
+        values = sorted({int(v) for v in _split(text)})
+    except ValueError:
+        values = []
+    if not values or not all(1 <= v <= 100 for v in values):
+        raise InputError(f"--people: expected comma-separated crowd sizes in 1..100, got {text!r}")
+    return tuple(values)
+
+
 @app.command("bench")
 @handle_errors
 def bench_command(
@@ -34,6 +47,11 @@ def bench_command(
         None, "--frames", min=2, help="Frames per source (default: the source's)."
     ),
     repeats: int = typer.Option(100, "--repeats", min=5, help="Timed classifier calls per pair count."),
+    people: str = typer.Option(
+        "2,10,30,100",
+        "--people",
+        help="Crowd sizes of the whole-pipeline measurement (FPS and per-stage latency), 1-100 each.",
+    ),
     out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
 ) -> None:
     """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
@@ -42,7 +60,7 @@ def bench_command(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,
-                        frames=frames, repeats=repeats)  # fmt: skip
+                        frames=frames, repeats=repeats, people=_people(people))  # fmt: skip
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("starting", total=None)
@@ -56,6 +74,10 @@ def bench_command(
                          f"{env['libraries'].get('onnxruntime')}"), highlight=False)  # fmt: skip
     if env.get("jetson"):
         console.print(escape(f"jetson: {env['jetson']}"), highlight=False)
+    mem = result.memory
+    gpu = mem.get("gpu_memory_mib")
+    console.print(escape(f"memory: peak RSS {mem.get('peak_rss_mib') or 0:.0f} MiB; GPU "
+                         f"{'n/a' if gpu is None else f'{gpu:.0f} MiB'}"), highlight=False)  # fmt: skip
     if out is not None:
         files = write_bench(result, out)
         console.print("files: " + escape(", ".join(files.values())), highlight=False)
