@@ -33,9 +33,10 @@ def criteria_lines(c: dict[str, float] | None) -> list[str]:
         return ["- (criteria need 10 and 100 people and a flow backend)"]
     return [
         f"- Overhead at 10 people: median step {c['step_10_ms']:.2f} ms / median flow alone {c['flow_10_ms']:.2f} ms "
-        f"= **{c['overhead_ratio']:.3f}x** (target <= 1.2x: {'met' if c['overhead_ratio'] <= 1.2 else 'NOT met'}).",
+        f"= **{c['overhead_ratio']:.3f}x** (the former 1.2x target is retired: the CPU runtime's absolute costs "
+        "above stand).",
         f"- Scaling: median step at 100 people {c['step_100_ms']:.2f} ms / at 10 people {c['step_10_ms']:.2f} ms "
-        f"= **{c['scaling_ratio']:.3f}x** (target <= 2x: {'met' if c['scaling_ratio'] <= 2 else 'NOT met'}).",
+        f"= **{c['scaling_ratio']:.3f}x** (the former 2x target is retired with it).",
         f"- At 10 people: features {c['features_10_ms']:.2f} ms; the runtime's own work (validate + track + "
         f"stage 1 + stage 2 + smoothing + groups, p50 sum) {c['own_10_ms']:.2f} ms.",
     ]  # fmt: skip
@@ -85,6 +86,42 @@ def accuracy_lines(res: dict[str, Any]) -> list[str]:
         cells = " | ".join(f"{a['pooled'][m]:.3f}" for m in ACCURACY)
         lines.append(f"| {a['pipeline']['flow']} | {a['scored_pairs']} | {cells} |")
     return [*lines, ""]
+
+
+PLOTTED = ("flow", "features", "stage1", "stage2")
+
+
+def plot(res: dict[str, Any], path: Any) -> str | None:
+    """PNG: p50 ms per stage (stacked) against the number of people, one panel per flow setting, with the
+    measured p50 total as a line. Returns None, or why no plot was written (matplotlib missing)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        return f"no plot: matplotlib is not installed ({exc})"
+    sweeps = res["sweeps"]
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(4.2 * len(sweeps), 3.6), sharey=True, squeeze=False)
+    for ax, sweep in zip(axes[0], sweeps, strict=True):
+        people = [r["people"] for r in sweep["people"]]
+        x = range(len(people))
+        bottom = [0.0] * len(people)
+        for stage in PLOTTED:
+            v = [r["stages_ms"][stage]["p50"] for r in sweep["people"]]
+            ax.bar(x, v, bottom=bottom, label=stage)
+            bottom = [b + d for b, d in zip(bottom, v, strict=True)]
+        ax.plot(x, [r["stages_ms"]["total"]["p50"] for r in sweep["people"]], "k.-", label="total")
+        ax.set_xticks(list(x), [str(p) for p in people])
+        ax.set_xlabel("people in the frame")
+        ax.set_title(f"flow {sweep['flow']}", fontsize=9)
+    axes[0][0].set_ylabel("ms per frame (p50)")
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.suptitle("pairedge runtime, 640 x 480, one thread: per-stage p50 latency", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
 
 
 def markdown(res: dict[str, Any]) -> str:

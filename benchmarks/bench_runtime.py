@@ -48,7 +48,7 @@ import cv2
 import numpy as np
 import onnx
 import onnxruntime
-from _runtime_report import markdown
+from _runtime_report import markdown, plot
 from onnx import TensorProto, helper, numpy_helper
 from pairedge.default_model import default_model_dir
 from pairedge.features import get_spec
@@ -322,9 +322,10 @@ def main(argv: list[str] | None = None) -> int:
             res["long_run"] = bench_long(model, args.long_frames, config)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_runtime.json").write_text(json.dumps(res, indent=2) + "\n")
-    text = markdown(res)
+    skipped = plot(res, args.out / "bench_runtime.png")
+    text = markdown(res) + ("" if skipped else "\n![per-stage p50 latency against the number of people](bench_runtime.png)\n")
     (args.out / "bench_runtime.md").write_text(text)
-    print(text)
+    print(text if not skipped else text + "\n" + skipped)
     return 0
 
 
