@@ -103,16 +103,20 @@ def test_eval_on_video_with_detections_and_gold(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "--detections" in res.output
 
 
-def test_png_skipped_with_a_note_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_png_written_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PNG is drawn with OpenCV (a core dependency): a plain install without matplotlib still gets it."""
+    import cv2
     from pairedge.evaluation.evaluate import evaluate
     from pairedge.evaluation.report import write_eval
 
     report = evaluate(default_model_dir(), "sim:static:seeds=1000:frames=4:boxes=truth")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     files = write_eval(report, tmp_path)
-    assert "matplotlib is not installed" in files["png_skipped"]
-    assert not (tmp_path / "confusion.png").exists()
-    assert any("matplotlib" in n for n in json.loads((tmp_path / "eval.json").read_text())["notes"])
+    assert "png_skipped" not in files and files["png"] == str(tmp_path / "confusion.png")
+    image = cv2.imread(files["png"], cv2.IMREAD_COLOR)
+    assert image is not None and image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert not any("matplotlib" in n for n in json.loads((tmp_path / "eval.json").read_text())["notes"])
 
 
 @pytest.mark.data

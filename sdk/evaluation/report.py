@@ -1,4 +1,4 @@
-"""Files of ``pairedge eval``: ``eval.json``, ``eval.md`` and ``confusion.png`` (matplotlib, optional)."""
+"""Files of ``pairedge eval``: ``eval.json``, ``eval.md`` and ``confusion.png`` (drawn with OpenCV)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from pairedge.evaluation.confusion_png import render, write_png
 from pairedge.evaluation.evaluate import EvalReport
 
 METRICS = ("accuracy", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
@@ -54,33 +55,17 @@ def markdown(report: EvalReport) -> str:
 
 
 def confusion_png(report: EvalReport, path: Path) -> str | None:
-    """Write the confusion matrix as a PNG; returns None, or why it was skipped."""
+    """Write the confusion matrix as a PNG heat-map (OpenCV, no optional package); None, or why it was skipped.
+
+    An unwritable ``path`` raises ``OSError``, as for ``eval.json`` and ``eval.md``.
+    """
     if not report.has_truth:
         return "no ground truth: no confusion matrix"
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "matplotlib is not installed (pip install 'pairedge[dev]'): confusion.png skipped"
-    conf = report.confusion.astype(np.float64)
-    rows = conf / np.maximum(conf.sum(axis=1, keepdims=True), 1)
-    c = len(report.labels)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * c, 1.2 + 1.0 * c))
-    ax.imshow(rows, cmap="Blues", vmin=0, vmax=1)
-    ax.set_xticks(range(c), report.labels, rotation=30, ha="right")
-    ax.set_yticks(range(c), report.labels)
-    for i in range(c):
-        for j in range(c):
-            ax.text(j, i, f"{int(conf[i, j])}\n{rows[i, j]:.2f}", ha="center", va="center",
-                    color="white" if rows[i, j] > 0.5 else "black", fontsize=8)  # fmt: skip
-    ax.set_xlabel("prediction")
-    ax.set_ylabel("truth")
-    ax.set_title(f"{Path(report.model).name} {report.precision}: MPCA {_fmt(report.summary()['mpca'])}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    if not report.labels:
+        return "no classes: no confusion matrix"
+    title = f"{Path(report.model).name} {report.precision}: MPCA {_fmt(report.summary()['mpca'])}"
+    drawn = render(report.confusion, report.labels, title=title, missing=report.missing)
+    write_png(drawn.image, path)
     return None
 
 
