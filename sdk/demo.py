@@ -188,6 +188,9 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
 
     stats, labels, describe, files = _run(model, options, folder, stream, collect)
     notes = [f"boxes: {options.boxes}; model: {model}"]
+    integrity = str(describe.get("model_integrity", ""))
+    if not integrity.startswith("verified"):  # a folder without manifest.json: say so, as `pairedge run` does
+        notes.append(integrity)
     report, passed = _score(folder, labels, notes)
     if report is not None:
         files["metrics"] = str(folder / "metrics.json")

@@ -38,6 +38,8 @@ def test_demo_library_writes_everything(tmp_path: Path) -> None:
         assert value != value or 0.0 <= value <= 1.0  # NaN or a rate
     assert [e.frame for e in result.examples] == example_frames(20, 3) == [10, 14, 19]
     assert json.loads((out / "summary.json").read_text())["frames"] == 20
+    # the toy folder has no manifest.json: the demo says its files were not verified, as `pairedge run` does
+    assert any(n.startswith("unverified:") and "manifest.json" in n for n in result.notes)
 
 
 def test_demo_cli_prints_interactions_metrics_latency(tmp_path: Path) -> None:
@@ -80,3 +82,4 @@ def test_demo_with_the_bundled_model(tmp_path: Path) -> None:
     assert summary["pair_f1"] > 0.7, summary
     assert summary["accuracy"] > 0.7 and summary["mpca"] > 0.7, summary
     assert video_frames(tmp_path / "demo.mp4") == 150
+    assert "unverified" not in result.output  # the bundled folder's hashes are checked
