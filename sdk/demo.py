@@ -186,11 +186,8 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         if on_frame is not None:
             on_frame(result)
 
-    stats, labels, describe, files = _run(model, options, folder, stream, collect)
-    notes = [f"boxes: {options.boxes}; model: {model}"]
-    integrity = str(describe.get("model_integrity", ""))
-    if not integrity.startswith("verified"):  # a folder without manifest.json: say so, as `pairedge run` does
-        notes.append(integrity)
+    stats, labels, describe, files, pipe_notes = _run(model, options, folder, stream, collect)
+    notes = [f"boxes: {options.boxes}; model: {model}", *pipe_notes]
     report, passed = _score(folder, labels, notes)
     if report is not None:
         files["metrics"] = str(folder / "metrics.json")
@@ -206,11 +203,14 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
 
 def _run(
     model: Path, options: DemoOptions, folder: Path, stream: _SceneStream, collect: Any
-) -> tuple[Any, tuple[str, ...], dict[str, Any], dict[str, str]]:
-    """Run the bundled model on ONNX Runtime CPU over the scene; (stats, labels, describe, files)."""
+) -> tuple[Any, tuple[str, ...], dict[str, Any], dict[str, str], list[str]]:
+    """Run the bundled model on ONNX Runtime CPU over the scene; (stats, labels, describe, files, notes).
+
+    ``notes``: what the pipeline decided a user should know (:func:`pairedge.runtime.run.pipeline_notes`:
+    an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
     from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
     from pairedge.runtime.output import JsonlWriter
-    from pairedge.runtime.run import open_video_writer, run_stream
+    from pairedge.runtime.run import open_video_writer, pipeline_notes, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
     config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
@@ -228,7 +228,7 @@ def _run(
             files["video"] = str(writer.path)
         files["gt_sim7"] = str(folder / "pairs_gt.jsonl")
         files["gt_paper3"] = str(folder / "pairs_gt_paper3.jsonl")
-        return stats, pipe.labels, pipe.describe(), files
+        return stats, pipe.labels, pipe.describe(), files, pipeline_notes(pipe)
 
 
 def _score(folder: Path, labels: tuple[str, ...], notes: list[str]) -> tuple[ScoreReport | None, float]:

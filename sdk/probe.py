@@ -104,16 +104,10 @@ def _libcuda() -> tuple[ctypes.CDLL | None, str]:
     return cuda, ""
 
 
-def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
-    """The CUDA devices as ``(name, "major.minor" compute capability)`` through the driver API (libcuda),
-    without any Python CUDA package, and None; or ``([], why there is none)``."""
-    cuda, reason = _libcuda()
-    if cuda is None:
-        return [], reason
+def _devices(cuda: ctypes.CDLL) -> list[tuple[str, str]]:
+    """``(name, "major.minor")`` of every device of an initialised driver library."""
     count = ctypes.c_int(0)
     cuda.cuDeviceGetCount(ctypes.byref(count))
-    if count.value == 0:
-        return [], "CUDA driver present, no GPU"
     devices = []
     for i in range(count.value):
         dev = ctypes.c_int(0)
@@ -124,15 +118,25 @@ def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
         cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)  # COMPUTE_CAPABILITY_MAJOR
         cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
         devices.append((buf.value.decode(errors="replace"), f"{major.value}.{minor.value}"))
-    return devices, None
+    return devices
+
+
+def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
+    """The CUDA devices as ``(name, "major.minor" compute capability)`` through the driver API (libcuda),
+    without any Python CUDA package, and None; or ``([], why there is none)``."""
+    cuda, reason = _libcuda()
+    if cuda is None:
+        return [], reason
+    devices = _devices(cuda)
+    return (devices, None) if devices else ([], "CUDA driver present, no GPU")
 
 
 def _cuda_driver_check() -> Check:
     """Count CUDA devices through the driver API (libcuda), without any Python CUDA package."""
-    devices, reason = cuda_devices()
-    cuda, _ = _libcuda()
-    if not devices or cuda is None:
-        return Check("CUDA driver / GPU", False, reason or "no GPU")
+    cuda, reason = _libcuda()
+    devices = [] if cuda is None else _devices(cuda)
+    if cuda is None or not devices:
+        return Check("CUDA driver / GPU", False, reason or "CUDA driver present, no GPU")
     version = ctypes.c_int(0)
     cuda.cuDriverGetVersion(ctypes.byref(version))
     v = version.value

@@ -154,25 +154,25 @@ def run_bench(
         raise InputError(
             f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
         )
-    memory: dict[str, float | None] = {}
-    rows = _measure_all(folder, ref, scored, t_label, opts, say, memory)
+    rows, gpu_mib = _measure_all(folder, ref, scored, t_label, opts, say)
     _apply_gate(rows, opts.gate)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                  "gate": asdict(opts.gate), "speed_definition": _speed_text(opts)}  # fmt: skip
-    memory["peak_rss_mib"] = peak_rss_mib()
+    memory = {"gpu_memory_mib": gpu_mib, "peak_rss_mib": peak_rss_mib()}
     return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)),
                        memory)  # fmt: skip
 
 
 def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray, opts: BenchOptions,
-                 say: Progress, memory: dict[str, float | None]) -> list[BenchRow]:  # fmt: skip
-    """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; ``memory``
-    gets the GPU memory held while they are all open."""
+                 say: Progress) -> tuple[list[BenchRow], float | None]:  # fmt: skip
+    """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; with the GPU
+    memory (MiB) held while they are all open (None where nvidia-smi cannot tell)."""
     from contextlib import ExitStack
 
     rows: list[BenchRow] = []
     pipes: list[Any] = []
+    gpu_mib = None
     with ExitStack() as stack:
         for b in opts.backends:
             for p in opts.precisions:
@@ -195,8 +195,8 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
                     live, pipeline_fps([pipe for _, pipe in pipes], n, opts.fps_frames), strict=True
                 ):
                     row.fps[n] = fps
-        memory["gpu_memory_mib"] = gpu_memory_mib()
-    return rows
+        gpu_mib = gpu_memory_mib()
+    return rows, gpu_mib
 
 
 def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pairedge.cli.app import app, console, fail, handle_errors
 from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from pairedge.runtime.folder_check import FolderReport
 
 
 @app.command()
@@ -50,11 +54,8 @@ def doctor(
                                                                  if report.problems else ""))  # fmt: skip
 
 
-def _print_folder(report: object) -> None:
-    """The model-folder part of the table output (``report``: a FolderReport)."""
-    from pairedge.runtime.folder_check import FolderReport
-
-    assert isinstance(report, FolderReport)
+def _print_folder(report: FolderReport) -> None:
+    """The model-folder part of the table output."""
     console.print(f"\n[bold]model folder[/] {escape(str(report.folder))}")
     console.print(f"  integrity: {escape(report.integrity)}")
     if report.model:

@@ -383,29 +383,19 @@ class PairedgeSpec(FeatureSpec):
         return _VERSIONS.get(str(version))
 
 
-class _PairedgeV1(PairedgeSpec):
-    version = "1"
-    stage1_names = PAIR_NAMES_V1
-    stage2_names = _stage2_names(PERSON_NAMES_V1, PAIR_NAMES_V1)
-    person_dim = len(PERSON_NAMES_V1)
-    pair_dim = len(PAIR_NAMES_V1)
+def _layout(version: str, person_names: tuple[str, ...], pair_names: tuple[str, ...]) -> PairedgeSpec:
+    """The spec with the column layout of ``version`` (its person block and pair block names)."""
+    spec = PairedgeSpec()
+    spec.version = version
+    spec.stage1_names = pair_names
+    spec.stage2_names = _stage2_names(person_names, pair_names)
+    spec.person_dim, spec.pair_dim = len(person_names), len(pair_names)
+    return spec
 
 
-class _PairedgeV2(PairedgeSpec):
-    version = "2"
-    stage1_names = PAIR_NAMES_V2
-    stage2_names = _stage2_names(PERSON_NAMES_V2, PAIR_NAMES_V2)
-    person_dim = len(PERSON_NAMES_V2)
-    pair_dim = len(PAIR_NAMES_V2)
-
-
-class _PairedgeV3(PairedgeSpec):
-    version = "3"
-    stage1_names = PAIR_NAMES_V3
-    stage2_names = _stage2_names(PERSON_NAMES_V3, PAIR_NAMES_V3)
-    person_dim = len(PERSON_NAMES_V3)
-    pair_dim = len(PAIR_NAMES_V3)
-
-
-_VERSIONS: dict[str, PairedgeSpec] = {"1": _PairedgeV1(), "2": _PairedgeV2(), "3": _PairedgeV3()}
+_VERSIONS: dict[str, PairedgeSpec] = {
+    "1": _layout("1", PERSON_NAMES_V1, PAIR_NAMES_V1),
+    "2": _layout("2", PERSON_NAMES_V2, PAIR_NAMES_V2),
+    "3": _layout("3", PERSON_NAMES_V3, PAIR_NAMES_V3),
+}
 SPEC = _VERSIONS[CURRENT_VERSION]
