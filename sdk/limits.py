@@ -100,7 +100,11 @@ def regular_file(path: str | Path, expected: str, limit: int | None = None) -> i
     try:
         st = os.stat(p)
     except OSError as exc:
-        reason = "no such file" if isinstance(exc, FileNotFoundError) else f"cannot read it ({exc.strerror or exc})"
+        reason = (
+            "no such file"
+            if isinstance(exc, FileNotFoundError)
+            else f"cannot read it ({exc.strerror or exc})"
+        )
         raise FormatError(p, f"{reason}; expected {expected}") from None
     if not stat.S_ISREG(st.st_mode):
         link = " (a symlink to it)" if p.is_symlink() else ""
@@ -151,7 +155,9 @@ def read_text(path: str | Path, expected: str, limit: int | None = None) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FormatError(path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); expected {expected}") from None
+        raise FormatError(
+            path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); expected {expected}"
+        ) from None
 
 
 def longest_line(data: bytes | str) -> int:
@@ -220,7 +226,9 @@ def check_sim_work(seeds: int, frames: int, what: str) -> None:
         InputError: naming the option, the count and the ceiling.
     """
     if seeds > MAX_SIM_SEEDS:
-        raise InputError(f"{what}: {seeds:,} seeds, more than the ceiling of {MAX_SIM_SEEDS:,} (pairedge.limits)")
+        raise InputError(
+            f"{what}: {seeds:,} seeds, more than the ceiling of {MAX_SIM_SEEDS:,} (pairedge.limits)"
+        )
     if frames > MAX_SIM_FRAMES:
         raise InputError(
             f"{what}: {frames:,} frames per scene, more than the ceiling of {MAX_SIM_FRAMES:,} (pairedge.limits)"
@@ -239,7 +247,11 @@ CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_MODEL_BYTES", "an ONNX model file", "protobuf's own limit"),
     ("MAX_ENGINE_BYTES", "a TensorRT engine or timing cache", "read whole to hash and deserialise"),
     ("MAX_SIDECAR_BYTES", "manifest.json, engine manifests, calibration.json, tolerances", "small JSON"),
-    ("MAX_IMAGE_BYTES", "an image file of a frame folder, one compressed image message", "an 8K PNG is < 100 MB"),
+    (
+        "MAX_IMAGE_BYTES",
+        "an image file of a frame folder, one compressed image message",
+        "an 8K PNG is < 100 MB",
+    ),
     ("MAX_FRAME_PIXELS", "pixels of one decoded frame, checked on the declared size", "8K UHD is 33.2 MP"),
     ("MAX_FRAME_SIDE", "the longest side of a frame", "no camera is wider"),
     ("MAX_MESSAGE_BYTES", "one ROS 2 log message", "an 8K bgr8 image is 100 MB"),

@@ -94,7 +94,10 @@ def test_image_size_matches_the_decoder(ext: str) -> None:
 
 def test_image_size_of_lossy_webp_and_progressive_jpeg() -> None:
     image = np.full((20, 31, 3), 120, np.uint8)
-    for ext, params in ((".webp", [cv2.IMWRITE_WEBP_QUALITY, 40]), (".jpg", [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])):
+    for ext, params in (
+        (".webp", [cv2.IMWRITE_WEBP_QUALITY, 40]),
+        (".jpg", [cv2.IMWRITE_JPEG_PROGRESSIVE, 1]),
+    ):
         ok, buf = cv2.imencode(ext, image, params)
         assert image_size(buf.tobytes())[1:] == (31, 20)
 
@@ -107,7 +110,9 @@ def test_a_small_file_that_declares_a_huge_image_is_refused_before_decoding() ->
         check_image_bytes(bytes(data), "bomb.png")
 
 
-@pytest.mark.parametrize("data", [b"", b"GIF89a" + b"\0" * 40, b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"P6 12"])
+@pytest.mark.parametrize(
+    "data", [b"", b"GIF89a" + b"\0" * 40, b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"P6 12"]
+)
 def test_unknown_or_broken_headers_are_refused(data: bytes) -> None:
     with pytest.raises(FormatError):
         check_image_bytes(data, "x")
