@@ -146,3 +146,11 @@ def test_ceilings_table_lists_every_ceiling() -> None:
     assert sorted(names) == sorted(name for name, _, _ in limits.CEILINGS)
     for name in names:
         assert f"`{name}`" in table
+
+
+def test_printable_escapes_control_characters() -> None:
+    from pairedge.io.textio import printable
+
+    assert printable("/camera\nerror: boom\x1b[2J\t") == "/camera\\nerror: boom\\x1b[2J\\t"
+    assert "\n" not in printable("a\r\nb") and printable("héllo /topic") == "héllo /topic"
+    assert len(printable("x" * 500)) == 200

@@ -11,21 +11,25 @@ Backends: ``onnxruntime`` (CPU provider, the default), ``onnxruntime-cuda`` and 
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.backends.registry import (
+    ALIASES,
     AUTO_ORDER,
     BACKENDS,
     available_backends,
     backend_class,
+    canonical_backend_name,
     get_backend,
     resolve_backend_name,
 )
 
 __all__ = [
+    "ALIASES",
     "AUTO_ORDER",
     "BACKENDS",
     "Backend",
     "ModelFile",
     "available_backends",
     "backend_class",
+    "canonical_backend_name",
     "get_backend",
     "load_model",
     "resolve_backend_name",

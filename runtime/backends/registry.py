@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pairedge.errors import BackendError
+from pairedge.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile, load_model
@@ -27,13 +27,35 @@ BACKENDS: Mapping[str, str] = MappingProxyType(
     }
 )
 
+#: Short names accepted wherever a backend is named (``--backend``, ``--backends``, ``Pipeline.load``) -> the
+#: registry name every output prints.
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {"ort-cpu": "onnxruntime", "ort-cuda": "onnxruntime-cuda", "ort-trt": "onnxruntime-tensorrt", "trt": "tensorrt"}
+)
+
 #: What "auto" tries, in order. The TensorRT provider is left out: it builds engines at start-up.
 AUTO_ORDER: tuple[str, ...] = ("onnxruntime-cuda", "onnxruntime")
 
 
+def canonical_backend_name(name: str) -> str:
+    """The registry name of ``name`` (an alias such as ``ort-cpu`` -> ``onnxruntime``); "auto" stays "auto".
+
+    Raises:
+        InputError: a name that is neither registered, an alias nor "auto" (the message lists them).
+    """
+    key = str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    if key == "auto" or key in BACKENDS:
+        return key
+    aliases = ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
+    raise InputError(
+        f"unknown classifier backend {name!r}; expected one of {', '.join(BACKENDS)} or 'auto' (aliases: {aliases})"
+    )
+
+
 def backend_class(name: str) -> type[Backend]:
-    """The class registered under ``name`` (imports its module)."""
-    return load_registered(BACKENDS, name, Backend, "classifier backend")
+    """The class registered under ``name`` or its alias (imports its module)."""
+    return load_registered(BACKENDS, canonical_backend_name(name), Backend, "classifier backend")
 
 
 def available_backends() -> dict[str, str | None]:
@@ -42,7 +64,8 @@ def available_backends() -> dict[str, str | None]:
 
 
 def resolve_backend_name(name: str = "auto") -> str:
-    """``name`` itself, or for "auto" the first available of :data:`AUTO_ORDER`."""
+    """The registry name of ``name`` (aliases resolved), or for "auto" the first available of :data:`AUTO_ORDER`."""
+    name = canonical_backend_name(name)
     if name != "auto":
         return name
     reasons = available_backends()
@@ -56,7 +79,7 @@ def get_backend(name: str, model: ModelFile | str | Path, options: Any = None) -
     """Create (not activate) a classifier backend.
 
     Args:
-        name: a registered name or "auto".
+        name: a registered name, an alias (:data:`ALIASES`) or "auto".
         model: a :class:`ModelFile` or the path of an .onnx file (checked with :func:`load_model`).
         options: the backend's options dataclass (e.g. :class:`~pairedge.runtime.backends.ort.OrtOptions`).
 

@@ -35,9 +35,6 @@ from pairedge.bench.measure import (
 from pairedge.errors import BackendError, InputError, ModelError
 from pairedge.runtime.parity.report import json_safe
 
-#: Short names accepted by ``--backends`` -> classifier backend registry names.
-BACKEND_ALIASES = {"ort-cpu": "onnxruntime", "ort-cuda": "onnxruntime-cuda", "ort-trt": "onnxruntime-tensorrt",
-                   "trt": "tensorrt"}  # fmt: skip
 #: Held-out scenes: seeds 2000+ are used by no training recipe (0-11) and no calibration set.
 DEFAULT_DATA = "sim:static+moving+noisy:seeds=2000:frames=150"
 Progress = Callable[[str], None]
@@ -53,7 +50,7 @@ class Gate:
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """What to measure. ``backends`` are registry names or aliases (:data:`BACKEND_ALIASES`)."""
+    """What to measure. ``backends`` are registry names or aliases (``pairedge.runtime.backends.ALIASES``)."""
 
     precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
     backends: tuple[str, ...] = ("onnxruntime",)
@@ -106,7 +103,10 @@ class BenchResult:
 
 
 def resolve_backend(name: str) -> str:
-    return BACKEND_ALIASES.get(name, name)
+    """The registry name of a ``--backends`` entry (aliases such as ``ort-cpu`` accepted; unknown refused)."""
+    from pairedge.runtime.backends.registry import canonical_backend_name
+
+    return canonical_backend_name(name)
 
 
 def reference_rows(model: Path, data: str, frames: int | None, progress: Progress) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:  # fmt: skip

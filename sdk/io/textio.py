@@ -92,3 +92,18 @@ def is_number(value: Any) -> bool:
 def is_int64(value: Any) -> bool:
     """True for a JSON integer (not bool) within the int64 range."""
     return type(value) is int and INT64_MIN <= value <= INT64_MAX
+
+
+def printable(name: Any, limit: int = 200) -> str:
+    """``name`` safe to echo on one line: control characters (newline, tab, escape, ...) written as
+    ``\\n``-style escapes, cut to ``limit`` characters.
+
+    Use it for every name that comes from a file or a log (topic names, frame ids, file names, labels) before
+    it goes into a note, a table or an error line, so that a name with a newline cannot start a line of its
+    own (for example one that reads ``error: ...``) and an escape sequence cannot drive the terminal. Rich
+    markup is a separate matter: escape with ``rich.markup.escape`` when Rich prints the text.
+    """
+    text = str(name)
+    if any(not ch.isprintable() for ch in text):
+        text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
