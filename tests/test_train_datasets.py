@@ -75,3 +75,10 @@ def test_cad_builder_on_real_sequence(shared_data: Path) -> None:
     )
     with pytest.raises(InputError, match="optical flow"):
         cad_features([seq], spec="liang2026", stage=2)
+
+
+def test_seed_ranges_are_counted_before_they_are_expanded() -> None:
+    with pytest.raises(InputError, match="100,000,001 seeds, more than the ceiling"):
+        parse_seeds("0-100000000")
+    with pytest.raises(InputError, match="0 <= A <= B"):
+        parse_seeds("5-1")
