@@ -11,8 +11,7 @@ from pairedge.cli.app import app, console, fail, handle_errors
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.ros.bag import LogTopics
-    from pairedge.runtime.run import RunOptions, RunSummary
+    from pairedge.runtime.run import RunSummary
     from rich.table import Table
 
 
@@ -123,10 +122,11 @@ def run(
     from pairedge.ros.bag import is_log
 
     if is_log(source):
+        from pairedge.cli.run_log import run_log_command
         from pairedge.ros.bag import LogTopics
 
         topics = LogTopics(image_topic, detections_topic, stamp_tolerance, frozenset(detection_class) or None)
-        _run_log(source, options, topics, out, out_bag, list_topics)
+        run_log_command(source, options, topics, out, out_bag, list_topics)
         return
     if list_topics or out_bag is not None or image_topic or detections_topic:
         raise fail(f"{source}: --list-topics, --out-bag and the topic options are for ROS 2 logs "
@@ -146,33 +146,6 @@ def run(
     console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
     if summary.error:
         raise fail(summary.error)
-
-
-def _run_log(source: Path, options: RunOptions, topics: LogTopics, out: Path, out_bag: Path | None,
-             list_only: bool) -> None:  # fmt: skip
-    """``pairedge run LOG``: a ROS 2 log through the runtime (or ``--list-topics``)."""
-    from pairedge.ros.bag import list_topics, run_log
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-    from rich.table import Table
-
-    if list_only:
-        table = Table(title=escape(f"topics of {source.name}"))
-        for column in ("topic", "type", "messages"):
-            table.add_column(column)
-        for topic in list_topics(source):
-            table.add_row(escape(topic.name), escape(topic.msgtype), str(topic.count))
-        console.print(table)
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(f"running {escape(source.name)}", total=options.max_frames)
-        summary = run_log(source, out, options, topics, out_bag, on_frame=lambda _: progress.advance(task))
-    console.print(summary_table(summary, f"pairedge run {source.name}"))
-    print_notes(summary)
-    console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
-    if summary.frames == 0:
-        raise fail(f"{source}: no image was paired with detections; see the drops above "
-                   "(wrong topics, or stamps further apart than --stamp-tolerance?)")  # fmt: skip
 
 
 def summary_table(summary: RunSummary, title: str) -> Table:
