@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import BackendError, ModelError
+from pairedge.errors import BackendError
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
@@ -273,23 +273,15 @@ class RunOptions:
 
 
 def resolve_model(model: str | Path | None) -> Path:
-    """``model``, or the bundled default model's folder when None.
+    """``model``, or the bundled default model's folder when None or ``"default"``
+    (:func:`pairedge.default_model.resolve_model_dir`).
 
     Raises:
         ModelError: the bundled model is not installed.
     """
-    if model is not None:
-        return Path(model).expanduser()
-    from pairedge.default_model import default_model_dir
+    from pairedge.default_model import resolve_model_dir
 
-    folder = default_model_dir()
-    missing = [n for n in ("stage1.onnx", "stage2.onnx") if not (folder / n).is_file()]
-    if missing:
-        raise ModelError(
-            f"the bundled default model is missing ({', '.join(missing)} not in {folder}); pass --model DIR "
-            "or build it with: python -m pairedge.export.default_model"
-        )
-    return folder
+    return resolve_model_dir(model)
 
 
 def open_video_writer(out: Path, stem: str, fps: float) -> AnnotatedVideoWriter:

@@ -72,3 +72,46 @@ RECIPE: dict[str, Any] = {
 def default_model_dir() -> Path:
     """The folder of the shipped default model (``stage1.onnx``, ``stage2.onnx``, ``recipe.json``)."""
     return Path(__file__).resolve().parent / "models" / "default"
+
+
+#: The name that stands for the bundled model wherever a model folder is asked for (``--model default``,
+#: ``pairedge eval default ...``).
+BUNDLED_NAME = "default"
+
+
+def is_bundled(folder: str | Path) -> bool:
+    """True when ``folder`` is the bundled model's folder (the installed package's own files)."""
+    try:
+        return Path(folder).expanduser().resolve() == default_model_dir()
+    except (OSError, RuntimeError):
+        return False
+
+
+def resolve_model_dir(model: str | Path | None) -> Path:
+    """The model folder ``model`` names: the bundled model for None or ``"default"``, else the path.
+
+    A folder literally named ``default`` in the working directory wins over the bundled model only when it
+    is written as a path (``./default``).
+
+    Raises:
+        ModelError: the bundled model is asked for but not installed.
+    """
+    from pairedge.errors import ModelError
+
+    if model is not None and str(model) != BUNDLED_NAME:
+        return Path(model).expanduser()
+    folder = default_model_dir()
+    missing = [n for n in ("stage1.onnx", "stage2.onnx") if not (folder / n).is_file()]
+    if missing:
+        raise ModelError(
+            f"the bundled default model is missing ({', '.join(missing)} not in {folder}); pass --model DIR "
+            "or build it with: python -m pairedge.export.default_model --out sdk/models/default"
+        )
+    return folder
+
+
+def describe_model(folder: str | Path) -> str:
+    """How outputs name a model folder: ``"the bundled model pairedge-default (<path>)"`` or the path."""
+    if is_bundled(folder):
+        return f"the bundled model {RECIPE['name']} ({default_model_dir()})"
+    return str(folder)
