@@ -4,10 +4,12 @@ Follows :data:`pairedge.default_model.RECIPE` exactly: simulator scenes of the l
 seeds, the ``pairedge`` spec with the runtime's flow, stage 1 (interacting or not) and stage 2 (the paper's
 3 classes) trained with the listed configurations, exported to ``stage1.onnx`` / ``stage2.onnx`` with the
 recipe in their metadata, and evaluated on held-out seeds of every preset. Writes ``recipe.json`` with the
-recipe, the data fingerprints, the model sizes and the held-out metrics, then a fresh ``manifest.json`` with
-the SHA-256 of all three files (:mod:`pairedge.modelfolder`). ``recipe.json`` also records the fingerprints
-of a small slice of the training rows (seed :data:`CHECK_SEEDS` of every preset) for a fast reproducibility
-test; ``--record-check`` adds them to an existing folder without retraining. ``extra_presets`` add simulator
+recipe, the data fingerprints and value summaries, the model sizes and the held-out metrics, then a fresh
+``manifest.json`` with the SHA-256 of all three files (:mod:`pairedge.modelfolder`). ``recipe.json`` also
+records value summaries of a small slice of the training rows (seed :data:`CHECK_SEEDS` of every preset) and
+the BLAS kernel that computed them, for a fast reproducibility test that holds on any CPU
+(:mod:`pairedge.datasets.fingerprint`); ``--record-check`` adds them to an existing folder without
+retraining (``--full``: the summaries of all training rows too). ``extra_presets`` add simulator
 families with their own seeds (the randomized elevated ``surveillance`` cameras); ``stage1.threshold_beta``
 sets the runtime's ``p_interact`` threshold to the one maximising F-beta on the stage-1 validation split
 (beta < 1: "interacting" should mean together), with ``threshold_preset`` on that preset's validation rows
@@ -30,6 +32,7 @@ from typing import Any
 import numpy as np
 from pairedge.datasets import FeatureData
 from pairedge.datasets.arrays import concat_rows
+from pairedge.datasets.fingerprint import blas_info, value_summary
 from pairedge.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import RECIPE, default_model_dir
@@ -126,26 +129,46 @@ def _mpca(p: np.ndarray, y: np.ndarray, tau: float) -> float:
 
 
 def check_fingerprints(recipe: dict[str, Any], seeds: str = CHECK_SEEDS) -> dict[str, Any]:
-    """Fingerprints of the training rows of ``seeds`` (every preset): a small slice of the training data.
+    """Value summaries of the training rows of ``seeds`` (every preset): a small slice of the training data.
 
     ``recipe.json`` records them so a fast test can show that this code still produces the shipped model's
-    training data (rebuilding all of it is the opt-in full check).
+    training data (rebuilding all of it is the opt-in full check). They are compared with a tolerance
+    (:func:`pairedge.datasets.fingerprint.compare_summaries`), so another CPU's BLAS kernel still matches;
+    the exact SHA-256 and the BLAS kernel are recorded for reference only.
     """
     sets = feature_sets(recipe, seeds, list(recipe["presets"]))
     return {
         "seeds": seeds,
         "presets": list(recipe["presets"]),
-        **{key: sets[recipe[key]["task"]].fingerprint() for key in ("stage1", "stage2")},
+        "blas": blas_info(),
+        **{key: _data_record(sets[recipe[key]["task"]]) for key in ("stage1", "stage2")},
     }
 
 
-def record_check(out: Path, recipe: dict[str, Any] = RECIPE) -> dict[str, Any]:
-    """Add :func:`check_fingerprints` to an existing ``recipe.json`` (no retraining) and rewrite the manifest."""
+def full_summaries(recipe: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Value summaries of all training rows of both stages (minutes of CPU: the opt-in full check)."""
+    sets = training_sets(recipe)
+    return {
+        key: value_summary(resolve_data(sets[recipe[key]["task"]], str(recipe["spec"]), TASK_STAGE[recipe[key]["task"]]))
+        for key in ("stage1", "stage2")
+    }
+
+
+def _data_record(data: FeatureData) -> dict[str, Any]:
+    return {"sha256": data.fingerprint(), "summary": value_summary(data)}
+
+
+def record_check(out: Path, recipe: dict[str, Any] = RECIPE, full: bool = False) -> dict[str, Any]:
+    """Add :func:`check_fingerprints` (and with ``full`` every stage's :func:`full_summaries`) to an existing
+    ``recipe.json`` (no retraining) and rewrite the manifest."""
     path = out / "recipe.json"
     summary = json.loads(path.read_text())
     if summary.get("recipe") != recipe:
         raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
     summary["check"] = check_fingerprints(recipe)
+    if full:
+        for key, values in full_summaries(recipe).items():
+            summary["stages"][key]["data_summary"] = values
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, MANIFEST_ROLES)
     return summary
@@ -197,6 +220,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
             "labels": list(data.labels),
             "train_rows": len(data.y),
             "data_fingerprint": data.fingerprint(),
+            "data_summary": value_summary(data),
             "feature_spec_version": data.feature_spec_version,
             "num_parameters": result.num_parameters,
             "onnx_bytes": exported.onnx_bytes,
@@ -271,13 +295,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--record-check",
         action="store_true",
-        help="only add the fingerprints of a small slice of the training data to an existing recipe.json "
+        help="only add the value summaries of a small slice of the training data to an existing recipe.json "
         "(no retraining) and rewrite manifest.json",
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="with --record-check: also summarise all training rows (minutes)"
     )
     args = parser.parse_args(argv)
     if args.record_check:
-        check = record_check(args.out)["check"]
-        print(f"recorded the fingerprints of seeds {check['seeds']} in {args.out / 'recipe.json'}")
+        check = record_check(args.out, full=args.full)["check"]
+        print(f"recorded the value summaries of seeds {check['seeds']} in {args.out / 'recipe.json'}")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     summary = build_default_model(args.out, progress=not args.no_progress)
