@@ -31,6 +31,13 @@ GiB = 1 << 30
 MAX_TEXT_BYTES = 256 * MiB
 #: One line of a line-based text format (MOT, JSON Lines, stickmen, CAD annotations.txt).
 MAX_LINE_BYTES = 1 * MiB
+#: Values of one JSON document parsed whole (JRDB, stickmen JSON, a checkpoint config), counted before
+#: parsing as an upper bound (commas + colons + opening brackets + 1): a Python object per value costs up to
+#: about 70 bytes, so a 10 MB file of ``[{},{},...]`` would otherwise hold 250 MB.
+MAX_JSON_VALUES = 10_000_000
+#: Records a reader keeps as Python objects (JRDB-PAR frames, JRDB images, stickmen and CAD annotation
+#: lines): about 1 KB each, so the ceiling bounds them near 1 GB.
+MAX_RECORDS = 1_000_000
 #: An ONNX model file: protobuf's own ceiling (2 GiB); pairedge's classifiers are well under 1 MiB.
 MAX_MODEL_BYTES = 2 * GiB
 #: A serialized TensorRT engine, a timing cache, a manifest-listed file of a model folder that is read whole.
@@ -52,6 +59,8 @@ MAX_MCAP_CHUNK_BYTES = 256 * MiB
 MAX_PACK_BYTES = 1 * GiB
 #: A features ``.npz`` for training, decompressed.
 MAX_FEATURES_BYTES = 4 * GiB
+#: A MATLAB v5 ``.mat`` annotation file (Collective Activity ``annoNN.mat``), on disk and inflated.
+MAX_MAT_BYTES = 256 * MiB
 #: Simulator work asked for on a command line: seeds of one scene range, frames per scene, and their product.
 MAX_SIM_SEEDS = 10_000
 MAX_SIM_FRAMES = 100_000
@@ -244,6 +253,8 @@ def check_sim_work(seeds: int, frames: int, what: str) -> None:
 CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_TEXT_BYTES", "a text / JSON input file (detections, annotations, predictions)", "read whole"),
     ("MAX_LINE_BYTES", "one line of a line-based text file", "a MOT line is under 200 bytes"),
+    ("MAX_JSON_VALUES", "values of a JSON document parsed whole, counted before parsing", "~70 B each"),
+    ("MAX_RECORDS", "frames / lines a reader keeps as Python objects (PAR, JRDB, stickmen)", "~1 KB each"),
     ("MAX_MODEL_BYTES", "an ONNX model file", "protobuf's own limit"),
     ("MAX_ENGINE_BYTES", "a TensorRT engine or timing cache", "read whole to hash and deserialise"),
     ("MAX_SIDECAR_BYTES", "manifest.json, engine manifests, calibration.json, tolerances", "small JSON"),
@@ -258,6 +269,7 @@ CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_MCAP_CHUNK_BYTES", "one MCAP chunk, compressed and as declared decompressed", "inflated whole"),
     ("MAX_PACK_BYTES", "a parity pack's arrays, as declared decompressed", "a pack is a short clip"),
     ("MAX_FEATURES_BYTES", "a features .npz for training, decompressed", "held in memory to train"),
+    ("MAX_MAT_BYTES", "a MATLAB .mat annotation file, on disk and inflated", "annoNN.mat is < 1 MB"),
     ("MAX_SIM_SEEDS", "seeds of one simulator scene range on a command line", "--scenes, --data sim:"),
     ("MAX_SIM_FRAMES", "frames per simulated scene", "--frames"),
     ("MAX_SIM_TOTAL_FRAMES", "seeds x frames of one command", "about an hour of rendering"),
