@@ -1,10 +1,12 @@
-"""Social groups from pairwise predictions: union-find over confident pairs, activity by majority vote.
+"""Social groups from pairwise predictions: union-find over confirmed links, activity by majority vote.
 
-A group is a connected component (at least 2 people) of the graph whose edges are the pairs with
-``p_interact >= tau_group``. Its activity is the majority label of its *within-group* pairs that carry a
-stage-2 label (both members in the group, including pairs below ``tau_group`` if they passed the stage-1
-gate); a tie is broken by the larger summed probability of the tied classes over those pairs, then by the
-lower class index. The vote share is the winner's votes over all labelled within-group pairs.
+A group is a connected component (at least 2 people) of the graph whose edges are the *links*: the pairs
+that carry a stage-2 label (they passed the stage-1 gate, held for ``confirm_s``) with ``p_interact >=
+tau_group``. So every group has at least one link between its members, and therefore an activity: the
+majority label of its *within-group* labelled pairs (both members in the group, including labelled pairs
+below ``tau_group``); a tie is broken by the larger summed probability of the tied classes over those pairs,
+then by the lower class index. The vote share is the winner's votes over all labelled within-group pairs.
+A pair above ``tau_group`` without a label (not gated, or not confirmed yet) joins nobody.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def find_groups(
     Args:
         pairs: (M, 2) int64 track ids.
         p_interact: (M,) float stage-1 probabilities.
-        label_ids: (M,) int64 stage-2 class per pair, -1 for pairs without a label.
+        label_ids: (M,) int64 stage-2 class per pair, -1 for pairs without a label (never an edge).
         probs: (M, C) float stage-2 probabilities (ignored where ``label_ids`` is -1).
         tau_group: edge threshold on ``p_interact``.
         labels: the C class names.
@@ -62,7 +64,7 @@ def find_groups(
     Returns:
         Groups sorted by their smallest member id; members sorted.
     """
-    if not (p_interact >= tau_group).any():
+    if not ((p_interact >= tau_group) & (np.asarray(label_ids) >= 0)).any():
         return ()
     nodes, inverse = np.unique(np.asarray(pairs, np.int64), return_inverse=True)
     return groups_from_index(inverse.reshape(-1, 2), nodes, p_interact, label_ids, probs, tau_group, labels)
@@ -80,8 +82,9 @@ def groups_from_index(
 ) -> tuple[Group, ...]:
     """:func:`find_groups` with pairs given as (M, 2) int64 rows into ``node_ids`` ((N,) unique track ids),
     as the feature extractor's ``PairFeatures.index`` gives them (no sort or search needed). ``pending``
-    (M,) bool marks links not confirmed yet (see ``PipelineConfig.confirm_s``): they are no edges."""
-    edge = p_interact >= tau_group
+    (M,) bool marks links not confirmed yet (see ``PipelineConfig.confirm_s``): they are no edges (they carry
+    no label either; ``pending`` is kept for callers that pass labels of unconfirmed pairs)."""
+    edge = (p_interact >= tau_group) & (np.asarray(label_ids) >= 0)
     if pending is not None:
         edge &= ~pending
     if not edge.any():
@@ -98,10 +101,10 @@ def groups_from_index(
     tied = votes == votes.max(axis=1, keepdims=True)
     winners = np.where(tied, mass, -np.inf).argmax(axis=1)  # most votes, then mass, then lower class
     shares = votes[np.arange(len(roots)), winners] / np.maximum(totals, 1)
-    groups = [
+    groups = [  # every group holds a labelled link, so ``total`` > 0; None stays the "no activity" guard
         Group(tuple(members[s : s + n]), labels[w], w, share)
         if total
-        else Group(tuple(members[s : s + n]), "", -1, 0.0)
+        else Group(tuple(members[s : s + n]), None, -1, 0.0)
         for s, n, total, w, share in zip(
             starts.tolist(),
             size[roots].tolist(),

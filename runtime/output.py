@@ -7,7 +7,8 @@ JSON Lines: an optional header line ``{"labels": [...], ...}``, then per frame
 
 Video: boxes and ids coloured per track, a line between the centres of every interacting pair coloured by
 its label (thicker when more confident), and the convex hull of every group outlined in the colour of its
-activity with the activity and vote share written above it.
+activity with the activity and vote share written above it. Colours come from :mod:`pairedge.palette` (the
+simulator preview uses the same table) and every text is drawn on a filled box of its colour.
 """
 
 from __future__ import annotations
@@ -20,33 +21,27 @@ from typing import Any, TextIO
 
 import cv2
 import numpy as np
+from pairedge import palette
 from pairedge.errors import BackendError, InputError
 from pairedge.runtime.types import FrameResult
 
-#: BGR colours of stage-2 labels, by class index (cycled).
-LABEL_COLOURS: tuple[tuple[int, int, int], ...] = (
-    (60, 180, 75),
-    (48, 130, 245),
-    (200, 130, 0),
-    (75, 25, 230),
-    (180, 30, 145),
-    (25, 225, 255),
-    (240, 240, 70),
-    (128, 128, 128),
-)
+#: Deprecated alias: colours by class index now come from :func:`pairedge.palette.label_colours` (by name).
+LABEL_COLOURS = palette.EXTRA_COLOURS
 _FOURCC = {".mp4": "mp4v", ".avi": "MJPG", ".mkv": "MJPG"}
+#: Font scale of the labels drawn on the video.
+_TEXT_SCALE = 0.45
 
 
 def track_colour(track_id: int) -> tuple[int, int, int]:
-    """A stable, well-spread BGR colour for a track id."""
-    hue = (int(track_id) * 47) % 180
-    hsv = np.array([[[hue, 200, 235]]], np.uint8)
-    b, g, r = cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)[0, 0]
-    return int(b), int(g), int(r)
+    """A stable, well-spread BGR colour for a track id (:func:`pairedge.palette.track_colour`)."""
+    return palette.track_colour(track_id)
 
 
-def label_colour(label_id: int) -> tuple[int, int, int]:
-    return LABEL_COLOURS[int(label_id) % len(LABEL_COLOURS)]
+def label_colour(label_id: int, labels: Sequence[str] = ()) -> tuple[int, int, int]:
+    """The BGR colour of class ``label_id`` of ``labels`` (:func:`pairedge.palette.label_colour`: by name,
+    then by index; grey for -1)."""
+    k = int(label_id)
+    return palette.label_colour(labels[k] if 0 <= k < len(labels) else None, k)
 
 
 class JsonlWriter:
@@ -91,7 +86,11 @@ class JsonlWriter:
 
 
 def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
-    """Draw ``result`` onto ``canvas`` ((H, W, 3) uint8 BGR) in place; returns it."""
+    """Draw ``result`` onto ``canvas`` ((H, W, 3) uint8 BGR) in place; returns it.
+
+    Colours come from :mod:`pairedge.palette` (the simulator preview uses the same table); every text sits on
+    a filled box of its colour (:func:`pairedge.palette.draw_label`), legible on bright and dark scenes.
+    """
     boxes = np.asarray(result.boxes, np.float64)
     centres = {int(t): (b[:2] + b[2:] / 2) for t, b in zip(result.track_ids.tolist(), boxes, strict=True)}
     for group in result.groups:
@@ -101,16 +100,13 @@ def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
         if a in centres and b in centres:
             thickness = 1 + int(round(3 * float(result.p_interact[r])))
             pa, pb = centres[a].astype(int), centres[b].astype(int)
-            cv2.line(
-                canvas, tuple(pa), tuple(pb), label_colour(int(result.label_ids[r])), thickness, cv2.LINE_AA
-            )
+            colour = label_colour(int(result.label_ids[r]), result.labels)
+            cv2.line(canvas, tuple(pa), tuple(pb), colour, thickness, cv2.LINE_AA)
     coasted = result.coasted_mask.tolist()
     for t, b, c in zip(result.track_ids.tolist(), boxes.astype(int), coasted, strict=True):
         colour = track_colour(t)  # a coasted person (predicted box, no detection) gets a thin frame
         cv2.rectangle(canvas, (b[0], b[1]), (b[0] + b[2], b[1] + b[3]), colour, 1 if c else 2)
-        cv2.putText(
-            canvas, str(t), (b[0] + 2, b[1] + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, cv2.LINE_AA
-        )
+        palette.draw_label(canvas, str(t), (b[0] + 3, b[1] + 14), colour, 0.4)
     _draw_legend(canvas, result.labels)
     return canvas
 
@@ -118,11 +114,12 @@ def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
 def _draw_group(
     canvas: np.ndarray,
     members: tuple[int, ...],
-    activity: str,
+    activity: str | None,
     activity_id: int,
     share: float,
     result: FrameResult,
 ) -> None:
+    """The convex hull of a group's boxes in its activity's colour, the activity and vote share above it."""
     rows = np.flatnonzero(np.isin(result.track_ids, members))
     if len(rows) < 2:
         return
@@ -131,18 +128,21 @@ def _draw_group(
         [b[:, :2], b[:, :2] + b[:, 2:], b[:, :2] + b[:, 2:] * [1, 0], b[:, :2] + b[:, 2:] * [0, 1]]
     )
     hull = cv2.convexHull(corners.astype(np.int32))
-    colour = label_colour(activity_id) if activity_id >= 0 else (200, 200, 200)
+    colour = palette.label_colour(activity, activity_id)
     cv2.polylines(canvas, [hull], True, colour, 2, cv2.LINE_AA)
     x, y = int(hull[:, 0, 0].min()), int(hull[:, 0, 1].min())
-    text = f"{activity or 'group'} {share:.0%}" if activity else "group"
-    cv2.putText(canvas, text, (x, max(y - 6, 12)), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1, cv2.LINE_AA)
+    text = f"{activity} {share:.0%}" if activity is not None else "group"
+    palette.draw_label(canvas, text, (x, y - 6), colour, _TEXT_SCALE)
 
 
 def _draw_legend(canvas: np.ndarray, labels: Sequence[str]) -> None:
+    """Each label's name on a box of its colour, bottom-left (usually ground, rarely people), as in the
+    simulator preview."""
+    step = cv2.getTextSize("Ag", palette.FONT, _TEXT_SCALE, 1)[0][1] + 8
+    bottom = canvas.shape[0] - 6
     for k, name in enumerate(labels):
-        y = 16 + 16 * k
-        cv2.line(canvas, (8, y - 4), (28, y - 4), label_colour(k), 3)
-        cv2.putText(canvas, name, (34, y), cv2.FONT_HERSHEY_SIMPLEX, 0.45, label_colour(k), 1, cv2.LINE_AA)
+        y = bottom - step * (len(labels) - 1 - k)
+        palette.draw_label(canvas, name, (6, y), label_colour(k, labels), _TEXT_SCALE)
 
 
 def _drawable(image: np.ndarray | None) -> bool:

@@ -30,17 +30,19 @@ class Interaction:
 
 @dataclass(frozen=True)
 class Group:
-    """A social group: a connected component of pairs with ``p_interact >= tau_group``.
+    """A social group: a connected component of confirmed links (interacting pairs, i.e. with a stage-2
+    label, and ``p_interact >= tau_group``); there is no group without a link between its members.
 
     Attributes:
         members: sorted track ids (at least 2).
-        activity: majority label of the within-group interacting pairs ("" when none of them has a label).
-        activity_id: its index in the model's labels (-1 when none).
-        vote_share: fraction of the within-group labelled pairs that voted for ``activity``.
+        activity: majority label of the within-group interacting pairs; None means "no activity" (``null``
+            in JSON), which the pipeline's groups never have since each holds a labelled link.
+        activity_id: its index in the model's labels (-1 when None).
+        vote_share: fraction of the within-group labelled pairs that voted for ``activity`` (0 when None).
     """
 
     members: tuple[int, ...]
-    activity: str
+    activity: str | None
     activity_id: int
     vote_share: float
 
@@ -109,7 +111,8 @@ class FrameResult:
         label_ids: (M,) int64 stage-2 class of interacting pairs, -1 elsewhere.
         probs: (M, C) float32 smoothed stage-2 probabilities of interacting pairs, zeros elsewhere.
         labels: the C stage-2 class names.
-        groups: social groups with their activity.
+        groups: social groups (connected components of the interacting pairs with ``p_interact >=
+            tau_group``) with their activity (a label name; None, ``null`` in JSON, means no activity).
         timings_ms: stage name -> wall time in milliseconds (``validate``, ``track``, ``flow``,
             ``features``, ``stage1``, ``stage2``, ``smooth``, ``groups``, ``total``).
         diagnostics: what was dropped or repaired.
@@ -171,7 +174,7 @@ class FrameResult:
             "groups": [
                 {
                     "members": list(g.members),
-                    "activity": g.activity or None,
+                    "activity": g.activity or None,  # None is "no activity"
                     "vote_share": round(g.vote_share, decimals),
                 }
                 for g in self.groups

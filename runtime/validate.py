@@ -1,8 +1,10 @@
 """Input sanitising for the stream: malformed frames and detections are dropped and reported, never raised.
 
-Frames: (H, W) or (H, W, 1) gray, or (H, W, 3) BGR, uint8, at least ``min_image_side`` pixels on a side;
-anything else (wrong dtype, shape, BGRA, empty, not an array) drops the image for this frame: the flow is
-skipped and the stream restarts its flow at the next good frame.
+Frames: (H, W) or (H, W, 1) gray, or (H, W, 3) BGR, uint8, at least ``min_image_side`` pixels on a side and
+at most :data:`pairedge.limits.MAX_FRAME_PIXELS` pixels (:data:`~pairedge.limits.MAX_FRAME_SIDE` a side),
+judged on the declared shape before anything is copied; anything else (wrong dtype, shape, BGRA, empty, too
+large, not an array) drops the image for this frame: the flow is skipped and the stream restarts its flow at
+the next good frame. Per-frame work is so bounded in pixels as :func:`cap_people` bounds it in people.
 
 Detections, row by row (vectorised): non-finite box or score; width or height below ``min_box_side``;
 huge boxes (larger than ``max_box_factor`` times the image); boxes entirely outside the image; ids below -1
@@ -19,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pairedge import limits
 from pairedge.runtime.config import ValidationConfig
 from pairedge.types import ORIENTATION_LIMIT, Detections
 
@@ -68,7 +71,23 @@ def validate_frame(frame: Any, config: ValidationConfig) -> tuple[np.ndarray | N
         return None, f"expected an (H, W) gray or (H, W, 3) BGR image, got shape {frame.shape}"
     if min(frame.shape[:2]) < config.min_image_side:
         return None, f"expected an image at least {config.min_image_side} px on a side, got {frame.shape[:2]}"
+    too_large = frame_size_problem(int(frame.shape[1]), int(frame.shape[0]))
+    if too_large is not None:
+        return None, too_large
     return np.ascontiguousarray(frame), None
+
+
+def frame_size_problem(width: int, height: int) -> str | None:
+    """Why a ``width x height`` frame is above the pixel ceiling (read at call time from
+    :mod:`pairedge.limits`, where a user may raise it), or None."""
+    side, pixels = limits.MAX_FRAME_SIDE, limits.MAX_FRAME_PIXELS
+    if width <= side and height <= side and width * height <= pixels:
+        return None
+    which = "MAX_FRAME_SIDE" if max(width, height) > side else "MAX_FRAME_PIXELS"
+    return (
+        f"an image of {width} x {height} px ({width * height / 1e6:.1f} MP), above the ceiling of "
+        f"{pixels / 1e6:g} MP and {side} px a side (pairedge.limits.{which}); resize the frames"
+    )
 
 
 def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:

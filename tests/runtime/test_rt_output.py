@@ -55,7 +55,7 @@ def test_jsonl_schema_is_read_by_the_pairwise_scorer(tmp_path: Path) -> None:
 def test_group_without_activity_is_written_as_null(tmp_path: Path) -> None:
     import dataclasses
 
-    result = dataclasses.replace(_result(), groups=(Group((3, 7), "", -1, 0.0),))
+    result = dataclasses.replace(_result(), groups=(Group((3, 7), None, -1, 0.0),))
     with JsonlWriter(tmp_path / "p.jsonl", LABELS) as writer:
         writer.write(result)
     rec = json.loads((tmp_path / "p.jsonl").read_text().splitlines()[1])
@@ -76,8 +76,8 @@ def test_annotate_draws_boxes_links_and_hulls() -> None:
     annotate(canvas, _result())
     assert tuple(canvas[35, 10]) == track_colour(3)  # left edge of box 3
     link = canvas[36:37, 40:60].reshape(-1, 3)  # the centre line between 3 and 7
-    assert any(tuple(px) == label_colour(1) for px in link)
-    assert canvas[100:200, 0:100].sum() == 0  # nothing drawn far from everything
+    assert any(tuple(px) == label_colour(1, LABELS) for px in link)
+    assert canvas[70:130, 0:140].sum() == 0  # nothing drawn far from everything (the legend is below)
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".avi"])

@@ -1,0 +1,138 @@
+"""Issue 22, the streaming pipeline: one palette for every drawing, legible labels, groups of confirmed links
+only, frames above the pixel ceiling dropped with their reason, link confirmation independent of the epoch."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from pairedge import limits, palette
+from pairedge.runtime import Diagnostics, FrameResult, Group
+from pairedge.runtime.groups import groups_from_index
+from pairedge.runtime.output import annotate
+
+LABELS = ("walking_together", "standing_together", "sitting_together")
+
+
+def _result() -> FrameResult:
+    return FrameResult(
+        frame_index=0,
+        timestamp=0.0,
+        track_ids=np.array([3, 7], np.int64),
+        boxes=np.array([[60, 60, 20, 50], [120, 62, 20, 50]], np.float32),
+        pairs=np.array([[3, 7]], np.int64),
+        p_interact=np.array([0.9], np.float32),
+        interacting=np.array([True]),
+        label_ids=np.array([1], np.int64),
+        probs=np.array([[0.1, 0.8, 0.1]], np.float32),
+        labels=LABELS,
+        groups=(Group((3, 7), "standing_together", 1, 1.0),),
+        timings_ms={"total": 1.0},
+        diagnostics=Diagnostics(),
+    )
+
+
+# -- one palette, legible labels ----------------------------------------------------------------------------
+def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.labels import SIM7
+    from pairedge.sim import Scene
+    from pairedge.sim.preview import draw_preview
+
+    marker = (1, 2, 250)  # a colour nothing else draws
+    frame = next(iter(Scene("static", 0).frames(1)))
+    linked = {SIM7.classes[k] for k in frame.pair_labels.tolist()} - {"no_interaction"}
+    assert linked, "the scene should have a drawn pair"
+    for name in linked | {"standing_together"}:
+        monkeypatch.setitem(palette.LABEL_COLOURS, name, marker)
+    preview = draw_preview(frame)
+    assert (preview.reshape(-1, 3) == marker).all(axis=1).any(), "the preview does not use pairedge.palette"
+    canvas = annotate(np.full((240, 320, 3), 128, np.uint8), _result())
+    assert (canvas.reshape(-1, 3) == marker).all(axis=1).any(), "the video does not use pairedge.palette"
+
+
+def test_track_colours_are_shared() -> None:
+    from pairedge.runtime.output import track_colour
+    from pairedge.sim.preview import id_colour
+
+    assert [track_colour(k) for k in range(20)] == [id_colour(k) for k in range(20)]
+    assert [track_colour(k) for k in range(20)] == [palette.track_colour(k) for k in range(20)]
+
+
+@pytest.mark.parametrize("background", [0, 255])
+def test_label_text_sits_on_a_filled_box_of_contrasting_text(background: int) -> None:
+    image = np.full((60, 200, 3), background, np.uint8)
+    colour = (0, 230, 230)  # bright yellow: black text
+    x0, y0, x1, y1 = palette.draw_label(image, "walking", (10, 30), colour)
+    box = image[y0 : y1 + 1, x0 : x1 + 1].reshape(-1, 3)
+    is_fill = (box == colour).all(axis=1)
+    assert is_fill.mean() > 0.5  # the box is filled with the label colour
+    assert (box == (0, 0, 0)).all(axis=1).any()  # and the text is black on it
+    assert palette.text_colour((40, 40, 40)) == (255, 255, 255)
+    outside = np.delete(image.reshape(60, 200, 3), slice(x0, x1 + 1), axis=1)
+    assert (outside == background).all()  # nothing drawn outside the box
+
+
+def test_video_legend_and_group_labels_have_background_boxes() -> None:
+    canvas = annotate(np.full((240, 320, 3), 255, np.uint8), _result())  # a white (bright) scene
+    for k, name in enumerate(LABELS):
+        colour = palette.label_colour(name, k)
+        hits = (canvas[150:, :160].reshape(-1, 3) == colour).all(axis=1).sum()
+        assert hits > 100, f"legend entry {name} has no filled box"  # text alone would be a few dozen pixels
+
+
+def test_unknown_labels_fall_back_to_the_index_cycle() -> None:
+    assert palette.label_colour("queueing", 1) == palette.EXTRA_COLOURS[1]
+    assert palette.label_colour(None, -1) == palette.NO_ACTIVITY
+    assert palette.label_colours(LABELS) == tuple(palette.LABEL_COLOURS[n] for n in LABELS)
+
+
+# -- groups: confirmed links only, None = no activity ---------------------------------------------------------
+def test_no_group_from_pairs_without_a_confirmed_link() -> None:
+    """Two people above tau_group but below the stage-1 gate (no label) used to form a group whose activity
+    was '' in Python and null in JSON."""
+    node_ids = np.array([4, 5, 6])
+    index = np.array([[0, 1], [1, 2]])
+    p = np.array([0.45, 0.9], np.float32)  # pair (4, 5) above tau_group=0.4 but never labelled
+    label_ids = np.array([-1, 2])
+    probs = np.eye(3, dtype=np.float32)[[0, 2]]
+    groups = groups_from_index(index, node_ids, p, label_ids, probs, 0.4, LABELS)
+    assert [(g.members, g.activity) for g in groups] == [((5, 6), "sitting_together")]
+    assert groups_from_index(index, node_ids, p, np.array([-1, -1]), probs, 0.4, LABELS) == ()
+
+
+def test_no_activity_is_none_in_python_and_null_in_json() -> None:
+    result = dataclasses.replace(_result(), groups=(Group((3, 7), None, -1, 0.0),))
+    assert result.to_json_dict()["groups"][0]["activity"] is None
+    annotate(np.zeros((240, 320, 3), np.uint8), result)  # drawn as a grey "group", no crash
+
+
+# -- frames above the pixel ceiling ------------------------------------------------------------------------
+def test_validate_frame_refuses_frames_above_the_pixel_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.runtime.config import ValidationConfig
+    from pairedge.runtime.validate import validate_frame
+
+    monkeypatch.setattr(limits, "MAX_FRAME_PIXELS", 64 * 48 - 1)  # read at call time
+    image, reason = validate_frame(np.zeros((48, 64, 3), np.uint8), ValidationConfig())
+    assert image is None and reason is not None
+    assert "64 x 48" in reason and "MAX_FRAME_PIXELS" in reason
+    monkeypatch.setattr(limits, "MAX_FRAME_PIXELS", 64 * 48)
+    assert validate_frame(np.zeros((48, 64, 3), np.uint8), ValidationConfig())[1] is None
+    monkeypatch.setattr(limits, "MAX_FRAME_SIDE", 63)
+    assert "MAX_FRAME_SIDE" in (validate_frame(np.zeros((48, 64), np.uint8), ValidationConfig())[1] or "")
+
+
+def test_validate_frame_refuses_a_huge_view_before_copying_it() -> None:
+    """A broadcast view claims 20,000 x 20,000 px with no memory behind it: refused on its declared shape."""
+    import tracemalloc
+
+    from pairedge.runtime.config import ValidationConfig
+    from pairedge.runtime.validate import validate_frame
+
+    huge = np.broadcast_to(np.zeros((1, 1, 3), np.uint8), (20_000, 20_000, 3))[:, ::-1]  # not contiguous
+    tracemalloc.start()
+    image, reason = validate_frame(huge, ValidationConfig())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert image is None and "20000 x 20000" in (reason or "")
+    assert peak < 10_000_000  # no 1.2 GB contiguous copy
