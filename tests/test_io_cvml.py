@@ -66,7 +66,7 @@ def test_malformed_names_frame_and_object(tmp_path, old, new, match):
 def test_truncated_and_missing(tmp_path):
     with pytest.raises(FormatError, match=r"gt.xml, record line \d+, column \d+: expected well-formed XML"):
         read_cvml(write(tmp_path, TINY[: len(TINY) // 2]))
-    with pytest.raises(FormatError, match="file not found"):
+    with pytest.raises(FormatError, match="no such file"):
         read_cvml(tmp_path / "absent.xml")
     with pytest.raises(FormatError, match="expected a CVML <dataset>"):
         read_cvml(write(tmp_path, "<html><body/></html>", "page.xml"))

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from pairedge.errors import FormatError
 from pairedge.io.matfile import MatLoader
+from pairedge.io.textio import read_lines
 from pairedge.labels import CAD8
 from pairedge.types import Detections
 
@@ -374,17 +375,16 @@ class CadKeyframes:
 def read_cad_annotations(path: str | Path) -> CadKeyframes:
     """Read a CAD ``annotations.txt``: one box per line, ``frame x y w h action pose``, tab (or space) separated.
 
+    Bounded before parsing (:func:`pairedge.io.textio.read_lines`): a regular file of at most
+    ``pairedge.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS`` lines.
+
     Raises:
         FormatError: a line without 7 numeric fields, a non-integer frame / action / pose, or a box with
-            non-positive size (names the line).
+            non-positive size (names the line); a ceiling exceeded; not UTF-8 text.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"could not read the file as text: {exc}") from None
     rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(read_lines(path, "a CAD annotations.txt"), start=1):
         fields = line.split()
         if not fields:
             continue

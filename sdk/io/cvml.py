@@ -4,20 +4,33 @@ Boxes are given by their centre ``xc, yc`` and size ``w, h``; pairedge converts 
 ``x = xc - w/2, y = yc - h/2``. Frame numbers are taken as written (for A. Milan's PETS 2009 S2.L1 file they
 are the 0-based video frame indices). Other children of ``object`` (orientation, appearance, ...) are
 ignored.
+
+Reading is bounded before and during the parse: a regular file (a FIFO or a device is refused unopened) of
+at most ``pairedge.limits.MAX_TEXT_BYTES``, read in chunks and parsed as a stream by expat (no element tree
+is built: memory is the output arrays, about 48 bytes a box). A document that declares an entity (a DTD's
+``<!ENTITY ...>``: the "billion laughs" expansion bomb or an external entity that names a file or URL) is
+refused before the entity can be used: CVML files declare none. Elements nested deeper than
+:data:`MAX_DEPTH` are refused (CVML nests five levels). External DTDs and entities are never fetched.
 """
 
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from xml.parsers import expat
 
 import numpy as np
+from pairedge import limits
 from pairedge.errors import FormatError
-from pairedge.io.textio import FLOAT32_MAX, is_int64, short
+from pairedge.io.textio import FLOAT32_MAX, is_int64, printable, short
 from pairedge.types import Detections
+
+#: Deepest element nesting accepted (``dataset > frame > objectlist > object > box`` is 5).
+MAX_DEPTH = 64
+EXPECTED = "a PETS / CVML ground-truth XML file"
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,8 +67,8 @@ class CvmlTracks:
             yield int(f), self.detections(int(f))
 
 
-def _int_attr(elem: ET.Element, name: str, path: Path, record: str) -> int:
-    raw = elem.get(name)
+def _int_attr(attrs: dict[str, str], name: str, path: Path, record: str) -> int:
+    raw = attrs.get(name)
     try:
         value = int(raw) if raw is not None and len(raw) < 40 else None
     except ValueError:
@@ -66,8 +79,8 @@ def _int_attr(elem: ET.Element, name: str, path: Path, record: str) -> int:
     return value
 
 
-def _box(obj: ET.Element, path: Path, record: str) -> list[float]:
-    box = obj.find("box")
+def _box(box: dict[str, str] | None, path: Path, record: str) -> list[float]:
+    """``[x, y, w, h]`` top-left of a ``<box xc yc w h>`` element's attributes."""
     if box is None:
         raise FormatError(path, "expected a <box xc yc w h> element, found none", record)
     vals = []
@@ -92,57 +105,127 @@ def _box(obj: ET.Element, path: Path, record: str) -> list[float]:
     return out
 
 
-def read_cvml(path: str | Path) -> CvmlTracks:
-    """Read a PETS / CVML XML ground-truth file.
+@dataclass
+class _Object:
+    """An open ``<object>``: its record for messages, frame number, id and first ``<box>`` attributes."""
 
-    Raises:
-        FormatError: not well-formed XML (names line and column), a frame without an integer ``number``, an
-            object without an integer ``id`` or a valid ``<box>``, a frame listed twice, or an id repeated
-            within a frame; the message names the frame and object.
+    record: str
+    frame: int
+    oid: int
+    box: dict[str, str] | None = None
+
+
+class _Collector:
+    """expat callbacks: frames, objects and their first ``<box>`` child, validated as they close.
+
+    An object belongs to the innermost open ``<frame>``; its record is ``"frame N, object #i"`` (i counts
+    the objects of that frame in document order).
     """
-    path = Path(path)
-    try:
-        root = ET.parse(path).getroot()
-    except FileNotFoundError:
-        raise FormatError(path, "file not found") from None
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise FormatError(path, f"expected well-formed XML: {exc}", f"line {line}, column {col}") from None
-    except OSError as exc:
-        raise FormatError(path, f"could not read the file: {exc}") from None
-    except (LookupError, ValueError) as exc:  # e.g. an unknown encoding in the XML declaration
-        raise FormatError(path, f"expected a readable XML file: {exc}") from None
-    frame_numbers: list[int] = []
-    rows: list[list[float]] = []
-    keys: list[tuple[int, int]] = []
-    for k, frame in enumerate(root.iter("frame")):
-        number = _int_attr(frame, "number", path, f"frame #{k + 1}")
-        frame_numbers.append(number)
-        seen: set[int] = set()
-        for i, obj in enumerate(frame.iter("object")):
-            record = f"frame {number}, object #{i + 1}"
-            oid = _int_attr(obj, "id", path, record)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.root: str | None = None
+        self.stack: list[str] = []
+        self.frame_numbers = array("q")
+        self.frames: list[tuple[int, set[int], list[int]]] = []  # open frames: number, ids seen, [objects]
+        self.objects: list[_Object | None] = []  # open objects (None: outside a frame, not read)
+        self.keys = array("q")  # frame, id per box
+        self.boxes = array("d")  # x, y, w, h per box
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            raise FormatError(
+                self.path, f"elements nested deeper than {MAX_DEPTH} levels; a CVML file nests 5 (dataset, "
+                "frame, objectlist, object, box)", f"<{short(name, 40)}>",
+            )  # fmt: skip
+        parent = self.stack[-1] if self.stack else None
+        self.root = self.root or name
+        self.stack.append(name)
+        if name == "frame":
+            number = _int_attr(attrs, "number", self.path, f"frame #{len(self.frame_numbers) + 1}")
+            self.frame_numbers.append(number)
+            self.frames.append((number, set(), [0]))
+        elif name == "object" and self.frames:
+            number, seen, count = self.frames[-1]
+            count[0] += 1
+            record = f"frame {number}, object #{count[0]}"
+            oid = _int_attr(attrs, "id", self.path, record)
             if oid in seen:
                 raise FormatError(
-                    path, f"expected unique object ids within a frame, id {oid} repeats", record
+                    self.path, f"expected unique object ids within a frame, id {oid} repeats", record
                 )
             seen.add(oid)
-            rows.append(_box(obj, path, record))
-            keys.append((number, oid))
-    if root.tag != "dataset" and not frame_numbers:
-        raise FormatError(path, f"expected a CVML <dataset> of <frame> elements, got <{root.tag}>")
-    numbers = np.asarray(frame_numbers, np.int64)
+            self.objects.append(_Object(record, number, oid))
+        elif name == "object":
+            self.objects.append(None)
+        elif name == "box" and parent == "object" and self.objects:
+            obj = self.objects[-1]
+            if obj is not None and obj.box is None:
+                obj.box = dict(attrs)
+
+    def end(self, name: str) -> None:
+        self.stack.pop()
+        if name == "frame":
+            self.frames.pop()
+        elif name == "object":
+            obj = self.objects.pop()
+            if obj is not None:
+                self.boxes.extend(_box(obj.box, self.path, obj.record))
+                self.keys.extend((obj.frame, obj.oid))
+
+    def entity(self, name: str, *_: object) -> None:
+        raise FormatError(
+            self.path, f"the document declares an entity ({printable(name, 40)}); expected {EXPECTED}, which "
+            "declares none (entities can expand to gigabytes or name other files, so they are refused)",
+        )  # fmt: skip
+
+
+def _parse(path: Path, data: bytes) -> _Collector:
+    """Stream ``data`` through expat into a :class:`_Collector` (parse errors name line and column)."""
+    collector = _Collector(path)
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartElementHandler = collector.start
+    parser.EndElementHandler = collector.end
+    parser.EntityDeclHandler = collector.entity
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as exc:
+        raise FormatError(
+            path, f"expected well-formed XML: {exc}", f"line {exc.lineno}, column {exc.offset}"
+        ) from None
+    except (LookupError, ValueError) as exc:  # e.g. an unknown encoding in the XML declaration
+        raise FormatError(path, f"expected a readable XML file: {exc}") from None
+    return collector
+
+
+def read_cvml(path: str | Path) -> CvmlTracks:
+    """Read a PETS / CVML XML ground-truth file (within the ceilings of the module docstring).
+
+    Raises:
+        FormatError: not a regular file or above ``pairedge.limits.MAX_TEXT_BYTES``, not well-formed XML
+            (names line and column), an entity declaration, nesting deeper than :data:`MAX_DEPTH`, a frame
+            without an integer ``number``, an object without an integer ``id`` or a valid ``<box>``, a
+            frame listed twice, or an id repeated within a frame; the message names the frame and object.
+    """
+    path = Path(path)
+    found = _parse(path, limits.read_bytes(path, EXPECTED, limits.MAX_TEXT_BYTES))
+    if found.root != "dataset" and not found.frame_numbers:
+        raise FormatError(
+            path, f"expected a CVML <dataset> of <frame> elements, got <{printable(found.root, 40)}>"
+        )
+    numbers = np.asarray(found.frame_numbers, np.int64)
     uniq, counts = np.unique(numbers, return_counts=True)
     if (counts > 1).any():
         raise FormatError(
             path, "expected each frame number once, found a repeat", f"frame {int(uniq[counts > 1][0])}"
         )
-    key = np.asarray(keys, np.int64).reshape(-1, 2)
+    key = np.asarray(found.keys, np.int64).reshape(-1, 2)
     order = np.lexsort((key[:, 1], key[:, 0]))
     return CvmlTracks(
         path=path,
         frame_numbers=np.sort(numbers),
         frames=key[order, 0],
         track_ids=key[order, 1],
-        boxes=np.asarray(rows, np.float32).reshape(-1, 4)[order],
+        boxes=np.asarray(found.boxes, np.float64).astype(np.float32).reshape(-1, 4)[order],
     )

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.textio import FLOAT32_MAX, INT64_MAX, parse_json, read_text, short
+from pairedge.io.textio import FLOAT32_MAX, INT64_MAX, check_records, read_json, short
 from pairedge.labels import LabelSet
 from pairedge.types import Detections
 
@@ -211,15 +211,19 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
 def read_jrdb(path: str | Path) -> list[JrdbFrame]:
     """Read a JRDB social / activity JSON file; frames sorted by frame number.
 
+    Bounded before parsing (:func:`pairedge.io.textio.read_json`): a regular file of at most
+    ``pairedge.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS`` images.
+
     Raises:
-        FormatError: unreadable JSON, or a record that does not follow the structure (names the image key
-            and the person).
+        FormatError: unreadable JSON, a ceiling exceeded, or a record that does not follow the structure
+            (names the image key and the person).
     """
     p = Path(path)
-    data = parse_json(p, read_text(p, "JRDB social / activity JSON"))
+    data = read_json(p, "JRDB social / activity JSON")
     labels = data.get("labels") if isinstance(data, dict) else None
     if not isinstance(labels, dict):
         raise FormatError(p, 'expected a top-level object with a "labels" object (image -> people)')
+    check_records(p, len(labels), "images")
     frames = [_parse_frame(p, str(key), people) for key, people in labels.items()]
     numbers = [f.frame for f in frames]
     if len(set(numbers)) != len(numbers):

@@ -11,6 +11,10 @@ range, a box or conf value beyond the float32 range, a negative width or height)
 :class:`~pairedge.errors.FormatError` naming the file, the line and the true reason. A UTF-8 byte-order mark
 is skipped; ``\r\n`` and ``\r`` line ends are accepted.
 
+Ceilings (:mod:`pairedge.limits`), checked before parsing: a regular file (a FIFO or a device is refused
+without being opened) of at most ``MAX_TEXT_BYTES``, read in chunks, with no line longer than
+``MAX_LINE_BYTES``.
+
 The file is parsed in blocks of whole lines with numpy's C reader (``np.loadtxt``); a block it cannot parse
 (ragged columns, trailing commas, mixed separators, a bad field) is re-parsed line by line, which also finds
 the exact line and field of an error. Resident memory stays near the output arrays plus the raw bytes
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from pairedge import limits
 from pairedge.errors import FormatError, InputError
 from pairedge.types import Detections
 
@@ -102,16 +107,21 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SKIP_LINE = re.compile(rb"^[ \t\f\v]*(?:#[^\n]*)?$", re.M)
 
 
+EXPECTED = "a MOT Challenge text file (frame,id,left,top,width,height,...)"
+
+
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes with a UTF-8 byte-order mark removed and line ends normalised to ``\\n``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    """The file's bytes with a UTF-8 byte-order mark removed and line ends normalised to ``\\n``.
+
+    Bounded before parsing: a regular file (a FIFO or device is refused unopened) of at most
+    ``pairedge.limits.MAX_TEXT_BYTES``, read in chunks, and no line longer than ``MAX_LINE_BYTES``.
+    """
+    data = limits.read_bytes(path, EXPECTED, limits.MAX_TEXT_BYTES)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    limits.check_lines(path, data, EXPECTED)
     return data
 
 
@@ -336,7 +346,8 @@ def read_mot(path: str | Path) -> MotTable:
         :class:`~pairedge.types.Detections`).
 
     Raises:
-        FormatError: the file cannot be read or a line is malformed (names the line and the reason).
+        FormatError: the file cannot be read, is above a ceiling (see the module docstring), or a line is
+            malformed (names the line and the reason).
     """
     p = Path(path)
     data = _read_bytes(p)

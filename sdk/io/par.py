@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.textio import is_int64, is_number, parse_json, read_text, short
+from pairedge.io.textio import is_int64, is_number, parse_json, read_lines, short
 
 N_ACTIONS = 27
 N_SOCIAL = 32
@@ -165,15 +165,18 @@ def _groups_problem(groups: tuple[np.ndarray, ...], person_ids: np.ndarray) -> s
 def read_par(path: str | Path) -> list[ParFrame]:
     """Read a JRDB-PAR style JSON Lines file, frames in file order.
 
+    Bounded before parsing: a regular file of at most ``pairedge.limits.MAX_TEXT_BYTES``, lines of at most
+    ``MAX_LINE_BYTES`` and at most ``MAX_RECORDS`` lines (a frame costs about 1 KB in memory).
+
     Raises:
         FormatError: naming the file, the line (and frame) and the problem: bad JSON, unknown label ids,
             duplicate frames / person ids / group members, wrong score lengths, NaN scores, ...
     """
     path = Path(path)
-    text = read_text(path, "JRDB-PAR style JSON Lines")
+    lines = read_lines(path, "JRDB-PAR style JSON Lines")
     frames: list[ParFrame] = []
     seen: set[int] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         obj = parse_json(path, line, f"line {number}")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.textio import read_text, short
+from pairedge.io.textio import read_lines, short
 
 #: Buffy part order; index = row of a person's (6, 4) stick array.
 PARTS: tuple[str, ...] = (
@@ -71,13 +71,13 @@ def read_stickmen_images(path: str | Path) -> list[StickmenImage]:
     """Read a stickmen file keeping its images apart.
 
     A bare file (no header line) is one image named ``""`` holding every person. In the official layout
-    each header starts a new image; names must be unique.
+    each header starts a new image; names must be unique. Bounded before parsing: a regular file of at most
+    ``pairedge.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS`` lines.
     """
     path = Path(path)
-    text = read_text(path, "a stickmen text file")
     lines = [
         (number, line.split())
-        for number, line in enumerate(text.splitlines(), start=1)
+        for number, line in enumerate(read_lines(path, "a stickmen text file"), start=1)
         if line.strip() and not line.lstrip().startswith("#")
     ]
     if not lines:

@@ -25,19 +25,23 @@ from typing import Any
 import numpy as np
 from pairedge.errors import FormatError, InputError
 from pairedge.io.stickmen import N_PARTS, StickmenImage, read_stickmen_images, stick_problems
-from pairedge.io.textio import parse_json, read_text, short
+from pairedge.io.textio import check_records, read_json, short
 
 
 def read_stickmen_json(path: str | Path) -> list[StickmenImage]:
     """Read the JSON layout above.
 
+    Bounded before parsing (:func:`pairedge.io.textio.read_json`): a regular file of at most
+    ``pairedge.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS`` images.
+
     Raises:
         FormatError: naming the file, the image (``images[k]``) and the problem.
     """
     path = Path(path)
-    obj = parse_json(path, read_text(path, "stickmen JSON"))
+    obj = read_json(path, "stickmen JSON")
     if not isinstance(obj, dict) or not isinstance(obj.get("images"), list):
         raise FormatError(path, "expected an object with an 'images' list")
+    check_records(path, len(obj["images"]), "images")
     images: list[StickmenImage] = []
     seen: set[str] = set()
     for k, item in enumerate(obj["images"]):

@@ -20,15 +20,15 @@ and unknown label names are :class:`~pairedge.errors.FormatError` naming the fil
 from __future__ import annotations
 
 import csv
-import itertools
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pairedge.errors import FormatError, InputError
-from pairedge.io.textio import is_number, parse_json, short
+from pairedge.io.textio import is_number, iter_lines, parse_json, short
 from pairedge.labels import get_label_set
 from pairedge.metrics.pairwise_groups import Groups
 from pairedge.metrics.pairwise_keys import first_duplicate, row_keys
@@ -123,17 +123,26 @@ def read_pairwise_file(path: str | Path, labels: Sequence[str]) -> PairwiseFile:
 
 
 class _Parsed:
-    """Accumulates records while a file is read, then checks and packs them into arrays."""
+    """Accumulates records while a file is read, then checks and packs them into arrays.
+
+    Records go into typed ``array`` columns (8 bytes a value), not Python tuples (about 200 bytes a pair),
+    so memory stays within a few times the file's size whatever its shape.
+    """
 
     def __init__(self, path: Path, index: dict[str, int]) -> None:
         self.path, self.index = path, index
-        self.frames: list[int] = []
-        self.frame_lines: list[int] = []
-        self.pairs: list[tuple[int, int, int, int, float, int]] = []
-        self.probs: dict[int, list[float]] = {}
-        self.groups: list[tuple[int, int, int]] = []  # frame, activity, line
-        self.members: list[list[int]] = []  # member ids, one list per group
+        self.frames, self.frame_lines = array("q"), array("q")
+        # pair columns: frame, id_a, id_b, label, line (int64) and p_interact (float64)
+        self.pair_int = tuple(array("q") for _ in range(5))
+        self.pair_p = array("d")
+        self.prob_rows, self.prob_values = array("q"), array("d")  # pairs with probs, their C values each
+        self.group_int = tuple(array("q") for _ in range(3))  # frame, activity, line
+        self.member_sizes, self.member_ids = array("q"), array("q")
         self.has_groups = False
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_p)
 
     def label_id(self, value: Any, record: str) -> int:
         if value is None or value == "":
@@ -147,7 +156,10 @@ class _Parsed:
                 self.path, f"unknown label {short(value)}; expected one of {list(self.index)}", record
             ) from None
 
-    def add_pair(self, frame: int, ids: tuple[int, int], label: int, p: float, line: int, rec: str) -> None:
+    def add_pair(
+        self, frame: int, ids: tuple[int, int], label: int, p: float, line: int, rec: str,
+        probs: list[float] | None = None,
+    ) -> None:  # fmt: skip
         a, b = ids
         if a < 0 or b < 0:
             raise FormatError(
@@ -155,7 +167,18 @@ class _Parsed:
             )
         if a == b:
             raise FormatError(self.path, f"ids: a pair needs two different people, got {[a, b]}", rec)
-        self.pairs.append((frame, min(a, b), max(a, b), label, p, line))
+        if probs is not None:
+            self.prob_rows.append(self.n_pairs)
+            self.prob_values.extend(probs)
+        for column, value in zip(self.pair_int, (frame, min(a, b), max(a, b), label, line), strict=True):
+            column.append(value)
+        self.pair_p.append(p)
+
+    def add_group(self, frame: int, activity: int, line: int, members: list[int]) -> None:
+        for column, value in zip(self.group_int, (frame, activity, line), strict=True):
+            column.append(value)
+        self.member_sizes.append(len(members))
+        self.member_ids.extend(members)
 
     def finish(self, names: tuple[str, ...]) -> PairwiseFile:
         frames = np.asarray(self.frames, np.int64)
@@ -165,21 +188,21 @@ class _Parsed:
                 self.path, f"frame {int(frames[dup[1]])} already given on line {self.frame_lines[dup[0]]}; "
                 "expected one record per frame", f"line {self.frame_lines[dup[1]]}",
             )  # fmt: skip
-        n = len(self.pairs)
-        ints = np.array([(f, a, b, lab, ln) for f, a, b, lab, _, ln in self.pairs], np.int64).reshape(n, 5)
-        p = np.fromiter((t[4] for t in self.pairs), np.float64, n)
-        table = PairTable(ints[:, 0], ints[:, 1], ints[:, 2], ints[:, 3], p, self._probs(names), ints[:, 4])
+        f, a, b, lab, ln = (np.frombuffer(c, np.int64) if len(c) else np.zeros(0, np.int64) for c in self.pair_int)
+        p = np.frombuffer(self.pair_p, np.float64) if self.n_pairs else np.zeros(0)
+        table = PairTable(f, a, b, lab, p, self._probs(names), ln)
         self._check_unique_pairs(table)
         groups, group_line = self._groups()
         covered = np.unique(frames if len(frames) else table.frame)  # CSV: the frames of its rows
         return PairwiseFile(str(self.path), names, covered, table, groups, group_line)
 
     def _probs(self, names: tuple[str, ...]) -> np.ndarray | None:
-        if not self.probs:
+        if not self.prob_rows:
             return None
-        out = np.full((len(self.pairs), len(names)), np.nan)
-        rows = np.fromiter(self.probs.keys(), np.int64, len(self.probs))
-        out[rows] = np.asarray(list(self.probs.values()), np.float64)
+        out = np.full((self.n_pairs, len(names)), np.nan)
+        out[np.frombuffer(self.prob_rows, np.int64)] = np.frombuffer(self.prob_values, np.float64).reshape(
+            -1, len(names)
+        )
         return out
 
     def _check_unique_pairs(self, table: PairTable) -> None:
@@ -195,9 +218,9 @@ class _Parsed:
     def _groups(self) -> tuple[Groups | None, np.ndarray]:
         if not self.has_groups:
             return None, np.zeros(0, np.int64)
-        g = np.asarray(self.groups, np.int64).reshape(-1, 3)
-        sizes = np.fromiter(map(len, self.members), np.int64, len(self.members))
-        ids = np.fromiter(itertools.chain.from_iterable(self.members), np.int64, int(sizes.sum()))
+        g = np.asarray([np.asarray(c, np.int64) for c in self.group_int], np.int64).T.reshape(-1, 3)
+        sizes = np.asarray(self.member_sizes, np.int64)
+        ids = np.asarray(self.member_ids, np.int64)
         m = np.stack([np.repeat(np.arange(len(sizes)), sizes), ids], axis=1)
         groups = Groups(frame=g[:, 0], activity=g[:, 1], member_group=m[:, 0], member_id=m[:, 1])
         dup = first_duplicate(row_keys(groups.member_rows())[0])
@@ -211,19 +234,15 @@ class _Parsed:
         return groups, g[:, 2]
 
 
-def _lines(path: Path) -> Any:
-    """Yield ``(line number, text)`` of the non-blank lines."""
-    try:
-        with path.open(encoding="utf-8-sig") as fh:  # a byte-order mark is dropped
-            for lineno, text in enumerate(fh, start=1):
-                if text.strip():
-                    yield lineno, text
-    except UnicodeDecodeError as exc:
-        raise FormatError(path, f"not UTF-8 text ({exc.reason}); expected JSON Lines or CSV") from None
-    except OSError as exc:
-        raise FormatError(
-            path, f"cannot read the file ({exc.strerror}); expected a JSON Lines or CSV file"
-        ) from None
+EXPECTED = "a JSON Lines or CSV pairwise file"
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` of the non-blank lines, streamed within the ceilings of
+    :func:`pairedge.io.textio.iter_lines` (the file's size, one line's length)."""
+    for lineno, text in iter_lines(path, EXPECTED):
+        if text.strip():
+            yield lineno, text
 
 
 def _parse_json(path: Path, lineno: int, text: str) -> Any:
@@ -293,9 +312,8 @@ def _read_frame_record(path: Path, parsed: _Parsed, lineno: int, obj: Any, c: in
         pair = (a, b)
         label = parsed.label_id(item.get("label"), where)
         p = _prob(path, item.get("p_interact", 1.0), where)
-        if item.get("probs") is not None:
-            parsed.probs[len(parsed.pairs)] = _probs(path, item["probs"], c, where)
-        parsed.add_pair(frame, pair, label, p, lineno, where)
+        probs = _probs(path, item["probs"], c, where) if item.get("probs") is not None else None
+        parsed.add_pair(frame, pair, label, p, lineno, where, probs)
     if "groups" in obj:
         parsed.has_groups = True
         for j, group in enumerate(_list(path, obj["groups"], "groups", rec)):
@@ -312,8 +330,7 @@ def _read_group(path: Path, parsed: _Parsed, frame: int, lineno: int, group: Any
         ids = [_int(path, m, "members", where) for m in members]
         raise FormatError(path, f"members: expected track ids >= 0, got {short(ids)}", where)
     activity = parsed.label_id(group.get("activity"), where)
-    parsed.groups.append((frame, activity, lineno))
-    parsed.members.append(members)
+    parsed.add_group(frame, activity, lineno, members)
 
 
 def _read_csv(path: Path, parsed: _Parsed) -> None:

@@ -207,7 +207,7 @@ def test_gold_interacting_pair_needs_label(tmp_path: Path) -> None:
 
 
 def test_missing_file_and_bad_tau(tmp_path: Path, gold: Path) -> None:
-    with pytest.raises(FormatError, match="cannot read the file"):
+    with pytest.raises(FormatError, match="no such file"):
         score_files(tmp_path / "nope.jsonl", gold)
     with pytest.raises(InputError, match="tau"):
         score_files(gold, gold, tau=1.5)

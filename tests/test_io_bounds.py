@@ -1,0 +1,288 @@
+"""Every file reader is bounded before the work (SPEC 9, issue 22): a FIFO or a symlink to ``/dev/zero`` is
+refused unopened, a file above its ceiling is refused on its size, an overlong line before parsing, a
+declared size (a header, a zip member, a JSON value count) before the allocation it claims."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pairedge import limits
+from pairedge.errors import FormatError
+from pairedge.io.cad import read_cad_annotations
+from pairedge.io.cvml import read_cvml
+from pairedge.io.jrdb import read_jrdb
+from pairedge.io.mot import read_mot
+from pairedge.io.par import read_par
+from pairedge.io.stickmen import read_stickmen
+from pairedge.io.stickmen_json import read_stickmen_json
+from pairedge.io.textio import iter_lines, json_value_bound
+from pairedge.metrics.pairwise import read_pairwise_file
+
+PAPER3 = ("walking_together", "standing_together", "sitting_together")
+STICK = "1 2 3 4\n" * 6
+CVML = '<?xml version="1.0"?>\n<dataset><frame number="0"><objectlist><object id="1"><box xc="5" yc="5" w="2" h="2"/></object></objectlist></frame></dataset>\n'  # noqa: E501
+
+
+def _pairwise(path: str | Path) -> object:
+    return read_pairwise_file(path, PAPER3)
+
+
+#: name -> (reader, a valid file's text, line-based)
+READERS: dict[str, tuple[Callable[[Any], object], str, bool]] = {
+    "mot": (read_mot, "1,1,0,0,5,5,1\n2,1,0,0,5,5,1\n", True),
+    "par": (read_par, '{"frame": 1}\n{"frame": 2}\n', True),
+    "pairwise": (_pairwise, '{"frame": 1, "interactions": [{"ids": [1, 2]}]}\n', True),
+    "stickmen": (read_stickmen, STICK, True),
+    "cad_annotations": (read_cad_annotations, "1 10 10 5 5 1 1\n11 10 10 5 5 1 1\n", True),
+    "jrdb": (
+        read_jrdb,
+        '{"labels": {"000001.jpg": [{"label_id": "pedestrian:1", "box": [0, 0, 5, 5]}]}}',
+        False,
+    ),
+    "stickmen_json": (read_stickmen_json, '{"images": [{"name": "a", "stickmen": []}]}', False),
+    "cvml": (read_cvml, CVML, False),
+}
+LINE_BASED = [name for name, (_, _, lines) in READERS.items() if lines]
+
+
+def _refused_quickly(reader: Callable[[Any], object], path: Path) -> FormatError:
+    """The FormatError ``reader(path)`` raises, from a thread so that a reader that opens a FIFO fails the
+    test instead of hanging it."""
+    caught: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            reader(path)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            caught.append(exc)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert caught, f"{path.name}: the reader blocked or returned"
+    assert isinstance(caught[0], FormatError), repr(caught[0])
+    return caught[0]
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_valid_sample_reads(tmp_path: Path, name: str) -> None:
+    reader, text, _ = READERS[name]
+    path = tmp_path / f"{name}.txt"
+    path.write_text(text)
+    reader(path)  # the samples below are refused for their ceiling, not for their content
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path, name: str) -> None:
+    reader = READERS[name][0]
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.txt"
+    zero.symlink_to("/dev/zero")
+    assert "FIFO" in str(_refused_quickly(reader, fifo))
+    assert "character device (a symlink to it)" in str(_refused_quickly(reader, zero))
+    assert "a folder" in str(_refused_quickly(reader, tmp_path))
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_file_above_the_text_ceiling_is_refused_on_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    reader, text, _ = READERS[name]
+    path = tmp_path / f"{name}.txt"
+    path.write_text(text)
+    monkeypatch.setattr(limits, "MAX_TEXT_BYTES", len(text.encode()) - 1)
+    err = _refused_quickly(reader, path)
+    assert "ceiling" in str(err) and "\n" not in str(err) and name in err.path
+
+
+@pytest.mark.parametrize("name", LINE_BASED)
+def test_overlong_line_is_refused_before_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    reader, text, _ = READERS[name]
+    path = tmp_path / f"{name}.txt"
+    first, rest = text.split("\n", 1)
+    path.write_text(first + "\n" + first + " " * 64 + "\n" + rest)
+    monkeypatch.setattr(limits, "MAX_LINE_BYTES", len(first) + 32)
+    err = _refused_quickly(reader, path)
+    assert "ceiling for one line" in str(err) and err.record == "line 2"
+
+
+def test_one_huge_mot_line_is_refused_in_a_fraction_of_its_size(tmp_path: Path) -> None:
+    """The issue's repro at a small scale: one line of 3 MiB (no newline), above the 1 MiB default."""
+    path = tmp_path / "det.txt"
+    path.write_bytes(b"1," * (3 << 19))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="more than the 1 MiB ceiling for one line") as err:
+            read_mot(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err.value.record == "line 1"
+    assert peak < 3 * path.stat().st_size  # the bytes read once; nothing parsed
+
+
+def test_mot_memory_stays_near_its_documented_ratio(tmp_path: Path) -> None:
+    """The bounded, chunked read keeps read_mot's peak near the bytes + the output columns (~3.7x of a
+    typical ground-truth file, block temporaries included; the same as before the ceilings)."""
+    path = tmp_path / "gt.txt"
+    line = b"%d,%d,10.5,20.25,30,60,0.875,-1,-1,-1\n"
+    path.write_bytes(b"".join(line % (f, k) for f in range(1, 20_001) for k in range(8)))
+    tracemalloc.start()
+    try:
+        table = read_mot(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(table) == 160_000
+    assert peak < 3.8 * path.stat().st_size + (8 << 20)  # + a read chunk and one block's temporaries
+
+
+def test_streamed_lines_survive_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """iter_lines (the pairwise reader's) reads in chunks: \\r\\n split across two chunks is one line end."""
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\xef\xbb\xbfab\r\ncd\rlong-ish line\n\r\nx")
+    monkeypatch.setattr(limits, "READ_CHUNK", 3)
+    assert list(iter_lines(path, "a test file")) == [
+        (1, "ab"), (2, "cd"), (3, "long-ish line"), (4, ""), (5, "x"),
+    ]  # fmt: skip
+
+
+def test_pairwise_overlong_line_is_not_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "pred.jsonl"
+    path.write_bytes(b'{"frame": 1}\n' + b" " * (24 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="ceiling for one line") as err:
+            _pairwise(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err.value.record == "line 2"
+    assert peak < 4 * limits.READ_CHUNK  # a chunk and the open line, not the 24 MiB line
+
+
+def test_pairwise_reader_keeps_columns_not_tuples(tmp_path: Path) -> None:
+    """Memory of the parsed records stays within a few times the file (it was about 20x in tuples)."""
+    path = tmp_path / "pred.jsonl"
+    pairs = [{"ids": [k, k + 1], "p_interact": 0.5} for k in range(0, 400, 2)]
+    path.write_text("".join(json.dumps({"frame": f, "interactions": pairs}) + "\n" for f in range(200)))
+    tracemalloc.start()
+    try:
+        parsed = _pairwise(path)
+        current = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(parsed.pairs.frame) == 40_000  # type: ignore[attr-defined]
+    assert current < 2 * path.stat().st_size
+
+
+def test_json_value_bound_is_an_upper_bound() -> None:
+    doc: Any = {"a": [1, 2, {"b": [], "c": {}}], "d": "x,y", "e": [[[]]]}
+    values = 0
+
+    def count(v: Any) -> None:
+        nonlocal values
+        values += 1
+        for child in v.values() if isinstance(v, dict) else v if isinstance(v, list) else ():
+            count(child)
+        values += len(v) if isinstance(v, dict) else 0  # the keys
+
+    count(doc)
+    assert values <= json_value_bound(json.dumps(doc)) == json_value_bound(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("name", ["jrdb", "stickmen_json"])
+def test_json_array_of_tiny_objects_is_refused_before_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """50 million ``{}`` would be 3.6 GB in Python from a 150 MB file: the value count is checked first."""
+    path = tmp_path / f"{name}.json"
+    path.write_text('{"labels": [' + ",".join(["{}"] * 2000) + "]}")
+    monkeypatch.setattr(limits, "MAX_JSON_VALUES", 1000)
+    with pytest.raises(FormatError, match="JSON values, more than the ceiling of 1,000"):
+        READERS[name][0](path)
+
+
+def test_records_ceiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "MAX_RECORDS", 3)
+    par = tmp_path / "par.jsonl"
+    par.write_text("".join(f'{{"frame": {k}}}\n' for k in range(4)))
+    with pytest.raises(FormatError, match="4 lines, more than the ceiling of 3 records"):
+        read_par(par)
+    jrdb = tmp_path / "jrdb.json"
+    jrdb.write_text(json.dumps({"labels": {f"{k:06d}.jpg": [] for k in range(4)}}))
+    with pytest.raises(FormatError, match="4 images"):
+        read_jrdb(jrdb)
+    stick = tmp_path / "s.txt"
+    stick.write_text(STICK)
+    with pytest.raises(FormatError, match="6 lines"):
+        read_stickmen(stick)
+
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<dataset><frame number="0"><objectlist><object id="1"><box xc="5" yc="5" w="2" h="2"/></object>
+<object id="&lol9;"><box xc="5" yc="5" w="2" h="2"/></object></objectlist></frame></dataset>
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        BILLION_LAUGHS,
+        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<dataset>&x;</dataset>',
+        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY % p SYSTEM "http://example.invalid/x.dtd"> %p;]>\n<dataset/>',
+    ],
+    ids=["billion-laughs", "external-entity", "parameter-entity"],
+)
+def test_xml_entities_are_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "gt.xml"
+    path.write_text(text)
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="declares an entity") as err:
+            read_cvml(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(err.value) and peak < limits.READ_CHUNK + (1 << 20)  # one read chunk, no expansion
+
+
+def test_xml_nesting_is_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "deep.xml"
+    path.write_text("<dataset>" + "<a>" * 100_000 + "</a>" * 100_000 + "</dataset>")
+    with pytest.raises(FormatError, match="nested deeper than 64 levels"):
+        read_cvml(path)
+
+
+def test_xml_objects_keep_their_own_box_when_nested(tmp_path: Path) -> None:
+    """The stream parser pairs each object with its own first <box> child, whatever the nesting."""
+    path = tmp_path / "gt.xml"
+    path.write_text(
+        '<dataset><frame number="3"><object id="1"><object id="2"><box xc="10" yc="10" w="2" h="2"/></object>'
+        '<box xc="5" yc="5" w="4" h="4"/></object></frame></dataset>'
+    )
+    tracks = read_cvml(path)
+    assert tracks.track_ids.tolist() == [1, 2]
+    np.testing.assert_allclose(tracks.boxes, [[3, 3, 4, 4], [9, 9, 2, 2]])
