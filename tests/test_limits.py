@@ -154,3 +154,11 @@ def test_printable_escapes_control_characters() -> None:
     assert printable("/camera\nerror: boom\x1b[2J\t") == "/camera\\nerror: boom\\x1b[2J\\t"
     assert "\n" not in printable("a\r\nb") and printable("héllo /topic") == "héllo /topic"
     assert len(printable("x" * 500)) == 200
+
+
+def test_docs_ceiling_table_is_generated_from_the_code() -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
+    start, end = docs.index("<!-- ceilings:start -->\n"), docs.index("<!-- ceilings:end -->")
+    assert docs[start + len("<!-- ceilings:start -->\n") : end].strip() == limits.ceilings_markdown(), (
+        "docs/formats.md#ceilings is stale: paste the output of pairedge.limits.ceilings_markdown()"
+    )
