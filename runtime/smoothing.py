@@ -15,6 +15,10 @@ from __future__ import annotations
 import numpy as np
 from pairedge.runtime.config import SmoothingConfig
 
+#: Slack of the hold-time comparison, seconds: far below any frame period (33 ms at 30 FPS), far above the
+#: rounding of float timestamps (2.4e-7 s for epoch seconds near 1.7e9).
+HOLD_TOLERANCE_S = 1e-6
+
 
 def pair_keys(pairs: np.ndarray) -> np.ndarray:
     """(M,) int64 keys ``id_a * 2**32 + id_b`` of (M, 2) non-negative ids below 2**31."""
@@ -103,8 +107,10 @@ class PairSmoother:
 
         Args:
             above: (M,) bool, the gate of the pairs of the last :meth:`smooth_interact` call.
-            timestamp: this frame's time in seconds (non-decreasing).
-            hold_s: seconds the gate must have stayed open without a break (0: every open gate).
+            timestamp: this frame's time in seconds (non-decreasing; the pipeline passes seconds since the
+                stream's first frame).
+            hold_s: seconds the gate must have stayed open without a break (0: every open gate), compared
+                with a slack of :data:`HOLD_TOLERANCE_S`.
 
         Returns:
             (M,) bool. A pair whose gate closes, or that leaves the frame for longer than ``grace_frames``,
@@ -118,7 +124,7 @@ class PairSmoother:
         start = np.where(above, np.where(np.isnan(prev), timestamp, prev), np.nan)
         self._since[slots[kept]] = start[kept]
         with np.errstate(invalid="ignore"):
-            return above & (timestamp - start >= hold_s - 1e-9)
+            return above & (timestamp - start >= hold_s - HOLD_TOLERANCE_S)
 
     def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(self._keys) == 0:

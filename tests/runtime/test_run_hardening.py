@@ -136,3 +136,80 @@ def test_validate_frame_refuses_a_huge_view_before_copying_it() -> None:
     tracemalloc.stop()
     assert image is None and "20000 x 20000" in (reason or "")
     assert peak < 10_000_000  # no 1.2 GB contiguous copy
+
+
+# -- link confirmation does not depend on where the clock starts ---------------------------------------------
+def _toy_folder(tmp_path, **extra):  # noqa: ANN001, ANN202 - a test helper
+    from rt_onnx_models import write_toy_model
+
+    folder = tmp_path / "m"
+    write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1, extra=extra)
+    write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2)
+    return folder
+
+
+def _outcome(result: FrameResult) -> tuple:  # type: ignore[type-arg]
+    inter = [(i.ids, i.label) for i in result.interactions]
+    return result.frame_index, inter, [(g.members, g.activity) for g in result.groups], result.pairs.tolist()
+
+
+@pytest.mark.parametrize(
+    "fps, hold, flow", [(30.0, 0.3, "none"), (30.0, 0.5, "none"), (10.0, 0.7, "none"), (25.0, 0.2, "none"),
+                        (30.0, 0.3, "auto")],
+)  # fmt: skip
+def test_robot_epoch_timestamps_link_on_the_same_frames(tmp_path, fps: float, hold: float, flow: str) -> None:  # noqa: ANN001
+    """A stream stamped like a robot (seconds since the epoch, ~1.7e9) gives the same results on every frame
+    as the same frames stamped from 0: confirmation used to compare float epoch seconds, linking one frame
+    later when ``t + hold`` rounded below the frame's stamp."""
+    from pairedge.runtime import Pipeline, PipelineConfig
+    from rt_scenes import scene
+
+    folder = _toy_folder(tmp_path)
+    frames = list(scene(people=4, frames=40, fps=fps, seed=3))
+    config = PipelineConfig(tau_interact=0.0, tau_group=0.0, confirm_s=hold)
+    runs = []
+    for offset in (0.0, 1.7e9, 1_723_456_789.123):
+        with Pipeline.load(folder, flow=flow, config=config) as pipe:
+            image = (lambda f: f.image) if flow != "none" else (lambda f: None)
+            runs.append(
+                [
+                    pipe.step(image(f), f.detections, f.timestamp + offset, image_size=(320, 240))
+                    for f in frames
+                ]
+            )
+    base = runs[0]
+    assert any(r.interacting.any() for r in base) and not base[0].interacting.any()
+    for other in runs[1:]:
+        for a, b in zip(base, other, strict=True):
+            assert _outcome(a) == _outcome(b)
+            assert np.allclose(a.p_interact, b.p_interact, atol=1e-5)
+
+
+def test_hold_comparison_tolerates_float_rounding_only() -> None:
+    from pairedge.runtime.smoothing import HOLD_TOLERANCE_S, PairSmoother
+
+    s = PairSmoother(3)
+    pair = np.array([[1, 2]], np.int64)
+    for t, expected in ((0.0, False), (0.3 - 2.4e-7, True)):  # an epoch stamp's rounding: still held
+        s.smooth_interact(pair, np.full(1, 0.9, np.float32))
+        assert s.confirm(np.array([True]), t, 0.3).tolist() == [expected]
+    late = PairSmoother(3)
+    for t, expected in ((0.0, False), (0.3 - 10 * HOLD_TOLERANCE_S, False)):  # a real shortfall: not held
+        late.smooth_interact(pair, np.full(1, 0.9, np.float32))
+        assert late.confirm(np.array([True]), t, 0.3).tolist() == [expected]
+
+
+def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from pairedge.runtime import Pipeline
+    from rt_scenes import scene
+
+    frames = list(scene(people=3, frames=3, seed=2))
+    with Pipeline.load(_toy_folder(tmp_path), flow="auto") as pipe:
+        pipe.step(frames[0].image, frames[0].detections, 0.0)
+        monkeypatch.setattr(limits, "MAX_FRAME_PIXELS", 1000)
+        big = pipe.step(frames[1].image, frames[1].detections, 0.1)
+        monkeypatch.undo()
+        after = pipe.step(frames[2].image, frames[2].detections, 0.2)
+    assert "MAX_FRAME_PIXELS" in (big.diagnostics.frame_dropped or "")
+    assert big.diagnostics.stage_error is None and len(big.pairs) == 3  # the boxes are still scored
+    assert after.diagnostics.frame_dropped is None
