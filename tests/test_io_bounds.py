@@ -286,3 +286,116 @@ def test_xml_objects_keep_their_own_box_when_nested(tmp_path: Path) -> None:
     tracks = read_cvml(path)
     assert tracks.track_ids.tolist() == [1, 2]
     np.testing.assert_allclose(tracks.boxes, [[3, 3, 4, 4], [9, 9, 2, 2]])
+
+
+# ------------------------------------------------------------------------------------------ binary readers
+
+
+def _flo(width: int, height: int, data: bytes = b"") -> bytes:
+    return np.array([202021.25], "<f4").tobytes() + np.array([width, height], "<i4").tobytes() + data
+
+
+def test_flo_declared_size_is_checked_before_reading(tmp_path: Path) -> None:
+    from pairedge.io.flo import read_flo
+
+    huge = tmp_path / "huge.flo"
+    huge.write_bytes(_flo(30_000, 30_000))  # 7.2 GB of flow claimed by a 12-byte file
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="MAX_FRAME_PIXELS"):
+            read_flo(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    short = tmp_path / "short.flo"
+    short.write_bytes(_flo(100, 100, b"\0" * 16))
+    with pytest.raises(FormatError, match="expected 80012 bytes for a 100x100 flow field, got 28"):
+        read_flo(short)
+    long = tmp_path / "long.flo"
+    long.write_bytes(_flo(2, 2, b"\0" * 40))
+    with pytest.raises(FormatError, match="expected 44 bytes"):
+        read_flo(long)
+    fifo = tmp_path / "pipe.flo"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.flo"
+    zero.symlink_to("/dev/zero")
+    assert "FIFO" in str(_refused_quickly(read_flo, fifo))
+    assert "character device" in str(_refused_quickly(read_flo, zero))
+
+
+MAT_HEADER = b"MATLAB 5.0 MAT-file, pairedge test".ljust(116) + b"\0" * 8 + b"\x00\x01IM"
+
+
+def _element(kind: int, data: bytes) -> bytes:
+    return np.array([kind, len(data)], "<u4").tobytes() + data + b"\0" * (-len(data) % 8)
+
+
+def _cell_array(dims: tuple[int, int], children: bytes = b"") -> bytes:
+    """An ``miMATRIX`` cell array named x declaring ``dims`` and holding ``children``."""
+    flags = _element(6, np.array([1, 0], "<u4").tobytes())  # class 1: cell
+    body = flags + _element(5, np.array(dims, "<i4").tobytes()) + _element(1, b"x") + children
+    return _element(14, body)
+
+
+def test_mat_cell_array_declaring_more_cells_than_it_holds_is_refused(tmp_path: Path) -> None:
+    """scipy allocates an object array of the declared size first: 10^10 cells from a 200-byte file."""
+    from pairedge.io.matfile import MatLoader, check_mat_file
+
+    path = tmp_path / "anno01.mat"
+    path.write_bytes(MAT_HEADER + _cell_array((100_000, 100_000)))
+    with pytest.raises(FormatError, match="declaring 10,000,000,000 cells .* that holds 0"):
+        check_mat_file(path)
+    with pytest.raises(FormatError, match="declaring 10,000,000,000 cells"):
+        MatLoader(isolate=True).load(path)  # refused before the probe process or scipy sees it
+    one = _cell_array((1, 1), _cell_array((0, 0)))
+    path.write_bytes(MAT_HEADER + one)
+    assert MatLoader(isolate=False).load(path)["x"].shape == (1, 1)
+
+
+def test_mat_nesting_truncation_and_non_v5_are_refused(tmp_path: Path) -> None:
+    from pairedge.io.matfile import check_mat_file
+
+    nested = _cell_array((0, 0))
+    for _ in range(40):
+        nested = _cell_array((1, 1), nested)
+    path = tmp_path / "deep.mat"
+    path.write_bytes(MAT_HEADER + nested)
+    with pytest.raises(FormatError, match="nested deeper than 32"):
+        check_mat_file(path)
+    data = bytearray(MAT_HEADER + _cell_array((1, 1), _cell_array((0, 0))))
+    data[128 + 4 : 128 + 8] = np.array([1 << 30], "<u4").tobytes()  # the variable claims 1 GiB
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="declaring 1 GiB, beyond the end of its container"):
+        check_mat_file(path)
+    path.write_bytes(b"MATLAB 7.3 MAT-file".ljust(128, b"\0") + b"\x89HDF")
+    with pytest.raises(FormatError, match="v7.3 file is HDF5"):
+        check_mat_file(path)
+
+
+def test_mat_inflation_and_size_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sio = pytest.importorskip("scipy.io")
+    from pairedge.io.matfile import check_mat_file
+
+    path = tmp_path / "anno02.mat"
+    sio.savemat(str(path), {"x": np.zeros(300_000)}, do_compression=True)  # 2.4 MB inflated, ~3 kB on disk
+    assert path.stat().st_size < 64 << 10
+    monkeypatch.setattr(limits, "MAX_MAT_BYTES", 1 << 20)
+    with pytest.raises(FormatError, match="inflate to more than the 1 MiB ceiling"):
+        check_mat_file(path)
+    monkeypatch.setattr(limits, "MAX_MAT_BYTES", 1000)
+    with pytest.raises(FormatError, match="more than the 1000 bytes ceiling"):
+        check_mat_file(path)
+
+
+def test_mat_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
+    pytest.importorskip("scipy.io")
+    from pairedge.io.cad import read_cad_dir, read_cad_mat
+
+    fifo = tmp_path / "anno01.mat"
+    os.mkfifo(fifo)
+    zero = tmp_path / "anno02.mat"
+    zero.symlink_to("/dev/zero")
+    assert "FIFO" in str(_refused_quickly(read_cad_mat, fifo))
+    assert "character device" in str(_refused_quickly(read_cad_mat, zero))
+    assert "FIFO" in str(_refused_quickly(read_cad_dir, tmp_path))
