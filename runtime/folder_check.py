@@ -6,22 +6,33 @@ with their engine manifests from build. :func:`inspect_model_folder` answers, fo
 classifier backend, "does it run here, and if not, why not", with the checks the runtime itself makes
 when it loads them (:func:`pairedge.runtime.loading.find_models`: manifest hashes, stale calibrated files,
 metadata; engine manifests: TensorRT version, compute capability, source ONNX hash, engine hash), plus a
-real one-row inference for every ONNX Runtime option that loads. It never raises for a broken file: the
-problem becomes the option's reason. Nothing here imports torch or TensorRT unless TensorRT is installed.
+real inference for every ONNX Runtime option that loads: batches of 1, 64 and 512 pairs (the default build
+profile) of realistic features, drawn from each model's own normalisation statistics, whose logits must come
+back finite and of the right shape. It never raises for a broken file: the problem becomes the option's
+reason, and a file that is broken (listed but unloadable, failing on realistic rows on the CPU, a manifest
+that disagrees with the ONNX metadata, a stage file that is a symlink out of the folder) is also one of the
+report's ``problems`` (``pairedge doctor --model`` exits 1). Nothing here imports torch or TensorRT unless
+TensorRT is installed.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge import limits
 from pairedge.errors import ModelError, PairedgeError
 
 #: ONNX Runtime backends tried for every precision whose files are present.
 ORT_BACKENDS = ("onnxruntime", "onnxruntime-cuda", "onnxruntime-tensorrt")
+#: The backend whose failure on realistic rows means the file itself is broken (not a provider limitation).
+REFERENCE_BACKEND = "onnxruntime"
 ENGINES_DIR = "engines"
+#: Batch sizes of the realistic inference: one pair, and the default build profile's opt / max (1, 64, 512).
+BATCH_SIZES = (1, 64, 512)
 
 
 @dataclass(frozen=True)
@@ -137,15 +148,20 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
     model, flow = "", None
     for precision in PRECISIONS:
         names = stage_file_names(precision)
-        if any(not (path / n).is_file() for n in names):
+        if not any(os.path.lexists(path / n) for n in names):
             how = "`pairedge export`" if precision == "fp32" else "`pairedge calibrate`"
             options.append(RunOption(precision, "-", names, f"not in the folder ({how} writes it)"))
             continue
         pair, reason = _load(path, precision)
+        if reason is not None and not any(reason in known for known in problems):
+            problems.append(f"{precision}: {reason}")  # present (or half present) but not loadable: broken
         if pair is not None and precision == "fp32":
             model, flow = _describe(pair)
         for backend in (b for b in ORT_BACKENDS if b not in absent):
-            options.append(RunOption(precision, backend, names, reason or _ort_reason(backend, pair)))
+            why = reason or _ort_reason(backend, pair)
+            if reason is None and why is not None and backend == REFERENCE_BACKEND:
+                problems.append(f"{precision}: fails on realistic features on {backend}: {why}")
+            options.append(RunOption(precision, backend, names, why))
     engine_options, engine_problems = _engines(path, gpu)
     return FolderReport(path, integrity, model, flow, tuple(options + engine_options),
                         tuple(problems + engine_problems))  # fmt: skip
@@ -153,7 +169,7 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
 
 def _integrity(path: Path) -> tuple[str, list[str]]:
     from pairedge.errors import ModelIntegrityError
-    from pairedge.modelfolder import MANIFEST_NAME, read_manifest, verify_files
+    from pairedge.modelfolder import MANIFEST_NAME, read_manifest, summary_problems, verify_files
 
     try:
         manifest = read_manifest(path)
@@ -168,6 +184,12 @@ def _integrity(path: Path) -> tuple[str, list[str]]:
         verify_files(path, names)
     except ModelIntegrityError as exc:
         return f"FAILED: a file does not match {MANIFEST_NAME}", [str(exc)]
+    try:
+        mismatch = summary_problems(path, manifest)
+    except PairedgeError as exc:  # an unreadable stage file: its own row says why
+        mismatch = [str(exc)]
+    if mismatch:
+        return f"FAILED: {MANIFEST_NAME} disagrees with the models' metadata", mismatch
     return f"verified: {len(names)} files match the SHA-256 in {MANIFEST_NAME} (engines: below)", []
 
 
@@ -201,17 +223,35 @@ def _describe(pair: Any) -> tuple[str, str | None]:
     return model, f"{name}: " + ("runs here" if reason is None else f"not usable ({reason})")
 
 
+def realistic_rows(model: Any, n: int, seed: int = 0) -> np.ndarray:
+    """(n, F) float32 features like real frames give ``model``: each column drawn around the training data's
+    mean with its standard deviation (the normalisation statistics in the model's metadata)."""
+    meta = model.metadata
+    mean = np.asarray(meta.norm_mean, np.float64)
+    std = np.asarray(meta.norm_std, np.float64)
+    z = np.random.default_rng(seed).standard_normal((n, len(mean)))
+    return (mean + std * np.clip(z, -3.0, 3.0)).astype(np.float32)
+
+
 def _ort_reason(backend: str, pair: Any) -> str | None:
-    """None when both stages run one row on ``backend`` (available here); else why not."""
+    """None when both stages run realistic batches of :data:`BATCH_SIZES` pairs on ``backend`` with finite
+    logits; else why not (one line)."""
     from pairedge.runtime.backends.registry import backend_class
 
     cls = backend_class(backend)
-    try:
-        for model in (pair.stage1, pair.stage2):
+    for model in (pair.stage1, pair.stage2):
+        rows = realistic_rows(model, max(BATCH_SIZES), seed=model.metadata.stage)
+        try:
             with cls(model) as session:
-                session.infer(np.zeros((1, model.num_features), np.float32))
-    except Exception as exc:  # a provider that loads but cannot run this graph: report, never crash
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+                for n in BATCH_SIZES:
+                    logits = session.infer(rows[:n])
+                    bad = int((~np.isfinite(logits)).any(axis=1).sum())
+                    if bad:
+                        return (f"{model.path.name}: NaN or inf logits for {bad} of {n} pairs of realistic "
+                                "features; the model is broken: re-export or re-calibrate it")  # fmt: skip
+        except Exception as exc:  # a provider that loads but cannot run this graph: report, never crash
+            line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            return f"{model.path.name} on a batch of realistic features: {line}"
     return None
 
 
@@ -240,13 +280,16 @@ def _engine_reason(folder: Path, engine: Path, stage: int, gpu: LocalGpu, proble
         EngineEnvironment,
         EngineManifest,
         check_compatible,
+        manifest_path,
         read_verified_engine,
     )
-    from pairedge.modelfolder import sha256_file
+    from pairedge.modelfolder import inside_folder, sha256_file
 
-    if not engine.is_file():
+    if not os.path.lexists(engine):
         return f"{engine.name} missing"
     try:
+        for file in (engine, manifest_path(engine)):
+            inside_folder(folder, file.relative_to(folder).as_posix())
         manifest = EngineManifest.read(engine)
         read_verified_engine(engine, manifest)
     except PairedgeError as exc:
@@ -254,16 +297,22 @@ def _engine_reason(folder: Path, engine: Path, stage: int, gpu: LocalGpu, proble
         return f"{engine.name}: broken (see problems)"
     if manifest.stage != stage:
         return f"{engine.name}: its manifest says stage {manifest.stage}"
-    onnx_file = folder / str(manifest.onnx.get("file", ""))
-    if not onnx_file.is_file():
-        return f"{engine.name}: built from {manifest.onnx.get('file')}, which is not in the folder"
+    source = str(manifest.onnx.get("file", ""))
+    if not source or not os.path.lexists(folder / source):
+        return f"{engine.name}: built from {source!r}, which is not in the folder"
+    try:
+        onnx_file = inside_folder(folder, source)
+        onnx_sha256 = sha256_file(onnx_file, "the ONNX file an engine was built from", limits.MAX_MODEL_BYTES)
+    except (PairedgeError, ValueError) as exc:
+        problems.append(f"{engine}: its manifest's ONNX file {source!r}: {exc}")
+        return f"{engine.name}: broken (see problems)"
     if gpu.tensorrt_version is None or gpu.compute_capability is None:
         missing = [x for x in (gpu.tensorrt_reason, gpu.gpu_reason) if x]
         return (f"built for {manifest.device_name} (compute capability {manifest.compute_capability}, TensorRT "
                 f"{manifest.tensorrt_version}); this machine: " + "; ".join(missing))  # fmt: skip
     env = EngineEnvironment(gpu.tensorrt_version, "", gpu.device_name or "", gpu.compute_capability)
     try:
-        check_compatible(manifest, env, onnx_sha256=sha256_file(onnx_file), model_dir=folder, engine=engine)
+        check_compatible(manifest, env, onnx_sha256=onnx_sha256, model_dir=folder, engine=engine)
     except PairedgeError as exc:
         return str(exc)
     return None

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge.errors import InputError, ModelError, ModelIntegrityError
+from pairedge import limits
+from pairedge.errors import FormatError, InputError, ModelError, ModelIntegrityError
 from pairedge.features import FeatureSpec
-from pairedge.modelfolder import MANIFEST_NAME, read_manifest, sha256_file, verify_files
+from pairedge.modelfolder import (
+    MANIFEST_NAME,
+    inside_folder,
+    load_onnx,
+    read_manifest,
+    sha256_file,
+    verify_files,
+)
 from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.config import PipelineConfig, check_confirm_s
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
@@ -137,9 +145,11 @@ def stage_file_names(precision: str = "fp32") -> tuple[str, str]:
 
 
 def _folder_paths(folder: Path, precision: str) -> list[Path]:
+    """The two stage files of ``precision`` in ``folder``; each must resolve inside the folder (a stage file
+    that is a symlink out of it is refused, as external data leaving the folder is)."""
     names = stage_file_names(precision)
     paths = [folder / n for n in names]
-    missing = [p.name for p in paths if not p.is_file()]
+    missing = [p.name for p in paths if not os.path.lexists(p)]
     if missing and precision != "fp32":
         raise ModelError(
             f"{folder}: no {precision} models here (missing {', '.join(missing)}); `pairedge calibrate` makes "
@@ -150,7 +160,7 @@ def _folder_paths(folder: Path, precision: str) -> list[Path]:
             f"{folder}: {', '.join(missing)} not found; expected a model directory with {STAGE1_FILE} and "
             f"{STAGE2_FILE} (`pairedge export --out {folder}/stage1.onnx ...`), or pass both files"
         )
-    return paths
+    return [inside_folder(folder, n) for n in names]
 
 
 def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
@@ -189,6 +199,31 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
     return True, f"verified: SHA-256 of {', '.join(checked)} match the folder's {MANIFEST_NAME}"
 
 
+def check_manifest_summary(folder: Path, stage1: ModelFile, stage2: ModelFile) -> None:
+    """Refuse a folder whose ``manifest.json`` describes another model than the files it verified: its
+    feature spec, version or stage-2 labels differ from the models' metadata (fields it leaves empty are
+    not compared).
+
+    Raises:
+        ModelIntegrityError: naming the field, both values and how to fix it.
+    """
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return
+    m1, m2 = stage1.metadata, stage2.metadata
+    for what, listed, actual in (
+        ("feature spec", manifest.feature_spec, m1.feature_spec),
+        ("feature spec version", manifest.feature_spec_version, m1.feature_spec_version),
+        ("labels", list(manifest.labels), list(m2.labels)),
+    ):
+        if listed and listed != actual:
+            raise ModelIntegrityError(
+                f"{folder / MANIFEST_NAME}: records {what} {listed!r}, the models' metadata says {actual!r}; the "
+                "manifest was edited or belongs to another model: re-export the model (`pairedge export`) or "
+                "re-register its files (pairedge.modelfolder.register_files)"
+            )
+
+
 #: Metadata key of a calibrated file naming (in JSON) the SHA-256 of the fp32 model it was made from.
 QUANTIZATION_KEY = "pairedge.quantization"
 
@@ -205,20 +240,21 @@ def check_derived_from(paths: Sequence[Path]) -> None:
     """
     import json
 
-    import onnx
-
     for stage, path in enumerate(paths, start=1):
         fp32 = path.parent / (STAGE1_FILE if stage == 1 else STAGE2_FILE)
         if not fp32.is_file() or fp32.resolve() == path.resolve():
             continue
         try:
-            props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+            props = {p.key: p.value for p in load_onnx(path).metadata_props}
             recorded = json.loads(props.get(QUANTIZATION_KEY, "{}")).get("fp32_sha256")
         except Exception:  # unreadable files are reported by load_model with the reason
             continue
         if not isinstance(recorded, str):
             continue
-        actual = sha256_file(fp32)
+        try:
+            actual = sha256_file(fp32, f"the fp32 {fp32.name}", limits.MAX_MODEL_BYTES)
+        except FormatError as exc:
+            raise ModelError(str(exc)) from None
         if recorded != actual:
             raise ModelIntegrityError(
                 f"{path}: made from another {fp32.name} (fp32 SHA-256 {recorded}) than the one in this folder "
@@ -270,6 +306,9 @@ def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32
             f"stage 1 uses feature spec {m1.feature_spec} v{m1.feature_spec_version} but stage 2 uses "
             f"{m2.feature_spec} v{m2.feature_spec_version}; export both stages with the same spec"
         )
+    if verified:
+        for folder in sorted({Path(os.path.abspath(p)).parent for p in paths}):
+            check_manifest_summary(folder, stage1, stage2)
     return ModelPair(stage1, stage2, precision=precision, verified=verified, integrity=note)
 
 

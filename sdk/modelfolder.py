@@ -10,7 +10,10 @@ Every deployment step adds files to one folder and records them in its manifest:
     engines/<device>-<cc>-trt<ver>/stage1.int8.engine  (role "engine"; from `pairedge build`)
 
 File names in the manifest are POSIX paths relative to the folder; names that leave the folder (absolute,
-``..``) are refused. :func:`verify_files` re-hashes files and raises :class:`ModelIntegrityError` naming
+``..``, or a symlink whose target is outside the folder, as external-data files are judged) are refused.
+Every file is checked with :func:`pairedge.limits.regular_file` before it is opened (a FIFO, a device such
+as ``/dev/zero`` or a folder is refused by name, never read) and against its ceiling in
+:mod:`pairedge.limits`. :func:`verify_files` re-hashes files and raises :class:`ModelIntegrityError` naming
 the file, the expected and actual SHA-256 and how to fix it. The summary fields (spec, labels, thresholds)
 are read from the metadata of ``stage1.onnx`` / ``stage2.onnx`` whenever the manifest is written, so they
 always describe the fp32 models in the folder.
@@ -31,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pairedge.errors import InputError, ModelError, ModelIntegrityError
+from pairedge import limits
+from pairedge.errors import FormatError, InputError, ModelError, ModelIntegrityError
 
 MANIFEST_NAME = "manifest.json"
 #: Version of the manifest's own layout (not of pairedge).
@@ -45,9 +49,12 @@ __all__ = [
     "FileEntry",
     "Manifest",
     "ModelIntegrityError",
+    "inside_folder",
+    "load_onnx",
     "read_manifest",
     "register_files",
     "sha256_file",
+    "summary_problems",
     "verify_files",
     "write_manifest",
 ]
@@ -59,13 +66,74 @@ _FIX = (
 )
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes (read in 1 MiB chunks)."""
+def sha256_file(path: str | Path, expected: str = "a model folder file", limit: int | None = None) -> str:
+    """Hex SHA-256 of a regular file's bytes, read in 1 MiB chunks.
+
+    Args:
+        path: the file (symlinks followed).
+        expected: what it should be, for the message.
+        limit: its ceiling in bytes (default :data:`pairedge.limits.MAX_ENGINE_BYTES`, read when called).
+
+    Raises:
+        FormatError: not a regular file (a FIFO or a device is never opened), larger than ``limit``, or it
+            grew past ``limit`` while it was hashed.
+    """
+    limit = limits.MAX_ENGINE_BYTES if limit is None else limit
+    limits.regular_file(path, expected, limit)
     digest = hashlib.sha256()
+    total = 0
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            total += len(chunk)
+            if total > limit:
+                raise FormatError(
+                    path,
+                    f"grew past the {limits.describe_size(limit)} ceiling for {expected} while it was hashed",
+                )
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def load_onnx(path: str | Path, expected: str = "an ONNX model") -> Any:
+    """The ``onnx.ModelProto`` of ``path`` without its external data, read bounded.
+
+    The file is checked first (:func:`pairedge.limits.regular_file`, :data:`pairedge.limits.MAX_MODEL_BYTES`)
+    and read in chunks, so a FIFO, ``/dev/zero`` or a 10 GB file costs a one-line error, not memory.
+
+    Raises:
+        FormatError: not a regular file, or above the ceiling. ModelError: not a readable ONNX model.
+    """
+    import onnx
+
+    data = limits.read_bytes(path, expected, limits.MAX_MODEL_BYTES)
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as exc:  # protobuf raises its own DecodeError types
+        raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+
+
+def inside_folder(folder: str | Path, name: str) -> Path:
+    """``folder / name`` after checking that it resolves inside ``folder`` (symlinks followed).
+
+    A listed file that is a symlink out of the model folder is refused as an external-data file leaving the
+    folder is (:mod:`pairedge.runtime.backends.model`): what is verified must be what travels with the folder.
+
+    Raises:
+        ModelIntegrityError: the name or its symlink target leaves the folder.
+    """
+    base = Path(folder).expanduser()
+    file = base / _safe_name(name)
+    try:
+        target = file.resolve()
+        inside = target.is_relative_to(base.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        raise ModelIntegrityError(f"{file}: cannot resolve the path (a symlink loop?); {_FIX}") from None
+    if not inside:
+        raise ModelIntegrityError(
+            f"{file}: a symlink to {target}, outside the model folder {base}; refusing it (the folder must "
+            "hold its own files, as for external data): copy the file into the folder instead of linking it"
+        )
+    return file
 
 
 @dataclass(frozen=True)
@@ -138,14 +206,12 @@ class Manifest:
         file = Path(path)
         if file.is_dir():
             file = file / MANIFEST_NAME
+        if not os.path.lexists(file):
+            raise ModelError(f"{file}: no model manifest here")
         try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ModelError(f"{file}: no model manifest here") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelError(
-                f"{file}: cannot read the model manifest ({type(exc).__name__}: {exc})"
-            ) from None
+            text = limits.read_text(file, "a model manifest (manifest.json)", limits.MAX_SIDECAR_BYTES)
+        except FormatError as exc:
+            raise ModelError(f"cannot read the model manifest: {exc}") from None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:  # ValueError: also integers too long to convert
@@ -246,25 +312,29 @@ def _entry(folder: Path, name: str, role: str) -> FileEntry:
         raise InputError(f"{folder / name}: role must be a non-empty string, got {role!r}")
     safe = _safe_name(name)
     file = folder / safe
-    if not file.is_file():
+    if not os.path.lexists(file):
         raise ModelError(f"{file}: cannot register a file that does not exist (role {role!r})")
-    return FileEntry(name=safe, role=role, sha256=sha256_file(file), size=file.stat().st_size)
+    inside_folder(folder, safe)
+    try:
+        size = limits.regular_file(file, f"a model folder file (role {role!r})", limits.MAX_ENGINE_BYTES)
+        return FileEntry(name=safe, role=role, sha256=sha256_file(file), size=size)
+    except FormatError as exc:
+        raise ModelError(f"cannot register it: {exc}") from None
 
 
 def _summary(folder: Path) -> dict[str, Any]:
     """Spec, labels and thresholds from the fp32 stage files' metadata (empty when absent)."""
-    import onnx
     from pairedge import __version__
     from pairedge.modelmeta import ModelMetadata
 
     metas = {}
     for role, name in STAGE_FILES.items():
         file = folder / name
-        if file.is_file():
+        if os.path.lexists(file):
             try:
-                proto = onnx.load(str(file), load_external_data=False)
-            except Exception as exc:  # protobuf raises its own DecodeError types
-                raise ModelError(f"{file}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+                proto = load_onnx(file, f"the fp32 {role} model")
+            except FormatError as exc:
+                raise ModelError(str(exc)) from None
             props = {p.key: p.value for p in proto.metadata_props}
             metas[role] = ModelMetadata.from_props(props, source=str(file))
     first = metas.get("stage1") or metas.get("stage2")
@@ -321,7 +391,7 @@ def register_files(folder: str | Path, roles: Mapping[str, str]) -> Manifest:
 def read_manifest(folder: str | Path) -> Manifest | None:
     """The folder's manifest, or None when it has none. Raises ModelError when it exists but is malformed."""
     file = Path(folder).expanduser() / MANIFEST_NAME
-    if not file.exists():
+    if not os.path.lexists(file):  # a dangling symlink is a broken manifest, not "no manifest"
         return None
     return Manifest.load(file)
 
@@ -354,15 +424,61 @@ def verify_files(folder: str | Path, names: Iterable[str] | None = None) -> Mani
                 "a file added by hand is not trusted: produce it with the pairedge command that makes it, or "
                 "register it with pairedge.modelfolder.register_files(folder, {name: role})"
             )
-        if not file.is_file():
-            raise ModelIntegrityError(
-                f"{file}: listed in the manifest (role {entry.role!r}) but missing; {_FIX}"
-            )
-        size = file.stat().st_size
-        digest = sha256_file(file)
-        if size != entry.size or digest != entry.sha256:
+        _verify_entry(path, entry)
+    return manifest
+
+
+def _verify_entry(folder: Path, entry: FileEntry) -> None:
+    """Check one listed file: inside the folder, a regular file, then its size, then its SHA-256."""
+    file = folder / entry.name
+    if not os.path.lexists(file):
+        raise ModelIntegrityError(f"{file}: listed in the manifest (role {entry.role!r}) but missing; {_FIX}")
+    inside_folder(folder, entry.name)
+    expected = f"the file the manifest lists (role {entry.role!r})"
+    try:
+        size = limits.regular_file(file, expected)
+        if size != entry.size:  # no need to hash a file of the wrong size (it may be huge)
             raise ModelIntegrityError(
                 f"{file}: does not match the manifest (expected SHA-256 {entry.sha256}, {entry.size} bytes; got "
-                f"{digest}, {size} bytes): the file is corrupt or was modified; {_FIX}"
+                f"{size} bytes): the file is corrupt or was modified; {_FIX}"
             )
-    return manifest
+        digest = sha256_file(file, expected)
+    except FormatError as exc:
+        raise ModelIntegrityError(f"{exc}; {_FIX}") from None
+    if digest != entry.sha256:
+        raise ModelIntegrityError(
+            f"{file}: does not match the manifest (expected SHA-256 {entry.sha256}, {entry.size} bytes; got "
+            f"{digest}, {size} bytes): the file is corrupt or was modified; {_FIX}"
+        )
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple | list) else value
+
+
+def summary_problems(folder: str | Path, manifest: Manifest) -> list[str]:
+    """How the manifest's summary (spec, version, labels, thresholds) disagrees with the metadata of the
+    fp32 ``stage1.onnx`` / ``stage2.onnx`` it describes (one line each; empty when they agree).
+
+    The runtime trusts the ONNX metadata; a manifest that says otherwise was edited or is stale.
+
+    Raises:
+        ModelError: a stage file is not a readable ONNX model.
+    """
+    path = _folder(folder)
+    if not any(os.path.lexists(path / name) for name in STAGE_FILES.values()):
+        return []  # nothing to compare with (the missing stage files are reported by whoever needs them)
+    now = _summary(path)
+    fields = (("feature_spec", "feature spec"), ("feature_spec_version", "feature spec version"),
+              ("labels", "labels"), ("thresholds", "thresholds"))  # fmt: skip
+    out = []
+    for key, what in fields:
+        have, want = getattr(manifest, key), now[key]
+        have, want = (dict(have), dict(want)) if key == "thresholds" else (_plain(have), _plain(want))
+        if have != want:
+            out.append(
+                f"{path / MANIFEST_NAME}: {what} {have!r} differ from the ONNX metadata's {want!r}; the manifest "
+                f"was edited or is stale: re-register the stage files (pairedge.modelfolder.register_files) or "
+                "re-export the model"
+            )
+    return out

@@ -2,6 +2,9 @@
 
 Rules (each finding names the rule, the node or tensor, and how to fix it):
 
+``onnx-checker`` ``onnx.checker.check_model`` (full check: strict shape inference) rejects the graph (an
+                 operator with the wrong number of inputs, an IR version newer than onnx knows, ...): error.
+                 Run first; the TensorRT rules below then look at a graph that is valid ONNX.
 ``opset``        ai.onnx opset below 9 (error) or above what the target's parser was built for (warning).
 ``domain``       a node outside the default ONNX domain (com.microsoft contrib ops ...): error.
 ``op``           an operator the target's parser does not import: error.
@@ -16,6 +19,11 @@ Rules (each finding names the rule, the node or tensor, and how to fix it):
                  scales on the output-channel axis, no bias Q/DQ, no dangling Q or DQ, matching Q/DQ pairs.
 ``fp16-range``   initializers (or calibrated activation ranges in ``calibration.json``) beyond fp16's
                  +-65504: warning (error for an fp16 model, which would hold inf).
+
+Every file is checked before it is opened (:func:`pairedge.limits.regular_file`): the model within
+:data:`pairedge.limits.MAX_MODEL_BYTES`, its external data inside its folder and within the same ceiling,
+``calibration.json`` within :data:`pairedge.limits.MAX_SIDECAR_BYTES`. A FIFO, a device such as ``/dev/zero``
+or a folder is a one-line :class:`~pairedge.errors.FormatError`, never read.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import InputError, ModelError
+from pairedge import limits
+from pairedge.errors import FormatError, InputError, ModelError
 from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
 
 FP16_MAX = 65504.0
@@ -84,30 +93,84 @@ def check_model(
         calibration: a ``calibration.json`` with per-tensor ranges (default: the one beside the model, if any).
 
     Raises:
-        InputError: unknown target. ModelError: not a readable ONNX file.
+        InputError: unknown target. FormatError: not a regular file (FIFO, device, folder) or above its
+            ceiling. ModelError: not a readable ONNX file, or external data outside its folder.
     """
-    import onnx
-
     if target not in TARGETS:
         raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
     file = Path(path)
-    try:
-        model = onnx.load(str(file))
-    except Exception as exc:  # protobuf / onnx raise their own types
-        raise ModelError(f"{file}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    model = read_model(file)
     tgt = TARGETS[target]
-    found: list[Finding] = []
-    found += _check_opset(model, tgt)
-    found += _check_ops(model, tgt)
-    found += _check_dtypes(model)
-    found += _check_dynamic(model)
-    found += _check_qdq(model)
+    found: list[Finding] = _check_onnx(model)
     is_fp16 = any(t.data_type == _FLOAT16 for t in model.graph.initializer)
-    found += _check_fp16_range(model, is_fp16)
+    rules: tuple[tuple[str, Any], ...] = (
+        ("opset", lambda: _check_opset(model, tgt)),
+        ("op", lambda: _check_ops(model, tgt)),
+        ("dtype", lambda: _check_dtypes(model)),
+        ("dynamic", lambda: _check_dynamic(model)),
+        ("qdq", lambda: _check_qdq(model)),
+        ("fp16-range", lambda: _check_fp16_range(model, is_fp16)),
+    )
+    for rule, run in rules:
+        try:
+            found += run()
+        except Exception as exc:  # a graph onnx.checker rejected may break a rule: a finding, not a crash
+            found.append(
+                Finding(
+                    "error",
+                    rule,
+                    "model",
+                    f"the rule could not run on this graph ({type(exc).__name__}: {exc})",
+                )
+            )
     cal = Path(calibration) if calibration else file.parent / "calibration.json"
-    if cal.is_file():
+    if cal.exists():
         found += _check_calibration_ranges(cal, file, is_fp16)
     return CheckReport(file, target, tuple(found))
+
+
+def read_model(file: Path) -> Any:
+    """The ONNX model of ``file`` with its external data, every file checked before it is read.
+
+    Raises:
+        FormatError: ``file`` is not a regular file or is above :data:`pairedge.limits.MAX_MODEL_BYTES`.
+        ModelError: not ONNX; external data outside the folder, missing, not a regular file or too large.
+    """
+    from onnx.external_data_helper import load_external_data_for_model
+    from pairedge.modelfolder import load_onnx
+    from pairedge.runtime.backends.model import check_external_data
+
+    model = load_onnx(file, "an ONNX model (.onnx)")
+    if check_external_data(file.resolve(), model):
+        try:
+            load_external_data_for_model(model, str(file.resolve().parent))
+        except Exception as exc:  # onnx raises OSError / ValueError for unreadable side files
+            raise ModelError(
+                f"{file}: its external data cannot be read ({type(exc).__name__}: {exc})"
+            ) from None
+    return model
+
+
+def _check_onnx(model: Any) -> list[Finding]:
+    """``onnx.checker`` (full check, strict shape inference) on the loaded model: one error when it rejects."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError, or a proto too large to serialise
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        context = next((ln.strip() for ln in str(exc).splitlines() if "Context" in ln or "Name:" in ln), "")
+        detail = f"{first} ({context.lstrip('=> ')})" if context else first
+        return [
+            Finding(
+                "error",
+                "onnx-checker",
+                "model",
+                f"onnx.checker rejects the graph: {detail}; TensorRT's parser would refuse it too: re-export the "
+                "model (`pairedge export`) or fix the graph",
+            )  # fmt: skip
+        ]
+    return []
 
 
 def _check_opset(model: Any, tgt: Target) -> list[Finding]:
@@ -289,21 +352,44 @@ def _ranges(report: Any, stage: str | None) -> Iterable[tuple[str, float]]:
     ``{"stages": {"stage1": {"tensors": [{"tensor", "range": [lo, hi], "observed_max_abs"}]}}}``), for
     ``stage`` ("stage1" / "stage2") or every stage when None."""
     stages = report.get("stages") if isinstance(report, dict) else None
-    for key, entry in (stages or {}).items():
+    for key, entry in (stages if isinstance(stages, dict) else {}).items():
         if stage is not None and key != stage:
             continue
-        for t in entry.get("tensors", []) if isinstance(entry, dict) else []:
-            values = [abs(float(v)) for v in t.get("range", []) if isinstance(v, int | float)]
-            if isinstance(t.get("observed_max_abs"), int | float):
-                values.append(abs(float(t["observed_max_abs"])))
+        tensors = entry.get("tensors", []) if isinstance(entry, dict) else []
+        for t in tensors if isinstance(tensors, list) else []:
+            if not isinstance(t, dict):
+                continue
+            bounds = t.get("range", [])
+            found = [
+                _magnitude(v)
+                for v in (*(bounds if isinstance(bounds, list) else ()), t.get("observed_max_abs"))
+            ]
+            values = [v for v in found if v is not None]
             if values:
                 yield f"{key}:{t.get('tensor', '?')}", max(values)
 
 
+def _magnitude(value: Any) -> float | None:
+    """``|value|`` of a JSON number (inf for an integer beyond float), None for anything else or NaN."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        out = abs(float(value))
+    except OverflowError:
+        return float("inf")
+    return None if out != out else out
+
+
 def _check_calibration_ranges(path: Path, model_path: Path, is_fp16: bool) -> list[Finding]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(
+            limits.read_text(path, "a calibration report (calibration.json)", limits.MAX_SIDECAR_BYTES)
+        )
+    except FormatError as exc:  # a FIFO, a device or a huge file is refused before it is opened
+        return [
+            Finding("warning", "fp16-range", path.name, f"calibration report not readable ({exc.problem})")
+        ]
+    except (ValueError, RecursionError) as exc:
         return [Finding("warning", "fp16-range", path.name, f"calibration report not readable ({exc})")]
     stage = model_path.name.split(".")[0] if model_path.name.startswith("stage") else None
     return [

@@ -15,7 +15,8 @@ and only describes the ONNX file it was built from. ``stage1.fp16.engine`` comes
      "build": {"built_at": "2026-...Z", "seconds": 12.3, "workspace_mib": 1024, "generation": "...",
                "network_flags": 2, "builder_flags": ["FP16"], "timing_cache": "...", "timing_cache_bytes": 0}}
 
-Before any deserialisation the loader checks, in this order: the manifest reads; the running TensorRT
+Before any deserialisation the loader checks, in this order: the manifest reads (a regular file within
+:data:`pairedge.limits.MAX_SIDECAR_BYTES`, its fields of the right JSON types); the running TensorRT
 version, the device's compute capability and the ONNX file's SHA-256 match (all differences are listed,
 with the exact ``pairedge build`` command that rebuilds the engine); the engine file's size and SHA-256 match
 (a truncated or corrupt file never reaches ``deserialize_cuda_engine``).
@@ -32,7 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairedge.errors import ModelError
+from pairedge import limits
+from pairedge.errors import FormatError, ModelError
 from pairedge.modelfolder import sha256_file  # noqa: F401  (re-exported: engine manifests hash with it)
 
 FORMAT = 1
@@ -132,14 +134,18 @@ class EngineManifest:
             EngineFileError: missing, not JSON, another format, or missing keys.
         """
         path = manifest_path(engine)
-        if not path.is_file():
+        if not path.exists():
             raise EngineFileError(
                 f"{path}: engine manifest not found beside {engine.name}; an engine without its manifest cannot "
                 "be checked — rebuild it with `pairedge build`"
             )
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = json.loads(
+                limits.read_text(path, "an engine manifest (.engine.json)", limits.MAX_SIDECAR_BYTES)
+            )
+        except FormatError as exc:
+            raise EngineFileError(f"not a readable engine manifest: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers beyond int()'s digit limit
             raise EngineFileError(f"{path}: not a readable engine manifest ({exc})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             got = data.get("format") if isinstance(data, dict) else type(data).__name__
@@ -151,6 +157,7 @@ class EngineManifest:
                 f"{path}: engine manifest lacks {', '.join(missing)}; rebuild with `pairedge build`"
             )
         values = {k: v for k, v in data.items() if k in known}
+        _check_types(path, values)
         values["labels"] = tuple(values["labels"])
         return cls(**values)
 
@@ -170,6 +177,40 @@ class EngineManifest:
         if self.build.get("workspace_mib"):
             parts += ["--workspace", str(self.build["workspace_mib"])]
         return shlex.join(parts)
+
+
+#: field -> (accepted types, what the message calls it) of the engine manifest's fields the checks use.
+_TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
+    "stage": ((int,), "an integer"),
+    "precision": ((str,), "a string"),
+    "tensorrt_version": ((str,), "a string"),
+    "cuda_version": ((str,), "a string"),
+    "device_name": ((str,), "a string"),
+    "compute_capability": ((str,), "a string"),
+    "profile": ((dict,), "an object"),
+    "onnx": ((dict,), "an object"),
+    "engine": ((dict,), "an object"),
+    "labels": ((list,), "a list of strings"),
+    "num_features": ((int,), "an integer"),
+    "calibration": ((dict, type(None)), "an object or null"),
+    "build": ((dict,), "an object"),
+}
+
+
+def _check_types(path: Path, values: Mapping[str, Any]) -> None:
+    """Refuse an engine manifest whose fields have the wrong JSON types (before any check reads them)."""
+    for key, (types, what) in _TYPES.items():
+        if key in values and (not isinstance(values[key], types) or isinstance(values[key], bool)):
+            raise EngineFileError(
+                f"{path}: {key!r}: expected {what}, got {values[key]!r}; rebuild with `pairedge build`"
+            )
+    if not all(isinstance(v, str) for v in values.get("labels", [])):
+        raise EngineFileError(f"{path}: 'labels': expected a list of strings; rebuild with `pairedge build`")
+    size = values.get("engine", {}).get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise EngineFileError(
+            f"{path}: 'engine.size': expected a byte count, got {size!r}; rebuild with `pairedge build`"
+        )
 
 
 def _required(f: Any) -> bool:
@@ -222,19 +263,25 @@ def read_verified_engine(engine: Path, manifest: EngineManifest) -> bytes:
     """The engine's bytes, after checking size and SHA-256 against the manifest (never deserialise garbage).
 
     Raises:
-        EngineFileError: missing, truncated, grown, or corrupt file.
+        EngineFileError: missing, not a regular file (a FIFO or a device is never opened), above
+            :data:`pairedge.limits.MAX_ENGINE_BYTES`, truncated, grown, or corrupt file.
     """
-    if not engine.is_file():
+    if not engine.exists():
         raise EngineFileError(f"{engine}: engine file not found; build it with `pairedge build`")
     expected_size = int(manifest.engine.get("size", -1))
-    size = engine.stat().st_size
-    if size != expected_size:
-        what = "truncated" if size < expected_size else "larger than recorded"
+    try:
+        size = limits.regular_file(engine, "a serialized TensorRT engine", limits.MAX_ENGINE_BYTES)
+        if size != expected_size:
+            what = "truncated" if size < expected_size else "larger than recorded"
+            raise EngineFileError(
+                f"{engine}: engine file is {what} ({size} bytes, the manifest records {expected_size}); copy it "
+                "again from the build machine or rebuild with `pairedge build`"
+            )
+        blob = limits.read_bytes(engine, "a serialized TensorRT engine", expected_size)
+    except FormatError as exc:
         raise EngineFileError(
-            f"{engine}: engine file is {what} ({size} bytes, the manifest records {expected_size}); copy it "
-            "again from the build machine or rebuild with `pairedge build`"
-        )
-    blob = engine.read_bytes()
+            f"{exc}; copy it again from the build machine or rebuild with `pairedge build`"
+        ) from None
     digest = hashlib.sha256(blob).hexdigest()
     if digest != manifest.engine.get("sha256"):
         raise EngineFileError(

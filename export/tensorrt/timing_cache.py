@@ -2,6 +2,8 @@
 
 A cache from another TensorRT version or GPU is not an error: TensorRT would reject it, so it is logged
 and a fresh cache is used (``ignore_mismatch=False`` keeps TensorRT from mixing timings of different GPUs).
+A path that is not a cache file at all (a folder, a FIFO, a device, a file above
+:data:`pairedge.limits.MAX_ENGINE_BYTES`) is an error: it is refused before it is opened.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pairedge import limits
+
 LOG = logging.getLogger("pairedge.tensorrt")
 
 
@@ -19,10 +23,13 @@ def attach_timing_cache(config: Any, path: Path | None) -> tuple[Any, int]:
 
     Returns:
         (the cache object, bytes loaded from disk).
+
+    Raises:
+        FormatError: ``path`` exists but is not a regular file, or is above the ceiling.
     """
     data = b""
-    if path is not None and path.is_file():
-        data = path.read_bytes()
+    if path is not None and path.exists():
+        data = limits.read_bytes(path, "a TensorRT timing cache", limits.MAX_ENGINE_BYTES)
     cache = config.create_timing_cache(data)
     if cache is None and data:
         LOG.warning("timing cache %s is not readable by this TensorRT; starting a new one", path)
@@ -41,6 +48,8 @@ def save_timing_cache(config: Any, path: Path | None) -> int:
     if path is None:
         return 0
     blob = bytes(memoryview(config.get_timing_cache().serialize()))
+    if path.exists() and not path.is_file():  # never replace a folder, FIFO or device by a cache
+        limits.regular_file(path, "a TensorRT timing cache to overwrite")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(blob)

@@ -6,6 +6,10 @@ pairedge metadata, a feature spec (or spec version) this pairedge does not know,
 that does not match the metadata, external-data references that leave the model's folder (absolute
 paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9), and floating-point weights that
 hold NaN or infinity. Metadata is validated field by field (:func:`pairedge.modelmeta.validate_fields`).
+
+Nothing is opened before :func:`pairedge.limits.regular_file` accepts it: the model file and every external
+data file must be regular files (never a FIFO or a device such as ``/dev/zero``) within
+:data:`pairedge.limits.MAX_MODEL_BYTES`, and the external data all tensors declare stays within it too.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import ModelError
+from pairedge import limits
+from pairedge.errors import FormatError, ModelError
 from pairedge.features import FeatureSpec, get_spec
+from pairedge.modelfolder import load_onnx
 from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 
 _EXTERNAL = 1  # onnx.TensorProto.EXTERNAL
@@ -62,22 +68,21 @@ def load_model(path: str | Path, *, stage: int | None = None) -> ModelFile:
     Raises:
         ModelError: see the module docstring.
     """
-    import onnx  # core dependency; imported here so `import pairedge.runtime` stays light
-
-    file = Path(path).expanduser().resolve()
-    if not file.is_file():
+    given = Path(path).expanduser()
+    if not given.exists():
         raise ModelError(f"{path}: model file not found; fix the path (a model directory holds stage1.onnx)")
-    try:
-        proto = onnx.load(str(file), load_external_data=False)
-    except Exception as exc:  # protobuf raises its own DecodeError types
-        raise ModelError(f"{file}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    try:  # the path as given, so that a symlink to /dev/zero is named as such
+        proto = load_onnx(given, "an ONNX classifier (.onnx)")
+    except FormatError as exc:
+        raise ModelError(str(exc)) from None
+    file = given.resolve()
     props = {p.key: p.value for p in proto.metadata_props}
     meta = ModelMetadata.from_props(props, source=str(file))
     if stage is not None and meta.stage != stage:
         raise ModelError(f"{file}: expected a stage-{stage} model, got metadata stage {meta.stage}")
     spec = _check_spec(file, meta)
     _check_io(file, proto, meta)
-    external = _check_external_data(file, proto)
+    external = check_external_data(file, proto)
     _check_finite(file, proto)
     return ModelFile(path=file, metadata=meta, spec=spec, has_external_data=external)
 
@@ -155,9 +160,18 @@ def _tensors(graph: Any) -> Iterator[Any]:
                 yield from _tensors(sub)
 
 
-def _check_external_data(file: Path, proto: Any) -> bool:
-    folder = file.parent
-    found = False
+def check_external_data(file: Path, proto: Any) -> bool:
+    """Check every external-data reference of ``proto`` (loaded from ``file``) before anything reads it.
+
+    Returns True when some tensor lives in a side file.
+
+    Raises:
+        ModelError: a location outside ``file``'s folder (absolute, ``..``, a symlink out), a missing file,
+            a FIFO / device / folder, a range past the file's end, or more data than
+            :data:`pairedge.limits.MAX_MODEL_BYTES` in all.
+    """
+    folder = file.parent.resolve()
+    found, total = False, 0
     for tensor in _tensors(proto.graph):
         if tensor.data_location != _EXTERNAL:
             continue
@@ -171,9 +185,37 @@ def _check_external_data(file: Path, proto: Any) -> bool:
                 f"{folder}; refusing to read it. Keep external data files next to the .onnx file "
                 "(onnx.save_model(..., location='<name>.data'))"
             )
-        if not target.is_file():
+        if not target.exists():
             raise ModelError(f"{file}: external data file {location!r} of tensor {tensor.name!r} is missing")
+        total += _external_bytes(file, tensor, target, entries)
+        if total > limits.MAX_MODEL_BYTES:
+            raise ModelError(
+                f"{file}: its tensors declare more than {limits.describe_size(limits.MAX_MODEL_BYTES)} of "
+                "external data, the ceiling for a model (pairedge.limits.MAX_MODEL_BYTES); is it the right file?"
+            )
     return found
+
+
+def _external_bytes(file: Path, tensor: Any, target: Path, entries: dict[str, str]) -> int:
+    """Bytes ``tensor`` reads from its external file ``target`` (checked regular and in range)."""
+    try:
+        size = limits.regular_file(
+            target, f"the external data of tensor {tensor.name!r}", limits.MAX_MODEL_BYTES
+        )
+        offset, length = int(entries.get("offset") or 0), entries.get("length")
+        count = size - offset if length is None or length == "" else int(length)
+    except FormatError as exc:
+        raise ModelError(f"{file}: {exc}") from None
+    except ValueError:
+        raise ModelError(
+            f"{file}: tensor {tensor.name!r}: external data offset / length are not integers"
+        ) from None
+    if offset < 0 or count < 0 or offset + count > size:
+        raise ModelError(
+            f"{file}: tensor {tensor.name!r} reads bytes {offset}..{offset + count} of {target.name}, which has "
+            f"{size}: the external data file is truncated or not this model's"
+        )
+    return count
 
 
 _FLOAT_TYPES = frozenset({1, 10, 11, 16})  # onnx.TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16

@@ -32,49 +32,28 @@ key                       shape, dtype        what
 ``truth_label``           (M,) int64          stage-2 class id of a true interacting pair, else -1
 ========================  ==================  ===================================================
 
-PNG keeps the pixels exact, so the device's flow sees the very frames the reference saw.
+PNG keeps the pixels exact, so the device's flow sees the very frames the reference saw. Reading is bounded
+(:mod:`pairedge.runtime.parity.npz`): a pack is at most :data:`pairedge.limits.MAX_PACK_BYTES` on disk and
+as its arrays declare once decompressed, and its layout is checked on the headers before any array is
+inflated (:mod:`pairedge.runtime.parity.layout`).
 """
 
 from __future__ import annotations
 
 import json
-import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import FormatError
+from pairedge import limits
+from pairedge.errors import FormatError, InputError
+from pairedge.runtime.parity import layout
+from pairedge.runtime.parity.npz import NpzReader
 from pairedge.types import Detections
 
 PACK_FORMAT = "pairedge-parity-pack"
 PACK_VERSION = 2  # 2: detections keep their body orientation
-
-#: key -> (dtype kind, number of dimensions) of every array a pack must hold.
-_ARRAYS: Mapping[str, tuple[str, int]] = {
-    "frame_png": ("u", 1),
-    "frame_offsets": ("i", 1),
-    "timestamps": ("f", 1),
-    "det_frame": ("i", 1),
-    "det_boxes": ("f", 2),
-    "det_ids": ("i", 1),
-    "det_scores": ("f", 1),
-    "det_orientation": ("f", 1),
-    "det_orientation_conf": ("f", 1),
-    "pair_frame": ("i", 1),
-    "pairs": ("i", 2),
-    "stage1_features": ("f", 2),
-    "stage2_features": ("f", 2),
-    "stage1_logits": ("f", 2),
-    "stage2_logits": ("f", 2),
-    "p_interact": ("f", 1),
-    "label": ("i", 1),
-    "truth_interacting": ("i", 1),
-    "truth_label": ("i", 1),
-}
-_ROWS = ("pairs", "stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact",
-         "label", "truth_interacting", "truth_label")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -212,58 +191,60 @@ def _concat(
 
 
 def load_pack(path: str | Path) -> ParityPack:
-    """Read and check a pack (no pickle).
+    """Read and check a pack (no pickle), bounded by :data:`pairedge.limits.MAX_PACK_BYTES`.
+
+    The file must be a regular file within the ceiling; the arrays' declared sizes (zip directory) and
+    layout (``.npy`` headers: shapes consistent, widths as the identity says, frames within
+    :data:`pairedge.limits.MAX_FRAME_PIXELS`) are checked before any array is inflated; then every value a
+    reference must have (:mod:`pairedge.runtime.parity.layout`).
 
     Raises:
-        FormatError: not a file, not an npz, truncated or corrupt, another format or version, a missing key,
-            a wrong dtype or shape, rows of different lengths, or indices out of range.
+        FormatError: not a regular file, above the ceiling, not an npz, truncated or corrupt, another format
+            or version, a missing key, a wrong dtype or shape, rows of different lengths, indices out of
+            range, NaN / inf anywhere in the reference.
     """
     file = Path(path).expanduser()
-    if not file.is_file():
+    if not file.exists():
         raise FormatError(
             file, "parity pack not found; create one with `pairedge parity pack MODEL_DIR --out F`"
         )
-    try:
-        with np.load(file, allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise FormatError(
-            file, f"not a readable parity pack (.npz): {type(exc).__name__}: {exc}; the file is truncated or "
-            "corrupt, copy it again", "npz",
-        ) from None  # fmt: skip
-    return _parse(file, data)
-
-
-def _text(file: Path, data: dict[str, np.ndarray], key: str) -> str:
-    if key not in data or data[key].dtype.kind != "U" or data[key].ndim != 0:
-        raise FormatError(file, f"expected a text entry {key!r}; this is not a pairedge parity pack", key)
-    return str(data[key])
-
-
-def _parse(file: Path, data: dict[str, np.ndarray]) -> ParityPack:
-    if _text(file, data, "format") != PACK_FORMAT:
-        raise FormatError(file, f"format is {str(data['format'])!r}, expected {PACK_FORMAT!r}", "format")
-    version = int(data["version"]) if "version" in data and data["version"].ndim == 0 else -1
-    if version != PACK_VERSION:
-        raise FormatError(
-            file, f"pack layout version {version}, this pairedge reads version {PACK_VERSION}; create the "
-            "pack with the same pairedge version as the robot", "version",
-        )  # fmt: skip
-    try:
-        identity = json.loads(_text(file, data, "identity"))
-        reference = json.loads(_text(file, data, "reference"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(file, f"identity/reference are not valid JSON ({exc})", "identity") from None
-    for key, (kind, ndim) in _ARRAYS.items():
-        arr = data.get(key)
-        if arr is None or arr.dtype.kind not in (kind, "u" if kind == "i" else kind) or arr.ndim != ndim:
-            got = "missing" if arr is None else f"{arr.dtype} with {arr.ndim} dimension(s)"
+    limits.regular_file(file, "a parity pack (.npz)", limits.MAX_PACK_BYTES)
+    with NpzReader(file, limits.MAX_PACK_BYTES, "parity pack (.npz)") as npz:
+        if _text(file, npz, "format") != PACK_FORMAT:
             raise FormatError(
-                file, f"array {key!r}: expected kind {kind!r} with {ndim} dimension(s), got {got}", key
+                file, f"format is {_text(file, npz, 'format')!r}, expected {PACK_FORMAT!r}", "format"
             )
-    _check_shapes(file, data, identity)
-    n = len(data["timestamps"])
-    detections = _split_detections(data, n)
+        version_info = npz.infos.get("version")
+        version = (
+            int(npz.read("version"))
+            if version_info is not None and version_info.ndim == 0 and version_info.dtype.kind in "iu"
+            else -1
+        )
+        if version != PACK_VERSION:
+            raise FormatError(
+                file, f"pack layout version {version}, this pairedge reads version {PACK_VERSION}; create the "
+                "pack with the same pairedge version as the robot", "version",
+            )  # fmt: skip
+        identity = layout.strict_json(file, _text(file, npz, "identity"), "identity")
+        reference = layout.strict_json(file, _text(file, npz, "reference"), "reference")
+        widths = layout.check_identity(file, identity)
+        layout.check_reference(file, reference)
+        layout.check_headers(file, npz.infos, widths)
+        data = {key: npz.read(key) for key in layout.ARRAYS}
+    layout.check_values(file, data, reference)
+    return _assemble(file, data, identity, reference)
+
+
+def _text(file: Path, npz: NpzReader, key: str) -> str:
+    info = npz.infos.get(key)
+    if info is None or info.dtype.kind != "U" or info.ndim != 0:
+        raise FormatError(file, f"expected a text entry {key!r}; this is not a pairedge parity pack", key)
+    return str(npz.read(key))
+
+
+def _assemble(
+    file: Path, data: dict[str, np.ndarray], identity: dict[str, Any], reference: dict[str, Any]
+) -> ParityPack:
     rows = PairRows(
         frame=data["pair_frame"], pairs=data["pairs"], stage1_features=data["stage1_features"],
         stage2_features=data["stage2_features"], stage1_logits=data["stage1_logits"],
@@ -271,59 +252,24 @@ def _parse(file: Path, data: dict[str, np.ndarray]) -> ParityPack:
     )  # fmt: skip
     return ParityPack(
         identity=identity, reference=reference, frame_png=data["frame_png"],
-        frame_offsets=data["frame_offsets"], timestamps=data["timestamps"], detections=detections, rows=rows,
+        frame_offsets=data["frame_offsets"], timestamps=data["timestamps"],
+        detections=_split_detections(file, data, len(data["timestamps"])), rows=rows,
         truth_interacting=data["truth_interacting"].astype(np.int8), truth_label=data["truth_label"], path=file,
     )  # fmt: skip
 
 
-def _check_shapes(file: Path, data: dict[str, np.ndarray], identity: dict[str, Any]) -> None:
-    n = len(data["timestamps"])
-    offsets = data["frame_offsets"]
-    if (
-        len(offsets) != n + 1
-        or (n and (offsets[0] != 0 or offsets[-1] != len(data["frame_png"])))
-        or (np.diff(offsets) < 0).any()
-    ):
-        raise FormatError(
-            file, f"frame_offsets: expected {n + 1} increasing offsets into frame_png", "frame_offsets"
-        )
-    d = len(data["det_frame"])
-    if data["det_boxes"].shape != (d, 4) or any(
-        len(data[k]) != d for k in ("det_ids", "det_scores", "det_orientation", "det_orientation_conf")
-    ):
-        raise FormatError(
-            file, f"detections: expected {d} boxes (D, 4), ids, scores and orientations", "det_boxes"
-        )
-    if d and (
-        data["det_frame"].min() < 0 or data["det_frame"].max() >= n or (np.diff(data["det_frame"]) < 0).any()
-    ):
-        raise FormatError(file, f"det_frame: expected sorted frame indices in [0, {n})", "det_frame")
-    m = len(data["pair_frame"])
-    try:
-        widths = {"stage1_features": len(identity["stage1_feature_names"]),
-                  "stage2_features": len(identity["stage2_feature_names"]),
-                  "stage1_logits": len(identity["stage1_labels"]), "stage2_logits": len(identity["labels"]),
-                  "pairs": 2}  # fmt: skip
-    except (KeyError, TypeError):
-        raise FormatError(
-            file, "identity: expected feature names and labels of both stages", "identity"
-        ) from None
-    for key in _ROWS:
-        arr = data[key]
-        want = (m, widths[key]) if key in widths else (m,)
-        if arr.shape != want:
-            raise FormatError(file, f"array {key!r}: expected shape {want}, got {arr.shape}", key)
-    if m and (data["pair_frame"].min() < 0 or data["pair_frame"].max() >= n):
-        raise FormatError(file, f"pair_frame: expected frame indices in [0, {n})", "pair_frame")
-    for key in ("stage1_features", "stage2_features", "stage1_logits", "stage2_logits"):
-        if not np.isfinite(data[key]).all():
-            raise FormatError(file, f"array {key!r} contains NaN or inf", key)
-
-
-def _split_detections(data: dict[str, np.ndarray], n: int) -> tuple[Detections, ...]:
+def _split_detections(file: Path, data: dict[str, np.ndarray], n: int) -> tuple[Detections, ...]:
     bounds = np.searchsorted(data["det_frame"], np.arange(n + 1))
-    return tuple(
-        Detections.from_arrays(data["det_boxes"][lo:hi], data["det_ids"][lo:hi], data["det_scores"][lo:hi],
-                               data["det_orientation"][lo:hi], data["det_orientation_conf"][lo:hi])  # fmt: skip
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
-    )
+    try:
+        return tuple(
+            Detections.from_arrays(
+                data["det_boxes"][lo:hi],
+                data["det_ids"][lo:hi],
+                data["det_scores"][lo:hi],
+                data["det_orientation"][lo:hi],
+                data["det_orientation_conf"][lo:hi],
+            )  # fmt: skip
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+        )
+    except InputError as exc:  # ids beyond int64, orientations out of range, ...
+        raise FormatError(file, f"detections: {exc}", "det_boxes") from None

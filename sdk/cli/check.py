@@ -1,41 +1,82 @@
-"""``pairedge check``: static TensorRT readiness of an ONNX model (no GPU, no TensorRT, no torch)."""
+"""``pairedge check``: static TensorRT readiness of an ONNX model (no GPU, no TensorRT, no torch).
+
+The output is one table (file, target, result, first problem) that fits in 80 columns, and below it every
+finding on its own line (severity, rule, where, what to do). Exit code 1 when any file has an error.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from pairedge.io.textio import printable
 from rich.markup import escape
 from rich.table import Table
 
 
-def print_report(report: Any) -> None:
-    """The findings of a :class:`~pairedge.export.tensorrt.check.CheckReport` as a table (or one ok line)."""
-    title = f"{report.path.name} for {report.target}"
+def _result(report: Any) -> str:
+    """``ok`` or the counts, coloured: ``2 errors, 1 warning``."""
+    errors = len(report.errors)
+    warnings = len(report.findings) - errors
     if not report.findings:
-        console.print(f"[green]ok[/] {escape(title)}: no TensorRT readiness problems found", highlight=False)
-        return
-    table = Table(title=escape(title))
-    for column in ("severity", "rule", "where", "problem"):
-        table.add_column(column, overflow="fold")
-    for f in report.findings:
-        colour = "red" if f.severity == "error" else "yellow"
-        table.add_row(f"[{colour}]{f.severity}[/]", escape(f.rule), escape(f.where), escape(f.message))
+        return "[green]ok[/]"
+    parts = [
+        f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((errors, "error"), (warnings, "warning")) if n
+    ]
+    return f"[{'red' if errors else 'yellow'}]{', '.join(parts)}[/]"
+
+
+def _names(reports: Sequence[Any]) -> list[str]:
+    """The file column: base names when they are unique, else the paths as given."""
+    names = [r.path.name for r in reports]
+    return names if len(set(names)) == len(names) else [str(r.path) for r in reports]
+
+
+def print_reports(reports: Sequence[Any]) -> None:
+    """The :class:`~pairedge.export.tensorrt.check.CheckReport` of every file: the table, then the details."""
+    table = Table(title="pairedge check: TensorRT readiness")
+    table.add_column("file", overflow="fold")
+    table.add_column("target", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("first problem", no_wrap=True, overflow="ellipsis", max_width=30)
+    for name, report in zip(_names(reports), reports, strict=True):
+        first = report.errors[0] if report.errors else (report.findings[0] if report.findings else None)
+        shown = f"{first.rule}: {first.where}" if first else "-"
+        table.add_row(
+            escape(printable(name)), escape(report.target), _result(report), escape(printable(shown))
+        )
     console.print(table)
+    for name, report in zip(_names(reports), reports, strict=True):
+        for f in report.findings:
+            colour = "red" if f.severity == "error" else "yellow"
+            console.print(
+                f"{escape(printable(name))}: [{colour}]{f.severity}[/] {escape(f.rule)} at "
+                f"{escape(printable(f.where))}: {escape(printable(f.message, 1000))}",
+                highlight=False,
+            )
+    if not any(r.findings for r in reports):
+        console.print("no TensorRT readiness problems found", highlight=False)
+
+
+def print_report(report: Any) -> None:
+    """One file's report (the table of :func:`print_reports` with one row)."""
+    print_reports([report])
 
 
 def run_checks(models: list[Path], target: str) -> bool:
-    """Check each file, print its report; True when none has an error."""
+    """Check every file (each refused first if it is not a regular ONNX file), print the reports; True when
+    none has an error."""
+    from pairedge import limits
     from pairedge.export.tensorrt.check import check_model
 
-    ok = True
-    for model in models:
-        report = check_model(model, target)
-        print_report(report)
-        ok = ok and report.ok
-    return ok
+    for model in models:  # before any work: a FIFO or /dev/zero is one line, in milliseconds
+        limits.regular_file(model, "an ONNX model (.onnx)", limits.MAX_MODEL_BYTES)
+    reports = [check_model(model, target) for model in models]
+    print_reports(reports)
+    return all(r.ok for r in reports)
 
 
 @app.command("check")
@@ -48,9 +89,13 @@ def check_command(
         "tensorrt-10.3", "--target", help="tensorrt-10.3 (JetPack 6), tensorrt-10.13 or tensorrt-11."
     ),
 ) -> None:
-    """Lint ONNX models for a TensorRT target: ops, opset, dtypes, dynamic axes, Q/DQ rules, fp16 range."""
+    """Lint ONNX models for a TensorRT target: onnx.checker, ops, opset, dtypes, dynamic axes, Q/DQ rules,
+    fp16 range. A table, exit code 1 on errors."""
     from pairedge.errors import InputError
+    from pairedge.export.tensorrt.onnx_ops import TARGETS
 
+    if target not in TARGETS:  # before reading any file
+        raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
     files: list[Path] = []
     for path in models:
         found = sorted(path.glob("stage*.onnx")) if path.is_dir() else [path]
