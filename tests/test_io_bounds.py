@@ -399,3 +399,103 @@ def test_mat_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
     assert "FIFO" in str(_refused_quickly(read_cad_mat, fifo))
     assert "character device" in str(_refused_quickly(read_cad_mat, zero))
     assert "FIFO" in str(_refused_quickly(read_cad_dir, tmp_path))
+
+
+def _npy(shape: tuple[int, ...], data: bytes, descr: str = "<f4") -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + data
+
+
+def _features_zip(path: Path, members: dict[str, bytes], method: int = 8) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _set_declared_size(path: Path, member: str, size: int) -> None:
+    """Patch a member's uncompressed size in its local header and its central directory entry."""
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    local = data.find(b"PK\x03\x04")
+    while data[local + 30 : local + 30 + len(name)] != name:
+        local = data.find(b"PK\x03\x04", local + 4)
+    data[local + 22 : local + 26] = size.to_bytes(4, "little")
+    central = data.find(b"PK\x01\x02")
+    while data[central + 46 : central + 46 + len(name)] != name:
+        central = data.find(b"PK\x01\x02", central + 4)
+    data[central + 24 : central + 28] = size.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+def _small_features() -> dict[str, bytes]:
+    return {
+        "y.npy": _npy((2,), np.array([0, 1], "<i8").tobytes(), "<i8"),
+        "groups.npy": _npy((2,), np.array(["a", "b"], "<U1").tobytes(), "<U1"),
+        "labels.npy": _npy((2,), np.array(["p", "q"], "<U1").tobytes(), "<U1"),
+    }
+
+
+def test_npz_header_claiming_more_than_its_member_is_refused_unloaded(tmp_path: Path) -> None:
+    from pairedge.datasets.arrays import load_npz
+
+    path = _features_zip(tmp_path / "f.npz", {"X.npy": _npy((10**6, 10**6), b"\0" * 64), **_small_features()})
+    tracemalloc.start()
+    try:
+        with pytest.raises(
+            FormatError, match=r"X declares shape \(1000000, 1000000\) of float32 .* holds 64 bytes"
+        ):
+            load_npz(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_npz_member_inflating_past_its_declared_size_is_not_read_whole(tmp_path: Path) -> None:
+    """A member whose deflate stream holds 40 MB while its zip entry declares 4 kB: zipfile stops at the
+    declared size (then the CRC disagrees); the 40 MB are never produced."""
+    from pairedge.datasets.arrays import load_npz
+
+    x = _npy((10, 100), b"\0" * 4000)
+    path = _features_zip(tmp_path / "f.npz", {"X.npy": x + b"\0" * (40 << 20), **_small_features()})
+    assert path.stat().st_size < 1 << 20
+    _set_declared_size(path, "X.npy", len(x))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="CRC"):
+            load_npz(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+
+
+def test_npz_member_count_and_loaded_size_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.datasets.arrays import MAX_MEMBERS, load_npz
+
+    many = _features_zip(tmp_path / "many.npz", {f"m{k}.npy": b"" for k in range(MAX_MEMBERS + 1)}, method=0)
+    with pytest.raises(FormatError, match=f"a zip of {MAX_MEMBERS + 1} members"):
+        load_npz(many)
+    x = _npy((1000, 100), b"\0" * 400_000)
+    big = _features_zip(tmp_path / "big.npz", {"X.npy": x, **_small_features()})
+    assert big.stat().st_size < 64 << 10
+    monkeypatch.setattr(limits, "MAX_FEATURES_BYTES", 100_000)
+    with pytest.raises(FormatError, match="once loaded, more than the 97.7 KiB ceiling"):
+        load_npz(big)
+
+
+def test_npz_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
+    from pairedge.datasets.arrays import load_npz
+
+    fifo = tmp_path / "f.npz"
+    os.mkfifo(fifo)
+    zero = tmp_path / "z.npz"
+    zero.symlink_to("/dev/zero")
+    assert "FIFO" in str(_refused_quickly(load_npz, fifo))
+    assert "character device" in str(_refused_quickly(load_npz, zero))
