@@ -3,7 +3,8 @@
 JSON Lines: an optional header line ``{"labels": [...], ...}``, then per frame
 ``{"frame", "timestamp", "interactions": [{"ids", "label", "p_interact", "probs"}], "groups": [{"members",
 "activity", "vote_share"}], "tracks", "timings_ms", "diagnostics"}`` — the schema the pairwise scorer reads
-(``docs/formats.md``).
+(``docs/formats.md``); ``activity`` is null for a group without one. The record of a frame where an automatic
+operating point changed also carries ``"operating_point": {"name", "p_interact", "confirm_s"}``.
 
 Video: boxes and ids coloured per track, a line between the centres of every interacting pair coloured by
 its label (thicker when more confident), and the convex hull of every group outlined in the colour of its
@@ -67,9 +68,12 @@ class JsonlWriter:
             raise InputError(f"{self.path}: writer is closed")
         self._file.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
 
-    def write(self, result: FrameResult) -> None:
-        """Append the record of one frame."""
-        self._line(result.to_json_dict())
+    def write(self, result: FrameResult, extra: Mapping[str, Any] | None = None) -> None:
+        """Append the record of one frame, with ``extra`` keys (e.g. an ``"operating_point"`` switch)."""
+        record = result.to_json_dict()
+        if extra:
+            record.update(extra)
+        self._line(record)
 
     def close(self) -> None:
         if self._file is not None:

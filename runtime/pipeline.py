@@ -40,11 +40,13 @@ from pairedge.runtime.validate import (
     validate_detections,
     validate_frame,
 )
-from pairedge.runtime.viewpoint import AutoOperatingPoint
+from pairedge.runtime.viewpoint import AutoOperatingPoint, SwitchLog
 from pairedge.types import Detections
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
 NOMINAL_DT = 1.0 / 30.0
+#: :meth:`Pipeline.describe` keys that change while a stream runs (not part of a results header).
+RUN_KEYS = ("flow_frames", "flow_problem", "operating_point_switches")
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -123,6 +125,12 @@ class Pipeline:
         self._last_t: float | None = None
         self._t0: float | None = None  # the stream's first timestamp: stages see seconds since it
         self._image_size: tuple[int, int] | None = None
+        #: Frames whose flow field was computed, since load (0 when the flow never ran; see ``flow_problem``).
+        self.flow_frames = 0
+        #: Why the flow was last unavailable (a frame below the backend's minimum size, ...), or None.
+        self.flow_problem: str | None = None
+        #: The changes of the automatic operating point (``operating_point="auto"``) since load.
+        self.switches = SwitchLog(self._auto.name if self._auto is not None else None)
         # last: everything above may refuse the model or the config without sessions left open
         self.stage1, self.stage2 = stage1.activate(), stage2.activate()
 
@@ -240,8 +248,20 @@ class Pipeline:
         self.tau_interact = cfg.tau_interact if cfg.tau_interact is not None else float(point["p_interact"])
         self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else float(point["confirm_s"])
 
+    def describe_start(self) -> dict[str, Any]:
+        """:meth:`describe` for a results header written before the stream: without the labels and the
+        :data:`RUN_KEYS`, and an automatic operating point said as where it starts."""
+        out = {k: v for k, v in self.describe().items() if k not in (*RUN_KEYS, "labels")}
+        if self._auto is not None:
+            out["operating_point"] = (
+                f"auto (starts at {self._auto.name}; a frame record with an 'operating_point' key marks each "
+                "switch and the thresholds from that frame on)"
+            )
+        return out
+
     def describe(self) -> dict[str, Any]:
-        """What this pipeline runs (for logs and summaries)."""
+        """What this pipeline runs and, for summaries, what it did: ``flow_frames`` (frames with a flow field
+        since load; None without flow), ``flow_problem``, ``operating_point_switches``."""
         fixed = self.fixed_ratio_detector is not None
         return {
             "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
@@ -257,6 +277,9 @@ class Pipeline:
             "box_shape": self.config.box_shape + (" (now ignored: fixed-ratio detector)" if fixed else ""),
             "precision": self.models.precision,
             "model_integrity": self.models.integrity,
+            "flow_frames": self.flow_frames if self._stream is not None else None,
+            "flow_problem": self.flow_problem,
+            "operating_point_switches": list(self.switches.records),
         }
 
     # -- the step -----------------------------------------------------------------------------------------
@@ -268,6 +291,7 @@ class Pipeline:
         *,
         frame_index: int | None = None,
         image_size: tuple[int, int] | None = None,
+        frame_problem: str | None = None,
     ) -> FrameResult:
         """Process one frame.
 
@@ -280,6 +304,9 @@ class Pipeline:
                 frame, so epoch stamps (~1.7e9 s, as on a robot) give the results of the same clip from 0.
             frame_index: recorded in the result (default: the number of frames seen before this one).
             image_size: ``(W, H)`` when no frame is given.
+            frame_problem: why ``frame`` is None when the caller had one to give (e.g. an image file refused
+                before decoding): the frame's ``frame_dropped`` reason instead of "no frame given" (a note
+                for a box-only pipeline, which needs no frame).
 
         Returns:
             The :class:`FrameResult`. Never raises for malformed frames or detections.
@@ -294,7 +321,11 @@ class Pipeline:
         try:
             image, frame_reason = validate_frame(frame, self.config.validation)
             size = self._size(image, image_size, notes)
+            if frame is None and frame_problem is not None:
+                frame_reason = shorten(frame_problem, 300, text=True)
             if frame is None and self._stream is None:
+                if frame_problem is not None:
+                    notes.append(f"{frame_reason} (not needed: box-only features)")
                 frame_reason = None  # box-only: no frame expected
             dets, dropped = validate_detections(detections, size, self.config.validation)
             dets, over = cap_people(dets, self.config.max_people)
@@ -323,6 +354,8 @@ class Pipeline:
                 features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels, pending
             )
             clock.lap("groups")
+            self.switches.record(index, self._auto.name if self._auto is not None else None,
+                                 self.tau_interact, self.confirm_s)  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - last resort: report the frame as dropped, keep the stream
             return self._failed(index, timestamp, size, clock, notes, exc)
         diagnostics = Diagnostics(
@@ -484,7 +517,12 @@ class Pipeline:
             return None
         flow = push_frame(self._stream, image, dets, self._pool_config())
         if flow is None:
-            notes.append(self._stream.reason or "flow not available for this frame")
+            reason = self._stream.reason or "flow not available for this frame"
+            notes.append(reason)
+            if self.flow_problem is None or not reason.startswith("no previous frame"):
+                self.flow_problem = reason  # the first frame's reason only until a real one comes
+        else:
+            self.flow_frames += 1
         return flow
 
     def _features(

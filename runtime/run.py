@@ -2,10 +2,12 @@
 
 :func:`run_stream` feeds ``(index, image, detections, timestamp)`` items to a :class:`Pipeline`, writes each
 result to the optional JSON Lines and annotated-video writers and accumulates a :class:`RunSummary` (people,
-pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped). :func:`run_files`
-does the same for a video file or image folder plus a MOT / JRDB / CVML detection file (see
-:mod:`pairedge.runtime.sources` for how frame numbers are mapped) and writes ``results.jsonl``,
-``annotated.mp4`` (``.avi`` when the mp4 codec is missing) and ``summary.json`` into an output folder.
+pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped, how many frames were
+scored and had optical flow). :func:`run_files` does the same for a video file or image folder plus a MOT /
+JRDB / CVML detection file (see :mod:`pairedge.runtime.sources` for how frame numbers are mapped) and writes
+:data:`RUN_OUTPUTS` into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4
+codec is missing; neither with ``video=False``) and ``summary.json``. Those of an earlier run in the same
+folder that this run does not rewrite are removed (and said in the notes); no other file is touched.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.default_model import describe_model, resolve_model_dir
 from pairedge.errors import BackendError
+from pairedge.io.textio import printable
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
@@ -28,8 +32,14 @@ from pairedge.runtime.types import FrameResult
 from pairedge.types import Detections
 
 TIMED = (*STAGES, "total")
-#: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds.
-StreamItem = tuple[int, np.ndarray | None, Detections, float]
+#: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds, and
+#: optionally why the image is None (``Pipeline.step(frame_problem=...)``).
+StreamItem = (
+    tuple[int, np.ndarray | None, Detections, float]
+    | tuple[int, np.ndarray | None, Detections, float, str | None]
+)
+#: The files :func:`run_files` writes into its output folder (the only ones it ever removes).
+RUN_OUTPUTS = ("results.jsonl", "summary.json", "annotated.mp4", "annotated.avi")
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,12 @@ class RunSummary:
         error: why the stream ended early (truncated video), else None.
         files: output name -> path.
         pipeline: :meth:`Pipeline.describe` of the pipeline that ran.
+        frames_scored: frames the pipeline scored: its image usable (or not needed, box-only) and no stage
+            failed. 0 means nothing at all was scored (``pairedge run`` then exits 1).
+        flow_frames: frames that had an optical-flow field; None when the model uses no flow. 0 with a flow
+            model means the flow never ran (``pipeline["flow_problem"]`` says why; a note says so too).
+        operating_point_switches: where an automatic operating point changed: ``{"frame",
+            "operating_point", "p_interact", "confirm_s"}`` (the thresholds from that frame on).
     """
 
     frames: int
@@ -71,11 +87,15 @@ class RunSummary:
     error: str | None = None
     files: dict[str, str] = field(default_factory=dict)
     pipeline: dict[str, Any] = field(default_factory=dict)
+    frames_scored: int = 0
+    flow_frames: int | None = None
+    operating_point_switches: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (``summary.json``)."""
         out = asdict(self)
         out["notes"] = list(self.notes)
+        out["operating_point_switches"] = [dict(s) for s in self.operating_point_switches]
         return out
 
 
@@ -94,6 +114,7 @@ class RunStats:
         self._window = np.zeros((min(1024, self.max_samples), len(TIMED)), np.float32)
         self._sums = np.zeros(len(TIMED), np.float64)
         self._count = 0
+        self._scored = 0
         self._people = self._pairs = self._interacting = self._groups = 0
         self._label_counts = np.zeros(len(labels), np.int64)
         self._tracks: set[int] = set()
@@ -124,8 +145,10 @@ class RunStats:
             self._label_counts += np.bincount(labels, minlength=len(self.labels))[: len(self.labels)]
         self._groups += len(result.groups)
         diag = result.diagnostics
-        if diag.frame_dropped is not None:
+        if diag.frame_dropped is not None:  # also set when a stage failed (stage_error)
             _count(self._frames_dropped, diag.frame_dropped, 1)
+        else:
+            self._scored += 1
         for reason, count in diag.dropped.items():
             _count(self._dets_dropped, reason, int(count))
 
@@ -137,8 +160,10 @@ class RunStats:
         files: dict[str, str] | None = None,
         pipeline: dict[str, Any] | None = None,
     ) -> RunSummary:
-        """The summary of everything added so far."""
+        """The summary of everything added so far (``pipeline``: :meth:`Pipeline.describe` at the end, which
+        also gives the flow and operating-point figures)."""
         n = self.frames
+        pipeline = dict(pipeline or {})
         wall = time.perf_counter() - self._start
         t = self._window[: min(n, len(self._window))].astype(np.float64)  # the last max_samples frames
         latency = {
@@ -173,7 +198,10 @@ class RunStats:
             notes=tuple(notes),
             error=error,
             files=dict(files or {}),
-            pipeline=dict(pipeline or {}),
+            pipeline=pipeline,
+            frames_scored=self._scored,
+            flow_frames=pipeline.get("flow_frames"),
+            operating_point_switches=tuple(pipeline.get("operating_point_switches") or ()),
         )
 
 
@@ -200,8 +228,10 @@ def run_stream(
 
     Args:
         pipe: the pipeline (its state carries over between calls; call ``pipe.reset()`` for a new stream).
-        items: ``(index, image, detections, timestamp)``; image (H, W, 3) uint8 BGR or None.
-        jsonl: JSON Lines writer of the results, or None.
+        items: ``(index, image, detections, timestamp)``; image (H, W, 3) uint8 BGR or None; a fifth element
+            may say why the image is None (reported as the frame's drop reason).
+        jsonl: JSON Lines writer of the results, or None. The record of a frame where the automatic
+            operating point changed carries ``"operating_point": {"name", "p_interact", "confirm_s"}``.
         video: annotated-video writer, or None.
         on_result: called after each frame (progress bars, live printing).
 
@@ -209,11 +239,14 @@ def run_stream(
         The accumulated statistics (call :meth:`RunStats.summary`).
     """
     stats = RunStats(pipe.labels)
-    for index, image, detections, timestamp in items:
-        result = pipe.step(image, detections, timestamp, frame_index=index)
+    for item in items:
+        index, image, detections, timestamp = item[:4]
+        problem = item[4] if len(item) > 4 else None
+        switches = pipe.switches.count
+        result = pipe.step(image, detections, timestamp, frame_index=index, frame_problem=problem)
         stats.add(result)
         if jsonl is not None:
-            jsonl.write(result)
+            jsonl.write(result, switch_record(pipe) if pipe.switches.count != switches else None)
         if video is not None:
             video.write(image, result)
         if on_result is not None:
@@ -279,9 +312,41 @@ def resolve_model(model: str | Path | None) -> Path:
     Raises:
         ModelError: the bundled model is not installed.
     """
-    from pairedge.default_model import resolve_model_dir
-
     return resolve_model_dir(model)
+
+
+def switch_record(pipe: Pipeline) -> dict[str, Any]:
+    """The extra key of a results record at an operating-point switch (:func:`run_stream`)."""
+    last = dict(pipe.switches.last or {})
+    return {"operating_point": {"name": last.get("operating_point"), "p_interact": last.get("p_interact"),
+                                "confirm_s": last.get("confirm_s")}}  # fmt: skip
+
+
+def remove_stale_outputs(folder: Path, known: Iterable[str], rewritten: Iterable[str]) -> list[str]:
+    """Remove the files of ``known`` (pairedge's own output names) that an earlier run left in ``folder``;
+    the names this run will not rewrite, for a note. Nothing else in the folder is touched.
+
+    Every known output is removed, the rewritten ones too, so that a run that fails half-way leaves no
+    earlier summary beside its partial results.
+    """
+    stale = []
+    rewritten = set(rewritten)
+    for name in known:
+        path = folder / name
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            if name not in rewritten:
+                stale.append(name)
+    return stale
+
+
+def stale_note(folder: Path, stale: list[str]) -> list[str]:
+    """The note about the outputs of an earlier run that :func:`remove_stale_outputs` removed."""
+    if not stale:
+        return []
+    return [
+        f"removed {', '.join(stale)} of an earlier run in {printable(str(folder))} (this run does not write it)"
+    ]
 
 
 def open_video_writer(out: Path, stem: str, fps: float) -> AnnotatedVideoWriter:
@@ -298,11 +363,12 @@ def open_video_writer(out: Path, stem: str, fps: float) -> AnnotatedVideoWriter:
 def file_items(
     source: FrameSource, detections: DetectionFile, max_frames: int | None
 ) -> Iterator[StreamItem]:
-    """The stream of a frame source and a detection file (timestamps ``index / fps``)."""
-    for index, image in source:
+    """The stream of a frame source and a detection file (timestamps ``index / fps``), with the reason of
+    each frame the source refused."""
+    for index, image, problem in source.frames():
         if max_frames is not None and index >= max_frames:
             break
-        yield index, image, detections.get(index), index / source.fps
+        yield index, image, detections.get(index), index / source.fps, problem
 
 
 def run_files(
@@ -318,7 +384,8 @@ def run_files(
 
     Writes ``out/results.jsonl`` (header ``{"labels": [...], ...}`` then one object per frame; scores
     directly with ``pairedge score --protocol pairwise``), ``out/annotated.mp4`` (unless
-    ``options.video`` is False) and ``out/summary.json``.
+    ``options.video`` is False) and ``out/summary.json``; removes the :data:`RUN_OUTPUTS` of an earlier run
+    there that this one does not rewrite (a note names them).
 
     Raises:
         FormatError: unreadable video / image folder / detection file.
@@ -337,11 +404,13 @@ def run_files(
             model, options.backend, options.flow, options.pipeline_config(), precision=options.precision
         ) as pipe:
             header = {"source": str(source.path), "detections": str(dets.path), "fps": source.fps,
-                      "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip
+                      "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}
             writer = open_video_writer(folder, "annotated", source.fps) if options.video else None
             if writer is not None:
                 files["video"] = str(writer.path)
+            written = ["results.jsonl", "summary.json", *([writer.path.name] if writer is not None else [])]
+            stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
             try:
                 with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:
                     items = file_items(source, dets, options.max_frames)
@@ -351,7 +420,7 @@ def run_files(
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe),
+                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe) + stale_note(folder, stale),
                 error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
@@ -361,8 +430,14 @@ def run_files(
 
 
 def pipeline_notes(pipe: Pipeline) -> list[str]:
-    """What the pipeline decided on its own that a user should know: an unverified model, box shape ignored."""
-    notes = [] if pipe.models.verified else [pipe.models.integrity]
+    """What the pipeline decided or met on its own that a user should know: which model ran, an unverified
+    model, operating-point switches (frame, new thresholds), a flow that never ran, box shape ignored."""
+    notes = [f"model: {describe_model(pipe.models.stage1.path.parent)}"]
+    if not pipe.models.verified:
+        notes.append(pipe.models.integrity)
+    notes += switch_notes(pipe.switches.records, pipe.switches.count)
+    if pipe.flow_frames == 0 and pipe.describe()["flow_frames"] is not None:
+        notes.append(flow_never_ran(pipe.flow_problem))
     ratio = pipe.fixed_ratio_detector
     if ratio is not None:
         notes.append(
@@ -370,6 +445,29 @@ def pipeline_notes(pipe: Pipeline) -> list[str]:
             "box shape was ignored as a posture cue (--box-shape off uses it)"
         )
     return notes
+
+
+def switch_notes(records: Iterable[dict[str, Any]], count: int) -> list[str]:
+    """One line per operating-point switch: the frame and the thresholds that hold from it on."""
+    lines = [
+        f"operating point -> {r['operating_point']} from frame {r['frame']} (p_interact >= {r['p_interact']:.3g}, "
+        f"links confirmed after {r['confirm_s']:g} s)"
+        for r in records
+    ]
+    if count > len(lines):
+        lines.append(f"... and {count - len(lines)} more operating-point switch(es) (not kept)")
+    return lines
+
+
+def flow_never_ran(problem: str | None) -> str:
+    """The note of a flow model whose optical flow ran on no frame of the stream."""
+    why = problem or "no frame reached it"
+    if why.startswith("no previous frame"):
+        why = "the stream never had two consecutive usable frames"
+    return (
+        f"WARNING: the optical flow never ran ({why}); the model's flow features were missing on every frame, "
+        "so its interactions rest on box history alone: check --flow-scale and the frame size"
+    )
 
 
 def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
@@ -387,6 +485,11 @@ def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
             "no detection frame falls inside the processed video frames: check the file and the video"
         )
     if source.unreadable:
-        notes.append(f"{len(source.unreadable)} image file(s) could not be decoded (frames dropped)")
+        notes.append(
+            f"{len(source.unreadable)} image file(s) refused or undecodable (frames dropped), the first: "
+            f"{printable(source.first_problem or source.unreadable[0])}"
+        )
+    elif source.first_problem:
+        notes.append(f"frames dropped: {printable(source.first_problem)}")
     notes.extend(source.notes)
     return notes

@@ -11,6 +11,14 @@ are mapped onto that numbering:
 A detection with id -1 has no identity; when every detection of a frame has id -1 the pipeline's built-in
 tracker assigns ids.
 
+Frames are bounded in pixels before they are decoded (:mod:`pairedge.limits`): an image file is read as a
+regular file of at most ``limits.MAX_IMAGE_BYTES`` and its header measured
+(:func:`pairedge.io.imagesize.check_image_bytes`) before ``cv2.imdecode``; a file above
+``limits.MAX_FRAME_PIXELS`` (or that cannot be measured, or decoded) is a dropped frame with that reason,
+and a FormatError when it is the folder's first image. A video's declared ``CAP_PROP_FRAME_WIDTH / HEIGHT`` and its
+first decoded frame are checked the same way before reading on (a FormatError), and a later frame of another,
+too large size is dropped with the reason. A path that is a FIFO, a device or a socket is refused unopened.
+
 Unreadable input raises a :class:`~pairedge.errors.FormatError` naming the file; a video that stops decoding
 before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`. An MP4 /
 MOV file (ISO base media) that cannot be opened, or stops early, is checked for truncation: a recording cut
@@ -34,7 +42,9 @@ from types import TracebackType
 
 import cv2
 import numpy as np
+from pairedge import limits
 from pairedge.errors import FormatError
+from pairedge.io.imagesize import check_image_bytes
 from pairedge.types import Detections
 
 #: FFmpeg log level OpenCV's video backend uses: quiet, unless the user's environment says otherwise.
@@ -60,7 +70,9 @@ class FrameSource:
         frame_count: frames announced by the video header (images: files found); None when unknown.
         size: ``(W, H)`` of the first frame.
         error: why the stream ended early (truncated or corrupt video), else None. Set while iterating.
-        unreadable: image files that could not be decoded (passed on as ``None`` frames).
+        unreadable: image files that were refused or could not be decoded (passed on as ``None`` frames).
+        problem: why the frame just yielded is None (the file, the ceiling it broke), else None; see
+            :meth:`frames` for the pairs with their reasons.
         notes: remarks, e.g. a video that ended a frame or two (at most 1 %) before its header's count, which
             is within the usual inaccuracy of container frame counts and not an error.
     """
@@ -70,6 +82,8 @@ class FrameSource:
         self.error: str | None = None
         self.unreadable: list[str] = []
         self.notes: list[str] = []
+        self.problem: str | None = None
+        self.first_problem: str | None = None
         self._capture: cv2.VideoCapture | None = None
         self._first: np.ndarray | None = None
         if not self.path.exists():
@@ -83,12 +97,11 @@ class FrameSource:
                 )
             self.frame_count: int | None = len(self._files)
             native = None
-            self._first = _imread(self._files[0])
-            if self._first is None:
-                raise FormatError(self._files[0], "cannot decode the first image of the folder")
+            self._first = read_image(self._files[0])  # FormatError: the first image sets the stream's size
         else:
             self.kind = "video"
             self._files = []
+            limits.regular_file(self.path, "a video file or an image folder")  # a FIFO or device: unopened
             native, self.frame_count = self._open_video()
         self.fps = float(fps) if fps else (native or DEFAULT_FPS)
         if not self.fps > 0:
@@ -110,26 +123,56 @@ class FrameSource:
                 self.path, "cannot open as a video (not a video file, corrupt, or a codec OpenCV lacks); "
                 "fix by converting it (e.g. ffmpeg -i IN -c:v mjpeg OUT.avi) or pass a folder of images",
             )  # fmt: skip
-        ok, first = capture.read()
-        if not ok or first is None:
+        try:  # the declared size first: a huge frame is refused before one is decoded
+            props = (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT)
+            width, height = (int(capture.get(p) or 0) for p in props)
+            if width > 0 and height > 0:
+                limits.check_frame_size(width, height, str(self.path))
+            ok, first = capture.read()
+            if not ok or first is None:
+                raise FormatError(
+                    self.path, "the video opened but no frame could be decoded (corrupt or empty)"
+                )
+            limits.check_frame_size(first.shape[1], first.shape[0], f"{self.path} frame 0")
+        except BaseException:
             capture.release()
-            raise FormatError(self.path, "the video opened but no frame could be decoded (corrupt or empty)")
+            raise
         self._capture, self._first = capture, first
         fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
         return (fps if 0 < fps < 1000 else None), (count if count > 0 else None)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray | None]]:
-        """``(index, image)``; ``image`` is (H, W, 3) uint8 BGR, or None for an undecodable image file."""
+        """``(index, image)``; ``image`` is (H, W, 3) uint8 BGR, or None for a refused or undecodable image
+        (then :attr:`problem` says why until the next item)."""
+        for index, image, _ in self.frames():
+            yield index, image
+
+    def frames(self) -> Iterator[tuple[int, np.ndarray | None, str | None]]:
+        """``(index, image, problem)``: :meth:`__iter__` with the reason of each None frame."""
         if self.kind == "images":
-            yield 0, self._first
+            self.problem = None
+            yield 0, self._first, None
             for k, file in enumerate(self._files[1:], start=1):
-                image = _imread(file)
-                if image is None:
+                try:
+                    image, self.problem = read_image(file), None
+                except FormatError as exc:
+                    image, self.problem = None, str(exc)
                     self.unreadable.append(file.name)
-                yield k, image
+                    self.first_problem = self.first_problem or self.problem
+                yield k, image, self.problem
             return
-        yield from self._iter_video()
+        for index, image in self._iter_video():
+            self.problem = None
+            if image is not None and index > 0:
+                w, h = int(image.shape[1]), int(image.shape[0])
+                if (w, h) != self.size:  # a stream that changes resolution: the new size is checked too
+                    try:
+                        limits.check_frame_size(w, h, f"{self.path} frame {index}")
+                    except FormatError as exc:
+                        image, self.problem = None, str(exc)
+                        self.first_problem = self.first_problem or self.problem
+            yield index, image, self.problem
 
     def _iter_video(self) -> Iterator[tuple[int, np.ndarray | None]]:
         capture = self._capture
@@ -214,9 +257,22 @@ def iso_bmff_problem(path: Path) -> str | None:
     return None if seen_moov else "no 'moov' index atom"
 
 
-def _imread(path: Path) -> np.ndarray | None:
-    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-    return image if isinstance(image, np.ndarray) and image.size else None
+def read_image(path: Path) -> np.ndarray:
+    """An image file as (H, W, 3) uint8 BGR, bounded before decoding.
+
+    Raises:
+        FormatError: not a regular file, larger than ``limits.MAX_IMAGE_BYTES``, a header that cannot be
+            measured or declares more than ``limits.MAX_FRAME_PIXELS``, or bytes OpenCV cannot decode.
+    """
+    data = limits.read_bytes(path, "an image file", limits.MAX_IMAGE_BYTES)
+    check_image_bytes(data, str(path))
+    try:
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error as exc:
+        raise FormatError(path, f"cannot decode the image ({exc.msg or exc})") from None
+    if not isinstance(image, np.ndarray) or not image.size:
+        raise FormatError(path, "cannot decode the image (corrupt or truncated)")
+    return image
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ fixed-size ring of the latest boxes, so the cost per frame is bounded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -148,3 +149,44 @@ class AutoOperatingPoint:
         self.name, self.current = name, point
         return (f"operating point -> {name} (camera about {est.body_heights:.1f} body heights above the ground, "
                 f"from {est.boxes} boxes)")  # fmt: skip
+
+
+class SwitchLog:
+    """Where an automatic operating point changed: one record per change, ``{"frame", "operating_point",
+    "p_interact", "confirm_s"}`` (the thresholds that hold from that frame on).
+
+    A change is recorded at the first frame that runs under it, whether the camera estimate moved it or a
+    reset (scene cut) put it back to the main point. At most ``keep`` records are kept (the first ones; a
+    stream that flips back and forth stays bounded); :attr:`count` counts them all and :attr:`last` is the
+    latest.
+
+    Args:
+        start: the point a stream starts at ("default"), or None when nothing switches automatically.
+        keep: records kept.
+    """
+
+    def __init__(self, start: str | None, keep: int = 100) -> None:
+        self.keep = keep
+        self.count = 0
+        self.last: dict[str, Any] | None = None
+        self._now = start
+        self._records: list[dict[str, Any]] = []
+
+    @property
+    def records(self) -> tuple[dict[str, Any], ...]:
+        """The kept records (copies), in order."""
+        return tuple(dict(r) for r in self._records)
+
+    def record(
+        self, frame: int, name: str | None, p_interact: float, confirm_s: float
+    ) -> dict[str, Any] | None:
+        """Note the point ``name`` in force at ``frame``; the new record when it changed, else None."""
+        if name == self._now:
+            return None
+        self._now = name
+        self.last = {"frame": int(frame), "operating_point": name, "p_interact": float(p_interact),
+                     "confirm_s": float(confirm_s)}  # fmt: skip
+        self.count += 1
+        if len(self._records) < self.keep:
+            self._records.append(self.last)
+        return dict(self.last)

@@ -6,9 +6,11 @@ model's labels: for the paper's three classes (the bundled model), the "together
 (walking / standing / sitting together) and every other pair is a stage-1 negative — the same ground truth as
 ``pairs_gt_paper3.jsonl`` of ``pairedge simulate``. Scoring uses :mod:`pairedge.metrics.pairwise`.
 
-Outputs in the chosen folder: ``demo.mp4`` (annotated; ``.avi`` without the mp4 codec), ``results.jsonl``
-(the runtime's JSON Lines), ``pairs_gt.jsonl`` (SIM7 ground truth), ``pairs_gt_paper3.jsonl`` (PAPER3
-ground truth), ``metrics.json`` (the pairwise report), ``summary.json`` (the run summary).
+Outputs in the chosen folder (:data:`DEMO_OUTPUTS`): ``demo.mp4`` (annotated; ``.avi`` without the mp4 codec;
+neither with ``video=False``), ``results.jsonl`` (the runtime's JSON Lines), ``pairs_gt.jsonl`` (SIM7 ground
+truth), ``pairs_gt_paper3.jsonl`` (PAPER3 ground truth), ``metrics.json`` (the pairwise report; not for a
+model whose labels are neither), ``summary.json`` (the run summary). Those of an earlier demo in the same
+folder are removed first, and the notes name the ones this run did not write again; no other file is touched.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from pairedge.labels import PAPER3, SIM7
 from pairedge.metrics.report import ScoreReport
 
 TOGETHER = frozenset(PAPER3.classes)
+#: The files :func:`run_demo` writes (the only ones it removes from a folder an earlier demo used).
+DEMO_OUTPUTS = ("demo.mp4", "demo.avi", "results.jsonl", "pairs_gt.jsonl", "pairs_gt_paper3.jsonl",
+                "metrics.json", "summary.json")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,12 @@ class FrameExample:
 
     Attributes:
         frame: frame index. interactions: ``(id_a, id_b, label, p_interact)``.
-        groups: ``(members, activity)``. truth: the true together pairs ``(id_a, id_b, label)``.
+        groups: ``(members, activity)`` (activity None: no activity). truth: the true together pairs ``(id_a, id_b, label)``.
     """
 
     frame: int
     interactions: tuple[tuple[int, int, str, float], ...]
-    groups: tuple[tuple[tuple[int, ...], str], ...]
+    groups: tuple[tuple[tuple[int, ...], str | None], ...]
     truth: tuple[tuple[int, int, str], ...]
 
 
@@ -166,7 +171,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         ModelError: the bundled model is missing (or ``options.model`` is not a valid model folder).
         InputError: bad options (unknown preset, ...).
     """
-    from pairedge.runtime.run import resolve_model
+    from pairedge.runtime.run import remove_stale_outputs, resolve_model, stale_note
 
     start = time.perf_counter()
     options = options or DemoOptions()
@@ -175,6 +180,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         raise InputError(f"--out: expected a folder, got the existing file {folder}; choose another")
     folder.mkdir(parents=True, exist_ok=True)
     model = resolve_model(options.model)
+    earlier = remove_stale_outputs(folder, DEMO_OUTPUTS, ())
     stream = _SceneStream(options, folder)
     wanted = set(example_frames(options.frames, options.examples))
     stream.keep_truth = wanted
@@ -187,12 +193,14 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
             on_frame(result)
 
     stats, labels, describe, files, pipe_notes = _run(model, options, folder, stream, collect)
-    notes = [f"boxes: {options.boxes}; model: {model}", *pipe_notes]
+    notes = [f"boxes: {options.boxes}", *pipe_notes]
     report, passed = _score(folder, labels, notes)
     if report is not None:
         files["metrics"] = str(folder / "metrics.json")
         files["gold"] = str(folder / _GOLD_FILES[_gold_labels(labels) or "paper3"])
     files["summary"] = str(folder / "summary.json")
+    written = {Path(p).name for p in files.values()}
+    notes += stale_note(folder, [name for name in earlier if name not in written])
     summary = stats.summary(notes=notes, files=files, pipeline=describe)
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
     shown = tuple(
@@ -208,6 +216,7 @@ def _run(
 
     ``notes``: what the pipeline decided a user should know (:func:`pairedge.runtime.run.pipeline_notes`:
     an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
+    from pairedge.default_model import describe_model
     from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import open_video_writer, pipeline_notes, run_stream
@@ -215,7 +224,8 @@ def _run(
     files = {"results": str(folder / "results.jsonl")}
     config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
     with Pipeline.load(model, backend="onnxruntime", config=config) as pipe:
-        header = {"source": f"simulator preset {options.preset} seed {options.seed}", "boxes": options.boxes}
+        header = {"source": f"simulator preset {options.preset} seed {options.seed}", "boxes": options.boxes,
+                  "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
         writer = open_video_writer(folder, "demo", stream.scene.fps) if options.video else None
         try:
             with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:

@@ -42,7 +42,7 @@ def test_run_mot_ground_truth(scene: tuple[Path, Path, Path], tmp_path: Path) ->
     result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
                                  "--out", str(out)])  # fmt: skip
     assert result.exit_code == 0, result.output
-    for text in ("frames", "interacting pair-frames", "step total ms p50 / p99", "FPS", "1-based"):
+    for text in ("frames scored", "interacting pair-frames", "step total", "p99", "FPS", "1-based", "model: "):
         assert text in result.output
     header, records = _records(out / "results.jsonl")
     assert header["labels"] == ["walking_together", "standing_together", "sitting_together"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.cli.app import app, console, handle_errors
+from pairedge.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -17,14 +18,21 @@ if TYPE_CHECKING:
 @app.command()
 @handle_errors
 def demo(
-    out: Path = typer.Option(Path("pairedge_demo"), "--out", help="Output folder (created)."),
+    out: Path = typer.Option(
+        Path("pairedge_demo"),
+        "--out",
+        help="Output folder (created); the files of an earlier demo there are "
+        "replaced (demo.mp4, results.jsonl, pairs_gt*.jsonl, metrics.json, summary.json).",
+    ),  # fmt: skip
     preset: str = typer.Option("static", "--preset", help="Simulator preset: static | moving | noisy | ..."),
     seed: int = typer.Option(0, "--seed", min=0, help="Scene seed."),
     frames: int = typer.Option(150, "--frames", min=2, help="Number of frames to simulate."),
     boxes: str = typer.Option(
         "truth", "--boxes", help="truth (exact boxes and ids) or detections (simulated detector + tracker)."
     ),
-    model: Path | None = typer.Option(None, "--model", help="Model folder; default: the bundled model."),
+    model: Path | None = typer.Option(
+        None, "--model", help="Model folder; default (or 'default'): the bundled model."
+    ),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
     flow_preset: str | None = typer.Option(
         None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
@@ -32,9 +40,9 @@ def demo(
     flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
 ) -> None:
     """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
+    from pairedge.cli.run import check_scored, frame_progress
     from pairedge.demo import DemoOptions, run_demo
     from pairedge.runtime.memory import tune_allocator
-    from rich.progress import Progress
 
     tune_allocator()
 
@@ -48,10 +56,10 @@ def demo(
         flow_preset=flow_preset,
         flow_scale=flow_scale,
     )
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(f"simulating and running {escape(preset)} seed {seed}", total=frames)
-        result = run_demo(out, options, on_frame=lambda _: progress.advance(task))
+    with frame_progress(f"simulating and running {printable(preset)} seed {seed}", frames) as advance:
+        result = run_demo(out, options, on_frame=advance)
     print_demo(result)
+    check_scored(result.summary)
 
 
 def print_demo(result: DemoResult) -> None:
@@ -70,9 +78,11 @@ def print_demo(result: DemoResult) -> None:
         console.print(metrics_table(result))
     console.print(summary_table(result.summary, "runtime (ONNX Runtime CPU)"))
     for note in result.notes:
-        console.print(f"[dim]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)
+        style = "[yellow]note:[/]" if note.startswith("WARNING") else "[dim]note:[/]"
+        console.print(f"{style} {escape(printable(str(note), 1000))}", highlight=False, soft_wrap=True)
+    files = ", ".join(printable(f, 1000) for f in dict.fromkeys(result.files.values()))
     console.print(
-        f"done in {result.seconds:.1f} s; files: " + escape(", ".join(dict.fromkeys(result.files.values()))),
+        f"done in {result.seconds:.1f} s; files: " + escape(files),
         highlight=False,
         soft_wrap=True,
     )
@@ -114,8 +124,8 @@ def metrics_table(result: DemoResult) -> object:
     s = result.report.summary
     counts = result.report.details["counts"]
     table = Table(title="pairwise metrics vs the simulator's ground truth")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
 
     def row(name: str, value: float) -> None:
         table.add_row(name, "n/a" if not math.isfinite(value) else f"{value:.3f}")
@@ -123,10 +133,10 @@ def metrics_table(result: DemoResult) -> object:
     row("stage 1 pair precision", s["pair_precision"])
     row("stage 1 pair recall", s["pair_recall"])
     row("stage 1 pair F1", s["pair_f1"])
-    row(f"stage 2 accuracy ({counts['scored_pairs']} true pairs, missed = wrong)", s["accuracy"])
+    row(f"stage 2 accuracy, {counts['scored_pairs']} true pairs (missed = wrong)", s["accuracy"])
     row("stage 2 MPCA", s["mpca"])
     row("stage 2 macro-F1", s["macro_f1"])
-    row("stage 2 accuracy on the true pairs stage 1 passed", result.passed_accuracy)
+    row("stage 2 accuracy, true pairs stage 1 passed", result.passed_accuracy)
     row("group activity accuracy", s["group_activity_accuracy"])
     row("group detection F1 (IoU > 0.5)", s["group_f1"])
     return table
