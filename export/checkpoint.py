@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import ModelError
+from pairedge import limits
+from pairedge.errors import FormatError, ModelError
 from pairedge.export.models import ModelConfig, build_model, get_normalization
+from pairedge.io.textio import read_json
 from pairedge.modelmeta import ModelMetadata, finite_floats
 from torch import nn
 
@@ -100,8 +102,18 @@ def _paths(path: str | Path) -> tuple[Path, Path]:
 
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
-    """``torch.load(path, weights_only=True)``; any pickle beyond tensors is refused with a ModelError."""
-    if path.stat().st_size == 0:
+    """``torch.load(path, weights_only=True)``; any pickle beyond tensors is refused with a ModelError.
+
+    The file must be a regular file (a FIFO or a device is refused unopened) of at most
+    ``pairedge.limits.MAX_MODEL_BYTES``.
+    """
+    try:
+        size = limits.regular_file(
+            path, f"checkpoint weights ({WEIGHTS}, a state dict)", limits.MAX_MODEL_BYTES
+        )
+    except FormatError as exc:
+        raise ModelError(str(exc)) from None
+    if size == 0:
         raise ModelError(
             f"{path}: empty file, not a state dict; re-save it with torch.save(model.state_dict())"
         )
@@ -124,11 +136,18 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _read_config(config_path: Path) -> dict[str, Any]:
-    """``model.json`` as a dict with the keys a checkpoint needs (one-line ModelError otherwise)."""
+    """``model.json`` as a dict with the keys a checkpoint needs (one-line ModelError otherwise).
+
+    Bounded before parsing: a regular file (a FIFO or a device is refused unopened) of at most
+    ``pairedge.limits.MAX_SIDECAR_BYTES`` with at most ``MAX_JSON_VALUES`` values, read in chunks.
+    """
     try:
-        doc = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, bad JSON, too long an integer
-        raise ModelError(f"{config_path}: not a readable JSON checkpoint config ({str(exc)[:160]})") from None
+        doc = read_json(config_path, f"a pairedge checkpoint config ({CONFIG})", limits.MAX_SIDECAR_BYTES)
+    except FormatError as exc:  # not a regular file, too big, bad UTF-8, bad JSON, too long an integer
+        where = "" if exc.record is None else f", {exc.record}"
+        raise ModelError(
+            f"{config_path}: not a readable JSON checkpoint config ({exc.problem}{where})"
+        ) from None
     if not isinstance(doc, dict):
         raise ModelError(
             f"{config_path}: expected a JSON object (the checkpoint config `pairedge train` writes), "
@@ -157,7 +176,7 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     """
     weights, config_path = _paths(path)
     for p, what in ((weights, "weights"), (config_path, "config")):
-        if not p.is_file():
+        if not p.exists():
             raise ModelError(
                 f"{p}: checkpoint {what} not found; a pairedge checkpoint is a folder with {WEIGHTS} and "
                 f"{CONFIG} (written by `pairedge train`); for the paper's files use --paper-stage1/--paper-stage2"

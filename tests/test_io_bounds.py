@@ -499,3 +499,51 @@ def test_npz_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
     zero.symlink_to("/dev/zero")
     assert "FIFO" in str(_refused_quickly(load_npz, fifo))
     assert "character device" in str(_refused_quickly(load_npz, zero))
+
+
+def _checkpoint(folder: Path) -> Path:
+    pytest.importorskip("torch")
+    from pairedge.export.checkpoint import Checkpoint, save_checkpoint
+    from pairedge.export.models import ModelConfig, build_model
+    from pairedge.labels import STAGE1
+
+    config = ModelConfig("stage1_mlp", 7, 2)
+    model = build_model(config).eval()
+    ckpt = Checkpoint(model, config, 1, STAGE1.classes, "liang2026", "1", {"p_interact": 0.5})
+    save_checkpoint(ckpt, folder)
+    return folder
+
+
+def test_checkpoint_config_and_weights_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pairedge.errors import ModelError
+    from pairedge.export.checkpoint import load_checkpoint
+
+    folder = _checkpoint(tmp_path / "ckpt")
+    load_checkpoint(folder)
+    config = folder / "model.json"
+    size = config.stat().st_size
+    monkeypatch.setattr(limits, "MAX_SIDECAR_BYTES", size - 1)
+    with pytest.raises(ModelError, match="not a readable JSON checkpoint config .*more than the .* ceiling"):
+        load_checkpoint(folder)
+    monkeypatch.undo()
+    text = config.read_text()
+    config.unlink()
+    os.mkfifo(config)
+    caught: list[BaseException] = []
+    worker = threading.Thread(target=lambda: _catch(caught, load_checkpoint, folder), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert caught and isinstance(caught[0], ModelError) and "FIFO" in str(caught[0])
+    config.unlink()
+    config.write_text(text)
+    (folder / "model.pt").unlink()
+    (folder / "model.pt").symlink_to("/dev/zero")
+    with pytest.raises(ModelError, match="character device"):
+        load_checkpoint(folder)
+
+
+def _catch(caught: list[BaseException], fn: Callable[[Path], object], arg: Path) -> None:
+    try:
+        fn(arg)
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        caught.append(exc)
