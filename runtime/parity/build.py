@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge import limits
 from pairedge.errors import InputError
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.parity.identity import model_identity
@@ -38,11 +39,13 @@ def build_pack(
         backend, flow: the reference's classifier and flow backends ("auto": the model's own flow backend).
 
     Raises:
-        InputError: fewer than 2 frames, or the clip has no pair of people. ModelError / FormatError from the
-            model and the source.
+        InputError: fewer than 2 frames or more than :data:`pairedge.limits.MAX_SIM_FRAMES` (checked before
+            anything runs), frames whose PNGs pass :data:`pairedge.limits.MAX_PACK_BYTES` (checked as they
+            come), or the clip has no pair of people. ModelError / FormatError from the model and the source.
     """
     if frames < 2:
         raise InputError(f"--frames: expected at least 2 frames (flow needs a previous frame), got {frames}")
+    limits.check_sim_work(1, frames, "--frames")
     config = PipelineConfig()
     with load_pipeline(model, backend=backend, flow=flow, config=config) as pipe:
         truths: list[Any] = []
@@ -52,10 +55,19 @@ def build_pack(
         first: list[int] = []
 
         def items() -> Iterator[ReplayItem]:
+            stored = 0
             for k, f in enumerate(source.open(pipe.labels, max_frames=frames)):
                 if f.image is not None:
                     pngs.append(encode_png(f.image))
                     first[:] = first or [int(f.image.shape[1]), int(f.image.shape[0])]
+                    stored += len(pngs[-1])
+                    if stored > limits.MAX_PACK_BYTES:  # the pack could not be read back: stop now
+                        raise InputError(
+                            f"--frames {frames}: the first {k + 1} frames of {source.name} already take "
+                            f"{limits.describe_size(stored)} as PNG, more than the "
+                            f"{limits.describe_size(limits.MAX_PACK_BYTES)} ceiling of a parity pack "
+                            "(pairedge.limits.MAX_PACK_BYTES); ask for fewer --frames"
+                        )
                 truths.append(f.truth)
                 stamps.append(float(f.timestamp))
                 if on_frame is not None:

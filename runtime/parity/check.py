@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.default_model import describe_model
 from pairedge.runtime.config import PipelineConfig, SmoothingConfig
 from pairedge.runtime.parity.identity import model_identity, relation
 from pairedge.runtime.parity.levels import (
@@ -62,6 +63,9 @@ def check_pack(
 ) -> ParityReport:
     """Check ``model`` (a deployed model folder) against ``pack``.
 
+    A candidate that is neither the pack's model nor derived from it (``relation`` "unverified": other
+    files, no recorded fp32 source) is compared but never passes (:attr:`ParityReport.passed`).
+
     Raises:
         FormatError: unreadable pack. ModelError: missing files, or a model other than the pack's.
         BackendError: the backend cannot run here.
@@ -80,7 +84,8 @@ def check_pack(
         cand_id = model_identity(pipe.models, pipe.feature_config)
         precision = getattr(pipe.models, "precision", opts.precision)
         levels = _levels(pk, pipe, cand_id, precision, opts, on_frame)
-        candidate = {"model": str(Path(model).expanduser()), "precision": precision, "relation": rel,
+        candidate = {"model": str(Path(model).expanduser()), "name": describe_model(Path(model).expanduser()),
+                     "precision": precision, "relation": rel,
                      "identity_note": rel_note, "integrity": getattr(pipe.models, "integrity", ""),
                      "pipeline": pipe.describe(), "flow": flow_description(pipe)}  # fmt: skip
     return ParityReport(

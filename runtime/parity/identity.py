@@ -7,9 +7,10 @@ A candidate is *the same model* when its files hash the same, *derived* when its
 files it was made from (``pairedge calibrate`` records their SHA-256; an engine manifest the ONNX hash), and
 *another model* when it names other fp32 files, when its stage-2 label **set** differs (another task), or
 when it was trained on other data (its data fingerprints differ). Another model is refused before any
-comparison (:class:`~pairedge.errors.ModelError`). A candidate that records no provenance but agrees on the
-rest is compared, and the report says its identity is unverified. Everything else that can differ (spec,
-options, label order, normalisation) is not a refusal: it is what the levels are there to catch, and each
+comparison (:class:`~pairedge.errors.ModelError`). A candidate whose files differ from the pack's and that
+records no provenance is *unverified*: it is compared (the levels show how far it is) but the check can
+never PASS — a pack made from another model must not pass (:attr:`ParityReport.passed`). Everything else
+that can differ (spec, options, label order, normalisation) is what the levels are there to catch, and each
 level names it.
 """
 
@@ -134,6 +135,10 @@ def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[st
                 f"pack from another model: {where} {name} was trained on data {fp[:19]}..., the pack's model on "
                 f"{prints[name][:19]}...; make a pack with this model's fp32 folder (`pairedge parity pack`)"
             )
+    ours = "/".join(hashes[n][:12] for n, _ in stages)
+    theirs = "/".join(str(pack_identity[f"{n}_sha256"])[:12] for n, _ in stages)
     return "unverified", (
-        "identity unverified: the files differ from the pack's and record no fp32 source hash; compared anyway"
+        f"the model's files (SHA-256 {ours}...) are not the pack's fp32 files ({theirs}...) and "
+        "record no fp32 source hash; make a pack with this model's fp32 folder (`pairedge parity pack`), or "
+        "check a model calibrated (`pairedge calibrate`) from the pack's fp32 folder"
     )

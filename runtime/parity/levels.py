@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -48,6 +49,20 @@ class Tolerances:
         default_factory=lambda: {"accuracy": 0.005, "mpca": 0.005, "macro_f1": 0.01, "pair_f1": 0.01}
     )
 
+    def __post_init__(self) -> None:
+        for key, (level, upper, names) in _TOLERANCE_RULES.items():
+            value = getattr(self, key)
+            if names is None:
+                _check_tolerance(level, key, value, upper)
+                continue
+            if not isinstance(value, dict) or set(value) != set(names):
+                raise InputError(
+                    f"tolerances: {level} level, {key!r}: expected an object with the keys {list(names)}, got "
+                    f"{value!r:.120}"
+                )
+            for name, v in value.items():
+                _check_tolerance(level, f"{key}[{name!r}]", v, upper)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -56,8 +71,11 @@ class Tolerances:
         """Defaults overridden by ``values`` (dict fields merge: ``{"logit_max": {"int8": 2.0}}``).
 
         Raises:
-            InputError: an unknown key or a non-numeric value.
+            InputError: an unknown key, or a value that is not a finite number >= 0 (fractions: at most 1),
+                naming the level and the key.
         """
+        if not isinstance(values, dict):
+            raise InputError(f"tolerances: expected a JSON object, got {type(values).__name__}")
         base = cls().to_dict()
         for key, value in values.items():
             if key not in base:
@@ -65,14 +83,40 @@ class Tolerances:
             if isinstance(base[key], dict):
                 if not isinstance(value, dict):
                     raise InputError(f"tolerances: {key!r} expects an object such as {base[key]}")
+                unknown = sorted(set(value) - set(base[key]))
+                if unknown:
+                    raise InputError(
+                        f"tolerances: {key!r}: unknown key(s) {unknown}; expected some of {sorted(base[key])}"
+                    )
                 base[key] = {**base[key], **value}
             else:
                 base[key] = value
-        for key, value in base.items():
-            for v in value.values() if isinstance(value, dict) else (value,):
-                if isinstance(v, bool) or not isinstance(v, int | float):
-                    raise InputError(f"tolerances: {key!r} must be numbers, got {v!r}")
         return cls(**base)
+
+
+#: field -> (level it belongs to, upper bound or None, the keys of a per-name field or None).
+_TOLERANCE_RULES: dict[str, tuple[str, float | None, tuple[str, ...] | None]] = {
+    "feature_mean_z": ("features", None, None),
+    "feature_p99_z": ("features", None, None),
+    "pair_coverage": ("features", 1.0, None),
+    "logit_p99": ("logits", None, ("fp32", "fp16", "int8")),
+    "logit_max": ("logits", None, ("fp32", "fp16", "int8")),
+    "gate_agreement": ("labels", 1.0, None),
+    "top1_agreement": ("labels", 1.0, None),
+    "task_drop": ("task", None, ("accuracy", "mpca", "macro_f1", "pair_f1")),
+}
+
+
+def _check_tolerance(level: str, key: str, value: Any, upper: float | None) -> None:
+    """A tolerance is a finite number >= 0 (a fraction at most ``upper``): NaN would disable its level."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    try:
+        ok = ok and math.isfinite(value) and value >= 0 and (upper is None or value <= upper)
+    except OverflowError:  # an integer beyond float
+        ok = False
+    if not ok:
+        what = f"a finite number in [0, {upper:g}]" if upper is not None else "a finite number >= 0"
+        raise InputError(f"tolerances: {level} level, {key!r} must be {what}, got {value!r:.60}")
 
 
 @dataclass(frozen=True)
@@ -193,6 +237,11 @@ def logits_level(
                 f"{stage} logits have shape {cand.shape[1:]} per pair, the pack's {want.shape[1:]}"
             )
             continue
+        bad = int((~np.isfinite(cand)).any(axis=1).sum()) if cand.size else 0
+        if bad:  # NaN compares false with every tolerance: it must fail by name, never pass
+            problems.append(f"{stage} logits are NaN or inf for {bad} of {len(cand)} pairs ({precision})")
+            metrics[f"{stage}_nonfinite_pairs"] = bad
+            continue
         rows = np.ones(len(want), bool)
         if stage == "stage2":
             metrics["stage2_all_pairs"] = _stats(cand - want)
@@ -291,7 +340,13 @@ def task_level(
     metrics: dict[str, Any] = {"reference": ref_scores, "device": dev_scores, "delta": {}}
     for name, limit in tol.task_drop.items():
         a, b = ref_scores[name], dev_scores[name]
-        delta = (b - a) if np.isfinite(a) and np.isfinite(b) else 0.0
+        if np.isfinite(a) != np.isfinite(b):  # defined on one side only: not a match
+            metrics["delta"][name] = float("nan")
+            problems.append(f"{name} is {a:.4f} for the reference but {b:.4f} on the device")
+            continue
+        delta = (
+            (b - a) if np.isfinite(a) else 0.0
+        )  # undefined on both sides (no such pairs): nothing to compare
         metrics["delta"][name] = delta
         if delta < -limit:
             problems.append(

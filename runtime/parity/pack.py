@@ -122,8 +122,10 @@ class ParityPack:
     def image(self, index: int) -> np.ndarray:
         """Frame ``index`` decoded: (H, W, 3) uint8 BGR (or (H, W) gray when it was stored gray)."""
         import cv2
+        from pairedge.io.imagesize import check_image_bytes
 
         lo, hi = int(self.frame_offsets[index]), int(self.frame_offsets[index + 1])
+        check_image_bytes(self.frame_png[lo:hi], f"{self.path or '<pack>'}, frame {index}")  # before decoding
         image = cv2.imdecode(self.frame_png[lo:hi], cv2.IMREAD_UNCHANGED)
         if image is None:
             raise FormatError(self.path or "<pack>", f"frame {index} is not a decodable PNG", "frame_png")

@@ -10,6 +10,9 @@ from typing import Any
 
 from pairedge.runtime.parity.levels import FAIL, SKIP, LevelResult
 
+#: Relations of a candidate to the pack's model that let a check pass (see :mod:`.identity`).
+VERIFIED_RELATIONS = ("same", "derived")
+
 
 @dataclass(frozen=True)
 class ParityReport:
@@ -30,8 +33,17 @@ class ParityReport:
     tolerances: dict[str, Any]
 
     @property
+    def identity_verified(self) -> bool:
+        """True when the candidate is the pack's model or derived from it (hashes, recorded provenance)."""
+        return self.candidate.get("relation") in VERIFIED_RELATIONS
+
+    @property
     def passed(self) -> bool:
-        return all(lv.status != FAIL for lv in self.levels) and any(lv.status != SKIP for lv in self.levels)
+        """Every level passes (or is skipped, one at least ran) and the candidate is the pack's model."""
+        levels_ok = all(lv.status != FAIL for lv in self.levels) and any(
+            lv.status != SKIP for lv in self.levels
+        )
+        return levels_ok and self.identity_verified
 
     @property
     def first_failure(self) -> LevelResult | None:
@@ -40,14 +52,19 @@ class ParityReport:
     def verdict(self) -> str:
         """The one line: ``PASS ...`` or ``FAIL at <level>: <first problem>``."""
         c = self.candidate
-        what = f"{c.get('precision', '?')} model in {c.get('model')} ({self.mode})"
+        what = f"{c.get('precision', '?')} model: {c.get('name') or c.get('model')} ({self.mode})"
         if self.passed:
             checked = ", ".join(lv.name for lv in self.levels if lv.status != SKIP)
             return f"PASS: {what} matches the pack's fp32 reference ({checked} within tolerance)"
+        parts = [] if self.identity_verified else [f"model mismatch: {self.candidate.get('identity_note')}"]
         first = self.first_failure
-        assert first is not None
-        more = f" (+{len(first.problems) - 1} more)" if len(first.problems) > 1 else ""
-        return f"FAIL at {first.name}: {first.problems[0]}{more} — {what}"
+        if first is not None:
+            more = f" (+{len(first.problems) - 1} more)" if len(first.problems) > 1 else ""
+            parts.append(f"at {first.name}: {first.problems[0]}{more}")
+        elif not any(lv.status != SKIP for lv in self.levels):
+            parts.append("no level could run")
+        head = "FAIL " + parts[0] if parts[0].startswith("at ") else "FAIL: " + parts[0]
+        return "; ".join([head, *parts[1:]]) + f" — {what}"
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pairedge.cli.app import app, console, fail, handle_errors
+from pairedge.cli.progress import stage_progress
+from pairedge.io.textio import printable
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from pairedge.runtime.parity import ParityReport, Tolerances
 
 parity_app = typer.Typer(
     name="parity", help="Prove on the robot that the deployed model still matches the fp32 one.",
@@ -16,19 +23,19 @@ parity_app = typer.Typer(
 app.add_typer(parity_app, name="parity")
 
 
-def _progress(description: str, total: int | None):  # type: ignore[no-untyped-def]
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+class Boxes(str, Enum):
+    """Which boxes a simulator clip feeds the pipeline."""
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    progress = Progress(*columns, console=console, transient=True)
-    task = progress.add_task(escape(description), total=total)
-    return progress, lambda: progress.advance(task)
+    truth = "truth"
+    detections = "detections"
 
 
 @parity_app.command("pack")
 @handle_errors
 def pack_command(
-    model: Path = typer.Argument(..., help="The fp32 model folder (stage1.onnx + stage2.onnx)."),
+    model: Path = typer.Argument(
+        ..., help="The fp32 model folder (stage1.onnx + stage2.onnx), or default (the bundled model)."
+    ),
     out: Path = typer.Option(..., "--out", help="The pack to write (.npz)."),
     scene: str | None = typer.Option(
         None, "--scene", help="Simulator clip PRESET:SEED (default static:0 when no --video is given)."
@@ -42,35 +49,39 @@ def pack_command(
         None, "--cad", help="A Collective Activity annoNN.mat (box-only models)."
     ),
     frames: int = typer.Option(30, "--frames", min=2, help="Clip length in frames."),
-    boxes: str = typer.Option(
-        "truth", "--boxes", help="Scene boxes: truth or detections (simulated detector)."
+    boxes: Boxes = typer.Option(
+        Boxes.truth, "--boxes", help="Scene boxes: truth or detections (simulated detector)."
     ),
     backend: str = typer.Option("onnxruntime", "--backend", help="Reference classifier backend."),
     flow: str = typer.Option("auto", "--flow", help="Reference flow backend (auto: the model's)."),
 ) -> None:
     """Run the fp32 model over a short clip and write a portable parity pack."""
+    from pairedge import limits
+    from pairedge.default_model import describe_model, resolve_model_dir
     from pairedge.evaluation.sources import parse_scene, parse_sources
     from pairedge.runtime.parity.build import build_pack
 
+    limits.check_sim_work(1, frames, "--frames")  # before any clip is opened or model loaded
     given = [x for x in (scene, video, cad) if x is not None]
     if len(given) > 1:
         raise fail("give one clip: --scene, --video (with --detections) or --cad")
     if video is None and (detections is not None or gold is not None):
         raise fail("--detections and --gold go with --video; a --scene or --cad clip brings its own")
+    folder = resolve_model_dir(str(model))
     if video is not None:
         source = parse_sources(str(video), detections=detections, gold=gold)[0]
     elif cad is not None:
         source = parse_sources(str(cad))[0]
     else:
-        source = parse_scene(scene or "static:0", frames, boxes)
-    progress, advance = _progress(f"packing {source.name}", frames)
-    with progress:
-        pack = build_pack(model, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance)
+        source = parse_scene(scene or "static:0", frames, boxes.value)
+    with stage_progress(f"packing {printable(source.name)}", frames) as advance:
+        pack = build_pack(folder, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance)
     size = out.stat().st_size / 1e6
     console.print(
-        f"wrote {escape(str(out))} ({size:.1f} MB): {escape(source.name)}, {pack.num_frames} frames, "
-        f"{len(pack.rows)} pair-frames, truth {'yes' if pack.has_truth else 'no'}; reference flow "
-        f"{escape(str(pack.reference['flow']['repr']))}", highlight=False,
+        f"wrote {escape(printable(out))} ({size:.1f} MB) from {escape(describe_model(folder))}: "
+        f"{escape(printable(source.name))}, {pack.num_frames} frames, {len(pack.rows)} pair-frames, truth "
+        f"{'yes' if pack.has_truth else 'no'}; reference flow {escape(str(pack.reference['flow']['repr']))}",
+        highlight=False,
     )  # fmt: skip
 
 
@@ -92,44 +103,68 @@ def check_command(
     ),
 ) -> None:
     """Replay the pack through this device's pipeline; PASS (exit 0) or FAIL (exit 1) over four levels."""
-    from pairedge.errors import InputError, PairedgeError
-    from pairedge.runtime.parity import CheckOptions, Tolerances, check_pack, load_pack
+    from pairedge.default_model import resolve_model_dir
+    from pairedge.runtime.parity import CheckOptions, check_pack, load_pack
 
+    tol = read_tolerances(tolerances)  # before the pack: a bad option costs nothing
+    folder = resolve_model_dir(str(model))
     pk = load_pack(pack)
-    tol = Tolerances()
-    if tolerances is not None:
-        try:
-            tol = Tolerances.from_dict(json.loads(tolerances.read_text()))
-        except (OSError, ValueError, TypeError) as exc:
-            if isinstance(exc, PairedgeError):
-                raise
-            raise InputError(f"--tolerances {tolerances}: expected a JSON object ({exc})") from None
     options = CheckOptions(
         backend=backend, flow=flow, precision=precision, model_only=model_only, tolerances=tol
     )
-    progress, advance = _progress(f"replaying {pack.name}", None if model_only else pk.num_frames)
-    with progress:
-        report = check_pack(pk, model, options, on_frame=advance)
+    with stage_progress(
+        f"replaying {printable(pack.name)}", None if model_only else pk.num_frames
+    ) as advance:
+        report = check_pack(pk, folder, options, on_frame=advance)
     if json_out is not None:
         report.write_json(json_out)
     if md_out is not None:
         report.write_markdown(md_out)
     print_levels(report)
     colour = "green" if report.passed else "red"
-    console.print(f"[bold {colour}]{escape(report.verdict())}[/]", highlight=False, soft_wrap=True)
+    console.print(
+        f"[bold {colour}]{escape(printable(report.verdict(), 2000))}[/]", highlight=False, soft_wrap=True
+    )
     if not report.passed:
         raise typer.Exit(code=1)
 
 
-def print_levels(report) -> None:  # type: ignore[no-untyped-def]
-    """The four levels as a table (status, problems or notes)."""
+def read_tolerances(path: Path | None) -> Tolerances:
+    """The ``--tolerances`` JSON (a regular file within :data:`pairedge.limits.MAX_SIDECAR_BYTES`) over the
+    defaults; every value a finite number >= 0 (checked by :class:`Tolerances`, naming the level and key)."""
+    from pairedge import limits
+    from pairedge.errors import InputError
+    from pairedge.runtime.parity import Tolerances
+
+    if path is None:
+        return Tolerances()
+    text = limits.read_text(path, "a tolerances JSON file (--tolerances)", limits.MAX_SIDECAR_BYTES)
+    try:
+        values = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"--tolerances {path}: expected a JSON object ({exc})") from None
+    return Tolerances.from_dict(values)
+
+
+def print_levels(report: ParityReport) -> None:
+    """The four levels as a narrow table (level, status, number of problems), the problems and notes below."""
     from rich.table import Table
 
-    table = Table(title=f"parity: {escape(str(report.pack.get('source')))}")
-    table.add_column("level")
-    table.add_column("status")
-    table.add_column("details")
+    table = Table(title=f"parity: {escape(printable(report.pack.get('source')))}")
+    table.add_column("level", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("problems", no_wrap=True, justify="right")
     for lv in report.levels:
         colour = {"PASS": "green", "FAIL": "red"}.get(lv.status, "yellow")
-        table.add_row(lv.name, f"[{colour}]{lv.status}[/]", escape("; ".join(lv.problems or lv.notes) or "-"))
+        table.add_row(lv.name, f"[{colour}]{lv.status}[/]", str(len(lv.problems)))
     console.print(table)
+    if not report.identity_verified:
+        console.print(
+            f"  [red]model:[/] {escape(printable(report.candidate.get('identity_note'), 1000))}",
+            highlight=False,
+        )
+    for lv in report.levels:
+        for line in lv.problems:
+            console.print(f"  [red]{lv.name}:[/] {escape(printable(line, 1000))}", highlight=False)
+        for line in lv.notes:
+            console.print(f"  {lv.name}: {escape(printable(line, 1000))}", highlight=False)
