@@ -213,3 +213,46 @@ def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(tmp_path
     assert "MAX_FRAME_PIXELS" in (big.diagnostics.frame_dropped or "")
     assert big.diagnostics.stage_error is None and len(big.pairs) == 3  # the boxes are still scored
     assert after.diagnostics.frame_dropped is None
+
+
+# -- the automatic operating point: printed and recorded where it switches ------------------------------------
+def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from pairedge.metrics.pairwise_files import read_pairwise_file
+    from pairedge.runtime import Pipeline
+    from pairedge.runtime.output import JsonlWriter
+    from pairedge.runtime.run import pipeline_notes, run_stream
+    from pairedge.types import Detections
+    from test_rt_viewpoint import SIZE, pinhole_boxes
+
+    points = {"surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3}}
+    folder = _toy_folder(tmp_path, confirm_s=0.0, operating_points=points)
+    rng = np.random.default_rng(5)
+    boxes = [pinhole_boxes(6.0, 8, rng) for _ in range(40)]  # an elevated camera: switches after a few frames
+    image = np.zeros((SIZE[1], SIZE[0], 3), np.uint8)  # gives the frame size (flow="none": no flow)
+    items = [
+        (k, image, Detections.from_arrays(b, track_ids=np.arange(8)), k / 10) for k, b in enumerate(boxes)
+    ]
+    with Pipeline.load(folder, flow="none") as pipe:
+        header = pipe.describe_start()
+        assert header["operating_point"].startswith("auto (starts at default")
+        with JsonlWriter(tmp_path / "r.jsonl", pipe.labels, {"pipeline": header}) as jsonl:
+            stats = run_stream(pipe, items, jsonl=jsonl)
+        notes = pipeline_notes(pipe)
+        summary = stats.summary(pipeline=pipe.describe())
+    (switch,) = summary.operating_point_switches
+    assert switch["operating_point"] == "surveillance" and (switch["p_interact"], switch["confirm_s"]) == (
+        0.8,
+        0.5,
+    )
+    assert f"operating point -> surveillance from frame {switch['frame']} (p_interact >= 0.8" in " ".join(
+        notes
+    )
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    marked = [r["frame"] for r in records if "operating_point" in r]
+    assert marked == [switch["frame"]] and 0 < switch["frame"] < 40
+    assert records[switch["frame"]]["operating_point"] == {"name": "surveillance", "p_interact": 0.8,
+                                                           "confirm_s": 0.5}  # fmt: skip
+    assert len(read_pairwise_file(tmp_path / "r.jsonl", LABELS).frames) == 40  # the scorer still reads it
+    assert summary.to_dict()["operating_point_switches"] == [switch]
