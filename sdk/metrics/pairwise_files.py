@@ -188,7 +188,9 @@ class _Parsed:
                 self.path, f"frame {int(frames[dup[1]])} already given on line {self.frame_lines[dup[0]]}; "
                 "expected one record per frame", f"line {self.frame_lines[dup[1]]}",
             )  # fmt: skip
-        f, a, b, lab, ln = (np.frombuffer(c, np.int64) if len(c) else np.zeros(0, np.int64) for c in self.pair_int)
+        f, a, b, lab, ln = (
+            np.frombuffer(c, np.int64) if len(c) else np.zeros(0, np.int64) for c in self.pair_int
+        )
         p = np.frombuffer(self.pair_p, np.float64) if self.n_pairs else np.zeros(0)
         table = PairTable(f, a, b, lab, p, self._probs(names), ln)
         self._check_unique_pairs(table)
