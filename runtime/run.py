@@ -436,7 +436,7 @@ def pipeline_notes(pipe: Pipeline) -> list[str]:
     if not pipe.models.verified:
         notes.append(pipe.models.integrity)
     notes += switch_notes(pipe.switches.records, pipe.switches.count)
-    if pipe.flow_frames == 0 and pipe.describe()["flow_frames"] is not None:
+    if pipe.flow is not None and pipe.flow_frames == 0:
         notes.append(flow_never_ran(pipe.flow_problem))
     ratio = pipe.fixed_ratio_detector
     if ratio is not None:
