@@ -55,6 +55,11 @@ MAX_FRAME_SIDE = 32_768
 MAX_MESSAGE_BYTES = 256 * MiB
 #: One MCAP chunk, compressed or as its header claims once decompressed (rosbags inflates a chunk whole).
 MAX_MCAP_CHUNK_BYTES = 256 * MiB
+#: MCAP chunks whose time ranges overlap, as declared decompressed: rosbags inflates them together to merge
+#: their messages in time order (a recorder's chunks follow each other; overlaps are a few MiB).
+MAX_MCAP_OVERLAP_BYTES = 512 * MiB
+#: Records of one MCAP file walked before it is opened (a chunked hour of 30 fps video is ~100,000).
+MAX_MCAP_RECORDS = 20_000_000
 #: A parity pack: the sum of its arrays as their headers declare them once decompressed.
 MAX_PACK_BYTES = 1 * GiB
 #: A features ``.npz`` for training, decompressed.
@@ -267,6 +272,8 @@ CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_FRAME_SIDE", "the longest side of a frame", "no camera is wider"),
     ("MAX_MESSAGE_BYTES", "one ROS 2 log message", "an 8K bgr8 image is 100 MB"),
     ("MAX_MCAP_CHUNK_BYTES", "one MCAP chunk, compressed and as declared decompressed", "inflated whole"),
+    ("MAX_MCAP_OVERLAP_BYTES", "MCAP chunks with overlapping time ranges, declared decompressed", "inflated together"),
+    ("MAX_MCAP_RECORDS", "records of one MCAP file", "each header is read before the file is opened"),
     ("MAX_PACK_BYTES", "a parity pack's arrays, as declared decompressed", "a pack is a short clip"),
     ("MAX_FEATURES_BYTES", "a features .npz for training, decompressed", "held in memory to train"),
     ("MAX_MAT_BYTES", "a MATLAB .mat annotation file, on disk and inflated", "annoNN.mat is < 1 MB"),

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pairedge.cli.app import console, fail
-from pairedge.cli.run import print_notes, summary_table
+from pairedge.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -16,26 +16,28 @@ if TYPE_CHECKING:
 
 def run_log_command(source: Path, options: RunOptions, topics: LogTopics, out: Path, out_bag: Path | None,
              list_only: bool) -> None:  # fmt: skip
-    """``pairedge run LOG``: a ROS 2 log through the runtime (or ``--list-topics``)."""
+    """``pairedge run LOG``: a ROS 2 log through the runtime (or ``--list-topics``).
+
+    Every name that comes from the log (topics, types) is echoed through
+    :func:`~pairedge.io.textio.printable` and Rich escaping, so it cannot start a line of its own.
+    """
+    from pairedge.cli.run import check_scored, frame_progress, print_summary
     from pairedge.ros.bag import list_topics, run_log
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     from rich.table import Table
 
+    name = printable(source.name)
     if list_only:
-        table = Table(title=escape(f"topics of {source.name}"))
+        table = Table(title=escape(f"topics of {name}"))
         for column in ("topic", "type", "messages"):
             table.add_column(column)
         for topic in list_topics(source):
-            table.add_row(escape(topic.name), escape(topic.msgtype), str(topic.count))
+            table.add_row(escape(printable(topic.name)), escape(printable(topic.msgtype)), str(topic.count))
         console.print(table)
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(f"running {escape(source.name)}", total=options.max_frames)
-        summary = run_log(source, out, options, topics, out_bag, on_frame=lambda _: progress.advance(task))
-    console.print(summary_table(summary, f"pairedge run {source.name}"))
-    print_notes(summary)
-    console.print("files: " + escape(", ".join(summary.files.values())), highlight=False, soft_wrap=True)
+    with frame_progress(f"running {name}", options.max_frames) as advance:
+        summary = run_log(source, out, options, topics, out_bag, on_frame=advance)
+    print_summary(summary, f"pairedge run {name}")
     if summary.frames == 0:
-        raise fail(f"{source}: no image was paired with detections; see the drops above "
+        raise fail(f"{printable(source)}: no image was paired with detections; see the drops above "
                    "(wrong topics, or stamps further apart than --stamp-tolerance?)")  # fmt: skip
+    check_scored(summary)

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from pairedge.cli.app import app, console, handle_errors
 from pairedge.errors import InputError
+from pairedge.io.textio import printable
 from rich.markup import escape
 from rich.table import Table
 
@@ -30,16 +31,19 @@ def simulate(
     ),  # fmt: skip
 ) -> None:
     """Simulate a scene: video, JRDB JSON, MOT gt/det, stickmen, JRDB-PAR labels, pairwise ground truth."""
+    from pairedge import limits
+    from pairedge._optional import require
+    from pairedge.cli.progress import stage_progress
     from pairedge.sim.output import write_scene
-    from rich.progress import Progress
 
     if bag not in (None, "mcap", "sqlite3"):
-        raise InputError(f"--bag: expected mcap or sqlite3, got {bag!r}")
+        raise InputError(f"--bag: expected mcap or sqlite3, got {printable(bag)!r}")
+    limits.check_sim_work(1, frames, "--frames")
+    if bag is not None:  # before any rendering: a missing rosbags would fail only after it
+        require("rosbags.rosbag2", extra="ros", purpose="simulate --bag (writing ROS 2 logs)")
 
-    with Progress(transient=True, console=console) as progress:
-        task = progress.add_task(f"simulating {escape(preset)}", total=frames)
-        result = write_scene(preset, seed, frames, out, png=png, preview=preview,
-                             on_frame=lambda _: progress.advance(task))  # fmt: skip
+    with stage_progress(f"simulating {printable(preset)}", total=frames) as advance:
+        result = write_scene(preset, seed, frames, out, png=png, preview=preview, on_frame=lambda _: advance(1))
     if bag is not None:
         from pairedge.ros.write import write_log
         from pairedge.sim import simulate as simulate_frames

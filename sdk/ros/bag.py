@@ -1,19 +1,23 @@
 """``pairedge run LOG``: a ROS 2 log (rosbag2 folder, ``.mcap`` or ``.db3`` file) through the runtime.
 
-Read with the pure-Python ``rosbags`` library (``pip install 'pairedge[ros]'``; no ROS installation).
-Frames come from ``--image-topic`` (``sensor_msgs/Image`` or ``CompressedImage``), boxes from
-``--detections-topic`` (``vision_msgs/Detection2DArray``), paired by header stamp
-(:mod:`pairedge.ros.matching`); timestamps are the header stamps. Results go to the same files as a video
-run (``results.jsonl``, ``summary.json``, ``annotated.mp4``) and, with ``out_bag``, into a copy of the log
-with every input topic untouched plus ``/pairedge/interactions`` (``std_msgs/String``: the JSON record) and
-``/pairedge/markers`` (``visualization_msgs/MarkerArray`` in the image frame) at the image's log time.
+Read with the pure-Python ``rosbags`` library (``pip install 'pairedge[ros]'``; no ROS installation), after
+:func:`pairedge.ros.storage.check_log` has checked that every file is a regular file within the ceilings
+(an MCAP file's record framing is walked first, chunks inflate with a bound). Frames come from
+``--image-topic`` (``sensor_msgs/Image`` or ``CompressedImage``), boxes from ``--detections-topic``
+(``vision_msgs/Detection2DArray``), paired by header stamp (:mod:`pairedge.ros.matching`, which also holds
+back a stamp that jumps until the messages after it confirm it). The pipeline sees seconds since the first
+frame computed from integer nanoseconds; every record keeps the header stamp as ``stamp_ns``. One bad
+message (undecodable CDR, an oversize or unconvertible image, a box beyond float32) is dropped and counted
+with its reason; the log goes on. Results go to the same files as a video run (``results.jsonl``,
+``summary.json``, ``annotated.mp4``) and, with ``out_bag``, into a copy of the log
+(:mod:`pairedge.ros.bagcopy`) with every input topic untouched plus ``/pairedge/interactions``
+(``std_msgs/String``: the JSON record) and ``/pairedge/markers`` (``visualization_msgs/MarkerArray`` in the
+image frame) at the image's log time.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -22,25 +26,30 @@ from typing import Any
 
 from pairedge._optional import require
 from pairedge.errors import FormatError, InputError
-from pairedge.ros.msgdefs import (
-    COMPRESSED_IMAGE,
-    DETECTION_ARRAY,
-    IMAGE,
-    MARKER_ARRAY,
-    STRING,
-    make_typestore,
-)
+from pairedge.io.textio import printable
+from pairedge.ros.bagcopy import MARKERS_TOPIC, RESULTS_TOPIC, BagCopy, plan_out_bag
+from pairedge.ros.mcap import bound_decompression
+from pairedge.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.ros.runner import Frame, FrameDecoder, Output, RosRunner
+from pairedge.ros.storage import STORAGE_OF_SUFFIX, check_log, read_messages
 
-RESULTS_TOPIC = "/pairedge/interactions"
-MARKERS_TOPIC = "/pairedge/markers"
-LOG_SUFFIXES = (".mcap", ".db3")
+__all__ = ["MARKERS_TOPIC", "RESULTS_TOPIC", "LOG_SUFFIXES", "LogTopics", "Topic", "is_log", "list_topics",
+           "log_frames", "open_log", "pick_topic", "run_log"]  # fmt: skip
+
+LOG_SUFFIXES = tuple(STORAGE_OF_SUFFIX)
+EXPECTED = "expected a rosbag2 folder (with metadata.yaml) or an .mcap / .db3 file"
 
 
 def is_log(path: str | Path) -> bool:
-    """Whether ``path`` looks like a ROS 2 log: a folder with ``metadata.yaml``, or an ``.mcap`` / ``.db3`` file."""
+    """Whether ``path`` names a ROS 2 log: a folder with ``metadata.yaml``, or an ``.mcap`` / ``.db3`` name.
+
+    By name alone for files, so that a missing or unreadable ``run.mcap`` is reported as a log that is not
+    there (:func:`open_log`) rather than taken for a video.
+    """
     p = Path(path).expanduser()
-    return (p.is_dir() and (p / "metadata.yaml").is_file()) or (p.is_file() and p.suffix.lower() in LOG_SUFFIXES)
+    if p.is_dir():
+        return (p / "metadata.yaml").exists() or p.suffix.lower() in LOG_SUFFIXES
+    return p.suffix.lower() in LOG_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -67,17 +76,19 @@ def open_log(path: str | Path) -> Iterator[Any]:
     """An open rosbags reader of a rosbag2 folder or a bare ``.mcap`` / ``.db3`` file.
 
     Raises:
-        FormatError: not a log, or a corrupt one (the reason rosbags gives).
+        FormatError: missing, not made of regular files, beyond a ceiling (:func:`~pairedge.ros.storage.check_log`),
+            or a log rosbags cannot read (its reason).
     """
     rosbag2 = require("rosbags.rosbag2", extra="ros", purpose="reading ROS 2 logs")
     p = Path(path).expanduser()
     if not p.exists():
-        raise FormatError(p, "no such file or folder; expected a rosbag2 folder or an .mcap / .db3 file")
+        raise FormatError(printable(p), f"no such file or folder; {EXPECTED}")
+    check_log(p, verify_inflation=not bound_decompression())
     try:
         reader = rosbag2.Reader(p)
         reader.open()
     except Exception as exc:  # rosbags raises its own errors, OSError, and sqlite3 / struct errors on garbage
-        raise FormatError(p, f"cannot read as a ROS 2 log ({type(exc).__name__}: {exc})") from None
+        raise FormatError(printable(p), f"cannot read as a ROS 2 log ({type(exc).__name__}: {printable(exc)})") from None
     try:
         yield reader
     finally:
@@ -85,10 +96,11 @@ def open_log(path: str | Path) -> Iterator[Any]:
 
 
 def list_topics(path: str | Path) -> list[Topic]:
-    """Every topic of a log with its type and message count, sorted by name."""
+    """Every topic of a log with its type and message count, sorted by name (names as the log has them;
+    escape them with :func:`pairedge.io.textio.printable` before echoing)."""
     with open_log(path) as reader:
         return sorted(
-            (Topic(name, info.msgtype, int(info.msgcount)) for name, info in reader.topics.items()),
+            (Topic(name, str(info.msgtype), int(info.msgcount)) for name, info in reader.topics.items()),
             key=lambda t: t.name,
         )
 
@@ -97,15 +109,19 @@ def pick_topic(reader: Any, wanted: str | None, types: tuple[str, ...], what: st
     """The connections of the topic to read (``wanted``, or the only one of ``types``)."""
     conns = [c for c in reader.connections if (c.topic == wanted if wanted else c.msgtype in types)]
     names = sorted({c.topic for c in conns})
-    available = ", ".join(f"{c.topic} ({c.msgtype})" for c in reader.connections) or "none"
+    shown = ", ".join(f"{printable(c.topic)} ({printable(c.msgtype)})" for c in reader.connections[:50])
+    available = (shown + (", ..." if len(reader.connections) > 50 else "")) or "none"
+    log = printable(reader.path)
     if not conns:
-        want = f"topic {wanted!r}" if wanted else f"a {what} topic ({' or '.join(types)})"
-        raise InputError(f"{reader.path}: no {want}; topics in the log: {available}; choose one with {flag}")
+        want = f"topic {printable(wanted)!r}" if wanted else f"a {what} topic ({' or '.join(types)})"
+        raise InputError(f"{log}: no {want}; topics in the log: {available}; choose one with {flag}")
     if len(names) > 1:
-        raise InputError(f"{reader.path}: several {what} topics ({', '.join(names)}); choose one with {flag}")
+        listed = ", ".join(printable(n) for n in names[:20])
+        raise InputError(f"{log}: several {what} topics ({listed}); choose one with {flag}")
     bad = [c.msgtype for c in conns if c.msgtype not in types]
     if bad:
-        raise InputError(f"{reader.path}: topic {names[0]!r} carries {bad[0]}, expected {' or '.join(types)}")
+        raise InputError(f"{log}: topic {printable(names[0])!r} carries {printable(bad[0])}, "
+                         f"expected {' or '.join(types)}")  # fmt: skip
     return conns
 
 
@@ -138,7 +154,8 @@ def run_log(
     topics = topics or LogTopics()
     folder = Path(out).expanduser()
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"--out: expected a folder, got the existing file {folder}")
+        raise InputError(f"--out: expected a folder, got the existing file {printable(folder)}")
+    plan = plan_out_bag(out_bag, Path(log).expanduser()) if out_bag is not None else None
     with open_log(log) as reader:
         images = pick_topic(reader, topics.image, (IMAGE, COMPRESSED_IMAGE), "image", "--image-topic")
         dets = pick_topic(reader, topics.detections, (DETECTION_ARRAY,), "detections", "--detections-topic")
@@ -152,7 +169,7 @@ def run_log(
                       "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}
             with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl, \
-                    _BagCopy(reader, store, out_bag) as copy:  # fmt: skip
+                    BagCopy(reader, store, plan) as copy:  # fmt: skip
                 video = None
                 if options.video:
                     video = open_video_writer(folder, "annotated", 30.0)
@@ -178,11 +195,12 @@ def run_log(
                     if video is not None:
                         video.close()
                 dropped = runner.finish()
-            if out_bag is not None:
-                files["bag"] = str(Path(out_bag).expanduser())
+            if plan is not None:
+                files["bag"] = str(plan.target)
             files["summary"] = str(folder / "summary.json")
-            notes = [f"ROS 2 log: images {images[0].topic}, detections {dets[0].topic}, paired by header stamp "
-                     f"within {topics.tolerance_s * 1000:g} ms"]  # fmt: skip
+            notes = [f"ROS 2 log: images {printable(images[0].topic)}, detections {printable(dets[0].topic)}, "
+                     f"paired by header stamp within {topics.tolerance_s * 1000:g} ms; timestamps are seconds "
+                     "since the first frame (stamp_ns: the header stamp)"]  # fmt: skip
             notes += [f"{count} message(s) dropped: {reason}" for reason, count in sorted(dropped.items())]
             notes += pipeline_notes(pipe)
             summary = stats.summary(notes=notes, files=files, pipeline=pipe.describe())
@@ -206,6 +224,10 @@ def log_frames(
 ) -> Iterator[tuple[int, Frame]]:
     """The paired, decoded frames of an open log with the log time of the message that completed each.
 
+    A message that cannot be used (above :data:`~pairedge.limits.MAX_MESSAGE_BYTES`, undecodable CDR, a
+    bad image or header) is dropped and counted in ``decoder.dropped``; the log goes on. At the end the
+    frames the decoder still held after a stamp jump come out (:meth:`FrameDecoder.flush`).
+
     Args:
         reader: an open log (:func:`open_log`). store: its type store (:func:`make_typestore`).
         decoder: pairs and decodes; its ``finish()`` gives the drops afterwards.
@@ -213,104 +235,44 @@ def log_frames(
         every_message: called with ``(connection, log_time, raw bytes)`` for EVERY message of the log (to
             copy it); without it only the two topics are read.
         max_frames: stop after this many frames (the copy still reads to the end).
+
+    Raises:
+        FormatError: the storage itself failed in the middle of the log (see :func:`read_messages`).
     """
     image_ids = {c.id for c in images}
     det_ids = {c.id for c in dets}
     wanted = None if every_message is not None else [*images, *dets]
-    count = 0
-    for conn, log_time, raw in reader.messages(connections=wanted):
+    count, last_time = 0, 0
+    for message in read_messages(reader, wanted):
+        conn, log_time, raw = message.connection, message.log_time, message.data
+        last_time = log_time
+        ours = conn.id in image_ids or conn.id in det_ids
+        if raw is None:
+            suffix = "" if every_message is None else " (not copied to --out-bag)"
+            if ours or every_message is not None:
+                decoder.dropped[f"{message.problem}{suffix}"] += 1
+            continue
         if every_message is not None:
             every_message(conn, log_time, raw)
-        if conn.id not in image_ids and conn.id not in det_ids:
-            continue
-        if max_frames is not None and count >= max_frames:
-            if every_message is None:
+        if not ours or (max_frames is not None and count >= max_frames):
+            if every_message is None and ours:
                 return
             continue
-        try:
-            msg = store.deserialize_cdr(raw, conn.msgtype)
-        except Exception as exc:  # truncated or garbage CDR payload
-            decoder.dropped[f"undecodable {conn.msgtype} message ({type(exc).__name__})"] += 1
-            continue
-        for frame in decoder.image(msg) if conn.id in image_ids else decoder.detections(msg):
+        for frame in _frames_of(decoder, store, conn, raw, conn.id in image_ids):
             if max_frames is None or count < max_frames:
                 count += 1
                 yield log_time, frame
+    for frame in decoder.flush():
+        if max_frames is None or count < max_frames:
+            count += 1
+            yield last_time, frame
 
 
-class _BagCopy:
-    """Copies every message of the input log into ``out_bag`` and adds pairedge's two topics (or nothing)."""
-
-    def __init__(self, reader: Any, store: Any, out_bag: str | Path | None) -> None:
-        self.reader, self.store = reader, store
-        self.target = Path(out_bag).expanduser() if out_bag is not None else None
-        self.active = self.target is not None
-        self._writer: Any = None
-        self._conns: dict[int, Any] = {}
-        self._results: Any = None
-        self._markers: Any = None
-        self._tmp: Path | None = None
-        self._bare_path: Path | None = None
-
-    def __enter__(self) -> _BagCopy:
-        if self.target is None:
-            return self
-        rosbag2 = require("rosbags.rosbag2", extra="ros", purpose="writing ROS 2 logs")
-        if self.target.exists():
-            raise InputError(f"--out-bag: {self.target} exists; choose a new path (bags are never overwritten)")
-        mcap = _is_mcap(Path(self.reader.path))
-        plugin = rosbag2.StoragePlugin.MCAP if mcap else rosbag2.StoragePlugin.SQLITE3
-        bare = self.target.suffix.lower() in LOG_SUFFIXES
-        if bare:  # rosbags writes a folder: write it beside the target, then move the one data file out
-            self.target.parent.mkdir(parents=True, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix=".pairedge-bag-", dir=self.target.parent))
-        path = self._tmp / "bag" if self._tmp is not None else self.target
-        self._bare_path = path
-        try:
-            writer = rosbag2.Writer(path, version=9, storage_plugin=plugin)
-            writer.open()
-            self._writer = writer
-            for conn in self.reader.connections:
-                msgdef, digest = getattr(conn.msgdef, "data", ""), conn.digest
-                known = {"msgdef": msgdef, "rihs01": digest} if msgdef and digest else {"typestore": self.store}
-                self._conns[conn.id] = self._writer.add_connection(
-                    conn.topic, conn.msgtype, serialization_format=conn.ext.serialization_format,
-                    offered_qos_profiles=conn.ext.offered_qos_profiles, **known,
-                )  # fmt: skip
-            self._results = self._writer.add_connection(RESULTS_TOPIC, STRING, typestore=self.store)
-            self._markers = self._writer.add_connection(MARKERS_TOPIC, MARKER_ARRAY, typestore=self.store)
-        except BaseException as exc:  # __exit__ does not run when __enter__ fails: close and remove here
-            if self._writer is None:  # nothing opened: only the temporary folder to remove
-                if self._tmp is not None:
-                    shutil.rmtree(self._tmp, ignore_errors=True)
-            else:
-                self.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        return self
-
-    def write_raw(self, conn: Any, log_time: int, raw: Any) -> None:
-        if self._writer is not None:
-            self._writer.write(self._conns[conn.id], log_time, raw)
-
-    def write_outputs(self, output: Output, log_time: int) -> None:
-        if self._writer is not None:
-            self._writer.write(self._results, log_time, self.store.serialize_cdr(output.string, STRING))
-            self._writer.write(self._markers, log_time, self.store.serialize_cdr(output.markers, MARKER_ARRAY))
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._writer is None:
-            return
-        self._writer.close()
-        assert self.target is not None
-        if exc_type is not None:  # nothing half-written is left behind
-            shutil.rmtree(self._tmp if self._tmp is not None else self.target, ignore_errors=True)
-            return
-        if self._tmp is not None and self._bare_path is not None:
-            (data,) = [p for p in self._bare_path.iterdir() if p.suffix.lower() in LOG_SUFFIXES]
-            shutil.move(str(data), str(self.target))
-            shutil.rmtree(self._tmp, ignore_errors=True)
-
-
-def _is_mcap(log: Path) -> bool:
-    """Whether a log (folder or bare file) is stored as MCAP (else sqlite3)."""
-    return log.suffix.lower() == ".mcap" or (log.is_dir() and any(log.glob("*.mcap")))
+def _frames_of(decoder: FrameDecoder, store: Any, conn: Any, raw: Any, is_image: bool) -> list[Frame]:
+    """Deserialize one message and offer it to the decoder (an undecodable one is dropped and counted)."""
+    try:
+        msg = store.deserialize_cdr(raw, conn.msgtype)
+    except Exception as exc:  # truncated or garbage CDR payload, or another type's bytes on the topic
+        decoder.dropped[f"undecodable {printable(conn.msgtype)} message ({type(exc).__name__})"] += 1
+        return []
+    return decoder.image(msg) if is_image else decoder.detections(msg)

@@ -1,22 +1,32 @@
 """Conversions between ROS 2 messages and pairedge's types (no ROS installation needed).
 
-Images: ``sensor_msgs/Image`` in the common encodings and ``sensor_msgs/CompressedImage`` (JPEG / PNG) ->
-(H, W, 3) uint8 BGR. Detections: ``vision_msgs/Detection2DArray`` -> :class:`~pairedge.types.Detections`
-(box centre and size -> ``x y w h``, the best hypothesis score, the tracking id from ``Detection2D.id``).
+Images: ``sensor_msgs/Image`` in the common encodings (:data:`ENCODINGS`: BGR / RGB with or without alpha,
+mono 8 / 16 bit, YUV 4:2:2, Bayer 8 / 16 bit) and ``sensor_msgs/CompressedImage`` (the formats of
+:mod:`pairedge.io.imagesize`) -> (H, W, 3) uint8 BGR. Every size an image declares is checked before a byte
+is converted: a compressed image's header against :data:`~pairedge.limits.MAX_FRAME_PIXELS` before it is
+decoded, a raw image's width, height, step, encoding constraints (an even width for YUV 4:2:2, 2 x 2 pixels
+for a Bayer tile) and data length before any reshape. Detections: ``vision_msgs/Detection2DArray`` ->
+:class:`~pairedge.types.Detections` (box centre and size -> ``x y w h``, the best hypothesis score, the
+tracking id from ``Detection2D.id``); a box beyond the float32 range is dropped alone and counted.
 Results: a :class:`~pairedge.runtime.types.FrameResult` -> ``std_msgs/String`` holding the runtime's JSON
 record and a ``visualization_msgs/MarkerArray`` of pair links and group hulls in image pixels.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import OrderedDict
+import math
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import cv2
 import numpy as np
+from pairedge import limits
 from pairedge.errors import InputError
+from pairedge.io.imagesize import check_image_bytes
+from pairedge.io.textio import FLOAT32_MAX, printable
 from pairedge.types import Detections
 
 _FLOATS = {"float32", "float64"}
@@ -40,7 +50,25 @@ ENCODINGS: dict[str, tuple[int, type, int | None]] = {
     "uyvy": (2, np.uint8, cv2.COLOR_YUV2BGR_UYVY),
     "yuv422_yuy2": (2, np.uint8, cv2.COLOR_YUV2BGR_YUY2),
     "yuyv": (2, np.uint8, cv2.COLOR_YUV2BGR_YUY2),
+    # Bayer mosaics, named as cv_bridge maps them (OpenCV names the pattern from the second row)
+    "bayer_rggb8": (1, np.uint8, cv2.COLOR_BayerBG2BGR),
+    "bayer_bggr8": (1, np.uint8, cv2.COLOR_BayerRG2BGR),
+    "bayer_gbrg8": (1, np.uint8, cv2.COLOR_BayerGR2BGR),
+    "bayer_grbg8": (1, np.uint8, cv2.COLOR_BayerGB2BGR),
+    "bayer_rggb16": (1, np.uint16, cv2.COLOR_BayerBG2BGR),
+    "bayer_bggr16": (1, np.uint16, cv2.COLOR_BayerRG2BGR),
+    "bayer_gbrg16": (1, np.uint16, cv2.COLOR_BayerGR2BGR),
+    "bayer_grbg16": (1, np.uint16, cv2.COLOR_BayerGB2BGR),
 }
+#: YUV 4:2:2 encodings: two pixels share one U and one V sample, so the width must be even.
+EVEN_WIDTH = frozenset({"yuv422", "uyvy", "yuv422_yuy2", "yuyv"})
+#: Bayer encodings: demosaicing needs at least one whole 2 x 2 tile.
+BAYER = frozenset(name for name in ENCODINGS if name.startswith("bayer_"))
+#: Drop reason of a detection box whose values (or their sums) leave the float32 range.
+BOX_OUT_OF_RANGE = f"detection box beyond the float32 range (a value or x + w, y + h above {FLOAT32_MAX:.3g})"
+#: Drop reason of a detection score beyond the float32 range.
+SCORE_OUT_OF_RANGE = f"detection score beyond the float32 range (above {FLOAT32_MAX:.3g})"
+OTHER_CLASS = "detection of another class"
 
 
 def build(store: Any, typename: str, **values: Any) -> Any:
@@ -67,34 +95,44 @@ def _default(store: Any, desc: tuple[Any, Any]) -> Any:
 
 
 def stamp_ns(header: Any) -> int:
-    """A header's stamp in integer nanoseconds."""
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+    """A header's stamp in integer nanoseconds.
+
+    Raises:
+        InputError: a negative ``sec`` or a ``nanosec`` of 10^9 or more (not a valid ``builtin_interfaces/Time``).
+    """
+    sec, nanosec = int(header.stamp.sec), int(header.stamp.nanosec)
+    if not 0 <= nanosec < 1_000_000_000:
+        raise InputError(f"header stamp with nanosec {nanosec}; expected 0 <= nanosec < 10^9")
+    return sec * 1_000_000_000 + nanosec
 
 
 def image_to_bgr(msg: Any) -> np.ndarray:
     """A ``sensor_msgs/Image`` or ``CompressedImage`` as (H, W, 3) uint8 BGR.
 
     Raises:
-        InputError: unknown encoding, a data buffer shorter than ``step * height``, undecodable bytes.
+        InputError: unknown encoding, a size above the frame ceilings (:mod:`pairedge.limits`), a width or
+            height the encoding cannot have, a step or data buffer too short, bytes that do not decode.
     """
     if hasattr(msg, "format") and not hasattr(msg, "encoding"):
-        data = np.frombuffer(memoryview(msg.data), np.uint8)
-        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-        if image is None:
-            raise InputError(f"compressed image ({msg.format!r}): the bytes do not decode as JPEG or PNG")
-        return image
+        return _decode_compressed(msg)
     encoding = str(msg.encoding)
     if encoding not in ENCODINGS:
         raise InputError(
-            f"image encoding {encoding!r} is not supported; expected one of {', '.join(ENCODINGS)} "
+            f"image encoding {printable(encoding)!r} is not supported; expected one of {', '.join(ENCODINGS)} "
             "(or a sensor_msgs/CompressedImage)"
         )
     channels, dtype, conversion = ENCODINGS[encoding]
     height, width, step = int(msg.height), int(msg.width), int(msg.step)
+    limits.check_frame_size(width, height, f"sensor_msgs/Image ({encoding})")
+    if encoding in EVEN_WIDTH and width % 2:
+        raise InputError(f"image {width} x {height} {encoding}: expected an even width (4:2:2 shares chroma "
+                         "between pixel pairs)")  # fmt: skip
+    if encoding in BAYER and (width < 2 or height < 2):
+        raise InputError(f"image {width} x {height} {encoding}: expected at least 2 x 2 pixels (one Bayer tile)")
     itemsize = np.dtype(dtype).itemsize
     row = width * channels * itemsize
     raw = np.frombuffer(memoryview(msg.data), np.uint8)
-    if height <= 0 or width <= 0 or step < row or raw.size < step * (height - 1) + row:
+    if step < row or raw.size < step * (height - 1) + row:
         raise InputError(
             f"image {width} x {height} {encoding}: expected a step >= {row} bytes and "
             f"{step * height} bytes of data, got step {step} and {raw.size} bytes"
@@ -107,6 +145,18 @@ def image_to_bgr(msg: Any) -> np.ndarray:
     if conversion is None:
         return pixels
     return cv2.cvtColor(np.ascontiguousarray(pixels), conversion)
+
+
+def _decode_compressed(msg: Any) -> np.ndarray:
+    """A ``CompressedImage`` decoded, its declared size checked first (a 100 kB PNG can declare 400 MP)."""
+    data = np.frombuffer(memoryview(msg.data), np.uint8)
+    check_image_bytes(memoryview(data), "sensor_msgs/CompressedImage")
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if image is None:
+        raise InputError(
+            f"compressed image ({printable(msg.format)!r}): the bytes do not decode although the header is valid"
+        )
+    return image
 
 
 def bgr_to_image(store: Any, image: np.ndarray, stamp: int, frame_id: str = "camera") -> Any:
@@ -143,6 +193,8 @@ class TrackIds:
             return -1
         if text.lstrip("-").isdigit() and len(text) < 19:
             return int(text)
+        if len(text) > 256:  # the table keeps names: a long one is kept as its digest
+            text = "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
         if text in self._names:
             self._names.move_to_end(text)
             return self._names[text]
@@ -155,7 +207,7 @@ class TrackIds:
 
 def detections_from_msg(
     msg: Any, ids: TrackIds, classes: frozenset[str] | None = None
-) -> tuple[Detections, int]:
+) -> tuple[Detections, Counter[str]]:
     """The boxes of a ``vision_msgs/Detection2DArray``.
 
     Args:
@@ -164,25 +216,47 @@ def detections_from_msg(
         classes: keep only detections whose best hypothesis has one of these class ids (None: all).
 
     Returns:
-        The detections and how many were skipped for their class.
+        The detections (NaN / inf boxes kept: the runtime drops and counts them) and the detections left
+        out, by reason (another class, a box or score beyond the float32 range).
     """
     boxes, tids, scores = [], [], []
-    skipped = 0
+    skipped: Counter[str] = Counter()
     for det in msg.detections:
         best_class, best_score = "", 1.0
         if len(det.results):
             hyp = max(det.results, key=lambda r: _hypothesis(r)[1])
             best_class, best_score = _hypothesis(hyp)
         if classes is not None and best_class not in classes:
-            skipped += 1
+            skipped[OTHER_CLASS] += 1
             continue
-        centre = det.bbox.center
-        point = getattr(centre, "position", centre)  # vision_msgs 4.x: Pose2D.position; older: Pose2D.x
-        w, h = float(det.bbox.size_x), float(det.bbox.size_y)
-        boxes.append((float(point.x) - w / 2, float(point.y) - h / 2, w, h))
+        box = _box(det.bbox)
+        if box is None:
+            skipped[BOX_OUT_OF_RANGE] += 1
+            continue
+        if math.isfinite(best_score) and abs(best_score) > FLOAT32_MAX:
+            skipped[SCORE_OUT_OF_RANGE] += 1
+            continue
+        boxes.append(box)
         tids.append(ids(str(det.id)))
         scores.append(best_score)
     return Detections.from_arrays(np.asarray(boxes, np.float64), np.asarray(tids), np.asarray(scores)), skipped
+
+
+def _box(bbox: Any) -> tuple[float, float, float, float] | None:
+    """``(x, y, w, h)`` of a ``BoundingBox2D``; None when finite values leave the float32 range.
+
+    NaN / inf values pass through (the runtime drops such a box with its own reason); a finite value that
+    float32 cannot hold, or a corner ``x + w`` / ``y + h`` that overflows it, would become inf silently.
+    """
+    centre = bbox.center
+    point = getattr(centre, "position", centre)  # vision_msgs 4.x: Pose2D.position; older: Pose2D.x
+    cx, cy, w, h = float(point.x), float(point.y), float(bbox.size_x), float(bbox.size_y)
+    if not all(math.isfinite(v) for v in (cx, cy, w, h)):
+        return cx - w / 2, cy - h / 2, w, h
+    x, y = cx - w / 2, cy - h / 2
+    if any(not math.isfinite(v) or abs(v) > FLOAT32_MAX for v in (x, y, w, h, x + w, y + h)):
+        return None
+    return x, y, w, h
 
 
 def _hypothesis(result: Any) -> tuple[str, float]:

@@ -15,8 +15,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import cv2
 import numpy as np
 from pairedge.errors import InputError
+from pairedge.io.textio import printable
 from pairedge.ros.matching import Match, StampMatcher
 from pairedge.ros.messages import (
     TrackIds,
@@ -27,6 +29,23 @@ from pairedge.ros.messages import (
     stamp_ns,
 )
 from pairedge.types import Detections
+
+#: Most distinct drop reasons kept; further new reasons are counted together under :data:`OTHER_REASONS`.
+MAX_REASONS = 100
+OTHER_REASONS = f"other reasons (more than {MAX_REASONS} kinds; the first {MAX_REASONS - 1} are listed)"
+
+
+class DropCounts(Counter):  # type: ignore[type-arg]
+    """Drop reason -> count, with at most :data:`MAX_REASONS` distinct reasons.
+
+    Reasons carry what was wrong (sizes, encodings), so a hostile stream could invent a new one per message;
+    past the cap new reasons add to :data:`OTHER_REASONS` and memory stays flat.
+    """
+
+    def __setitem__(self, key: str, value: int) -> None:
+        if key not in self and key != OTHER_REASONS and len(self) >= MAX_REASONS - 1:
+            key, value = OTHER_REASONS, self.get(OTHER_REASONS, 0) + value  # value is the increment here
+        super().__setitem__(key, value)
 
 
 @dataclass(frozen=True)
@@ -51,19 +70,30 @@ class Output:
 
 @dataclass(frozen=True)
 class Frame:
-    """A decoded, paired frame: header stamp (ns), the image's frame id, (H, W, 3) uint8 BGR, detections."""
+    """A decoded, paired frame.
+
+    Attributes:
+        stamp: the image's header stamp, integer ns. frame_id: the image's frame.
+        image: (H, W, 3) uint8 BGR. detections: its boxes.
+        time_s: seconds since the first frame of the stream, ``(stamp - first stamp) / 1e9`` from integer
+            nanoseconds: an exact duration whatever the stamps' origin (epoch stamps are ~1.7e9 s, where a
+            float64 second keeps only ~0.2 us).
+    """
 
     stamp: int
     frame_id: str
     image: np.ndarray
     detections: Detections
+    time_s: float = 0.0
 
 
 class FrameDecoder:
     """Pairs image and detection messages by stamp and decodes each pair into a :class:`Frame`.
 
     Frames come out in increasing stamp order (an older pair arriving late is dropped and counted), and
-    messages that cannot be decoded are dropped with their reason, so a consumer sees a clean stream.
+    messages that cannot be decoded are dropped with their reason, so a consumer sees a clean stream: one
+    bad message (a wrong header stamp, an image OpenCV cannot convert, a box beyond float32) costs that
+    message or that box, never the stream. Stamp jumps follow :mod:`pairedge.ros.matching`.
 
     Args:
         tolerance_s: largest image / detections stamp difference of a pair, seconds.
@@ -75,22 +105,40 @@ class FrameDecoder:
             raise InputError(f"stamp tolerance: expected a finite number of seconds >= 0, got {tolerance_s}")
         self.classes = classes
         self.matcher = StampMatcher(tolerance_ns=int(round(tolerance_s * 1e9)))
-        self.dropped: Counter[str] = Counter()
+        self.dropped: Counter[str] = DropCounts()
         self._ids = TrackIds()
         self._last = -(2**63)
+        self._first: int | None = None
 
     def image(self, msg: Any) -> list[Frame]:
         """Offer an image message; returns the frames it completes."""
-        return self._decode(self.matcher.add_image(stamp_ns(msg.header), msg))
+        stamp = self._stamp(msg, "image")
+        return [] if stamp is None else self._decode(self.matcher.add_image(stamp, msg))
 
     def detections(self, msg: Any) -> list[Frame]:
         """Offer a detection message; returns the frames it completes."""
-        return self._decode(self.matcher.add_detections(stamp_ns(msg.header), msg))
+        stamp = self._stamp(msg, "detections")
+        return [] if stamp is None else self._decode(self.matcher.add_detections(stamp, msg))
+
+    def flush(self) -> list[Frame]:
+        """End of stream: the frames of messages still held after a stamp jump (nothing contradicted them)."""
+        return self._decode(self.matcher.flush())
 
     def finish(self) -> Counter[str]:
         """End of stream; returns every drop reason with its count."""
         self.matcher.finish()
-        return self.matcher.dropped + self.dropped
+        merged = DropCounts()
+        for counts in (self.matcher.dropped, self.dropped):
+            merged.update({reason: n for reason, n in counts.items() if n > 0})
+        return merged
+
+    def _stamp(self, msg: Any, what: str) -> int | None:
+        try:
+            return stamp_ns(msg.header)
+        except Exception as exc:  # a garbage header: this message only
+            reason = str(exc) if isinstance(exc, InputError) else f"no valid header stamp ({type(exc).__name__})"
+            self.dropped[f"{what} message: {reason}"] += 1
+            return None
 
     def _decode(self, matches: list[Match]) -> list[Frame]:
         frames = []
@@ -101,15 +149,21 @@ class FrameDecoder:
             try:
                 image = image_to_bgr(match.image)
                 dets, skipped = detections_from_msg(match.detections, self._ids, self.classes)
-                frame_id = str(match.image.header.frame_id)
-            except (InputError, ValueError, AttributeError, TypeError) as exc:
-                reason = str(exc) if isinstance(exc, InputError) else f"malformed message ({type(exc).__name__})"
-                self.dropped[reason] += 1
+                frame_id = printable(match.image.header.frame_id)
+            except InputError as exc:
+                self.dropped[str(exc)] += 1
                 continue
-            if skipped:
-                self.dropped["detection of another class"] += skipped
+            except cv2.error as exc:
+                self.dropped[f"image conversion failed in OpenCV ({printable(exc.err or type(exc).__name__, 80)})"] += 1
+                continue
+            except Exception as exc:  # garbage field types and values: this frame only, the stream goes on
+                self.dropped[f"malformed message ({type(exc).__name__})"] += 1
+                continue
+            self.dropped.update(skipped)
             self._last = match.stamp
-            frames.append(Frame(match.stamp, frame_id, image, dets))
+            if self._first is None:
+                self._first = match.stamp
+            frames.append(Frame(match.stamp, frame_id, image, dets, (match.stamp - self._first) / 1e9))
         return frames
 
 
@@ -151,13 +205,21 @@ class RosRunner:
         """Offer a detection message."""
         return [self.step(f) for f in self.decoder.detections(msg)]
 
+    def flush(self) -> list[Output]:
+        """End of stream: run the frames still held after a stamp jump (see :meth:`FrameDecoder.flush`)."""
+        return [self.step(f) for f in self.decoder.flush()]
+
     def finish(self) -> Counter[str]:
         """End of stream; returns every drop reason with its count."""
         return self.decoder.finish()
 
     def step(self, frame: Frame) -> Output:
-        """Run the pipeline on one decoded frame and build the messages to publish."""
-        result = self.pipe.step(frame.image, frame.detections, frame.stamp / 1e9, frame_index=self.frames)
+        """Run the pipeline on one decoded frame and build the messages to publish.
+
+        The pipeline's timestamp is :attr:`Frame.time_s` (an exact duration since the first frame); the
+        record keeps the header stamp as ``stamp_ns``.
+        """
+        result = self.pipe.step(frame.image, frame.detections, frame.time_s, frame_index=self.frames)
         self.frames += 1
         record = result.to_json_dict()
         record["stamp_ns"] = frame.stamp

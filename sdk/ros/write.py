@@ -25,6 +25,7 @@ def write_log(
     image_topic: str = IMAGE_TOPIC,
     detections_topic: str = DETECTIONS_TOPIC,
     frame_id: str = "camera",
+    start_ns: int = 0,
 ) -> int:
     """Write ``(image, detections, timestamp)`` items as a rosbag2 log folder; returns the frame count.
 
@@ -32,6 +33,8 @@ def write_log(
         frames: (H, W, 3) uint8 BGR images, their detections and timestamps in seconds.
         path: the log folder to create (must not exist).
         storage: "mcap" or "sqlite3".
+        start_ns: added to every stamp, in integer nanoseconds (e.g. ``1_700_000_000 * 10**9`` for stamps
+            like a robot's clock since the epoch; kept exact, unlike a float second at that magnitude).
 
     Each frame is one ``sensor_msgs/Image`` (bgr8) and one ``vision_msgs/Detection2DArray`` with the same
     header stamp, logged at that stamp (detections 1 ms later, as a detector would publish them).
@@ -46,7 +49,7 @@ def write_log(
         images = writer.add_connection(image_topic, IMAGE, typestore=store)
         dets = writer.add_connection(detections_topic, DETECTION_ARRAY, typestore=store)
         for image, detections, timestamp in frames:
-            stamp = int(round(timestamp * 1e9))
+            stamp = int(start_ns) + int(round(timestamp * 1e9))
             msg = bgr_to_image(store, image, stamp, frame_id)
             writer.write(images, stamp, store.serialize_cdr(msg, IMAGE))
             det_msg = detections_to_msg(store, detections, stamp, frame_id)

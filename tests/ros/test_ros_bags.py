@@ -155,8 +155,8 @@ def test_missing_topics_and_corrupt_logs(scene, tmp_path: Path) -> None:
         run_log(tmp_path / "log", tmp_path / "out", topics=LogTopics(image="/detections"))
     junk = tmp_path / "junk.mcap"
     junk.write_bytes(b"\x89MCAP0\r\n" + bytes(range(256)) * 4)
-    with pytest.raises(FormatError, match="cannot read as a ROS 2 log"):
-        list_topics(junk)
+    with pytest.raises(FormatError, match="at byte 8: a record .* runs past the end of the 1.0 KiB file"):
+        list_topics(junk)  # the framing walk refuses it before rosbags reads a length it claims
     (data,) = (tmp_path / "log").glob("*.db3")
     cut = tmp_path / "cut.db3"
     cut.write_bytes(data.read_bytes()[:3000])
@@ -184,8 +184,8 @@ def test_image_encodings_round_trip() -> None:
     gray16 = (rng.integers(0, 65536, (5, 7))).astype(">u2")
     msg.encoding, msg.is_bigendian, msg.step, msg.data = "mono16", 1, 14, gray16.view(np.uint8).reshape(-1)
     assert np.array_equal(image_to_bgr(msg)[..., 0], (gray16.astype(np.uint16) >> 8).astype(np.uint8))
-    msg.encoding = "bayer_rggb8"
-    with pytest.raises(InputError, match="bayer_rggb8.*not supported"):
+    msg.encoding = "32FC1"
+    with pytest.raises(InputError, match="32FC1.*not supported"):
         image_to_bgr(msg)
     msg.encoding, msg.is_bigendian, msg.step, msg.data = "bgr8", 0, 21, bgr.reshape(-1)[:50]
     with pytest.raises(InputError, match="bytes of data"):
@@ -194,6 +194,9 @@ def test_image_encodings_round_trip() -> None:
     compressed = store.types["sensor_msgs/msg/CompressedImage"](header=msg.header, format="png", data=png.reshape(-1))
     assert np.array_equal(image_to_bgr(compressed), bgr)
     compressed.data = np.frombuffer(b"not an image", np.uint8)
+    with pytest.raises(InputError, match="not an image pairedge can measure"):
+        image_to_bgr(compressed)
+    compressed.data = png.reshape(-1)[:60]  # a valid header, then the bytes stop
     with pytest.raises(InputError, match="do not decode"):
         image_to_bgr(compressed)
 
@@ -204,11 +207,11 @@ def test_detections_round_trip_ids_and_classes() -> None:
                                   np.array([7, -1]), np.array([0.9, 0.5]))  # fmt: skip
     msg = detections_to_msg(store, dets, 123)
     got, skipped = detections_from_msg(msg, TrackIds())
-    assert skipped == 0
+    assert not skipped
     assert np.allclose(got.boxes, dets.boxes) and got.track_ids.tolist() == [7, -1]
     assert np.allclose(got.scores, dets.scores)
     _, skipped = detections_from_msg(msg, TrackIds(), frozenset({"car"}))
-    assert skipped == 2
+    assert skipped == {"detection of another class": 2}
     ids = TrackIds()
     assert [ids("a"), ids("b"), ids("a"), ids("12"), ids("")] == [2**40, 2**40 + 1, 2**40, 12, -1]
     small = TrackIds(capacity=2)
