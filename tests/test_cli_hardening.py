@@ -155,7 +155,7 @@ def test_any_exception_is_one_line_naming_the_inputs(exc: BaseException, needle:
 
 def test_debug_reraises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["score", "-p", "pcp", "--pred", str(tmp_path), "--gold", str(tmp_path)]
-    assert_one_error_line(runner.invoke(app, args), 1, "cannot read the file")
+    assert_one_error_line(runner.invoke(app, args), 1, "not a regular file")
     result = runner.invoke(app, ["--debug", *args])
     assert isinstance(result.exception, FormatError)
     monkeypatch.setenv(DEBUG_ENV, "1")
@@ -200,7 +200,7 @@ def test_a_folder_as_input_file(tmp_path: Path) -> None:
         ]
         if protocol != "pairwise":
             args = args[:-2]
-        assert_one_error_line(runner.invoke(app, args), 1, str(tmp_path), "cannot read the file")
+        assert_one_error_line(runner.invoke(app, args), 1, str(tmp_path), "not a regular file")
 
 
 # ------------------------------------------------------------------------------------ readers: range, depth
