@@ -344,8 +344,9 @@ def stale_note(folder: Path, stale: list[str]) -> list[str]:
     """The note about the outputs of an earlier run that :func:`remove_stale_outputs` removed."""
     if not stale:
         return []
+    it = "it" if len(stale) == 1 else "them"
     return [
-        f"removed {', '.join(stale)} of an earlier run in {printable(str(folder))} (this run does not write it)"
+        f"removed {', '.join(stale)} of an earlier run in {printable(str(folder))} (this run does not write {it})"
     ]
 
 
