@@ -18,15 +18,14 @@ from rich.table import Table
 
 
 def _result(report: Any) -> str:
-    """``ok`` or the counts, coloured: ``2 errors, 1 warning``."""
+    """``ok`` or the counts: ``2 errors, 1 warning``."""
     errors = len(report.errors)
-    warnings = len(report.findings) - errors
-    if not report.findings:
-        return "[green]ok[/]"
-    parts = [
-        f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((errors, "error"), (warnings, "warning")) if n
-    ]
-    return f"[{'red' if errors else 'yellow'}]{', '.join(parts)}[/]"
+    counts = ((errors, "error"), (len(report.findings) - errors, "warning"))
+    return ", ".join(f"{n} {word}{'s' if n > 1 else ''}" for n, word in counts if n) or "ok"
+
+
+def _colour(report: Any) -> str:
+    return "red" if report.errors else "yellow" if report.findings else "green"
 
 
 def _names(reports: Sequence[Any]) -> list[str]:
@@ -38,16 +37,16 @@ def _names(reports: Sequence[Any]) -> list[str]:
 def print_reports(reports: Sequence[Any]) -> None:
     """The :class:`~pairedge.export.tensorrt.check.CheckReport` of every file: the table, then the details."""
     table = Table(title="pairedge check: TensorRT readiness")
-    table.add_column("file", overflow="fold")
-    table.add_column("target", no_wrap=True)
-    table.add_column("result", no_wrap=True)
+    # the target and the result never shrink; a long file name or first problem is cut (details below)
+    table.add_column("file", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("target", no_wrap=True, min_width=max(len(r.target) for r in reports))
+    table.add_column("result", no_wrap=True, min_width=max(len(_result(r)) for r in reports))
     table.add_column("first problem", no_wrap=True, overflow="ellipsis", max_width=30)
     for name, report in zip(_names(reports), reports, strict=True):
         first = report.errors[0] if report.errors else (report.findings[0] if report.findings else None)
         shown = f"{first.rule}: {first.where}" if first else "-"
-        table.add_row(
-            escape(printable(name)), escape(report.target), _result(report), escape(printable(shown))
-        )
+        result = f"[{_colour(report)}]{_result(report)}[/]"
+        table.add_row(escape(printable(name)), escape(report.target), result, escape(printable(shown)))
     console.print(table)
     for name, report in zip(_names(reports), reports, strict=True):
         for f in report.findings:

@@ -24,7 +24,7 @@ def doctor(
     model: Path | None = typer.Option(
         None,
         "--model",
-        help="A model folder: which precisions and backends run here (files checked as the runtime checks "
+        help="A model folder (or default, the bundled model): which precisions and backends run here (files checked as the runtime checks "
         "them, realistic batches of 1, 64 and 512 pairs on each); exit code 1 when nothing in it runs or a "
         "file is broken.",
     ),
@@ -35,9 +35,10 @@ def doctor(
     found = probe()
     report = None
     if model is not None:
+        from pairedge.default_model import resolve_model_dir
         from pairedge.runtime.folder_check import inspect_model_folder
 
-        report = inspect_model_folder(model)
+        report = inspect_model_folder(resolve_model_dir(str(model)))
     if as_json:
         data = found.as_dict() if report is None else {"machine": found.as_dict(), "model": report.as_dict()}
         console.print_json(json.dumps(data))
@@ -87,7 +88,11 @@ def _print_probe(found: Probe) -> None:
 
 def _print_folder(report: FolderReport) -> None:
     """The model-folder part of the table output: facts as lines, options as a narrow table, reasons below."""
-    console.print(f"\n[bold]model folder[/] {escape(printable(report.folder, 1000))}", highlight=False)
+    from pairedge.default_model import describe_model
+
+    console.print(
+        f"\n[bold]model folder[/] {escape(printable(describe_model(report.folder), 1000))}", highlight=False
+    )
     console.print(f"  integrity: {escape(printable(report.integrity, 1000))}", highlight=False)
     if report.model:
         console.print(f"  model: {escape(printable(report.model, 1000))}", highlight=False)
