@@ -106,18 +106,20 @@ def calibrate(
             holds another model.
     """
     from pairedge.calibration.quantize import QuantConfig
+    from pairedge.default_model import resolve_model_dir
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
     QuantConfig(method=options.method)  # an unknown method fails now, not after minutes of collecting
+    scenes = check_scenes(options)  # the simulator work is bounded before any of it
     say = progress or (lambda _msg: None)
-    folder = Path(model).expanduser()
+    folder = resolve_model_dir(model)
     models = find_models(folder)
     target = Path(out).expanduser()
-    _check_out(folder, target)
+    check_out(folder, target)
     if collected is None:
         say("collecting samples")
-        collected = _collect(folder, models, options, say)
+        collected = _collect(folder, models, options, scenes, say)
     _fill_predictions(collected, models)
     for st in (collected.stage1, collected.stage2):
         check_stage(st, source=", ".join(collected.sources))
@@ -138,10 +140,59 @@ def calibrate(
     return CalibrationResult(target, files, report)
 
 
-def _check_out(model: Path, out: Path) -> None:
-    """``out`` must be new, empty, the model folder itself, or a folder holding the same fp32 models."""
+def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]:
+    """The ``--scenes`` of ``options`` parsed, with the simulator work they ask for checked against
+    :func:`pairedge.limits.check_sim_work` (every seed of every preset x ``frames``) before any rendering.
+
+    Raises:
+        InputError: a bad scene list, ``frames`` or ``stride`` below 1, or more work than the ceilings allow.
+    """
+    from pairedge import limits
+    from pairedge.calibration.collect import parse_scenes
+
+    if options.frames < 1 or options.stride < 1:
+        raise InputError(f"--frames and --stride: expected at least 1, got {options.frames} and {options.stride}")
+    scenes = parse_scenes(options.scenes) if options.scenes else []
+    limits.check_sim_work(sum(len(seeds) for _, seeds in scenes), options.frames, "--scenes x --frames")
+    return scenes
+
+
+def package_folders() -> list[Path]:
+    """The folders of the installed pairedge package (one, or one per subpackage of an editable install)."""
+    from importlib.util import find_spec
+
+    folders: list[Path] = []
+    for name in ("pairedge", "pairedge.runtime", "pairedge.export", "pairedge.calibration"):
+        spec = find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            folder = Path(location).resolve()
+            if folder not in folders:
+                folders.append(folder)
+    return folders
+
+
+def _refuse_package_out(model: Path, out: Path) -> None:
+    """Never write into the installed package (the bundled model's folder or anywhere else in it)."""
+    from pairedge.default_model import is_bundled
+
+    where = out.expanduser().resolve()
+    inside = next((f for f in package_folders() if where == f or f in where.parents), None)
+    if inside is None:
+        return
+    what = "the bundled model's folder" if is_bundled(where) else f"inside the installed pairedge package ({inside})"
+    hint = " (calibrate copies the bundled fp32 files into that folder)" if is_bundled(model) else ""
+    raise InputError(
+        f"--out {out}: {what}; calibrate never writes into the installed package: pass another --out, "
+        f"e.g. a new folder{hint}"
+    )
+
+
+def check_out(model: Path, out: Path) -> None:
+    """``out`` must be new, empty, the model folder itself, or a folder holding the same fp32 models, and
+    never inside the installed package."""
     from pairedge.modelfolder import sha256_file
 
+    _refuse_package_out(model, out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out: expected a folder, got the existing file {out}")
     if not out.exists() or not any(out.iterdir()) or out.resolve() == model.resolve():
@@ -155,14 +206,12 @@ def _check_out(model: Path, out: Path) -> None:
             )
 
 
-def _collect(folder: Path, models: Any, options: CalibrateOptions, say: Progress) -> Collected:
-    from pairedge.calibration.collect import parse_scenes
-
+def _collect(folder: Path, models: Any, options: CalibrateOptions, scenes: list[tuple[str, tuple[int, ...]]],
+             say: Progress) -> Collected:  # fmt: skip
     if (options.video is None) != (options.detections is None):
         raise InputError("--video and --detections go together (the same inputs as `pairedge run`)")
     parts = []
-    if options.scenes:
-        scenes = parse_scenes(options.scenes)
+    if scenes:
         parts.append(
             collect_scenes(
                 folder,

@@ -171,12 +171,16 @@ def collect_scenes(
 
     ``boxes``: "detections" (the simulated detector and tracker, as on a robot) or "truth".
     """
+    from pairedge import limits
     from pairedge.labels import SIM7
     from pairedge.runtime import Pipeline
     from pairedge.sim import simulate
 
     if boxes not in ("detections", "truth"):
         raise InputError(f"boxes: expected 'detections' or 'truth', got {boxes!r}")
+    if frames < 1 or stride < 1:
+        raise InputError(f"frames and stride: expected at least 1, got {frames} and {stride}")
+    limits.check_sim_work(sum(len(seeds) for _, seeds in scenes), frames, "scenes x frames")
     parts = []
     for preset, seeds in scenes:
         for seed in seeds:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from pairedge.errors import ModelError
+from pairedge.errors import InputError, ModelError
 from pairedge.export.checkpoint import Checkpoint, check_finite
 from pairedge.export.models import count_parameters, get_normalization
 from pairedge.modelfolder import STAGE_FILES, Manifest, register_files
@@ -29,6 +29,42 @@ from torch import nn
 DEFAULT_OPSET = 17
 PAIR_AXIS = "pairs"
 CHECK_BATCHES = (1, 7, 300)
+#: ONNX Runtime only guarantees opsets >= 7 (opset 6 graphs of these models fail there: no Sub(6) kernel).
+ORT_MIN_OPSET = 7
+
+
+def supported_opsets() -> tuple[int, int]:
+    """The ai.onnx opsets these models export to, ``(lowest, highest)``, inclusive.
+
+    The classic TorchScript exporter writes opsets 7 to 20 (torch 2.x: ``ONNX_MIN_OPSET`` /
+    ``ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET``; above 20 it warns and then fails for 24 and up), ONNX Runtime
+    guarantees 7 and up, and the installed onnx checks up to ``onnx.defs.onnx_opset_version()``. Every
+    architecture exports and matches PyTorch at each opset of that range (tests/test_export_cli.py).
+    """
+    try:
+        from torch.onnx import _constants as limits
+
+        lo = int(getattr(limits, "ONNX_MIN_OPSET", ORT_MIN_OPSET))
+        hi = int(getattr(limits, "ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET", 20))
+    except ImportError:  # pragma: no cover - a torch without the constants module
+        lo, hi = ORT_MIN_OPSET, 20
+    return max(lo, ORT_MIN_OPSET), min(hi, int(onnx.defs.onnx_opset_version()))
+
+
+def check_opset(opset: object) -> int:
+    """``opset`` as an int in :func:`supported_opsets`, checked before any export work.
+
+    Raises:
+        InputError: not an integer, or outside the supported range (the message gives the range).
+    """
+    lo, hi = supported_opsets()
+    if isinstance(opset, bool) or not isinstance(opset, int | np.integer) or not lo <= int(opset) <= hi:
+        raise InputError(
+            f"--opset {opset}: expected an ai.onnx opset from {lo} to {hi} (what torch {torch.__version__}'s "
+            f"exporter, onnx {onnx.__version__} and ONNX Runtime support for these models); the default is "
+            f"{DEFAULT_OPSET}"
+        )
+    return int(opset)
 
 
 @dataclass(frozen=True)
@@ -66,6 +102,8 @@ def _to_onnx_bytes(model: nn.Module, num_features: int, opset: int) -> bytes:
         warnings.simplefilter("ignore", category=DeprecationWarning)
         warnings.simplefilter("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
+        # opsets 7 and 8 keep initializers as graph inputs; torch says so on every export
+        warnings.filterwarnings("ignore", message=".*keep_initializers_as_inputs.*")
         torch.onnx.export(
             model,
             (dummy,),
@@ -149,10 +187,11 @@ def export_model(
         model: maps raw features (N, F) float32 to logits (N, C).
         metadata: written to ``metadata_props``; its normalisation statistics must be the model's.
         out: the ``.onnx`` path (parent folders are created).
-        opset: ai.onnx opset to declare.
+        opset: ai.onnx opset to declare, in :func:`supported_opsets` (InputError otherwise).
         check_batches: pair counts of the random parity inputs.
         check_inputs: optional real (N, F) features checked as well.
     """
+    opset = check_opset(opset)  # before any work: torch would dump its graph and warn on a bad one
     model = copy.deepcopy(model).cpu().float().eval()
     check_finite(model, "the model to export")
     metadata = metadata.validated(str(out))

@@ -23,13 +23,15 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import ModelError
+from pairedge.errors import ModelError, PairedgeError
 from pairedge.export.checkpoint import DEFAULT_THRESHOLDS, Checkpoint
 from pairedge.export.models import ModelConfig, build_model, set_normalization
 from pairedge.labels import PAPER3, STAGE1
@@ -61,6 +63,49 @@ def numpy_allowlist() -> list[Any]:
     return entries
 
 
+@contextmanager
+def folded_warnings(what: str = "torch") -> Iterator[None]:
+    """Keep warnings raised inside off stderr; a :class:`~pairedge.errors.PairedgeError` raised inside gets
+    them folded into its one-line message (``torch warned: ...``).
+
+    ``torch.load`` warns before it fails on a hostile file (e.g. "Detected pickle protocol 4 ..."): printed,
+    that is two more stderr lines before the error. On success the warnings are dropped: a weights-only
+    load that succeeded loaded tensors and plain containers only.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except PairedgeError as exc:
+            said = _warning_text(caught)
+            if not said:
+                raise
+            raise _with_note(exc, f"{what} warned: {said}") from None
+
+
+def _warning_text(caught: list[warnings.WarningMessage]) -> str:
+    """The distinct warnings of ``caught``, one line, their first sentences only."""
+    seen: list[str] = []
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        first = text.split(". ")[0].rstrip(".")[:200]
+        if first and first not in seen:
+            seen.append(first)
+    return "; ".join(seen[:3])
+
+
+def _with_note(exc: PairedgeError, note: str) -> PairedgeError:
+    """A copy of ``exc`` with ``note`` appended to its message (a FormatError keeps its path and record)."""
+    from pairedge.errors import FormatError
+
+    if isinstance(exc, FormatError):
+        return FormatError(exc.path, f"{exc.problem} ({note})", exc.record)
+    try:
+        return type(exc)(f"{exc} ({note})")
+    except TypeError:  # an error type with another constructor: the message still carries the note
+        return ModelError(f"{exc} ({note})")
+
+
 def safe_load(path: str | Path) -> Any:
     """``torch.load(path, weights_only=True)`` with :func:`numpy_allowlist`; every failure is a ModelError.
 
@@ -72,6 +117,11 @@ def safe_load(path: str | Path) -> Any:
         raise ModelError(f"{path}: checkpoint file not found")
     if path.stat().st_size == 0:
         raise ModelError(f"{path}: empty file, not a PyTorch checkpoint; copy the checkpoint again")
+    with folded_warnings("torch.load"):
+        return _load(path)
+
+
+def _load(path: Path) -> Any:
     try:
         with torch.serialization.safe_globals(numpy_allowlist()):
             return torch.load(path, map_location="cpu", weights_only=True)

@@ -178,7 +178,9 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     )
     assert "Recommended:" in res.output and data["environment"]["cpu"]
     md = (tmp_path / "bench.md").read_text()
-    assert "| Backend | Precision | Size | accuracy | MPCA | macro-F1 | agreement |" in md and "missing" in md
+    assert ("| Backend | Precision | Size | accuracy of scored pairs (misses excluded) | MPCA | macro-F1 | agreement |"
+            in md and "missing" in md)  # fmt: skip
+    assert "accuracy_scored" in fp32["accuracy"] and "accuracy" not in fp32["accuracy"]
     assert "## Pipeline latency per stage" in md and "| onnxruntime | fp16 | 10 | 45 |" in md
     assert "peak RSS of the bench process" in md
 

@@ -4,7 +4,9 @@
    pipeline (``--data``, default: simulator scenes whose seeds no training or calibration used); every
    pair-frame's features, logits and truth are kept.
 2. For each backend x precision: both classifiers on exactly those features -> stage-2 MPCA / macro-F1 /
-   accuracy on the true interacting pairs (stage 2 scored on the true pairs, as in the paper), top-1
+   accuracy on the true interacting pairs the pipeline scored (stage 2 scored on the true pairs, as in the
+   paper; true pairs the pipeline missed are not in the replay, so ``accuracy_scored`` = "accuracy of scored
+   pairs (misses excluded)", where ``pairedge eval``'s ``accuracy`` counts misses as wrong), top-1
    agreement with fp32 on the same pairs and stage-1 gate agreement on all pairs; classifier latency at
    1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the whole pipeline at 2 / 10 / 30 / 100 people: FPS and
    the latency of every stage (flow, features, stage 1, stage 2, total); the process's peak RSS and, where
@@ -18,7 +20,7 @@ Precisions whose files are missing and backends that cannot run here become rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +67,12 @@ class BenchOptions:
 
 @dataclass
 class BenchRow:
-    """One backend x precision. ``status``: "ok", "missing" (files), "unavailable" (backend), "error"."""
+    """One backend x precision. ``status``: "ok", "missing" (files), "unavailable" (backend), "error".
+
+    ``backend`` is the registry name (``onnxruntime``, never an alias). ``accuracy`` holds
+    ``accuracy_scored`` (accuracy of scored pairs, misses excluded), ``mpca`` and ``macro_f1``, all over the
+    true interacting pairs the pipeline scored.
+    """
 
     backend: str
     precision: str
@@ -103,22 +110,59 @@ class BenchResult:
 
 
 def resolve_backend(name: str) -> str:
-    """The registry name of a ``--backends`` entry (aliases such as ``ort-cpu`` accepted; unknown refused)."""
-    from pairedge.runtime.backends.registry import canonical_backend_name
+    """The registry name of a ``--backends`` entry (aliases such as ``ort-cpu`` accepted; unknown refused).
 
-    return canonical_backend_name(name)
+    Raises:
+        InputError: an unknown name, or ``auto`` (a benchmark names what it measures).
+    """
+    from pairedge.runtime.backends.registry import BACKENDS, canonical_backend_name
+
+    try:
+        canonical = canonical_backend_name(name)
+    except InputError as exc:
+        raise InputError(f"--backends: {exc}") from None
+    if canonical == "auto":
+        raise InputError(f"--backends: name the backends to measure (one or more of {', '.join(BACKENDS)}), not 'auto'")
+    return canonical
 
 
-def reference_rows(model: Path, data: str, frames: int | None, progress: Progress) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
-    """fp32 ONNX Runtime CPU replay of every source: (PairRows, truth_interacting, truth_label, source names)."""
+def _unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def check_options(opts: BenchOptions) -> tuple[BenchOptions, list[Any]]:
+    """``opts`` with registry backend names (aliases resolved, repeats dropped) and its sources, all checked
+    before any work: unknown backends or precisions, no fp32, bad or too large ``--data``.
+
+    Raises:
+        InputError: naming the option and what is accepted.
+    """
+    from dataclasses import replace
+
     from pairedge.evaluation.sources import parse_sources
+    from pairedge.runtime.loading import stage_file_names
+
+    if not opts.backends:
+        raise InputError("--backends: expected at least one classifier backend, e.g. onnxruntime")
+    backends = _unique(resolve_backend(b) for b in opts.backends)
+    precisions = _unique(p.strip().lower() for p in opts.precisions)
+    for p in precisions:
+        stage_file_names(p)  # an unknown precision: one line naming the accepted ones
+    if "fp32" not in precisions:
+        raise InputError("--precisions must include fp32: the gate and the agreement are measured against it")
+    sources = parse_sources(opts.data, frames=opts.frames)  # simulator work bounded (pairedge.limits)
+    return replace(opts, backends=backends, precisions=precisions), sources
+
+
+def reference_rows(model: Path, sources: Sequence[Any], frames: int | None, progress: Progress) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+    """fp32 ONNX Runtime CPU replay of every source: (PairRows, truth_interacting, truth_label, source names)."""
     from pairedge.runtime.parity.build import pair_truth
     from pairedge.runtime.parity.pack import PairRows
     from pairedge.runtime.parity.replay import load_pipeline, replay
 
     parts, inter, label, names = [], [], [], []
     with load_pipeline(model, backend="onnxruntime") as pipe:
-        for src in parse_sources(data, frames=frames):
+        for src in sources:
             progress(f"reference: fp32 pipeline on {src.name}")
             truths: list[Any] = []
 
@@ -142,13 +186,12 @@ def run_bench(
 ) -> BenchResult:
     """Measure every backend x precision of ``model`` (see the module docstring)."""
     from pairedge.bench.env import environment
+    from pairedge.default_model import resolve_model_dir
 
-    opts = options or BenchOptions()
+    opts, sources = check_options(options or BenchOptions())
     say = progress or (lambda _: None)
-    folder = Path(model).expanduser()
-    if "fp32" not in opts.precisions:
-        raise InputError("--precisions must include fp32: the gate and the agreement are measured against it")
-    ref, t_inter, t_label, names = reference_rows(folder, opts.data, opts.frames, say)
+    folder = resolve_model_dir(str(model))
+    ref, t_inter, t_label, names = reference_rows(folder, sources, opts.frames, say)
     scored = (t_inter == 1) & (t_label >= 0)
     if not scored.any():
         raise InputError(
@@ -158,7 +201,8 @@ def run_bench(
     _apply_gate(rows, opts.gate)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
-                 "gate": asdict(opts.gate), "speed_definition": _speed_text(opts)}  # fmt: skip
+                 "gate": asdict(opts.gate), "speed_definition": _speed_text(opts),
+                 "accuracy_definition": _accuracy_text()}  # fmt: skip
     memory = {"gpu_memory_mib": gpu_mib, "peak_rss_mib": peak_rss_mib()}
     return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)),
                        memory)  # fmt: skip
@@ -176,7 +220,7 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
     with ExitStack() as stack:
         for b in opts.backends:
             for p in opts.precisions:
-                row, pipe = _open(folder, resolve_backend(b), p, ref, scored, t_label, say)
+                row, pipe = _open(folder, b, p, ref, scored, t_label, say)
                 rows.append(row)
                 if pipe is not None:
                     pipes.append((row, stack.enter_context(pipe)))
@@ -203,6 +247,7 @@ def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarr
           say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
     """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
     from pairedge.metrics.pairwise import classification_metrics
+    from pairedge.metrics.pairwise_report import scored_accuracy
     from pairedge.runtime.loading import stage_file_names
     from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
     from pairedge.runtime.pipeline import interact_probability
@@ -232,8 +277,10 @@ def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarr
         pipe.close()
         row.status, row.reason = "error", str(exc)
         return row, None
+    # only pairs the pipeline scored reach here (true pairs it missed are not in the replay): every metric
+    # of a bench row is over the scored pairs, ``accuracy_scored`` as pairedge score / eval define it
     m = classification_metrics(t_label[scored], l2[scored].argmax(axis=1), l2.shape[1])
-    row.accuracy = {"mpca": m.mpca, "macro_f1": m.macro_f1, "accuracy": m.accuracy}
+    row.accuracy = {"accuracy_scored": scored_accuracy(m.confusion), "mpca": m.mpca, "macro_f1": m.macro_f1}
     tau = pipe.tau_interact
     row.agreement = {
         "top1": float((l2[scored].argmax(1) == ref.stage2_logits[scored].argmax(1)).mean()),
@@ -241,6 +288,12 @@ def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarr
         "max_abs_logit_error_stage2": float(np.abs(l2[scored] - ref.stage2_logits[scored]).max()),
     }  # fmt: skip
     return row, pipe
+
+
+def _accuracy_text() -> str:
+    from pairedge.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
+
+    return f"{ACCURACY_LABELS['accuracy_scored']}: {DEFINITIONS['accuracy_scored']}"
 
 
 def _speed_pairs(pair_counts: Iterable[int]) -> tuple[int, int]:

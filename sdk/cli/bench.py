@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import typer
@@ -26,19 +28,39 @@ def _people(text: str) -> tuple[int, ...]:
     return tuple(values)
 
 
+@contextmanager
+def _stage_per_message() -> Iterator[Callable[[str], None]]:
+    """A progress callback for which each message starts a stage of work (and ends the one before): a bar on
+    a terminal, a start and an end line when piped (:func:`pairedge.cli.progress.stage_progress`)."""
+    from pairedge.cli.progress import stage_progress
+
+    current = ExitStack()
+
+    def say(text: str) -> None:
+        current.close()
+        advance = current.enter_context(stage_progress(text, None, unit="step"))
+        current.callback(advance)  # the stage is one step, done when the next one starts
+
+    try:
+        yield say
+    finally:
+        current.close()
+
+
 @app.command("bench")
 @handle_errors
 def bench_command(
-    model: Path = typer.Argument(
-        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants)."
+    model: str = typer.Argument(
+        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model)."
     ),
     precisions: str = typer.Option(
         "fp32,fp16,int8", "--precisions", help="Comma-separated; must include fp32."
     ),
     backends: str = typer.Option(
-        "ort-cpu",
+        "onnxruntime",
         "--backends",
-        help="Comma-separated classifier backends: ort-cpu, ort-cuda, ort-trt, tensorrt, or any registry name.",
+        help="Comma-separated classifier backends: onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, tensorrt "
+        "(aliases ort-cpu, ort-cuda, ort-trt, trt accepted; tables name the registry names).",
     ),  # fmt: skip
     data: str | None = typer.Option(
         None, "--data", help="Held-out sources for accuracy (pairedge eval syntax)."
@@ -55,29 +77,33 @@ def bench_command(
     out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
 ) -> None:
     """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
-    from pairedge.bench.report import rich_table, write_bench
-    from pairedge.bench.run import DEFAULT_DATA, BenchOptions, run_bench
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from pairedge.bench.report import terminal_legend, terminal_table, write_bench
+    from pairedge.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
+    from pairedge.cli.score import print_table
+    from pairedge.default_model import describe_model, resolve_model_dir
 
     opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,
                         frames=frames, repeats=repeats, people=_people(people))  # fmt: skip
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=None)
-        result = run_bench(model, opts, progress=lambda text: progress.update(task, description=escape(text)))
-    console.print(rich_table(result))
+    opts, _ = check_options(opts)  # unknown backends / precisions and too much --data refused before any work
+    folder = resolve_model_dir(model)
+    console.print(f"model: {escape(describe_model(folder))}", highlight=False, soft_wrap=True)
+    with _stage_per_message() as say:
+        result = run_bench(folder, opts, progress=say)
+    print_table(terminal_table(result))
+    for line in terminal_legend(result):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False)
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False, soft_wrap=True)
     env = result.environment
     console.print(escape(f"environment: {env['cpu']}; GPU: {env['gpu']}; onnxruntime "
-                         f"{env['libraries'].get('onnxruntime')}"), highlight=False)  # fmt: skip
+                         f"{env['libraries'].get('onnxruntime')}"), highlight=False, soft_wrap=True)  # fmt: skip
     if env.get("jetson"):
-        console.print(escape(f"jetson: {env['jetson']}"), highlight=False)
+        console.print(escape(f"jetson: {env['jetson']}"), highlight=False, soft_wrap=True)
     mem = result.memory
     gpu = mem.get("gpu_memory_mib")
     console.print(escape(f"memory: peak RSS {mem.get('peak_rss_mib') or 0:.0f} MiB; GPU "
                          f"{'n/a' if gpu is None else f'{gpu:.0f} MiB'}"), highlight=False)  # fmt: skip
     if out is not None:
         files = write_bench(result, out)
-        console.print("files: " + escape(", ".join(files.values())), highlight=False)
+        console.print("files: " + escape(", ".join(files.values())), highlight=False, soft_wrap=True)

@@ -12,9 +12,15 @@ from rich.markup import escape
 @app.command()
 @handle_errors
 def calibrate(
-    model: Path = typer.Argument(..., help="Model folder with stage1.onnx + stage2.onnx (pairedge export)."),
+    model: str = typer.Argument(
+        ..., help="Model folder with stage1.onnx + stage2.onnx (pairedge export), or 'default' (the bundled model)."
+    ),
     out: Path = typer.Option(
-        ..., "--out", "-o", help="Output folder: a new one, or the model folder itself (files are added)."
+        ...,
+        "--out",
+        "-o",
+        help="Output folder: a new one (the fp32 files are copied there), or the model folder itself (files are "
+        "added; never the bundled model's).",
     ),
     scenes: str | None = typer.Option(
         None,
@@ -50,8 +56,9 @@ def calibrate(
     strict: bool = typer.Option(False, "--strict", help="A small stratum is an error (exit code 1)."),
 ) -> None:
     """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
-    from pairedge.calibration.api import DEFAULT_METHOD, CalibrateOptions
+    from pairedge.calibration.api import DEFAULT_METHOD, CalibrateOptions, check_out, check_scenes
     from pairedge.calibration.api import calibrate as run_calibration
+    from pairedge.default_model import describe_model, resolve_model_dir
 
     options = CalibrateOptions(
         scenes=scenes,
@@ -72,30 +79,35 @@ def calibrate(
         raise fail(
             "give calibration data: --scenes PRESET:SEEDS, --video V --detections D, or --features F.npz"
         )
+    check_scenes(options)  # --scenes x --frames bounded before the model is even opened
+    folder = resolve_model_dir(model)
+    check_out(folder, out.expanduser())  # never into the installed package; nothing printed before a refusal
+    console.print(f"model: {escape(describe_model(folder))}", highlight=False, soft_wrap=True)
     with err_console.status("calibrating") as status:
-        result = run_calibration(model, out, options, progress=lambda m: status.update(escape(m)))
+        result = run_calibration(folder, out, options, progress=lambda m: status.update(escape(m)))
     _print(result)
 
 
 def _print(result: object) -> None:
-    from rich.table import Table
+    from pairedge.cli.score import print_table
+    from pairedge.metrics.report import Table
 
     report = result.report  # type: ignore[attr-defined]
-    table = Table(title=f"pairedge calibrate: method {report['method']}")
-    for column in ("stage", "rows (cal / held out)", "int8 agreement", "int8 max |dlogit|", "fp16 agreement",
-                   "kept in float"):  # fmt: skip
-        table.add_column(column)
+    rows = []
     for key, st in report["stages"].items():
         i8, f16 = st["held_out"]["int8"], st["held_out"]["fp16"]
-        table.add_row(
-            key,
-            f"{st['rows']['calibration']} / {st['rows']['held_out']}",
-            f"{100 * i8['agreement']:.2f} %",
-            f"{i8['max_abs_logit_error']:.3g}",
-            f"{100 * f16['agreement']:.2f} %",
-            str(len(st["excluded_nodes"])),
-        )
-    console.print(table)
+        rows.append((key, st["rows"]["calibration"], st["rows"]["held_out"], f"{100 * i8['agreement']:.2f} %",
+                     f"{i8['max_abs_logit_error']:.3g}", f"{100 * f16['agreement']:.2f} %",
+                     len(st["excluded_nodes"])))  # fmt: skip
+    columns = ("stage", "cal rows", "held out", "int8 agree", "dlogit", "fp16 agree", "in float")
+    print_table(Table(f"pairedge calibrate: method {report['method']}", columns, tuple(rows)))
+    console.print(
+        "agree: decisions equal to fp32 on the held-out rows; dlogit: int8's max |logit - fp32 logit|; in float: "
+        "int8 nodes kept in float to reach --target-agreement",
+        highlight=False,
+        soft_wrap=True,
+    )
     for warning in result.warnings:  # type: ignore[attr-defined]
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
-    console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)")  # type: ignore[attr-defined]
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)", highlight=False,  # type: ignore[attr-defined]
+                  soft_wrap=True)  # fmt: skip

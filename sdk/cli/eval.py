@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import typer
@@ -14,7 +13,7 @@ from rich.markup import escape
 @handle_errors
 def eval_command(
     model: Path = typer.Argument(
-        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants)."
+        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model)."
     ),
     data: str = typer.Option(
         ...,
@@ -53,37 +52,33 @@ def eval_command(
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
     from dataclasses import replace
 
+    from pairedge.cli.progress import stage_progress
+    from pairedge.cli.score import print_table
+    from pairedge.default_model import describe_model, resolve_model_dir
     from pairedge.evaluation.fleet_eval import evaluate_many
-    from pairedge.evaluation.report import METRICS, write_eval
+    from pairedge.evaluation.report import summary_table, write_eval
     from pairedge.evaluation.sources import parse_sources
     from pairedge.runtime.loading import find_models
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
-    find_models(model, precision)  # a wrong model folder: one line now, not once per source after the work
+    folder = resolve_model_dir(str(model))
+    find_models(folder, precision)  # a wrong model folder: one line now, not once per source after the work
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        overall = progress.add_task(f"sources ({escape(executor)})", total=len(sources))
-        result = evaluate_many(model, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
+    console.print(f"model: {escape(describe_model(folder))} ({escape(precision)})", highlight=False, soft_wrap=True)
+    with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
+        result = evaluate_many(folder, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
                                executor=executor, address=address, workers=workers,
-                               on_done=lambda _: progress.advance(overall))  # fmt: skip
+                               on_done=lambda _: advance())  # fmt: skip
     failures = result.failures
     if result.report is None:
         raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")
     report = replace(result.report, notes=(*result.report.notes, *(f"FAILED {k}: {e}" for k, e in failures)))
     files = write_eval(report, out)
-    summary = report.summary()
-    table = Table(title=escape(f"pairedge eval {model.name} ({precision}) on {len(sources)} source(s)"))
-    for m in METRICS:
-        table.add_column(m, justify="right")
-    table.add_row(*("-" if not math.isfinite(summary[m]) else f"{summary[m]:.3f}" for m in METRICS))
-    console.print(table)
+    print_table(summary_table(report))
     for note in report.notes:
-        console.print(f"[dim]note:[/] {escape(note)}", highlight=False)
+        console.print(f"[dim]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     if "png_skipped" in files:
-        console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False)
-    console.print("files: " + escape(", ".join(files.values())), highlight=False)
+        console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False, soft_wrap=True)
+    console.print("files: " + escape(", ".join(files.values())), highlight=False, soft_wrap=True)
     if failures:
         raise fail(f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
                    f"first: {failures[0][0]}: {failures[0][1]}")  # fmt: skip

@@ -36,18 +36,19 @@ def export_command(
         help="--paper-stage1: the wrap setting the checkpoint was trained with (default --panoramic, as the "
         "released training always used); stored in the model and applied by the runtime.",
     ),
-    opset: int = typer.Option(17, "--opset", help="ai.onnx opset to declare."),
+    opset: int = typer.Option(17, "--opset", help="ai.onnx opset to declare (7 to 20 with torch 2.x)."),
 ) -> None:
     """Export CHECKPOINT to ONNX (dynamic pair axis, metadata) and print the ONNX Runtime vs PyTorch error."""
     from pairedge._optional import require
 
     require("torch", purpose="pairedge export")
     from pairedge.export.checkpoint import load_checkpoint
-    from pairedge.export.onnx_export import export_checkpoint, register_export
-    from pairedge.export.paper_import import import_paper_stage1, import_paper_stage2
+    from pairedge.export.onnx_export import check_opset, export_checkpoint, register_export
+    from pairedge.export.paper_import import folded_warnings, import_paper_stage1, import_paper_stage2
     from pairedge.labels import get_label_set
     from pairedge.modelfolder import MANIFEST_NAME
 
+    check_opset(opset)  # before reading the checkpoint: one line, no torch warning or graph dump
     if paper_stage1 and paper_stage2:
         raise InputError("give at most one of --paper-stage1 and --paper-stage2")
     if labels is not None and not paper_stage2:
@@ -56,13 +57,14 @@ def export_command(
         raise InputError(
             "--panoramic/--no-panoramic applies to --paper-stage1 only (other checkpoints store their feature options)"
         )
-    if paper_stage1:
-        ckpt = import_paper_stage1(checkpoint, panoramic=True if panoramic is None else panoramic)
-    elif paper_stage2:
-        ckpt = import_paper_stage2(checkpoint, get_label_set(labels).classes if labels else None)
-    else:
-        ckpt = load_checkpoint(checkpoint)
-    result = export_checkpoint(ckpt, out, opset=opset)
+    with folded_warnings():  # a hostile file: one error line, torch's warnings folded into it
+        if paper_stage1:
+            ckpt = import_paper_stage1(checkpoint, panoramic=True if panoramic is None else panoramic)
+        elif paper_stage2:
+            ckpt = import_paper_stage2(checkpoint, get_label_set(labels).classes if labels else None)
+        else:
+            ckpt = load_checkpoint(checkpoint)
+        result = export_checkpoint(ckpt, out, opset=opset)
     manifest = register_export(result)
     meta = result.metadata
     console.print(

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from pairedge.cli.app import app, console, fail, handle_errors
+from pairedge.cli.app import app, console, handle_errors
 from pairedge.errors import InputError
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.metrics.report import ScoreReport
+    from pairedge.metrics.report import ScoreReport, Table
 
 
 class Protocol(str, Enum):
@@ -42,6 +43,36 @@ PAR_THRESHOLD_OPTIONS = {
 }
 
 
+#: The protocol each protocol-specific option belongs to (given with another protocol, it is refused:
+#: nothing is accepted and silently ignored).
+OPTION_PROTOCOL = {
+    "--tau": Protocol.pairwise,
+    "--labels": Protocol.pairwise,
+    "--mode": Protocol.pcp,
+    "--threshold": Protocol.pcp,
+    "--par-variant": Protocol.par,
+    **dict.fromkeys(PAR_THRESHOLD_OPTIONS, Protocol.par),
+}
+DEFAULT_TAU = 0.5
+DEFAULT_PCP_THRESHOLD = 0.5
+
+
+def _refuse_other_protocols(protocol: Protocol, given: dict[str, Any]) -> None:
+    """An InputError naming the options in ``given`` that belong to another protocol than ``protocol``."""
+    wrong: dict[Protocol, list[str]] = {}
+    for name in given:
+        owner = OPTION_PROTOCOL[name]
+        if owner is not protocol:
+            wrong.setdefault(owner, []).append(name)
+    if not wrong:
+        return
+    parts = [f"{', '.join(names)}: only for --protocol {owner.value}" for owner, names in wrong.items()]
+    raise InputError(
+        f"{'; '.join(parts)} (got --protocol {protocol.value}); drop the option or score with the protocol "
+        "it belongs to"
+    )
+
+
 def _finite_threshold(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
     """A PAR threshold is any finite raw logit; NaN or inf is a usage error (one line, exit 2)."""
     if value is not None and not math.isfinite(value):
@@ -56,15 +87,19 @@ def score(
     pred: Path = typer.Option(..., "--pred", help="Prediction file."),
     gold: Path = typer.Option(..., "--gold", help="Ground-truth file."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full report as JSON here."),
-    tau: float = typer.Option(0.5, "--tau", help="pairwise: stage-1 threshold on predicted p_interact."),
+    tau: float | None = typer.Option(
+        None, "--tau", help="pairwise: stage-1 threshold on predicted p_interact (default 0.5)."
+    ),
     labels: str | None = typer.Option(
         None,
         "--labels",
         help="pairwise: label set when the files have no header: a name (paper3, cad8, ...) or a "
         "comma-separated list of class names.",
     ),
-    mode: PcpMode = typer.Option(PcpMode.loose, "--mode", help="pcp: loose (Buffy official) or strict."),
-    threshold: float = typer.Option(0.5, "--threshold", help="pcp: the threshold t."),
+    mode: PcpMode | None = typer.Option(
+        None, "--mode", help="pcp: loose (Buffy official; the default) or strict."
+    ),
+    threshold: float | None = typer.Option(None, "--threshold", help="pcp: the threshold t (default 0.5)."),
     par_variant: ParVariant | None = typer.Option(
         None,
         "--par-variant",
@@ -95,27 +130,27 @@ def score(
     File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem;
     a ground truth with nothing to score is an error too.
     """
-    par_options: dict[str, Any] = {
+    given = {
+        "--tau": tau,
+        "--labels": labels,
+        "--mode": mode.value if mode is not None else None,
+        "--threshold": threshold,
         "--par-variant": par_variant.value if par_variant is not None else None,
         "--par-actions-threshold": par_actions_threshold,
         "--par-social-threshold": par_social_threshold,
         "--par-global-threshold": par_global_threshold,
     }
-    par_given = {name: value for name, value in par_options.items() if value is not None}
-    if par_given and protocol is not Protocol.par:
-        raise fail(
-            f"{', '.join(par_given)}: only for --protocol par (got --protocol {protocol.value}); "
-            "drop the option or score with --protocol par"
-        )
+    given = {name: value for name, value in given.items() if value is not None}
+    _refuse_other_protocols(protocol, given)
     report = _dispatch(
         protocol,
         pred,
         gold,
-        tau=tau,
+        tau=DEFAULT_TAU if tau is None else tau,
         labels=labels,
-        mode=mode.value,
-        threshold=threshold,
-        par_options=par_given,
+        mode=(mode or PcpMode.loose).value,
+        threshold=DEFAULT_PCP_THRESHOLD if threshold is None else threshold,
+        par_options={k: v for k, v in given.items() if OPTION_PROTOCOL[k] is Protocol.par},
     )
     if json_out is not None:  # written first: a report is never lost to a terminal problem
         write_report(report, json_out)
@@ -172,9 +207,63 @@ def _dispatch(
 
 
 def _cell(value: Any) -> str:
+    """A cell as plain text (never markup: it is printed as a :class:`rich.text.Text`)."""
     if isinstance(value, float):
         return "—" if not math.isfinite(value) else f"{value:.4f}"
-    return escape(str(value))
+    return str(value)
+
+
+def _table_width(widths: Sequence[int]) -> int:
+    """Characters of a Rich table (default box, padding 1) whose columns hold ``widths`` characters."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def column_groups(table: Table, width: int) -> list[list[int]]:
+    """Column indices of each part of ``table`` so that every part fits ``width`` characters.
+
+    The first column (the row names) starts every part; the others follow in order, as many per part as
+    fit. A column too wide for any part gets a part of its own (the terminal folds it; JSON has it whole).
+    """
+    from rich.cells import cell_len
+
+    cells = [[str(c) for c in table.columns], *([_cell(v) for v in row] for row in table.rows)]
+    widths = [max(cell_len(r[i]) for r in cells if i < len(r)) for i in range(len(table.columns))]
+    if len(widths) <= 1 or _table_width(widths) <= width:
+        return [list(range(len(widths)))]
+    groups: list[list[int]] = [[0]]
+    for i in range(1, len(widths)):
+        if len(groups[-1]) > 1 and _table_width([widths[k] for k in (*groups[-1], i)]) > width:
+            groups.append([0])
+        groups[-1].append(i)
+    return groups
+
+
+def rich_tables(table: Table, width: int) -> list[Any]:
+    """``table`` as Rich tables that print whole at ``width`` columns: one value per cell, no cell cut or
+    wrapped inside a word; columns that do not fit go to a continuation table (first column repeated)."""
+    from rich.cells import cell_len
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    groups = column_groups(table, width)
+    out = []
+    for k, cols in enumerate(groups):
+        more = f" ({k + 1}/{len(groups)})" if len(groups) > 1 else ""
+        title = table.title + more
+        part = RichTable(title=Text(title), min_width=min(cell_len(title) + 4, width))  # a title on one line
+        for i in cols:
+            part.add_column(Text(str(table.columns[i])), justify="left" if i == 0 else "right", no_wrap=True)
+        for row in table.rows:
+            part.add_row(*(Text(_cell(row[i]) if i < len(row) else "") for i in cols))
+        out.append(part)
+    return out
+
+
+def print_table(table: Table, out: Any = None) -> None:
+    """Print ``table`` (:class:`pairedge.metrics.report.Table`) to fit ``out`` (default: the CLI console)."""
+    out = out or console
+    for part in rich_tables(table, out.width):
+        out.print(part)
 
 
 def _par_settings(report: ScoreReport) -> str | None:
@@ -189,24 +278,22 @@ def _par_settings(report: ScoreReport) -> str | None:
 
 
 def print_report(report: ScoreReport) -> None:
-    """Print a report's summary, tables and notes with rich."""
-    from rich.table import Table as RichTable
+    """Print a report's summary, tables and notes; every table fits the terminal (see :func:`rich_tables`)."""
+    from pairedge.metrics.report import Table
 
-    summary = RichTable(title=f"{escape(report.protocol)}: summary")
-    summary.add_column("metric")
-    summary.add_column("value", justify="right")
-    for name, value in report.summary.items():
-        summary.add_row(escape(name), _cell(value))
-    console.print(summary)
+    rows = tuple((summary_label(name), value) for name, value in report.summary.items())
+    print_table(Table(f"{report.protocol}: summary", ("metric", "value"), rows))
     settings = _par_settings(report)
     if settings:
         console.print(escape(settings), highlight=False, soft_wrap=True)
-    for table in report.tables:  # titles, columns and cells carry data (label names, image names): escaped
-        out = RichTable(title=escape(table.title))
-        for i, column in enumerate(table.columns):
-            out.add_column(escape(str(column)), justify="left" if i == 0 else "right", overflow="fold")
-        for row in table.rows:
-            out.add_row(*(_cell(v) for v in row))
-        console.print(out)
+    for table in report.tables:  # titles, columns and cells carry data (label names): printed as plain Text
+        print_table(table)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
+
+
+def summary_label(name: str) -> str:
+    """How a summary key is shown: the two accuracies say what they count (``pairedge.metrics``)."""
+    from pairedge.metrics.pairwise_report import ACCURACY_LABELS
+
+    return ACCURACY_LABELS.get(name, name)

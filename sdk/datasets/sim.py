@@ -61,6 +61,10 @@ class SimDataset:
             raise InputError(
                 "simulator dataset: expected frames >= 2, stride >= 1 and some presets and seeds"
             )
+        from pairedge import limits
+
+        # every scene is rendered: the work is bounded before any of it (SPEC 9)
+        limits.check_sim_work(len(self.presets) * len(self.seeds), self.frames, "simulator dataset")
 
 
 def _pair_keys(pairs: np.ndarray) -> np.ndarray:

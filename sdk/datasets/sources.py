@@ -11,6 +11,7 @@ SOURCE is one of
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pairedge.datasets.arrays import FeatureData, load_npz
@@ -53,8 +54,31 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return tuple(seeds)
 
 
-def parse_sim_source(source: str, stage: int, labels: str | None = None) -> SimDataset:
-    """The :class:`~pairedge.datasets.sim.SimDataset` described by a ``sim:...`` source."""
+@dataclass(frozen=True)
+class SimScenes:
+    """What a ``sim:...`` source asks for, checked: presets, seeds, frames per scene, stride and boxes."""
+
+    presets: tuple[str, ...]
+    seeds: tuple[int, ...]
+    frames: int
+    stride: int
+    boxes: str
+
+
+def parse_sim_scenes(source: str, frames: int | None = None, min_frames: int = 1) -> SimScenes:
+    """The scenes of a ``sim:...`` source, bounded before anything is rendered.
+
+    Args:
+        source: ``sim:PRESET[+PRESET...][:seeds=A-B][:frames=N][:stride=S][:boxes=...]``.
+        frames: frames per scene overriding the text's ``frames=`` (e.g. ``pairedge eval --frames``).
+        min_frames: the fewest frames per scene the caller can use (training needs 2).
+
+    Raises:
+        InputError: unknown option, bad number, too few frames, or more work (presets x seeds scenes of
+            ``frames`` each) than :func:`pairedge.limits.check_sim_work` allows.
+    """
+    from pairedge import limits
+
     parts = source[len(SIM_PREFIX) :].split(":")
     presets = tuple(p for p in parts[0].split("+") if p)
     options: dict[str, str] = {}
@@ -65,19 +89,34 @@ def parse_sim_source(source: str, stage: int, labels: str | None = None) -> SimD
                 f"{source!r}: expected options seeds=A-B, frames=N, stride=S, boxes=truth|detections, got {part!r}"
             )
         options[key] = value
+    seeds = parse_seeds(options.get("seeds", "0-7"))
+    try:
+        count = int(options.get("frames", 300)) if frames is None else int(frames)
+        stride = int(options.get("stride", 3))
+    except ValueError as exc:
+        raise InputError(f"{source!r}: {exc}") from None
+    if count < min_frames:
+        raise InputError(f"{source!r}: {count} frames per scene; expected at least {min_frames}")
+    boxes = options.get("boxes", "detections")
+    if boxes not in ("detections", "truth") or stride < 1 or not presets:
+        raise InputError(f"{source!r}: expected a preset, boxes=truth|detections and stride >= 1")
+    limits.check_sim_work(len(presets) * len(seeds), count, f"--data {source}")
+    return SimScenes(presets, seeds, count, stride, boxes)
+
+
+def parse_sim_source(
+    source: str, stage: int, labels: str | None = None, frames: int | None = None
+) -> SimDataset:
+    """The :class:`~pairedge.datasets.sim.SimDataset` described by a ``sim:...`` source (see
+    :func:`parse_sim_scenes`; at least 2 frames per scene)."""
     if labels not in (None, "paper3", "sim7", "stage1"):
         raise InputError(f"simulator data: labels must be paper3 or sim7 at stage 2, got {labels!r}")
     task = "stage1" if stage == 1 else (labels or "paper3")
+    sc = parse_sim_scenes(source, frames, min_frames=2)
     try:
-        return SimDataset(
-            presets=presets,
-            seeds=parse_seeds(options.get("seeds", "0-7")),
-            frames=int(options.get("frames", 300)),
-            stride=int(options.get("stride", 3)),
-            boxes=options.get("boxes", "detections"),
-            task=task,
-        )
-    except ValueError as exc:
+        return SimDataset(presets=sc.presets, seeds=sc.seeds, frames=sc.frames, stride=sc.stride, boxes=sc.boxes,
+                          task=task)  # fmt: skip
+    except InputError as exc:
         raise InputError(f"{source!r}: {exc}") from None
 
 

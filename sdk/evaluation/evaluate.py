@@ -21,6 +21,7 @@ from pairedge.errors import InputError
 from pairedge.evaluation.sources import StreamSource, parse_sources
 from pairedge.metrics.pairwise import metrics_from_confusion
 from pairedge.metrics.pairwise_groups import DetectionScore
+from pairedge.metrics.pairwise_report import scored_accuracy
 
 _STAGES = ("flow", "features", "stage1", "stage2", "total")
 
@@ -58,15 +59,18 @@ class EvalReport:
     per_source: tuple[dict[str, Any], ...] = field(default_factory=tuple)
 
     def summary(self) -> dict[str, float]:
-        """Headline metrics from the counts (NaN where undefined)."""
+        """Headline metrics from the counts (NaN where undefined), as ``pairedge score`` computes them:
+        ``accuracy`` counts missed true pairs as wrong, ``accuracy_scored`` leaves them out
+        (:data:`pairedge.metrics.pairwise_report.ACCURACY_LABELS`)."""
         nan = float("nan")
-        out = dict.fromkeys(("accuracy", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
-                             "group_activity_accuracy", "group_f1"), nan)  # fmt: skip
+        out = dict.fromkeys(("accuracy", "accuracy_scored", "mpca", "macro_f1", "pair_precision", "pair_recall",
+                             "pair_f1", "group_activity_accuracy", "group_f1"), nan)  # fmt: skip
         if not self.has_truth:
             return out
         if int(self.confusion.sum() + self.missing.sum()):
             m = metrics_from_confusion(self.confusion, self.missing, self.labels)
-            out.update(accuracy=m.accuracy, mpca=m.mpca, macro_f1=m.macro_f1)
+            out.update(accuracy=m.accuracy, accuracy_scored=scored_accuracy(m.confusion), mpca=m.mpca,
+                       macro_f1=m.macro_f1)  # fmt: skip
         s1 = DetectionScore(**self.stage1)
         out.update(pair_precision=s1.precision, pair_recall=s1.recall, pair_f1=s1.f1)
         if self.group_activity and self.group_activity["scored"]:

@@ -8,9 +8,30 @@ from pathlib import Path
 import numpy as np
 from pairedge.evaluation.confusion_png import render, write_png
 from pairedge.evaluation.evaluate import EvalReport
+from pairedge.metrics.report import Table
 
-METRICS = ("accuracy", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
+METRICS = ("accuracy", "accuracy_scored", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
            "group_activity_accuracy", "group_f1")  # fmt: skip
+
+
+def metric_label(name: str) -> str:
+    """How tables name a metric: the two accuracies say what they count."""
+    from pairedge.metrics.pairwise_report import ACCURACY_LABELS
+
+    return ACCURACY_LABELS.get(name, name)
+
+
+def summary_table(report: EvalReport) -> Table:
+    """The headline metrics as a narrow two-column table (one metric per row) for the terminal."""
+    s = report.summary()
+    rows = tuple((metric_label(m), _fmt(s[m])) for m in METRICS)
+    return Table(f"pooled over {len(report.sources)} source(s)", ("metric", "value"), rows)
+
+
+def _legend() -> list[str]:
+    from pairedge.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
+
+    return [f"- `{k}`: {label}; {DEFINITIONS[k]}" for k, label in ACCURACY_LABELS.items()]
 
 
 def _fmt(v: float | None) -> str:
@@ -26,7 +47,7 @@ def markdown(report: EvalReport) -> str:
         f"- Sources ({len(report.sources)}): {', '.join(report.sources)}",
         f"- Frames {report.frames}, pair-frames scored by stage 1 {report.pairs}", "",
         "| " + " | ".join(METRICS) + " |", "|" + "---:|" * len(METRICS),
-        "| " + " | ".join(_fmt(s[m]) for m in METRICS) + " |", "",
+        "| " + " | ".join(_fmt(s[m]) for m in METRICS) + " |", "", *_legend(), "",
     ]  # fmt: skip
     if len(report.per_source) > 1:
         lines += ["## Per source", "", "| source | frames | " + " | ".join(METRICS) + " |",

@@ -126,13 +126,13 @@ def parse_sources(
     """
     if data.startswith("sim:"):
         _refuse_files(data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold)
-        from pairedge.datasets.sources import parse_sim_source
+        from pairedge.datasets.sources import parse_sim_scenes
         from pairedge.sim import get_preset
 
-        ds = parse_sim_source(data, stage=2)
+        ds = parse_sim_scenes(data, frames)  # presets x seeds x frames bounded before any rendering
         for preset in ds.presets:
             get_preset(preset)
-        n = frames or ds.frames
+        n = ds.frames
         return [StreamSource("sim", f"sim:{p}:{s}", {"preset": p, "seed": s, "frames": n, "boxes": ds.boxes})
                 for p in ds.presets for s in ds.seeds]  # fmt: skip
     path = Path(data).expanduser()
@@ -179,6 +179,11 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
     from pairedge.sim import get_preset
 
     get_preset(preset)
+    if frames < 1:
+        raise InputError(f"--frames: expected at least 1 frame per scene, got {frames}")
+    from pairedge import limits
+
+    limits.check_sim_work(1, frames, "--frames")
     return StreamSource("sim", f"sim:{preset}:{seed_value}",
                         {"preset": preset, "seed": seed_value, "frames": frames, "boxes": boxes})  # fmt: skip
 

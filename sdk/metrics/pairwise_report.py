@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pairedge.metrics.pairwise_classification import PairwiseMetrics
 from pairedge.metrics.pairwise_groups import (
     SIZE_BUCKETS,
@@ -15,9 +16,21 @@ from pairedge.metrics.report import ScoreReport, Table
 
 NAN = float("nan")
 
+#: The two accuracies pairedge reports, one definition each, as tables and Markdown name them.
+#: ``accuracy`` (``pairedge score`` / ``eval``; SPEC 7's Accuracy = correct / N) counts every true
+#: interacting pair, a pair the pipeline never labelled (a miss) as wrong; ``accuracy_scored``
+#: (``pairedge bench``, and beside ``accuracy`` in ``score`` / ``eval``) leaves the misses out.
+ACCURACY_LABELS: dict[str, str] = {
+    "accuracy": "accuracy over true pairs (misses count as wrong)",
+    "accuracy_scored": "accuracy of scored pairs (misses excluded)",
+}
+
 #: What each summary key means, copied into the report's details.
 DEFINITIONS: dict[str, str] = {
     "accuracy": "correct / N over the interacting ground-truth pairs (missing predictions are wrong)",
+    "accuracy_scored": "correct / (N - missing): over the interacting ground-truth pairs that got a predicted "
+    "label, missing predictions left out (pairedge bench runs stage 2 on every true pair the pipeline tracked, "
+    "whatever stage 1 decided)",
     "mpca": "mean of TP_c / N_c over the classes present in the ground truth",
     "mpca_over_all_classes": "sum of TP_c / N_c over present classes divided by C (published snippet)",
     "macro_f1": "mean over all C classes of 2PR/(P+R), P = TP/(TP+FP), R = TP/(TP+FN), 0 when undefined",
@@ -41,6 +54,7 @@ def build_report(
     """Assemble summary, tables, details and notes of one pairwise scoring run."""
     summary = {
         "accuracy": cls.accuracy,
+        "accuracy_scored": scored_accuracy(cls.confusion),
         "mpca": cls.mpca,
         "mpca_over_all_classes": cls.mpca_over_all_classes,
         "macro_f1": cls.macro_f1,
@@ -94,6 +108,14 @@ def build_report(
         details=details,
         notes=tuple(notes + _notes(cls, stage1, activity)),
     )
+
+
+def scored_accuracy(confusion: np.ndarray) -> float:
+    """Accuracy of the scored pairs, misses excluded: trace / sum of a (C, C) confusion matrix (rows =
+    truth) that holds only pairs with a predicted label; NaN when it holds none."""
+    conf = np.asarray(confusion)
+    total = int(conf.sum())
+    return float(np.trace(conf) / total) if total else NAN
 
 
 def _counts(score: DetectionScore) -> dict[str, float]:
