@@ -37,7 +37,7 @@ def simulate(
     from pairedge.sim.output import write_scene
 
     if bag not in (None, "mcap", "sqlite3"):
-        raise InputError(f"--bag: expected mcap or sqlite3, got {printable(bag)!r}")
+        raise InputError(f"--bag: expected mcap or sqlite3, got '{printable(bag)}'")
     limits.check_sim_work(1, frames, "--frames")
     if bag is not None:  # before any rendering: a missing rosbags would fail only after it
         require("rosbags.rosbag2", extra="ros", purpose="simulate --bag (writing ROS 2 logs)")

@@ -113,14 +113,14 @@ def pick_topic(reader: Any, wanted: str | None, types: tuple[str, ...], what: st
     available = (shown + (", ..." if len(reader.connections) > 50 else "")) or "none"
     log = printable(reader.path)
     if not conns:
-        want = f"topic {printable(wanted)!r}" if wanted else f"a {what} topic ({' or '.join(types)})"
+        want = f"topic '{printable(wanted)}'" if wanted else f"a {what} topic ({' or '.join(types)})"
         raise InputError(f"{log}: no {want}; topics in the log: {available}; choose one with {flag}")
     if len(names) > 1:
         listed = ", ".join(printable(n) for n in names[:20])
         raise InputError(f"{log}: several {what} topics ({listed}); choose one with {flag}")
     bad = [c.msgtype for c in conns if c.msgtype not in types]
     if bad:
-        raise InputError(f"{log}: topic {printable(names[0])!r} carries {printable(bad[0])}, "
+        raise InputError(f"{log}: topic '{printable(names[0])}' carries {printable(bad[0])}, "
                          f"expected {' or '.join(types)}")  # fmt: skip
     return conns
 
@@ -148,7 +148,14 @@ def run_log(
     """
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.pipeline import Pipeline
-    from pairedge.runtime.run import RunOptions, RunStats, open_video_writer, pipeline_notes, resolve_model
+    from pairedge.runtime.run import (
+        RunOptions,
+        RunStats,
+        open_video_writer,
+        pipeline_notes,
+        resolve_model,
+        switch_record,
+    )
 
     options = options or RunOptions()
     topics = topics or LogTopics()
@@ -175,9 +182,15 @@ def run_log(
                     video = open_video_writer(folder, "annotated", 30.0)
                     files["video"] = str(video.path)
 
+                switches = [pipe.switches.count]
+
                 def emit(output: Output, log_time: int) -> None:
                     stats.add(output.result)
-                    jsonl.write(output.result)
+                    extra: dict[str, Any] = {"stamp_ns": output.stamp}  # the header stamp, exact
+                    if pipe.switches.count != switches[0]:  # an automatic operating-point switch
+                        switches[0] = pipe.switches.count
+                        extra.update(switch_record(pipe))
+                    jsonl.write(output.result, extra)
                     if video is not None:
                         video.write(output.image, output.result)
                     copy.write_outputs(output, log_time)

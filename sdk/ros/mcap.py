@@ -182,7 +182,7 @@ class _Walker:
             raise self.fail(record, f"a chunk compression name of {n} bytes")
         name = self.read(at, n).decode("utf-8", "replace")
         if name not in COMPRESSIONS:
-            raise self.fail(record, f"a chunk compressed with {printable(name)!r}; pairedge reads zstd, lz4 "
+            raise self.fail(record, f"a chunk compressed with '{printable(name)}'; pairedge reads zstd, lz4 "
                             "or uncompressed chunks")  # fmt: skip
         return name
 
@@ -264,7 +264,7 @@ def _decompressor(compression: str) -> Callable[[], object]:
         import lz4.frame  # type: ignore[import-untyped]
 
         return lz4.frame.LZ4FrameDecompressor  # type: ignore[no-any-return]
-    raise FormatError("<mcap chunk>", f"unknown chunk compression {printable(compression)!r}")
+    raise FormatError("<mcap chunk>", f"unknown chunk compression '{printable(compression)}'")
 
 
 def bound_decompression() -> bool:

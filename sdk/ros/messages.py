@@ -118,7 +118,7 @@ def image_to_bgr(msg: Any) -> np.ndarray:
     encoding = str(msg.encoding)
     if encoding not in ENCODINGS:
         raise InputError(
-            f"image encoding {printable(encoding)!r} is not supported; expected one of {', '.join(ENCODINGS)} "
+            f"image encoding '{printable(encoding)}' is not supported; expected one of {', '.join(ENCODINGS)} "
             "(or a sensor_msgs/CompressedImage)"
         )
     channels, dtype, conversion = ENCODINGS[encoding]
@@ -154,7 +154,7 @@ def _decode_compressed(msg: Any) -> np.ndarray:
     image = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if image is None:
         raise InputError(
-            f"compressed image ({printable(msg.format)!r}): the bytes do not decode although the header is valid"
+            f"compressed image ('{printable(msg.format)}'): the bytes do not decode although the header is valid"
         )
     return image
 

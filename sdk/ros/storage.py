@@ -86,7 +86,7 @@ def _metadata(path: Path) -> dict[str, Any]:
             path, f"not a rosbag2 metadata file ({type(exc).__name__}: {printable(exc)})"
         ) from None
     if storage not in ("mcap", "sqlite3"):
-        raise FormatError(path, f"storage {printable(storage)!r}; expected mcap or sqlite3")
+        raise FormatError(path, f"storage '{printable(storage)}'; expected mcap or sqlite3")
     return {"files": files, "storage": storage, "compression_mode": mode}
 
 
