@@ -81,10 +81,10 @@ def _quantization_sources(path: Path) -> set[str]:
     """fp32 hashes named by the ``pairedge.quantization`` metadata entry ``pairedge calibrate`` writes."""
     import json
 
-    import onnx
+    from pairedge.modelfolder import load_onnx
 
     try:
-        props = {p.key: p.value for p in onnx.load(str(path), load_external_data=False).metadata_props}
+        props = {p.key: p.value for p in load_onnx(path).metadata_props}
         info = json.loads(props.get("pairedge.quantization", "{}"))
     except Exception:  # noqa: BLE001 - the loader already accepted the file; no entry means no claim
         return set()

@@ -74,16 +74,10 @@ class ParityReport:
         })  # fmt: skip
 
     def write_json(self, path: str | Path) -> Path:
-        out = Path(path).expanduser()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return out
+        return _write(path, json.dumps(self.to_dict(), indent=2) + "\n", "the parity report (--json)")
 
     def write_markdown(self, path: str | Path) -> Path:
-        out = Path(path).expanduser()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(self.markdown())
-        return out
+        return _write(path, self.markdown(), "the parity report (--md)")
 
     def markdown(self) -> str:
         c, p = self.candidate, self.pack
@@ -143,6 +137,19 @@ class ParityReport:
                 )
             out.append("")
         return out
+
+
+def _write(path: str | Path, text: str, what: str) -> Path:
+    """Write ``text`` to ``path``; an existing path that is not a regular file (a FIFO would block, a device
+    swallow the report) is refused first."""
+    from pairedge import limits
+
+    out = Path(path).expanduser()
+    if out.exists():
+        limits.regular_file(out, f"a file to overwrite with {what}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return out
 
 
 def json_safe(value: Any) -> Any:

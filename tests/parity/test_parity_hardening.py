@@ -334,3 +334,11 @@ def test_check_output_fits_80_columns_and_has_no_progress_residue(pack_path: Pat
     assert "\r" not in res.output and "\x1b" not in res.output
     assert sum("replaying" in ln for ln in lines) == 2  # one start and one end line when piped
     assert any(ln.startswith("  features: ") for ln in lines) and "flow backend differs" in res.output
+
+
+def test_report_into_a_fifo_is_refused_not_blocked(pack_path: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    args = ["parity", "check", str(pack_path), "default", "--model-only", "--json", str(fifo)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1 and "FIFO" in res.output and len(_error_lines(res.output)) == 1
