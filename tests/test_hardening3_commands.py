@@ -446,6 +446,7 @@ def test_bench_output_fits_80_columns_and_names_registry_backends(tmp_path: Path
     assert res.exit_code == 0, res.output
     _fits(res.stdout)
     assert "ort-cpu" not in res.stdout and "onnxruntime" in res.stdout
+    assert "model: the bundled model pairedge-default" in res.stdout
     assert "\r" not in res.stdout and "\x1b" not in res.stdout
     assert "reference: fp32 pipeline on sim:static:2000 ..." in res.stdout
     data = json.loads((tmp_path / "bench.json").read_text())

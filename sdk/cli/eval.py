@@ -63,7 +63,8 @@ def eval_command(
     folder = resolve_model_dir(str(model))
     find_models(folder, precision)  # a wrong model folder: one line now, not once per source after the work
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
-    console.print(f"model: {escape(describe_model(folder))} ({escape(precision)})", highlight=False, soft_wrap=True)
+    console.print(f"model: {escape(describe_model(folder))}, precision {escape(precision)}", highlight=False,
+                  soft_wrap=True)  # fmt: skip
     with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
         result = evaluate_many(folder, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
                                executor=executor, address=address, workers=workers,

@@ -30,10 +30,21 @@ def features(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory: pytest.TempPathFactory, features: tuple[Path, Path]) -> Path:
+    """The bundled model ('default') calibrated into a new folder."""
     out = tmp_path_factory.mktemp("cal") / "model"
-    code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]))
-    assert code == 0, output
+    before = sorted(p.name for p in model_dir().iterdir())
+    result = runner.invoke(app, ["calibrate", "default", "--out", str(out), "--features", str(features[0]),
+                                 "--features", str(features[1])])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"model: the bundled model pairedge-default ({model_dir()})" in result.stdout
+    assert sorted(p.name for p in model_dir().iterdir()) == before  # nothing written into the package
     return out
+
+
+def test_a_new_out_folder_gets_copies_of_the_fp32_files(calibrated: Path) -> None:
+    for name in ("stage1.onnx", "stage2.onnx"):
+        assert sha256_file(calibrated / name) == sha256_file(model_dir() / name)
+    verify_files(model_dir())  # the bundled folder's manifest still matches its files
 
 
 def test_writes_every_file_registered_in_the_manifest(calibrated: Path) -> None:
