@@ -417,6 +417,11 @@ def test_column_groups_split_a_wide_table_whole() -> None:
     assert all(len(line.rstrip()) <= 80 for line in text.splitlines())
     for name in (*names, "missing", "12345"):
         assert name in text  # every header and value whole, none broken inside a word
+    huge = Table("one huge column", ("k", "v"), (("x" * 120, 1.0),))
+    narrow = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    for part in rich_tables(huge, 80):
+        narrow.print(part)
+    assert "".join(narrow.export_text().split()).count("x") == 120  # folded, not cut
 
 
 def test_score_tables_print_whole_at_80_columns(tmp_path: Path, width80: None) -> None:

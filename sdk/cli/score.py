@@ -252,7 +252,8 @@ def rich_tables(table: Table, width: int) -> list[Any]:
         title = table.title + more
         part = RichTable(title=Text(title), min_width=min(cell_len(title) + 4, width))  # a title on one line
         for i in cols:
-            part.add_column(Text(str(table.columns[i])), justify="left" if i == 0 else "right", no_wrap=True)
+            # sized to fit, nothing wraps; a column wider than the terminal on its own folds (never cut)
+            part.add_column(Text(str(table.columns[i])), justify="left" if i == 0 else "right", overflow="fold")
         for row in table.rows:
             part.add_row(*(Text(_cell(row[i]) if i < len(row) else "") for i in cols))
         out.append(part)
