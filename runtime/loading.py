@@ -25,6 +25,7 @@ from pairedge.modelfolder import (
     load_onnx,
     read_manifest,
     sha256_file,
+    summary_mismatches,
     verify_files,
 )
 from pairedge.runtime.backends.model import ModelFile, load_model
@@ -201,8 +202,8 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
 
 def check_manifest_summary(folder: Path, stage1: ModelFile, stage2: ModelFile) -> None:
     """Refuse a folder whose ``manifest.json`` describes another model than the files it verified: its
-    feature spec, version or stage-2 labels differ from the models' metadata (fields it leaves empty are
-    not compared).
+    feature spec, version or stage-2 labels differ from the models' metadata (fields it leaves empty, as
+    before stage 2 is exported, are not compared).
 
     Raises:
         ModelIntegrityError: naming the field, both values and how to fix it.
@@ -211,17 +212,12 @@ def check_manifest_summary(folder: Path, stage1: ModelFile, stage2: ModelFile) -
     if manifest is None:
         return
     m1, m2 = stage1.metadata, stage2.metadata
-    for what, listed, actual in (
-        ("feature spec", manifest.feature_spec, m1.feature_spec),
-        ("feature spec version", manifest.feature_spec_version, m1.feature_spec_version),
-        ("labels", list(manifest.labels), list(m2.labels)),
-    ):
-        if listed and listed != actual:
-            raise ModelIntegrityError(
-                f"{folder / MANIFEST_NAME}: records {what} {listed!r}, the models' metadata says {actual!r}; the "
-                "manifest was edited or belongs to another model: re-export the model (`pairedge export`) or "
-                "re-register its files (pairedge.modelfolder.register_files)"
-            )
+    actual = {"feature_spec": m1.feature_spec, "feature_spec_version": m1.feature_spec_version,
+              "labels": m2.labels}  # fmt: skip
+    listed = {k: v for k, v in actual.items() if getattr(manifest, k)}
+    problems = summary_mismatches(manifest, folder / MANIFEST_NAME, listed)
+    if problems:
+        raise ModelIntegrityError(problems[0])
 
 
 #: Metadata key of a calibrated file naming (in JSON) the SHA-256 of the fp32 model it was made from.

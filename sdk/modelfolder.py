@@ -54,6 +54,7 @@ __all__ = [
     "read_manifest",
     "register_files",
     "sha256_file",
+    "summary_mismatches",
     "summary_problems",
     "verify_files",
     "write_manifest",
@@ -456,6 +457,28 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple | list) else value
 
 
+def summary_mismatches(manifest: Manifest, source: Path, actual: Mapping[str, Any]) -> list[str]:
+    """How the manifest's summary disagrees with ``actual`` (some of ``feature_spec``,
+    ``feature_spec_version``, ``labels``, ``thresholds`` as the models' metadata gives them), one line each.
+
+    ``source``: the manifest file, for the message. Fields absent from ``actual`` are not compared.
+    """
+    out = []
+    for key, what in (("feature_spec", "feature spec"), ("feature_spec_version", "feature spec version"),
+                      ("labels", "labels"), ("thresholds", "thresholds")):  # fmt: skip
+        if key not in actual:
+            continue
+        have, want = getattr(manifest, key), actual[key]
+        have, want = (dict(have), dict(want)) if key == "thresholds" else (_plain(have), _plain(want))
+        if have != want:
+            out.append(
+                f"{source}: records {what} {have!r}, the models' metadata says {want!r}; the manifest was edited "
+                "or belongs to another model: re-export the model (`pairedge export`) or re-register its files "
+                "(pairedge.modelfolder.register_files)"
+            )
+    return out
+
+
 def summary_problems(folder: str | Path, manifest: Manifest) -> list[str]:
     """How the manifest's summary (spec, version, labels, thresholds) disagrees with the metadata of the
     fp32 ``stage1.onnx`` / ``stage2.onnx`` it describes (one line each; empty when they agree).
@@ -468,17 +491,4 @@ def summary_problems(folder: str | Path, manifest: Manifest) -> list[str]:
     path = _folder(folder)
     if not any(os.path.lexists(path / name) for name in STAGE_FILES.values()):
         return []  # nothing to compare with (the missing stage files are reported by whoever needs them)
-    now = _summary(path)
-    fields = (("feature_spec", "feature spec"), ("feature_spec_version", "feature spec version"),
-              ("labels", "labels"), ("thresholds", "thresholds"))  # fmt: skip
-    out = []
-    for key, what in fields:
-        have, want = getattr(manifest, key), now[key]
-        have, want = (dict(have), dict(want)) if key == "thresholds" else (_plain(have), _plain(want))
-        if have != want:
-            out.append(
-                f"{path / MANIFEST_NAME}: {what} {have!r} differ from the ONNX metadata's {want!r}; the manifest "
-                f"was edited or is stale: re-register the stage files (pairedge.modelfolder.register_files) or "
-                "re-export the model"
-            )
-    return out
+    return summary_mismatches(manifest, path / MANIFEST_NAME, _summary(path))
