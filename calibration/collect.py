@@ -217,7 +217,7 @@ def collect_video(
 
     dets = read_detections(detections)
     with FrameSource(video, fps) as source, Pipeline.load(model, backend="onnxruntime") as pipe:
-        items = ((image, d, t, None) for _, image, d, t in file_items(source, dets, max_frames))
+        items = ((image, d, t, None) for _, image, d, t, *_ in file_items(source, dets, max_frames))
         return collect_frames(pipe, items, Path(video).name, stride)
 
 

@@ -182,7 +182,9 @@ def test_find_models_verifies_the_manifest(folder: Path) -> None:
         find_models([folder / "stage1.onnx", folder / "stage2.onnx"])
 
 
-def test_a_symlinked_model_file_is_checked_against_its_folders_manifest(folder: Path) -> None:
+def test_a_model_file_symlinked_out_of_its_folder_is_refused(folder: Path) -> None:
+    """A stage file that links outside the folder is refused like external data that leaves it (issue 22);
+    a link that stays inside the folder is checked against the manifest like the file itself."""
     from pairedge.runtime.loading import find_models
 
     write_manifest(folder, ROLES)
@@ -190,9 +192,15 @@ def test_a_symlinked_model_file_is_checked_against_its_folders_manifest(folder: 
     elsewhere.mkdir()
     (folder / "stage1.onnx").rename(elsewhere / "stage1.onnx")
     (folder / "stage1.onnx").symlink_to(elsewhere / "stage1.onnx")
-    assert find_models(folder).verified  # same bytes: verified by the folder's manifest
-    _flip_bit(elsewhere / "stage1.onnx", 40)
-    with pytest.raises(ModelIntegrityError, match="stage1.onnx"):  # not "unverified" via the link's target
+    with pytest.raises(ModelIntegrityError, match="outside the model folder"):
+        find_models(folder)
+    (folder / "stage1.onnx").unlink()
+    (folder / "store").mkdir()
+    (elsewhere / "stage1.onnx").rename(folder / "store" / "stage1.onnx")
+    (folder / "stage1.onnx").symlink_to(folder / "store" / "stage1.onnx")
+    assert find_models(folder).verified  # same bytes, inside the folder: verified by its manifest
+    _flip_bit(folder / "store" / "stage1.onnx", 40)
+    with pytest.raises(ModelIntegrityError, match="stage1.onnx"):
         find_models(folder)
 
 
