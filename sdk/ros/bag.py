@@ -261,9 +261,11 @@ def log_frames(
         last_time = log_time
         ours = conn.id in image_ids or conn.id in det_ids
         if raw is None:
-            suffix = "" if every_message is None else " (not copied to --out-bag)"
-            if ours or every_message is not None:
-                decoder.dropped[f"{message.problem}{suffix}"] += 1
+            reason = message.problem if every_message is None else f"{message.problem} (not copied to --out-bag)"
+            if conn.id in image_ids:
+                decoder.skip_image(reason)
+            else:
+                decoder.dropped[reason] += 1
             continue
         if every_message is not None:
             every_message(conn, log_time, raw)
@@ -286,6 +288,10 @@ def _frames_of(decoder: FrameDecoder, store: Any, conn: Any, raw: Any, is_image:
     try:
         msg = store.deserialize_cdr(raw, conn.msgtype)
     except Exception as exc:  # truncated or garbage CDR payload, or another type's bytes on the topic
-        decoder.dropped[f"undecodable {printable(conn.msgtype)} message ({type(exc).__name__})"] += 1
+        reason = f"undecodable {printable(conn.msgtype)} message ({type(exc).__name__})"
+        if is_image:
+            decoder.skip_image(reason)
+        else:
+            decoder.dropped[reason] += 1
         return []
     return decoder.image(msg) if is_image else decoder.detections(msg)

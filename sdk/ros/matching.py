@@ -6,25 +6,29 @@ that restamps (default 10 ms: well under a frame at 30 fps). Messages wait for t
 ``max_pending`` of each kind are kept, so memory stays bounded on any log or live stream. What never
 pairs up is counted in :attr:`StampMatcher.dropped` with its reason.
 
-**Stamp jumps.** One wrong header stamp must not move the stream's clock: a stamp more than ``horizon``
-ahead of the newest accepted stamp is held, not accepted, until the messages after it decide:
+**Stamp jumps.** One wrong header stamp must not move the stream's clock. The stream's *reach* is
+``max(horizon, 10 x its typical step)`` (the median of its last 16 steps between distinct stamps: 2 s for a
+30 fps camera, 50 s for one frame every 5 s). A stamp more than the reach ahead of the newest accepted
+stamp is held, not accepted, until the messages after it decide:
 
-- a message within ``horizon`` of the stream's time comes next: the held messages were outliers and are
+- a message within the reach of the stream's time comes next: the held messages were outliers and are
   dropped, each counted as ``header stamp jumps N s ahead of the stream ...``;
-- ``confirm`` (default 3) distinct stamps near the held time come first: time really jumped (a log
-  recorded in two sessions, a clock set forward), the held messages are accepted in the order they came,
-  and what still waited before the jump is dropped as unpaired;
-- the log ends first: nothing contradicts the held messages, :meth:`StampMatcher.flush` accepts them.
+- ``confirm`` (default 3) distinct stamps within the reach of the held time come first: time really jumped
+  (a log recorded in two sessions, a clock set forward), the held messages are accepted in the order they
+  came, and what still waited before the jump is dropped as unpaired;
+- the log ends first: nothing contradicts them, :meth:`StampMatcher.flush` accepts them.
 
-The first messages of a stream are held the same way until ``confirm`` distinct stamps agree, so an
-outlier cannot become the time base either. A stamp more than ``horizon`` behind the newest accepted one is
-dropped at once (``header stamp N s behind the stream ...``): it came too late to pair, or its clock
-jumped back (a stream that goes back in time is not followed; its frames would run backwards).
+The first messages of a stream are held until ``confirm`` distinct stamps have come; a first or last one
+of them whose step to the others is more than ``max(horizon, 10 x`` the others' step) is an outlier and is
+dropped, so an outlier cannot become the time base either. A stamp more than the reach behind the newest
+accepted one is dropped at once (``header stamp N s behind the stream ...``): it came far too late, or its
+clock jumped back (a stream that goes back in time is not followed; its frames would run backwards).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import statistics
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,16 +59,17 @@ class _Held:
         self.high = stamp if not self.items else max(self.high, stamp)
         self.items.append((kind, stamp, item))
 
-    def near(self, stamp: int, horizon: int) -> bool:
-        return self.low - horizon <= stamp <= self.high + horizon
+    def near(self, stamp: int, reach: int) -> bool:
+        return self.low - reach <= stamp <= self.high + reach
 
-    def distinct(self, tolerance: int) -> int:
-        """Stamps more than ``tolerance`` apart (an image and its detections count once)."""
-        count, last = 0, None
+    def stamps(self, tolerance: int) -> list[int]:
+        """The distinct stamps, sorted: stamps within ``tolerance`` of the previous one count once (an image
+        and its detections)."""
+        out: list[int] = []
         for stamp in sorted(s for _, s, _ in self.items):
-            if last is None or stamp - last > tolerance:
-                count, last = count + 1, stamp
-        return count
+            if not out or stamp - out[-1] > tolerance:
+                out.append(stamp)
+        return out
 
 
 class StampMatcher:
@@ -72,12 +77,17 @@ class StampMatcher:
 
     Args:
         tolerance_ns: largest stamp difference of a pair, in nanoseconds.
-        horizon_ns: how long (header time) an unpaired message waits before it is dropped; also how far a
-            stamp may be from the stream's time before it is held as a possible jump.
+        horizon_ns: how long (header time) an unpaired message waits before it is dropped; also the least
+            reach of the stream (see the module docstring).
         max_pending: most unpaired messages of each kind kept (the oldest is dropped beyond it), and most
-            messages held after a jump.
-        confirm: distinct stamps that must agree before a jump (or the first time of a stream) is accepted.
+            messages held after a jump or at the start.
+        confirm: distinct stamps that must agree before a jump (or the start of a stream) is accepted.
     """
+
+    #: The reach is this many typical steps of the stream (at least the horizon).
+    REACH_STEPS = 10
+    #: Steps between distinct accepted stamps kept for the typical step.
+    STEPS_KEPT = 16
 
     def __init__(
         self,
@@ -93,7 +103,9 @@ class StampMatcher:
         self._images: dict[int, Any] = {}
         self._detections: dict[int, Any] = {}
         self._newest: int | None = None
-        self._held: list[_Held] = []
+        self._start: _Held | None = _Held()  # the first messages, until the stream's time is settled
+        self._held: _Held | None = None  # messages after a possible jump
+        self._steps: deque[int] = deque(maxlen=self.STEPS_KEPT)
         self.dropped: Counter[str] = Counter()
 
     def add_image(self, stamp: int, image: Any) -> list[Match]:
@@ -105,63 +117,109 @@ class StampMatcher:
         return self._offer(DETECTIONS, stamp, detections)
 
     def flush(self) -> list[Match]:
-        """End of stream: accept the held messages that most agree (nothing came to contradict them)."""
-        if not self._held:
-            return []
-        best = max(self._held, key=lambda h: (h.distinct(self.tolerance_ns), len(h.items)))
-        return self._take(best, "the stream around it agrees on another time")
+        """End of stream: accept the messages still held (nothing came to contradict them)."""
+        if self._start is not None:
+            return self._settle()
+        held, self._held = self._held, None
+        return self._replay(held) if held is not None else []
 
     def finish(self) -> None:
         """End of stream: everything still waiting (or held) is dropped and counted."""
-        for held in self._held:
-            self._reject(held, "the stream ended before later messages confirmed it")
-        self._held.clear()
+        for held in (self._start, self._held):
+            if held is not None:
+                self._reject(held.items, "the stream ended before later messages confirmed it")
+        self._start = _Held() if self._newest is None else None
+        self._held = None
         self.dropped[NO_DETECTIONS] += len(self._images)
         self.dropped[NO_IMAGE] += len(self._detections)
         self._images.clear()
         self._detections.clear()
 
+    def reach(self) -> int:
+        """How far (ns) a stamp may be from the newest accepted one and still be taken as the stream's."""
+        if not self._steps:
+            return self.horizon_ns
+        return max(self.horizon_ns, self.REACH_STEPS * int(statistics.median(self._steps)))
+
     def _offer(self, kind: str, stamp: int, item: Any) -> list[Match]:
-        newest, horizon = self._newest, self.horizon_ns
-        if newest is not None and stamp < newest - horizon:
-            self.dropped[f"header stamp {_seconds(newest - stamp)} behind the stream, beyond the "
-                         f"{_seconds(horizon)} pairing horizon (late, or its clock jumped back)"] += 1  # fmt: skip
+        if self._start is not None:
+            self._start.add(kind, stamp, item)
+            enough = len(self._start.stamps(self.tolerance_ns)) >= self.confirm
+            return self._settle() if enough or len(self._start.items) > self.max_pending // 2 else []
+        assert self._newest is not None
+        newest, reach = self._newest, self.reach()
+        if stamp < newest - reach:
+            self.dropped[f"header stamp {_seconds(newest - stamp)} behind the stream, more than its reach of "
+                         f"{_seconds(reach)} (late, or its clock jumped back)"] += 1  # fmt: skip
             return []
-        if newest is not None and stamp <= newest + horizon:
-            for held in self._held:
-                self._reject(held, "the messages after it continue from the earlier time")
-            self._held.clear()
+        if stamp <= newest + reach:
+            if self._held is not None:
+                self._reject(self._held.items, "the messages after it continue from the earlier time")
+                self._held = None
+            if stamp - newest > self.tolerance_ns:
+                self._steps.append(stamp - newest)
             return self._accept(kind, stamp, item)
-        group = next((h for h in self._held if h.near(stamp, horizon)), None)
-        if group is None:
-            group = _Held()
-            self._held.append(group)
-        group.add(kind, stamp, item)
-        if sum(len(h.items) for h in self._held) > self.max_pending:
-            self._reject(self._held.pop(0), "too many messages far from the stream's time")
-        if group in self._held and (
-            group.distinct(self.tolerance_ns) >= self.confirm or len(group.items) > self.max_pending // 2
-        ):
-            return self._take(group, "the stream continued from another time")
+        if self._held is not None and not self._held.near(stamp, reach):
+            self._reject(self._held.items, "the messages after it did not continue from its time")
+            self._held = None
+        if self._held is None:
+            self._held = _Held()
+        self._held.add(kind, stamp, item)
+        held = self._held
+        if len(held.stamps(self.tolerance_ns)) >= self.confirm or len(held.items) > self.max_pending // 2:
+            self._held = None
+            return self._replay(held)
         return []
 
-    def _take(self, group: _Held, why_others: str) -> list[Match]:
-        """Accept ``group`` (time jumped to it); the other held groups were outliers."""
-        others = [h for h in self._held if h is not group]
-        self._held.clear()
-        matches: list[Match] = []
-        for kind, stamp, item in group.items:
-            matches += self._accept(kind, stamp, item)
-        for other in others:  # after the accepted time is known, so their reasons say how far off they were
-            self._reject(other, why_others)
+    def _settle(self) -> list[Match]:
+        """The start of the stream: drop an outlying first or last stamp, accept the rest in arrival order."""
+        start, self._start = self._start, None
+        assert start is not None
+        stamps = start.stamps(self.tolerance_ns)
+        out = self._outliers(stamps)
+        kept = [s for s in stamps if s not in out]
+        self._steps.extend(b - a for a, b in zip(kept, kept[1:], strict=False))
+        bad = [x for x in start.items if any(abs(x[1] - o) <= self.tolerance_ns for o in out)]
+        good = _Held()
+        for x in start.items:
+            if not any(x is b for b in bad):
+                good.add(*x)
+        matches = self._replay(good)
+        self._reject(bad, "the stream's first stamps agree on another time")
         return matches
 
-    def _reject(self, group: _Held, why: str) -> None:
-        for _, stamp, _ in group.items:
+    def _outliers(self, stamps: list[int]) -> set[int]:
+        """Of sorted distinct stamps, the first / last ones whose step to the rest is out of proportion."""
+        out: set[int] = set()
+        s = list(stamps)
+        while len(s) >= 3:
+            steps = [b - a for a, b in zip(s, s[1:], strict=False)]
+            if steps[-1] > self._limit(steps[:-1]):
+                out.add(s.pop())
+            elif steps[0] > self._limit(steps[1:]):
+                out.add(s.pop(0))
+            else:
+                break
+        return out
+
+    def _limit(self, steps: list[int]) -> int:
+        return max(self.horizon_ns, self.REACH_STEPS * int(statistics.median(steps)))
+
+    def _replay(self, held: _Held) -> list[Match]:
+        """Accept held messages in the order they came (time moves to theirs)."""
+        matches: list[Match] = []
+        for kind, stamp, item in held.items:
+            matches += self._accept(kind, stamp, item)
+        return matches
+
+    def _reject(self, items: list[tuple[str, int, Any]], why: str) -> None:
+        for _, stamp, _ in items:
             if self._newest is None:  # the stream ended before any time was accepted
                 self.dropped[f"header stamp never confirmed by other messages ({why})"] += 1
             elif stamp > self._newest:
-                self.dropped[f"header stamp jumps {_seconds(stamp - self._newest)} ahead of the stream ({why})"] += 1
+                self.dropped[
+                    f"header stamp jumps {_seconds(stamp - self._newest)} ahead of the stream ({why})"
+                ] += 1
             else:
                 self.dropped[f"header stamp {_seconds(self._newest - stamp)} behind the stream ({why})"] += 1
 

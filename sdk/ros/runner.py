@@ -78,6 +78,8 @@ class Frame:
         time_s: seconds since the first frame of the stream, ``(stamp - first stamp) / 1e9`` from integer
             nanoseconds: an exact duration whatever the stamps' origin (epoch stamps are ~1.7e9 s, where a
             float64 second keeps only ~0.2 us).
+        index: the image's 0-based position among the image messages offered (dropped ones included), so
+            a dropped frame leaves a gap instead of shifting the frames after it against a gold file.
     """
 
     stamp: int
@@ -85,6 +87,7 @@ class Frame:
     image: np.ndarray
     detections: Detections
     time_s: float = 0.0
+    index: int = 0
 
 
 class FrameDecoder:
@@ -109,11 +112,18 @@ class FrameDecoder:
         self._ids = TrackIds()
         self._last = -(2**63)
         self._first: int | None = None
+        self._images = 0
 
     def image(self, msg: Any) -> list[Frame]:
         """Offer an image message; returns the frames it completes."""
+        index, self._images = self._images, self._images + 1
         stamp = self._stamp(msg, "image")
-        return [] if stamp is None else self._decode(self.matcher.add_image(stamp, msg))
+        return [] if stamp is None else self._decode(self.matcher.add_image(stamp, (index, msg)))
+
+    def skip_image(self, reason: str) -> None:
+        """Count an image message that could not even be read (it still takes its place in :attr:`Frame.index`)."""
+        self._images += 1
+        self.dropped[reason] += 1
 
     def detections(self, msg: Any) -> list[Frame]:
         """Offer a detection message; returns the frames it completes."""
@@ -146,10 +156,11 @@ class FrameDecoder:
             if match.stamp <= self._last:
                 self.dropped["frame older than the previous one"] += 1
                 continue
+            index, msg = match.image
             try:
-                image = image_to_bgr(match.image)
+                image = image_to_bgr(msg)
                 dets, skipped = detections_from_msg(match.detections, self._ids, self.classes)
-                frame_id = printable(match.image.header.frame_id)
+                frame_id = printable(msg.header.frame_id)
             except InputError as exc:
                 self.dropped[str(exc)] += 1
                 continue
@@ -163,7 +174,7 @@ class FrameDecoder:
             self._last = match.stamp
             if self._first is None:
                 self._first = match.stamp
-            frames.append(Frame(match.stamp, frame_id, image, dets, (match.stamp - self._first) / 1e9))
+            frames.append(Frame(match.stamp, frame_id, image, dets, (match.stamp - self._first) / 1e9, index))
         return frames
 
 
@@ -216,10 +227,11 @@ class RosRunner:
     def step(self, frame: Frame) -> Output:
         """Run the pipeline on one decoded frame and build the messages to publish.
 
-        The pipeline's timestamp is :attr:`Frame.time_s` (an exact duration since the first frame); the
-        record keeps the header stamp as ``stamp_ns``.
+        The pipeline's timestamp is :attr:`Frame.time_s` (an exact duration since the first frame) and its
+        frame index :attr:`Frame.index` (the image's position in the stream); the record keeps the header
+        stamp as ``stamp_ns``.
         """
-        result = self.pipe.step(frame.image, frame.detections, frame.time_s, frame_index=self.frames)
+        result = self.pipe.step(frame.image, frame.detections, frame.time_s, frame_index=frame.index)
         self.frames += 1
         record = result.to_json_dict()
         record["stamp_ns"] = frame.stamp

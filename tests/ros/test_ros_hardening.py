@@ -109,6 +109,7 @@ def test_an_odd_width_yuv422_frame_among_ten_drops_only_itself(
 
     summary, records = _run(write_messages, frame_messages(image=yuv), tmp_path)
     assert summary.frames == 9 and len(records) == 9
+    assert [r["frame"] for r in records] == [0, 1, 2, 4, 5, 6, 7, 8, 9]  # a gap, not a shift against gold
     (reason,) = [r for r in summary.detections_dropped if "uyvy" in r]
     assert "expected an even width" in reason and summary.detections_dropped[reason] == 1
 
@@ -211,13 +212,27 @@ def test_stamp_matcher_jump_rules() -> None:
         m.add_image(10**12 + k * 33 * ms, k)
         m.add_detections(10**12 + k * 33 * ms, k)
     m.add_image(5 * 10**9, "back")
-    assert list(m.dropped) == ["header stamp 995 s behind the stream, beyond the 2.0 s pairing horizon "
+    assert list(m.dropped) == ["header stamp 995 s behind the stream, more than its reach of 2.0 s "
                                "(late, or its clock jumped back)"]  # fmt: skip
 
+    m = StampMatcher()  # one frame every 5 s: steps beyond the 2 s horizon are the stream's own cadence
+    out = []
+    for k in range(8):
+        t = k * 5 * 10**9 + (1000 * 10**9 if k == 5 else 0)  # frame 5 is 1000 s off
+        out += m.add_image(t, k) + m.add_detections(t, k)
+    out += m.flush()
+    assert [x.image for x in out] == [0, 1, 2, 3, 4, 6, 7] and m.reach() == 50 * 10**9
+    assert sum(m.dropped.values()) == 2 and all(
+        r.startswith("header stamp jumps 1,005 s ahead") for r in m.dropped
+    )
+
     m = StampMatcher(max_pending=8)
-    for k in range(100):  # every message far from every other: held messages stay bounded
+    for k in range(3):
+        m.add_image(k * 33 * ms, k)
+    for k in range(100):  # then every message far from the stream and from each other: held stays bounded
         m.add_image(10**12 * (k + 1), k)
-    assert sum(len(h.items) for h in m._held) <= 8
+        assert m._held is not None and len(m._held.items) <= 8
+    assert sum(n for r, n in m.dropped.items() if "did not continue from its time" in r) == 99
 
 
 def test_an_epoch_stamped_log_gives_the_results_of_the_same_clip_from_zero(
@@ -333,6 +348,7 @@ def test_one_undecodable_message_is_dropped_and_the_log_goes_on(frame_messages, 
             messages[k] = (topic, msgtype, bad(raw) if bad is not None else raw, log_time)
     summary, records = _run(write_messages, messages, tmp_path)
     assert summary.frames == 9 and len(records) == 9
+    assert [r["frame"] for r in records] == [0, 1, 2, 4, 5, 6, 7, 8, 9]  # the unread image keeps its place
     assert sum(n for r, n in summary.detections_dropped.items() if r.startswith(reason)) == 1
     assert summary.detections_dropped.get("detections without image") == 1
 
