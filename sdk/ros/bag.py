@@ -87,6 +87,8 @@ def open_log(path: str | Path) -> Iterator[Any]:
     try:
         reader = rosbag2.Reader(p)
         reader.open()
+    except FormatError as exc:  # raised by pairedge's bounded chunk inflation inside rosbags
+        raise FormatError(printable(p), exc.problem) from None
     except Exception as exc:  # rosbags raises its own errors, OSError, and sqlite3 / struct errors on garbage
         raise FormatError(printable(p), f"cannot read as a ROS 2 log ({type(exc).__name__}: {printable(exc)})") from None
     try:

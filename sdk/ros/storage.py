@@ -105,8 +105,8 @@ def read_messages(reader: Any, connections: Iterable[Any] | None = None) -> Iter
                     message = _inflate_message(message)
                 count += 1
                 yield message
-    except FormatError:
-        raise
+    except FormatError as exc:  # bounded chunk inflation inside rosbags, or a message ceiling
+        raise FormatError(printable(reader.path), f"unreadable after {count} messages: {exc.problem}") from None
     except Exception as exc:  # rosbags' ReaderError, apsw's CorruptError, zstd / lz4 errors, struct errors
         raise FormatError(
             reader.path, f"unreadable after {count} messages ({type(exc).__name__}: {printable(exc)})"

@@ -298,3 +298,28 @@ def test_a_log_path_that_does_not_exist_is_named_as_a_log(tmp_path: Path) -> Non
     with pytest.raises(FormatError, match="no such file or folder; expected a rosbag2 folder"):
         with open_log(tmp_path / "missing.mcap"):
             pass
+
+
+def test_a_storage_failure_in_the_middle_of_a_log_is_one_format_error(
+    sim_frames, tmp_path: Path, monkeypatch
+) -> None:
+    """A chunk whose checksum fails (or a corrupt sqlite page) after some messages: one FormatError naming
+    the log and how far it got, never a traceback from inside rosbags."""
+    from pairedge.ros.write import write_log
+    from rosbags.rosbag2 import storage_mcap
+    from rosbags.rosbag2.errors import ReaderError
+
+    write_log(sim_frames[:4], tmp_path / "log", storage="mcap")
+    original = storage_mcap.McapReader.messages
+
+    def failing(self, *args, **kwargs):
+        for k, message in enumerate(original(self, *args, **kwargs)):
+            if k == 3:
+                raise ReaderError("Chunk checksum mismatch.")
+            yield message
+
+    monkeypatch.setattr(storage_mcap.McapReader, "messages", failing)
+    with pytest.raises(
+        FormatError, match=r"log: unreadable after 3 messages \(ReaderError: Chunk checksum mismatch"
+    ):
+        run_log(tmp_path / "log", tmp_path / "out", RunOptions(video=False))
