@@ -4,5 +4,8 @@ Everything here but :mod:`pairedge.ros.node` works without a ROS installation th
 ``rosbags`` library (``pip install 'pairedge[ros]'``): :mod:`~pairedge.ros.bag` runs a log through the
 runtime (``pairedge run LOG``), :mod:`~pairedge.ros.write` records frames and detections as a log,
 :mod:`~pairedge.ros.runner` is the ROS-free core that the bag path and the node share, and
-:mod:`~pairedge.ros.node` is the rclpy node shell for a robot.
+:mod:`~pairedge.ros.node` is the rclpy node shell for a robot. :mod:`~pairedge.ros.storage` and
+:mod:`~pairedge.ros.mcap` check a log before rosbags reads it (regular files, an MCAP file's record framing,
+bounded chunk inflation, sqlite3 messages measured first); :mod:`~pairedge.ros.bagcopy` writes ``--out-bag``
+aside and moves it into place whole.
 """
