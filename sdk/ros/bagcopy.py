@@ -74,12 +74,14 @@ class BagCopy:
         self._results: Any = None
         self._markers: Any = None
         self._tmp: Path | None = None
+        self._made: list[Path] = []  # parent folders this copy created (removed again on failure)
 
     def __enter__(self) -> BagCopy:
         if self.plan is None:
             return self
         rosbag2 = require("rosbags.rosbag2", extra="ros", purpose="writing ROS 2 logs")
         plugin = rosbag2.StoragePlugin.MCAP if self.plan.storage == "mcap" else rosbag2.StoragePlugin.SQLITE3
+        self._made = [p for p in reversed(self.plan.target.parents) if not p.exists()]
         self.plan.target.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = Path(tempfile.mkdtemp(prefix=".pairedge-bag-", dir=self.plan.target.parent))
         try:
@@ -125,8 +127,14 @@ class BagCopy:
                 writer.close()
             if exc_type is None:
                 self._move_into_place(tmp / "bag")
+                self._made = []
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            for folder in reversed(self._made):  # deepest first; a folder someone filled meanwhile stays
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
 
     def _move_into_place(self, folder: Path) -> None:
         """The finished copy to the target; refused if something appeared there meanwhile."""

@@ -15,6 +15,10 @@ Parameters: ``image_topic`` (sensor_msgs/Image; ``compressed:=true`` for Compres
 keep; empty = all). Publishes ``/pairedge/interactions`` (std_msgs/String, the JSON record of each frame)
 and ``/pairedge/markers`` (visualization_msgs/MarkerArray in the image frame).
 
+Stamps follow :mod:`pairedge.ros.matching`: the first results are published once three distinct header
+stamps agree (about 0.1 s at 30 fps), and a stamp that jumps is held until the messages after it confirm it.
+Drops are counted per reason and logged when the node shuts down.
+
 Output messages are built by the runner as rosbags messages and handed to rclpy through their CDR bytes,
 which both sides define identically; that keeps one message builder for logs and live topics.
 """
