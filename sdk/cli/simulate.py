@@ -39,8 +39,11 @@ def simulate(
     if bag not in (None, "mcap", "sqlite3"):
         raise InputError(f"--bag: expected mcap or sqlite3, got '{printable(bag)}'")
     limits.check_sim_work(1, frames, "--frames")
-    if bag is not None:  # before any rendering: a missing rosbags would fail only after it
+    if bag is not None:  # before any rendering: a missing rosbags or a taken log/ would fail only after it
         require("rosbags.rosbag2", extra="ros", purpose="simulate --bag (writing ROS 2 logs)")
+        if (out / "log").exists():
+            raise InputError(f"--bag: {printable(out / 'log')} exists (logs are never overwritten); choose "
+                             "another --out or remove it")  # fmt: skip
 
     with stage_progress(f"simulating {printable(preset)}", total=frames) as advance:
         result = write_scene(preset, seed, frames, out, png=png, preview=preview, on_frame=lambda _: advance(1))

@@ -122,3 +122,12 @@ def test_simulate_bag_without_rosbags_fails_before_rendering(tmp_path: Path, mon
     assert not (tmp_path / "s").exists()  # nothing rendered
     res = CliRunner().invoke(app, ["simulate", "--frames", "1000000000", "--out", str(tmp_path / "s")])
     assert res.exit_code == 1 and "ceiling" in res.output and not (tmp_path / "s").exists()
+
+
+def test_simulate_bag_into_a_taken_log_folder_fails_before_rendering(tmp_path: Path) -> None:
+    (tmp_path / "s" / "log").mkdir(parents=True)
+    res = CliRunner().invoke(
+        app, ["simulate", "--frames", "3", "--out", str(tmp_path / "s"), "--bag", "mcap"]
+    )
+    assert res.exit_code == 1 and len(_lines(res.output)) == 1 and "exists" in res.output
+    assert [p.name for p in (tmp_path / "s").iterdir()] == ["log"]  # nothing rendered
