@@ -37,6 +37,30 @@ NO_IMAGE = "detections without image"
 IMAGE, DETECTIONS = "image", "detections"
 
 
+#: Most distinct drop reasons kept; further new reasons are counted together under :data:`OTHER_REASONS`.
+MAX_REASONS = 100
+OTHER_REASONS = f"other reasons (more than {MAX_REASONS} kinds; the first {MAX_REASONS - 1} are listed)"
+
+
+class DropCounts(Counter):  # type: ignore[type-arg]
+    """Drop reason -> count, with at most :data:`MAX_REASONS` distinct reasons.
+
+    Reasons carry what was wrong (sizes, encodings), so a hostile stream could invent a new one per message;
+    past the cap new reasons add to :data:`OTHER_REASONS` and memory stays flat.
+    """
+
+    def __setitem__(self, key: str, value: int) -> None:
+        if key not in self and key != OTHER_REASONS and len(self) >= MAX_REASONS - 1:
+            key, value = OTHER_REASONS, self.get(OTHER_REASONS, 0) + value  # value is the increment here
+        super().__setitem__(key, value)
+
+    def update(self, other: Any = (), /, **more: int) -> None:  # type: ignore[override]
+        """Add counts (a mapping or an iterable of reasons) item by item, through the cap."""
+        items = other.items() if hasattr(other, "items") else Counter(other).items()
+        for key, n in [*items, *more.items()]:
+            self[key] += n
+
+
 @dataclass(frozen=True)
 class Match:
     """An image and the detections of the same instant. ``stamp``: the image's header stamp in ns."""
@@ -106,7 +130,7 @@ class StampMatcher:
         self._start: _Held | None = _Held()  # the first messages, until the stream's time is settled
         self._held: _Held | None = None  # messages after a possible jump
         self._steps: deque[int] = deque(maxlen=self.STEPS_KEPT)
-        self.dropped: Counter[str] = Counter()
+        self.dropped: Counter[str] = DropCounts()
 
     def add_image(self, stamp: int, image: Any) -> list[Match]:
         """Offer an image; returns the matches it completes (or nothing yet)."""

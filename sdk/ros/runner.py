@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from pairedge.errors import InputError
 from pairedge.io.textio import printable
-from pairedge.ros.matching import Match, StampMatcher
+from pairedge.ros.matching import MAX_REASONS, OTHER_REASONS, DropCounts, Match, StampMatcher
 from pairedge.ros.messages import (
     TrackIds,
     detections_from_msg,
@@ -30,23 +30,7 @@ from pairedge.ros.messages import (
 )
 from pairedge.types import Detections
 
-#: Most distinct drop reasons kept; further new reasons are counted together under :data:`OTHER_REASONS`.
-MAX_REASONS = 100
-OTHER_REASONS = f"other reasons (more than {MAX_REASONS} kinds; the first {MAX_REASONS - 1} are listed)"
-
-
-class DropCounts(Counter):  # type: ignore[type-arg]
-    """Drop reason -> count, with at most :data:`MAX_REASONS` distinct reasons.
-
-    Reasons carry what was wrong (sizes, encodings), so a hostile stream could invent a new one per message;
-    past the cap new reasons add to :data:`OTHER_REASONS` and memory stays flat.
-    """
-
-    def __setitem__(self, key: str, value: int) -> None:
-        if key not in self and key != OTHER_REASONS and len(self) >= MAX_REASONS - 1:
-            key, value = OTHER_REASONS, self.get(OTHER_REASONS, 0) + value  # value is the increment here
-        super().__setitem__(key, value)
-
+__all__ = ["MAX_REASONS", "OTHER_REASONS", "DropCounts", "Frame", "FrameDecoder", "Output", "RosRunner"]
 
 @dataclass(frozen=True)
 class Output:
@@ -139,7 +123,9 @@ class FrameDecoder:
         self.matcher.finish()
         merged = DropCounts()
         for counts in (self.matcher.dropped, self.dropped):
-            merged.update({reason: n for reason, n in counts.items() if n > 0})
+            for reason, n in counts.items():
+                if n > 0:
+                    merged[reason] += n  # item by item: through the cap
         return merged
 
     def _stamp(self, msg: Any, what: str) -> int | None:

@@ -397,3 +397,12 @@ def test_drop_reasons_stay_bounded() -> None:
         counts[f"reason {k}"] += 1
     assert len(counts) == MAX_REASONS and counts[OTHER_REASONS] == 1000 - (MAX_REASONS - 1)
     assert sum(counts.values()) == 1000
+    fresh = DropCounts()
+    fresh.update({f"r{k}": 2 for k in range(500)})  # dict.update would bypass the cap
+    assert len(fresh) == MAX_REASONS and sum(fresh.values()) == 1000
+    m = StampMatcher()  # jumps of 500 different sizes: reasons name the size, the counter stays bounded
+    for k in range(3):
+        m.add_image(k * 33_000_000, k)
+    for k in range(500):
+        m.add_image(10**12 * (k + 1) + k * 10**9, k)
+    assert len(m.dropped) <= MAX_REASONS
