@@ -179,6 +179,8 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
     from pairedge.sim import get_preset
 
     get_preset(preset)
+    if boxes not in ("truth", "detections"):
+        raise InputError(f"boxes: expected 'truth' or 'detections', got {boxes!r}")
     if frames < 1:
         raise InputError(f"--frames: expected at least 1 frame per scene, got {frames}")
     from pairedge import limits
@@ -252,7 +254,8 @@ def _find_logs(folder: Path) -> list[Path]:
     from pairedge.ros.bag import LOG_SUFFIXES
 
     folders = sorted(p.parent for p in folder.rglob("metadata.yaml"))
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in LOG_SUFFIXES and p.is_file()
+    # not p.is_file(): a FIFO or device named like a log is listed, then refused with its reason when opened
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in LOG_SUFFIXES and not p.is_dir()
                    and not any(f in p.parents for f in folders))  # fmt: skip
     return sorted([*folders, *files])
 
@@ -276,9 +279,11 @@ def _log_frames(params: dict[str, Any], model_labels: Sequence[str], notes: list
         store = make_typestore(reader.connections)
         decoder = FrameDecoder()
         try:
-            for index, (_, frame) in enumerate(log_frames(reader, store, decoder, images, dets)):
-                t = truth.get(index, _EMPTY) if truth is not None else None
-                yield SourceFrame(index, frame.image, frame.detections, frame.stamp / 1e9, t)
+            for _, frame in log_frames(reader, store, decoder, images, dets):
+                # frame.index: the image's position on its topic (a dropped message leaves a gap, so the
+                # frames after it still meet their truth); frame.time_s: an exact duration from integer ns
+                t = truth.get(frame.index, _EMPTY) if truth is not None else None
+                yield SourceFrame(frame.index, frame.image, frame.detections, frame.time_s, t)
         finally:  # also when the caller stops early (max_frames)
             dropped = decoder.finish()
             if dropped:

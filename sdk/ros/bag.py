@@ -148,14 +148,18 @@ def run_log(
     Returns:
         The :class:`~pairedge.runtime.run.RunSummary` (drops include unpaired messages).
     """
+    from pairedge.default_model import describe_model
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.pipeline import Pipeline
     from pairedge.runtime.run import (
+        RUN_OUTPUTS,
         RunOptions,
         RunStats,
         open_video_writer,
         pipeline_notes,
+        remove_stale_outputs,
         resolve_model,
+        stale_note,
         switch_record,
     )
 
@@ -175,14 +179,15 @@ def run_log(
         with Pipeline.load(model, options.backend, options.flow, config, precision=options.precision) as pipe:
             stats = RunStats(pipe.labels)
             header = {"source": str(log), "image_topic": images[0].topic, "detections_topic": dets[0].topic,
-                      "pipeline": {k: v for k, v in pipe.describe().items() if k != "labels"}}  # fmt: skip
+                      "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}
+            video = open_video_writer(folder, "annotated", 30.0) if options.video else None
+            if video is not None:
+                files["video"] = str(video.path)
+            written = ["results.jsonl", "summary.json", *([video.path.name] if video is not None else [])]
+            stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
             with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl, \
                     BagCopy(reader, store, plan) as copy:  # fmt: skip
-                video = None
-                if options.video:
-                    video = open_video_writer(folder, "annotated", 30.0)
-                    files["video"] = str(video.path)
 
                 switches = [pipe.switches.count]
 
@@ -217,7 +222,7 @@ def run_log(
                      f"paired by header stamp within {topics.tolerance_s * 1000:g} ms; timestamps are seconds "
                      "since the first frame (stamp_ns: the header stamp)"]  # fmt: skip
             notes += [f"{count} message(s) dropped: {reason}" for reason, count in sorted(dropped.items())]
-            notes += pipeline_notes(pipe)
+            notes += pipeline_notes(pipe) + stale_note(folder, stale)
             summary = stats.summary(notes=notes, files=files, pipeline=pipe.describe())
     merged = dict(summary.detections_dropped)
     for reason, count in dropped.items():

@@ -171,7 +171,7 @@ class RosRunner:
         pipe: a loaded :class:`~pairedge.runtime.Pipeline`.
         store: the rosbags type store used to build output messages (:func:`~pairedge.ros.msgdefs.make_typestore`).
         tolerance_s, classes: see :class:`FrameDecoder`.
-        colours: BGR colour per label id for the markers.
+        colours: BGR colour per label id for the markers (default: :mod:`pairedge.palette`, as in the video).
         messages: build the String and MarkerArray of every frame (False: a bag run without ``--out-bag``,
             where nothing would publish them).
     """
@@ -186,11 +186,11 @@ class RosRunner:
         colours: tuple[tuple[int, int, int], ...] | None = None,
         messages: bool = True,
     ) -> None:
-        from pairedge.runtime.output import LABEL_COLOURS
+        from pairedge.palette import label_colours
 
         self.pipe, self.store = pipe, store
         self.decoder = FrameDecoder(tolerance_s=tolerance_s, classes=classes)
-        self.colours = colours or LABEL_COLOURS
+        self.colours = colours or label_colours(pipe.labels)  # the annotated video's colours, by label name
         self.messages = messages
         self.frames = 0
 

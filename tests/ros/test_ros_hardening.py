@@ -275,6 +275,7 @@ def test_the_runner_gives_the_pipeline_exact_durations() -> None:
 
     class Pipe:
         times: list[float] = []
+        labels = ("walking_together", "standing_together", "sitting_together")
 
         def step(self, image, dets, timestamp, frame_index=None):
             self.times.append(timestamp)
@@ -406,3 +407,54 @@ def test_drop_reasons_stay_bounded() -> None:
     for k in range(500):
         m.add_image(10**12 * (k + 1) + k * 10**9, k)
     assert len(m.dropped) <= MAX_REASONS
+
+
+def test_eval_of_a_log_keeps_frames_against_their_truth_after_a_dropped_message(
+    sim_frames, frame_messages, write_messages, tmp_path: Path
+) -> None:
+    """``pairedge eval`` on a log: a dropped image leaves a gap in the frame numbers (the frames after it
+    still meet their own truth) and timestamps are exact durations from the first frame, epoch stamps or not."""
+    from pairedge.evaluation.sources import parse_sources
+
+    def yuv(k, msg):  # frame 3 cannot be converted (odd width): dropped
+        if k == 3:
+            msg.encoding, msg.width, msg.step = "uyvy", msg.width - 1, 2 * (msg.width - 1)
+            msg.data = np.full(msg.step * msg.height, 128, np.uint8)
+        return msg
+
+    epoch = 1_700_000_000 * 10**9
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_messages(logs / "a", frame_messages(image=yuv, start_ns=epoch))
+    (source,) = parse_sources(str(logs))
+    frames = list(source.open(("walking_together", "standing_together", "sitting_together")))
+    assert [f.index for f in frames] == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    span = sim_frames[9][2] - sim_frames[0][2]
+    assert frames[0].timestamp == 0.0 and abs(frames[-1].timestamp - span) < 1e-9
+
+
+def test_a_fifo_named_like_a_log_in_a_fleet_folder_is_refused_not_skipped(tmp_path: Path) -> None:
+    import os
+
+    from pairedge.errors import FormatError
+    from pairedge.evaluation.sources import parse_sources
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.mkfifo(logs / "robot.mcap")
+    (source,) = parse_sources(str(logs))
+    with pytest.raises(FormatError, match="FIFO"):
+        list(source.open(("walking_together",)))
+
+
+def test_a_log_run_removes_the_video_an_earlier_run_left(frame_messages, write_messages, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "annotated.mp4").write_bytes(b"old")
+    (out / "mine.txt").write_text("keep")
+    log = write_messages(tmp_path / "log", frame_messages())
+    summary = run_log(log, out, RunOptions(video=False))
+    assert not (out / "annotated.mp4").exists() and (out / "mine.txt").read_text() == "keep"
+    assert any("removed annotated.mp4" in n for n in summary.notes)
+    header = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert "model" in header and "flow_frames" not in header["pipeline"]
