@@ -27,3 +27,24 @@ def test_terminal_progress_counts_too() -> None:
     with stage_progress("sources", total=2, unit="sources", out=out) as advance:
         advance(2)
     assert buffer.getvalue()  # a live bar was drawn (transient)
+
+
+def test_a_stage_that_fails_before_its_first_step_prints_nothing() -> None:
+    import pytest
+
+    buffer = io.StringIO()
+    out = Console(file=buffer, force_terminal=False, width=80)
+    with pytest.raises(RuntimeError), stage_progress("running clip.mp4", total=3, out=out):
+        raise RuntimeError("model did not load")
+    assert buffer.getvalue() == ""
+
+
+def test_a_stage_that_fails_midway_prints_no_end_line() -> None:
+    import pytest
+
+    buffer = io.StringIO()
+    out = Console(file=buffer, force_terminal=False, width=80)
+    with pytest.raises(RuntimeError), stage_progress("running", total=3, out=out) as advance:
+        advance()
+        raise RuntimeError("boom")
+    assert buffer.getvalue().splitlines() == ["running ..."]

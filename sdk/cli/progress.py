@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from pairedge.cli.app import console
 from rich.console import Console
@@ -26,6 +26,9 @@ def stage_progress(
 ) -> Iterator[Callable[[int], None]]:
     """A callable ``advance(n=1)`` for one stage of work, shown as a bar or as start / end lines.
 
+    The display starts with the first step, so a stage that fails before it (a model that does not load)
+    prints only its error line; a stage that raises prints no end line.
+
     Args:
         description: plain text naming the stage (escaped here).
         total: the number of steps when known (None: a count without a bar end).
@@ -33,31 +36,43 @@ def stage_progress(
         out: the console (default: the CLI's stdout console).
     """
     out = out or console
-    done = [0]
+    live = out.is_terminal and not out.is_dumb_terminal
+    done, start = [0], [0.0]
+    with ExitStack() as stack:
+        bar: list[Callable[[int], None]] = []
+        started = [False]
 
-    def count(n: int = 1) -> None:
-        done[0] += n
+        def begin() -> None:
+            started[0], start[0] = True, time.perf_counter()
+            if live:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                )
 
-    if out.is_terminal and not out.is_dumb_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+                columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+                progress = stack.enter_context(Progress(*columns, console=out, transient=True))
+                task = progress.add_task(escape(description), total=total)
+                bar.append(lambda n: progress.advance(task, n))
+            else:
+                out.print(f"{escape(description)} ...", highlight=False, soft_wrap=True)
 
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=out, transient=True) as progress:
-            task = progress.add_task(escape(description), total=total)
+        def advance(n: int = 1) -> None:
+            if not started[0]:
+                begin()
+            done[0] += n
+            if bar:
+                bar[0](n)
 
-            def advance(n: int = 1) -> None:
-                count(n)
-                progress.advance(task, n)
-
-            yield advance
-        return
-    start = time.perf_counter()
-    of = f" of {total}" if total is not None else ""
-    out.print(f"{escape(description)} ...", highlight=False, soft_wrap=True)
-    try:
-        yield count
-    finally:
-        seconds = time.perf_counter() - start
-        out.print(
-            f"{escape(description)}: {done[0]}{of} {unit} in {seconds:.1f} s", highlight=False, soft_wrap=True
-        )
+        yield advance
+        if not live:
+            if not started[0]:
+                begin()
+            seconds = time.perf_counter() - start[0]
+            of = f" of {total}" if total is not None else ""
+            out.print(
+                f"{escape(description)}: {done[0]}{of} {unit} in {seconds:.1f} s", highlight=False, soft_wrap=True
+            )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -196,19 +196,12 @@ def run(
 
 @contextmanager
 def frame_progress(description: str, total: int | None) -> Iterator[Callable[[object], None]]:
-    """:func:`pairedge.cli.progress.stage_progress` over frames, started by the first frame: a model that
-    fails to load prints its one error line and no progress lines. Yields ``advance(result)``."""
+    """:func:`pairedge.cli.progress.stage_progress` over frames (it starts with the first frame, so a model
+    that fails to load prints only its error line). Yields ``advance(result)`` for ``on_frame`` callbacks."""
     from pairedge.cli.progress import stage_progress
 
-    with ExitStack() as stack:
-        started: list[Callable[[int], None]] = []
-
-        def advance(_: object = None) -> None:
-            if not started:
-                started.append(stack.enter_context(stage_progress(description, total=total)))
-            started[0](1)
-
-        yield advance
+    with stage_progress(description, total=total) as advance:
+        yield lambda _=None: advance(1)
 
 
 def print_summary(summary: RunSummary, title: str) -> None:
