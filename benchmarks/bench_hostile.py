@@ -256,8 +256,45 @@ def parity_pack_bomb(folder: Path) -> list[str]:
     return ["parity", "check", str(path), "default"]
 
 
+def detections_dev_zero(folder: Path) -> list[str]:
+    link = folder / "det.txt"
+    link.symlink_to("/dev/zero")
+    return ["run", str(tiny_video(folder)), "--detections", str(link), "--no-video", "--out", "out"]
+
+
+def billion_laughs(folder: Path) -> list[str]:
+    """A CVML file of 1 kB whose nested entities expand to gigabytes."""
+    entities = ['<!ENTITY lol "lol">'] + [f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">'
+                                          for k in range(1, 10)]  # fmt: skip
+    path = folder / "det.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE dataset [' + "".join(entities) + ']>\n'
+                    '<dataset><frame number="0"><objectlist><object id="1"><box xc="10" yc="10" w="5" h="9"/>'
+                    '<name>&lol9;</name></object></objectlist></frame></dataset>\n')  # fmt: skip
+    return ["run", str(tiny_video(folder)), "--detections", str(path), "--no-video", "--out", "out"]
+
+
+def features_npz_bomb(folder: Path) -> list[str]:
+    """A features .npz of a few MB whose X member inflates to 4.5 GiB."""
+    path = folder / "features.npz"
+    rows = (4 * GiB + GiB // 2) // (4 * 64)
+    header = {"descr": "<f4", "fortran_order": False, "shape": (rows, 64)}
+    text = repr(header).encode("latin1")
+    pad = 64 - (10 + len(text) + 1) % 64
+    npy_head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text) + pad + 1) + text + b" " * pad + b"\n"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        with z.open("X.npy", "w", force_zip64=True) as fh:
+            fh.write(npy_head)
+            block = bytes(64 * MiB)
+            for _ in range(rows * 64 * 4 // len(block)):
+                fh.write(block)
+    return ["train", "--data", str(path), "--spec", "pairedge", "--stage", "1", "--out", str(folder / "run")]
+
+
 CASES: tuple[Case, ...] = (
     Case("mot_one_line_60mb", "a MOT file that is one 60 MB line", one_line_mot(60)),
+    Case("detections_dev_zero", "a detection file that is a symlink to /dev/zero", detections_dev_zero),
+    Case("cvml_billion_laughs", "a 1 kB CVML file whose entities expand to gigabytes", billion_laughs),
+    Case("features_npz_bomb", "train --data on a features .npz whose X inflates to 4.5 GiB", features_npz_bomb),
     Case("mot_one_line_200mb", "a MOT file that is one 200 MB line", one_line_mot(200)),
     Case("image_folder_bomb_first", "an image folder whose first PNG decodes to 20,000 x 20,000 px",
          image_folder_bomb(True)),  # fmt: skip

@@ -327,8 +327,7 @@ def read_detections(path: str | Path) -> DetectionFile:
 def _read_detections(path: str | Path) -> DetectionFile:
     p = Path(path).expanduser()
     suffix = p.suffix.lower()
-    if not p.is_file():
-        raise FormatError(p, "no such file; expected a MOT .txt, JRDB .json or CVML .xml detection file")
+    limits.regular_file(p, "a MOT .txt, JRDB .json or CVML .xml detection file")  # the true reason
     if suffix in (".txt", ".csv"):
         from pairedge.io.mot import read_mot
 

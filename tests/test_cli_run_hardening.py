@@ -262,3 +262,18 @@ def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> Non
                 "FPS, end to end", "dropped detections", "step total", "1000000000000"):  # fmt: skip
         assert any(row in line for line in lines), row  # whole, on one line: no wrap inside a word
     assert not any(line.lstrip("│ ").startswith("error:") for line in lines)  # the newline is escaped
+
+
+def test_a_detection_file_that_is_a_device_or_folder_says_so(tmp_path: Path) -> None:
+    """The true reason, not "no such file", for a detection path that exists but is not a regular file."""
+    from pairedge.errors import FormatError
+    from pairedge.runtime.sources import read_detections
+
+    link = tmp_path / "det.txt"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(FormatError, match="character device"):
+        read_detections(link)
+    with pytest.raises(FormatError, match="a folder"):
+        read_detections(tmp_path)
+    with pytest.raises(FormatError, match="no such file"):
+        read_detections(tmp_path / "missing.txt")

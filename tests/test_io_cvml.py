@@ -102,3 +102,16 @@ def test_fuzzed_xml_gives_format_error_or_tracks(tmp_path, seed):
         except FormatError:
             continue
         assert np.isfinite(tr.boxes).all() and (tr.boxes[:, 2:] > 0).all()
+
+
+def test_an_entity_declaration_is_refused_once_not_rewrapped(tmp_path) -> None:
+    import pytest
+    from pairedge.errors import FormatError
+    from pairedge.io.cvml import read_cvml
+
+    path = tmp_path / "bomb.xml"
+    path.write_text('<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "x">]><dataset></dataset>')
+    with pytest.raises(FormatError) as err:
+        read_cvml(path)
+    assert "declares an entity" in str(err.value) and "readable XML" not in str(err.value)
+    assert str(err.value).count(str(path)) == 1

@@ -194,6 +194,8 @@ def _parse(path: Path, data: bytes) -> _Collector:
         raise FormatError(
             path, f"expected well-formed XML: {exc}", f"line {exc.lineno}, column {exc.offset}"
         ) from None
+    except FormatError:  # raised by a handler (an entity declaration, a bad record): already says it all
+        raise
     except (LookupError, ValueError) as exc:  # e.g. an unknown encoding in the XML declaration
         raise FormatError(path, f"expected a readable XML file: {exc}") from None
     return collector
