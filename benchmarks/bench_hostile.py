@@ -329,7 +329,7 @@ def run_cases(cases: list[Case], max_seconds: float, max_mib: float, timeout: fl
         passed = code == case.exit_code and len(lines) <= 1 and seconds < max_seconds and peak < max_mib
         outcome = Outcome(case.name, case.what, "pairedge " + " ".join(a.replace(str(folder), "DIR") for a in args),
                           code, case.exit_code, round(seconds, 2), round(peak, 1), len(lines),
-                          lines[0][:300] if lines else "", passed)  # fmt: skip
+                          lines[0].replace(str(folder), "DIR")[:300] if lines else "", passed)  # fmt: skip
         print(f"{'PASS' if passed else 'FAIL'} {case.name}: exit {code}, {seconds:.1f} s, {peak:.0f} MiB, "
               f"{len(lines)} stderr line(s) {outcome.first_line[:100]!r}", flush=True)  # fmt: skip
         out.append(outcome)
