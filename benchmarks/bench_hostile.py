@@ -239,20 +239,27 @@ def doctor_dev_zero(folder: Path) -> list[str]:
     return ["doctor", "--model", str(model)]
 
 
+def npy_header(shape: tuple[int, ...], descr: str = "<f4") -> bytes:
+    """A version 1.0 ``.npy`` header for an array of ``shape`` (what numpy would write)."""
+    text = repr({"descr": descr, "fortran_order": False, "shape": shape}).encode("latin1")
+    pad = 64 - (10 + len(text) + 1) % 64
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text) + pad + 1) + text + b" " * pad + b"\n"
+
+
+def zip_of_zeros(path: Path, member: str, shape: tuple[int, ...], level: int) -> None:
+    """An ``.npz`` whose one member is a float32 array of ``shape``, all zeros, deflated (a zip bomb)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as z:
+        with z.open(member, "w", force_zip64=True) as fh:
+            fh.write(npy_header(shape))
+            block = bytes(64 * MiB)
+            for _ in range(int(np.prod(shape)) * 4 // len(block)):
+                fh.write(block)
+
+
 def parity_pack_bomb(folder: Path) -> list[str]:
     """A ~5 MB parity pack whose first array inflates to 2 GiB (a valid .npy header, zeros)."""
     path = folder / "pack.npz"
-    rows = 2 * GiB // (4 * 64)
-    header = {"descr": "<f4", "fortran_order": False, "shape": (rows, 64)}
-    text = repr(header).encode("latin1")
-    pad = 64 - (10 + len(text) + 1) % 64
-    npy_head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text) + pad + 1) + text + b" " * pad + b"\n"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        with z.open("stage1.npy", "w", force_zip64=True) as fh:
-            fh.write(npy_head)
-            block = bytes(64 * MiB)
-            for _ in range(2 * GiB // len(block)):
-                fh.write(block)
+    zip_of_zeros(path, "stage1.npy", (2 * GiB // (4 * 64), 64), level=9)
     return ["parity", "check", str(path), "default"]
 
 
@@ -276,17 +283,7 @@ def billion_laughs(folder: Path) -> list[str]:
 def features_npz_bomb(folder: Path) -> list[str]:
     """A features .npz of a few MB whose X member inflates to 4.5 GiB."""
     path = folder / "features.npz"
-    rows = (4 * GiB + GiB // 2) // (4 * 64)
-    header = {"descr": "<f4", "fortran_order": False, "shape": (rows, 64)}
-    text = repr(header).encode("latin1")
-    pad = 64 - (10 + len(text) + 1) % 64
-    npy_head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text) + pad + 1) + text + b" " * pad + b"\n"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        with z.open("X.npy", "w", force_zip64=True) as fh:
-            fh.write(npy_head)
-            block = bytes(64 * MiB)
-            for _ in range(rows * 64 * 4 // len(block)):
-                fh.write(block)
+    zip_of_zeros(path, "X.npy", ((4 * GiB + GiB // 2) // (4 * 64), 64), level=1)
     return ["train", "--data", str(path), "--spec", "pairedge", "--stage", "1", "--out", str(folder / "run")]
 
 
@@ -343,7 +340,7 @@ def markdown(outcomes: list[Outcome], env: dict[str, Any], max_seconds: float, m
         "",
         f"{passed} of {len(outcomes)} cases pass: the expected exit code, at most one stderr line, under "
         f"{max_seconds:g} s and {max_mib:g} MiB peak resident memory of the `pairedge` process. "
-        f"Machine: {env['cpu']}, {env['cores']} cores, Python {env['python']}; "
+        f"Machine: {env['cpu']}, Python {env['python']}; "
         "the ceilings are `pairedge.limits` (docs/formats.md#ceilings).",
         "",
         "| case | exit (expected) | seconds | peak MiB | stderr lines | pass |",
@@ -360,15 +357,9 @@ def markdown(outcomes: list[Outcome], env: dict[str, Any], max_seconds: float, m
 
 
 def environment() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": sys.version.split()[0]}
+    from pairedge.bench.env import cpu_model
+
+    return {"cpu": cpu_model(), "python": sys.version.split()[0]}
 
 
 def main(argv: list[str] | None = None) -> int:

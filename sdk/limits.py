@@ -165,7 +165,15 @@ def read_text(path: str | Path, expected: str, limit: int | None = None) -> str:
     Raises:
         FormatError: see :func:`read_bytes`; also when the bytes are not UTF-8.
     """
-    data = read_bytes(path, expected, MAX_TEXT_BYTES if limit is None else limit)
+    return decode_utf8(path, read_bytes(path, expected, MAX_TEXT_BYTES if limit is None else limit), expected)
+
+
+def decode_utf8(path: str | Path, data: bytes, expected: str) -> str:
+    """``data`` as UTF-8 text, a leading byte-order mark dropped.
+
+    Raises:
+        FormatError: naming ``path``, the byte offset and ``expected``, when ``data`` is not UTF-8.
+    """
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -49,12 +49,7 @@ def read_text(path: str | Path, expected: str, *, lines: bool = False) -> str:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         limits.check_lines(path, data, expected)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(
-            path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); expected {expected}"
-        ) from None
+    return limits.decode_utf8(path, data, expected)
 
 
 def read_lines(path: str | Path, expected: str) -> list[str]:
@@ -157,12 +152,7 @@ def read_json(path: str | Path, expected: str, limit: int | None = None) -> Any:
     """
     data = limits.read_bytes(path, expected, limits.MAX_TEXT_BYTES if limit is None else limit)
     check_json_values(path, data, expected)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(
-            path, f"not UTF-8 text (byte {exc.start}: {exc.reason}); expected {expected}"
-        ) from None
+    text = limits.decode_utf8(path, data, expected)
     del data
     return parse_json(path, text)
 
