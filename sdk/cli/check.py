@@ -82,7 +82,7 @@ def run_checks(models: list[Path], target: str) -> bool:
 @handle_errors
 def check_command(
     models: list[Path] = typer.Argument(
-        ..., help="ONNX file(s), or a model folder (checks every stage*.onnx)."
+        ..., help="ONNX file(s), or a model folder (checks every stage*.onnx); 'default' = the bundled model."
     ),
     target: str = typer.Option(
         "tensorrt-10.3", "--target", help="tensorrt-10.3 (JetPack 6), tensorrt-10.13 or tensorrt-11."
@@ -95,8 +95,11 @@ def check_command(
 
     if target not in TARGETS:  # before reading any file
         raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
+    from pairedge.default_model import BUNDLED_NAME, resolve_model_dir
+
     files: list[Path] = []
-    for path in models:
+    for given in models:
+        path = resolve_model_dir(given) if str(given) == BUNDLED_NAME else given
         found = sorted(path.glob("stage*.onnx")) if path.is_dir() else [path]
         if not found:  # an empty folder is not "no problems found"
             raise InputError(

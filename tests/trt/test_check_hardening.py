@@ -183,3 +183,12 @@ def test_timing_cache_that_is_a_fifo_is_refused(tmp_path: Path, no_hang: None) -
 
     with pytest.raises(FormatError, match="FIFO"):
         attach_timing_cache(Config(), cache)
+
+
+def test_default_names_the_bundled_model() -> None:
+    from pairedge.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["check", "default"])
+    assert result.exit_code == 0, result.output
+    assert "stage1.onnx" in result.output and "stage2.onnx" in result.output
