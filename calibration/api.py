@@ -157,26 +157,12 @@ def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]
     return scenes
 
 
-def package_folders() -> list[Path]:
-    """The folders of the installed pairedge package (one, or one per subpackage of an editable install)."""
-    from importlib.util import find_spec
-
-    folders: list[Path] = []
-    for name in ("pairedge", "pairedge.runtime", "pairedge.export", "pairedge.calibration"):
-        spec = find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            folder = Path(location).resolve()
-            if folder not in folders:
-                folders.append(folder)
-    return folders
-
-
 def _refuse_package_out(model: Path, out: Path) -> None:
     """Never write into the installed package (the bundled model's folder or anywhere else in it)."""
-    from pairedge.default_model import is_bundled
+    from pairedge.default_model import in_installed_package, is_bundled
 
     where = out.expanduser().resolve()
-    inside = next((f for f in package_folders() if where == f or f in where.parents), None)
+    inside = in_installed_package(where)
     if inside is None:
         return
     what = "the bundled model's folder" if is_bundled(where) else f"inside the installed pairedge package ({inside})"

@@ -87,6 +87,30 @@ def is_bundled(folder: str | Path) -> bool:
         return False
 
 
+def package_folders() -> list[Path]:
+    """The folders of the installed pairedge package (one, or one per subpackage of an editable install)."""
+    from importlib.util import find_spec
+
+    folders: list[Path] = []
+    for name in ("pairedge", "pairedge.runtime", "pairedge.export", "pairedge.calibration"):
+        spec = find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            folder = Path(location).resolve()
+            if folder not in folders:
+                folders.append(folder)
+    return folders
+
+
+def in_installed_package(path: str | Path) -> Path | None:
+    """The package folder that holds ``path`` (the bundled model's folder is one), or None.
+
+    Commands that write into a model folder (``calibrate``, ``build``) refuse such a path: an installed
+    package is not a place for a user's files, and the bundled model's manifest must stay as shipped.
+    """
+    where = Path(path).expanduser().resolve()
+    return next((f for f in package_folders() if where == f or f in where.parents), None)
+
+
 def resolve_model_dir(model: str | Path | None) -> Path:
     """The model folder ``model`` names: the bundled model for None or ``"default"``, else the path.
 

@@ -38,7 +38,9 @@ class _RichSink:
 @app.command("build")
 @handle_errors
 def build_command(
-    model_dir: Path = typer.Argument(..., help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx)."),
+    model_dir: Path = typer.Argument(
+        ..., help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx); not the installed bundled model."
+    ),
     precision: str = typer.Option(
         "fp32", "--precision", help="fp32, fp16 or int8 (Q/DQ from pairedge calibrate)."
     ),
@@ -61,10 +63,20 @@ def build_command(
 ) -> None:
     """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU)."""
     from pairedge.cli.check import run_checks
+    from pairedge.default_model import BUNDLED_NAME, in_installed_package, resolve_model_dir
+    from pairedge.errors import InputError
     from pairedge.export.tensorrt.builder import BuildSettings, Profile, load_tensorrt
     from pairedge.export.tensorrt.folder import build_model_folder, stage_onnx_files
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    model_dir = resolve_model_dir(model_dir) if str(model_dir) == BUNDLED_NAME else model_dir
+    for folder, what in ((model_dir, "MODEL_DIR"), (out, "--out")):
+        if folder is not None and in_installed_package(folder) is not None:
+            raise InputError(
+                f"{what} {folder}: inside the installed pairedge package; build writes engines and the manifest "
+                "into the model folder, never into the package: copy the model first (pairedge calibrate "
+                "default --out ~/model, or cp -r the folder) and build that copy"
+            )
     settings = BuildSettings(precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose)
     files = stage_onnx_files(model_dir, precision)
     trt = _installed_tensorrt()

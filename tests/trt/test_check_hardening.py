@@ -192,3 +192,16 @@ def test_default_names_the_bundled_model() -> None:
     result = CliRunner().invoke(app, ["check", "default"])
     assert result.exit_code == 0, result.output
     assert "stage1.onnx" in result.output and "stage2.onnx" in result.output
+
+
+def test_build_never_writes_into_the_installed_package(tmp_path) -> None:
+    """The bundled model (or any folder inside the package) is refused before any check or build."""
+    from pairedge.cli import app
+    from pairedge.default_model import default_model_dir
+    from typer.testing import CliRunner
+
+    for args in (["build", "default"], ["build", str(default_model_dir())],
+                 ["build", str(tmp_path), "--out", str(default_model_dir() / "engines")]):  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1 and "inside the installed pairedge package" in result.output, args
+    assert not (default_model_dir() / "engines").exists()
