@@ -448,7 +448,8 @@ def test_npz_header_claiming_more_than_its_member_is_refused_unloaded(tmp_path: 
     tracemalloc.start()
     try:
         with pytest.raises(
-            FormatError, match=r"X declares shape \(1000000, 1000000\) of float32 .* holds 64 bytes"
+            FormatError,
+            match=r"'X': its header declares shape \(1000000, 1000000\) of float32 .* holds 64 bytes",
         ):
             load_npz(path)
         peak = tracemalloc.get_traced_memory()[1]
@@ -477,17 +478,24 @@ def test_npz_member_inflating_past_its_declared_size_is_not_read_whole(tmp_path:
 
 
 def test_npz_member_count_and_loaded_size_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.datasets.arrays import MAX_MEMBERS, load_npz
+    from pairedge.datasets.arrays import load_npz
+    from pairedge.io.npz import MAX_MEMBERS
 
     many = _features_zip(tmp_path / "many.npz", {f"m{k}.npy": b"" for k in range(MAX_MEMBERS + 1)}, method=0)
-    with pytest.raises(FormatError, match=f"a zip of {MAX_MEMBERS + 1} members"):
+    with pytest.raises(FormatError, match=f"a zip of {MAX_MEMBERS + 1:,} members"):
         load_npz(many)
     x = _npy((1000, 100), b"\0" * 400_000)
     big = _features_zip(tmp_path / "big.npz", {"X.npy": x, **_small_features()})
     assert big.stat().st_size < 64 << 10
     monkeypatch.setattr(limits, "MAX_FEATURES_BYTES", 100_000)
-    with pytest.raises(FormatError, match="once loaded, more than the 97.7 KiB ceiling"):
+    with pytest.raises(FormatError, match="once decompressed, more than the 97.7 KiB ceiling"):
         load_npz(big)
+    monkeypatch.setattr(limits, "MAX_FEATURES_BYTES", 500_000)  # the member fits; its float32 copy does not
+    f64 = _features_zip(
+        tmp_path / "f64.npz", {"X.npy": _npy((500, 100), b"\0" * 400_000, "<f8"), **_small_features()}
+    )
+    with pytest.raises(FormatError, match="once loaded, more than the 488.3 KiB ceiling"):
+        load_npz(f64)
 
 
 def test_npz_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def test_train_a_spec_version(tmp_path: Path) -> None:
     empty = tmp_path / "empty.npz"
     empty.write_bytes(b"")
     result = runner.invoke(app, ["train", "--data", str(empty), "--out", str(tmp_path / "o"), *args])
-    assert result.exit_code == 1 and "not a readable .npz" in result.output and "EOFError" not in result.output
+    assert result.exit_code == 1 and "not a readable features .npz" in result.output and "EOFError" not in result.output
     # a features file keeps its version: asking for another one is refused
     v2 = _npz(tmp_path / "v2.npz", features=spec_layout("pairedge", "2").stage1_dim, spec="pairedge")
     result = runner.invoke(app, ["train", "--data", str(v2), "--spec-version", "3", "--out", str(tmp_path / "o"), *args])

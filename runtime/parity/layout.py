@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pairedge import limits
 from pairedge.errors import FormatError
-from pairedge.runtime.parity.npz import ArrayInfo
+from pairedge.io.npz import ArrayInfo
 
 #: key -> (dtype kind, number of dimensions) of every array a pack must hold ("i" also accepts "u").
 ARRAYS: Mapping[str, tuple[str, int]] = {

@@ -33,7 +33,7 @@ key                       shape, dtype        what
 ========================  ==================  ===================================================
 
 PNG keeps the pixels exact, so the device's flow sees the very frames the reference saw. Reading is bounded
-(:mod:`pairedge.runtime.parity.npz`): a pack is at most :data:`pairedge.limits.MAX_PACK_BYTES` on disk and
+(:mod:`pairedge.io.npz`): a pack is at most :data:`pairedge.limits.MAX_PACK_BYTES` on disk and
 as its arrays declare once decompressed, and its layout is checked on the headers before any array is
 inflated (:mod:`pairedge.runtime.parity.layout`).
 """
@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 from pairedge import limits
 from pairedge.errors import FormatError, InputError
+from pairedge.io.npz import NpzReader
 from pairedge.runtime.parity import layout
-from pairedge.runtime.parity.npz import NpzReader
 from pairedge.types import Detections
 
 PACK_FORMAT = "pairedge-parity-pack"

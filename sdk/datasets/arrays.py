@@ -10,38 +10,33 @@ A features file (``docs/formats.md``) holds one row per (frame, pair):
   e.g. ``{"motion": "boxes"}``; stored in the model metadata so the runtime extracts features the same way).
 
 :func:`load_npz` is bounded before it loads (SPEC 9): a regular file of at most
-``pairedge.limits.MAX_FEATURES_BYTES``, at most :data:`MAX_MEMBERS` zip members (counted from the zip's end
-record before its directory is parsed), and the arrays it reads as their ``.npy`` headers declare them
-(shape x dtype, plus the float32 / str copies it makes) within ``MAX_FEATURES_BYTES`` and within the member's
-declared size; a member is never read past its declared size (zipfile stops there), so one that inflates
-further cannot grow the memory.
+``pairedge.limits.MAX_FEATURES_BYTES``, read through the bounded reader :class:`pairedge.io.npz.NpzReader`
+(at most ``MAX_MEMBERS`` zip members, counted from the zip's end record before its directory is parsed; the
+members' declared sizes within ``MAX_FEATURES_BYTES``; every ``.npy`` header checked against its member
+before any data), the arrays it reads as their headers declare them (plus the float32 / str copies it makes)
+within ``MAX_FEATURES_BYTES``; a member is never read past its declared size, so one that inflates further
+cannot grow the memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import struct
-import zipfile
-import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from pairedge import limits
 from pairedge.errors import FormatError, InputError
+from pairedge.io.npz import ArrayInfo, NpzReader
 
 REQUIRED = ("X", "y", "groups", "labels")
 #: Arrays load_npz reads (the others of an archive are ignored, never loaded).
 READ = (*REQUIRED, "feature_names", "feature_spec", "feature_spec_version", "stage", "person_features",
         "pair_features", "label_set", "feature_config")  # fmt: skip
-#: Zip members a features file may hold (it has 12): bounds the directory zipfile parses.
-MAX_MEMBERS = 256
 EXPECTED = "a features .npz (numpy arrays, no pickles)"
 #: A numeric ``groups`` column becomes str: at most 21 characters of 4 bytes per row.
 _STR_ROW_BYTES = 84
-#: What numpy and zipfile raise on a broken archive (EOFError: an empty file; BadZipFile: a bad CRC).
-_UNREADABLE = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 @dataclass(frozen=True)
@@ -163,103 +158,49 @@ def validate_arrays(
         )
 
 
-def _scalar(archive: np.lib.npyio.NpzFile, key: str, kind: type, default: object) -> object:
-    if key not in archive.files:
+def _scalar(arrays: dict[str, np.ndarray], key: str, kind: type, default: object) -> object:
+    if key not in arrays:
         return default
-    return kind(archive[key].item()) if archive[key].shape == () else default
+    return kind(arrays[key].item()) if arrays[key].shape == () else default
 
 
-def _members(path: Path, size: int) -> int:
-    """The number of members a zip's end-of-central-directory record (or its zip64 record) declares, read
-    from the file's tail before zipfile parses the directory; -1 when there is no such record (zipfile then
-    says why)."""
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - (22 + 0xFFFF)))
-        tail = fh.read()
-        end = tail.rfind(b"PK\x05\x06")
-        if end < 0 or end + 22 > len(tail):
-            return -1
-        entries = struct.unpack_from("<H", tail, end + 10)[0]
-        locator = end - 20
-        if entries != 0xFFFF or locator < 0 or tail[locator : locator + 4] != b"PK\x06\x07":
-            return int(entries)
-        fh.seek(struct.unpack_from("<Q", tail, locator + 8)[0])
-        record = fh.read(56)
-        if len(record) < 56 or record[:4] != b"PK\x06\x06":
-            return -1
-        return int(struct.unpack_from("<Q", record, 32)[0])
-
-
-def _declared(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype an ``.npy`` member's header declares, checked against the member's declared size."""
-    key = info.filename.removesuffix(".npy")
-    with zf.open(info) as fh:
-        version = np.lib.format.read_magic(fh)
-        if version not in ((1, 0), (2, 0)):
-            raise FormatError(path, f"an .npy header of version {version}; expected 1.0 or 2.0", record=key)
-        read = (
-            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        )
-        shape, _, dtype = read(fh)
-        held = info.file_size - fh.tell()
-    if dtype.hasobject:
-        raise FormatError(
-            path, f"{key} is an object array (it would need pickle, which pairedge never loads)", key
-        )
-    claimed = math.prod(shape) * dtype.itemsize
-    if claimed > held:
-        raise FormatError(
-            path, f"{key} declares shape {shape} of {dtype} ({limits.describe_size(claimed)}) but its member "
-            f"holds {limits.describe_size(max(held, 0))}: truncated or corrupt", key,
-        )  # fmt: skip
-    return tuple(int(d) for d in shape), dtype
-
-
-def _loaded_bytes(path: Path, zf: zipfile.ZipFile) -> int:
+def _loaded_bytes(infos: dict[str, ArrayInfo]) -> int:
     """Bytes the arrays :func:`load_npz` reads take once loaded, from their headers (and their copies)."""
-    infos = {info.filename.removesuffix(".npy"): info for info in zf.infolist()}
     total = 0
     for key in READ:
-        if key in infos:
-            shape, dtype = _declared(path, zf, infos[key])
-            total += math.prod(shape) * dtype.itemsize
-            if key == "X" and dtype != np.float32:
-                total += math.prod(shape) * 4  # the float32 copy
-            if key == "groups" and dtype.kind != "U":
-                total += (shape[0] if shape else 1) * _STR_ROW_BYTES  # the str copy
+        info = infos.get(key)
+        if info is None:
+            continue
+        total += info.nbytes
+        if key == "X" and info.dtype != np.float32:
+            total += math.prod(info.shape) * 4  # the float32 copy
+        if key == "groups" and info.dtype.kind != "U":
+            total += (info.shape[0] if info.shape else 1) * _STR_ROW_BYTES  # the str copy
     return total
 
 
-def check_npz(path: str | Path) -> None:
-    """Refuse a features ``.npz`` above its ceilings before any array is loaded (module docstring).
+def _read_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The :data:`READ` arrays of a features ``.npz``, through the bounded reader (module docstring).
 
     Raises:
-        FormatError: not a regular file or above ``MAX_FEATURES_BYTES`` on disk, more than :data:`MAX_MEMBERS`
-            members, not a zip, an array whose header claims more than its member holds, an object array,
-            or arrays that would take more than ``MAX_FEATURES_BYTES`` once loaded.
+        FormatError: not a regular file or above ``MAX_FEATURES_BYTES`` on disk, more than ``MAX_MEMBERS``
+            members, not a zip, an array whose header disagrees with its member, an object array, arrays that
+            would take more than ``MAX_FEATURES_BYTES`` once loaded, or a member that is corrupt.
     """
-    p = Path(path)
-    size = limits.regular_file(p, EXPECTED, limits.MAX_FEATURES_BYTES)
-    try:
-        members = _members(p, size)
-        if members > MAX_MEMBERS:
-            raise FormatError(p, f"a zip of {members:,} members; expected {EXPECTED} (at most {MAX_MEMBERS})")
-        with zipfile.ZipFile(p) as zf:
-            total = _loaded_bytes(p, zf)
-    except FormatError:
-        raise
-    except _UNREADABLE as exc:
-        raise FormatError(p, f"not a readable .npz without pickles ({exc or type(exc).__name__})") from None
-    if total > limits.MAX_FEATURES_BYTES:
-        raise FormatError(
-            p, f"arrays of {limits.describe_size(total)} once loaded, more than the "
-            f"{limits.describe_size(limits.MAX_FEATURES_BYTES)} ceiling for {EXPECTED} "
-            "(pairedge.limits.MAX_FEATURES_BYTES); split the features into several files",
-        )  # fmt: skip
+    limits.regular_file(path, EXPECTED, limits.MAX_FEATURES_BYTES)
+    with NpzReader(path, limits.MAX_FEATURES_BYTES, "features .npz", ceiling="MAX_FEATURES_BYTES") as npz:
+        total = _loaded_bytes(npz.infos)
+        if total > limits.MAX_FEATURES_BYTES:
+            raise FormatError(
+                path, f"arrays of {limits.describe_size(total)} once loaded, more than the "
+                f"{limits.describe_size(limits.MAX_FEATURES_BYTES)} ceiling for {EXPECTED} "
+                "(pairedge.limits.MAX_FEATURES_BYTES); split the features into several files",
+            )  # fmt: skip
+        return {key: npz.read(key) for key in READ if key in npz.infos}
 
 
 def load_npz(path: str | Path) -> FeatureData:
-    """Read a features ``.npz`` (never unpickles), within the ceilings of :func:`check_npz`.
+    """Read a features ``.npz`` (never unpickles), within the ceilings of the module docstring.
 
     Raises:
         InputError: the file does not exist.
@@ -270,40 +211,26 @@ def load_npz(path: str | Path) -> FeatureData:
         raise InputError(
             f"features file {path} not found; build one with a dataset builder (docs/formats.md)"
         )
-    check_npz(path)
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except _UNREADABLE as exc:
-        raise FormatError(
-            path, f"not a readable .npz without pickles ({exc or type(exc).__name__})"
-        ) from None
-    with archive:
-        missing = [k for k in REQUIRED if k not in archive.files]
-        if missing:
-            raise FormatError(path, f"expected arrays {list(REQUIRED)}, missing {missing}")
-        try:
-            X = archive["X"].astype(np.float32)
-            y = archive["y"]
-            if not np.issubdtype(y.dtype, np.integer):
-                raise FormatError(path, f"expected integer class ids in y, got dtype {y.dtype}", record="y")
-            groups = archive["groups"].astype(str)
-            labels = tuple(str(v) for v in archive["labels"].reshape(-1))
-            names = (
-                tuple(str(v) for v in archive["feature_names"]) if "feature_names" in archive.files else ()
-            )
-            meta = {
-                "feature_spec": _scalar(archive, "feature_spec", str, ""),
-                "feature_spec_version": _scalar(archive, "feature_spec_version", str, ""),
-                "stage": _scalar(archive, "stage", int, 0),
-                "person_features": _scalar(archive, "person_features", int, 0),
-                "pair_features": _scalar(archive, "pair_features", int, 0),
-                "label_set": _scalar(archive, "label_set", str, ""),
-                "feature_config": _scalar(archive, "feature_config", str, ""),
-            }
-        except FormatError:
-            raise
-        except _UNREADABLE as exc:  # a bad CRC, a cut stream, an object array
-            raise FormatError(path, f"unreadable array ({exc or type(exc).__name__})") from None
+    archive = _read_arrays(path)
+    missing = [k for k in REQUIRED if k not in archive]
+    if missing:
+        raise FormatError(path, f"expected arrays {list(REQUIRED)}, missing {missing}")
+    X = archive["X"].astype(np.float32)
+    y = archive["y"]
+    if not np.issubdtype(y.dtype, np.integer):
+        raise FormatError(path, f"expected integer class ids in y, got dtype {y.dtype}", record="y")
+    groups = archive["groups"].astype(str)
+    labels = tuple(str(v) for v in archive["labels"].reshape(-1))
+    names = tuple(str(v) for v in archive["feature_names"]) if "feature_names" in archive else ()
+    meta = {
+        "feature_spec": _scalar(archive, "feature_spec", str, ""),
+        "feature_spec_version": _scalar(archive, "feature_spec_version", str, ""),
+        "stage": _scalar(archive, "stage", int, 0),
+        "person_features": _scalar(archive, "person_features", int, 0),
+        "pair_features": _scalar(archive, "pair_features", int, 0),
+        "label_set": _scalar(archive, "label_set", str, ""),
+        "feature_config": _scalar(archive, "feature_config", str, ""),
+    }
     validate_arrays(X, y.astype(np.int64), groups, labels, source=str(path))
     if names and len(names) != X.shape[1]:
         raise FormatError(

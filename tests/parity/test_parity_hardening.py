@@ -112,7 +112,7 @@ def test_member_inflating_past_its_declared_size_is_read_bounded(pack_path: Path
         zf.writestr("extra.npy", header + b"\0" * 800_000)
     _patch_sizes(path, "extra.npy", len(header) + 80)
     assert zipfile.ZipFile(path).getinfo("extra.npy").file_size == len(header) + 80
-    from pairedge.runtime.parity.npz import NpzReader
+    from pairedge.io.npz import NpzReader
 
     tracemalloc.start()
     try:

@@ -3,19 +3,24 @@
 ``numpy.load`` inflates an array as soon as it is asked for, whatever its header declares, so a 5 MB pack can
 cost 2 GB before any shape is checked. :class:`NpzReader` instead
 
-1. sums the uncompressed sizes the zip directory declares for all members and refuses above ``limit``;
+1. counts the members from the zip's end record before :mod:`zipfile` parses the directory (a zip of a
+   million tiny members is refused unparsed), then sums the uncompressed sizes the directory declares for
+   all members and refuses above ``limit``;
 2. reads only the ``.npy`` header of every member (magic, version 1.0 / 2.0, shape, dtype, order), refuses
    object dtypes (no pickle, ever) and any header whose shape x item size disagrees with the member's
    declared size — so the caller can check the layout (row counts, widths) before any data is read;
 3. inflates one array at a time on request, reading exactly the bytes its header declares, in chunks, and
    refuses a member that inflates to more (or fewer) bytes than it declared.
 
-Errors are :class:`~pairedge.errors.FormatError` naming the file and the member.
+Errors are :class:`~pairedge.errors.FormatError` naming the file and the member. Parity packs
+(:mod:`pairedge.runtime.parity.pack`) and training features (:func:`pairedge.datasets.arrays.load_npz`) are
+read through it.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -26,13 +31,14 @@ import numpy as np
 from pairedge import limits
 from pairedge.errors import FormatError
 
-#: Members a pack may hold at most (it has 23; a zip of a million tiny members is not a pack).
+#: Members an archive may hold at most (a pack has 23, a features file 12; a zip of a million tiny members
+#: is neither).
 MAX_MEMBERS = 256
 #: Largest ``.npy`` header read (numpy's own default limit).
 MAX_HEADER = 10_000
 _CHUNK = 1 << 20
-#: dtype kinds an array of a pack may have: bool, signed / unsigned integers, floats, unicode text.
-_KINDS = frozenset("biufU")
+#: dtype kinds an array may have: bool, signed / unsigned integers, floats, unicode and byte strings.
+_KINDS = frozenset("biufUS")
 #: What a corrupt or truncated zip / deflate stream raises while it is read.
 CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError)
 
@@ -68,9 +74,13 @@ class NpzReader:
     Use as a context manager. ``limit``: the ceiling in bytes on the members' declared uncompressed sizes.
     """
 
-    def __init__(self, path: Path, limit: int, what: str = "a .npz file") -> None:
+    def __init__(self, path: Path, limit: int, what: str = "a .npz file", ceiling: str = "MAX_PACK_BYTES") -> None:
         self.path = path
         self.what = what
+        self.ceiling = ceiling
+        members = zip_member_count(path)
+        if members > MAX_MEMBERS:
+            raise FormatError(path, f"a zip of {members:,} members; expected {what} (at most {MAX_MEMBERS})", "npz")
         try:
             self._zip = zipfile.ZipFile(path)
         except CORRUPT as exc:
@@ -101,8 +111,8 @@ class NpzReader:
         if declared > limit:
             raise FormatError(
                 self.path, f"its arrays declare {limits.describe_size(declared)} once decompressed, more than "
-                f"the {limits.describe_size(limit)} ceiling for {self.what} (pairedge.limits.MAX_PACK_BYTES); "
-                "it is not a short clip, or it is a zip bomb", "npz",
+                f"the {limits.describe_size(limit)} ceiling for {self.what} (pairedge.limits.{self.ceiling}); "
+                "it is larger than such a file can be, or it is a zip bomb", "npz",
             )  # fmt: skip
         infos: dict[str, ArrayInfo] = {}
         for member in members:
@@ -178,3 +188,28 @@ def _read_exactly(fh: IO[bytes], n: int) -> bytes:
         parts.append(block)
         left -= len(block)
     return b"".join(parts)
+
+
+def zip_member_count(path: Path) -> int:
+    """The number of members a zip's end-of-central-directory record (or its zip64 record) declares, read
+    from the file's tail before :mod:`zipfile` parses the directory; -1 when there is no such record
+    (zipfile then says why)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - (22 + 0xFFFF)))
+            tail = fh.read()
+            end = tail.rfind(b"PK\x05\x06")
+            if end < 0 or end + 22 > len(tail):
+                return -1
+            entries = struct.unpack_from("<H", tail, end + 10)[0]
+            locator = end - 20
+            if entries != 0xFFFF or locator < 0 or tail[locator : locator + 4] != b"PK\x06\x07":
+                return int(entries)
+            fh.seek(struct.unpack_from("<Q", tail, locator + 8)[0])
+            record = fh.read(56)
+    except OSError:
+        return -1
+    if len(record) < 56 or record[:4] != b"PK\x06\x06":
+        return -1
+    return int(struct.unpack_from("<Q", record, 32)[0])
