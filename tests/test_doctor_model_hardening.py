@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,29 +26,6 @@ from typer.testing import CliRunner
 
 runner = CliRunner()
 NO_GPU = LocalGpu(None, None, None, "TensorRT is not installed", "no CUDA driver (libcuda) found")
-
-
-@pytest.fixture()
-def bounded() -> Iterator[None]:
-    """Fail instead of hanging (a FIFO opened) or eating the machine (/dev/zero read whole): 20 s of wall
-    time and 2 GiB more address space than the process has now."""
-
-    def timeout(signum: int, frame: object) -> None:
-        raise TimeoutError("blocked: a FIFO or device was opened")
-
-    size = next(int(ln.split()[1]) * 1024 for ln in Path("/proc/self/status").read_text().splitlines()
-                if ln.startswith("VmSize:"))  # fmt: skip
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = size + (2 << 30)
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    old = signal.signal(signal.SIGALRM, timeout)
-    signal.alarm(20)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 @pytest.fixture()

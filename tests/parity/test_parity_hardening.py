@@ -128,14 +128,8 @@ def test_member_inflating_past_its_declared_size_is_read_bounded(pack_path: Path
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
-def test_non_regular_pack_is_one_line(tmp_path: Path, kind: str) -> None:
-    path = tmp_path / "pack.npz"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "dev-zero":
-        path.symlink_to("/dev/zero")
-    else:
-        path.mkdir()
+def test_non_regular_pack_is_one_line(tmp_path: Path, kind: str, non_regular) -> None:
+    path = non_regular(tmp_path / "pack.npz", kind)
     start = time.monotonic()
     with pytest.raises(FormatError, match="not a regular file"):
         load_pack(path)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,21 +19,6 @@ from typer.testing import CliRunner
 runner = CliRunner()
 F, C = 4, 3
 
-
-@pytest.fixture()
-def no_hang() -> Iterator[None]:
-    """A blocked open() of a FIFO becomes a test failure after 20 s instead of a hang."""
-
-    def timeout(signum: int, frame: object) -> None:
-        raise TimeoutError("blocked: a FIFO was opened")
-
-    old = signal.signal(signal.SIGALRM, timeout)
-    signal.alarm(20)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _model(
@@ -79,14 +62,9 @@ def test_graphs_onnx_checker_rejects_are_an_error_row(tmp_path: Path, make, matc
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder-named-onnx"])
-def test_non_regular_inputs_are_one_line(tmp_path: Path, kind: str, no_hang: None) -> None:
-    path = tmp_path / "stage1.onnx"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "dev-zero":
-        path.symlink_to("/dev/zero")
-    else:
-        path.mkdir()
+def test_non_regular_inputs_are_one_line(tmp_path: Path, kind: str, bounded: None, non_regular) -> None:
+    path = non_regular(tmp_path / "stage1.onnx", "folder" if kind == "folder-named-onnx" else kind)
+    if kind == "folder-named-onnx":
         (path / "x").write_text("")
     with pytest.raises(FormatError, match="not a regular file"):
         check_model(path)
@@ -96,14 +74,14 @@ def test_non_regular_inputs_are_one_line(tmp_path: Path, kind: str, no_hang: Non
     assert [ln for ln in res.output.splitlines() if ln.startswith("error:")] == res.output.splitlines()
 
 
-def test_a_fifo_in_a_model_folder_is_one_line(tmp_path: Path, no_hang: None) -> None:
+def test_a_fifo_in_a_model_folder_is_one_line(tmp_path: Path, bounded: None) -> None:
     _gemm(tmp_path, name="stage1.onnx")
     os.mkfifo(tmp_path / "stage2.onnx")
     res = runner.invoke(app, ["check", str(tmp_path)])
     assert res.exit_code == 1 and "FIFO" in res.output and "stage2.onnx" in res.output
 
 
-def test_external_data_leaving_the_folder_or_a_device_is_refused(tmp_path: Path, no_hang: None) -> None:
+def test_external_data_leaving_the_folder_or_a_device_is_refused(tmp_path: Path, bounded: None) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     path = _gemm(folder)
@@ -121,7 +99,7 @@ def test_external_data_leaving_the_folder_or_a_device_is_refused(tmp_path: Path,
         check_model(path)
 
 
-def test_a_calibration_report_that_is_a_fifo_is_a_warning_not_a_hang(tmp_path: Path, no_hang: None) -> None:
+def test_a_calibration_report_that_is_a_fifo_is_a_warning_not_a_hang(tmp_path: Path, bounded: None) -> None:
     path = _gemm(tmp_path)
     os.mkfifo(tmp_path / "calibration.json")
     report = check_model(path)
@@ -154,7 +132,7 @@ def test_table_fits_80_columns_with_details_below(tmp_path: Path) -> None:
 
 
 # -- engines and timing caches -----------------------------------------------------------------------------
-def test_engine_readers_refuse_devices_and_fifos(tmp_path: Path, no_hang: None) -> None:
+def test_engine_readers_refuse_devices_and_fifos(tmp_path: Path, bounded: None) -> None:
     from pairedge.export.tensorrt.manifest import EngineFileError, EngineManifest, read_verified_engine
 
     engine = tmp_path / "stage1.fp16.engine"
@@ -171,7 +149,7 @@ def test_engine_readers_refuse_devices_and_fifos(tmp_path: Path, no_hang: None) 
         read_verified_engine(engine, Manifest())  # type: ignore[arg-type]
 
 
-def test_timing_cache_that_is_a_fifo_is_refused(tmp_path: Path, no_hang: None) -> None:
+def test_timing_cache_that_is_a_fifo_is_refused(tmp_path: Path, bounded: None) -> None:
     from pairedge.export.tensorrt.timing_cache import attach_timing_cache
 
     cache = tmp_path / "trt.cache"
