@@ -177,9 +177,17 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
         "fp16",
     )
     assert "Recommended:" in res.output and data["environment"]["cpu"]
+    assert fp32["agreement"]["top1_scope"] == "rows the fp32 reference gates"
+    assert fp32["comparison"]["top1"]["decision"]["rows"] == fp32["agreement"]["top1_rows"] > 0
+    assert fp32["mpca_drop"] == 0.0 and fp32["gate_passed"] and fp32["gate_problems"] == []
+    table = res.output[res.output.index("backend  "):].splitlines()[:8]  # header, rule, 6 rows
+    assert all(len(line) <= 80 for line in table), table
+    assert [line.split()[:2] for line in table[2:]] == [[b, p] for b in ("onnxruntime", "onnxruntime-cuda")
+                                                          for p in ("fp32", "fp16", "int8")]  # fmt: skip
+    assert table[4].split()[-3:] == ["missing", "-", "-"] and table[5].split()[-3:] == ["n/a", "-", "-"]
     md = (tmp_path / "bench.md").read_text()
-    assert ("| Backend | Precision | Size | accuracy of scored pairs (misses excluded) | MPCA | macro-F1 | agreement |"
-            in md and "missing" in md)  # fmt: skip
+    assert ("| Backend | Precision | Size | accuracy of scored pairs (misses excluded) | MPCA | MPCA drop (points) | "
+            "macro-F1 | stage-1 gate agreement | stage-2 top-1 agreement |" in md and "missing" in md)  # fmt: skip
     assert "accuracy_scored" in fp32["accuracy"] and "accuracy" not in fp32["accuracy"]
     assert "## Pipeline latency per stage" in md and "| onnxruntime | fp16 | 10 | 45 |" in md
     assert "peak RSS of the bench process" in md
@@ -212,32 +220,98 @@ def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert measure.gpu_memory_mib() is None
 
 
-def _row(precision: str, speed: float, mpca: float, top1: float):  # type: ignore[no-untyped-def]
+def _row(precision: str, speed: float, passed: bool = True, problems: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
     from pairedge.bench.run import BenchRow
 
     lat = {4950: {"p50": speed, "p99": speed}, 512: {"p50": 0.0, "p99": 0.0}}
-    return BenchRow("onnxruntime", precision, "ok", accuracy={"mpca": mpca, "macro_f1": mpca},
-                    agreement={"top1": top1}, stage1_ms=lat, stage2_ms=dict(lat))  # fmt: skip
+    return BenchRow("onnxruntime", precision, "ok", accuracy={"mpca": 0.9, "macro_f1": 0.9},
+                    agreement={"top1": 1.0, "gate": 1.0}, stage1_ms=lat, stage2_ms=dict(lat), mpca_drop=0.0,
+                    gate_passed=passed, gate_problems=list(problems))  # fmt: skip
 
 
 def test_recommendation_rules() -> None:
-    from pairedge.bench.run import BenchOptions, _apply_gate, recommend
+    from pairedge.bench.run import BenchOptions, _apply_speed, recommend
 
     opts = BenchOptions()
-    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("fp16", 0.9, 0.90, 0.999), _row("int8", 2.0, 0.899, 0.995)]
-    _apply_gate(rows, opts.gate)
+    rows = [_row("fp32", 1.0), _row("fp16", 0.9), _row("int8", 2.0)]
+    _apply_speed(rows)
     text, best, notes = recommend(rows, opts)
     assert best == {"backend": "onnxruntime", "precision": "fp16"}
-    assert any("int8 on onnxruntime is 2.00x SLOWER than fp32" in n for n in notes)
-    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("int8", 0.5, 0.88, 0.97)]  # faster but fails the gate
-    _apply_gate(rows, opts.gate)
+    cpu = [n for n in notes if n.startswith("ONNX Runtime CPU")]
+    assert len(cpu) == 1 and "fp32 1.000 ms, fp16 0.900 ms (0.90x fp32), int8 2.000 ms (2.00x fp32)" in cpu[0]
+    assert "int8 is SLOWER than fp32 here" in cpu[0] and "quantize / dequantize" in cpu[0]
+    rows = [_row("fp32", 1.0), _row("int8", 0.5, False, ("MPCA drops 2.00 points",))]  # faster, fails
+    _apply_speed(rows)
     text, best, notes = recommend(rows, opts)
     assert best == {"backend": "onnxruntime", "precision": "fp32"}
-    assert any("int8 on onnxruntime fails the accuracy gate" in n for n in notes)
-    rows = [_row("fp32", 1.0, 0.90, 1.0), _row("int8", 1.5, 0.90, 1.0)]  # passes but slower
-    _apply_gate(rows, opts.gate)
+    assert "int8 on onnxruntime fails the accuracy gate: MPCA drops 2.00 points" in notes
+    rows = [_row("fp32", 1.0), _row("int8", 1.5)]  # passes but slower
+    _apply_speed(rows)
     text, best, _ = recommend(rows, opts)
     assert best["precision"] == "fp32" and "int8 also pass(es) but run(s) slower than fp32" in text
+
+
+def test_gate_is_the_comparators_arithmetic() -> None:
+    """score_variant: MPCA drop vs the fp32 reference, gate and top-1 agreement (near-ties excepted)."""
+    from pairedge.bench.accuracy import Gate, score_variant
+    from pairedge.runtime.parity.pack import PairRows
+
+    rng = np.random.default_rng(5)
+    n = 400
+    z1 = np.stack([np.zeros(n), rng.normal(0, 3, n)], 1).astype(np.float32)
+    z2 = rng.normal(0, 2, (n, 3)).astype(np.float32)
+    z2[np.arange(n), rng.integers(0, 3, n)] += 4.0  # a clear top-1 on every row
+    ref = _rows(PairRows, z1, z2)
+    truth = z2.argmax(1)
+    scored = np.ones(n, bool)
+    same = score_variant(ref, scored, truth, (z1, z2), 0.5)
+    assert same.passed and same.mpca_drop == 0.0 and same.reference_mpca == 1.0
+    assert same.agreement["top1_rows"] == int((z1[:, 1] >= 0).sum()) and same.agreement["gate"] == 1.0
+    worse = z2.copy()
+    flip = np.flatnonzero(z1[:, 1] >= 0)[:6]  # 6 gated rows change class
+    worse[flip] = np.roll(worse[flip], 1, axis=1)
+    v = score_variant(ref, scored, truth, (z1, worse), 0.5, Gate(max_mpca_drop=0.5))
+    assert not v.passed and v.agreement["top1"] == pytest.approx(1 - 6 / v.agreement["top1_rows"])
+    assert len(v.problems) == 1 and v.problems[0].startswith("stage-2 top-1 agreement")
+    v = score_variant(ref, scored, truth, (z1, worse), 0.5, Gate(min_top1_agreement=0.9))
+    assert not v.passed and v.mpca_drop > 0.005 and v.problems[0].startswith("MPCA drops")
+    tie = z1.copy()
+    tie[:8, 1] = 1e-4  # fp32 p_interact 0.500025: near-ties, open
+    cand = tie.copy()
+    cand[:8, 1] = -1e-4  # the candidate closes them
+    v = score_variant(_rows(PairRows, tie, z2), scored, truth, (cand, z2), 0.5, Gate(min_gate_agreement=0.999))
+    assert v.agreement["gate"] == pytest.approx(1 - 8 / n) and v.agreement["gate_near_tie_disagreements"] == 8
+    assert v.agreement["gate_excl_near_ties"] == 1.0 and v.passed
+
+
+def _rows(cls, z1: np.ndarray, z2: np.ndarray):  # type: ignore[no-untyped-def]
+    """A PairRows holding only the logits (features are not used by score_variant)."""
+    n = len(z1)
+    fields = {f: np.zeros(n) for f in cls.__dataclass_fields__}
+    fields.update(stage1_logits=z1, stage2_logits=z2)
+    return cls(**fields)
+
+
+def test_terminal_table_fits_80_columns_with_every_row() -> None:
+    """One row per backend x precision, the widest registry name and every status, within 80 columns."""
+    from pairedge.bench.report import terminal_lines
+    from pairedge.bench.run import BenchResult, BenchRow
+
+    rows = []
+    for backend in ("onnxruntime", "onnxruntime-tensorrt", "tensorrt"):
+        for precision, status in (("fp32", "ok"), ("fp16", "unavailable"), ("int8", "missing")):
+            row = _row(precision, 12.345) if status == "ok" else BenchRow(backend, precision, status, "why")
+            row.backend, row.speed_ms = backend, 12.345
+            row.agreement.update(gate=0.9912, top1=1.0, gate_near_tie_disagreements=2)
+            row.fps[100] = {"fps": 1234.0}
+            rows.append(row)
+    result = BenchResult("m", rows, {}, {"gate": {"max_mpca_drop": 0.005, "min_top1_agreement": 0.99},
+                                         "speed_definition": "x"}, "", None, [], {"people": [100]})  # fmt: skip
+    lines = terminal_lines(result)
+    assert len(lines) == 2 + 9 and max(map(len, lines)) <= 80, "\n".join(lines)
+    assert lines[2].split() == ["onnxruntime", "fp32", "0.900", "0.00", "99.12%*", "100.00%", "PASS", "12.345", "1234"]
+    assert lines[6].split()[:2] == ["onnxruntime-tensorrt", "fp16"] and lines[6].split()[-3:] == ["n/a", "-", "-"]
+    assert lines[10].split() == ["tensorrt", "int8", "-", "-", "-", "-", "missing", "-", "-"]
 
 
 def test_jetson_environment_is_read_when_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -323,7 +397,7 @@ def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
         parse_sources("sim:static:seeds=0:frames=2", detections=tmp_path / "det.txt")
     res = runner.invoke(app, ["parity", "pack", str(default_model_dir()), "--out", str(tmp_path / "p.npz"),
                               "--scene", "static:0", "--gold", str(tmp_path / "gold.jsonl")])  # fmt: skip
-    assert res.exit_code == 1 and "--gold go with --video" in res.output
+    assert res.exit_code == 1 and "--gold go" in res.output and "with --video" in res.output
 
 
 def test_eval_refuses_a_bad_model_folder_before_any_source(tmp_path: Path) -> None:

@@ -6,9 +6,13 @@
 2. **logits** — the device's classifiers on the pack's features vs the fp32 logits: max / mean / p99 absolute
    error per stage (tolerances by precision); normalisation statistics compared with the pack's.
 3. **labels** — label names and order; stage-1 gate agreement; stage-2 top-1 agreement on the pairs the
-   reference gates; the reference-vs-device confusion and the per-class confusion delta against the truth.
+   reference gates (near-ties counted and excepted); the reference-vs-device confusion and the per-class
+   confusion delta against the truth.
 4. **task** — pairwise accuracy, MPCA, macro-F1 and stage-1 pair F1 against the pack's truth: the device's
    drop versus the reference's (one-sided: a candidate may do better).
+
+Levels 2-4 compute their decisions, agreements, logit errors and drops with :mod:`pairedge.runtime.comparator`,
+the comparison ``calibrate`` and ``bench`` use, so on the same rows they report the same figures.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from typing import Any
 import numpy as np
 from pairedge.errors import InputError
 from pairedge.metrics.pairwise import classification_metrics, pair_detection
-from pairedge.runtime.pipeline import interact_probability
+from pairedge.runtime.comparator import (
+    Comparison,
+    DecisionRule,
+    LogitError,
+    compare,
+    decision_problem,
+    metric_delta,
+    top1_scope,
+)
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -207,6 +219,11 @@ def features_level(
 
 
 # -- 2. logits ------------------------------------------------------------------------------------------
+def _comparison(ref: Any, logits: tuple[np.ndarray, np.ndarray], tau: float) -> Comparison:
+    """The comparator on the pack's rows: the gate on every pair, the top-1 on the pairs the reference gates."""
+    return compare((ref.stage1_logits, ref.stage2_logits), logits, DecisionRule(tau=tau))
+
+
 def logits_level(
     pack_id: dict[str, Any],
     cand_id: dict[str, Any],
@@ -218,9 +235,10 @@ def logits_level(
 ) -> LevelResult:
     """Level 2: ``logits`` = the candidate's (stage 1, stage 2) on the pack's features.
 
-    Stage 1 is judged on every pair; stage 2 on the pairs the reference gates (those stage 2 classifies in
-    the pipeline; its logits on non-interacting pairs are never used), with the all-pairs statistics
-    reported as ``stage2_all_pairs``.
+    The comparator's logit error (:class:`pairedge.runtime.comparator.LogitError`): stage 1 on every pair;
+    stage 2 on the pairs the reference gates (those stage 2 classifies in the pipeline; its logits on
+    non-interacting pairs are never used; every pair when the reference gates none), with the all-pairs
+    statistics reported as ``stage2_all_pairs``.
     """
     p99, mx = (
         tol.logit_p99.get(precision, tol.logit_p99["int8"]),
@@ -236,25 +254,33 @@ def logits_level(
             problems.append(
                 f"{stage} logits have shape {cand.shape[1:]} per pair, the pack's {want.shape[1:]}"
             )
-            continue
-        bad = int((~np.isfinite(cand)).any(axis=1).sum()) if cand.size else 0
+    if problems:
+        return LevelResult(
+            "logits", FAIL, tuple(problems), (), metrics, {"p99": p99, "max": mx, "precision": precision}
+        )
+    comp = _comparison(ref, logits, tau)
+    for stage, sc in (("stage1", comp.gate), ("stage2", comp.top1)):
+        bad = sc.logits_all.nonfinite_rows
         if bad:  # NaN compares false with every tolerance: it must fail by name, never pass
-            problems.append(f"{stage} logits are NaN or inf for {bad} of {len(cand)} pairs ({precision})")
+            problems.append(
+                f"{stage} logits are NaN or inf for {bad} of {sc.logits_all.rows} pairs ({precision})"
+            )
             metrics[f"{stage}_nonfinite_pairs"] = bad
             continue
-        rows = np.ones(len(want), bool)
         if stage == "stage2":
-            metrics["stage2_all_pairs"] = _stats(cand - want)
-            gated = interact_probability(ref.stage1_logits) >= tau
-            rows = gated if gated.any() else rows
-            metrics["stage2_pairs"] = int(rows.sum())
-        s = _stats(cand[rows] - want[rows])
-        metrics[stage] = s
+            metrics["stage2_all_pairs"] = _error_stats(sc.logits_all)
+            metrics["stage2_pairs"] = sc.logits.rows
+            metrics["stage2_scope"] = sc.decision.scope
+        s = metrics[stage] = _error_stats(sc.logits)
         if s["p99"] > p99 or s["max"] > mx:
             problems.append(f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "
                             f"({precision}){_norm_hint(pack_id, cand_id, stage, precision)}")  # fmt: skip
     return LevelResult("logits", FAIL if problems else PASS, tuple(problems), (), metrics,
                        {"p99": p99, "max": mx, "precision": precision})  # fmt: skip
+
+
+def _error_stats(e: LogitError) -> dict[str, float]:
+    return {"max": e.max, "mean": e.mean, "p99": e.p99}
 
 
 def _norm_hint(pack_id: dict[str, Any], cand_id: dict[str, Any], stage: str, precision: str) -> str:
@@ -284,31 +310,37 @@ def labels_level(
         if list(pack_id[key]) != list(cand_id[key]):
             kind = "label order differs" if sorted(pack_id[key]) == sorted(cand_id[key]) else "labels differ"
             problems.append(f"{what} {kind}: pack {pack_id[key]}, model {cand_id[key]}")
-    ref_gate = interact_probability(ref.stage1_logits) >= tau
-    gate = interact_probability(logits[0]) >= tau
-    ref_top, top = ref.stage2_logits.argmax(axis=1), logits[1].argmax(axis=1)
-    scope = ref_gate if ref_gate.any() else np.ones(len(ref_gate), bool)
+    tols = {"gate_agreement": tol.gate_agreement, "top1_agreement": tol.top1_agreement}
+    if logits[0].shape != ref.stage1_logits.shape or logits[1].shape != ref.stage2_logits.shape:
+        problems.append(
+            "decisions not compared: the model's logits have another shape than the pack's (see logits)"
+        )
+        return LevelResult("labels", FAIL, tuple(problems), (), {}, tols)
+    comp = _comparison(ref, logits, tau)
+    gate, top = comp.gate.decision, comp.top1.decision
+    scope, _ = top1_scope(comp.rule, len(ref.stage2_logits), ref.stage1_logits)
+    ref_top, dev_top = comp.rule.top1(ref.stage2_logits), comp.rule.top1(logits[1])
     c = ref.stage2_logits.shape[1]
-    gate_agree = float((gate == ref_gate).mean()) if len(gate) else 1.0
-    top_agree = float((top[scope] == ref_top[scope]).mean()) if scope.any() else 1.0
     agree_conf = np.zeros((c, c), np.int64)
-    np.add.at(agree_conf, (ref_top[scope], top[scope]), 1)
-    metrics: dict[str, Any] = {"gate_agreement": gate_agree, "top1_agreement": top_agree,
-                               "top1_scope": "pairs the reference gates" if ref_gate.any() else "all pairs",
-                               "top1_pairs": int(scope.sum()), "reference_vs_device": agree_conf.tolist()}  # fmt: skip
+    np.add.at(agree_conf, (ref_top[scope], dev_top[scope]), 1)
+    metrics: dict[str, Any] = {
+        "gate_agreement": gate.agreement if gate.rows else 1.0,
+        "top1_agreement": top.agreement if top.rows else 1.0,
+        "gate_agreement_excl_near_ties": gate.agreement_excl_near_ties if gate.rows else 1.0,
+        "top1_agreement_excl_near_ties": top.agreement_excl_near_ties if top.rows else 1.0,
+        "gate_near_tie_disagreements": gate.near_tie_disagreements,
+        "top1_near_tie_disagreements": top.near_tie_disagreements,
+        "top1_scope": top.scope, "top1_pairs": top.rows, "reference_vs_device": agree_conf.tolist(),
+        "comparison": comp.to_dict(),
+    }  # fmt: skip
     known = truth_label >= 0
     if known.any():
         ref_conf = classification_metrics(truth_label[known], ref_top[known], c).confusion
-        dev_conf = classification_metrics(truth_label[known], top[known], c).confusion
+        dev_conf = classification_metrics(truth_label[known], dev_top[known], c).confusion
         metrics["confusion_delta_vs_truth"] = (dev_conf - ref_conf).tolist()
-    if gate_agree < tol.gate_agreement:
-        problems.append(f"stage-1 gate agreement {gate_agree:.4f} < {tol.gate_agreement}")
-    if top_agree < tol.top1_agreement:
-        problems.append(
-            f"stage-2 top-1 agreement {top_agree:.4f} < {tol.top1_agreement} on {int(scope.sum())} pairs"
-        )
-    return LevelResult("labels", FAIL if problems else PASS, tuple(problems), (), metrics,
-                       {"gate_agreement": tol.gate_agreement, "top1_agreement": tol.top1_agreement})  # fmt: skip
+    problems += [p for p in (decision_problem(gate, tol.gate_agreement),
+                             decision_problem(top, tol.top1_agreement)) if p]  # fmt: skip
+    return LevelResult("labels", FAIL if problems else PASS, tuple(problems), (), metrics, tols)
 
 
 # -- 4. task --------------------------------------------------------------------------------------------
@@ -339,17 +371,8 @@ def task_level(
     problems = []
     metrics: dict[str, Any] = {"reference": ref_scores, "device": dev_scores, "delta": {}}
     for name, limit in tol.task_drop.items():
-        a, b = ref_scores[name], dev_scores[name]
-        if np.isfinite(a) != np.isfinite(b):  # defined on one side only: not a match
-            metrics["delta"][name] = float("nan")
-            problems.append(f"{name} is {a:.4f} for the reference but {b:.4f} on the device")
-            continue
-        delta = (
-            (b - a) if np.isfinite(a) else 0.0
-        )  # undefined on both sides (no such pairs): nothing to compare
+        delta, problem = metric_delta(name, ref_scores[name], dev_scores[name], limit, who="the device")
         metrics["delta"][name] = delta
-        if delta < -limit:
-            problems.append(
-                f"{name} drops {-delta * 100:.2f} points ({a:.4f} -> {b:.4f}), tolerance {limit * 100:.2f}"
-            )
+        if problem:
+            problems.append(problem)
     return LevelResult("task", FAIL if problems else PASS, tuple(problems), (), metrics, dict(tol.task_drop))

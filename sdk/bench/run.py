@@ -6,14 +6,17 @@
 2. For each backend x precision: both classifiers on exactly those features -> stage-2 MPCA / macro-F1 /
    accuracy on the true interacting pairs the pipeline scored (stage 2 scored on the true pairs, as in the
    paper; true pairs the pipeline missed are not in the replay, so ``accuracy_scored`` = "accuracy of scored
-   pairs (misses excluded)", where ``pairedge eval``'s ``accuracy`` counts misses as wrong), top-1
-   agreement with fp32 on the same pairs and stage-1 gate agreement on all pairs; classifier latency at
-   1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the whole pipeline at 2 / 10 / 30 / 100 people: FPS and
-   the latency of every stage (flow, features, stage 1, stage 2, total); the process's peak RSS and, where
-   ``nvidia-smi`` tells, its GPU memory.
-3. The accuracy gate (default: MPCA at most 0.5 points below fp32, stage-2 top-1 agreement >= 99 %) and
-   the recommendation: the fastest passing variant, by classifier time at 100 people (stage 1 on 4,950 pairs
-   + stage 2 on 512 pairs, p50). A precision slower than fp32 on the same backend is called out.
+   pairs (misses excluded)", where ``pairedge eval``'s ``accuracy`` counts misses as wrong); the comparison
+   with fp32 by :mod:`pairedge.runtime.comparator` (:mod:`pairedge.bench.accuracy`): stage-1 gate agreement
+   on every pair-frame, stage-2 top-1 agreement on the pair-frames the fp32 reference gates, near-ties
+   counted, logit errors; classifier latency at 1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the whole
+   pipeline at 2 / 10 / 30 / 100 people: FPS and the latency of every stage (flow, features, stage 1,
+   stage 2, total); the process's peak RSS and, where ``nvidia-smi`` tells, its GPU memory.
+3. The accuracy gate, judged by the comparator (default: MPCA at most 0.5 points below the fp32 reference's,
+   stage-1 gate and stage-2 top-1 agreement >= 99 %, near-ties excepted), and the recommendation: the
+   fastest passing variant, by classifier time at 100 people (stage 1 on 4,950 pairs + stage 2 on 512
+   pairs, p50). A precision slower than fp32 on the same backend is called out, and on ONNX Runtime CPU
+   int8 / fp16 vs fp32 are said with the numbers.
 
 Precisions whose files are missing and backends that cannot run here become rows that say so.
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.bench.accuracy import Gate, score_variant
 from pairedge.bench.measure import (
     PAIR_COUNTS,
     PEOPLE,
@@ -40,14 +44,6 @@ from pairedge.runtime.parity.report import json_safe
 #: Held-out scenes: seeds 2000+ are used by no training recipe (0-11) and no calibration set.
 DEFAULT_DATA = "sim:static+moving+noisy:seeds=2000:frames=150"
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The accuracy gate a precision must pass against fp32 (fractions)."""
-
-    max_mpca_drop: float = 0.005
-    min_top1_agreement: float = 0.99
 
 
 @dataclass(frozen=True)
@@ -87,6 +83,10 @@ class BenchRow:
     mpca_drop: float = float("nan")
     gate_passed: bool = False
     speed_ms: float = float("nan")
+    #: one line per failed tolerance of the gate (empty when it passes)
+    gate_problems: list[str] = field(default_factory=list)
+    #: the comparator's full result against the fp32 reference (``Comparison.to_dict()``)
+    comparison: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,7 +122,9 @@ def resolve_backend(name: str) -> str:
     except InputError as exc:
         raise InputError(f"--backends: {exc}") from None
     if canonical == "auto":
-        raise InputError(f"--backends: name the backends to measure (one or more of {', '.join(BACKENDS)}), not 'auto'")
+        raise InputError(
+            f"--backends: name the backends to measure (one or more of {', '.join(BACKENDS)}), not 'auto'"
+        )
     return canonical
 
 
@@ -198,7 +200,7 @@ def run_bench(
             f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
         )
     rows, gpu_mib = _measure_all(folder, ref, scored, t_label, opts, say)
-    _apply_gate(rows, opts.gate)
+    _apply_speed(rows)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                  "gate": asdict(opts.gate), "speed_definition": _speed_text(opts),
@@ -220,7 +222,7 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
     with ExitStack() as stack:
         for b in opts.backends:
             for p in opts.precisions:
-                row, pipe = _open(folder, b, p, ref, scored, t_label, say)
+                row, pipe = _open(folder, b, p, ref, scored, t_label, opts.gate, say)
                 rows.append(row)
                 if pipe is not None:
                     pipes.append((row, stack.enter_context(pipe)))
@@ -244,13 +246,10 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
 
 
 def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,
-          say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
+          gate: Gate, say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
     """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
-    from pairedge.metrics.pairwise import classification_metrics
-    from pairedge.metrics.pairwise_report import scored_accuracy
     from pairedge.runtime.loading import stage_file_names
     from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
-    from pairedge.runtime.pipeline import interact_probability
 
     row = BenchRow(backend, precision, "ok")
     files = [folder / n for n in stage_file_names(precision)]
@@ -277,16 +276,11 @@ def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarr
         pipe.close()
         row.status, row.reason = "error", str(exc)
         return row, None
-    # only pairs the pipeline scored reach here (true pairs it missed are not in the replay): every metric
-    # of a bench row is over the scored pairs, ``accuracy_scored`` as pairedge score / eval define it
-    m = classification_metrics(t_label[scored], l2[scored].argmax(axis=1), l2.shape[1])
-    row.accuracy = {"accuracy_scored": scored_accuracy(m.confusion), "mpca": m.mpca, "macro_f1": m.macro_f1}
-    tau = pipe.tau_interact
-    row.agreement = {
-        "top1": float((l2[scored].argmax(1) == ref.stage2_logits[scored].argmax(1)).mean()),
-        "gate": float(((interact_probability(l1) >= tau) == (interact_probability(ref.stage1_logits) >= tau)).mean()),
-        "max_abs_logit_error_stage2": float(np.abs(l2[scored] - ref.stage2_logits[scored]).max()),
-    }  # fmt: skip
+    # only pairs the pipeline scored reach here (true pairs it missed are not in the replay): accuracy,
+    # MPCA and macro-F1 are over the scored pairs; agreement and the gate come from the comparator
+    v = score_variant(ref, scored, t_label, (l1, l2), pipe.tau_interact, gate)
+    row.accuracy, row.agreement, row.comparison = v.accuracy, v.agreement, v.comparison
+    row.mpca_drop, row.gate_passed, row.gate_problems = v.mpca_drop, v.passed, list(v.problems)
     return row, pipe
 
 
@@ -307,47 +301,26 @@ def _speed_text(opts: BenchOptions) -> str:
     return f"classifier p50 at 100 people: stage 1 on {big:,} pairs + stage 2 on {mid:,} pairs"
 
 
-def _apply_gate(rows: list[BenchRow], gate: Gate) -> None:
-    fp32 = {r.backend: r for r in rows if r.precision == "fp32" and r.status == "ok"}
-    ref_mpca = next(
-        (r.accuracy["mpca"] for r in rows if r.precision == "fp32" and r.status == "ok"), float("nan")
-    )
+def _apply_speed(rows: list[BenchRow]) -> None:
+    """The recommendation's speed of every measured row (see :func:`_speed_text`)."""
     for r in rows:
-        if r.status != "ok":
+        if r.status != "ok" or not r.stage1_ms or not r.stage2_ms:
             continue
-        base = fp32.get(r.backend)
-        r.mpca_drop = (base.accuracy["mpca"] if base else ref_mpca) - r.accuracy["mpca"]
-        r.gate_passed = bool(
-            r.mpca_drop <= gate.max_mpca_drop + 1e-12 and r.agreement["top1"] >= gate.min_top1_agreement
-        )
         big, mid = _speed_pairs(r.stage1_ms)  # the pair counts measured (both stages: the same counts)
         r.speed_ms = r.stage1_ms[big]["p50"] + r.stage2_ms[mid]["p50"]
 
 
 def recommend(rows: list[BenchRow], opts: BenchOptions) -> tuple[str, dict[str, str] | None, list[str]]:
     """The recommendation line, the pick (backend, precision) and one note per notable row."""
-    notes: list[str] = []
-    fp32 = {r.backend: r for r in rows if r.precision == "fp32" and r.status == "ok"}
-    g = opts.gate
-    for r in rows:
-        if r.status != "ok":
-            notes.append(f"{r.precision} on {r.backend}: {r.status} — {r.reason}")
-            continue
-        if not r.gate_passed:
-            notes.append(f"{r.precision} on {r.backend} fails the accuracy gate: MPCA {r.mpca_drop * 100:+.2f} points "
-                         f"below fp32 (limit {g.max_mpca_drop * 100:.1f}), top-1 agreement {r.agreement['top1']:.2%} "
-                         f"(needs >= {g.min_top1_agreement:.0%})")  # fmt: skip
-        base = fp32.get(r.backend)
-        if base is not None and r is not base and r.speed_ms > base.speed_ms:
-            notes.append(f"{r.precision} on {r.backend} is {r.speed_ms / base.speed_ms:.2f}x SLOWER than fp32 "
-                         f"({r.speed_ms:.3f} vs {base.speed_ms:.3f} ms, {_speed_text(opts)})")  # fmt: skip
+    notes = _row_notes(rows, opts) + _cpu_notes(rows, opts)
     passing = [r for r in rows if r.status == "ok" and r.gate_passed]
     if not passing:
         return "no variant passes the accuracy gate (fp32 did not run?)", None, notes
     best = min(passing, key=lambda r: r.speed_ms)
     text = (f"Recommended: {best.precision} on {best.backend} — the fastest variant that passes the accuracy gate: "
             f"{best.speed_ms:.3f} ms ({_speed_text(opts)}), MPCA {best.accuracy['mpca']:.4f} "
-            f"({-best.mpca_drop * 100 + 0.0:+.2f} points vs fp32), stage-2 top-1 agreement {best.agreement['top1']:.2%}.")  # fmt: skip
+            f"({-best.mpca_drop * 100 + 0.0:+.2f} points vs fp32), stage-2 top-1 agreement {best.agreement['top1']:.2%}, "
+            f"stage-1 gate agreement {best.agreement['gate']:.2%}.")  # fmt: skip
     slower = [r for r in passing if r is not best and r.precision != "fp32" and r.backend == best.backend
               and best.precision == "fp32"]  # fmt: skip
     if slower:
@@ -355,3 +328,57 @@ def recommend(rows: list[BenchRow], opts: BenchOptions) -> tuple[str, dict[str, 
             " " + ", ".join(r.precision for r in slower) + " also pass(es) but run(s) slower than fp32 here."
         )
     return text, {"backend": best.backend, "precision": best.precision}, notes
+
+
+def _row_notes(rows: list[BenchRow], opts: BenchOptions) -> list[str]:
+    """Rows that did not run (one note per backend and reason), failed the gate, disagreed on near-ties, or
+    ran slower than fp32 (ONNX Runtime CPU: see :func:`_cpu_notes`)."""
+    notes: list[str] = []
+    not_run: dict[tuple[str, str, str], list[str]] = {}
+    fp32 = {r.backend: r for r in rows if r.precision == "fp32" and r.status == "ok"}
+    for r in rows:
+        if r.status != "ok":
+            not_run.setdefault((r.backend, r.status, r.reason), []).append(r.precision)
+            continue
+        if not r.gate_passed:
+            notes.append(
+                f"{r.precision} on {r.backend} fails the accuracy gate: " + "; ".join(r.gate_problems)
+            )
+        ties = [f"{r.agreement.get(f'{k}_near_tie_disagreements', 0)} {what}" for k, what in
+                (("gate", "stage-1 gate"), ("top1", "stage-2 top-1")) if r.agreement.get(f"{k}_near_tie_disagreements")]  # fmt: skip
+        if ties:
+            notes.append(f"{r.precision} on {r.backend}: {' and '.join(ties)} disagreement(s) on near-ties (the fp32 "
+                         "decision within 1e-3 of its boundary): counted, and excepted from the gate")  # fmt: skip
+        base = fp32.get(r.backend)
+        if base is not None and r is not base and r.speed_ms > base.speed_ms and r.backend != "onnxruntime":
+            notes.append(f"{r.precision} on {r.backend} is {r.speed_ms / base.speed_ms:.2f}x SLOWER than fp32 "
+                         f"({r.speed_ms:.3f} vs {base.speed_ms:.3f} ms, {_speed_text(opts)})")  # fmt: skip
+    gone = [f"{', '.join(p)} on {b}: {status} — {reason}" for (b, status, reason), p in not_run.items()]
+    return gone + notes
+
+
+def _cpu_notes(rows: list[BenchRow], opts: BenchOptions) -> list[str]:
+    """int8 vs fp16 vs fp32 on ONNX Runtime CPU, said with the numbers measured."""
+    cpu = {r.precision: r for r in rows if r.backend == "onnxruntime" and r.status == "ok"}
+    base = cpu.get("fp32")
+    others = [p for p in ("fp16", "int8") if p in cpu]
+    if base is None or not others or not np.isfinite(base.speed_ms):
+        return []
+    ratios = ", ".join(
+        f"{p} {cpu[p].speed_ms:.3f} ms ({cpu[p].speed_ms / base.speed_ms:.2f}x fp32)" for p in others
+    )
+    text = f"ONNX Runtime CPU, {_speed_text(opts)}: fp32 {base.speed_ms:.3f} ms, {ratios}."
+    slower = [p for p in others if cpu[p].speed_ms > base.speed_ms]
+    if slower:
+        text += f" {' and '.join(slower)} {'is' if len(slower) == 1 else 'are'} SLOWER than fp32 here."
+    if "int8" in slower:
+        text += (" ONNX Runtime's CPU kernels add quantize / dequantize work around layers this small that their "
+                 "int8 arithmetic does not win back.")  # fmt: skip
+    if "fp16" in slower:
+        text += (
+            " The fp16 files keep float32 inputs and outputs, and this CPU gains nothing from fp16 layers."
+        )
+    return [
+        text
+        + " int8 / fp16 pay off on a GPU: on a Jetson, rerun with --backends tensorrt and pick from its rows."
+    ]

@@ -51,7 +51,8 @@ def _stage_per_message() -> Iterator[Callable[[str], None]]:
 @handle_errors
 def bench_command(
     model: str = typer.Argument(
-        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model)."
+        ...,
+        help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model).",
     ),
     precisions: str = typer.Option(
         "fp32,fp16,int8", "--precisions", help="Comma-separated; must include fp32."
@@ -77,9 +78,8 @@ def bench_command(
     out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
 ) -> None:
     """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
-    from pairedge.bench.report import terminal_legend, terminal_table, write_bench
+    from pairedge.bench.report import terminal_legend, terminal_lines, write_bench
     from pairedge.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
-    from pairedge.cli.score import print_table
     from pairedge.default_model import describe_model, resolve_model_dir
 
     opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,
@@ -89,7 +89,9 @@ def bench_command(
     console.print(f"model: {escape(describe_model(folder))}", highlight=False, soft_wrap=True)
     with _stage_per_message() as say:
         result = run_bench(folder, opts, progress=say)
-    print_table(terminal_table(result))
+    console.print("[bold]pairedge bench[/]", highlight=False)
+    for line in terminal_lines(result, width=max(console.width, 60)):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for line in terminal_legend(result):
         console.print(escape(line), highlight=False, soft_wrap=True)
     for note in result.notes:
