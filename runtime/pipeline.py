@@ -31,6 +31,7 @@ from pairedge.runtime.flow.pooling import flow_gpu_ms, make_stream, push_frame
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
 from pairedge.runtime.smoothing import PairSmoother
+from pairedge.runtime.streamstate import FrameState, StreamSnapshot, capture, restore
 from pairedge.runtime.tracker import IoUTracker, with_coasted
 from pairedge.runtime.types import Diagnostics, FrameResult
 from pairedge.runtime.validate import (
@@ -118,6 +119,7 @@ class Pipeline:
             )
         use_monitor = cfg.box_shape == "auto" and len(self._box_cols) > 0
         self._aspect = AspectMonitor() if use_monitor else None  # detects a fixed-ratio detector
+        self._given: FrameState | None = None  # this frame's decisions when a replay gives them (step(state=))
         self._tracker = IoUTracker(cfg.tracker_config)
         self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
@@ -208,9 +210,57 @@ class Pipeline:
             self._aspect.reset()
         self._last_t = None
         self._t0 = None
+        self._given = None
         if self._auto is not None:
             self._auto.reset()
             self._apply_point(self._auto.current)
+
+    # -- exact replay (parity): the decisions of a frame and the stream state at a point -----------------
+    def frame_state(self) -> FrameState:
+        """The decisions in force for the last frame stepped: box shape ignored or not (and the detector's
+        fixed ratio), gate threshold and confirmation time. A replay gives them back with ``step(state=)``."""
+        ratio = self.fixed_ratio_detector
+        return FrameState(self._box_shape_ignored(), float("nan") if ratio is None else ratio,
+                          float(self.tau_interact), float(self.confirm_s))  # fmt: skip
+
+    def snapshot(self) -> StreamSnapshot:
+        """The stream state the next frame starts from: clock, feature history, smoothing, flow primed.
+
+        With :meth:`restore`, the image of the last frame, the detections with the ids this stream gave
+        them and a :class:`FrameState` per frame, a replay of a clip cut from the middle of a stream gives the
+        features and outputs of the stream itself (the tracker and the monitors are not part of it: their
+        results are what a replay is given).
+        """
+        values = {"clock.t0": _clock(self._t0), "clock.last_t": _clock(self._last_t)}
+        arrays: dict[str, np.ndarray] = {}
+        for prefix, obj in (("extractor", self.extractor), ("smoother", self._smoother)):
+            v, a = capture(obj, prefix)
+            values.update(v)
+            arrays.update(a)
+        primed = self._stream is not None and bool(getattr(self._stream, "_has_prev", False))
+        return StreamSnapshot(values, arrays, primed)
+
+    def restore(self, snapshot: StreamSnapshot, previous: np.ndarray | None = None) -> None:
+        """Continue from ``snapshot`` (after :meth:`reset`); ``previous``: the frame before the next one, for
+        the flow (required when ``snapshot.flow_primed``).
+
+        Raises:
+            InputError: the snapshot does not fit this pipeline (another spec or version), or the previous
+                frame is missing or not a frame.
+        """
+        from pairedge.runtime.streamstate import decode
+
+        self.reset()
+        restore(self.extractor, "extractor", snapshot.values, snapshot.arrays)
+        restore(self._smoother, "smoother", snapshot.values, snapshot.arrays)
+        t0, last = (decode(snapshot.values.get(k)) for k in ("clock.t0", "clock.last_t"))
+        self._t0, self._last_t = _clock_value(t0, "t0"), _clock_value(last, "last_t")
+        if self._stream is None or not snapshot.flow_primed:
+            return
+        image, reason = validate_frame(previous, self.config.validation)
+        if image is None:
+            raise InputError(f"restore: the stream's flow had a previous frame; give it ({reason})")
+        push_frame(self._stream, image, Detections.empty(), self._pool_config())
 
     def _observe_camera(self, dets: Detections, size: tuple[int, int] | None, notes: list[str]) -> None:
         """``operating_point="auto"``: refresh the camera-height estimate; switch points when it says so."""
@@ -232,10 +282,19 @@ class Pipeline:
     def fixed_ratio_detector(self) -> float | None:
         """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has judged
         it a fixed-ratio detector (box shape then ignored); None otherwise."""
+        if self._given is not None:  # a replay: the reference's verdict
+            return self._given.aspect if math.isfinite(self._given.aspect) else None
         return self._aspect.aspect if self._aspect is not None and self._aspect.fixed else None
 
     def _box_shape_ignored(self) -> bool:
+        if self._given is not None:
+            return self._given.box_shape_ignored
         return self.config.box_shape == "ignore" or self.fixed_ratio_detector is not None
+
+    def _give(self, state: FrameState) -> None:
+        """A replay's frame: the reference's decisions instead of the monitors' (which do not run)."""
+        self._given = state
+        self.tau_interact, self.confirm_s = float(state.tau_interact), float(state.confirm_s)
 
     def _neutralise_box_shape(self, features: PairFeatures) -> None:
         """In place: the box-shape columns of stage 2 at the model's training mean when they are ignored."""
@@ -292,6 +351,7 @@ class Pipeline:
         frame_index: int | None = None,
         image_size: tuple[int, int] | None = None,
         frame_problem: str | None = None,
+        state: FrameState | None = None,
     ) -> FrameResult:
         """Process one frame.
 
@@ -307,6 +367,8 @@ class Pipeline:
             frame_problem: why ``frame`` is None when the caller had one to give (e.g. an image file refused
                 before decoding): the frame's ``frame_dropped`` reason instead of "no frame given" (a note
                 for a box-only pipeline, which needs no frame).
+            state: the decisions to use for this frame instead of the monitors' (an exact replay of a recorded
+                stream, :meth:`frame_state`): give one for every frame of such a replay, or none at all.
 
         Returns:
             The :class:`FrameResult`. Never raises for malformed frames or detections.
@@ -331,10 +393,14 @@ class Pipeline:
             dets, over = cap_people(dets, self.config.max_people)
             if over:
                 dropped[f"over max_people={self.config.max_people} (kept the most confident)"] = over
-            if self._auto is not None:
-                self._observe_camera(dets, size, notes)
-            if self._aspect is not None and self._aspect.update(dets.boxes, size):
-                notes.append(self._aspect_note())
+            if state is not None:
+                self._give(state)
+            else:
+                self._given = None
+                if self._auto is not None:
+                    self._observe_camera(dets, size, notes)
+                if self._aspect is not None and self._aspect.update(dets.boxes, size):
+                    notes.append(self._aspect_note())
             clock.lap("validate")
             clock.stage = "track"
             dets, coasted = self._assign_ids(dets, elapsed, dropped, size)
@@ -605,6 +671,19 @@ class Pipeline:
             features, p, label_ids, probs = _subset(features, keep), p[keep], label_ids[keep], probs[keep]
             pending = pending[keep]
         return features, p, label_ids, probs, pending, non_finite
+
+
+def _clock(t: float | None) -> Any:
+    from pairedge.runtime.streamstate import encode
+
+    return encode(None if t is None else float(t))
+
+
+def _clock_value(value: Any, name: str) -> float | None:
+    """A restored clock value: None (not started) or a finite float."""
+    if value is None or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    raise InputError(f"stream state clock.{name}: expected a finite time in seconds or none, got {value!r:.40}")
 
 
 def _subset(features: PairFeatures, keep: np.ndarray) -> PairFeatures:

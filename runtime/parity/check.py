@@ -21,12 +21,14 @@ from pairedge.runtime.parity.levels import (
     features_level,
     labels_level,
     logits_level,
+    spec_problems,
     task_level,
     task_scores,
 )
 from pairedge.runtime.parity.pack import PairRows, ParityPack, load_pack
 from pairedge.runtime.parity.replay import (
     ReplayItem,
+    StreamStart,
     flow_description,
     load_pipeline,
     model_only_logits,
@@ -76,8 +78,7 @@ def check_pack(
     flow, preset, scale = opts.flow, None, None
     if flow == "auto" and ref_flow.get("name") not in (None, "none"):
         flow, preset, scale = ref_flow["name"], ref_flow.get("preset"), ref_flow.get("scale")
-    config = PipelineConfig(tau_interact=float(pk.reference["tau_interact"]), tau_group=pk.reference.get("tau_group"),
-                            smoothing=SmoothingConfig(alpha=float(pk.reference.get("smoothing_alpha", 0.6))))  # fmt: skip
+    config = reference_config(pk.reference)
     with load_pipeline(model, precision=opts.precision, backend=opts.backend, flow=flow, config=config,
                        flow_preset=preset, flow_scale=scale) as pipe:  # fmt: skip
         rel, rel_note = relation(pk.identity, pipe.models)
@@ -103,17 +104,40 @@ def check_pack(
     )
 
 
+def reference_config(reference: dict[str, Any]) -> PipelineConfig:
+    """The pipeline options the pack's reference ran with. Gate thresholds and box-shape decisions come per
+    frame from the pack (:attr:`ParityPack.frame_states`), so they are not pinned here."""
+    ref, base = reference, SmoothingConfig()
+    smoothing = SmoothingConfig(
+        alpha=float(ref.get("smoothing_alpha", base.alpha)),
+        grace_frames=int(ref.get("smoothing_grace_frames", base.grace_frames)),
+        max_pairs=int(ref.get("smoothing_max_pairs", base.max_pairs)),
+    )
+    return PipelineConfig(tau_group=ref.get("tau_group"), smoothing=smoothing,
+                          box_shape=str(ref.get("box_shape", "auto")), operating_point=ref.get("operating_point"))  # fmt: skip
+
+
+def gate_threshold(pk: ParityPack) -> float | np.ndarray:
+    """The stage-1 threshold of every pair row: one number when it held over the whole clip, else (M,) float64
+    (an automatic operating point switched inside the clip)."""
+    tau = np.array([s.tau_interact for s in pk.frame_states], np.float64)
+    if not len(tau) or (tau == tau[0]).all():
+        return float(tau[0]) if len(tau) else float(pk.reference["tau_interact"])
+    return tau[pk.rows.frame]
+
+
 def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: str, opts: CheckOptions,
             on_frame: Callable[[], None] | None) -> list[LevelResult]:  # fmt: skip
     tol, ref, ident = opts.tolerances, pk.rows, pk.identity
-    tau = float(pk.reference["tau_interact"])
+    tau = gate_threshold(pk)
     widths_ok = (pipe.models.spec.stage1_dim, pipe.models.spec.stage2_dim) == (
         ref.stage1_features.shape[1],
         ref.stage2_features.shape[1],
     )
     dev = match = None
-    if not opts.model_only and widths_ok:
-        dev = _replay_pack(pk, pipe, on_frame)
+    fits = pk.snapshot is None or not spec_problems(ident, cand_id)  # a stream state is the spec's own
+    if not opts.model_only and widths_ok and fits:
+        dev = replay_pack(pk, pipe, on_frame)
         match = _match(ref.keys(), dev.keys())
     flows = (pk.reference.get("flow", {}), flow_description(pipe))
     levels = [features_level(ident, cand_id, ref, dev, match, flows, tol)]
@@ -141,11 +165,19 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
     return levels
 
 
-def _gated(logits1: np.ndarray, logits2: np.ndarray, tau: float) -> np.ndarray:
+def _gated(logits1: np.ndarray, logits2: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
     return np.where(interact_probability(logits1) >= tau, logits2.argmax(axis=1), -1).astype(np.int64)
 
 
-def _replay_pack(pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | None) -> PairRows:
+def replay_pack(
+    pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | None = None, *, exact: bool = True
+) -> PairRows:
+    """The pack's clip through ``pipe``: the device's pair rows.
+
+    ``exact``: give the pipeline the reference's decisions at every frame and, for a clip from the middle
+    of a stream, its state at the start (what ``parity check`` does). False lets the device decide on the
+    clip alone (what packs before layout version 3 had to do; for comparisons only).
+    """
     box_only = bool(pk.reference.get("box_only")) or len(pk.frame_png) == 0  # no frames: as the reference ran
     size = pk.reference.get("image_size")
 
@@ -157,7 +189,9 @@ def _replay_pack(pk: ParityPack, pipe: Pipeline, on_frame: Callable[[], None] | 
             item: ReplayItem = (k, image, pk.detections[k], float(pk.timestamps[k]))
             yield item
 
-    return replay(pipe, items(), image_size=tuple(size) if size else None).rows
+    start = None if pk.snapshot is None or not exact else StreamStart(pk.snapshot, pk.lead_image())
+    states = pk.frame_states if exact else None
+    return replay(pipe, items(), image_size=tuple(size) if size else None, states=states, start=start).rows
 
 
 def _match(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

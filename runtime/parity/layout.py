@@ -42,7 +42,16 @@ ARRAYS: Mapping[str, tuple[str, int]] = {
     "label": ("i", 1),
     "truth_interacting": ("i", 1),
     "truth_label": ("i", 1),
+    "frame_box_shape": ("i", 1),
+    "frame_aspect": ("f", 1),
+    "frame_tau_interact": ("f", 1),
+    "frame_confirm_s": ("f", 1),
+    "lead_png": ("u", 1),
 }
+#: The per-frame arrays: F rows each.
+FRAMES = ("timestamps", "frame_box_shape", "frame_aspect", "frame_tau_interact", "frame_confirm_s")
+#: At most this many stream-state arrays (the pipeline keeps about 20).
+MAX_STATE_ARRAYS = 256
 #: The per pair-frame arrays: M rows each.
 ROWS = ("pairs", "stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact",
         "label", "truth_interacting", "truth_label")  # fmt: skip
@@ -145,6 +154,20 @@ def check_reference(file: Path, reference: Any) -> None:
         raise bad(f"'smoothing_alpha' must be in (0, 1], got {alpha!r:.40}")
     if not isinstance(reference.get("flow", {}), dict):
         raise bad("'flow' must be an object")
+    start = reference.get("start", 0)
+    if type(start) is not int or start < 0:
+        raise bad(f"'start' must be a frame number >= 0, got {start!r:.40}")
+    from pairedge.runtime.boxshape import MODES
+
+    if reference.get("box_shape", "auto") not in MODES:
+        raise bad(f"'box_shape' must be one of {', '.join(MODES)}, got {reference.get('box_shape')!r:.40}")
+    point = reference.get("operating_point")
+    if point is not None and (not isinstance(point, str) or not point.strip() or len(point) > 100):
+        raise bad(f"'operating_point' must be null or a name, got {point!r:.40}")
+    for key in ("smoothing_grace_frames", "smoothing_max_pairs"):
+        value = reference.get(key)
+        if value is not None and (type(value) is not int or value < (key == "smoothing_max_pairs")):
+            raise bad(f"{key!r} must be a whole number (max_pairs >= 1), got {value!r:.40}")
     size = reference.get("image_size")
     if size is not None:
         if not isinstance(size, list) or len(size) != 2 or not all(type(v) is int for v in size):
@@ -176,6 +199,7 @@ def check_headers(file: Path, infos: Mapping[str, ArrayInfo], widths: Mapping[st
         )  # fmt: skip
     d, m = infos["det_frame"].shape[0], infos["pair_frame"].shape[0]
     want = {"frame_offsets": (n + 1,), "det_boxes": (d, 4), **{k: (d,) for k in _DETECTIONS},
+            **{k: (n,) for k in FRAMES},
             **{k: ((m, widths[k]) if k in widths else (m,)) for k in ROWS}}  # fmt: skip
     for key, shape in want.items():
         if infos[key].shape != shape:
@@ -183,10 +207,50 @@ def check_headers(file: Path, infos: Mapping[str, ArrayInfo], widths: Mapping[st
                 file, f"array {key!r}: expected shape {shape} (F={n} frames, D={d} detections, M={m} pair-frames), "
                 f"its header declares {infos[key].shape}", key,
             )  # fmt: skip
-    if infos["frame_png"].dtype != np.uint8:
-        raise FormatError(
-            file, f"array 'frame_png': expected uint8 PNG bytes, got {infos['frame_png'].dtype}", "frame_png"
-        )
+    for key in ("frame_png", "lead_png"):
+        if infos[key].dtype != np.uint8:
+            raise FormatError(file, f"array {key!r}: expected uint8 PNG bytes, got {infos[key].dtype}", key)
+
+
+def check_stream_state(file: Path, text: str, infos: Mapping[str, ArrayInfo]) -> dict[str, Any] | None:
+    """The ``stream_state`` entry (JSON null, or ``{"values": {path: value}, "flow_primed": bool}``) and the
+    headers of its ``state:<path>`` arrays (attribute paths, numeric, at most 4 dimensions, at most
+    :data:`MAX_STATE_ARRAYS`); returns the parsed entry.
+
+    Raises:
+        FormatError: naming what is malformed.
+    """
+    from pairedge.errors import InputError
+    from pairedge.runtime.streamstate import check_paths, decode
+
+    def bad(what: str, key: str = "stream_state") -> FormatError:
+        return FormatError(file, f"stream state: {what}; the pack is corrupt", key)
+
+    state = strict_json(file, text, "stream_state")
+    keys = [k for k in infos if k.startswith("state:")]
+    if state is None:
+        if keys:
+            raise bad(f"{len(keys)} state arrays but no stream state", keys[0])
+        return None
+    if not isinstance(state, dict) or set(state) != {"values", "flow_primed"} or not isinstance(
+        state["values"], dict) or not isinstance(state["flow_primed"], bool):  # fmt: skip
+        raise bad('expected {"values": {...}, "flow_primed": true|false}')
+    if len(keys) + len(state["values"]) > MAX_STATE_ARRAYS:
+        raise bad(f"{len(keys)} arrays and {len(state['values'])} values, more than {MAX_STATE_ARRAYS}")
+    try:
+        check_paths(state["values"], "stream state values")
+        check_paths([k.removeprefix("state:") for k in keys], "stream state arrays")
+        for value in state["values"].values():
+            decode(value)
+    except (InputError, RecursionError) as exc:
+        raise bad(str(exc)) from None
+    for key in keys:
+        info = infos[key]
+        if info.dtype.kind not in "biuf" or info.ndim > 4:
+            raise bad(f"array {key!r} is {info.dtype} with {info.ndim} dimension(s), expected numbers, at most 4", key)
+    if state["flow_primed"] and not infos["lead_png"].shape[0]:
+        raise bad("the flow had a previous frame, but the pack holds no frame before the clip", "lead_png")
+    return state
 
 
 # -- pass 2: the values ----------------------------------------------------------------------------------
@@ -225,6 +289,25 @@ def check_values(file: Path, data: Mapping[str, np.ndarray], reference: Mapping[
         raise FormatError(
             file, "pairs: a (frame, id_a, id_b) pair-frame is listed twice; the pack is corrupt", "pairs"
         )
+    _check_frame_states(file, data)
+    if len(data["lead_png"]):
+        _check_png(file, data["lead_png"], "the frame before the clip", reference.get("image_size"), "lead_png")
+
+
+def _check_frame_states(file: Path, data: Mapping[str, np.ndarray]) -> None:
+    """Per-frame decisions: a flag, a ratio (NaN, or positive where the flag is set), a probability, seconds."""
+    from pairedge.runtime.config import MAX_CONFIRM_S
+
+    _in_range(file, data["frame_box_shape"], "frame_box_shape", 0, 1)
+    aspect = data["frame_aspect"]
+    known = ~np.isnan(aspect)
+    if not (np.isfinite(aspect[known]) & (aspect[known] > 0)).all() or (data["frame_box_shape"][known] != 1).any():
+        raise FormatError(file, "array 'frame_aspect': expected NaN or a positive ratio on frames whose box shape "
+                          "was ignored; the pack is corrupt", "frame_aspect")  # fmt: skip
+    for key, hi in (("frame_tau_interact", 1.0), ("frame_confirm_s", MAX_CONFIRM_S)):
+        v = data[key]
+        if not (np.isfinite(v) & (v >= 0) & (v <= hi)).all():
+            raise FormatError(file, f"array {key!r}: expected values in [0, {hi:g}]; the pack is corrupt", key)
 
 
 def _finite_rows(file: Path, values: np.ndarray, key: str) -> None:
@@ -255,19 +338,22 @@ def _check_offsets(file: Path, data: Mapping[str, np.ndarray], n: int) -> None:
 
 def _check_frames(file: Path, data: Mapping[str, np.ndarray], size: Any) -> None:
     """Every stored frame is a PNG whose header declares the reference's image size (within the ceiling)."""
-    from pairedge.io.imagesize import image_size
-
     png, offsets = data["frame_png"], data["frame_offsets"]
     if not len(png):
         return  # a box-only clip
     for k in range(len(offsets) - 1):
-        found = image_size(png[int(offsets[k]) : int(offsets[k + 1])])
-        if found is None or found[0] != "png":
-            raise FormatError(file, f"frame {k} is not a PNG image; the pack is corrupt", "frame_png")
-        _, width, height = found
-        limits.check_frame_size(width, height, f"{file}, frame {k}")
-        if size is not None and [width, height] != list(size):
-            raise FormatError(
-                file, f"frame {k} is {width} x {height} pixels, the reference's image_size is {size[0]} x {size[1]}",
-                "frame_png",
-            )  # fmt: skip
+        _check_png(file, png[int(offsets[k]) : int(offsets[k + 1])], f"frame {k}", size, "frame_png")
+
+
+def _check_png(file: Path, data: np.ndarray, what: str, size: Any, key: str) -> None:
+    from pairedge.io.imagesize import image_size
+
+    found = image_size(data)
+    if found is None or found[0] != "png":
+        raise FormatError(file, f"{what} is not a PNG image; the pack is corrupt", key)
+    _, width, height = found
+    limits.check_frame_size(width, height, f"{file}, {what}")
+    if size is not None and [width, height] != list(size):
+        raise FormatError(
+            file, f"{what} is {width} x {height} pixels, the reference's image_size is {size[0]} x {size[1]}", key,
+        )  # fmt: skip

@@ -30,7 +30,21 @@ key                       shape, dtype        what
 ``label``                 (M,) int64          the pipeline's stage-2 label, -1 when not gated
 ``truth_interacting``     (M,) int8           1 / 0, -1 where unknown
 ``truth_label``           (M,) int64          stage-2 class id of a true interacting pair, else -1
+``frame_box_shape``       (F,) int8           1: the box-shape columns were at the training mean
+``frame_aspect``          (F,) float64        the detector's fixed w/h ratio when judged so, else NaN
+``frame_tau_interact``    (F,) float64        the gate threshold in force (operating point)
+``frame_confirm_s``       (F,) float64        the link confirmation time in force, seconds
+``stream_state``          () str (JSON)       null, or the stream state before the clip's first frame
+``lead_png``              (B0,) uint8         the frame before the clip as PNG (empty: none)
+``state:<path>``          any, numeric        the arrays of that stream state (track history, ...)
 ========================  ==================  ===================================================
+
+The ``frame_*`` arrays are the decisions of the reference's monitors (:class:`pairedge.runtime.streamstate.
+FrameState`): the check replays them instead of deciding again, since the monitors judged raw detector boxes
+the pack does not keep and, for a clip that starts mid-stream (``parity pack --start``), frames before it.
+Such a clip also carries the stream state at its start (clock, feature history, smoothing; :meth:`pairedge.
+runtime.pipeline.Pipeline.snapshot`) and the frame before it, so its first frames have the same flow and
+history as in the stream. Version 3 added all of them; older packs are refused (make them again).
 
 PNG keeps the pixels exact, so the device's flow sees the very frames the reference saw. Reading is bounded
 (:mod:`pairedge.io.npz`): a pack is at most :data:`pairedge.limits.MAX_PACK_BYTES` on disk and
@@ -50,10 +64,13 @@ from pairedge import limits
 from pairedge.errors import FormatError, InputError
 from pairedge.io.npz import NpzReader
 from pairedge.runtime.parity import layout
+from pairedge.runtime.streamstate import FrameState, StreamSnapshot
 from pairedge.types import Detections
 
 PACK_FORMAT = "pairedge-parity-pack"
-PACK_VERSION = 2  # 2: detections keep their body orientation
+PACK_VERSION = 3  # 2: detections keep their body orientation; 3: per-frame decisions, stream state at start
+#: Prefix of the stream-state arrays.
+STATE_PREFIX = "state:"
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,9 @@ class ParityPack:
         frame_png: (B,) uint8 concatenated PNGs; frame_offsets: (F + 1,) int64.
         timestamps: (F,) float64. detections: one :class:`Detections` per frame.
         rows: the reference's pair rows. truth_interacting: (M,) int8. truth_label: (M,) int64.
+        frame_states: the reference's decisions at each of the F frames.
+        snapshot: the stream state before the first frame (a clip from the middle of a stream), else None.
+        lead_png: (B0,) uint8 PNG of the frame before the first (the flow's previous frame), or empty.
     """
 
     identity: dict[str, Any]
@@ -105,6 +125,9 @@ class ParityPack:
     rows: PairRows
     truth_interacting: np.ndarray
     truth_label: np.ndarray
+    frame_states: tuple[FrameState, ...] = ()
+    snapshot: StreamSnapshot | None = None
+    lead_png: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -121,15 +144,24 @@ class ParityPack:
 
     def image(self, index: int) -> np.ndarray:
         """Frame ``index`` decoded: (H, W, 3) uint8 BGR (or (H, W) gray when it was stored gray)."""
-        import cv2
-        from pairedge.io.imagesize import check_image_bytes
-
         lo, hi = int(self.frame_offsets[index]), int(self.frame_offsets[index + 1])
-        check_image_bytes(self.frame_png[lo:hi], f"{self.path or '<pack>'}, frame {index}")  # before decoding
-        image = cv2.imdecode(self.frame_png[lo:hi], cv2.IMREAD_UNCHANGED)
-        if image is None:
-            raise FormatError(self.path or "<pack>", f"frame {index} is not a decodable PNG", "frame_png")
-        return image
+        return decode_png(self.frame_png[lo:hi], self.path, f"frame {index}", "frame_png")
+
+    def lead_image(self) -> np.ndarray | None:
+        """The frame before the clip, decoded (None when the pack has none)."""
+        return decode_png(self.lead_png, self.path, "the frame before the clip", "lead_png") if len(self.lead_png) else None
+
+
+def decode_png(data: np.ndarray, path: Path | None, what: str, key: str) -> np.ndarray:
+    """(H, W, 3) uint8 BGR or (H, W) gray from PNG bytes, its header checked before decoding."""
+    import cv2
+    from pairedge.io.imagesize import check_image_bytes
+
+    check_image_bytes(data, f"{path or '<pack>'}, {what}")
+    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise FormatError(path or "<pack>", f"{what} is not a decodable PNG", key)
+    return image
 
 
 def encode_png(image: np.ndarray) -> np.ndarray:
@@ -174,11 +206,32 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         "label": r.label.astype(np.int64),
         "truth_interacting": pack.truth_interacting.astype(np.int8),
         "truth_label": pack.truth_label.astype(np.int64),
+        **_state_arrays(pack),
     }
     tmp = out.with_name(out.name + ".partial")
     with open(tmp, "wb") as fh:
         np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
     tmp.replace(out)
+    return out
+
+
+def _state_arrays(pack: ParityPack) -> dict[str, np.ndarray]:
+    """The per-frame decisions, the stream state at the start and the frame before it, as pack arrays."""
+    st = pack.frame_states
+    if len(st) != pack.num_frames:
+        raise InputError(f"parity pack: {len(st)} frame states for {pack.num_frames} frames")
+    snap = pack.snapshot
+    text = None if snap is None else {"values": snap.values, "flow_primed": snap.flow_primed}
+    out = {
+        "frame_box_shape": np.array([s.box_shape_ignored for s in st], np.int8),
+        "frame_aspect": np.array([s.aspect for s in st], np.float64),
+        "frame_tau_interact": np.array([s.tau_interact for s in st], np.float64),
+        "frame_confirm_s": np.array([s.confirm_s for s in st], np.float64),
+        "stream_state": np.array(json.dumps(text, sort_keys=True)),
+        "lead_png": np.asarray(pack.lead_png, np.uint8).reshape(-1),
+    }
+    for path, arr in ({} if snap is None else snap.arrays).items():
+        out[STATE_PREFIX + path] = arr
     return out
 
 
@@ -223,18 +276,23 @@ def load_pack(path: str | Path) -> ParityPack:
             else -1
         )
         if version != PACK_VERSION:
+            why = (" (versions before 3 do not record the reference's per-frame box-shape and operating-point "
+                   "decisions, so a check could not reproduce them)" if 0 < version < 3 else "")  # fmt: skip
             raise FormatError(
-                file, f"pack layout version {version}, this pairedge reads version {PACK_VERSION}; create the "
-                "pack with the same pairedge version as the robot", "version",
+                file, f"pack layout version {version}, this pairedge reads version {PACK_VERSION}{why}; make the "
+                "pack again with `pairedge parity pack` of the same pairedge version as the robot", "version",
             )  # fmt: skip
         identity = layout.strict_json(file, _text(file, npz, "identity"), "identity")
         reference = layout.strict_json(file, _text(file, npz, "reference"), "reference")
         widths = layout.check_identity(file, identity)
         layout.check_reference(file, reference)
         layout.check_headers(file, npz.infos, widths)
+        stream = layout.check_stream_state(file, _text(file, npz, "stream_state"), npz.infos)
         data = {key: npz.read(key) for key in layout.ARRAYS}
+        state = {key.removeprefix(STATE_PREFIX): npz.read(key) for key in npz.infos if key.startswith(STATE_PREFIX)}
     layout.check_values(file, data, reference)
-    return _assemble(file, data, identity, reference)
+    snapshot = None if stream is None else StreamSnapshot(stream["values"], state, bool(stream["flow_primed"]))
+    return _assemble(file, data, identity, reference, snapshot)
 
 
 def _text(file: Path, npz: NpzReader, key: str) -> str:
@@ -245,7 +303,8 @@ def _text(file: Path, npz: NpzReader, key: str) -> str:
 
 
 def _assemble(
-    file: Path, data: dict[str, np.ndarray], identity: dict[str, Any], reference: dict[str, Any]
+    file: Path, data: dict[str, np.ndarray], identity: dict[str, Any], reference: dict[str, Any],
+    snapshot: StreamSnapshot | None,
 ) -> ParityPack:
     rows = PairRows(
         frame=data["pair_frame"], pairs=data["pairs"], stage1_features=data["stage1_features"],
@@ -256,8 +315,15 @@ def _assemble(
         identity=identity, reference=reference, frame_png=data["frame_png"],
         frame_offsets=data["frame_offsets"], timestamps=data["timestamps"],
         detections=_split_detections(file, data, len(data["timestamps"])), rows=rows,
-        truth_interacting=data["truth_interacting"].astype(np.int8), truth_label=data["truth_label"], path=file,
+        truth_interacting=data["truth_interacting"].astype(np.int8), truth_label=data["truth_label"],
+        frame_states=_frame_states(data), snapshot=snapshot, lead_png=data["lead_png"], path=file,
     )  # fmt: skip
+
+
+def _frame_states(data: dict[str, np.ndarray]) -> tuple[FrameState, ...]:
+    cols = zip(data["frame_box_shape"].tolist(), data["frame_aspect"].tolist(),
+               data["frame_tau_interact"].tolist(), data["frame_confirm_s"].tolist(), strict=True)  # fmt: skip
+    return tuple(FrameState(bool(b), float(a), float(t), float(c)) for b, a, t, c in cols)
 
 
 def _split_detections(file: Path, data: dict[str, np.ndarray], n: int) -> tuple[Detections, ...]:

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import BackendError
+from pairedge.errors import BackendError, InputError
 from pairedge.features import PairFeatures
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.parity.pack import PairRows
 from pairedge.runtime.pipeline import Pipeline
+from pairedge.runtime.streamstate import FrameState, StreamSnapshot
 from pairedge.types import Detections
 
 #: ``(frame index, image or None, detections, timestamp)``.
@@ -89,34 +90,65 @@ class RecordingExtractor:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """What a replay produced: the pair rows and the detections as the pipeline kept them (with ids)."""
+    """What a replay produced: the pair rows, the detections as the pipeline kept them (with ids) and the
+    decisions in force at each frame (:meth:`Pipeline.frame_state`)."""
 
     rows: PairRows
     detections: tuple[Detections, ...]
+    states: tuple[FrameState, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a replayed clip starts: ``snapshot`` of the stream before its first frame and ``previous``, the
+    frame before it (for the flow; None when the flow had none). None in :func:`replay`: the stream's start."""
+
+    snapshot: StreamSnapshot
+    previous: np.ndarray | None = None
 
 
 def replay(
-    pipe: Pipeline, items: Iterable[ReplayItem], image_size: tuple[int, int] | None = None
+    pipe: Pipeline,
+    items: Iterable[ReplayItem],
+    image_size: tuple[int, int] | None = None,
+    *,
+    states: Sequence[FrameState] | None = None,
+    start: StreamStart | None = None,
+    reset: bool = True,
 ) -> ReplayResult:
-    """Step ``pipe`` (reset first) over ``items`` and record every pair-frame.
+    """Step ``pipe`` over ``items`` and record every pair-frame.
 
     Args:
         pipe: the pipeline; its extractor is wrapped for the duration of the call.
         items: the frames in order; an image of None needs ``image_size`` (box-only clips).
         image_size: ``(W, H)`` for box-only clips.
+        states: the decisions of each frame (by position in ``items``) as a recorded run had them: an exact
+            replay of that run (the monitors do not decide again). None: the pipeline decides.
+        start: the stream state before the first item (a clip cut from the middle of a stream).
+        reset: start from :meth:`Pipeline.reset` (False: continue the pipeline's stream as it is). A
+            ``start`` resets and restores in any case.
 
     Returns:
-        Rows (M pair-frames over the clip) and the kept detections of each frame.
+        Rows (M pair-frames over the clip), the kept detections and the decisions of each frame.
+
+    Raises:
+        InputError: ``states`` shorter than the clip, or a ``start`` that does not fit this pipeline.
     """
     recorder = RecordingExtractor(pipe.extractor)
-    pipe.extractor = recorder  # type: ignore[assignment]
     parts: list[tuple[np.ndarray, ...]] = []
     kept: list[Detections] = []
-    try:
+    decided: list[FrameState] = []
+    if reset:
         pipe.reset()
-        for index, image, dets, t in items:
+    if start is not None:
+        pipe.restore(start.snapshot, start.previous)  # before the wrapper: the state is the extractor's own
+    pipe.extractor = recorder  # type: ignore[assignment]
+    try:
+        for pos, (index, image, dets, t) in enumerate(items):
             recorder.last, recorder.last_detections = None, None
-            result = pipe.step(image, dets, t, frame_index=index, image_size=image_size)
+            given = _state_at(states, pos)
+            result = pipe.step(image, dets, t, frame_index=index, image_size=image_size, state=given)
+            decided.append(pipe.frame_state())
             seen = recorder.last_detections
             same = seen is not None and np.array_equal(seen.track_ids, result.track_ids)
             kept.append(seen if same else Detections.from_arrays(result.boxes, result.track_ids))
@@ -129,7 +161,15 @@ def replay(
                           logits1, logits2, result.p_interact, result.label_ids))  # fmt: skip
     finally:
         pipe.extractor = recorder.inner
-    return ReplayResult(_stack(parts, pipe), tuple(kept))
+    return ReplayResult(_stack(parts, pipe), tuple(kept), tuple(decided))
+
+
+def _state_at(states: Sequence[FrameState] | None, pos: int) -> FrameState | None:
+    if states is None:
+        return None
+    if pos >= len(states):
+        raise InputError(f"replay: {len(states)} recorded frame states for a clip of more frames; the pack is corrupt")
+    return states[pos]
 
 
 def _aligned(feats: PairFeatures | None, pairs: np.ndarray, index: int) -> PairFeatures:

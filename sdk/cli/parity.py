@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pairedge.cli.app import app, console, fail, handle_errors
@@ -21,6 +21,14 @@ parity_app = typer.Typer(
     no_args_is_help=True,
 )  # fmt: skip
 app.add_typer(parity_app, name="parity")
+
+
+class BoxShape(str, Enum):
+    """``PipelineConfig.box_shape`` of the reference."""
+
+    auto = "auto"
+    off = "off"
+    ignore = "ignore"
 
 
 class Boxes(str, Enum):
@@ -48,34 +56,48 @@ def pack_command(
     cad: Path | None = typer.Option(
         None, "--cad", help="A Collective Activity annoNN.mat (box-only models)."
     ),
+    log: Path | None = typer.Option(
+        None, "--log", help="A ROS 2 log (rosbag2 folder, .mcap or .db3) with one image and one detections topic."
+    ),
     frames: int = typer.Option(30, "--frames", min=2, help="Clip length in frames."),
+    start: int = typer.Option(
+        0, "--start", min=0, help="First frame of the clip; the frames before it run but are not stored."
+    ),
     boxes: Boxes = typer.Option(
         Boxes.truth, "--boxes", help="Scene boxes: truth or detections (simulated detector)."
     ),
     backend: str = typer.Option("onnxruntime", "--backend", help="Reference classifier backend."),
     flow: str = typer.Option("auto", "--flow", help="Reference flow backend (auto: the model's)."),
+    box_shape: BoxShape = typer.Option(
+        BoxShape.auto, "--box-shape", help="Box-shape features: auto (ignored for a fixed-ratio detector), off, ignore."
+    ),
+    operating_point: str | None = typer.Option(
+        None, "--operating-point", help="auto (default), default, or a named operating point of the model."
+    ),
 ) -> None:
-    """Run the fp32 model over a short clip and write a portable parity pack."""
+    """Run the fp32 model over a short clip and write a portable parity pack.
+
+    The pack records what the pipeline decided at every frame (box shape ignored or not, the operating
+    point's thresholds) and, with --start, its state at the clip's first frame, so `parity check` replays
+    the run exactly.
+    """
     from pairedge import limits
     from pairedge.default_model import describe_model, resolve_model_dir
-    from pairedge.evaluation.sources import parse_scene, parse_sources
     from pairedge.runtime.parity.build import build_pack
 
-    limits.check_sim_work(1, frames, "--frames")  # before any clip is opened or model loaded
-    given = [x for x in (scene, video, cad) if x is not None]
+    limits.check_sim_work(1, start + frames, "--start + --frames")  # before any clip is opened or model loaded
+    given = [x for x in (scene, video, cad, log) if x is not None]
     if len(given) > 1:
-        raise fail("give one clip: --scene, --video (with --detections) or --cad")
-    if video is None and (detections is not None or gold is not None):
-        raise fail("--detections and --gold go with --video; a --scene or --cad clip brings its own")
+        raise fail("give one clip: --scene, --video (with --detections), --log or --cad")
+    if video is None and detections is not None:
+        raise fail("--detections goes with --video; a --scene, --log or --cad clip brings its own")
+    if video is None and log is None and gold is not None:
+        raise fail("--gold goes with --video or --log; a --scene or --cad clip brings its own truth")
     folder = resolve_model_dir(str(model))
-    if video is not None:
-        source = parse_sources(str(video), detections=detections, gold=gold)[0]
-    elif cad is not None:
-        source = parse_sources(str(cad))[0]
-    else:
-        source = parse_scene(scene or "static:0", frames, boxes.value)
-    with stage_progress(f"packing {printable(source.name)}", frames) as advance:
-        pack = build_pack(folder, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance)
+    source = _clip_source(scene, video, detections, gold, cad, log, start + frames, boxes.value)
+    with stage_progress(f"packing {printable(source.name)}", start + frames) as advance:
+        pack = build_pack(folder, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance,
+                          start=start, box_shape=box_shape.value, operating_point=operating_point)  # fmt: skip
     size = out.stat().st_size / 1e6
     console.print(
         f"wrote {escape(printable(out))} ({size:.1f} MB) from {escape(describe_model(folder))}: "
@@ -83,6 +105,24 @@ def pack_command(
         f"{'yes' if pack.has_truth else 'no'}; reference flow {escape(str(pack.reference['flow']['repr']))}",
         highlight=False,
     )  # fmt: skip
+
+
+def _clip_source(scene: str | None, video: Path | None, detections: Path | None, gold: Path | None,
+                 cad: Path | None, log: Path | None, frames: int, boxes: str) -> Any:  # fmt: skip
+    """The one :class:`~pairedge.evaluation.sources.StreamSource` the options name."""
+    from pairedge.evaluation.sources import parse_scene, parse_sources
+    from pairedge.ros.bag import is_log
+
+    if log is not None:
+        if not is_log(log):
+            raise fail(f"--log {printable(log)}: not a ROS 2 log (a rosbag2 folder with metadata.yaml, a .mcap or "
+                       "a .db3 file); `pairedge simulate --bag mcap` writes one")  # fmt: skip
+        return parse_sources(str(log), gold=gold)[0]
+    if video is not None:
+        return parse_sources(str(video), detections=detections, gold=gold)[0]
+    if cad is not None:
+        return parse_sources(str(cad))[0]
+    return parse_scene(scene or "static:0", frames, boxes)
 
 
 @parity_app.command("check")
