@@ -73,7 +73,7 @@ class Agreement:
     near_ties: int = 0
     near_tie_disagreements: int = 0
     agreement_excl_near_ties: float = float("nan")
-    scope: str = "all rows"
+    scope: str = "all"
 
     @classmethod
     def from_comparison(cls, s: StageComparison) -> Agreement:

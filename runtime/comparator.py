@@ -49,9 +49,9 @@ from pairedge.errors import InputError
 
 #: Width of the near-tie band around a decision boundary, in probability.
 NEAR_TIE = 1e-3
-SCOPE_ALL = "all rows"
-SCOPE_GATED = "rows the fp32 reference gates"
-SCOPE_ALL_NONE_GATED = "all rows (the fp32 reference gates none)"
+SCOPE_ALL = "all"
+SCOPE_GATED = "gated by the fp32 reference"
+SCOPE_ALL_NONE_GATED = "all: the fp32 reference gates none"
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,8 +303,8 @@ def decision_problem(d: DecisionAgreement, minimum: float) -> str | None:
     what = "stage-1 gate" if d.output == "gate" else "stage-2 top-1"
     ties = (f"; {d.near_tie_disagreements} near-tie disagreement(s) excepted"
             if d.near_tie_disagreements else "")  # fmt: skip
-    return (f"{what} agreement {d.agreement_excl_near_ties:.4f} < {minimum:g} on {d.rows} {d.scope}"
-            f" ({d.disagreements} disagreement(s){ties})")  # fmt: skip
+    return (f"{what} agreement {d.agreement_excl_near_ties:.4f} < {minimum:g} on {d.rows} rows ({d.scope}; "
+            f"{d.disagreements} disagreement(s){ties})")  # fmt: skip
 
 
 def nonfinite_problem(s: StageComparison) -> str | None:

@@ -33,11 +33,15 @@ def test_report_collects_a_run(model_dir: Path, tmp_path: Path) -> None:
     (run / "doctor.json").write_text(
         json.dumps({"checks": [{"name": "TensorRT", "ok": True, "detail": "10.3"}]})
     )
-    (run / "parity-fp32.md").write_text("PASS: 4/4 levels\n")
-    report = _report_module().write_report(run).read_text()
+    (run / "parity-tensorrt-fp32.md").write_text("PASS: 4/4 levels\n")
+    (run / "parity-tensorrt-fp32.json").write_text(json.dumps({"verdict": "PASS"}))
+    module = _report_module()
+    report = module.write_report(run).read_text()
     assert "| build-fp16 | **1** | `pairedge build m` |" in report and "| TensorRT | True | 10.3 |" in report
     assert "orin-sm87-trt10.3.0/stage1.fp32.engine | 10.3.0.30 | Orin sm87 | fp32 | 1/64/512 |" in report
-    assert "PASS: 4/4 levels" in report and "(parity-int8.md missing: see logs/)" in report
+    assert "PASS: 4/4 levels" in report and "(parity-tensorrt-int8.md missing: see status and logs/)" in report
+    assert "| fp32 | model/ fp32 | not run | PASS | not run | not run |" in report
+    assert "step build-fp16 (exit 1)" in module.failures(run) and module.main([str(run)]) == 1
 
 
 def test_run_all_is_valid_bash() -> None:
