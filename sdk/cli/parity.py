@@ -14,7 +14,7 @@ from pairedge.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.runtime.parity import ParityReport, Tolerances
+    from pairedge.runtime.parity import ParityPack, ParityReport, Tolerances
 
 parity_app = typer.Typer(
     name="parity", help="Prove on the robot that the deployed model still matches the fp32 one.",
@@ -99,12 +99,24 @@ def pack_command(
         pack = build_pack(folder, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance,
                           start=start, box_shape=box_shape.value, operating_point=operating_point)  # fmt: skip
     size = out.stat().st_size / 1e6
+    where = f"frames {start}-{start + pack.num_frames - 1}" if start else f"{pack.num_frames} frames"
     console.print(
         f"wrote {escape(printable(out))} ({size:.1f} MB) from {escape(describe_model(folder))}: "
-        f"{escape(printable(source.name))}, {pack.num_frames} frames, {len(pack.rows)} pair-frames, truth "
-        f"{'yes' if pack.has_truth else 'no'}; reference flow {escape(str(pack.reference['flow']['repr']))}",
+        f"{escape(printable(source.name))}, {where}, {len(pack.rows)} pair-frames, truth "
+        f"{'yes' if pack.has_truth else 'no'}; reference flow {escape(str(pack.reference['flow']['repr']))}; "
+        f"{decisions(pack)}",
         highlight=False,
     )  # fmt: skip
+
+
+def decisions(pack: ParityPack) -> str:
+    """What the reference decided over the clip, as the pack records it for the check to replay."""
+    st = pack.frame_states
+    ignored = sum(s.box_shape_ignored for s in st)
+    shape = "box shape used" if not ignored else f"box shape ignored on {ignored} of {len(st)} frames"
+    changes = [k for k in range(1, len(st)) if st[k].tau_interact != st[k - 1].tau_interact]
+    gate = f"gate {st[0].tau_interact:g}" + "".join(f", {st[k].tau_interact:g} from frame {k}" for k in changes[:3])
+    return f"{shape}, {gate}" if st else shape
 
 
 def _clip_source(scene: str | None, video: Path | None, detections: Path | None, gold: Path | None,
