@@ -93,3 +93,49 @@ def test_train_a_spec_version(tmp_path: Path) -> None:
     v2 = _npz(tmp_path / "v2.npz", features=spec_layout("pairedge", "2").stage1_dim, spec="pairedge")
     result = runner.invoke(app, ["train", "--data", str(v2), "--spec-version", "3", "--out", str(tmp_path / "o"), *args])
     assert result.exit_code == 1 and "features" in result.output
+
+
+def test_train_history_reaches_the_features_and_the_model(tmp_path: Path) -> None:
+    """`--history K` builds the features with K samples of track history and stores it in the model (the
+    runtime reads it back); the CAD recipe of docs/training.md uses it."""
+    source = "sim:static:seeds=0-1:frames=40:stride=2"
+    args = ["--spec", "pairedge", "--stage", "1", "--epochs", "1", "--no-progress", "--no-export"]
+    result = runner.invoke(app, ["train", "--data", source, "--history", "12", "--out", str(tmp_path / "h"), *args])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "h" / "model.json").read_text())
+    assert doc["extra"]["feature_config"]["history"] == 12
+    plain = runner.invoke(app, ["train", "--data", source, "--out", str(tmp_path / "d"), *args])
+    assert plain.exit_code == 0, plain.output
+    assert "history" not in json.loads((tmp_path / "d" / "model.json").read_text())["extra"]["feature_config"]
+
+
+def test_train_history_is_refused_where_it_cannot_apply(tmp_path: Path) -> None:
+    data = _npz(tmp_path / "f.npz", features=10)
+    result = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "30", *ARGS])
+    assert result.exit_code == 1 and "pairedge spec" in result.output and "Traceback" not in result.output
+    other = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "1", *ARGS])
+    assert other.exit_code == 2 and "--history" in other.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: Path) -> None:
+    """A Collective Activity folder: the rows and their augmented copies see the given track history."""
+    from pairedge.datasets.sources import load_with_copies
+    from pairedge.errors import InputError
+    from test_io_cad import person, write_mat
+
+    folder = tmp_path / "cad"
+    folder.mkdir()
+    people = [person([1, 2, 3, 4, 5, 6], 10), person([2, 3, 4, 5], 100), person([4, 5, 6], 200)]
+    inter = np.array([[6, 6, 6, 6, 6, 1], [2, 2, 2, 2, 3, 3], [8, 8, 8, 8, 8, 8]])
+    write_mat(folder / "anno20.mat", people, inter, [1, 5, 5, 5, 6, 6], 6)
+    kwargs = {"spec": "pairedge", "stage": 2, "augment": ("mirror", "reverse"), "orientation": False}
+    rows, copies = load_with_copies(str(folder), feature_config={"history": 2}, **kwargs)
+    default, _ = load_with_copies(str(folder), **kwargs)
+    fill = rows.feature_names.index("a_history_fill")
+    assert len(rows.y) and len(copies) == 2
+    for d in (rows, *copies):
+        assert json.loads(d.feature_config)["history"] == 2
+    assert rows.X[:, fill].tolist() != default.X[:, fill].tolist()  # 6 samples fill a history of 2, not of 8
+    with pytest.raises(InputError, match="is a features file"):
+        load_with_copies(str(_npz(tmp_path / "f.npz")), spec="pairedge", stage=2, feature_config={"history": 2})

@@ -75,6 +75,13 @@ def train_command(
         help="Collective Activity folder: give the model each person's annotated body orientation (attr), or "
         "boxes and tracks only.",
     ),
+    history: int | None = typer.Option(
+        None,
+        "--history",
+        min=2,
+        help="pairedge spec, Collective Activity folder or simulator scenes: samples of track history the "
+        "features see (default: the spec's own, 8; stored in the model, so the runtime extracts the same).",
+    ),
     refit: bool = typer.Option(
         False,
         "--refit/--no-refit",
@@ -114,8 +121,9 @@ def train_command(
         ignore_features=tuple(n.strip() for n in ignore_features.split(",") if n.strip()),
     )
     names = tuple(a.strip() for a in augment.split(",") if a.strip())
-    rows, copies = load_with_copies(data, spec=spec.value, stage=stage, labels=labels,
-                                    spec_version=spec_version, augment=names, orientation=orientation)  # fmt: skip
+    rows, copies = load_with_copies(data, spec=spec.value, stage=stage, labels=labels, spec_version=spec_version,
+                                    augment=names, orientation=orientation,
+                                    feature_config=feature_options(spec, history))  # fmt: skip
     outputs = train_to_dir(rows, out, spec=spec.value, stage=stage, config=config, export=export,
                            progress=progress, spec_version=spec_version, copies=copies, refit=refit)  # fmt: skip
     result, val = outputs.result, outputs.result.val_metrics
@@ -145,3 +153,18 @@ def train_command(
             highlight=False,
             soft_wrap=True,
         )
+
+
+def feature_options(spec: Spec, history: int | None) -> dict[str, int]:
+    """The extractor options ``pairedge train`` passes on: ``{"history": K}`` when ``--history`` is given.
+
+    Raises:
+        InputError: ``--history`` with a spec that keeps no track history (``liang2026``).
+    """
+    from pairedge.errors import InputError
+
+    if history is None:
+        return {}
+    if spec is not Spec.pairedge:
+        raise InputError(f"--history is an option of the pairedge spec; {spec.value} keeps no track history")
+    return {"history": history}

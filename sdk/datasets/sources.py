@@ -11,8 +11,11 @@ SOURCE is one of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pairedge.datasets.arrays import FeatureData, load_npz
 from pairedge.datasets.sim import SimDataset, sim_features
@@ -137,14 +140,24 @@ def load_with_copies(
     spec_version: str | None = None,
     augment: tuple[str, ...] = (),
     orientation: bool = True,
+    feature_config: Mapping[str, Any] | None = None,
 ) -> tuple[FeatureData, list[FeatureData]]:
     """The rows of SOURCE (as :func:`load_source`) and, for each name in ``augment``
     (:data:`pairedge.datasets.cad_context.AUGMENTATIONS`), the rows of a label-preserving copy of every
     sequence (same group ids). Only a Collective Activity folder has sequences to copy. ``orientation``
-    False: leave the Collective Activity annotated body orientation out (boxes and tracks only)."""
+    False: leave the Collective Activity annotated body orientation out (boxes and tracks only).
+    ``feature_config``: extractor options (e.g. ``{"history": 30}``) for the sources whose features are
+    computed here (a Collective Activity folder, simulator scenes; stored in the rows' metadata); a features
+    file has its features already and is refused with them."""
     path = Path(source)
     is_cad = not source.startswith(SIM_PREFIX) and path.is_dir()
     from pairedge.datasets.cad_context import AUGMENTATIONS
+
+    if feature_config and not (is_cad or source.startswith(SIM_PREFIX)):
+        raise InputError(
+            f"feature options {dict(feature_config)} apply to a Collective Activity folder or simulator scenes; "
+            f"{source!r} is a features file, whose features are computed already"
+        )
 
     if not orientation and not is_cad:
         raise InputError(
@@ -165,7 +178,11 @@ def load_with_copies(
 
         from pairedge.sim import get_preset
 
-        ds = replace(parse_sim_source(source, stage, labels), spec_version=spec_version)
+        ds = replace(
+            parse_sim_source(source, stage, labels),
+            spec_version=spec_version,
+            feature_config=dict(feature_config or {}),
+        )
         for preset in ds.presets:
             get_preset(preset)  # unknown preset -> InputError before any rendering
         return sim_features(spec, ds), []
@@ -176,10 +193,11 @@ def load_with_copies(
         if labels not in (None, "cad8"):
             raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
         sequences = read_cad_dir(path)
-        rows = cad_features(sequences, spec=spec, stage=stage, spec_version=spec_version, orientation=orientation)
+        build = partial(cad_features, spec=spec, stage=stage, spec_version=spec_version, orientation=orientation,
+                        feature_config=feature_config)  # fmt: skip
+        rows = build(sequences)
         if not augment:
             return rows, []
-        copies = [cad_features([AUGMENTATIONS[a](q) for q in sequences], spec=spec, stage=stage,
-                               spec_version=spec_version, orientation=orientation) for a in augment]  # fmt: skip
+        copies = [build([AUGMENTATIONS[a](q) for q in sequences]) for a in augment]
         return rows, copies
     return load_npz(path), []
