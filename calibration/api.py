@@ -2,13 +2,21 @@
 
 Steps (all on CPU with ONNX Runtime):
 
-1. check the model folder (both stages, one feature spec) and collect samples through its fp32 pipeline;
+1. check the model folder (both stages, one feature spec) and collect samples through its fp32 pipeline
+   (no source given: the default set of :mod:`pairedge.calibration.default_set`, scenes of the model's
+   own training recipe);
 2. reject what cannot calibrate (no samples, NaN/inf, one class, features of another spec or label set);
-3. split by sequence into calibration rows and held-out rows, stratify the calibration rows by class and
-   motion, warn about small strata (``strict``: fail);
-4. per stage: pre-process, equalize ranges, quantize to QDQ int8; when the agreement with fp32 on the
-   held-out rows is below ``target_agreement``, keep the most sensitive nodes in float (greedy search on
-   the held-out rows); convert to fp16; lint the QDQ model against TensorRT's rules;
+3. split by sequence into calibration rows and held-out rows, and the held-out rows into *search* rows
+   (every choice: whether and which nodes to keep in float) and *report* rows (the figures in the report,
+   never used for a choice); stratify the calibration rows by class and motion, warn about small strata
+   (``strict``: fail);
+4. per stage: pre-process, absorb per-column scales before every quantized Gemm
+   (:mod:`pairedge.calibration.equalize`), quantize to QDQ int8 with Q/DQ on the Gemm inputs; when the
+   agreement with fp32 on the search rows is below ``target_agreement``, keep the most sensitive Gemms in
+   float (greedy search on the search rows); convert to fp16; lint the QDQ model against TensorRT's rules;
+   agreement with fp32 on the report rows through :func:`pairedge.calibration.infer.agreement`, the
+   arithmetic ``bench`` and ``parity check`` use (stage 2 also on the rows the fp32 gate passes, the rows
+   parity judges);
 5. write everything into a temporary folder beside ``out``, register it in ``manifest.json``, then move
    it into place: nothing is written half-way.
 """
@@ -30,8 +38,11 @@ from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
 from pairedge.errors import InputError, ModelError
 
-#: The default calibration method (chosen on held-out data by benchmarks/bench_calibrate.py).
-DEFAULT_METHOD = "minmax"
+#: The default calibration method, percentile and equalization strength (chosen on the selection seeds
+#: 6000-6007 by benchmarks/bench_calibrate.py, never on the seeds it reports on).
+DEFAULT_METHOD = "percentile"
+DEFAULT_PERCENTILE = 99.99
+DEFAULT_STRENGTH = 0.5
 
 
 @dataclass(frozen=True)
@@ -39,18 +50,21 @@ class CalibrateOptions:
     """Options of :func:`calibrate`.
 
     Attributes:
-        scenes: simulator scenes ``"static:0-3,moving:0-3"`` (None: none).
+        scenes: simulator scenes ``"static:0-3,moving:0-3"`` (None: none; with no other source either, the
+            default set of the model's recipe, :func:`pairedge.calibration.default_set.default_source`).
         video, detections: a video / image folder and its detection file (both or neither).
         features: features ``.npz`` files (training format).
         frames, stride, boxes: simulator frames per scene, keep every ``stride``-th frame, "detections"/"truth".
         max_frames: video frames to read (None: all).
-        method: "minmax", "entropy" or "percentile".
-        equalize: equalize channel ranges before quantizing (see :mod:`pairedge.calibration.equalize`).
+        method: "minmax", "entropy" or "percentile"; percentile: the percentile kept by "percentile".
+        equalize: absorb per-column scales before every quantized Gemm (:mod:`pairedge.calibration.equalize`);
+            equalize_strength: the exponent of its factors.
+        placement: Q/DQ on the inputs of Gemm / MatMul only ("gemm") or ONNX Runtime's placement ("all").
         target_agreement: held-out decision agreement with fp32 each int8 stage must reach; below it the
             most sensitive nodes stay in float. None: quantize everything, no search.
         max_rows: calibration rows per stage (stratified subset).
         min_per_stratum: warn (``strict``: fail) below this many rows in a stratum.
-        held_out: share of sequences held out for parity and clipping rates.
+        held_out: share of sequences held out (half for the search, half for the report).
         strict: small strata are an error.
         seed: seed of the stratified subset.
     """
@@ -64,7 +78,10 @@ class CalibrateOptions:
     boxes: str = "detections"
     max_frames: int | None = None
     method: str = DEFAULT_METHOD
+    percentile: float = DEFAULT_PERCENTILE
     equalize: bool = True
+    equalize_strength: float = DEFAULT_STRENGTH
+    placement: str = "gemm"
     target_agreement: float | None = 0.99
     max_rows: int = 4096
     min_per_stratum: int = 20
@@ -105,18 +122,25 @@ def calibrate(
         InputError: bad samples or options (nothing written). ModelError: unusable model folder, or ``out``
             holds another model.
     """
-    from pairedge.calibration.quantize import QuantConfig
     from pairedge.default_model import resolve_model_dir
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
-    QuantConfig(method=options.method)  # an unknown method fails now, not after minutes of collecting
+    _config(options)  # an unknown method or placement fails now, not after minutes of collecting
     scenes = check_scenes(options)  # the simulator work is bounded before any of it
     say = progress or (lambda _msg: None)
     folder = resolve_model_dir(model)
     models = find_models(folder)
     target = Path(out).expanduser()
     check_out(folder, target)
+    if collected is None and not has_source(options):
+        from dataclasses import replace
+
+        from pairedge.calibration.default_set import default_source
+
+        options = replace(options, scenes=default_source(models))
+        scenes = check_scenes(options)
+        say(f"no source given: the default set of the model's recipe, --scenes {options.scenes}")
     if collected is None:
         say("collecting samples")
         collected = _collect(folder, models, options, scenes, say)
@@ -138,6 +162,18 @@ def calibrate(
     say("writing")
     files = _write(folder, target, stages, report)
     return CalibrationResult(target, files, report)
+
+
+def has_source(options: CalibrateOptions) -> bool:
+    """Whether ``options`` names a calibration source (scenes, a video with detections, features)."""
+    return bool(options.scenes or options.video or options.detections or options.features)
+
+
+def _config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> Any:
+    from pairedge.calibration.quantize import QuantConfig
+
+    return QuantConfig(method=options.method, percentile=options.percentile, exclude=exclude,
+                       placement=options.placement)  # fmt: skip
 
 
 def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]:
@@ -249,13 +285,29 @@ def split_held_out(samples: StageSamples, share: float) -> tuple[np.ndarray, np.
     return np.flatnonzero(~mask), np.flatnonzero(mask)
 
 
+def split_search_report(held: StageSamples) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices of the held-out rows (search, report): half of the held-out sequences each (the first half
+    of the rows and the second when one sequence is held out). Choices are made on the search rows; the
+    report's figures come from the report rows alone."""
+    groups = np.unique(held.group)
+    if len(groups) >= 2:
+        rng = np.random.default_rng(len(groups) + 1)
+        search = set(rng.choice(groups, size=len(groups) // 2, replace=False).tolist())
+        mask = np.isin(held.group, list(search))
+    else:
+        mask = np.zeros(len(held), bool)
+        mask[: len(held) // 2] = True
+    return np.flatnonzero(mask), np.flatnonzero(~mask)
+
+
 @dataclass(frozen=True)
 class _Plan:
-    """The rows of one stage: all, held out, the stratified calibration subset, and the warnings."""
+    """The rows of one stage: all, calibration (and its stratified subset), search, report, and warnings."""
 
     samples: StageSamples
     cal: StageSamples
-    held: StageSamples
+    search: StageSamples
+    report: StageSamples
     chosen: StageSamples
     strata: Any
     chosen_strata: Any
@@ -265,81 +317,99 @@ class _Plan:
 def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
     cal_idx, held_idx = split_held_out(samples, options.held_out)
     cal, held = samples.subset(cal_idx), samples.subset(held_idx)
+    search_idx, report_idx = split_search_report(held)
     strata = stratify(cal)
     chosen = cal.subset(select(cal, strata, options.max_rows, options.seed))
     warnings = small_strata(cal, strata, options.min_per_stratum)
-    return _Plan(samples, cal, held, chosen, strata, stratify(chosen, strata.edges), warnings)
+    return _Plan(samples, cal, held.subset(search_idx), held.subset(report_idx), chosen, strata,
+                 stratify(chosen, strata.edges), warnings)  # fmt: skip
+
+
+def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any]:
+    """(QDQ model, its QuantConfig, the search result, the first agreement on the search rows)."""
+    from pairedge.calibration.infer import agreement, logits, session
+    from pairedge.calibration.quantize import SearchResult, quantize, search_exclusions
+
+    stage, X = plan.samples.stage, plan.chosen.X
+    val = plan.search if len(plan.search) else plan.chosen
+    config = _config(options)
+    qdq = quantize(pre, X, config)
+    first = agreement(stage, logits(session(pre), val.X), logits(session(qdq), val.X), tau)
+    search = SearchResult()
+    if options.target_agreement is not None and first.agreement < options.target_agreement:
+        search = search_exclusions(pre, stage, X, val.X, config, options.target_agreement, tau)
+        if search.excluded:
+            config = _config(options, search.excluded)
+            qdq = quantize(pre, X, config)
+    return qdq, config, search, first
+
+
+def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]:
+    """Agreement of every precision with fp32 on the report rows (stage 2 also on the gated ones)."""
+    from pairedge.calibration.infer import agreement, logits, session
+
+    stage, rows = plan.samples.stage, plan.report
+    reference = logits(session(models["fp32"]), rows.X)
+    out: dict[str, Any] = {}
+    for name in ("int8", "fp16"):
+        got = logits(session(models[name]), rows.X)
+        out[name] = agreement(stage, reference, got, tau).to_dict()
+        if stage == 2 and rows.gated is not None:
+            g = rows.gated
+            out[f"{name}_gated"] = agreement(stage, reference[g], got[g], tau).to_dict()
+    return out
 
 
 def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> dict[str, Any]:
     import onnx
     from pairedge.calibration.equalize import equalize
     from pairedge.calibration.fp16 import to_fp16
-    from pairedge.calibration.infer import agreement, logits, session
     from pairedge.calibration.qdq_rules import check_qdq_rules
-    from pairedge.calibration.quantize import (
-        QuantConfig,
-        SearchResult,
-        compute_nodes,
-        preprocess,
-        quantize,
-        search_exclusions,
-    )
-    from pairedge.calibration.report import activation_ranges
+    from pairedge.calibration.quantize import preprocess
+    from pairedge.calibration.report import activation_ranges, float_nodes
 
-    samples, cal, held, chosen_samples = plan.samples, plan.cal, plan.held, plan.chosen
-    strata, chosen_strata, warnings = plan.strata, plan.chosen_strata, plan.warnings
+    samples, warnings = plan.samples, list(plan.warnings)
     fp32 = onnx.load(str(path))
     pre = preprocess(fp32)
     equalized: dict[str, Any] = {}
     if options.equalize:
-        pre, info = equalize(pre, chosen_samples.X)
-        equalized = {k: {"channels": c, "scale_ratio": r} for k, (c, r) in info.producers.items()}
-    config = QuantConfig(method=options.method)
-    qdq = quantize(pre, chosen_samples.X, config)
-    val = held if len(held) else chosen_samples
-    reference = logits(session(fp32), val.X)
-    search = SearchResult()
-    first = agreement(samples.stage, reference, logits(session(qdq), val.X), tau)
-    if options.target_agreement is not None and first.agreement < options.target_agreement:
-        search = search_exclusions(
-            pre, samples.stage, chosen_samples.X, val.X, config, options.target_agreement, tau
-        )
-        if search.excluded:
-            config = QuantConfig(method=options.method, exclude=search.excluded)
-            qdq = quantize(pre, chosen_samples.X, config)
-    quantizable = [n for n in compute_nodes(pre) if search.sensitivity.get(n, 0.0) < 1.0]
-    if config.exclude and quantizable and set(quantizable) <= set(config.exclude):
-        warnings = [*warnings, f"stage {samples.stage}: every quantizable node had to stay in float to reach "
-                    f"{options.target_agreement:.1%} agreement: stage{samples.stage}.int8.onnx computes in float "
-                    "(lower --target-agreement, or fine-tune the model with quantization-aware training)"]  # fmt: skip
+        pre, info = equalize(pre, plan.chosen.X, strength=options.equalize_strength)
+        equalized = {k: {"channels": c, "scale_ratio": r, "folded_into": info.folded.get(k, "")}
+                     for k, (c, r) in info.producers.items()}  # fmt: skip
+    qdq, config, search, first = _int8(plan, pre, options, tau)
+    floats = float_nodes(pre, qdq, config, search)
+    if floats["gemms_in_float"] and floats["gemms_in_float"] == floats["gemms"]:
+        warnings.append(f"stage {samples.stage}: every Gemm had to stay in float to reach "
+                        f"{options.target_agreement:.1%} agreement: stage{samples.stage}.int8.onnx computes in float "
+                        "(lower --target-agreement, or fine-tune the model with quantization-aware training)")  # fmt: skip
     issues = check_qdq_rules(qdq)
     if issues:
         raise ModelError(f"{path.name}: the QDQ model breaks TensorRT rules: " + "; ".join(map(str, issues)))
     fp16 = to_fp16(fp32)
-    held_out = {
-        "int8": agreement(samples.stage, reference, logits(session(qdq), val.X), tau).to_dict(),
-        "fp16": agreement(samples.stage, reference, logits(session(fp16), val.X), tau).to_dict(),
-    }
     report = {
         "rows": {
             "collected": len(samples),
-            "calibration": len(chosen_samples),
-            "held_out": len(held),
-            "held_out_groups": int(len(np.unique(held.group))),
+            "calibration": len(plan.chosen),
+            "held_out": len(plan.search) + len(plan.report),
+            "search": len(plan.search),
+            "report": len(plan.report),
+            "held_out_groups": int(len(np.unique(np.concatenate([plan.search.group, plan.report.group])))),
+            "report_groups": sorted(np.unique(plan.report.group).tolist()),
         },
-        "motion_edges": list(strata.edges),
-        "strata": {"collected": counts(cal, strata), "calibration": counts(chosen_samples, chosen_strata)},
+        "motion_edges": list(plan.strata.edges),
+        "strata": {"collected": counts(plan.cal, plan.strata), "calibration": counts(plan.chosen, plan.chosen_strata)},
         "warnings": warnings,
         "equalized": equalized,
         "excluded_nodes": list(config.exclude),
+        "float_nodes": floats,
         "search": {
             "sensitivity": search.sensitivity,
             "steps": [asdict(s) for s in search.steps],
             "first_agreement": first.agreement,
+            "rows": "search" if len(plan.search) else "calibration",
         },
-        "held_out": held_out,
-        "tensors": activation_ranges(qdq, val.X),
+        "held_out": _held_out(plan, {"fp32": fp32, "int8": qdq, "fp16": fp16}, tau),
+        "tensors": activation_ranges(qdq, plan.report.X if len(plan.report) else plan.chosen.X),
         "qdq_issues": [],
     }
     return {"int8": qdq, "fp16": fp16, "fp32_path": path, "config": config, "report": report}
@@ -367,6 +437,8 @@ def _report(
             "labels": list(models.labels),
         },
         "method": options.method,
+        "percentile": options.percentile if options.method == "percentile" else None,
+        "placement": options.placement,
         "equalize": options.equalize,
         "target_agreement": options.target_agreement,
         "sources": list(collected.sources),
@@ -396,6 +468,7 @@ def _write(model: Path, out: Path, stages: dict[str, Any], report: dict[str, Any
             fp32_sha = sha256_file(st["fp32_path"])
             info = {
                 "method": st["config"].method,
+                "placement": st["config"].placement,
                 "excluded_nodes": list(st["config"].exclude),
                 "equalized": sorted(st["report"]["equalized"]),
                 "fp32_sha256": fp32_sha,

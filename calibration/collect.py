@@ -16,7 +16,7 @@ is its truth where known, else the fp32 model's prediction (filled in by :func:`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +91,8 @@ def collect_frames(pipe: Any, items: Iterable[FrameItem], group: str, stride: in
     positive = _stage1_positive_names()
     recorder = RecordingExtractor(pipe.extractor)
     pipe.extractor = recorder
-    rows1: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    rows2: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    rows1: list[tuple[np.ndarray, ...]] = []
+    rows2: list[tuple[np.ndarray, ...]] = []
     try:
         for k, (image, dets, timestamp, truth) in enumerate(items):
             recorder.last = None
@@ -112,7 +112,7 @@ def collect_frames(pipe: Any, items: Iterable[FrameItem], group: str, stride: in
             t2 = np.array([labels2.index(n) if n in labels2 else -1 for n in names], np.int64)
             rows1.append((x1, t1, motion))
             keep = result.interacting | (t2 >= 0)
-            rows2.append((x2[keep], t2[keep], motion[keep]))
+            rows2.append((x2[keep], t2[keep], motion[keep], np.asarray(result.interacting, bool)[keep]))
     finally:
         pipe.extractor = recorder.inner
     return Collected(
@@ -138,13 +138,15 @@ def _truth_names(pairs: np.ndarray, truth: tuple[np.ndarray, Sequence[str]] | No
 
 def _stack(
     stage: int,
-    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    rows: list[tuple[np.ndarray, ...]],
     width: int,
     labels: tuple[str, ...],
     group: str,
 ) -> StageSamples:
+    """Rows ``(X, truth, motion[, gated])`` of several frames as one :class:`StageSamples`."""
     if not rows or not sum(len(r[0]) for r in rows):
-        return _empty(stage, width, labels)
+        empty = _empty(stage, width, labels)
+        return replace(empty, gated=np.zeros(0, bool)) if stage == 2 else empty
     X = np.concatenate([r[0] for r in rows]).astype(np.float32)
     truth = np.concatenate([r[1] for r in rows])
     return StageSamples(
@@ -155,6 +157,7 @@ def _stack(
         np.concatenate([r[2] for r in rows]).astype(np.float32),
         np.full(len(X), group),
         labels,
+        np.concatenate([r[3] for r in rows]).astype(bool) if len(rows[0]) > 3 else None,
     )
 
 

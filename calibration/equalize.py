@@ -1,20 +1,29 @@
-"""Range equalization before INT8: rescale channels so one per-tensor int8 scale fits them all.
+"""Per-column scales absorbed before every quantized Gemm, so one per-tensor int8 scale fits every column.
 
-Per-tensor int8 activations waste their 255 levels when one channel spans 20x the range of the others (a
-z-scored input column with outliers, a ReLU unit that fires rarely but strongly). Equalization divides
-channel ``c`` of a *producer* by ``s_c`` and multiplies the matching weight columns of every *consumer* by
-``s_c``, which leaves the fp32 function unchanged (to float rounding) but balances the ranges:
+TensorRT quantizes activations per tensor: one scale for all the columns of a Gemm's input. The input
+features of a pairedge model are z-scored with training statistics, but their *ranges* still differ by
+20x (a speed column with 25-sigma tails next to a bounded cosine), and so do the hidden units (a ReLU unit
+that fires rarely but strongly), and the ``a*b`` block of a relation network's ``Concat`` spans 30x the
+others. A per-tensor scale set by the widest column leaves the others a handful of int8 levels.
 
-- producers: a ``Gemm`` with a constant weight (rows and bias scaled; every node sharing that weight is
-  scaled alike) or the standardization ``Div`` by a constant vector (its divisor scaled);
-- the scale flows through positively homogeneous ops: ``Relu``, ``Abs``, ``Sub`` and ``Add`` (inputs must
-  carry the same scale), ``Mul`` (scales multiply), ``Slice`` and ``Concat`` on the feature axis;
-- consumers: a ``Gemm`` with a constant weight and ``transB=1`` (its weight columns absorb the scale).
+:func:`equalize` divides column ``c`` of the input ``x`` of every Gemm with a constant weight by
+``s_c = (r_c / median(r)) ** strength`` (``r_c``: the column's range over the calibration rows, the
+``quantile`` of its absolute values) and multiplies the matching weight column by ``s_c``. ``x W^T`` is
+unchanged (to float rounding) while every column of ``x`` now spans about the same range: per-column
+activation scales, in a graph TensorRT quantizes per tensor. Where it can, the division is folded into the
+op that produces ``x`` (no new node):
 
-A producer whose output reaches any other op, the graph output, or a consumer weight shared with different
-scales is left alone. The choice ``s_c = range_c / median(range)`` (range = max |value| of channel c over
-the calibration rows, after the producer's activation) is the data-driven form of cross-layer equalization
-(Nagel et al., 2019, "Data-Free Quantization Through Weight Equalization and Bias Correction").
+- the input standardization ``Div`` by a constant (directly, or through ``Slice`` on the feature axis):
+  the z-scoring divisor becomes ``std * s`` — the standardization inside the graph absorbs the per-column
+  scale differences before the first quantized op;
+- a ``Gemm -> Relu`` producer whose output feeds only Gemms: its weight rows and bias are divided by
+  ``s`` (``relu(y / s) = relu(y) / s`` for ``s > 0``);
+
+otherwise (a ``Concat`` of several encodings, a product) a ``Mul`` by the constant ``1 / s`` is inserted
+right before the Gemm: one point-wise op that TensorRT fuses with the quantization that follows it.
+Gemms sharing one weight (the person encoder of a relation network sees person A and person B) get one
+``s`` (the larger range per column). This is the data-driven form of cross-layer equalization (Nagel et
+al., 2019, "Data-Free Quantization Through Weight Equalization and Bias Correction").
 """
 
 from __future__ import annotations
@@ -25,26 +34,22 @@ from typing import Any
 
 import numpy as np
 
-_SAME = {"Relu", "Abs"}
-_EQUAL_INPUTS = {"Sub", "Add"}
+#: Equalization factors are kept within [1 / LIMIT, LIMIT].
+LIMIT = 1e3
 
 
 @dataclass(frozen=True)
 class Equalized:
-    """What :func:`equalize` changed: producer name -> (channels, max/min scale ratio applied)."""
+    """What :func:`equalize` changed.
+
+    Attributes:
+        producers: consumer weight name -> (columns, max/min factor) of every equalized Gemm input.
+        folded: weight name -> where its division went ("standardization Div", "producer Gemm ...",
+            or "Mul node NAME" for an inserted scale).
+    """
 
     producers: dict[str, tuple[int, float]]
-
-
-def _graph_maps(model: Any) -> tuple[dict[str, Any], dict[str, list[Any]], dict[str, np.ndarray]]:
-    from pairedge.calibration.qdq_rules import _constants
-
-    producer = {o: n for n in model.graph.node for o in n.output}
-    consumers: dict[str, list[Any]] = defaultdict(list)
-    for n in model.graph.node:
-        for i in n.input:
-            consumers[i].append(n)
-    return producer, consumers, _constants(model)
+    folded: dict[str, str]
 
 
 def _attr(node: Any, name: str, default: Any) -> Any:
@@ -56,148 +61,28 @@ def _attr(node: Any, name: str, default: Any) -> Any:
     return default
 
 
-def _slice_cols(node: Any, consts: dict[str, np.ndarray], width: int) -> np.ndarray | None:
-    """Column indices a Slice keeps on the last axis of a 2-D tensor, or None when not that form."""
-    if len(node.input) < 3 or any(i not in consts for i in node.input[1:] if i):
-        return None
-    starts, ends = consts[node.input[1]].tolist(), consts[node.input[2]].tolist()
-    axes = (
-        consts[node.input[3]].tolist() if len(node.input) > 3 and node.input[3] else list(range(len(starts)))
-    )
-    steps = consts[node.input[4]].tolist() if len(node.input) > 4 and node.input[4] else [1] * len(starts)
-    if len(starts) != 1 or axes[0] not in (1, -1) or steps[0] != 1:
-        return None
-    return np.arange(width)[slice(int(starts[0]), int(ends[0]))]
+def _maps(model: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    producer = {o: n for n in model.graph.node for o in n.output}
+    consumers: dict[str, list[Any]] = defaultdict(list)
+    for n in model.graph.node:
+        for i in n.input:
+            consumers[i].append(n)
+    return producer, consumers
 
 
-def _closure(start: list[str], consumers: dict[str, list[Any]]) -> set[str]:
-    """Every tensor computed from ``start`` (forward)."""
-    seen, queue = set(start), list(start)
-    while queue:
-        for node in consumers.get(queue.pop(), []):
-            for out in node.output:
-                if out not in seen:
-                    seen.add(out)
-                    queue.append(out)
-    return seen
+def quantized_gemms(model: Any) -> dict[str, list[Any]]:
+    """Weight initializer name -> the Gemm nodes that use it as a constant weight (activation in input 0)."""
+    inits = {t.name for t in model.graph.initializer}
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for n in model.graph.node:
+        if n.op_type == "Gemm" and len(n.input) > 1 and n.input[1] in inits and n.input[0] not in inits:
+            if _attr(n, "transA", 0) == 0:
+                groups[n.input[1]].append(n)
+    return dict(groups)
 
 
-def _widths(model: Any) -> dict[str, int | None]:
-    """Last-axis width of every 2-D tensor with a known shape (after shape inference)."""
-    out: dict[str, int | None] = {}
-    for info in [*model.graph.value_info, *model.graph.input, *model.graph.output]:
-        dims = info.type.tensor_type.shape.dim
-        if len(dims) == 2 and dims[1].HasField("dim_value"):
-            out[info.name] = int(dims[1].dim_value)
-    return out
-
-
-def _propagate(
-    start: list[str],
-    scale: np.ndarray,
-    maps: tuple[dict[str, Any], dict[str, list[Any]], dict[str, np.ndarray]],
-    outputs: set[str],
-    widths: dict[str, int | None],
-) -> dict[str, list[tuple[Any, np.ndarray]]] | None:
-    """Follow per-column factors from ``start`` tensors to consumer Gemm weights.
-
-    Returns weight name -> [(gemm node, factor per input column)], or None when the scale reaches an op
-    it cannot pass.
-    """
-    producer, consumers, consts = maps
-    factor: dict[str, np.ndarray] = {t: scale for t in start}
-    reach = _closure(start, consumers)
-    queue = list(start)
-    absorb: dict[str, list[tuple[Any, np.ndarray]]] = defaultdict(list)
-    done: set[str] = set()
-    while queue:
-        tensor = queue.pop(0)
-        if tensor in outputs:
-            return None
-        for node in consumers.get(tensor, []):
-            key = f"{node.name}:{tensor}"
-            if key in done:
-                continue
-            done.add(key)
-            op = node.op_type
-            if op == "Gemm" and node.input[0] == tensor and node.input[1] in consts:
-                if _attr(node, "transB", 0) != 1 or _attr(node, "transA", 0) != 0:
-                    return None
-                absorb[node.input[1]].append((node, factor[tensor]))
-                continue
-            if op in _SAME:
-                out = factor[tensor]
-            elif op == "Slice":
-                cols = _slice_cols(node, consts, len(factor[tensor]))
-                if cols is None:
-                    return None
-                out = factor[tensor][cols]
-            elif op in _EQUAL_INPUTS | {"Mul", "Concat"}:
-                if op == "Concat":  # inputs the scale never reaches pass with factor 1
-                    for i in node.input:
-                        width = widths.get(i)
-                        if i not in factor and i not in reach and width is not None:
-                            factor[i] = np.ones(int(width))
-                if any(i not in factor for i in node.input):
-                    done.discard(key)
-                    continue  # wait until every input has its factor
-                parts = [factor[i] for i in node.input]
-                if op == "Concat":
-                    if _attr(node, "axis", 0) not in (1, -1):
-                        return None
-                    out = np.concatenate(parts)
-                elif op == "Mul":
-                    if len({len(p) for p in parts}) != 1:
-                        return None
-                    out = parts[0] * parts[1]
-                else:
-                    if not np.allclose(parts[0], parts[1]):
-                        return None
-                    out = parts[0]
-            else:
-                return None
-            factor[node.output[0]] = out
-            queue.append(node.output[0])
-    joins = _EQUAL_INPUTS | {"Mul", "Concat"}
-    waiting = [
-        n
-        for t in factor
-        for n in consumers.get(t, [])
-        if n.op_type in joins and any(i not in factor for i in n.input)
-    ]
-    return None if waiting else absorb
-
-
-def _tie_shared_columns(
-    starts: list[str],
-    span: np.ndarray,
-    maps: tuple[dict[str, Any], dict[str, list[Any]], dict[str, np.ndarray]],
-    outputs: set[str],
-    widths: dict[str, int | None],
-) -> np.ndarray:
-    """Give one span (the max) to producer channels that meet the same consumer weight column.
-
-    A weight shared by two slices of the producer (the person encoder of a relation network sees the
-    columns of A and of B) can absorb only one scale per column.
-    """
-    probe = _propagate(starts, np.arange(1.0, len(span) + 1.0), maps, outputs, widths)
-    if not probe:
-        return span
-    span = span.copy()
-    for uses in probe.values():
-        if len(uses) < 2 or len({len(f) for _, f in uses}) != 1:
-            continue
-        index = np.stack([f for _, f in uses]).round().astype(np.int64) - 1  # (uses, columns)
-        if (index < 0).any() or (index >= len(span)).any():
-            continue
-        tied = span[index].max(axis=0)
-        for row in index:
-            span[row] = np.maximum(span[row], tied)
-    return span
-
-
-def _ranges(model: Any, X: np.ndarray, tensors: list[str]) -> dict[str, np.ndarray]:
-    """Per-column max |value| of 2-D ``tensors`` over rows ``X``."""
+def column_ranges(model: Any, X: np.ndarray, tensors: list[str], quantile: float = 100.0) -> dict[str, np.ndarray]:
+    """Per-column ``quantile`` of |value| (100: the max) of 2-D ``tensors`` over rows ``X`` (N, F) float32."""
     import onnx
     from pairedge.calibration.infer import session
     from pairedge.modelmeta import INPUT_NAME
@@ -209,63 +94,201 @@ def _ranges(model: Any, X: np.ndarray, tensors: list[str]) -> dict[str, np.ndarr
         if t not in have:
             probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(t))
     values = session(probe).run(tensors, {INPUT_NAME: np.ascontiguousarray(X, np.float32)})
-    return {t: np.abs(v.reshape(len(X), -1)).max(axis=0) for t, v in zip(tensors, values, strict=True)}
+    out = {}
+    for t, v in zip(tensors, values, strict=True):
+        a = np.abs(np.asarray(v, np.float64).reshape(len(X), -1))
+        out[t] = a.max(axis=0) if quantile >= 100.0 else np.percentile(a, quantile, axis=0)
+    return out
 
 
-def equalize(model: Any, X: np.ndarray) -> tuple[Any, Equalized]:
-    """Equalized copy of a pre-processed fp32 ModelProto (same function), ranges measured on rows ``X``."""
+def factors(ranges: np.ndarray, strength: float = 1.0) -> np.ndarray:
+    """(F,) equalization factors of (F,) column ranges: ``(r / median(r)) ** strength``; dead columns 1."""
+    live = ranges > 0
+    s = np.ones(len(ranges), np.float64)
+    if live.any():
+        s[live] = np.clip((ranges[live] / np.median(ranges[live])) ** strength, 1.0 / LIMIT, LIMIT)
+    return s
+
+
+def equalize(
+    model: Any, X: np.ndarray, quantile: float = 100.0, strength: float = 1.0
+) -> tuple[Any, Equalized]:
+    """Equalized copy of a pre-processed fp32 ModelProto (same function), ranges measured on rows ``X``.
+
+    ``quantile``: the per-column range (100: max |value|; lower ignores rare outliers). ``strength``: the
+    exponent of the factors (1: full equalization; lower spares the consumer's per-channel weight scales).
+    """
     import onnx
     from onnx import numpy_helper
 
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    outputs = {o.name for o in model.graph.output}
-    changed: dict[str, tuple[int, float]] = {}
-    widths = _widths(model)
+    groups = quantized_gemms(model)
+    tensors = sorted({n.input[0] for nodes in groups.values() for n in nodes})
+    if not tensors:
+        return model, Equalized({}, {})
+    ranges = column_ranges(model, X, tensors, quantile)
     inits = {t.name: t for t in model.graph.initializer}
-    for node in list(model.graph.node):
-        maps = _graph_maps(model)
-        producer, consumers, consts = maps
-        if node.op_type == "Gemm" and node.input[1] in inits and _attr(node, "transB", 0) == 1:
-            weight = node.input[1]
-            group = [n for n in model.graph.node if n.op_type == "Gemm" and n.input[1] == weight]
-            if any(len(n.input) > 2 and n.input[2] != node.input[2] for n in group):
-                continue
-            outs = [n.output[0] for n in group]
-            starts = [c.output[0] for o in outs for c in consumers.get(o, []) if c.op_type == "Relu"]
-            if len(starts) != len(outs) or any(len(consumers.get(o, [])) != 1 for o in outs):
-                continue  # only Gemm -> Relu producers (the ReLU keeps the scale exact)
-            name = weight
-        elif node.op_type == "Div" and node.input[1] in inits and node.input[0] not in inits:
-            group, starts, name = [node], [node.output[0]], node.input[1]
-        else:
+    scales: dict[str, np.ndarray] = {}
+    producers: dict[str, tuple[int, float]] = {}
+    for weight, nodes in groups.items():
+        widths = {len(ranges[n.input[0]]) for n in nodes}
+        if len(widths) != 1:
             continue
-        if name in changed:
+        s = factors(np.max([ranges[n.input[0]] for n in nodes], axis=0), strength)
+        if np.allclose(s, 1.0):
             continue
-        rng = _ranges(model, X, starts)
-        span = np.max([rng[s] for s in starts], axis=0).astype(np.float64)
-        if span.ndim != 1 or not np.any(span > 0):
+        w = numpy_helper.to_array(inits[weight]).astype(np.float64)
+        trans = _attr(nodes[0], "transB", 0) == 1
+        if any((_attr(n, "transB", 0) == 1) != trans for n in nodes) or w.shape[1 if trans else 0] != len(s):
             continue
-        span = _tie_shared_columns(starts, span, maps, outputs, widths)
-        live = span > 0  # a unit that never fires keeps scale 1
-        scale = np.ones_like(span)
-        scale[live] = np.clip(span[live] / np.median(span[live]), 1e-3, 1e3)
-        absorb = _propagate(starts, scale, maps, outputs, widths)
-        if not absorb or any(
-            not all(np.allclose(f, uses[0][1]) for _, f in uses) for uses in absorb.values()
-        ):
+        w = w * (s[None, :] if trans else s[:, None])
+        inits[weight].CopyFrom(numpy_helper.from_array(w.astype(np.float32), weight))
+        for n in nodes:
+            scales[n.name] = s
+        producers[weight] = (len(s), float(s.max() / s.min()))
+    folded = _apply(model, groups, scales)
+    return model, Equalized(producers, folded)
+
+
+def _apply(model: Any, groups: dict[str, list[Any]], scales: dict[str, np.ndarray]) -> dict[str, str]:
+    """Divide the input of every Gemm in ``scales`` by its factors: folded where possible, else a Mul."""
+    folded: dict[str, str] = {}
+    for weight, nodes in groups.items():
+        nodes = [n for n in nodes if n.name in scales]
+        if not nodes:
             continue
-        if node.op_type == "Gemm":
-            w = numpy_helper.to_array(inits[name])
-            inits[name].CopyFrom(numpy_helper.from_array((w / scale[:, None]).astype(w.dtype), name))
-            if len(node.input) > 2 and node.input[2] in inits:
-                bname = node.input[2]
-                b = numpy_helper.to_array(inits[bname])
-                inits[bname].CopyFrom(numpy_helper.from_array((b / scale).astype(b.dtype), bname))
-        else:
-            d = numpy_helper.to_array(inits[name])
-            inits[name].CopyFrom(numpy_helper.from_array((d * scale.reshape(d.shape)).astype(d.dtype), name))
-        for wname, uses in absorb.items():
-            w = numpy_helper.to_array(inits[wname])
-            inits[wname].CopyFrom(numpy_helper.from_array((w * uses[0][1][None, :]).astype(w.dtype), wname))
-        changed[name] = (len(scale), float(scale.max() / scale.min()))
-    return model, Equalized(changed)
+        actions = _fold_actions(model, nodes, scales)
+        if actions is None:
+            folded[weight] = "Mul node " + ", ".join(_insert_mul(model, n, scales[n.name]) for n in nodes)
+            continue
+        for _, action in actions:
+            action()
+        folded[weight] = ", ".join(sorted({kind for kind, _ in actions}))
+    return folded
+
+
+def _insert_mul(model: Any, gemm: Any, s: np.ndarray) -> str:
+    """``gemm``'s input multiplied by the constant ``1 / s`` in a new Mul node just before it; its name."""
+    from onnx import helper, numpy_helper
+
+    name = f"{gemm.name}/column_scale"
+    const, out = f"{name}.inverse", f"{name}_output_0"
+    model.graph.initializer.append(numpy_helper.from_array((1.0 / s).astype(np.float32)[None, :], const))
+    mul = helper.make_node("Mul", [gemm.input[0], const], [out], name=name)
+    model.graph.node.insert(list(model.graph.node).index(gemm), mul)
+    gemm.input[0] = out
+    return name
+
+
+Action = tuple[str, Any]
+
+
+def _fold_actions(model: Any, gemms: list[Any], scales: dict[str, np.ndarray]) -> list[Action] | None:
+    """How to fold ``1 / s`` into the producers of every gemm's input, or None when one of them cannot."""
+    producer, consumers = _maps(model)
+    inits = {t.name: t for t in model.graph.initializer}
+    consts = _consts(model)
+    actions: list[Action] = []
+    rows: dict[str, tuple[list[Any], np.ndarray]] = {}
+    for gemm in gemms:
+        s, src = scales[gemm.name], gemm.input[0]
+        node = producer.get(src)
+        if node is None or any(c is not gemm for c in consumers.get(src, [])):
+            return None
+        if node.op_type == "Relu":
+            gp = producer.get(node.input[0])
+            if gp is None or gp.op_type != "Gemm" or len(consumers.get(node.input[0], [])) != 1:
+                return None
+            if gp.input[1] not in inits or _attr(gp, "transB", 0) != 1:
+                return None
+            seen, prev = rows.setdefault(gp.input[1], ([], s))
+            if not np.allclose(prev, s):
+                return None
+            seen.append(gp)
+            continue
+        action = _divisor_action(node, producer, consumers, inits, consts, s)
+        if action is None:
+            return None
+        actions.append(action)
+    for weight, (seen, s) in rows.items():
+        sharing = [n for n in model.graph.node if n.op_type == "Gemm" and n.input[1] == weight]
+        if {n.name for n in sharing} != {n.name for n in seen}:
+            return None  # the weight also serves a Gemm whose output must keep its scale
+        actions.append((f"producer Gemm {seen[0].name}", _rows_action(inits, seen[0], s)))
+    return actions
+
+
+def _rows_action(inits: dict[str, Any], gemm: Any, s: np.ndarray) -> Any:
+    return lambda: _scale_rows(inits, gemm, s)
+
+
+def _divisor_action(node: Any, producer: dict[str, Any], consumers: dict[str, list[Any]],
+                    inits: dict[str, Any], consts: dict[str, np.ndarray], s: np.ndarray) -> Action | None:  # fmt: skip
+    """Fold into the standardization ``Div`` by a constant (the node itself, or behind a column Slice)."""
+    from onnx import numpy_helper
+
+    cols, div = None, node
+    if node.op_type == "Slice":
+        cols, div = _slice_cols(node, consts, len(s)), producer.get(node.input[0])
+        if cols is None or div is None:
+            return None
+    if div.op_type != "Div" or div.input[1] not in inits or div.input[0] in inits:
+        return None
+    shape = numpy_helper.to_array(inits[div.input[1]]).shape
+    width = int(np.prod(shape))
+    index = np.arange(width) if cols is None else cols
+    if len(index) != len(s) or int(index.max(initial=-1)) >= width or len(shape) > 2:
+        return None
+    if cols is not None and not _slices_only(consumers.get(div.output[0], []), consts, width):
+        return None
+
+    def divisor() -> None:
+        d = numpy_helper.to_array(inits[div.input[1]]).astype(np.float64).reshape(-1)
+        d[index] = d[index] * s
+        inits[div.input[1]].CopyFrom(numpy_helper.from_array(d.reshape(shape).astype(np.float32), div.input[1]))
+
+    return "standardization Div", divisor
+
+
+def _scale_rows(inits: dict[str, Any], gemm: Any, s: np.ndarray) -> None:
+    from onnx import numpy_helper
+
+    w = numpy_helper.to_array(inits[gemm.input[1]]).astype(np.float64)
+    inits[gemm.input[1]].CopyFrom(numpy_helper.from_array((w / s[:, None]).astype(np.float32), gemm.input[1]))
+    if len(gemm.input) > 2 and gemm.input[2] in inits:
+        b = numpy_helper.to_array(inits[gemm.input[2]]).astype(np.float64)
+        inits[gemm.input[2]].CopyFrom(numpy_helper.from_array((b / s).astype(np.float32), gemm.input[2]))
+
+
+def _consts(model: Any) -> dict[str, np.ndarray]:
+    from pairedge.calibration.qdq_rules import _constants
+
+    return _constants(model)
+
+
+def _slice_cols(node: Any, consts: dict[str, np.ndarray], width: int) -> np.ndarray | None:
+    """Column indices a Slice keeps on the last axis of a 2-D tensor (``width``: kept count), or None."""
+    if len(node.input) < 3 or any(i not in consts for i in node.input[1:] if i):
+        return None
+    starts, ends = consts[node.input[1]].tolist(), consts[node.input[2]].tolist()
+    axes = consts[node.input[3]].tolist() if len(node.input) > 3 and node.input[3] else [1]
+    steps = consts[node.input[4]].tolist() if len(node.input) > 4 and node.input[4] else [1]
+    if len(starts) != 1 or axes[0] not in (1, -1) or steps[0] != 1:
+        return None
+    start = int(starts[0])
+    cols = np.arange(start, start + width)
+    return cols if int(ends[0]) >= start + width else None
+
+
+def _slices_only(nodes: list[Any], consts: dict[str, np.ndarray], width: int) -> bool:
+    """Every consumer is a column Slice and no two of them overlap (each column gets one factor)."""
+    seen = np.zeros(width, bool)
+    for n in nodes:
+        if n.op_type != "Slice" or len(n.input) < 3 or any(i not in consts for i in n.input[1:] if i):
+            return False
+        start, end = int(consts[n.input[1]].reshape(-1)[0]), int(consts[n.input[2]].reshape(-1)[0])
+        end = min(end, width)
+        if seen[start:end].any():
+            return False
+        seen[start:end] = True
+    return True

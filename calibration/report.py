@@ -81,6 +81,52 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
     return out
 
 
+#: What a node without Q/DQ costs inside a TensorRT INT8 engine (the Markdown report quotes these).
+GEMM_COST = ("TensorRT runs it in fp16 (fp32 where the GPU has no fast fp16) inside the int8 engine, with a "
+             "reformat between int8 and fp16 at its edges; Orin's tensor cores do twice as many int8 as fp16 "
+             "MACs per clock, so it costs up to 2x its int8 time")  # fmt: skip
+POINTWISE_COST = ("a point-wise op between quantized Gemms: TensorRT fuses it with the Gemm before it (ReLU) or "
+                  "with the quantization after it; no Gemm work leaves int8")  # fmt: skip
+
+
+def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any]:
+    """Which nodes of a quantized stage compute in float, why, and what that costs on a Jetson.
+
+    ``model``: the fp32 graph that was quantized; ``qdq``: the QDQ result; ``config``: its QuantConfig;
+    ``search``: the mixed-precision SearchResult. Returns ``{"gemms", "gemms_in_float", "int8_macs_share",
+    "nodes": [{"node", "op", "why", "macs_per_pair", "jetson_cost"}]}``.
+    """
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    dequantized = {n.output[0] for n in qdq.graph.node if n.op_type == "DequantizeLinear"}
+    q_gemms = {n.name for n in qdq.graph.node if n.op_type in ("Gemm", "MatMul") and n.input[0] in dequantized}
+    gemms, nodes, macs = [], [], {}
+    for n in model.graph.node:
+        if n.op_type in ("Gemm", "MatMul") and len(n.input) > 1 and n.input[1] in inits:
+            gemms.append(n.name)
+            macs[n.name] = int(np.prod(inits[n.input[1]].shape))
+    for n in model.graph.node:
+        if n.op_type == "Constant" or (n.name in q_gemms):
+            continue
+        if n.name in macs:
+            why = ("kept in float by the mixed-precision search: quantized alone, it leaves "
+                   f"{100 * search.sensitivity.get(n.name, float('nan')):.2f} % agreement on the search rows"
+                   if n.name in config.exclude else "no quantized input")  # fmt: skip
+            nodes.append({"node": n.name, "op": n.op_type, "why": why, "macs_per_pair": macs[n.name],
+                          "jetson_cost": GEMM_COST})  # fmt: skip
+        elif n.op_type not in ("Sub", "Div") or n.input[0] != "features":
+            nodes.append({"node": n.name, "op": n.op_type, "why": "point-wise, no weights (Q/DQ only on Gemm inputs)",
+                          "macs_per_pair": 0, "jetson_cost": POINTWISE_COST})  # fmt: skip
+        else:
+            nodes.append({"node": n.name, "op": n.op_type, "why": "input standardization (raw features in float32)",
+                          "macs_per_pair": 0, "jetson_cost": "one fused point-wise op on the raw input"})  # fmt: skip
+    floats = [g for g in gemms if g not in q_gemms]
+    total = sum(macs.values()) or 1
+    return {"gemms": gemms, "gemms_in_float": floats,
+            "int8_macs_share": float(sum(macs[g] for g in gemms if g in q_gemms) / total), "nodes": nodes}  # fmt: skip
+
+
 def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``calibration.json`` and ``calibration.md`` into ``folder``."""
     js = folder / "calibration.json"
@@ -88,6 +134,20 @@ def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     js.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     md.write_text(markdown(report))
     return js, md
+
+
+def _float_lines(st: dict[str, Any]) -> list[str]:
+    """The report's plain statement of what computes in float, and what it costs on a Jetson."""
+    info = st.get("float_nodes")
+    if not info:
+        return [f"Nodes kept in float (no Q/DQ): {', '.join(st['excluded_nodes']) or 'none'}."]
+    n, f = len(info["gemms"]), info["gemms_in_float"]
+    head = (f"**{n - len(f)} of {n} Gemms run in int8** ({100 * info['int8_macs_share']:.1f} % of the MACs)"
+            + (f"; in float: {', '.join(f'`{g}`' for g in f)}." if f else ": an INT8 engine on a Jetson."))  # fmt: skip
+    lines = [head, "", "| node in float | op | why | MACs per pair | on a Jetson |", "|---|---|---|---:|---|"]
+    lines += [f"| `{d['node']}` | {d['op']} | {d['why']} | {d['macs_per_pair']} | {d['jetson_cost']} |"
+              for d in info["nodes"]]  # fmt: skip
+    return lines
 
 
 def _pct(v: float | None) -> str:
@@ -128,21 +188,19 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {name} | {n} | {st['strata']['calibration'].get(name, 0)} |")
         if st["warnings"]:
             lines += ["", "Warnings:", ""] + [f"- {w}" for w in st["warnings"]]
-        lines += [
-            "",
-            f"Equalized producers: {', '.join(st['equalized']) or 'none'}. Nodes kept in float (no Q/DQ): "
-            f"{', '.join(st['excluded_nodes']) or 'none'}.",
-            "",
-            "| held-out parity vs fp32 | rows | agreement | max abs logit error | p99 |",
-            "|---|---:|---:|---:|---:|",
-        ]
+        scaled = ", ".join(f"`{k}` ({v.get('folded_into', '')})" for k, v in st["equalized"].items()) or "none"
+        lines += ["", *_float_lines(st), "", f"Per-column scales absorbed before the Gemms of: {scaled}.",
+                  "", f"Held-out parity vs fp32 on the report rows ({st['rows'].get('report', '?')} rows of "
+                  f"{', '.join(st['rows'].get('report_groups', [])) or '?'}; never used for a choice; `_gated`: the rows "
+                  "the fp32 gate passes, which `parity check` judges):", "",
+                  "| precision | rows | agreement | max abs logit error | p99 |", "|---|---:|---:|---:|---:|"]  # fmt: skip
         for prec, a in st["held_out"].items():
             lines.append(
                 f"| {prec} | {a['n']} | {_pct(a['agreement'])} | {a['max_abs_logit_error']:.4g} | "
                 f"{a['p99_abs_logit_error']:.4g} |"
             )
         if st["search"]["steps"]:
-            lines += ["", "Mixed-precision search (validation agreement after each node kept in float):", ""]
+            lines += ["", "Mixed-precision search (agreement on the search rows after each node kept in float):", ""]
             lines += [
                 f"- {', '.join(s['excluded'][-1:]) or '(all quantized)'}: {_pct(s['agreement'])}"
                 for s in st["search"]["steps"]

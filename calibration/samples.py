@@ -6,7 +6,9 @@ the stage-1 gate passes at run time plus the truth-labelled pairs). Every row ca
 - ``cls``: the class used for stratification: the truth where known, else the fp32 model's prediction;
 - ``truth``: the truth class id (-1 unknown);
 - ``motion``: a motion magnitude (pixels/s or the spec's flow magnitude; NaN when the features hold none);
-- ``group``: the sequence / scene the row comes from (splits never separate one sequence).
+- ``group``: the sequence / scene the row comes from (splits never separate one sequence);
+- ``gated`` (stage 2, optional): whether the fp32 stage-1 gate passed the pair at run time (the rows stage 2
+  classifies in the pipeline and ``parity check`` judges); None when unknown (features files).
 
 :func:`check_stage` rejects what cannot calibrate: zero rows, NaN/inf features, one class only.
 """
@@ -38,6 +40,7 @@ class StageSamples:
         motion: (N,) float32 motion magnitude (NaN where unknown).
         group: (N,) str sequence id of each row.
         labels: class names of this stage's model.
+        gated: (N,) bool, the fp32 gate passed the pair (stage-2 rows from a pipeline), or None.
     """
 
     stage: int
@@ -47,6 +50,7 @@ class StageSamples:
     motion: np.ndarray
     group: np.ndarray
     labels: tuple[str, ...]
+    gated: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.X.shape[0])
@@ -61,6 +65,7 @@ class StageSamples:
             self.motion[index],
             self.group[index],
             self.labels,
+            None if self.gated is None else self.gated[index],
         )
 
     @staticmethod
@@ -77,6 +82,7 @@ class StageSamples:
             np.concatenate([p.motion for p in parts]).astype(np.float32),
             np.concatenate([p.group for p in parts]).astype(str),
             first.labels,
+            None if any(p.gated is None for p in parts) else np.concatenate([p.gated for p in parts]).astype(bool),
         )
 
 

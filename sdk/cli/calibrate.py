@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from pairedge.cli.app import app, console, err_console, fail, handle_errors
+from pairedge.cli.app import app, console, err_console, handle_errors
 from rich.markup import escape
 
 
@@ -25,7 +25,8 @@ def calibrate(
     scenes: str | None = typer.Option(
         None,
         "--scenes",
-        help="Simulator scenes, e.g. 'static:0-3,moving:0-3' (rendered, through the runtime).",
+        help="Simulator scenes, e.g. 'static:0-3,moving:0-3' (rendered, through the runtime). With no source at "
+        "all: training scenes of the model's own recipe (its metadata), 4 seeds per preset.",
     ),
     video: Path | None = typer.Option(None, "--video", help="Video or image folder (as for `pairedge run`)."),
     detections: Path | None = typer.Option(
@@ -35,16 +36,21 @@ def calibrate(
         [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
     ),
     method: str | None = typer.Option(
-        None, "--method", help="Activation ranges: minmax (default), entropy or percentile."
+        None, "--method", help="Activation ranges: percentile (default), minmax or entropy."
     ),
-    no_equalize: bool = typer.Option(False, "--no-equalize", help="Do not equalize channel ranges first."),
+    percentile: float | None = typer.Option(
+        None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
+    ),
+    no_equalize: bool = typer.Option(
+        False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."
+    ),
     target: float = typer.Option(
         0.99,
         "--target-agreement",
         min=0.0,
         max=1.0,
-        help="Held-out agreement with fp32 each INT8 stage must reach; below it the most sensitive nodes "
-        "stay in float. 0 disables the search.",
+        help="Agreement with fp32 each INT8 stage must reach on the held-out search rows; below it the most "
+        "sensitive Gemms stay in float. 0 disables the search.",
     ),  # fmt: skip
     frames: int = typer.Option(300, "--frames", min=2, help="Frames per simulator scene."),
     stride: int = typer.Option(3, "--stride", min=1, help="Keep the pairs of every N-th frame."),
@@ -56,7 +62,13 @@ def calibrate(
     strict: bool = typer.Option(False, "--strict", help="A small stratum is an error (exit code 1)."),
 ) -> None:
     """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
-    from pairedge.calibration.api import DEFAULT_METHOD, CalibrateOptions, check_out, check_scenes
+    from pairedge.calibration.api import (
+        DEFAULT_METHOD,
+        DEFAULT_PERCENTILE,
+        CalibrateOptions,
+        check_out,
+        check_scenes,
+    )
     from pairedge.calibration.api import calibrate as run_calibration
     from pairedge.default_model import describe_model, resolve_model_dir
 
@@ -69,16 +81,13 @@ def calibrate(
         stride=stride,
         max_frames=max_frames,
         method=method or DEFAULT_METHOD,
+        percentile=DEFAULT_PERCENTILE if percentile is None else percentile,
         equalize=not no_equalize,
         target_agreement=target if target > 0 else None,
         max_rows=max_rows,
         min_per_stratum=min_per_stratum,
         strict=strict,
     )
-    if not (scenes or video or detections or features):
-        raise fail(
-            "give calibration data: --scenes PRESET:SEEDS, --video V --detections D, or --features F.npz"
-        )
     check_scenes(options)  # --scenes x --frames bounded before the model is even opened
     folder = resolve_model_dir(model)
     check_out(folder, out.expanduser())  # never into the installed package; nothing printed before a refusal
@@ -95,15 +104,18 @@ def _print(result: object) -> None:
     report = result.report  # type: ignore[attr-defined]
     rows = []
     for key, st in report["stages"].items():
-        i8, f16 = st["held_out"]["int8"], st["held_out"]["fp16"]
-        rows.append((key, st["rows"]["calibration"], st["rows"]["held_out"], f"{100 * i8['agreement']:.2f} %",
-                     f"{i8['max_abs_logit_error']:.3g}", f"{100 * f16['agreement']:.2f} %",
-                     len(st["excluded_nodes"])))  # fmt: skip
-    columns = ("stage", "cal rows", "held out", "int8 agree", "dlogit", "fp16 agree", "in float")
+        i8, f16 = st["held_out"].get("int8_gated", st["held_out"]["int8"]), st["held_out"]["fp16"]
+        floats = st.get("float_nodes", {})
+        gemms = f"{len(floats.get('gemms', [])) - len(floats.get('gemms_in_float', []))}/{len(floats.get('gemms', []))}"
+        rows.append((key, st["rows"]["calibration"], st["rows"].get("report", st["rows"]["held_out"]),
+                     f"{100 * i8['agreement']:.2f} %", f"{i8['max_abs_logit_error']:.3g}",
+                     f"{100 * f16['agreement']:.2f} %", gemms))  # fmt: skip
+    columns = ("stage", "cal rows", "held out", "int8", "dlogit", "fp16", "int8 Gemms")
     print_table(Table(f"pairedge calibrate: method {report['method']}", columns, tuple(rows)))
     console.print(
-        "agree: decisions equal to fp32 on the held-out rows; dlogit: int8's max |logit - fp32 logit|; in float: "
-        "int8 nodes kept in float to reach --target-agreement",
+        "int8 / fp16: decisions equal to fp32 on held-out rows that no choice used (stage 2: the pairs the fp32 "
+        "gate passes); dlogit: int8's max |logit - fp32 logit|; int8 Gemms: Gemms with Q/DQ (any other runs in "
+        "fp16 on TensorRT)",
         highlight=False,
         soft_wrap=True,
     )

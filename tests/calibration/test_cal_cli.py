@@ -85,10 +85,14 @@ def test_report_has_ranges_clipping_strata_and_hashes(calibrated: Path) -> None:
             0.0 <= t["clip_rate"] <= 1.0 and t["range"][1] > 0 for t in st["tensors"]
         )
         assert sum(st["strata"]["calibration"].values()) == st["rows"]["calibration"]
-        assert any(t["relu_follows"] for t in st["tensors"]) or st["excluded_nodes"]  # Gemm -> ReLU outputs
+        floats = st["float_nodes"]  # the plain statement of what stays in float and what it costs
+        assert set(floats["gemms_in_float"]) == set(st["excluded_nodes"]) and floats["gemms"]
+        assert all(d["jetson_cost"] and d["why"] for d in floats["nodes"])
         assert 0.0 <= st["held_out"]["int8"]["agreement"] <= 1.0
+        assert st["rows"]["search"] + st["rows"]["report"] == st["rows"]["held_out"]
     assert all(len(sha) == 64 for sha in report["inputs_sha256"].values())
-    assert "clipping rate" in (calibrated / "calibration.md").read_text()
+    md = (calibrated / "calibration.md").read_text()
+    assert "clipping rate" in md and "Gemms run in int8" in md and "on a Jetson" in md
 
 
 def _fails_cleanly(tmp_path: Path, *args: str, match: str) -> None:
