@@ -138,7 +138,7 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
     fits = pk.snapshot is None or not spec_problems(ident, cand_id)  # a stream state is the spec's own
     if not opts.model_only and widths_ok and fits:
         dev = replay_pack(pk, pipe, on_frame)
-        match = _match(ref.keys(), dev.keys())
+        match = match_rows(ref.keys(), dev.keys())
     flows = (pk.reference.get("flow", {}), flow_description(pipe))
     levels = [features_level(ident, cand_id, ref, dev, match, flows, tol)]
     if not widths_ok:
@@ -194,7 +194,7 @@ def replay_pack(
     return replay(pipe, items(), image_size=tuple(size) if size else None, states=states, start=start).rows
 
 
-def _match(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def match_rows(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(ri, di)`` of the pair-frames present in both (keys (M, 3) ``frame, a, b``, unique
     within each side), ``ri`` increasing."""
     from pairedge.metrics.pairwise_keys import lookup, row_keys
