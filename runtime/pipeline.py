@@ -264,10 +264,11 @@ class Pipeline:
 
     def _observe_camera(self, dets: Detections, size: tuple[int, int] | None, notes: list[str]) -> None:
         """``operating_point="auto"``: refresh the camera-height estimate; switch points when it says so."""
-        note = self._auto.observe(dets.boxes, size)
-        if note is not None:
+        auto = self._auto
+        note = auto.observe(dets.boxes, size) if auto is not None else None
+        if auto is not None and note is not None:
             notes.append(note)
-            self._apply_point(self._auto.current)
+            self._apply_point(auto.current)
 
     def _aspect_note(self) -> str:
         """The diagnostics note when the fixed-ratio verdict on the detector changes."""

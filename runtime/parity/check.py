@@ -96,6 +96,7 @@ def check_pack(
             "frames": pk.num_frames,
             "pairs": len(pk.rows),
             "reference": pk.reference,
+            "replayed": replayed_state(pk),
         },  # fmt: skip
         candidate=candidate,
         mode="model-only" if opts.model_only else "full",
@@ -115,6 +116,23 @@ def reference_config(reference: dict[str, Any]) -> PipelineConfig:
     )
     return PipelineConfig(tau_group=ref.get("tau_group"), smoothing=smoothing,
                           box_shape=str(ref.get("box_shape", "auto")), operating_point=ref.get("operating_point"))  # fmt: skip
+
+
+def replayed_state(pk: ParityPack) -> dict[str, Any]:
+    """What the check gives the device from the pack instead of letting it decide: the box-shape decision
+    (frames, the detector's ratio), the gate thresholds (and the clip frames where they change), and whether
+    the clip starts mid-stream (stream state restored at frame ``start``)."""
+    st = pk.frame_states
+    ratios = [s.aspect for s in st if s.aspect == s.aspect]  # not NaN
+    taus = [s.tau_interact for s in st]
+    return {
+        "box_shape_ignored_frames": sum(s.box_shape_ignored for s in st),
+        "fixed_ratio": ratios[-1] if ratios else None,
+        "gate_thresholds": sorted(set(taus)),
+        "gate_changes_at": [k for k in range(1, len(taus)) if taus[k] != taus[k - 1]],
+        "start": int(pk.reference.get("start", 0)),
+        "stream_state": pk.snapshot is not None,
+    }
 
 
 def gate_threshold(pk: ParityPack) -> float | np.ndarray:

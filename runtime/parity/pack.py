@@ -222,7 +222,7 @@ def _state_arrays(pack: ParityPack) -> dict[str, np.ndarray]:
         raise InputError(f"parity pack: {len(st)} frame states for {pack.num_frames} frames")
     snap = pack.snapshot
     text = None if snap is None else {"values": snap.values, "flow_primed": snap.flow_primed}
-    out = {
+    out: dict[str, np.ndarray] = {
         "frame_box_shape": np.array([s.box_shape_ignored for s in st], np.int8),
         "frame_aspect": np.array([s.aspect for s in st], np.float64),
         "frame_tau_interact": np.array([s.tau_interact for s in st], np.float64),

@@ -87,7 +87,8 @@ class ParityReport:
             f"reference flow {p.get('reference', {}).get('flow', {}).get('repr')}",
             f"- Candidate: `{c.get('model')}`, precision {c.get('precision')}, {c.get('pipeline', {}).get('stage1')}, "
             f"flow {c.get('flow', {}).get('repr')}; {c.get('identity_note')}",
-            f"- Integrity: {c.get('integrity') or '-'}", f"- Mode: {self.mode}", "",
+            f"- Integrity: {c.get('integrity') or '-'}", f"- Mode: {self.mode}",
+            *([f"- Replayed from the pack: {replayed_line(p['replayed'])}"] if p.get("replayed") else []), "",
             "| level | status | problems |", "|---|---|---|",
         ]  # fmt: skip
         for lv in self.levels:
@@ -137,6 +138,18 @@ class ParityReport:
                 )
             out.append("")
         return out
+
+
+def replayed_line(r: dict[str, Any]) -> str:
+    """One sentence of what the check replayed as packed (:func:`pairedge.runtime.parity.check.replayed_state`)."""
+    n = r.get("box_shape_ignored_frames", 0)
+    ratio = f" (detector ratio {r['fixed_ratio']:.4f})" if r.get("fixed_ratio") else ""
+    shape = f"box shape ignored on {n} frame(s){ratio}" if n else "box shape used on every frame"
+    taus = ", ".join(f"{t:g}" for t in r.get("gate_thresholds", []))
+    changes = f", changing at clip frame(s) {r['gate_changes_at']}" if r.get("gate_changes_at") else ""
+    start = (f"; the clip starts at frame {r['start']} of the stream (its state there restored)"
+             if r.get("stream_state") else "")  # fmt: skip
+    return f"{shape}; gate threshold {taus}{changes}{start}"
 
 
 def _write(path: str | Path, text: str, what: str) -> Path:

@@ -40,7 +40,8 @@ def differs(pk: ParityPack, dev: PairRows) -> list[str]:
 
 
 def assert_self_check_exact(path: Path) -> ParityPack:
-    """The check PASSes with zero drift in every feature column, and every replayed row is identical."""
+    """The check PASSes with zero drift in every feature column, and every replayed row is identical; its
+    report says what it replayed as packed."""
     pk = load_pack(path)
     report = check_pack(pk, default_model_dir(), CheckOptions(backend="onnxruntime"))
     assert report.passed, report.verdict()
@@ -49,6 +50,9 @@ def assert_self_check_exact(path: Path) -> ParityPack:
     assert {name: s["max"] for name, s in features["columns"].items() if s["max"]} == {}
     assert report.levels[1].metrics["stage1"]["max"] == 0.0
     assert differs(pk, device_rows(pk)) == []
+    replayed = report.pack["replayed"]
+    assert replayed["box_shape_ignored_frames"] == _ignored(pk) and replayed["start"] == pk.reference["start"]
+    assert "Replayed from the pack: " in report.markdown()
     return pk
 
 
@@ -120,6 +124,8 @@ def test_clip_that_starts_after_the_switch(surveillance: tuple[Path, Path]) -> N
     """The clip's monitors would need 15 frames to decide: the pack gives the decision and the state."""
     pk = assert_self_check_exact(surveillance[1])
     assert _thresholds(pk) == [0.65] * 6 and pk.reference["start"] == 18
+    report = check_pack(pk, default_model_dir(), CheckOptions(backend="onnxruntime", model_only=True))
+    assert report.passed and "the clip starts at frame 18 of the stream" in report.markdown()
     assert pk.snapshot is not None and pk.snapshot.flow_primed and len(pk.lead_png)
     assert pk.image(0).shape == pk.lead_image().shape
     assert differs(pk, device_rows(pk, exact=False))  # deciding again on the clip alone is not the stream
