@@ -7,6 +7,10 @@
 :mod:`~pairedge.runtime.parity.pack` (file format), :mod:`~pairedge.runtime.parity.build` (``parity pack``),
 :mod:`~pairedge.runtime.parity.check` (``parity check``), :mod:`~pairedge.runtime.parity.levels` (the four
 levels and their tolerances), :mod:`~pairedge.runtime.parity.report` (JSON and Markdown). No torch.
+
+The replay is exact: the pack carries the reference's per-frame decisions (box shape ignored or not, the
+operating point's thresholds) and, for a clip cut from the middle of a stream, the stream state at its
+start (:mod:`pairedge.runtime.streamstate`), so fp32 checked against itself drifts by exactly zero.
 """
 
 from pairedge.runtime.parity.check import CheckOptions, check_pack
