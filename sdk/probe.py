@@ -6,7 +6,6 @@ Version lookups use package metadata where possible so that the probe does not i
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import importlib.metadata as md
 import platform
@@ -89,59 +88,22 @@ def _torch_check() -> Check:
     return Check("torch", True, version)
 
 
-def _libcuda() -> tuple[ctypes.CDLL | None, str]:
-    """The initialised CUDA driver library, or None and why not."""
-    for lib in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            cuda = ctypes.CDLL(lib)
-            break
-        except OSError:
-            continue
-    else:
-        return None, "no CUDA driver (libcuda) found: no NVIDIA GPU usable here"
-    if cuda.cuInit(0) != 0:
-        return None, "libcuda found but cuInit failed: no usable GPU"
-    return cuda, ""
-
-
-def _devices(cuda: ctypes.CDLL) -> list[tuple[str, str]]:
-    """``(name, "major.minor")`` of every device of an initialised driver library."""
-    count = ctypes.c_int(0)
-    cuda.cuDeviceGetCount(ctypes.byref(count))
-    devices = []
-    for i in range(count.value):
-        dev = ctypes.c_int(0)
-        cuda.cuDeviceGet(ctypes.byref(dev), i)
-        buf = ctypes.create_string_buffer(256)
-        cuda.cuDeviceGetName(buf, 256, dev)
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
-        cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)  # COMPUTE_CAPABILITY_MAJOR
-        cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
-        devices.append((buf.value.decode(errors="replace"), f"{major.value}.{minor.value}"))
-    return devices
-
-
 def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
     """The CUDA devices as ``(name, "major.minor" compute capability)`` through the driver API (libcuda),
-    without any Python CUDA package, and None; or ``([], why there is none)``."""
-    cuda, reason = _libcuda()
-    if cuda is None:
-        return [], reason
-    devices = _devices(cuda)
-    return (devices, None) if devices else ([], "CUDA driver present, no GPU")
+    without any Python CUDA package, and None; or ``([], why there is none)`` (the CUDA layer's probe)."""
+    from pairedge.cuda.status import cuda_devices as layer_devices
+
+    return layer_devices()
 
 
-def _cuda_driver_check() -> Check:
-    """Count CUDA devices through the driver API (libcuda), without any Python CUDA package."""
-    cuda, reason = _libcuda()
-    devices = [] if cuda is None else _devices(cuda)
-    if cuda is None or not devices:
-        return Check("CUDA driver / GPU", False, reason or "CUDA driver present, no GPU")
-    version = ctypes.c_int(0)
-    cuda.cuDriverGetVersion(ctypes.byref(version))
-    v = version.value
-    names = ", ".join(f"{name} (sm_{cc.replace('.', '')})" for name, cc in devices)
-    return Check("CUDA driver / GPU", True, f"driver CUDA {v // 1000}.{(v % 1000) // 10}; {names}")
+def _cuda_checks() -> list[Check]:
+    """The CUDA layer's rows: its bindings, the driver and GPUs, and the emulated device (nothing opened)."""
+    from pairedge.cuda.status import binding_check, driver_check, emulation_check
+
+    rows = [Check(kind, *binding_check(kind)) for kind in ("cuda-python", "pycuda")]
+    rows.append(Check("CUDA driver / GPU", *driver_check()))
+    rows.append(Check("CUDA emulation", *emulation_check()))
+    return rows
 
 
 def _nvcc_check() -> Check:
@@ -164,11 +126,15 @@ def _nvcc_check() -> Check:
 
 
 def _flow_backends_check() -> Check:
-    """Which registered flow backends run here (the CUDA one needs cuda-python or pycuda, a driver, a GPU)."""
+    """Which registered flow backends run here (the CUDA one needs cuda-python or pycuda, a driver and a GPU,
+    or ``PAIREDGE_CUDA_EMULATION=hip-cpu`` and the emulated device's toolchain: then it is "cuda (emulated)")."""
+    from pairedge.cuda.status import emulation_setting
     from pairedge.runtime.flow import available_flow_backends  # lazy: the runtime registry, no GPU import
 
     found = available_flow_backends()
-    usable = [name for name, reason in found.items() if reason is None]
+    emulated = emulation_setting()[0]
+    usable = [f"{name} (emulated)" if name == "cuda" and emulated else name
+              for name, reason in found.items() if reason is None]  # fmt: skip
     missing = "; ".join(f"{name}: {reason}" for name, reason in found.items() if reason is not None)
     detail = "usable: " + ", ".join(usable) + (f" (not usable: {missing})" if missing else "")
     return Check("flow backends", bool(usable), detail)
@@ -190,9 +156,7 @@ def probe() -> Probe:
         _module_check("onnx", "onnx"),
         _torch_check(),
         _module_check("tensorrt", "tensorrt"),
-        _module_check("cuda-python", "cuda.bindings", "cuda-python", "cuda-bindings"),
-        _module_check("pycuda", "pycuda", "pycuda"),
-        _cuda_driver_check(),
+        *_cuda_checks(),
         _nvcc_check(),
         _flow_backends_check(),
     ]
@@ -212,3 +176,12 @@ def gpu_skip_reason(*, need_tensorrt: bool = False, need_cuda_python: bool = Fal
         if not check.ok:
             return f"{name}: {check.detail}"
     return None
+
+
+def emulation_skip_reason() -> str | None:
+    """None when the emulated CUDA device (HIP-CPU) can be built here; otherwise the exact reason, as the
+    ``CUDA emulation`` row of ``pairedge doctor`` prints it."""
+    from pairedge.cuda.status import emulation_check
+
+    ok, detail = emulation_check()
+    return None if ok else f"CUDA emulation: {detail}"

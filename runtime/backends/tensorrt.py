@@ -15,7 +15,9 @@ Lifecycle (Polygraphy's runner style, as :class:`~pairedge.runtime.backends.base
 ``deactivate()``
     drop the context and engine, free buffers and the stream.
 
-Memory goes through :mod:`pairedge.runtime.backends.cudamem` (cuda-python by default, pycuda accepted).
+Memory goes through the one CUDA layer (:mod:`pairedge.cuda`, opened by
+:mod:`pairedge.runtime.backends.cudamem`: cuda-python by default, pycuda accepted); tests inject the emulated
+device to run the buffer handling for real.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class TensorRTOptions:
         engine_dir: folder holding ``stage{n}.<precision>.engine``; None: ``MODEL_DIR/engines/<device tag>``.
         precision: which engine; None: from the ONNX file name (``stage1.fp16.onnx`` -> fp16, else fp32).
         device_id: CUDA device ordinal.
-        memory: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
+        memory: the CUDA layer's implementation: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
     """
 
     engine: str | None = None
@@ -70,7 +72,8 @@ class TensorRTBackend(Backend):
     Args:
         model: the checked ONNX model the engine was built from (labels, spec and hash come from it).
         options: :class:`TensorRTOptions`; None for the defaults.
-        trt, memory: injected ``tensorrt`` module and :class:`CudaMemory` (tests; default: the real ones).
+        trt, memory: injected ``tensorrt`` module and :class:`pairedge.cuda.Device` (tests: a recording fake,
+            or the emulated device; default: the real ones).
     """
 
     name = "tensorrt"
@@ -100,22 +103,14 @@ class TensorRTBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        from pairedge._optional import install_hint, require
+        from pairedge.cuda import binding_reason
         from pairedge.export.tensorrt.builder import load_tensorrt
-        from pairedge.runtime.backends.cudamem import _cuda_runtime_module
 
         try:
             load_tensorrt()  # lazy: only when asked whether this backend can run
         except ImportError as exc:  # not installed, or stubs only: the message says how to get it
             return str(exc)
-        try:
-            _cuda_runtime_module()  # the same lookup the memory layer makes (cuda.bindings, else cuda.cudart)
-        except ImportError:
-            try:
-                require("pycuda.driver", extra="gpu", purpose="pycuda memory")  # the alternative memory layer
-            except ImportError:
-                return f"neither cuda-python nor pycuda is installed; install it with: {install_hint('cuda')}"
-        return None
+        return binding_reason()  # the CUDA layer's memory: cuda-python, else pycuda
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _activate(self) -> None:

@@ -116,6 +116,9 @@ def push_frame(
 
 
 def flow_gpu_ms(backend: object) -> float | None:
-    """GPU time (CUDA events) of the backend's last call, None for CPU backends."""
+    """GPU time (CUDA events) of the backend's last call, None for CPU backends and for the emulated CUDA
+    device (its events time the CPU's emulation, which is no GPU time)."""
+    if getattr(backend, "emulated", False):
+        return None
     ms = getattr(backend, "last_gpu_ms", None)
     return None if ms is None else float(ms)

@@ -52,7 +52,10 @@ def get_flow_backend(name: str = "auto", **options: Any) -> FlowBackend:
     """
     resolved = DEFAULT_FLOW_BACKEND if name == "auto" else name
     cls = flow_backend_class(resolved)
-    reason = cls.unavailable_reason()
+    # a backend whose availability depends on an option (the CUDA one's ``api``: a GPU or the emulated
+    # device) takes that option in ``unavailable_reason`` too
+    asks = inspect.signature(cls.unavailable_reason).parameters
+    reason = cls.unavailable_reason(**{k: v for k, v in options.items() if k in asks})
     if reason is not None:
         raise BackendError(f"flow backend {resolved!r} is not available on this machine: {reason}")
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]

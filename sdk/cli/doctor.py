@@ -29,7 +29,8 @@ def doctor(
         "file is broken.",
     ),
 ) -> None:
-    """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU and nvcc."""
+    """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU, the emulated CUDA
+    device (HIP-CPU) and nvcc."""
     from pairedge.probe import probe
 
     found = probe()

@@ -3,23 +3,26 @@
 Compile checks need no GPU: ``nvcc`` (when installed) builds every ``.cu`` for the Jetson Orin (sm_87), Jetson
 Thor (sm_110 with CUDA 13, sm_101 with CUDA 12.8/12.9) and the lent H200 (sm_90); NVRTC (cuda-python + the
 nvidia-cuda-nvrtc wheel) compiles the same sources. The GPU tests skip with the reason ``pairedge doctor``
-prints (:func:`pairedge.probe.gpu_skip_reason`).
+prints (:func:`pairedge.probe.gpu_skip_reason`); the same kernels run on the CPU, emulated, in
+``test_emulated_kernels.py`` and ``test_emulated_flow.py``.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from importlib import resources
 
 import cv2
 import numpy as np
 import pytest
+from pairedge.cuda.nvrtc import Target, choose_target
 from pairedge.errors import BackendError, InputError
 from pairedge.features.flowpool import pooled_reference
 from pairedge.probe import gpu_skip_reason, nvcc_path
 from pairedge.runtime.flow import available_flow_backends, get_flow_backend
 from pairedge.runtime.flow.cuda import KERNEL_FILES
-from pairedge.runtime.flow.cuda.compile import Target, choose_target
+from pairedge.runtime.flow.cuda.kernels import kernel_source
 from pairedge.runtime.flow.lk_reference import lk_flow
 from pairedge.runtime.flow.pooling import PoolRequest
 
@@ -79,7 +82,7 @@ def test_nvcc_compiles(kernel, device, tmp_path):
 
 def _nvrtc_or_skip():
     try:
-        from pairedge.runtime.flow.cuda import compile as cc
+        from pairedge.cuda import nvrtc as cc
 
         cc.nvrtc_version()
     except Exception as exc:  # MissingDependencyError or a missing libnvrtc
@@ -94,10 +97,10 @@ def test_nvrtc_compiles(arch, tmp_path, monkeypatch):
         pytest.skip(f"this NVRTC {cc.nvrtc_version()} cannot build sm_{arch}")
     monkeypatch.setenv("PAIREDGE_CACHE_DIR", str(tmp_path))
     for name in KERNEL_FILES:
-        code, how = cc.compiled(name, Target("cubin", arch))
+        code, how = cc.compiled(name, kernel_source(name), Target("cubin", arch))
         assert how in ("nvrtc", "memory") and code[:4] == b"\x7fELF"
     cc._MEMORY.clear()
-    code, how = cc.compiled("pool.cu", Target("cubin", arch))
+    code, how = cc.compiled("pool.cu", kernel_source("pool.cu"), Target("cubin", arch))
     assert how == "disk" and code[:4] == b"\x7fELF"  # cached per architecture on disk
 
 
@@ -206,8 +209,10 @@ def test_gpu_graphs_equal_eager_launches(cuda_flow):
     eager.close()
 
 
-def test_cli_run_flow_cuda_and_reference(tmp_path):
-    """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference`` runs."""
+def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
+    """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference`` runs.
+    With ``PAIREDGE_CUDA_EMULATION=hip-cpu`` it runs on the emulated device and scores what the reference
+    scores."""
     from pairedge.cli import app
     from pairedge.sim.output import write_scene
     from run_demo_helpers import toy_model
@@ -221,6 +226,21 @@ def test_cli_run_flow_cuda_and_reference(tmp_path):
     assert ok.exit_code == 0, ok.output
     if available_flow_backends()["cuda"] is None:
         pytest.skip("a GPU is usable here")
+    monkeypatch.delenv("PAIREDGE_CUDA_EMULATION", raising=False)
     bad = runner.invoke(app, [*base, "--flow", "cuda", "--out", str(tmp_path / "cuda")])
     assert bad.exit_code == 1 and "cuda" in bad.output and "not available" in bad.output, bad.output
-    assert "Traceback" not in bad.output
+    assert "Traceback" not in bad.output and "PAIREDGE_CUDA_EMULATION=hip-cpu" in bad.output  # the way out
+    from pairedge.probe import emulation_skip_reason
+
+    if emulation_skip_reason() is not None:
+        pytest.skip(emulation_skip_reason())
+    monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "hip-cpu")
+    emulated = runner.invoke(app, [*base, "--flow", "cuda", "--out", str(tmp_path / "emulated")])
+    assert emulated.exit_code == 0, emulated.output
+    def scored(folder):
+        records = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()[1:]]
+        return [[(i["ids"], i["label"], i["probs"]) for i in r["interactions"]] for r in records]
+
+    assert scored(tmp_path / "emulated") == scored(tmp_path / "ref")
+    summary = json.loads((tmp_path / "emulated" / "summary.json").read_text())
+    assert "EMULATED" in summary["pipeline"]["flow"] and "flow_gpu" not in summary["latency_ms"]

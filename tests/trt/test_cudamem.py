@@ -1,29 +1,34 @@
-"""The cuda-python and pycuda memory layers, driven through fakes whose "device" memory is real host memory.
+"""The TensorRT backend's memory is the one CUDA layer: its cuda-python and pycuda implementations driven
+through fakes whose "device" memory is real host memory, and the emulated device run for real.
 
 The fakes copy bytes with ``ctypes.memmove`` exactly where CUDA would, so pointer handling, pinned-array
 wrapping, copy directions and sizes are exercised for real; the native backend then runs end to end on them
-and must reproduce ONNX Runtime's outputs. The function names and argument counts cuda-python is called with
-are checked against the installed ``cuda.bindings.runtime`` (the real package, which imports without a GPU).
+and must reproduce ONNX Runtime's outputs. The driver functions the layer calls, and their argument counts,
+are checked against the installed ``cuda.bindings.driver`` (the real package imports without a GPU).
 """
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import enum
 import inspect
-import re
+import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import onnxruntime
 import pytest
-from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
+from fake_tensorrt import make_fake_tensorrt
+from pairedge.cuda import driver as driver_module
+from pairedge.cuda.driver import CudaPythonDevice
+from pairedge.cuda.pycuda_device import PyCudaDevice
+from pairedge.errors import BackendError, DeviceUnavailableError, InputError
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
 from pairedge.runtime.backends import load_model
-from pairedge.runtime.backends.cudamem import CudaPythonMemory, PyCudaMemory
+from pairedge.runtime.backends.cudamem import open_cuda_memory
 from pairedge.runtime.backends.tensorrt import TensorRTBackend
 
 
@@ -41,61 +46,117 @@ class RawMemory:
         ctypes.memmove(ptr, data.ctypes.data, data.nbytes)
 
 
-class FakeRuntimeApi:
-    """The subset of ``cuda.bindings.runtime`` pairedge calls, with cuda-python's (err, value) tuples."""
+class FakeDriver:
+    """The subset of ``cuda.bindings.driver`` the layer calls, with cuda-python's (err, value...) tuples and
+    the real functions' positional parameters (a wrong argument count raises TypeError)."""
 
-    class cudaError_t(enum.IntEnum):  # noqa: N801 (cuda-python's names)
-        cudaSuccess = 0
-        cudaErrorMemoryAllocation = 2
+    class CUresult(enum.IntEnum):  # noqa: N801 (cuda-python's names)
+        CUDA_SUCCESS = 0
+        CUDA_ERROR_OUT_OF_MEMORY = 2
 
-    class cudaMemcpyKind(enum.IntEnum):  # noqa: N801
-        cudaMemcpyHostToDevice = 1
-        cudaMemcpyDeviceToHost = 2
+    CUdevice_attribute = enum.IntEnum(
+        "CUdevice_attribute",
+        [f"CU_DEVICE_ATTRIBUTE_{n}" for n in ("COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
+         "MAX_THREADS_PER_BLOCK", "MAX_BLOCK_DIM_X", "MAX_BLOCK_DIM_Y", "MAX_BLOCK_DIM_Z", "MAX_GRID_DIM_X",
+         "MAX_GRID_DIM_Y", "MAX_GRID_DIM_Z", "MAX_SHARED_MEMORY_PER_BLOCK")],
+    )  # fmt: skip
+    ATTRS = {"COMPUTE_CAPABILITY_MAJOR": 8, "COMPUTE_CAPABILITY_MINOR": 7, "MAX_THREADS_PER_BLOCK": 1024,
+             "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64, "MAX_GRID_DIM_X": 2**31 - 1,
+             "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535, "MAX_SHARED_MEMORY_PER_BLOCK": 49152}  # fmt: skip
 
     def __init__(self, fail_malloc: bool = False) -> None:
-        self.calls: list[tuple[str, tuple]] = []
+        self.calls: list[str] = []
         self.live: dict[int, Any] = {}
+        self.streams: list[int] = []
         self.fail_malloc = fail_malloc
-        ok = self.cudaError_t.cudaSuccess
+        self.ok = self.CUresult.CUDA_SUCCESS
 
-        def record(name: str, result: Any) -> Any:
-            def fn(*args: Any) -> Any:
-                self.calls.append((name, args))
-                return result(*args) if callable(result) else result
+    def _rec(self, name: str) -> None:
+        self.calls.append(name)
 
-            return fn
+    def cuInit(self, flags):  # noqa: N802
+        return (self.ok,)
 
-        def alloc(n: int) -> tuple:
-            if self.fail_malloc:
-                return (self.cudaError_t.cudaErrorMemoryAllocation, None)
-            buf = ctypes.create_string_buffer(n)
-            self.live[ctypes.addressof(buf)] = buf
-            return (ok, ctypes.addressof(buf))
+    def cuDeviceGetCount(self):  # noqa: N802
+        return (self.ok, 1)
 
-        def free(ptr: int) -> tuple:
-            self.live.pop(ptr)
-            return (ok,)
+    def cuDeviceGet(self, ordinal):  # noqa: N802
+        return (self.ok, 7)
 
-        def memcpy(dst: int, src: int, count: int, kind: Any, stream: Any) -> tuple:
-            ctypes.memmove(dst, src, count)
-            return (ok,)
+    def cuDeviceGetName(self, length, dev):  # noqa: N802
+        return (self.ok, b"Orin" + b"\0" * (length - 4))
 
-        self.cudaSetDevice = record("cudaSetDevice", (ok,))
-        self.cudaMalloc = record("cudaMalloc", alloc)
-        self.cudaMallocHost = record("cudaMallocHost", alloc)
-        self.cudaFree = record("cudaFree", free)
-        self.cudaFreeHost = record("cudaFreeHost", free)
-        self.cudaMemcpyAsync = record("cudaMemcpyAsync", memcpy)
-        self.cudaStreamCreate = record("cudaStreamCreate", (ok, 0x5EED))
-        self.cudaStreamSynchronize = record("cudaStreamSynchronize", (ok,))
-        self.cudaStreamDestroy = record("cudaStreamDestroy", (ok,))
-        props = SimpleNamespace(name=b"Orin\0\0\0junk", major=8, minor=7)
-        self.cudaGetDeviceProperties = record("cudaGetDeviceProperties", (ok, props))
-        self.cudaRuntimeGetVersion = record("cudaRuntimeGetVersion", (ok, 12060))
+    def cuDriverGetVersion(self):  # noqa: N802
+        return (self.ok, 12060)
+
+    def cuDeviceGetAttribute(self, attrib, dev):  # noqa: N802
+        return (self.ok, self.ATTRS[attrib.name.removeprefix("CU_DEVICE_ATTRIBUTE_")])
+
+    def cuDevicePrimaryCtxRetain(self, dev):  # noqa: N802
+        self._rec("retain")
+        return (self.ok, "ctx")
+
+    def cuDevicePrimaryCtxRelease(self, dev):  # noqa: N802
+        self._rec("release")
+        return (self.ok,)
+
+    def cuCtxSetCurrent(self, ctx):  # noqa: N802
+        return (self.ok,)
+
+    def cuStreamCreate(self, flags):  # noqa: N802
+        self.streams.append(0x5EED + len(self.streams))
+        return (self.ok, self.streams[-1])
+
+    def cuStreamDestroy(self, stream):  # noqa: N802
+        self.streams.remove(stream)
+        return (self.ok,)
+
+    def cuStreamSynchronize(self, stream):  # noqa: N802
+        self._rec(f"sync {stream:#x}")
+        return (self.ok,)
+
+    def _alloc(self, n: int) -> tuple:
+        if self.fail_malloc:
+            return (self.CUresult.CUDA_ERROR_OUT_OF_MEMORY, None)
+        buf = ctypes.create_string_buffer(n)
+        self.live[ctypes.addressof(buf)] = buf
+        return (self.ok, ctypes.addressof(buf))
+
+    def cuMemAlloc(self, bytesize):  # noqa: N802
+        self._rec("cuMemAlloc")
+        return self._alloc(bytesize)
+
+    def cuMemHostAlloc(self, bytesize, flags):  # noqa: N802
+        self._rec("cuMemHostAlloc")
+        return self._alloc(bytesize)
+
+    def cuMemFree(self, dptr):  # noqa: N802
+        self.live.pop(dptr)
+        return (self.ok,)
+
+    def cuMemFreeHost(self, p):  # noqa: N802
+        self.live.pop(p)
+        return (self.ok,)
+
+    def cuMemcpyHtoDAsync(self, dst, src, count, stream):  # noqa: N802
+        self._rec(f"htod {stream:#x}")
+        ctypes.memmove(dst, src, count)
+        return (self.ok,)
+
+    def cuMemcpyDtoHAsync(self, dst, src, count, stream):  # noqa: N802
+        self._rec(f"dtoh {stream:#x}")
+        ctypes.memmove(dst, src, count)
+        return (self.ok,)
+
+    def cuEventDestroy(self, ev):  # noqa: N802
+        return (self.ok,)
+
+    def cuModuleUnload(self, module):  # noqa: N802
+        return (self.ok,)
 
 
 class FakePyCuda:
-    """The subset of ``pycuda.driver`` pairedge calls."""
+    """The subset of ``pycuda.driver`` the layer calls."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -159,6 +220,8 @@ class FakePyCuda:
 
 
 def _build(model_dir: Path, name: str, cc: str, version: str = "10.3.0.30") -> None:
+    from fake_tensorrt import FakeCudaMemory
+
     memory = FakeCudaMemory(name=name, cc=cc, cuda="12.6" if cc == "8.7" else "11.4")
     build_model_folder(model_dir, BuildSettings("fp32", Profile(2, 8, 8)), trt=make_fake_tensorrt(version),
                        memory=memory)  # fmt: skip
@@ -176,35 +239,32 @@ def _check_against_ort(backend: TensorRTBackend, onnx: Path, n: int = 19) -> Non
 
 def test_cuda_python_layer_end_to_end(model_dir: Path) -> None:
     _build(model_dir, "Orin", "8.7")
-    rt = FakeRuntimeApi()
-    memory = CudaPythonMemory(0, rt=rt)
+    drv = FakeDriver()
+    memory = CudaPythonDevice(0, drv=drv)
     info = memory.device_info()
     assert (info.name, info.compute_capability, info.cuda_version) == ("Orin", "8.7", "12.6")
+    assert memory.limits.max_shared_per_block == 49152
     trt = make_fake_tensorrt("10.3.0.30", memory=RawMemory())
     backend = TensorRTBackend(load_model(model_dir / "stage2.onnx"), trt=trt, memory=memory)
     _check_against_ort(backend, model_dir / "stage2.onnx")
-    names = [c[0] for c in rt.calls]
-    assert names.count("cudaMalloc") == 2 and names.count("cudaMallocHost") == 2
-    assert names.count("cudaStreamCreate") == 1 and not rt.live  # everything freed on deactivate
-    copies = [c[1] for c in rt.calls if c[0] == "cudaMemcpyAsync"]
-    kinds = [int(c[3]) for c in copies]
-    assert kinds == [1, 2] * 3  # 19 pairs at max 8 per call: 3 chunks, H2D then D2H each
-    assert all(c[4] == 0x5EED for c in copies)
-    assert ("IExecutionContext.execute_async_v3", 0x5EED) in trt.calls
+    assert drv.calls.count("cuMemAlloc") == 2 and drv.calls.count("cuMemHostAlloc") == 2
+    assert not drv.live and not drv.streams and drv.calls[-1] == "release"  # everything freed on deactivate
+    stream = 0x5EED + 1  # the layer's default stream is 0x5EED; the backend made its own
+    copies = [c for c in drv.calls if c.startswith(("htod", "dtoh"))]
+    assert copies == [f"htod {stream:#x}", f"dtoh {stream:#x}"] * 3  # 19 pairs at max 8: 3 chunks
+    assert ("IExecutionContext.execute_async_v3", stream) in trt.calls
 
 
-def test_cuda_python_errors_are_typed(model_dir: Path) -> None:
-    from pairedge.errors import BackendError
-
-    memory = CudaPythonMemory(0, rt=FakeRuntimeApi(fail_malloc=True))
-    with pytest.raises(BackendError, match="CUDA cudaMalloc failed: cudaErrorMemoryAllocation"):
+def test_cuda_python_errors_are_typed() -> None:
+    memory = CudaPythonDevice(0, drv=FakeDriver(fail_malloc=True))
+    with pytest.raises(BackendError, match="CUDA cuMemAlloc\\(1024\\) failed with CUDA_ERROR_OUT_OF_MEMORY"):
         memory.alloc_device(1024)
 
 
 def test_pycuda_layer_end_to_end(model_dir: Path) -> None:
     _build(model_dir, "Xavier", "7.2")
     driver = FakePyCuda()
-    memory = PyCudaMemory(0, driver=driver)
+    memory = PyCudaDevice(0, driver=driver)
     info = memory.device_info()
     assert (info.name, info.compute_capability, info.cuda_version) == ("Xavier", "7.2", "11.4")
     trt = make_fake_tensorrt("10.3.0.30", memory=RawMemory())
@@ -214,25 +274,60 @@ def test_pycuda_layer_end_to_end(model_dir: Path) -> None:
     assert not driver.live and ("IExecutionContext.execute_async_v3", 0xBEEF) in trt.calls
 
 
-def test_calls_match_the_installed_cuda_python() -> None:
-    """Every runtime function CudaPythonMemory calls exists in cuda.bindings.runtime with that many arguments."""
-    rt = pytest.importorskip("cuda.bindings.runtime")
-    source = inspect.getsource(CudaPythonMemory)
+def _driver_calls() -> dict[str, int]:
+    """``self.drv.cu*(...)`` calls of the cuda-python implementation -> positional argument count (a
+    starred grid / block counts 3)."""
+    tree = ast.parse(inspect.getsource(driver_module))
     called: dict[str, int] = {}
-    for match in re.finditer(r'_call\("(\w+)"((?:, [^,)]+(?:\([^)]*\))?)*)\)', source):
-        called[match.group(1)] = match.group(2).count(", ")
-    for match in re.finditer(r"self\._rt\.(cuda\w+)\((\w*)\)", source):
-        called[match.group(1)] = 1 if match.group(2) else 0
-    assert {"cudaMalloc", "cudaMallocHost", "cudaMemcpyAsync", "cudaStreamCreate", "cudaFreeHost"} <= set(
-        called
-    )
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("cu")
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "drv"):  # fmt: skip
+            called[node.func.attr] = sum(3 if isinstance(a, ast.Starred) else 1 for a in node.args)
+    return called
+
+
+def test_calls_match_the_installed_cuda_python() -> None:
+    """Every driver function the layer calls exists in cuda.bindings.driver with that many parameters."""
+    drv = pytest.importorskip("cuda.bindings.driver")
+    called = _driver_calls()
+    assert {"cuMemAlloc", "cuMemHostAlloc", "cuMemcpyHtoDAsync", "cuLaunchKernel", "cuGraphLaunch"} <= set(called)
     for name, nargs in called.items():
-        fn = getattr(rt, name)
-        params = fn.__doc__.split("\n", 1)[0]
-        declared = len(
-            [p for p in params[params.index("(") + 1 : params.rindex(")")].split(",") if p.strip()]
-        )
-        assert nargs == declared, f"{name}: pairedge passes {nargs} arguments, cuda-python declares {params}"
-    for member in ("cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost"):
-        assert hasattr(rt.cudaMemcpyKind, member)
-    assert hasattr(rt.cudaError_t, "cudaSuccess")
+        first = getattr(drv, name).__doc__.split("\n", 1)[0]
+        declared = [p for p in first[first.index("(") + 1 : first.rindex(")")].split(",") if p.strip()]
+        assert nargs == len(declared), f"{name}: the layer passes {nargs} arguments, cuda-python declares {first}"
+    for enum_name, member in (("CUstreamCaptureMode", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
+                              ("CUresult", "CUDA_SUCCESS")):  # fmt: skip
+        assert hasattr(getattr(drv, enum_name), member)
+    for attr in FakeDriver.ATTRS:
+        assert hasattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{attr}"), attr
+
+
+def test_fake_driver_has_every_memory_call_the_layer_makes() -> None:
+    """The fake above keeps up with the layer: the memory / stream calls it makes all exist in the fake."""
+    launch_only = {"cuLaunchKernel", "cuModuleLoadData", "cuModuleGetFunction", "cuEventCreate", "cuEventRecord",
+                   "cuEventSynchronize", "cuEventElapsedTime", "cuStreamBeginCapture", "cuStreamEndCapture",
+                   "cuGraphInstantiate", "cuGraphDestroy", "cuGraphLaunch", "cuGraphExecDestroy",
+                   "cuMemsetD32Async"}  # fmt: skip
+    missing = sorted(set(_driver_calls()) - launch_only - set(dir(FakeDriver)))
+    assert not missing, missing
+
+
+def test_open_cuda_memory_never_opens_the_emulated_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorRT engines need a GPU: PAIREDGE_CUDA_EMULATION is ignored and "hip-cpu" is refused."""
+    monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "hip-cpu")
+    with pytest.raises(InputError, match="expected one of auto, cuda-python, pycuda, got 'hip-cpu'"):
+        open_cuda_memory("hip-cpu")
+    for name in ("cuda", "cuda.bindings", "cuda.bindings.driver", "pycuda", "pycuda.driver"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError, match="neither is importable; install it with: pip install 'pairedge\\[gpu\\]'") as info:
+        open_cuda_memory("auto")
+    assert "PAIREDGE_CUDA_EMULATION" not in str(info.value)  # no hint towards a device TensorRT cannot use
+
+
+def test_no_gpu_is_a_device_unavailable_error() -> None:
+    class NoDriver(FakeDriver):
+        def cuInit(self, flags):  # noqa: N802
+            raise RuntimeError('"cuda" is an NVIDIA driver library and can only be found via system search')
+
+    with pytest.raises(DeviceUnavailableError, match="CUDA device 0 is not usable \\(no CUDA driver"):
+        CudaPythonDevice(0, drv=NoDriver())

@@ -159,15 +159,15 @@ def test_registry_reports_why_unavailable() -> None:
 
 
 def test_cuda_python_memory_without_gpu_is_a_clear_error() -> None:
-    pytest.importorskip("cuda.bindings.runtime")
+    pytest.importorskip("cuda.bindings.driver")
+    from pairedge.cuda.driver import CudaPythonDevice
     from pairedge.errors import DeviceUnavailableError
     from pairedge.probe import gpu_skip_reason
-    from pairedge.runtime.backends.cudamem import CudaPythonMemory
 
     if gpu_skip_reason() is None:
         pytest.skip("a GPU is present: covered by the device tests")
     with pytest.raises(DeviceUnavailableError, match="CUDA device 0 is not usable"):
-        CudaPythonMemory(0)
+        CudaPythonDevice(0)
 
 
 def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,7 +177,7 @@ def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: 
     from pairedge.runtime import pipeline as pipeline_module
     from pairedge.runtime.backends import tensorrt as backend_module
 
-    pytest.importorskip("cuda.bindings.runtime")  # unavailable_reason wants a CUDA binding importable
+    pytest.importorskip("cuda.bindings.driver")  # unavailable_reason wants a CUDA binding importable
     _built(full_model_dir, "int8")
     memory = FakeCudaMemory()
     monkeypatch.setitem(sys.modules, "tensorrt", make_fake_tensorrt(VERSION, memory=memory))

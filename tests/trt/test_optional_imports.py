@@ -17,7 +17,7 @@ from pairedge.errors import MissingDependencyError, PairedgeError
 
 TRT_EXTRA = "pip install 'pairedge[tensorrt]'"
 GPU_EXTRA = "pip install 'pairedge[gpu]'"
-CUDA_PYTHON = ("cuda", "cuda.bindings", "cuda.bindings.runtime", "cuda.cudart")
+CUDA_PYTHON = ("cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.bindings.runtime", "cuda.cudart")
 
 
 def _block(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
@@ -122,13 +122,13 @@ def test_cli_build_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_
 # -- cuda-python / pycuda -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("blocked", ["pycuda", "pycuda.driver"])
 def test_pycuda_memory_missing_names_the_gpu_extra(monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
-    from pairedge.runtime.backends.cudamem import PyCudaMemory
+    from pairedge.cuda.pycuda_device import PyCudaDevice
 
     _block(monkeypatch, blocked)
     with pytest.raises(MissingDependencyError) as info:
-        PyCudaMemory(0)
+        PyCudaDevice(0)
     message = str(info.value)
-    assert message.startswith("pycuda.driver is required for pycuda memory but is not installed")
+    assert message.startswith("pycuda.driver is required for the pycuda CUDA layer but is not installed")
     assert GPU_EXTRA in message and "JetPack" in message and "\n" not in message
 
 

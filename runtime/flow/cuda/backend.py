@@ -5,8 +5,14 @@ into pinned staging and uploaded once into a reused device buffer; its pyramid i
 for the next frame (the previous frame is never uploaded twice); the flow kernels run coarse to fine; then
 either the pooling kernels reduce the field to per-box sums and the background grid (``compute_pooled``,
 what the runtime uses) or the dense field is copied back (``compute``, for checks). Buffers are allocated
-once per frame size; nothing is allocated per frame. GPU time of the last call (CUDA events) is in
+once per frame size; nothing is allocated per frame. Device time of the last call (CUDA events) is in
 :attr:`CudaFlow.last_gpu_ms`.
+
+Everything device-side goes through the one CUDA layer (:mod:`pairedge.cuda`): on a GPU through cuda-python
+or pycuda, and on the emulated device (``api="hip-cpu"`` or ``PAIREDGE_CUDA_EMULATION=hip-cpu``) the same
+kernel files run on the CPU through HIP-CPU, with the same launches: then :attr:`CudaFlow.emulated` is True,
+its repr says so and :attr:`CudaFlow.last_gpu_ms` is emulated (host) time, which the pipeline does not
+report as GPU time.
 """
 
 from __future__ import annotations
@@ -14,13 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pairedge.cuda import Device, Kernel, open_device, unavailable_reason
 from pairedge.errors import BackendError
 from pairedge.features.egomotion import grid_axes
 from pairedge.features.flowpool import PooledFlow, pool_rects
 from pairedge.runtime.flow.base import FlowBackend, check_gray
 from pairedge.runtime.flow.cuda import KERNEL_FILES
-from pairedge.runtime.flow.cuda.api import GpuApi, open_api, unavailable_reason
-from pairedge.runtime.flow.cuda.compile import choose_target, compiled, supported_archs
+from pairedge.runtime.flow.cuda.kernels import FUNCTIONS, RULES, kernel_source
 from pairedge.runtime.flow.lk_reference import LKParams, level_shapes
 from pairedge.runtime.flow.pooling import PoolRequest
 
@@ -35,14 +41,15 @@ def _grid(w: int, h: int) -> tuple[int, int]:
 class _Level:
     """Device buffers of one pyramid level (float32 planes of h x w)."""
 
-    def __init__(self, api: GpuApi, h: int, w: int) -> None:
+    def __init__(self, dev: Device, h: int, w: int) -> None:
         self.h, self.w, self.n = h, w, h * w
         f = 4 * self.n
-        self.img = [api.alloc(f), api.alloc(f)]  # pyramids of the two frames (ping-pong)
-        self.u, self.v, self.u2, self.v2 = (api.alloc(f) for _ in range(4))
+        alloc = dev.alloc_device
+        self.img = [alloc(f), alloc(f)]  # pyramids of the two frames (ping-pong)
+        self.u, self.v, self.u2, self.v2 = (alloc(f) for _ in range(4))
         self.flow_buffers = (self.u, self.v, self.u2, self.v2)
-        self.ix, self.iy, self.tmp = api.alloc(f), api.alloc(f), api.alloc(f)
-        self.planes, self.sums = api.alloc(5 * f), api.alloc(10 * f)  # sums: double (box_h -> box_v)
+        self.ix, self.iy, self.tmp = alloc(f), alloc(f), alloc(f)
+        self.planes, self.sums = alloc(5 * f), alloc(10 * f)  # sums: double (box_h -> box_v)
 
 
 class CudaFlow(FlowBackend):
@@ -52,10 +59,13 @@ class CudaFlow(FlowBackend):
         scale: resize factor in (0, 1] (default 0.5).
         params: algorithm parameters (those of the CPU reference, :class:`LKParams`).
         device: CUDA device ordinal.
-        api: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
+        api: the CUDA layer's implementation (:mod:`pairedge.cuda`): "auto" (the emulated device when
+            ``PAIREDGE_CUDA_EMULATION=hip-cpu`` is set, else cuda-python, else pycuda), "cuda-python",
+            "pycuda" or "hip-cpu" (the emulated device: the kernels on the CPU through HIP-CPU).
         pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.
         graphs: replay each frame's uploads and flow kernels as one CUDA graph (cuda-python; captured on the
-            first frame of a size, about 130 launches become one); falls back to one launch per kernel.
+            first frame of a size, about 130 launches become one; the emulated device records and replays
+            them); falls back to one launch per kernel.
 
     Raises:
         BackendError: no GPU / driver, the kernels do not compile or load (a driver too old for them: the
@@ -78,18 +88,16 @@ class CudaFlow(FlowBackend):
         self._graphs: dict[tuple[int, bool], Any] = {}
         self.params = params or LKParams()
         self.fuses_pooling = bool(pooled)
-        self.api = open_api(api, device)
+        self.api = open_device(api, device)
         self.graphs = self.graphs and self.api.supports_graphs
-        self._fn: dict[str, Any] = {}
+        self._fn: dict[str, Kernel] = {}
+        self.compile_info: dict[str, str] = {"device": self.api.kind + (" (emulated)" if self.emulated else "")}
         try:
-            target = choose_target(self.api.arch, supported_archs())
-            self.compile_info: dict[str, str] = {"target": f"{target.kind} {target.arch}"}
             for name in KERNEL_FILES:
-                code, source = compiled(name, target)
-                self.compile_info[name] = source
-                module = self.api.load(code, target.kind)
-                for fn in _FUNCTIONS[name]:
-                    self._fn[fn] = self.api.function(module, fn)
+                module = self.api.load_module(name, kernel_source(name))
+                self.compile_info["target"], self.compile_info[name] = module.target, module.how
+                for fn in FUNCTIONS[name]:
+                    self._fn[fn] = module.function(fn, RULES.get(fn))
             self._ev = (self.api.event(), self.api.event())
         except BaseException:  # no backend object is returned: release the context it opened
             self.api.close()
@@ -102,9 +110,15 @@ class CudaFlow(FlowBackend):
         self._last: np.ndarray | None = None  # host copy of the latest frame (to reuse its pyramid)
         self._rect_cap = 0
 
+    @property
+    def emulated(self) -> bool:
+        """True on the HIP-CPU emulated device: the flow is computed on the CPU, timings are not GPU ones."""
+        return bool(self.api.emulated)
+
     @classmethod
-    def unavailable_reason(cls) -> str | None:
-        return unavailable_reason()
+    def unavailable_reason(cls, api: str = "auto") -> str | None:
+        """None when a device of ``api`` can run the flow here (a GPU, or the emulated device's toolchain)."""
+        return unavailable_reason(api)
 
     # ------------------------------------------------------------------------------------------ buffers
 
@@ -112,25 +126,25 @@ class CudaFlow(FlowBackend):
         a = self.api
         a.release(self._arena)  # a new frame size: free the old size's buffers first
         self._levels = [_Level(a, lh, lw) for lh, lw in level_shapes(h, w, self.params)]
-        self._u8 = [a.alloc(h * w), a.alloc(h * w)]
-        self._stage = [a.host(h * w)[: h * w].reshape(h, w) for _ in range(2)]
+        self._u8 = [a.alloc_device(h * w), a.alloc_device(h * w)]
+        self._stage = [a.alloc_pinned((h, w), np.uint8) for _ in range(2)]
         for graph in self._graphs.values():
             a.graph_destroy(graph)
         self._graphs = {}
-        self._dense = a.alloc(8 * h * w)
-        self._dense_host = a.host(8 * h * w).view(np.float32)[: 2 * h * w].reshape(h, w, 2)
+        self._dense = a.alloc_device(8 * h * w)
+        self._dense_host = a.alloc_pinned((h, w, 2), np.float32)
         gh = len(grid_axes(h, w, 1)[0])  # upper bound of any grid: step >= 1
-        self._grid = a.alloc(8 * gh * w)
-        self._grid_host = a.host(8 * gh * w).view(np.float32)
+        self._grid = a.alloc_device(8 * gh * w)
+        self._grid_host = a.alloc_pinned((2 * gh * w,), np.float32)
         self._shape, self._last, self._rect_cap = (h, w), None, 0
 
     def _rects_capacity(self, n: int) -> None:
         if n > self._rect_cap:
             cap = max(64, 1 << (n - 1).bit_length())
-            self._rects = self.api.alloc(16 * cap)
-            self._rects_host = self.api.host(16 * cap).view(np.int32).reshape(-1, 4)
-            self._moments = self.api.alloc(32 * cap)
-            self._moments_host = self.api.host(32 * cap).view(np.float64).reshape(-1, 4)
+            self._rects = self.api.alloc_device(16 * cap)
+            self._rects_host = self.api.alloc_pinned((cap, 4), np.int32)
+            self._moments = self.api.alloc_device(32 * cap)
+            self._moments_host = self.api.alloc_pinned((cap, 4), np.float64)
             self._rect_cap = cap
 
     # ------------------------------------------------------------------------------------------ kernels
@@ -141,7 +155,7 @@ class CudaFlow(FlowBackend):
     def _upload(self, slot: int) -> None:
         """Enqueue: staging[slot] (already filled) -> device -> level-0..L pyramid in image slot ``slot``."""
         h, w = self._shape or (0, 0)
-        self.api.htod(self._u8[slot], self._stage[slot])
+        self.api.htod_async(self._u8[slot], self._stage[slot])
         l0 = self._levels[0]
         n = h * w
         self._k(
@@ -228,8 +242,8 @@ class CudaFlow(FlowBackend):
             g = _grid(lv.w, lv.h)
             i0, i1 = lv.img[prev_slot], lv.img[cur]
             if above is None:
-                self.api.memset0(lv.u, 4 * lv.n)
-                self.api.memset0(lv.v, 4 * lv.n)
+                self.api.memset_async(lv.u, 4 * lv.n)
+                self.api.memset_async(lv.v, 4 * lv.n)
             else:
                 self._k("upsample", g, B2, ("p", above.u), ("p", above.v), ("i", above.w), ("i", above.h),
                         ("p", lv.u), ("p", lv.v), ("i", lv.w), ("i", lv.h))  # fmt: skip
@@ -290,7 +304,7 @@ class CudaFlow(FlowBackend):
             ("p", self._dense),
             ("i", lv.n),
         )
-        self.api.dtoh(self._dense_host, self._dense)
+        self.api.dtoh_async(self._dense_host, self._dense)
         self._finish_timing()
         np.copyto(out, self._dense_host)
 
@@ -304,7 +318,7 @@ class CudaFlow(FlowBackend):
         if n:
             self._rects_capacity(n)
             self._rects_host[:n] = rects
-            self.api.htod(self._rects, self._rects_host[:n])
+            self.api.htod_async(self._rects, self._rects_host[:n])
             self._k(
                 "box_moments",
                 (n, 1),
@@ -316,13 +330,13 @@ class CudaFlow(FlowBackend):
                 ("i", n),
                 ("p", self._moments),
             )
-            self.api.dtoh(self._moments_host[:n], self._moments)
+            self.api.dtoh_async(self._moments_host[:n], self._moments)
         ys, xs = grid_axes(h, w, request.grid_step)
         gh, gw = len(ys), len(xs)
         if gh and gw:
             self._k("grid_sample", _grid(gw, gh), B2, ("p", lv.u), ("p", lv.v), ("i", w), ("i", gh), ("i", gw),
                     ("i", int(request.grid_step)), ("p", self._grid))  # fmt: skip
-            self.api.dtoh(self._grid_host[: 2 * gh * gw], self._grid)
+            self.api.dtoh_async(self._grid_host[: 2 * gh * gw], self._grid)
         self._finish_timing()  # synchronises: the host buffers are complete
         moments = self._moments_host[:n].copy() if n else np.zeros((0, 4))
         grid = self._grid_host[: 2 * gh * gw].reshape(gh, gw, 2).copy()
@@ -337,24 +351,6 @@ class CudaFlow(FlowBackend):
         self.api.close()
 
     def __repr__(self) -> str:
-        return f"CudaFlow(scale={self.scale}, api={self.api.name!r}, device={self.api.device_name!r}, sm_{self.api.arch})"
+        where = "EMULATED on the CPU (HIP-CPU)" if self.emulated else f"sm_{self.api.info.arch}"
+        return f"CudaFlow(scale={self.scale}, api={self.api.kind!r}, device={self.api.info.name!r}, {where})"
 
-
-_FUNCTIONS = {
-    "lk.cu": (
-        "u8_to_float",
-        "smooth_h",
-        "smooth_v",
-        "gradient",
-        "upsample",
-        "prop_residual",
-        "prop_select",
-        "box_h",
-        "box_v",
-        "lk_terms",
-        "lk_solve",
-        "median3",
-        "interleave",
-    ),  # fmt: skip
-    "pool.cu": ("box_moments", "grid_sample"),
-}

@@ -1,8 +1,9 @@
-"""CUDA C sources -> device code with NVRTC, cached per architecture (in memory and on disk).
+"""CUDA C source -> device code with NVRTC (``cuda.bindings.nvrtc``), cached per architecture in memory and
+on disk. The GPU implementations of the layer (:mod:`.driver`, :mod:`.pycuda_device`) load what it returns.
 
 Targets: a CUBIN for the device's own architecture when this NVRTC knows it (no JIT, runs on any driver of
 the same CUDA major version), else PTX for the newest virtual architecture NVRTC knows below the device's
-(the driver JIT-compiles it; a driver older than the PTX is reported by :mod:`.api` with how to fix it).
+(the driver JIT-compiles it; a driver older than the PTX is reported with how to fix it).
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from pairedge._optional import require
 from pairedge.errors import BackendError
-from pairedge.runtime.flow.cuda import KERNEL_FILES
 
-#: NVRTC options: no fused multiply-add, so products and sums round as in the numpy reference.
+#: NVRTC options: no fused multiply-add, so products and sums round as in the numpy references.
 OPTIONS = ("--fmad=false", "--std=c++14")
+_TOO_OLD = ("UNSUPPORTED_PTX_VERSION", "NO_BINARY_FOR_GPU", "INVALID_PTX", "JIT_COMPILER_NOT_FOUND")
 
 
 @dataclass(frozen=True)
@@ -45,21 +46,25 @@ def choose_target(device_arch: int, supported: list[int] | tuple[int, ...]) -> T
     older = [a for a in supported if a < device_arch]
     if not older:
         raise BackendError(
-            f"CUDA flow: this NVRTC compiles for sm_{min(supported)} and newer, the GPU is sm_{device_arch}; "
+            f"CUDA: this NVRTC compiles for sm_{min(supported)} and newer, the GPU is sm_{device_arch}; "
             "fix by installing an older nvidia-cuda-nvrtc / cuda-python, or use flow='reference'"
         )
     return Target("ptx", max(older))
 
 
-def kernel_source(name: str) -> str:
-    """Text of one packaged kernel file (``lk.cu`` or ``pool.cu``)."""
-    if name not in KERNEL_FILES:
-        raise BackendError(f"CUDA flow: unknown kernel file {name!r}; expected one of {KERNEL_FILES}")
-    return resources.files("pairedge.runtime.flow.cuda").joinpath("kernels").joinpath(name).read_text("utf-8")
+def load_error_hint(error_name: str, target: str) -> str:
+    """How to fix a failed module load (a driver too old for the compiled code, most often)."""
+    if any(k in error_name for k in _TOO_OLD):
+        return (
+            f"the CUDA driver cannot load the {target} built by this NVRTC (driver too old for it); fix by "
+            "updating the NVIDIA driver, installing the nvidia-cuda-nvrtc / cuda-python release that matches "
+            "the driver's CUDA version, or running with flow='reference' (CPU) or flow='dis'"
+        )
+    return "fix by checking `pairedge doctor`, or run with flow='reference' (CPU) or flow='dis'"
 
 
-def _nvrtc():  # type: ignore[no-untyped-def]
-    return require("cuda.bindings.nvrtc", purpose="compiling the CUDA flow kernels (NVRTC)")
+def _nvrtc() -> Any:
+    return require("cuda.bindings.nvrtc", purpose="compiling CUDA kernels (NVRTC)")
 
 
 def _check(result: tuple, what: str, prog: object = None) -> tuple:  # type: ignore[type-arg]
@@ -108,22 +113,29 @@ def nvrtc_compile(source: str, name: str, target: Target) -> bytes:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def cache_root() -> Path:
+    """``$PAIREDGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/pairedge``, else ``~/.cache/pairedge``."""
+    explicit = os.environ.get("PAIREDGE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "pairedge"
+
+
 def cache_dir() -> Path:
-    """``$PAIREDGE_CACHE_DIR/cuda`` or ``~/.cache/pairedge/cuda``."""
-    root = os.environ.get("PAIREDGE_CACHE_DIR") or str(Path.home() / ".cache" / "pairedge")
-    return Path(root) / "cuda"
+    """Where NVRTC output is cached: ``cache_root() / "cuda"``."""
+    return cache_root() / "cuda"
 
 
 _MEMORY: dict[tuple[str, str], bytes] = {}
 
 
-def compiled(name: str, target: Target, use_disk: bool = True) -> tuple[bytes, str]:
-    """Device code of kernel file ``name`` for ``target``; returns (code, "memory" | "disk" | "nvrtc").
+def compiled(name: str, source: str, target: Target, use_disk: bool = True) -> tuple[bytes, str]:
+    """Device code of ``source`` (file ``name``) for ``target``; returns (code, "memory" | "disk" | "nvrtc").
 
     The cache key hashes the source, the options and the NVRTC version, so an edited kernel or another
     NVRTC never reuses stale code. An unwritable cache folder only costs a recompile next time.
     """
-    source = kernel_source(name)
     key_text = "\n".join((source, target.option, *OPTIONS, repr(nvrtc_version())))
     key = hashlib.sha256(key_text.encode()).hexdigest()[:20]
     mem_key = (name, key)
@@ -145,3 +157,10 @@ def compiled(name: str, target: Target, use_disk: bool = True) -> tuple[bytes, s
         except OSError:
             pass
     return code, "nvrtc"
+
+
+def build_for(name: str, source: str, device_arch: int) -> tuple[bytes, str, Target]:
+    """Device code of ``source`` for a device of compute capability ``device_arch``: (code, how, target)."""
+    target = choose_target(device_arch, supported_archs())
+    code, how = compiled(name, source, target)
+    return code, how, target
