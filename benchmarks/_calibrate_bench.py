@@ -22,6 +22,8 @@ def save_rows(path: Path, rows: Collected) -> None:
     for key, st in (("s1", rows.stage1), ("s2", rows.stage2)):
         for field in ("X", "cls", "truth", "motion", "group"):
             arrays[f"{key}_{field}"] = getattr(st, field)
+        if st.gated is not None:
+            arrays[f"{key}_gated"] = st.gated
         arrays[f"{key}_labels"] = np.asarray(st.labels)
     np.savez(path, **arrays)
 
@@ -32,17 +34,48 @@ def load_rows(path: Path) -> Collected:
     z = np.load(path, allow_pickle=False)
     parts = [
         StageSamples(s, z[f"s{s}_X"], z[f"s{s}_cls"], z[f"s{s}_truth"], z[f"s{s}_motion"], z[f"s{s}_group"],
-                     tuple(str(v) for v in z[f"s{s}_labels"]))  # fmt: skip
+                     tuple(str(v) for v in z[f"s{s}_labels"]), z[f"s{s}_gated"] if f"s{s}_gated" in z else None)  # fmt: skip
         for s in (1, 2)
     ]
     return Collected(parts[0], parts[1], tuple(str(v) for v in z["sources"]))
 
 
 def _float_nodes(folder: Path) -> int:
+    """Gemms of both stages without Q/DQ (computing in fp16 / fp32 on TensorRT)."""
     import json
 
     report = json.loads((folder / "calibration.json").read_text())
-    return sum(len(st["excluded_nodes"]) for st in report["stages"].values())
+    return sum(len(st.get("float_nodes", {}).get("gemms_in_float", st["excluded_nodes"]))
+               for st in report["stages"].values())  # fmt: skip
+
+
+def parity_checks(model: Path, folder: Path, scenes: list[str], work: Path, frames: int = 60) -> dict[str, Any]:
+    """``parity pack`` of each held-out scene (fp32 ``model``) and ``parity check`` of ``folder``'s int8 / fp16."""
+    from pairedge.evaluation.sources import parse_scene
+    from pairedge.runtime.parity import CheckOptions, check_pack
+    from pairedge.runtime.parity.build import build_pack
+
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {}
+    for scene in scenes:
+        pack = work / f"{scene.replace(':', '_')}-{frames}.npz"
+        if not pack.is_file():
+            build_pack(model, parse_scene(scene, frames, "detections"), pack, frames=frames)
+        for precision in ("int8", "fp16"):
+            report = check_pack(pack, folder, CheckOptions(backend="onnxruntime", precision=precision))
+            levels = {lv.name: lv for lv in report.levels}
+            logit, label = levels["logits"].metrics, levels["labels"].metrics
+            out[f"{scene}/{precision}"] = {
+                "passed": bool(report.passed),
+                "verdict": report.verdict(),
+                "failing": [lv.name for lv in report.levels if lv.status == "FAIL"],
+                "stage2_logit_max": logit.get("stage2", {}).get("max"),
+                "stage2_logit_p99": logit.get("stage2", {}).get("p99"),
+                "gate_agreement": label.get("gate_agreement"),
+                "top1_agreement": label.get("top1_agreement"),
+                "top1_pairs": label.get("top1_pairs"),
+            }
+    return out
 
 
 def _tau(folder: Path) -> float:
@@ -165,46 +198,36 @@ HEADER = ["| set | precision | stage-1 gate agreement | stage-2 top-1 agreement 
 def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
     d = r["default"]
     lines = ["# bench_calibrate: INT8 / FP16 parity and latency", "", f"Command: `{r['command']}`", "",
-             f"Bundled model `{d['model']}`; presets {', '.join(d['presets'])}, {d['frames']} frames per scene. "
-             f"Calibration seeds {d['calibration_seeds']}, selection seeds {d['selection_seeds']}, test seeds "
-             f"{d['test_seeds']} (training used 0-11, the recipe's report 1000-1001). Targets: {targets}.", "",
-             "## Variant selection (selection seeds; never the headline)", "",
-             "| variant | stage-1 agreement | stage-2 agreement | stage-2 max abs logit error | MPCA drop | nodes kept in float |",
-             "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for name, v in d["variants"].items():
-        s = v["selection"]["int8"]
-        lines.append(f"| {name} | {_pct(s['stage1']['agreement'])} | {_pct(s['stage2']['agreement'])} | "
-                     f"{s['stage2']['max_abs_logit_error']:.3g} | {s['mpca_drop_points']:+.2f} | {s['float_nodes']} |")  # fmt: skip
-    lines += ["", f"Chosen: **{d['chosen']}**; nodes kept in float: {d['variants'][d['chosen']]['excluded_nodes']}"]
-    for stage, sens in d.get("sensitivity", {}).items():
-        if not sens["sensitivity"]:
-            continue
-        lines += ["", f"Per-node sensitivity of {stage} in the chosen variant (calibrate's own held-out rows: agreement "
-                  f"with fp32 when only this node is quantized; everything quantized: "
-                  f"{_pct(sens['first_agreement'])}), and the greedy search:", "",
-                  "| node | agreement when only it is quantized |", "|---|---:|"]  # fmt: skip
-        for node, a in sorted(sens["sensitivity"].items(), key=lambda kv: kv[1]):
-            if a < 1.0:
-                lines.append(f"| `{node}` | {_pct(a)} |")
-        lines += ["", " -> ".join(f"{(s['excluded'][-1:] or ['all int8'])[0]} {_pct(s['agreement'])}"
-                                  for s in sens["steps"])]  # fmt: skip
-    lines += ["",
-              "## Headline: test seeds", "", *HEADER]  # fmt: skip
-    for name, e in d["test"].items():
-        for precision in ("int8", "fp16"):
-            lines.append(_line(name, e, precision))
-    lines += ["", "Naive INT8 (no equalization, everything quantized) on the same test rows, for comparison:", "", *HEADER]
-    for method, e in d["test_naive"].items():
-        lines.append(_line(f"naive {method}", e, "int8"))
-    if "pipeline" in d:
-        lines += ["", "What the robot sees: the whole runtime (flow, features, gate, temporal smoothing) on the test "
-                  "scenes, each precision's labels against the fp32 pipeline's on the same frames:", "",
-                  "| run | stage-1 gate agreement | pair-frames | stage-2 label agreement | gated pair-frames |",
-                  "|---|---:|---:|---:|---:|"]  # fmt: skip
-        for name, v in d["pipeline"].items():
-            lines.append(f"| {name} | {_pct(v['gate_agreement'])} | {v['pair_frames']} | "
-                         f"{_pct(v['label_agreement'])} | {v['gated_pair_frames']} |")  # fmt: skip
-    lines += ["", "## Latency, ONNX Runtime CPU, one thread (ms per call, p50 / p90)", "",
+             f"Bundled model `{d['model']}`. Calibration sets: "
+             + "; ".join(f"**{k}** `{v}`" for k, v in d["calibration_sets"].items())
+             + f". Selection seeds {d['selection_seeds']}, test seeds {', '.join(d['test_seeds'])} (presets "
+             f"{', '.join(d['presets'])}, {d['frames']} frames; none used for training, calibration or a choice). "
+             f"Default options: {d['default_options']}. Targets: {targets}.", "",
+             "## Selection of the default (README calibration set, every Gemm int8; selection seeds only)", "",
+             "| candidate | stage-1 agreement | stage-2 agreement | stage-2 max abs logit error | MPCA drop |",
+             "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for name, e in d["selection"].items():
+        i = e["int8"]
+        lines.append(f"| {name} | {_pct(i['stage1']['agreement'])} | {_pct(i['stage2']['agreement'])} | "
+                     f"{i['stage2']['max_abs_logit_error']:.3g} | {i['mpca_drop_points']:+.2f} |")  # fmt: skip
+    for seeds in d["test_seeds"]:
+        lines += ["", f"## Headline: test seeds {seeds}", "", *HEADER]
+        for name, v in d["results"].items():
+            for precision in ("int8", "fp16"):
+                if precision == "fp16" and not name.endswith("/default"):
+                    continue
+                lines.append(_line(name, v["test"][seeds], precision))
+    lines += ["", "Gemms kept in float (no Q/DQ; fp16 on TensorRT) per variant:", ""]
+    lines += [f"- {name}: {v['float_nodes']}" for name, v in d["results"].items()]
+    lines += ["", f"## parity check on held-out packs ({d['packs']}, 60 frames, default tolerances)", "",
+              "| calibration set | pack / precision | verdict | failing levels | stage-2 logit max / p99 | gate agreement | "
+              "top-1 agreement (pairs) |", "|---|---|---|---|---:|---:|---:|"]  # fmt: skip
+    for name, v in d["results"].items():
+        for key, c in v.get("parity", {}).items():
+            lines.append(f"| {name} | {key} | {'PASS' if c['passed'] else 'FAIL'} | {', '.join(c['failing']) or '-'} | "
+                         f"{c['stage2_logit_max']:.3g} / {c['stage2_logit_p99']:.3g} | {_pct(c['gate_agreement'])} | "
+                         f"{_pct(c['top1_agreement'])} ({c['top1_pairs']}) |")  # fmt: skip
+    lines += ["", "## Latency, ONNX Runtime CPU, one thread (ms per call, p50 / p90; readme/default)", "",
               "| stage | precision | 1 | 64 | 512 | 4950 |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     lat = d["latency_ms"]
     for stage in (1, 2):
@@ -214,15 +237,9 @@ def markdown(r: dict[str, Any], targets: dict[str, float]) -> str:
             lines.append(f"| {stage} | {precision} | " + " | ".join(cells) + " |")
     cad = r.get("cad")
     if cad and "methods" in cad:
-        lines += ["", "## Box-only model on Collective Activity (trained here)", "",
-                  f"Train / calibrate: {', '.join(cad['train_sequences'])}; test: {', '.join(cad['test_sequences'])}.",
-                  "", *HEADER]  # fmt: skip
+        lines += ["", "## Box-only model on Collective Activity (trained here)", "", *HEADER]
         for method, m in cad["methods"].items():
-            for precision in ("int8", "fp16"):
-                lines.append(_line(f"CAD {method}", m["test"], precision))
-            lines.append(f"| | nodes kept in float: {m['excluded_nodes']} | | | | | | |")
-    elif cad:
-        lines += ["", f"CAD: {cad.get('skipped')}"]
+            lines.append(_line(f"CAD {method}", m["test"], "int8"))
     lines += ["", f"Total {r['seconds']} s. Environment: {r['environment']}", ""]
     return "\n".join(lines)
 
