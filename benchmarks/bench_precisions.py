@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from _precisions import int8_coverage, markdown, parity_summary, run_cli
-from pairedge.bench.accuracy import Gate, score_variant
+from pairedge.bench.accuracy import Gate, tau_summary
 from pairedge.bench.measure import classifier_latency
 from pairedge.bench.run import BenchOptions, reference_rows, run_bench
 from pairedge.default_model import default_model_dir
@@ -79,19 +79,18 @@ def _files(folder: Path, precision: str) -> list[Path]:
     return [folder / f"stage{s}{suffix}.onnx" for s in (1, 2)]
 
 
-def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any], Any]:
+def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every variant on the held-out rows: the comparator's figures, int8 coverage and classifier latency."""
     sources = parse_sources(HELD_OUT)
-    ref, t_inter, t_label, names = reference_rows(default_model_dir(), sources, None, lambda s: print(s, file=sys.stderr))
-    scored = (t_inter == 1) & (t_label >= 0)
+    reference = reference_rows(default_model_dir(), sources, None, lambda s: print(s, file=sys.stderr))
+    ref, scored = reference.rows, reference.scored
     out: dict[str, Any] = {}
     pipes = []
     for name, (folder, precision, kind) in variants(tmp).items():
         pipe = load_pipeline(folder, precision=precision, backend="onnxruntime")
         logits = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
         t = TARGETS[kind]
-        v = score_variant(ref, scored, t_label, logits, pipe.tau_interact,
-                          Gate(t.max_mpca_drop, t.min_top1_agreement, t.min_gate_agreement))  # fmt: skip
+        v = reference.score(logits, Gate(t.max_mpca_drop, t.min_top1_agreement, t.min_gate_agreement))
         files = _files(folder, precision)
         out[name] = {"files": f"{folder.name}/{{{','.join(f.name for f in files)}}}", "precision": precision,
                      "target_kind": kind, "target": t.__dict__, "accuracy": v.accuracy, "agreement": v.agreement,
@@ -106,8 +105,9 @@ def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any], 
             out[name]["speed_ms"] = out[name].get("speed_ms", 0.0) + s[n]["p50"]
     for _, p in pipes:
         p.close()
-    reference = {"sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum())}
-    return out, reference, (ref, scored, t_label)
+    summary = {"sources": reference.sources, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
+               "tau_interact": tau_summary(reference.tau)}
+    return out, summary
 
 
 def bench_check(tmp: Path, scored_variants: dict[str, Any], repeats: int) -> tuple[bool, str, dict[str, Any]]:
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         cals = {k: calibrate(tmp / k, scenes, tmp / f"{k}.log") for k, scenes in CALIBRATIONS.items()}
-        scored, reference, _ = score_all(tmp, args.repeats)
+        scored, reference = score_all(tmp, args.repeats)
         same, recommendation, bench = bench_check(tmp, scored, args.repeats)
         par = parity(tmp, args.pets if args.pets.is_dir() else None)
     res = {"tmp": tmp_name, "data": HELD_OUT, "reference": reference, "variants": scored, "calibrations": cals,

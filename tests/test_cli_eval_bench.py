@@ -178,6 +178,7 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     )
     assert "Recommended:" in res.output and data["environment"]["cpu"]
     assert fp32["agreement"]["top1_scope"] == "gated by the fp32 reference"
+    assert data["reference"]["tau_interact"] == 0.55  # the bundled model's threshold, held over the scene
     assert fp32["comparison"]["top1"]["decision"]["rows"] == fp32["agreement"]["top1_rows"] > 0
     assert fp32["mpca_drop"] == 0.0 and fp32["gate_passed"] and fp32["gate_problems"] == []
     table = res.output[res.output.index("backend  "):].splitlines()[:8]  # header, rule, 6 rows

@@ -9,7 +9,9 @@ reference gates, near-ties counted and excepted), the comparison ``calibrate`` a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,7 +79,7 @@ def score_variant(
     scored: np.ndarray,
     truth_label: np.ndarray,
     logits: tuple[np.ndarray, np.ndarray],
-    tau: float,
+    tau: float | np.ndarray,
     gate: Gate | None = None,
 ) -> VariantAccuracy:
     """Score one variant's (stage-1, stage-2) logits on the reference rows.
@@ -87,7 +89,7 @@ def score_variant(
         scored: (N,) bool, the true interacting pair-frames with a label of this model.
         truth_label: (N,) int64 true stage-2 class (-1 unknown).
         logits: the variant's (N, 2) stage-1 and (N, C) stage-2 logits on ``ref``'s features.
-        tau: the model's gate threshold.
+        tau: the gate threshold: one number, or (N,) per row (see :class:`Reference`).
     """
     from pairedge.metrics.pairwise import classification_metrics
     from pairedge.metrics.pairwise_report import scored_accuracy
@@ -103,3 +105,71 @@ def score_variant(
     verdict = judge(comp, gate.tolerances(), (ref_mpca, cand_mpca))
     return VariantAccuracy(accuracy, agreement_summary(comp), comp.to_dict(), ref_mpca, ref_mpca - cand_mpca,
                            verdict.passed, verdict.problems)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The fp32 reference's replay of the held-out sources.
+
+    Attributes:
+        rows: :class:`pairedge.runtime.parity.pack.PairRows` of N pair-frames (features, fp32 logits).
+        truth_interacting, truth_label: (N,) int64 truth (-1 unknown). sources: their names.
+        tau: the gate threshold in force at each row's frame, (N,) float64 (an automatic operating point may
+            switch it within a source), or one number when it never changed.
+    """
+
+    rows: Any
+    truth_interacting: np.ndarray
+    truth_label: np.ndarray
+    tau: float | np.ndarray
+    sources: list[str]
+
+    @property
+    def scored(self) -> np.ndarray:
+        """(N,) bool: the true interacting pair-frames with a label of this model."""
+        return (self.truth_interacting == 1) & (self.truth_label >= 0)
+
+    def score(self, logits: tuple[np.ndarray, np.ndarray], gate: Gate | None = None) -> VariantAccuracy:
+        """:func:`score_variant` of a variant's logits on these rows."""
+        return score_variant(self.rows, self.scored, self.truth_label, logits, self.tau, gate)
+
+
+def reference_rows(model: Path, sources: Sequence[Any], frames: int | None,
+                   progress: Callable[[str], None]) -> Reference:  # fmt: skip
+    """fp32 ONNX Runtime CPU replay of every source through the streaming pipeline (``frames`` per source)."""
+    from pairedge.runtime.parity.build import pair_truth
+    from pairedge.runtime.parity.pack import PairRows
+    from pairedge.runtime.parity.replay import load_pipeline, replay
+
+    parts, inter, label, taus, names = [], [], [], [], []
+    with load_pipeline(model, backend="onnxruntime") as pipe:
+        for src in sources:
+            progress(f"reference: fp32 pipeline on {src.name}")
+            truths: list[Any] = []
+
+            def items(src: Any = src, truths: list[Any] = truths) -> Any:
+                for k, f in enumerate(src.open(pipe.labels, frames)):
+                    truths.append(f.truth)
+                    yield k, f.image, f.detections, f.timestamp
+
+            run = replay(pipe, items(), image_size=src.image_size)
+            ti, tl = pair_truth(run.rows, truths, pipe.labels)
+            per_frame = np.array([s.tau_interact for s in run.states], np.float64)
+            taus.append(
+                per_frame[run.rows.frame] if len(per_frame) else np.full(len(run.rows), pipe.tau_interact)
+            )
+            parts.append(run.rows)
+            inter.append(ti)
+            label.append(tl)
+            names.append(src.name)
+    cols = [np.concatenate([getattr(p, f) for p in parts]) for f in PairRows.__dataclass_fields__]
+    tau = np.concatenate(taus)
+    one = float(tau[0]) if len(tau) and (tau == tau[0]).all() else tau
+    return Reference(PairRows(*cols), np.concatenate(inter), np.concatenate(label), one, names)
+
+
+def tau_summary(tau: float | np.ndarray) -> float | dict[str, Any]:
+    """The gate threshold of the reference rows: one number, or the values an automatic operating point took."""
+    if np.ndim(tau) == 0:
+        return float(tau)
+    return {"per_row": True, "values": sorted(set(np.asarray(tau, np.float64).tolist()))}

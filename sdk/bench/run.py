@@ -23,13 +23,13 @@ Precisions whose files are missing and backends that cannot run here become rows
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.bench.accuracy import Gate, score_variant
+from pairedge.bench.accuracy import Gate, Reference, reference_rows, tau_summary
 from pairedge.bench.measure import (
     PAIR_COUNTS,
     PEOPLE,
@@ -156,33 +156,6 @@ def check_options(opts: BenchOptions) -> tuple[BenchOptions, list[Any]]:
     return replace(opts, backends=backends, precisions=precisions), sources
 
 
-def reference_rows(model: Path, sources: Sequence[Any], frames: int | None, progress: Progress) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:  # fmt: skip
-    """fp32 ONNX Runtime CPU replay of every source: (PairRows, truth_interacting, truth_label, source names)."""
-    from pairedge.runtime.parity.build import pair_truth
-    from pairedge.runtime.parity.pack import PairRows
-    from pairedge.runtime.parity.replay import load_pipeline, replay
-
-    parts, inter, label, names = [], [], [], []
-    with load_pipeline(model, backend="onnxruntime") as pipe:
-        for src in sources:
-            progress(f"reference: fp32 pipeline on {src.name}")
-            truths: list[Any] = []
-
-            def items(src: Any = src, truths: list[Any] = truths) -> Any:
-                for k, f in enumerate(src.open(pipe.labels, frames)):
-                    truths.append(f.truth)
-                    yield k, f.image, f.detections, f.timestamp
-
-            rows = replay(pipe, items(), image_size=src.image_size).rows
-            ti, tl = pair_truth(rows, truths, pipe.labels)
-            parts.append(rows)
-            inter.append(ti)
-            label.append(tl)
-            names.append(src.name)
-    cols = [np.concatenate([getattr(p, f) for p in parts]) for f in PairRows.__dataclass_fields__]
-    return PairRows(*cols), np.concatenate(inter), np.concatenate(label), names
-
-
 def run_bench(
     model: str | Path, options: BenchOptions | None = None, progress: Progress | None = None
 ) -> BenchResult:
@@ -193,24 +166,24 @@ def run_bench(
     opts, sources = check_options(options or BenchOptions())
     say = progress or (lambda _: None)
     folder = resolve_model_dir(str(model))
-    ref, t_inter, t_label, names = reference_rows(folder, sources, opts.frames, say)
-    scored = (t_inter == 1) & (t_label >= 0)
+    reference_run = reference_rows(folder, sources, opts.frames, say)
+    ref, names, scored = reference_run.rows, reference_run.sources, reference_run.scored
     if not scored.any():
         raise InputError(
             f"--data {opts.data}: no true interacting pair with a label of this model; cannot score"
         )
-    rows, gpu_mib = _measure_all(folder, ref, scored, t_label, opts, say)
+    rows, gpu_mib = _measure_all(folder, reference_run, opts, say)
     _apply_speed(rows)
     text, best, notes = recommend(rows, opts)
     reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                  "gate": asdict(opts.gate), "speed_definition": _speed_text(opts),
-                 "accuracy_definition": _accuracy_text()}  # fmt: skip
+                 "accuracy_definition": _accuracy_text(), "tau_interact": tau_summary(reference_run.tau)}  # fmt: skip
     memory = {"gpu_memory_mib": gpu_mib, "peak_rss_mib": peak_rss_mib()}
     return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)),
                        memory)  # fmt: skip
 
 
-def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray, opts: BenchOptions,
+def _measure_all(folder: Path, reference: Reference, opts: BenchOptions,
                  say: Progress) -> tuple[list[BenchRow], float | None]:  # fmt: skip
     """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; with the GPU
     memory (MiB) held while they are all open (None where nvidia-smi cannot tell)."""
@@ -219,10 +192,11 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
     rows: list[BenchRow] = []
     pipes: list[Any] = []
     gpu_mib = None
+    ref = reference.rows
     with ExitStack() as stack:
         for b in opts.backends:
             for p in opts.precisions:
-                row, pipe = _open(folder, b, p, ref, scored, t_label, opts.gate, say)
+                row, pipe = _open(folder, b, p, reference, opts.gate, say)
                 rows.append(row)
                 if pipe is not None:
                     pipes.append((row, stack.enter_context(pipe)))
@@ -245,8 +219,8 @@ def _measure_all(folder: Path, ref: Any, scored: np.ndarray, t_label: np.ndarray
     return rows, gpu_mib
 
 
-def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarray, t_label: np.ndarray,
-          gate: Gate, say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
+def _open(folder: Path, backend: str, precision: str, reference: Reference, gate: Gate,
+          say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
     """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
     from pairedge.runtime.loading import stage_file_names
     from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
@@ -271,14 +245,14 @@ def _open(folder: Path, backend: str, precision: str, ref: Any, scored: np.ndarr
         row.status, row.reason = "error", str(exc)
         return row, None
     try:
-        l1, l2 = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
+        l1, l2 = model_only_logits(pipe, reference.rows.stage1_features, reference.rows.stage2_features)
     except (BackendError, InputError) as exc:
         pipe.close()
         row.status, row.reason = "error", str(exc)
         return row, None
     # only pairs the pipeline scored reach here (true pairs it missed are not in the replay): accuracy,
     # MPCA and macro-F1 are over the scored pairs; agreement and the gate come from the comparator
-    v = score_variant(ref, scored, t_label, (l1, l2), pipe.tau_interact, gate)
+    v = reference.score((l1, l2), gate)
     row.accuracy, row.agreement, row.comparison = v.accuracy, v.agreement, v.comparison
     row.mpca_drop, row.gate_passed, row.gate_problems = v.mpca_drop, v.passed, list(v.problems)
     return row, pipe
