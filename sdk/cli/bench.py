@@ -92,11 +92,12 @@ def bench_command(
     console.print("[bold]pairedge bench[/]", highlight=False)
     for line in terminal_lines(result, width=max(console.width, 60)):
         console.print(escape(line), highlight=False, soft_wrap=True)
+    # prose wraps at word boundaries to the terminal's width (the table above never wraps)
     for line in terminal_legend(result):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        console.print(escape(line), highlight=False, overflow="fold")
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
-    console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, overflow="fold")
+    console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False, overflow="fold")
     env = result.environment
     console.print(escape(f"environment: {env['cpu']}; GPU: {env['gpu']}; onnxruntime "
                          f"{env['libraries'].get('onnxruntime')}"), highlight=False, soft_wrap=True)  # fmt: skip
