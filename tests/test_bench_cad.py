@@ -1,4 +1,6 @@
-"""bench_cad's nested CV never trains on a copy of an inner-validation or held-out sequence (fast, synthetic)."""
+"""bench_cad: the nested CV never trains on a copy of an inner-validation or held-out sequence, its headline is
+the pooled out-of-fold metric as `pairedge score` computes it, and the `pairedge train` command it prints is the
+recipe it benchmarks (fast, synthetic)."""
 
 from __future__ import annotations
 
@@ -107,6 +109,7 @@ def test_simulator_rows_are_trained_on_in_every_fold_and_never_validated(monkeyp
         (["--variants", "[b]x"], "unknown ['[b]x']"),
         (["--seeds", "x"], "seeds"),
         (["--folds", "1"], "--folds >= 2"),
+        (["--history", "1"], "--history >= 2"),
         (["--variants", "boxes_sim", "--sim-seeds", "a-b"], "seeds"),
         (["--variants", "boxes_sim", "--sim-presets", "[red]nope"], "unknown simulator preset"),
         (["--variants", "boxes_sim", "--sim-presets", "panorama"], "panorama"),
@@ -125,3 +128,121 @@ def test_bad_arguments_are_refused_in_one_line_before_any_work(tmp_path, args, m
 def test_missing_data_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="^error: Collective Activity annotations not found"):
         bench_cad.main(["--data", str(tmp_path / "[red]none")])
+
+
+def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
+    """Two folds, each holding one class: every fold's present-classes MPCA is 1.0 for a model that always
+    answers that fold's class, but pooled over all C = 3 classes the same predictions score as `pairedge
+    score` scores them (2 of 3 classes right -> MPCA 2/3; macro-F1 over all 3 classes)."""
+    from pairedge.metrics.pairwise import classification_metrics  # what `pairedge score` runs
+
+    y = np.array([0] * 10 + [1] * 10 + [2] * 5)
+    groups = np.array(["s0"] * 10 + ["s1"] * 10 + ["s1"] * 5)
+    data = FeatureData.from_arrays(np.zeros((25, 6), np.float32), y, groups, ("a", "b", "c"), person_features=2,
+                                   pair_features=2, stage=2)  # fmt: skip
+
+    def fit(part, seed):  # answers the class the OTHER sequence does not hold: 0 on s0, 1 on s1
+        answer = 1 if 0 in part.y else 0
+        return lambda X: np.full(len(X), answer)
+
+    cv = bench_cad.nested_cv(data, TrainConfig(), 2, [0], fit)
+    s = bench_cad.summary(cv, data.labels)
+    oof = np.where(groups == "s0", 0, 1)
+    m = classification_metrics(y, oof, 3)
+    pooled = s["pooled"]
+    assert pooled["mpca_over_all_classes"]["per_seed"] == [pytest.approx(m.mpca_over_all_classes)]
+    assert pooled["mpca_over_all_classes"]["mean"] == pytest.approx(2 / 3)
+    assert pooled["accuracy"]["mean"] == pytest.approx(20 / 25)
+    assert pooled["macro_f1"]["mean"] == pytest.approx(m.macro_f1)
+    assert s["recall"] == {"a": 1.0, "b": 1.0, "c": 0.0}
+    # the secondary figure averages fold scores over the classes each fold holds: s0 holds one (MPCA 1),
+    # s1 two (MPCA 0.5)
+    assert sorted(f["classes"] for f in cv["folds"]) == [1, 2]
+    assert s["fold_mean"]["mpca"]["mean"] == pytest.approx(0.75)
+    composition = bench_cad.fold_composition(groups, y, data.labels, 2, [0])
+    assert sorted((c["sequences"], c["rows"], c["classes"]) for c in composition) == [(1, 10, 1), (1, 15, 2)]
+    assert sorted(tuple(c["absent"]) for c in composition) == [("a",), ("b", "c")]
+
+
+@pytest.mark.parametrize("name", ["boxes", "orientation", "boxes_no_refit", "orientation_no_refit", "boxes_plain"])
+def test_the_printed_train_command_is_the_benchmarked_recipe(monkeypatch, tmp_path, name):
+    """`pairedge train` parses the command the report prints into the training config, features (spec
+    version, track history, orientation, stride), augmentation and refit the benchmark uses."""
+    import pairedge.datasets.sources as sources
+    import pairedge.export.jobs as jobs
+    from pairedge.cli import app
+    from typer.testing import CliRunner
+
+    class Stop(Exception):
+        """Ends the command once the training call is seen (the CLI reports it as one error line)."""
+
+    seen = {}
+
+    def fake_load(source, **kwargs):
+        seen["source"], seen["load"] = source, kwargs
+        return "rows", ["copy"]
+
+    def fake_train(rows, out, **kwargs):
+        seen["train"] = kwargs
+        raise Stop
+
+    monkeypatch.setattr(sources, "load_with_copies", fake_load)
+    monkeypatch.setattr(jobs, "train_to_dir", fake_train)
+    args = bench_cad.parse_args(["--data", str(tmp_path)])
+    base = bench_cad.base_config(args)
+    argv = bench_cad.train_argv(name, args, base)
+    assert argv is not None
+    result = CliRunner().invoke(app, ["train", *argv])
+    assert "train" in seen and "Stop" in result.output, result.output
+    recipe = bench_cad.RECIPES[name]
+    assert seen["source"] == str(tmp_path / "cad_choi" / "annotations")
+    assert seen["load"] == {"spec": "pairedge", "stage": 2, "labels": None,
+                            "spec_version": bench_cad.variant_spec_version(name, args),
+                            "augment": tuple(recipe["augment"]), "orientation": recipe["orientation"],
+                            "feature_config": {"history": args.history}}  # fmt: skip
+    assert args.stride == bench_cad.CLI_STRIDE  # the rows `pairedge train` builds from a CAD folder
+    assert seen["train"]["config"] == bench_cad.variant_config(name, base)
+    assert seen["train"]["refit"] is bench_cad.variant_refit(name, args) is recipe["refit"]
+    assert seen["train"]["spec_version"] == bench_cad.variant_spec_version(name, args)
+
+
+def test_no_train_command_where_the_cli_cannot_express_the_variant(tmp_path):
+    args = bench_cad.parse_args(["--data", str(tmp_path)])
+    base = bench_cad.base_config(args)
+    assert bench_cad.train_argv("gbm", args, base) is None
+    assert bench_cad.train_argv("boxes_sim", args, base) is None
+    other = bench_cad.parse_args(["--data", str(tmp_path), "--stride", "3"])
+    assert bench_cad.train_argv("boxes", other, bench_cad.base_config(other)) is None
+    ensemble = bench_cad.parse_args(["--data", str(tmp_path), "--members", "3"])
+    assert bench_cad.train_argv("boxes", ensemble, bench_cad.base_config(ensemble)) is None
+    assert "--refit" not in bench_cad.train_argv("boxes", bench_cad.parse_args(["--data", str(tmp_path), "--refit", "off"]), base)
+
+
+def _report(y: np.ndarray, groups: np.ndarray, seeds: list[int]) -> dict:
+    """A bench_cad report of one variant ("boxes") whose model always answers class 0, as main() assembles it."""
+    labels = ("a", "b", "c")
+    data = FeatureData.from_arrays(np.zeros((len(y), 6), np.float32), y, groups, labels, person_features=2,
+                                   pair_features=2, stage=2)  # fmt: skip
+    cv = bench_cad.nested_cv(data, TrainConfig(), 2, seeds, lambda part, seed: lambda X: np.zeros(len(X), np.int64))
+    return {"command": "python benchmarks/bench_cad.py", "rows": len(y), "stride": 5, "sequences": sorted(set(groups)),
+            "spec_version": "2", "history": 30, "folds": 2, "seeds": seeds, "members": 1,
+            "train_config": TrainConfig().to_dict(), "labels": list(labels), "environment": {},
+            "train_commands": {"boxes": "pairedge train --history 30"},
+            "variants": {"boxes": {"title": "t", "cv": cv, "summary": bench_cad.summary(cv, labels), "refit": True}},
+            "fold_composition": bench_cad.fold_composition(groups, y, labels, 2, seeds)}  # fmt: skip
+
+
+def test_the_report_labels_the_present_classes_mpca_where_it_differs():
+    groups = np.repeat(["s0", "s1", "s2", "s3"], 6)
+    everything = bench_cad.markdown(_report(np.tile([0, 1, 2], 8), groups, [0, 1]))
+    assert "| variant | accuracy | MPCA (all 3 classes) | macro-F1 |" in everything
+    assert "equals the all-classes one for every variant" in everything
+    # 4 sequences of 6 rows each: the seeded shuffle orders them, so the partitions differ and are listed per seed
+    assert "has the same partition" not in everything and "| 1 | 1 | 2 | 12 | 3 | - |" in everything
+    sizes = np.repeat(["s0", "s1", "s2", "s3"], [3, 5, 7, 9])  # distinct sizes: every seed, the same folds
+    no_c = bench_cad.markdown(_report(np.tile([0, 1], 12), sizes, [0, 1]))
+    assert "Every seed (0, 1) has the same partition" in no_c
+    assert "| MPCA (all 3 classes) | MPCA over present classes | macro-F1 |" in no_c
+    # answering class 0 everywhere: recall 1 / 0 over the 2 present classes, divided by C = 3 in the headline
+    assert "**0.333 ± 0.000** | 0.500 ± 0.000 |" in no_c
+    assert "pairedge train --history 30" in no_c and "Secondary: mean ± std over the (fold, seed) scores" in no_c
