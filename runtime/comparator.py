@@ -88,11 +88,6 @@ class DecisionRule:
         p = self.gate_probability(z1)
         return p >= self._tau(len(p))
 
-    def to_dict(self) -> dict[str, Any]:
-        tau = float(self.tau) if np.ndim(self.tau) == 0 else {"per_row": True, "min": float(np.min(self.tau)),
-                                                        "max": float(np.max(self.tau))}  # fmt: skip
-        return {"tau": tau, "near_tie": self.near_tie}
-
     def top1(self, z2: np.ndarray) -> np.ndarray:
         """(N,) int64 top-1 class of (N, C) stage-2 logits."""
         return _logits2d(z2, "stage-2").argmax(axis=1).astype(np.int64)
@@ -115,6 +110,11 @@ class DecisionRule:
             return np.full(len(z), np.inf)
         p = np.sort(softmax(z).astype(np.float64), axis=1)
         return p[:, -1] - p[:, -2]
+
+    def to_dict(self) -> dict[str, Any]:
+        tau = float(self.tau) if np.ndim(self.tau) == 0 else {"per_row": True, "min": float(np.min(self.tau)),
+                                                        "max": float(np.max(self.tau))}  # fmt: skip
+        return {"tau": tau, "near_tie": self.near_tie}
 
 
 def _logits2d(z: np.ndarray, what: str) -> np.ndarray:
