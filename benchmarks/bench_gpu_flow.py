@@ -4,6 +4,8 @@ Run on a machine with an NVIDIA GPU (``benchmarks/gpu_check.sh`` runs it on the 
 
     python benchmarks/bench_gpu_flow.py            # about a minute
 
+0. **Kernels**: every kernel against its numpy twin (:mod:`pairedge.runtime.flow.cuda.twins`, the comparison
+   the emulated device passes bit for bit in CI) at odd sizes: largest absolute difference, elements differing.
 1. **Agreement**: mean |GPU flow - CPU reference flow| (px) on the runtime benchmark's textured scene at
    640 x 480 (scale 0.5 and 1.0), and the max relative difference of the pooled sums (GPU reduction vs
    :func:`pairedge.features.flowpool.pooled_reference` of the GPU's own dense field).
@@ -44,6 +46,25 @@ def frames(people: int, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
     for image, dets, _t in boxes_scene(people, n):
         out.append((cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), np.asarray(dets.boxes, np.float64)))
     return out
+
+
+def kernel_twins() -> list[dict[str, Any]]:
+    """Every kernel against its numpy twin on the GPU (max over the sizes the emulated tests use)."""
+    from pairedge.cuda import open_device
+    from pairedge.runtime.flow.cuda.twins import CASES, KernelRunner, compare, load_flow_kernels
+
+    rows = []
+    with open_device("auto", emulation=False) as device:
+        runner = KernelRunner(device, load_flow_kernels(device))
+        for name in CASES:
+            worst, differ, total = 0.0, 0, 0
+            for shape in ((1, 1), (1, 23), (19, 1), (17, 33), (37, 50), (120, 161)):
+                mark = device.mark()
+                result = compare(runner, name, *shape, seed=sum(shape))[0]
+                device.release(mark)
+                worst, differ, total = max(worst, result.max_abs), differ + result.mismatches, total + result.size
+            rows.append({"kernel": name, "max_abs": worst, "differing": differ, "elements": total})
+    return rows
 
 
 def agreement(scale: float) -> dict[str, float]:
@@ -110,6 +131,12 @@ def markdown(res: dict[str, Any]) -> str:
         f"Device: {res['device']}; {res['machine']}. `python benchmarks/bench_gpu_flow.py` "
         "(run by `benchmarks/gpu_check.sh`).",
         "",
+        "## Every kernel against its numpy twin (odd sizes, 1x1 to 120x161)",
+        "",
+        "| kernel(s) | max abs difference | differing elements |",
+        "|---|---:|---:|",
+        *[f"| {r['kernel']} | {r['max_abs']:.3g} | {r['differing']} of {r['elements']} |" for r in res["kernels"]],
+        "",
         "## Agreement with the CPU reference (640 x 480 scene)",
         "",
         "| scale | flow mean abs px | flow max abs px | pooled sums max rel | grid equal |",
@@ -140,12 +167,16 @@ def main() -> int:
         return 2
     cv2.setNumThreads(1)
     probe = get_flow_backend("cuda")
-    device = (
-        f"{probe.api.device_name} (sm_{probe.api.arch}, driver {probe.api.driver_version}, {probe.api.name})"
-    )
+    if probe.emulated:
+        print("PAIREDGE_CUDA_EMULATION=hip-cpu is set: this benchmark is for a GPU (see bench_emulated_cuda.py)")
+        probe.close()
+        return 2
+    info = probe.api.info
+    device = f"{info.name} (sm_{info.arch}, driver CUDA {info.cuda_version}, {probe.api.kind})"
     probe.close()
     res: dict[str, Any] = {"device": device, "machine": f"{platform.machine()}, Python {platform.python_version()}",
-                           "agreement": {str(s): agreement(s) for s in (0.5, 1.0)}, "cost": []}  # fmt: skip
+                           "kernels": kernel_twins(), "agreement": {str(s): agreement(s) for s in (0.5, 1.0)},
+                           "cost": []}  # fmt: skip
     for name, scale, people, n, opts in (
         ("cuda", 0.5, 10, args.frames, {}), ("cuda", 0.5, 100, args.frames, {}),
         ("cuda", 0.5, 10, args.frames, {"graphs": False}),

@@ -77,17 +77,17 @@ def test_selection_is_explicit(monkeypatch):
 
 
 def test_missing_pieces_give_the_exact_reason(monkeypatch, tmp_path):
-    monkeypatch.setenv("PAIREDGE_HIP_CPU", str(tmp_path / "nowhere"))
-    reason = unavailable_reason("hip-cpu")
-    assert reason == (f"the emulated CUDA device (hip-cpu) is not usable here: HIP-CPU not found at "
-                      f"$PAIREDGE_HIP_CPU={tmp_path / 'nowhere'} (no include/hip/hip_runtime.h); point "
-                      "PAIREDGE_HIP_CPU at a HIP CPU Runtime checkout (github.com/ROCm/HIP-CPU)")  # fmt: skip
-    assert emulation_skip_reason() == "CUDA emulation: " + reason.split("here: ")[1]
-    row = probe().get("CUDA emulation")
-    assert not row.ok and "HIP-CPU not found" in row.detail
-    monkeypatch.delenv("PAIREDGE_HIP_CPU")
+    with monkeypatch.context() as m:
+        m.setenv("PAIREDGE_HIP_CPU", str(tmp_path / "nowhere"))
+        reason = unavailable_reason("hip-cpu")
+        assert reason == (f"the emulated CUDA device (hip-cpu) is not usable here: HIP-CPU not found at "
+                          f"$PAIREDGE_HIP_CPU={tmp_path / 'nowhere'} (no include/hip/hip_runtime.h); point "
+                          "PAIREDGE_HIP_CPU at a HIP CPU Runtime checkout (github.com/ROCm/HIP-CPU)")  # fmt: skip
+        assert emulation_skip_reason() == "CUDA emulation: " + reason.split("here: ")[1]
+        row = probe().get("CUDA emulation")
+        assert not row.ok and "HIP-CPU not found" in row.detail
     if toolchain.hip_cpu_root()[0] is None:
-        pytest.skip("HIP-CPU is not next to this checkout")
+        pytest.skip(toolchain.hip_cpu_root()[1])
     monkeypatch.setattr(toolchain, "_tbb_header", lambda: None)
     assert unavailable_reason("hip-cpu").endswith(
         "Intel TBB headers not found (HIP-CPU runs grids on TBB); install with: apt-get install -y libtbb-dev")
