@@ -164,7 +164,7 @@ class CudaPythonDevice(Device):
 
     def _launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
                 args: Sequence[Arg], stream: Any) -> None:  # fmt: skip
-        values = [_CTYPES[k](v) for k, v in args]
+        values: list[Any] = [_CTYPES[k](v) for k, v in args]
         params = np.array([ctypes.addressof(v) for v in values], np.uint64)
         self._ok(self.drv.cuLaunchKernel(kernel.handle, *grid, *block, shared, self._s(stream),
                                          params.ctypes.data, 0), f"cuLaunchKernel({kernel.name})")  # fmt: skip

@@ -15,7 +15,7 @@ import pytest
 from pairedge.probe import emulation_skip_reason
 from pairedge.runtime.flow.cuda.twins import KernelRunner, load_flow_kernels
 
-_BUILD: list[str] = []
+_BUILD: list[str] = []  # how the session fixture got its kernels
 
 
 @pytest.fixture(scope="session")
@@ -46,5 +46,8 @@ def runner(emulated: KernelRunner) -> Iterator[KernelRunner]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if _BUILD:
-        terminalreporter.write_line(f"emulated CUDA device (HIP-CPU): lk.cu + pool.cu {_BUILD[0]}")
+    from pairedge.cuda.emulated.build import BUILDS
+
+    if _BUILD or BUILDS:
+        built = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in BUILDS) or "none (all from the disk cache)"
+        terminalreporter.write_line(f"emulated CUDA device (HIP-CPU): g++ builds this session: {built}")

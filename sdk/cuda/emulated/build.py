@@ -37,6 +37,8 @@ FLAGS = ("-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-
 LIBS = ("-ltbb", "-lpthread")
 PREFIX = "pe_launch_"
 COMPILE_TIMEOUT_S = 900
+#: (kernel file, seconds) of every g++ build this process ran (the test summary reports them).
+BUILDS: list[tuple[str, float]] = []
 
 _EXECUTOR = """
 namespace pairedge_emulated {
@@ -144,4 +146,5 @@ def build_library(name: str, source: str, toolchain: Toolchain) -> tuple[Path, s
         tail = "\n".join(run.stderr.strip().splitlines()[-12:])
         raise BackendError(f"emulated device: g++ could not build {name} with HIP-CPU (full log: {log}):\n{tail}")
     tmp.replace(library)  # atomic: a concurrent build of the same key writes the same file
+    BUILDS.append((name, seconds))
     return library, "g++", seconds

@@ -44,7 +44,7 @@ ALIGN = 256
 
 @dataclass
 class _Op:
-    run: Callable[[], None]
+    run: Callable[[], object]
     ranges: tuple[tuple[int, int], ...]  # device (address, bytes) it touches; re-checked when it runs
     what: str
 
@@ -245,8 +245,9 @@ class EmulatedDevice(Device):
         for address, _ in pointers:
             self._check_device(address, 1, f"argument of {kernel.name}")
         fn = kernel.handle
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(ctypes.c_uint), *(_CTYPES[k] for k, _ in args)]
+        if fn.argtypes is None:  # the wrapper's C signature: the config, then the kernel's own parameters
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.POINTER(ctypes.c_uint), *(_CTYPES[p.kind] for p in kernel.signature.params)]
         config = (ctypes.c_uint * 7)(*grid, *block, shared)
         values = [v for _, v in args]
         name = kernel.name
