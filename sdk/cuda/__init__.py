@@ -68,7 +68,8 @@ def resolve_kind(kind: str = "auto", *, emulation: bool = True) -> str:
     for candidate in GPU_KINDS:
         if importable(_DRIVERS[candidate]):
             return candidate
-    hint = f"; or set {EMULATION_ENV}=hip-cpu to run the kernels emulated on the CPU" if emulation else ""
+    hint = (f" (for tests and debugging without a GPU: {EMULATION_ENV}=hip-cpu runs the kernels emulated on "
+            "the CPU)" if emulation else "")  # fmt: skip
     raise MissingDependencyError(f"the CUDA layer needs cuda-python or pycuda, neither is importable; install it "
                                  f"with: {install_hint('cuda')}{hint}")  # fmt: skip
 
