@@ -1,0 +1,168 @@
+"""INT8 by quantization-aware training: ``stage{1,2}.int8.onnx`` with every Gemm / MatMul in int8.
+
+For each stage of a model folder:
+
+1. **start from the fp32 model that ships**: :func:`import_fp32` rebuilds the torch model from the fp32
+   ONNX file (architecture and widths from its metadata, every weight from its initializers, whose names
+   are the torch state-dict keys) and checks that torch and ONNX Runtime give the same logits. Importing is
+   exact; retraining from the recipe would take a quarter of an hour and match the shipped weights only on a
+   CPU with the same BLAS kernel;
+2. **fine-tune with fake quantization** as TensorRT's explicit quantization computes (int8 symmetric, zero
+   point 0, per-output-channel weights, per-tensor activations, float bias): distillation from the fp32
+   model on the recipe's training rows, the epoch chosen on the training scenes' validation sequences
+   (:mod:`pairedge.export.qat_train`);
+3. **export the QDQ graph** (:mod:`pairedge.export.qat_export`) and verify it: ONNX checker, the Q/DQ rules
+   ``pairedge calibrate`` and ``pairedge check`` apply (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`),
+   every Gemm / MatMul input int8, and ONNX Runtime against the fake-quantized torch model.
+
+The file carries the fp32 file's metadata unchanged, plus ``pairedge.precision = "int8"`` and
+``pairedge.quantization`` (JSON): ``method: "qat"``, the ``fp32_sha256`` of the fp32 file it was made from
+(what the runtime's staleness check and parity's identity check read), the QAT recipe, the validation scores.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pairedge.errors import ModelError
+from pairedge.export import qat_fake
+from pairedge.export.models import ModelConfig, build_model
+from pairedge.export.qat_train import QatConfig, QatResult
+from pairedge.export.train import predict_logits
+from pairedge.modelmeta import ModelMetadata
+from torch import nn
+
+#: Largest |torch - ONNX Runtime| logit difference accepted when importing an fp32 file.
+IMPORT_TOLERANCE = 1e-4
+#: Largest |fake-quantized torch - ONNX Runtime int8| logit difference accepted after export (a rounding tie
+#: of one activation may land one int8 step apart in float32 arithmetic).
+EXPORT_TOLERANCE = 0.05
+
+
+def _props(proto: Any) -> dict[str, str]:
+    return {p.key: p.value for p in proto.metadata_props}
+
+
+def import_fp32(path: str | Path) -> tuple[nn.Module, ModelMetadata]:
+    """The torch model (eval mode) of a pairedge fp32 ONNX file, and its metadata.
+
+    Raises:
+        ModelError: not a pairedge model, an architecture or initializer layout this cannot rebuild, or
+            torch's logits differ from ONNX Runtime's by more than :data:`IMPORT_TOLERANCE`.
+    """
+    import onnx
+    from onnx import numpy_helper
+    from pairedge.export.onnx_export import parity_stats, sample_inputs
+
+    proto = onnx.load(str(path))
+    meta = ModelMetadata.from_props(_props(proto), source=str(path))
+    inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    train = dict(meta.extra.get("train", {}))
+    if train.get("ignore_features"):
+        raise ModelError(f"{path}: models with ignore_features cannot be imported for QAT yet; retrain without")
+    config = ModelConfig(
+        architecture=meta.architecture,
+        num_features=meta.num_features,
+        num_classes=len(meta.labels),
+        hidden=tuple(int(h) for h in train.get("hidden", ())),
+        person_features=int(inits["person.0.weight"].shape[1]) if "person.0.weight" in inits else 0,
+        pair_features=int(inits["pair.0.weight"].shape[1]) if "pair.0.weight" in inits else 0,
+    )
+    model = build_model(config)
+    wanted = model.state_dict()
+    missing = sorted(set(wanted) - set(inits))
+    if missing:
+        raise ModelError(f"{path}: initializers {missing[:4]} of a {meta.architecture} model are missing; "
+                         "re-export the model with `pairedge export`")  # fmt: skip
+    model.load_state_dict({k: torch.from_numpy(np.array(inits[k], np.float32)) for k in wanted})
+    model.eval()
+    diff, _ = parity_stats(model, path, sample_inputs(meta, 512, seed=0))
+    if not diff <= IMPORT_TOLERANCE:
+        raise ModelError(f"{path}: the imported torch model differs from the file by {diff:.2e} (> "
+                         f"{IMPORT_TOLERANCE:g}); its graph is not the {meta.architecture} this code builds")  # fmt: skip
+    return model, meta
+
+
+@dataclass(frozen=True)
+class Int8File:
+    """One written ``stage{n}.int8.onnx``: its path, the QAT result and the checks of the written file."""
+
+    path: Path
+    result: QatResult
+    export_max_abs_diff: float
+    quantized_ops: int
+
+
+def layer_exports(result: QatResult) -> dict[str, qat_fake.LayerExport]:
+    """What the Q/DQ file stores for every quantized layer, by its weight initializer name."""
+    return {f"{path}.weight": layer.export() for path, layer in qat_fake.quant_layers(result.model).items()}
+
+
+def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, Any], check_X: np.ndarray) -> Int8File:
+    """Write the QDQ file of ``result`` beside ``fp32_path`` as ``out`` and verify it (module docstring).
+
+    Args:
+        info: the ``pairedge.quantization`` entry (``fp32_sha256`` is added here).
+        check_X: (N, F) float32 rows ONNX Runtime and the fake-quantized model are compared on.
+
+    Raises:
+        ModelError: the file breaks a Q/DQ rule, leaves a Gemm / MatMul input in float, or differs from the
+            fake-quantized model by more than :data:`EXPORT_TOLERANCE` (nothing is written then).
+    """
+    import onnx
+    from pairedge.calibration.infer import logits, session
+    from pairedge.calibration.qdq_rules import check_qdq_rules
+    from pairedge.calibration.quantize import stamp
+    from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
+    from pairedge.modelfolder import sha256_file
+
+    fp32 = onnx.load(str(fp32_path))
+    qdq = qdq_graph(fp32, layer_exports(result), result.gains)
+    problems = [str(i) for i in check_qdq_rules(qdq)] + gemm_inputs_quantized(qdq)
+    if problems:
+        raise ModelError(f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4]))
+    stamp(qdq, "int8", {**info, "method": "qat", "fp32_sha256": sha256_file(fp32_path)})
+    got = logits(session(qdq), check_X)
+    want = predict_logits(result.model, check_X)
+    diff = float(np.max(np.abs(got - want))) if len(check_X) else 0.0
+    if not diff <= EXPORT_TOLERANCE:
+        raise ModelError(f"{out.name}: ONNX Runtime's int8 logits differ from the fake-quantized model by "
+                         f"{diff:.3f} (> {EXPORT_TOLERANCE}); the export does not compute what was trained")  # fmt: skip
+    onnx.save(qdq, str(out))
+    count = sum(n.op_type in QUANTIZED_OPS for n in qdq.graph.node)
+    return Int8File(out, result, diff, count)
+
+
+def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[str, Any]:
+    """The ``pairedge.quantization`` entry of one stage (without the fp32 hash, added at export)."""
+    return {
+        "qat_recipe": qat_recipe,
+        "best_epoch": result.best_epoch,
+        "validation": {k: round(v, 6) for k, v in result.validation.items()},
+        "activation_ranges": {k: round(v, 6) for k, v in result.ranges.items()},
+        "excluded_nodes": [],
+        "stage": key,
+    }
+
+
+def describe(files: dict[str, Int8File]) -> str:
+    """One line per stage: validation agreement, logit error and the int8 op count."""
+    return "\n".join(
+        f"{key}: {f.quantized_ops} Gemm/MatMul in int8, validation agreement {f.result.validation['agreement']:.4f}, "
+        f"max |dlogit| {f.result.validation['max_abs']:.3f} (epoch {f.result.best_epoch})"
+        for key, f in files.items()
+    )
+
+
+def config_of(qat_recipe: dict[str, Any], key: str) -> QatConfig:
+    """The :class:`QatConfig` of stage ``key`` of a QAT recipe."""
+    return QatConfig.from_dict(dict(qat_recipe[key]))
+
+
+def dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, indent=2, sort_keys=True)
