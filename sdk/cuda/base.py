@@ -101,16 +101,7 @@ def dims3(dims: Sequence[int], what: str) -> tuple[int, int, int]:
     return (*values, *(1,) * (3 - len(values)))  # type: ignore[return-value]
 
 
-def check_launch(
-    kernel: Kernel, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Arg], limits: Limits
-) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Refuse what a GPU refuses, before the driver is called; the 3-D grid and block.
-
-    Raises:
-        BackendError: naming the kernel, what was asked, the limit, and what to change.
-    """
-    name, rule = kernel.name, kernel.rule
-    g, b = dims3(grid, "the grid"), dims3(block, "the block")
+def _check_dims(name: str, g: tuple[int, int, int], b: tuple[int, int, int], limits: Limits) -> None:
     threads = b[0] * b[1] * b[2]
     if min(g) < 1 or min(b) < 1:
         raise BackendError(f"launch {name}: grid {g} and block {b} must be at least 1 in every dimension")
@@ -122,6 +113,10 @@ def check_launch(
         if got > top:
             raise BackendError(f"launch {name}: {what} dimension {'xyz'[axis % 3]} is {got}, the device allows "
                                f"at most {top}")  # fmt: skip
+
+
+def _check_rule(name: str, b: tuple[int, int, int], rule: BlockRule) -> None:
+    threads = b[0] * b[1] * b[2]
     if rule.max_threads is not None and threads > rule.max_threads:
         raise BackendError(f"launch {name}: block {b} has {threads} threads, this kernel's code takes at most "
                            f"{rule.max_threads}")  # fmt: skip
@@ -130,18 +125,36 @@ def check_launch(
                            "power of two (e.g. 128 or 256)")  # fmt: skip
     if rule.one_dimensional and (b[1], b[2]) != (1, 1):
         raise BackendError(f"launch {name}: block {b}: this kernel uses threadIdx.x only; use (n, 1, 1)")
-    total_shared = kernel.signature.static_shared + int(shared)
-    if shared < 0 or total_shared > limits.max_shared_per_block:
-        raise BackendError(f"launch {name}: {kernel.signature.static_shared} bytes of static and {shared} of "
+
+
+def _check_args(kernel: Kernel, shared: int, args: Sequence[Arg], limits: Limits) -> None:
+    name, signature = kernel.name, kernel.signature
+    if shared < 0 or signature.static_shared + int(shared) > limits.max_shared_per_block:
+        raise BackendError(f"launch {name}: {signature.static_shared} bytes of static and {shared} of "
                            f"dynamic shared memory, the device allows {limits.max_shared_per_block} per block")  # fmt: skip
-    params = kernel.signature.params
-    if len(args) != len(params):
-        raise BackendError(f"launch {name}: {len(args)} arguments for the {len(params)} parameters "
-                           f"({kernel.signature.declaration()})")  # fmt: skip
-    for k, ((kind, _), param) in enumerate(zip(args, params, strict=True)):
+    if len(args) != len(signature.params):
+        raise BackendError(f"launch {name}: {len(args)} arguments for the {len(signature.params)} parameters "
+                           f"({signature.declaration()})")  # fmt: skip
+    for k, ((kind, _), param) in enumerate(zip(args, signature.params, strict=True)):
         if kind not in KINDS or kind != param.kind:
             raise BackendError(f"launch {name}: argument {k} ({param.ctype} {param.name}) takes kind "
                                f"{param.kind!r}, got {kind!r}")  # fmt: skip
+
+
+def check_launch(
+    kernel: Kernel, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Arg], limits: Limits
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Refuse what a GPU refuses, before the driver is called: the device's block, grid and shared-memory
+    limits, the block rule of the kernel's code, arguments that do not match its parameters. Returns the
+    3-D grid and block.
+
+    Raises:
+        BackendError: naming the kernel, what was asked, the limit, and what to change.
+    """
+    g, b = dims3(grid, "the grid"), dims3(block, "the block")
+    _check_dims(kernel.name, g, b, limits)
+    _check_rule(kernel.name, b, kernel.rule)
+    _check_args(kernel, shared, args, limits)
     return g, b
 
 
