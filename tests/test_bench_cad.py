@@ -246,3 +246,17 @@ def test_the_report_labels_the_present_classes_mpca_where_it_differs():
     # answering class 0 everywhere: recall 1 / 0 over the 2 present classes, divided by C = 3 in the headline
     assert "**0.333 ± 0.000** | 0.500 ± 0.000 |" in no_c
     assert "pairedge train --history 30" in no_c and "Secondary: mean ± std over the (fold, seed) scores" in no_c
+
+
+@pytest.mark.parametrize("name", ["boxes", "orientation"])
+def test_docs_training_shows_the_benchmarked_command(name):
+    """docs/training.md quotes, flag for flag, the `pairedge train` command the committed CAD benchmark
+    printed for its recipe (so the doc and the benchmark cannot drift apart again)."""
+    import json
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    command = json.loads((root / "benchmarks" / "results" / "bench_cad.json").read_text())["train_commands"][name]
+    doc = (root / "docs" / "training.md").read_text().replace("\\\n", " ")
+    quoted = [" ".join(line.split()) for line in doc.splitlines() if line.strip().startswith("pairedge train ")]
+    assert shlex.split(command) in [shlex.split(line) for line in quoted], command
