@@ -107,6 +107,7 @@ def markdown(res: dict[str, Any]) -> str:
                                                           for c in res["calibrations"].values()), "",
         f"`pairedge bench` on the README-argument folder, same data: its rows equal the comparator's figures above: "
         f"{'yes' if res['bench_matches'] else '**no**'}. {res['bench_recommendation']}", "",
+        *(f"- bench note: {n}" for n in (res.get("bench") or {}).get("notes", [])), "",
         "## Parity checks on held-out packs (`pairedge parity check --backend onnxruntime`, default tolerances)", "",
         *(f"- {p['label']}: `{' '.join(p['command'])}`" for p in res["parity"]["packs"].values()), "",
         *parity_table(res), "",
