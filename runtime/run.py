@@ -432,10 +432,16 @@ def run_files(
 
 def pipeline_notes(pipe: Pipeline) -> list[str]:
     """What the pipeline decided or met on its own that a user should know: which model ran, an unverified
-    model, operating-point switches (frame, new thresholds), a flow that never ran, box shape ignored."""
+    model, the emulated CUDA device, operating-point switches (frame, new thresholds), a flow that never ran,
+    box shape ignored."""
     notes = [f"model: {describe_model(pipe.models.stage1.path.parent)}"]
     if not pipe.models.verified:
         notes.append(pipe.models.integrity)
+    if getattr(pipe.flow, "emulated", False):
+        notes.append(
+            "flow: the CUDA kernels ran on the EMULATED device (HIP-CPU on the CPU, PAIREDGE_CUDA_EMULATION="
+            "hip-cpu): the results are the kernels' own, its times are CPU times, not GPU times"
+        )
     notes += switch_notes(pipe.switches.records, pipe.switches.count)
     if pipe.flow is not None and pipe.flow_frames == 0:
         notes.append(flow_never_ran(pipe.flow_problem))

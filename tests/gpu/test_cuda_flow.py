@@ -244,3 +244,4 @@ def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
     assert scored(tmp_path / "emulated") == scored(tmp_path / "ref")
     summary = json.loads((tmp_path / "emulated" / "summary.json").read_text())
     assert "EMULATED" in summary["pipeline"]["flow"] and "flow_gpu" not in summary["latency_ms"]
+    assert "EMULATED device" in emulated.output  # the console summary says so too
