@@ -17,7 +17,11 @@ only, as far as the other presets' validation MPCA allows (:func:`constrained_th
 stage-1 metrics use it. ``confirm`` chooses the runtime's link confirmation time on simulator validation
 clips (:mod:`pairedge.export.link_policy`) and stores it in stage 1's metadata (``extra["confirm_s"]``);
 ``stage1.operating_points`` adds named operating points (threshold and confirmation chosen together by the
-pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]``).
+pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]``). The last step makes
+``stage{1,2}.int8.onnx`` from the final fp32 files by quantization-aware training
+(:data:`pairedge.default_model.QAT_RECIPE`, :mod:`pairedge.export.qat_build`; every Gemm in int8) and records it
+in ``recipe.json["int8"]``; ``--int8-only`` redoes only that step for an existing folder (minutes, no fp32
+retraining).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from pairedge.datasets.arrays import concat_rows
 from pairedge.datasets.fingerprint import blas_info, value_summary
 from pairedge.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import RECIPE, default_model_dir
+from pairedge.default_model import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
+from pairedge.export.qat_build import INT8_ROLES, build_int8
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train
 from pairedge.modelfolder import write_manifest
 
@@ -170,7 +175,28 @@ def record_check(out: Path, recipe: dict[str, Any] = RECIPE, full: bool = False)
         for key, values in full_summaries(recipe).items():
             summary["stages"][key]["data_summary"] = values
     path.write_text(json.dumps(summary, indent=2) + "\n")
-    write_manifest(out, MANIFEST_ROLES)
+    write_manifest(out, folder_roles(out))
+    return summary
+
+
+def folder_roles(out: Path) -> dict[str, str]:
+    """The manifest roles of the folder: the fp32 files and the recipe, plus the int8 files (:data:`INT8_ROLES`,
+    made by the QAT step) when present."""
+    return {**MANIFEST_ROLES, **{name: role for name, role in INT8_ROLES.items() if (out / name).is_file()}}
+
+
+def build_int8_step(
+    out: Path, recipe: dict[str, Any] = RECIPE, qat_recipe: dict[str, Any] = QAT_RECIPE, progress: bool = True
+) -> dict[str, Any]:
+    """Only the QAT step on an existing folder: ``stage{1,2}.int8.onnx`` from its fp32 files, recorded in its
+    ``recipe.json["int8"]``, and a fresh manifest (the fp32 files are not retrained)."""
+    path = out / "recipe.json"
+    summary = json.loads(path.read_text())
+    if summary.get("recipe") != recipe:
+        raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
+    summary["int8"] = build_int8(out, recipe, qat_recipe, say=print if progress else None)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    write_manifest(out, folder_roles(out))
     return summary
 
 
@@ -237,9 +263,12 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         extra, summary["confirm"] = link_settings(out, recipe)
         export_checkpoint(replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / "stage1.onnx")
     summary["check"] = check_fingerprints(recipe)
+    for name in INT8_ROLES:  # made from the fp32 files just written, never left from an older model
+        (out / name).unlink(missing_ok=True)
+    summary["int8"] = build_int8(out, recipe, QAT_RECIPE, say=print if progress else None)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
-    write_manifest(out, MANIFEST_ROLES)
+    write_manifest(out, folder_roles(out))
     return summary
 
 
@@ -301,7 +330,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--full", action="store_true", help="with --record-check: also summarise all training rows (minutes)"
     )
+    parser.add_argument(
+        "--int8-only",
+        action="store_true",
+        help="only (re)build stage{1,2}.int8.onnx of an existing folder by quantization-aware training from its "
+        "fp32 files (minutes; no fp32 retraining), record it in recipe.json and rewrite manifest.json",
+    )
     args = parser.parse_args(argv)
+    if args.int8_only:
+        record = build_int8_step(args.out, progress=not args.no_progress)["int8"]
+        for key, st in record["stages"].items():
+            print(f"{key}: {st['file']}, {st['gemm_matmul_int8']} Gemm/MatMul in int8, validation agreement "
+                  f"{st['validation']['agreement']:.4f} (epoch {st['best_epoch']})")  # fmt: skip
+        print(f"wrote the int8 files of {args.out} in {record['seconds']} s")
+        return
     if args.record_check:
         check = record_check(args.out, full=args.full)["check"]
         print(f"recorded the value summaries of seeds {check['seeds']} in {args.out / 'recipe.json'}")

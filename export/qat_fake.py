@@ -63,8 +63,15 @@ def fake_weight(weight: torch.Tensor) -> torch.Tensor:
 
 
 def fake_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
-    """``x`` rounded to the per-tensor int8 grid of step ``scale`` (saturating; straight-through gradient)."""
-    return torch.fake_quantize_per_tensor_affine(x, float(scale), 0, QMIN, QMAX)
+    """``x`` rounded to the per-tensor int8 grid of step ``scale``, saturating, as ``QuantizeLinear`` ->
+    ``DequantizeLinear`` compute it: ``clip(round_half_even(x / scale), -128, 127) * scale`` in float32 (ONNX
+    Runtime divides; torch's own fake quantization multiplies by ``1 / scale`` and rounds some ties the other
+    way). Straight-through gradient inside the range, zero where the value saturates."""
+    step = torch.tensor(float(scale), dtype=torch.float32)
+    ratio = x / step
+    q = torch.clamp(torch.round(ratio), QMIN, QMAX) * step
+    inside = (ratio > QMIN - 0.5) & (ratio < QMAX + 0.5)
+    return torch.where(inside, x + (q - x).detach(), q.detach())
 
 
 @dataclass(frozen=True)

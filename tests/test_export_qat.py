@@ -1,0 +1,223 @@
+"""Quantization-aware training (pairedge.export.qat*): import, equalisation, fake quantization = the Q/DQ
+file, every Gemm in int8, deterministic fine-tuning, the folder step. Tiny models: seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+
+from pairedge.calibration.infer import logits, session  # noqa: E402
+from pairedge.calibration.qdq_rules import check_qdq_rules  # noqa: E402
+from pairedge.errors import InputError, ModelError  # noqa: E402
+from pairedge.export import qat_fake  # noqa: E402
+from pairedge.export.checkpoint import Checkpoint  # noqa: E402
+from pairedge.export.models import ModelConfig, build_model, set_normalization  # noqa: E402
+from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
+from pairedge.export.qat import EXPORT_TOLERANCE, export_int8, import_fp32, layer_exports, stage_info  # noqa: E402
+from pairedge.export.qat_equalize import equalize  # noqa: E402
+from pairedge.export.qat_export import gemm_inputs_quantized, qdq_graph  # noqa: E402
+from pairedge.export.qat_train import QatConfig, finetune  # noqa: E402
+from pairedge.export.train import predict_logits  # noqa: E402
+from pairedge.labels import PAPER3, STAGE1  # noqa: E402
+
+MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8)), STAGE1.classes)
+RELATION = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6), PAPER3.classes)
+CASES = [MLP, RELATION]
+IDS = ["stage1_mlp", "relation_net"]
+
+
+def _rows(f: int, n: int = 3000, seed: int = 0) -> np.ndarray:
+    """Raw rows with per-column spreads from 0.05 to 20 and a heavy tail in the last column."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, f)) * np.linspace(0.05, 20, f) + np.linspace(-3, 3, f)
+    X[:, -1] = rng.standard_t(2, n)
+    return X.astype(np.float32)
+
+
+def _fp32(tmp_path: Path, config: ModelConfig, labels: tuple[str, ...], seed: int = 0) -> Path:
+    """A small model exported as a pairedge fp32 file (stage from the labels)."""
+    torch.manual_seed(seed)
+    model = build_model(config)
+    X = _rows(config.num_features, seed=seed)
+    set_normalization(model, X.mean(0), X.std(0))
+    stage = 1 if labels == STAGE1.classes else 2
+    ckpt = Checkpoint(model=model, config=config, stage=stage, labels=labels, feature_spec="liang2026",
+                      feature_spec_version="1", thresholds={"p_interact": 0.5}, data_fingerprint="sha256:t",
+                      extra={"train": {"hidden": list(config.hidden)}})  # fmt: skip
+    path = tmp_path / f"stage{stage}.onnx"
+    export_checkpoint(ckpt, path, check_batches=(3,))
+    return path
+
+
+@pytest.mark.parametrize(("config", "labels"), CASES, ids=IDS)
+def test_import_reproduces_the_fp32_file(config: ModelConfig, labels: tuple, tmp_path: Path) -> None:
+    path = _fp32(tmp_path, config, labels)
+    model, meta = import_fp32(path)
+    X = _rows(config.num_features, 500, seed=1)
+    assert np.abs(predict_logits(model, X) - logits(session(path), X)).max() < 1e-5
+    assert meta.architecture == config.architecture and meta.labels == labels
+
+
+def test_import_refuses_a_graph_it_cannot_rebuild(tmp_path: Path) -> None:
+    path = _fp32(tmp_path, *MLP)
+    proto = onnx.load(str(path))
+    next(t for t in proto.graph.initializer if t.name == "net.0.weight").name = "renamed"
+    for node in proto.graph.node:
+        node.input[:] = ["renamed" if i == "net.0.weight" else i for i in node.input]
+    onnx.save(proto, str(path))
+    with pytest.raises(ModelError, match="net.0.weight"):
+        import_fp32(path)
+
+
+@pytest.mark.parametrize(("config", "labels"), CASES, ids=IDS)
+def test_equalisation_keeps_the_fp32_function_and_halves_the_input_spread(
+    config: ModelConfig, labels: tuple, tmp_path: Path
+) -> None:
+    model, _ = import_fp32(_fp32(tmp_path, config, labels))
+    X = _rows(config.num_features, seed=2)
+    before = predict_logits(model, X)
+    z = model.norm(torch.from_numpy(X)).abs().numpy()
+    gains = equalize(model, X, 99.9, 0.5)
+    assert np.abs(predict_logits(model, X) - before).max() < 1e-4 * max(1.0, np.abs(before).max())
+    u = z * gains
+    spread = lambda a: np.percentile(a, 99.9, axis=0).max() / np.percentile(a, 99.9, axis=0).min()  # noqa: E731
+    assert spread(z) > 1.5
+    if config.architecture == "relation_net":  # one shared person encoder: tied gains for a and b
+        assert np.array_equal(gains[:4], gains[4:8]) and spread(u) < spread(z) ** 0.75
+    else:  # strength 0.5: the ratio of the largest to the smallest range becomes its square root
+        assert spread(u) == pytest.approx(spread(z) ** 0.5, rel=1e-3)
+
+
+def _quantized(tmp_path: Path, case: tuple, copies: int, hidden: int, offset: bool) -> tuple:
+    """A fake-quantized model (no fine-tuning), its fp32 file and rows."""
+    config, labels = case
+    path = _fp32(tmp_path, config, labels)
+    X = _rows(config.num_features, seed=3)
+    cfg = QatConfig(epochs=0, input_copies=copies, hidden_copies=hidden, offset=offset, calibration="max")
+    result = finetune(import_fp32(path)[0], 1 if labels == STAGE1.classes else 2, X, X[:500], cfg)
+    return path, result, X
+
+
+@pytest.mark.parametrize(("copies", "hidden", "offset"), [(1, 1, False), (1, 1, True), (4, 2, True)])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_qdq_file_computes_what_was_trained(case: tuple, copies: int, hidden: int, offset: bool,
+                                                tmp_path: Path) -> None:  # fmt: skip
+    """The exported Q/DQ graph computes the fake-quantized torch model: node by node (ONNX Runtime without
+    graph optimisations) equal up to float rounding; with its fused int8 kernels a sum landing on the other
+    side of a rounding tie moves a few rows by one int8 step, within the export check's tolerance."""
+    import onnxruntime as ort
+
+    path, result, X = _quantized(tmp_path, case, copies, hidden, offset)
+    qdq = qdq_graph(onnx.load(str(path)), layer_exports(result), result.gains)
+    want = predict_logits(result.model, X)
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    exact = ort.InferenceSession(qdq.SerializeToString(), plain, providers=["CPUExecutionProvider"])
+    assert np.abs(exact.run(None, {"features": X})[0] - want).max() < 1e-5 * max(1.0, np.abs(want).max())
+    got = logits(session(qdq), X)
+    assert np.abs(got - want).max() < EXPORT_TOLERANCE
+    fp32 = logits(session(path), X)
+    assert np.abs(got - fp32).max() > 0  # it is quantized: not the fp32 graph
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_gemm_runs_in_int8_and_the_rules_pass(case: tuple, tmp_path: Path) -> None:
+    path, result, _ = _quantized(tmp_path, case, 4, 2, True)
+    fp32 = onnx.load(str(path))
+    qdq = qdq_graph(fp32, layer_exports(result), result.gains)
+    assert gemm_inputs_quantized(qdq) == [] and check_qdq_rules(qdq) == []
+    count = lambda m, op: sum(n.op_type == op for n in m.graph.node)  # noqa: E731
+    assert count(qdq, "Gemm") == count(fp32, "Gemm") > 0
+    inits = {t.name: t for t in qdq.graph.initializer}
+    gemms = [n for n in qdq.graph.node if n.op_type == "Gemm"]
+    assert all(inits[g.input[2]].data_type == onnx.TensorProto.FLOAT for g in gemms)  # bias stays float
+    assert {t.name for t in qdq.graph.initializer if t.name.endswith(".weight")} == set()  # no float weights
+    producer = {o: n for n in qdq.graph.node for o in n.output}
+    assert producer["logits"].op_type == "Gemm"  # the logits stay float
+    assert count(fp32, "QuantizeLinear") == 0 and fp32.graph.node[0].op_type == "Sub"  # fp32 unchanged
+
+
+def test_the_gemm_check_finds_a_float_input(tmp_path: Path) -> None:
+    path, result, _ = _quantized(tmp_path, MLP, 1, 1, False)
+    qdq = qdq_graph(onnx.load(str(path)), layer_exports(result), result.gains)
+    gemm = next(n for n in qdq.graph.node if n.op_type == "Gemm")
+    dq = next(n for n in qdq.graph.node if gemm.input[0] in n.output)
+    q = next(n for n in qdq.graph.node if dq.input[0] in n.output)
+    gemm.input[0] = q.input[0]  # bypass the activation Q/DQ
+    assert len(gemm_inputs_quantized(qdq)) == 1
+
+
+def test_a_gemm_without_a_quantized_layer_is_refused(tmp_path: Path) -> None:
+    path, result, _ = _quantized(tmp_path, MLP, 1, 1, False)
+    layers = layer_exports(result)
+    layers.pop("net.3.weight")
+    with pytest.raises(ModelError, match=r"net\.3\.weight"):
+        qdq_graph(onnx.load(str(path)), layers, result.gains)
+
+
+def test_int8_weights_and_the_offset_grid() -> None:
+    torch.manual_seed(0)
+    layer = qat_fake.QuantLinear(torch.nn.Linear(5, 3))
+    with torch.no_grad():
+        layer.weight[1] = 0.0  # a channel of zeros still gets a positive scale
+    layer.amax.fill_(4.0)
+    layer.offset = True
+    out = layer.export()
+    assert out.weight.dtype == np.int8 and (out.weight_scales > 0).all()
+    rows = np.abs(out.weight).max(axis=1)
+    assert rows[0] == 127 and rows[2] == 127 and rows[1] == 0
+    deq = out.weight * out.weight_scales[:, None]
+    assert np.allclose(deq, qat_fake.fake_weight(layer.weight).detach().numpy(), atol=1e-7)
+    assert out.shifts == (-2.0,) and out.act_scale == pytest.approx(4.0 / 254)
+    zero = torch.zeros(1, 5)
+    q = qat_fake.fake_activation(zero + out.shifts[0], out.act_scale)
+    assert torch.allclose(q - out.shifts[0], zero, atol=1e-6)  # a ReLU's zero stays exact
+    with torch.no_grad():  # and the layer's output on it is its float bias
+        assert torch.allclose(layer(zero)[0], layer.bias, atol=1e-5)
+
+
+def test_uncalibrated_layers_and_bad_configs_are_refused() -> None:
+    layer = qat_fake.QuantLinear(torch.nn.Linear(2, 2))
+    with pytest.raises(InputError, match="calibrate"):
+        layer(torch.zeros(1, 2))
+    with pytest.raises(InputError, match="unknown key"):
+        QatConfig.from_dict({"epoch": 3})
+    with pytest.raises(InputError):
+        QatConfig(input_copies=0)
+    with pytest.raises(InputError):
+        QatConfig(calibration="kl")
+
+
+def test_finetuning_is_deterministic_and_keeps_the_best_validation_epoch(tmp_path: Path) -> None:
+    path = _fp32(tmp_path, *RELATION)
+    X = _rows(14, 2000, seed=4)
+    cfg = QatConfig(epochs=3, samples_per_epoch=1000, input_copies=2, lr=1e-3)
+    runs = [finetune(import_fp32(path)[0], 2, X[:1500], X[1500:], cfg) for _ in range(2)]
+    a, b = (r.model.state_dict() for r in runs)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    history = runs[0].history
+    assert [h["epoch"] for h in history] == [0, 1, 2, 3]
+    best = max(h["agreement"] for h in history)
+    assert runs[0].validation["agreement"] == best
+    assert json.loads(json.dumps(history))  # JSON-clean (no NaN)
+
+
+def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path) -> None:
+    from pairedge.modelfolder import sha256_file
+
+    path, result, X = _quantized(tmp_path, MLP, 2, 1, True)
+    out = tmp_path / "stage1.int8.onnx"
+    written = export_int8(path, result, out, stage_info({"name": "t"}, "stage1", result), X[:200])
+    props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
+    fp32 = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert {k: v for k, v in props.items() if k not in ("pairedge.precision", "pairedge.quantization")} == fp32
+    info = json.loads(props["pairedge.quantization"])
+    assert props["pairedge.precision"] == "int8" and info["method"] == "qat"
+    assert info["fp32_sha256"] == sha256_file(path) and info["qat_recipe"] == {"name": "t"}
+    assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-3
