@@ -1,15 +1,18 @@
 """The QDQ ONNX file of a quantization-aware-trained model: the fp32 graph with every Gemm / MatMul in int8.
 
 :func:`qdq_graph` starts from the fp32 ONNX file the model was imported from (same nodes, same names, same
-metadata), writes the fine-tuned weights into its initializers (the initializer names are the torch
-state-dict keys) and puts every Gemm / MatMul between Q/DQ, in the form TensorRT's explicit quantization
-runs in int8 and :func:`pairedge.calibration.qdq_rules.check_qdq_rules` accepts:
+metadata), and puts every Gemm / MatMul between Q/DQ, in the form TensorRT's explicit quantization runs in
+int8 and :func:`pairedge.calibration.qdq_rules.check_qdq_rules` accepts:
 
-- the activation input: ``QuantizeLinear -> DequantizeLinear`` with the layer's per-tensor scale, int8 zero
-  point 0 (the z-scoring before it stays float: every quantized tensor has one sensible range);
+- after the normalisation (the z-scoring stays float, first), ``Mul`` by the input gains of the range
+  equalisation (:mod:`pairedge.export.qat_equalize`): every quantized tensor has one sensible range;
+- the activation input: its float rewrite (``Add`` of each copy's shift, the offset of a never-negative
+  input included, and ``Concat`` of the copies; :mod:`pairedge.export.qat_fake`), then
+  ``QuantizeLinear -> DequantizeLinear`` with the layer's per-tensor scale, int8 zero point 0;
 - the weight: a constant int8 initializer ``<w>_quantized`` read by a per-output-channel
   ``DequantizeLinear`` (axis 0 for ``Gemm`` with ``transB=1``, the last axis for ``MatMul``);
-- the bias and the output: float (TensorRT rejects int32 bias Q/DQ; the logits stay float).
+- the bias (the shifts folded in) and the output: float (TensorRT rejects int32 bias Q/DQ; the logits stay
+  float).
 
 :func:`gemm_inputs_quantized` is the structural check the recipe and its tests apply to the result.
 """

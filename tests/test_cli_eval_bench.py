@@ -406,7 +406,11 @@ def test_eval_refuses_a_bad_model_folder_before_any_source(tmp_path: Path) -> No
     res = runner.invoke(app, ["eval", str(tmp_path / "nope"), "--data", SCENE, "--out", str(tmp_path / "o")])
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert "expected a model directory" in res.output and "every source failed" not in res.output
-    res = runner.invoke(app, ["eval", str(default_model_dir()), "--data", SCENE, "--precision", "int8",
+    fp32_only = tmp_path / "fp32"  # the bundled folder ships int8 files: a folder without them
+    fp32_only.mkdir()
+    for stage in (1, 2):
+        shutil.copy(default_model_dir() / f"stage{stage}.onnx", fp32_only)
+    res = runner.invoke(app, ["eval", str(fp32_only), "--data", SCENE, "--precision", "int8",
                               "--out", str(tmp_path / "o")])  # fmt: skip
     assert res.exit_code == 1 and "int8" in res.output and "every source failed" not in res.output
     assert not (tmp_path / "o").exists()

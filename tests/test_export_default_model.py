@@ -183,3 +183,77 @@ def test_training_data_fingerprints_reproduce() -> None:
     for key in ("stage1", "stage2"):
         assert "data_summary" in stages[key], "recipe.json has no full summary: run --record-check --full"
         assert compare_summaries(stages[key]["data_summary"], now[key]) == [], key
+
+
+# -- the int8 files made by quantization-aware training (QAT_RECIPE) ------------------------------------------
+def _props(name: str) -> dict[str, str]:
+    return {p.key: p.value for p in onnx.load(str(DIR / name)).metadata_props}
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_shipped_int8_files_are_what_the_qat_recipe_declares(stage: int) -> None:
+    """Same metadata as the fp32 file, plus the precision and the QAT record naming the fp32 file's SHA-256
+    (what the runtime's staleness check and parity's identity check read); every Gemm between Q/DQ; the Q/DQ
+    rules ``pairedge calibrate`` and ``pairedge check`` apply pass."""
+    from pairedge.calibration.qdq_rules import check_qdq_rules
+    from pairedge.default_model import QAT_RECIPE
+    from pairedge.export.qat_export import gemm_inputs_quantized
+    from pairedge.modelfolder import sha256_file
+
+    fp32, int8 = _props(f"stage{stage}.onnx"), _props(f"stage{stage}.int8.onnx")
+    assert {k: v for k, v in int8.items() if k not in ("pairedge.precision", "pairedge.quantization")} == fp32
+    info = json.loads(int8["pairedge.quantization"])
+    assert int8["pairedge.precision"] == "int8" and info["method"] == "qat" and info["excluded_nodes"] == []
+    assert info["qat_recipe"] == QAT_RECIPE, (
+        "QAT_RECIPE changed since the int8 files were made: rerun "
+        "`python -m pairedge.export.default_model --int8-only --out sdk/models/default`"
+    )
+    assert info["fp32_sha256"] == sha256_file(DIR / f"stage{stage}.onnx"), "stale: rerun with --int8-only"
+    model = onnx.load(str(DIR / f"stage{stage}.int8.onnx"))
+    gemms = [n for n in model.graph.node if n.op_type in ("Gemm", "MatMul")]
+    fp32_gemms = [n for n in onnx.load(str(DIR / f"stage{stage}.onnx")).graph.node if n.op_type in ("Gemm", "MatMul")]
+    assert len(gemms) == len(fp32_gemms) == (3 if stage == 1 else 7)
+    assert gemm_inputs_quantized(model) == [] and check_qdq_rules(model) == []
+
+
+def test_manifest_lists_the_int8_files_and_the_runtime_loads_them() -> None:
+    from pairedge.modelfolder import read_manifest, verify_files
+    from pairedge.runtime.loading import find_models
+    from pairedge.runtime.pipeline import Pipeline
+
+    manifest = read_manifest(DIR)
+    assert manifest is not None
+    roles = {name: entry.role for name, entry in manifest.files.items()}
+    assert roles["stage1.int8.onnx"] == "stage1.int8" and roles["stage2.int8.onnx"] == "stage2.int8"
+    verify_files(DIR)
+    assert find_models(DIR, precision="int8").precision == "int8"
+    Pipeline.load(DIR, precision="int8")
+
+
+def test_recipe_json_records_the_qat_step() -> None:
+    from pairedge.default_model import QAT_RECIPE
+
+    record = _summary()["int8"]
+    assert record["qat_recipe"] == QAT_RECIPE
+    assert record["training_data_matches_fp32"] == {"stage1": True, "stage2": True}
+    for key, stage in record["stages"].items():
+        assert stage["file"] == f"{key}.int8.onnx" and stage["export_max_abs_diff"] < 0.05
+        assert stage["validation"]["agreement"] >= 0.99, key  # the training scenes' validation sequences
+        assert stage["best_epoch"] == max(stage["history"], key=lambda h: (h["agreement"], -h["p99_abs"]))["epoch"]
+
+
+@pytest.mark.slow
+def test_shipped_int8_decides_like_fp32_on_test_scenes() -> None:
+    """On test scenes of the recipe (seed 1000, static and noisy; no QAT choice used them) the int8 files
+    take the fp32 decisions: gate and top-1 agreement >= 99 % (~10 s)."""
+    from pairedge.calibration.infer import logits, session
+    from pairedge.export.default_model import feature_sets
+    from pairedge.runtime.comparator import DecisionRule, compare_stage
+
+    sets = feature_sets(RECIPE, "1000", ["static", "noisy"])
+    rule = DecisionRule(tau=_meta(1).thresholds["p_interact"])
+    for stage, task in ((1, "stage1"), (2, "paper3")):
+        X = sets[task].X
+        ref, cand = (logits(session(DIR / f"stage{stage}{s}.onnx"), X) for s in ("", ".int8"))
+        decision = compare_stage(stage, ref, cand, rule).decision
+        assert decision.agreement_excl_near_ties >= 0.99, (stage, decision)

@@ -63,7 +63,7 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
         init = package.replace(".", "/") + "/__init__.py"
         assert init in names, f"{init} missing from {wheel.name}"
     assert "pairedge/py.typed" in names
-    for name in ("stage1.onnx", "stage2.onnx", "recipe.json", "manifest.json"):
+    for name in ("stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "recipe.json", "manifest.json"):
         assert f"pairedge/models/default/{name}" in names, name
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -145,9 +146,11 @@ def test_cli_check_fail_exit_code_and_bad_input(pack_path: Path, tmp_path: Path)
     assert res.exit_code == 1 and "error:" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["parity", "check", str(pack_path), str(tmp_path / "missing")])
     assert res.exit_code == 1 and "error:" in res.output
-    res = runner.invoke(
-        app, ["parity", "check", str(pack_path), str(default_model_dir()), "--precision", "int8"]
-    )
+    fp32_only = tmp_path / "fp32"  # the bundled folder ships int8 files: a folder without them
+    fp32_only.mkdir()
+    for stage in (1, 2):
+        shutil.copy(default_model_dir() / f"stage{stage}.onnx", fp32_only)
+    res = runner.invoke(app, ["parity", "check", str(pack_path), str(fp32_only), "--precision", "int8"])
     assert res.exit_code == 1 and "int8" in res.output
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 pytest.importorskip("rosbags")
 
 from pairedge.cli import app  # noqa: E402
+from pairedge.default_model import default_model_dir  # noqa: E402
 
 
 def test_simulate_bag_then_run_log(tmp_path: Path) -> None:
@@ -47,8 +49,13 @@ def test_run_precision_without_calibrated_files_is_one_line(tmp_path: Path) -> N
     runner = CliRunner()
     out = tmp_path / "sim"
     assert runner.invoke(app, ["simulate", "--frames", "2", "--out", str(out), "--bag", "mcap"]).exit_code == 0
+    fp32_only = tmp_path / "fp32"  # the bundled folder ships int8 files: a folder without them
+    fp32_only.mkdir()
+    for stage in (1, 2):
+        shutil.copy(default_model_dir() / f"stage{stage}.onnx", fp32_only)
     for source in ([str(out / "log")], [str(out / "video.mp4"), "--detections", str(out / "gt" / "gt.txt")]):
-        res = runner.invoke(app, ["run", *source, "--precision", "int8", "--out", str(tmp_path / "o"), "--no-video"])
+        res = runner.invoke(app, ["run", *source, "--model", str(fp32_only), "--precision", "int8",
+                                  "--out", str(tmp_path / "o"), "--no-video"])  # fmt: skip
         lines = [line for line in res.output.splitlines() if line.strip()]
         assert res.exit_code == 1 and len(lines) == 1 and "pairedge calibrate" in lines[0]
 
