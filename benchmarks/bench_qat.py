@@ -1,0 +1,221 @@
+"""QAT INT8 of the bundled model vs its fp32 files: agreement, MPCA, logit error, cost, and parity on held-out packs.
+
+The files are the shipped ``stage{1,2}.int8.onnx`` (made by ``python -m pairedge.export.default_model
+--int8-only``: quantization-aware training, every Gemm in int8). Every figure compares them with the shipped
+fp32 files through :mod:`pairedge.runtime.comparator` (the comparison calibrate, bench and parity use):
+
+1. **held-out simulator rows**, seeds 4000-4001 of ``static`` / ``moving`` / ``noisy`` (no training (0-11,
+   surveillance 0-23), test (1000-1007), link-setting (2000-2003) or QAT choice uses them), built as the recipe
+   builds its rows (``detections`` boxes, 300 frames, every 3rd frame): stage-1 gate agreement on every labelled
+   pair; stage-2 top-1 agreement on the together pairs (the recipe's stage-2 rows) and on every pair the fp32
+   gate opens (what the runtime's stage 2 sees); MPCA of both against the truth; logit error; per preset too;
+2. the same on the **validation** scenes the QAT choices were confirmed on (``confirm`` seeds 2000-2003, every
+   preset), labelled as validation;
+3. **parity** on held-out packs: ``pairedge parity pack default --scene PRESET:SEED --frames 150`` and
+   ``pairedge parity check PACK default --precision int8 --backend onnxruntime``;
+4. **cost**: Gemm / MatMul nodes in int8, int8 and fp32 multiply-accumulates per pair, file sizes, and the QAT
+   run's own time (``recipe.json["int8"]``).
+
+Writes ``benchmarks/results/bench_qat.json`` and ``.md``. Run from the repository root::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_qat.py        # about 3 minutes on a shared core
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _precisions import int8_coverage, parity_summary, run_cli
+from pairedge.calibration.infer import logits, session
+from pairedge.default_model import QAT_RECIPE, RECIPE, default_model_dir
+from pairedge.export.qat_data import RecipeRows, scene_rows
+from pairedge.runtime.comparator import (
+    AgreementTolerances,
+    Comparison,
+    DecisionRule,
+    compare_stage,
+    decision_problem,
+    judge,
+    metric_delta,
+)
+from pairedge.runtime.parity.report import json_safe
+
+HERE = Path(__file__).resolve().parent
+HELD_OUT = ("4000-4001", ["static", "moving", "noisy"])
+VALIDATION = ("2000-2003", ["static", "moving", "noisy", "surveillance"])
+PACKS = ("static:4000", "moving:4001", "noisy:4000")
+PACK_FRAMES = 150
+#: The issue's QAT targets: gate and top-1 agreement >= 99.5 % (near-ties excepted), MPCA drop <= 0.3 points.
+TARGET = AgreementTolerances(0.995, 0.995, 0.003)
+
+
+def _logits(folder: Path, rows: RecipeRows) -> dict[str, dict[str, np.ndarray]]:
+    """fp32 and int8 logits of both stages on ``rows`` (stage 2 on every pair; the together pairs are a subset)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for precision, suffix in (("fp32", ""), ("int8", ".int8")):
+        s1, s2 = (session(folder / f"stage{k}{suffix}.onnx") for k in (1, 2))
+        out[precision] = {"stage1": logits(s1, rows.stage1.X), "stage2_all": logits(s2, rows.stage2_all)}
+    return out
+
+
+def _mpca(y: np.ndarray, pred: np.ndarray, classes: int) -> float:
+    from pairedge.metrics.pairwise import classification_metrics
+
+    return float(classification_metrics(y, pred, classes).mpca)
+
+
+def score_rows(rows: RecipeRows, z: dict[str, dict[str, np.ndarray]], rule: DecisionRule,
+               keep: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
+    """The comparator's figures on the rows ``keep`` (bool over the stage-1 rows; None: all)."""
+    from pairedge.labels import PAPER3
+
+    keep = np.ones(len(rows.stage1.y), bool) if keep is None else keep
+    together = rows.stage1.y == 1  # the stage-2 rows (paper3) are the together pairs, in the same order
+    ref, cand = z["fp32"], z["int8"]
+    gate = compare_stage(1, ref["stage1"][keep], cand["stage1"][keep], rule)
+    t = keep[together]
+    top1 = compare_stage(2, ref["stage2_all"][together][t], cand["stage2_all"][together][t], rule)
+    gated = compare_stage(2, ref["stage2_all"][keep], cand["stage2_all"][keep], rule, ref["stage1"][keep])
+    y1, y2 = rows.stage1.y[keep], rows.stage2.y[t]
+    mpca1 = (_mpca(y1, rule.gate(ref["stage1"][keep]), 2), _mpca(y1, rule.gate(cand["stage1"][keep]), 2))
+    classes = len(PAPER3.classes)
+    mpca2 = (_mpca(y2, rule.top1(ref["stage2_all"][together][t]), classes),
+             _mpca(y2, rule.top1(cand["stage2_all"][together][t]), classes))  # fmt: skip
+    verdict = judge(Comparison(rule, gate, top1), TARGET, mpca2)
+    extra = [decision_problem(gated.decision, TARGET.min_top1_agreement),
+             metric_delta("stage-1 MPCA", mpca1[0], mpca1[1], TARGET.max_mpca_drop)[1]]  # fmt: skip
+    problems = [*verdict.problems, *(p for p in extra if p)]
+    return {
+        "rows": {"stage1": int(keep.sum()), "stage2_together": int(t.sum()), "stage2_gated": gated.decision.rows},
+        "gate": gate.to_dict(), "top1_together": top1.to_dict(), "top1_gated": gated.to_dict(),
+        "mpca": {"stage1": {"fp32": mpca1[0], "int8": mpca1[1]}, "stage2": {"fp32": mpca2[0], "int8": mpca2[1]}},
+        "passed": not problems, "problems": problems,
+    }  # fmt: skip
+
+
+def evaluate(folder: Path, seeds: str, presets: list[str]) -> dict[str, Any]:
+    """Figures on ``presets`` x ``seeds``: all rows and per preset."""
+    from pairedge.runtime.loading import find_models
+
+    rows = scene_rows(RECIPE, [(seeds, presets)])
+    tau = find_models(folder).threshold("p_interact")
+    rule = DecisionRule(tau=tau)
+    z = _logits(folder, rows)
+    preset = np.array([g.rsplit("-", 1)[0] for g in rows.stage1.groups])
+    out = {"seeds": seeds, "presets": presets, "tau": tau, "all": score_rows(rows, z, rule)}
+    out["per_preset"] = {p: score_rows(rows, z, rule, preset == p) for p in presets}
+    return out
+
+
+def parity(folder: Path, tmp: Path) -> dict[str, Any]:
+    """``parity pack`` (fp32) + ``parity check --precision int8`` on each held-out pack."""
+    out = {}
+    for scene in PACKS:
+        pack, report = tmp / f"{scene.replace(':', '-')}.npz", tmp / f"{scene.replace(':', '-')}.json"
+        rc = run_cli(["parity", "pack", str(folder), "--out", str(pack), "--scene", scene, "--frames",
+                      str(PACK_FRAMES)], tmp / "pack.log")  # fmt: skip
+        if rc != 0:
+            out[scene] = {"verdict": "ERROR", "summary": (tmp / "pack.log").read_text()[-500:]}
+            continue
+        rc = run_cli(["parity", "check", str(pack), str(folder), "--precision", "int8", "--backend",
+                      "onnxruntime", "--json", str(report)], tmp / "check.log")  # fmt: skip
+        out[scene] = parity_summary(report, rc)
+    return out
+
+
+def cost(folder: Path) -> dict[str, Any]:
+    """int8 coverage, multiply-accumulates per pair (Gemm weights) and bytes of both precisions per stage."""
+    import onnx
+    from onnx import numpy_helper
+
+    def macs(path: Path) -> int:
+        model = onnx.load(str(path))
+        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+        producer = {o: n for n in model.graph.node for o in n.output}
+        total = 0
+        for node in (n for n in model.graph.node if n.op_type in ("Gemm", "MatMul")):
+            w = inits.get(node.input[1])
+            if w is None and node.input[1] in producer:  # DequantizeLinear of an int8 weight
+                w = inits.get(producer[node.input[1]].input[0])
+            total += int(np.prod(w.shape)) if w is not None else 0
+        return total
+
+    out = {}
+    for k in (1, 2):
+        fp32, int8 = folder / f"stage{k}.onnx", folder / f"stage{k}.int8.onnx"
+        out[f"stage{k}"] = {"int8_coverage": int8_coverage(int8), "macs_per_pair": {"fp32": macs(fp32), "int8": macs(int8)},
+                            "bytes": {"fp32": fp32.stat().st_size, "int8": int8.stat().st_size}}  # fmt: skip
+    record = json.loads((folder / "recipe.json").read_text()).get("int8", {})
+    out["qat_seconds"] = record.get("seconds")
+    out["training_data_matches_fp32"] = record.get("training_data_matches_fp32")
+    return out
+
+
+def _pct(d: dict[str, Any]) -> str:
+    return f"{d['agreement']:.2%} ({d['disagreements']} / {d['rows']}; {d['near_tie_disagreements']} near-tie)"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# QAT INT8 of the bundled model vs fp32", "", f"Command: `{result['command']}` ({result['seconds']:.0f} s).",
+             "Agreement: equal decisions (comparator; near-ties within 1e-3 counted). Targets: gate and top-1 "
+             ">= 99.5 %, MPCA drop <= 0.3 points.", ""]  # fmt: skip
+    for title, key in (("Held-out scenes (seeds 4000-4001)", "held_out"), ("Validation scenes (2000-2003; QAT "
+                       "choices were confirmed here)", "validation")):  # fmt: skip
+        ev = result[key]
+        lines += [f"## {title}", "", "| rows | gate | top-1 (together) | top-1 (gated) | max dlogit s1 / s2 | "
+                  "MPCA s1 fp32 -> int8 | MPCA s2 fp32 -> int8 | pass |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for name, sc in [("all", ev["all"]), *ev["per_preset"].items()]:
+            m = sc["mpca"]
+            lines.append(
+                f"| {name} | {_pct(sc['gate']['decision'])} | {_pct(sc['top1_together']['decision'])} | "
+                f"{_pct(sc['top1_gated']['decision'])} | {sc['gate']['logits']['max']:.3f} / "
+                f"{sc['top1_gated']['logits']['max']:.3f} | {m['stage1']['fp32']:.4f} -> {m['stage1']['int8']:.4f} | "
+                f"{m['stage2']['fp32']:.4f} -> {m['stage2']['int8']:.4f} | {'yes' if sc['passed'] else 'NO'} |"
+            )
+        lines += ["", "The targets apply to all rows; per preset they are shown for information: on a preset's few "
+                  "hundred together pairs one disagreement in a small class moves its MPCA by up to 2 points.", ""]
+    lines += ["## Parity on held-out packs (`parity check --precision int8`)", "", "| pack | verdict | summary |",
+              "|---|---|---|"]  # fmt: skip
+    lines += [f"| {k} ({PACK_FRAMES} frames) | {v['verdict']} | {v.get('summary', '')} |" for k, v in result["parity"].items()]
+    c = result["cost"]
+    lines += ["", "## Cost", "", "| stage | Gemm/MatMul in int8 | MACs per pair fp32 / int8 | bytes fp32 / int8 |",
+              "|---|---|---|---|"]  # fmt: skip
+    for k in ("stage1", "stage2"):
+        s = c[k]
+        lines.append(f"| {k} | {s['int8_coverage']['int8']} of {s['int8_coverage']['nodes']} | "
+                     f"{s['macs_per_pair']['fp32']} / {s['macs_per_pair']['int8']} | {s['bytes']['fp32']} / {s['bytes']['int8']} |")  # fmt: skip
+    lines += ["", f"QAT run (both stages, recipe.json): {c['qat_seconds']} s; rebuilt training rows hash to the fp32 "
+              f"files' fingerprints: {c['training_data_matches_fp32']}.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=default_model_dir(), help="model folder with the int8 files")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--no-parity", action="store_true", help="skip the parity packs")
+    args = parser.parse_args(argv)
+    t0 = time.time()
+    result: dict[str, Any] = {"command": "OMP_NUM_THREADS=1 python benchmarks/bench_qat.py", "qat_recipe": QAT_RECIPE,
+                              "held_out": evaluate(args.model, *HELD_OUT), "validation": evaluate(args.model, *VALIDATION)}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-qat-") as tmp:
+        result["parity"] = {} if args.no_parity else parity(args.model, Path(tmp))
+    result["cost"] = cost(args.model)
+    result["seconds"] = time.time() - t0
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_qat.json").write_text(json.dumps(json_safe(result), indent=2) + "\n")
+    (args.out / "bench_qat.md").write_text(markdown(result))
+    print(markdown(result))
+    held = result["held_out"]["all"]["passed"] and all(v["verdict"] == "PASS" for v in result["parity"].values())
+    return 0 if held else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
