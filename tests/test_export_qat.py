@@ -40,15 +40,16 @@ def _rows(f: int, n: int = 3000, seed: int = 0) -> np.ndarray:
     return X.astype(np.float32)
 
 
-def _fp32(tmp_path: Path, config: ModelConfig, labels: tuple[str, ...], seed: int = 0) -> Path:
-    """A small model exported as a pairedge fp32 file (stage from the labels)."""
+def _fp32(tmp_path: Path, config: ModelConfig, labels: tuple[str, ...], seed: int = 0,
+          spec: tuple[str, str] = ("liang2026", "1")) -> Path:  # fmt: skip
+    """A small model exported as a pairedge fp32 file (stage from the labels; ``spec``: name and version)."""
     torch.manual_seed(seed)
     model = build_model(config)
     X = _rows(config.num_features, seed=seed)
     set_normalization(model, X.mean(0), X.std(0))
     stage = 1 if labels == STAGE1.classes else 2
-    ckpt = Checkpoint(model=model, config=config, stage=stage, labels=labels, feature_spec="liang2026",
-                      feature_spec_version="1", thresholds={"p_interact": 0.5}, data_fingerprint="sha256:t",
+    ckpt = Checkpoint(model=model, config=config, stage=stage, labels=labels, feature_spec=spec[0],
+                      feature_spec_version=spec[1], thresholds={"p_interact": 0.5}, data_fingerprint="sha256:t",
                       extra={"train": {"hidden": list(config.hidden)}})  # fmt: skip
     path = tmp_path / f"stage{stage}.onnx"
     export_checkpoint(ckpt, path, check_batches=(3,))
@@ -221,3 +222,39 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
     assert props["pairedge.precision"] == "int8" and info["method"] == "qat"
     assert info["fp32_sha256"] == sha256_file(path) and info["qat_recipe"] == {"name": "t"}
     assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-3
+
+
+def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path) -> None:
+    """build_int8 on a small folder: both int8 files written beside the fp32 ones, registered in the manifest
+    (verified), loadable as the folder's int8 precision, and the record names rows, epochs and checks."""
+    from pairedge.datasets import FeatureData
+    from pairedge.export.qat_build import build_int8
+    from pairedge.export.qat_data import RecipeRows
+    from pairedge.modelfolder import read_manifest, verify_files
+
+    spec = ("pairedge", "2")  # the runtime checks the widths: 31 and 61 = 2 x 15 + 31
+    _fp32(tmp_path, ModelConfig("stage1_mlp", 31, 2, hidden=(16, 8)), STAGE1.classes, spec=spec)
+    _fp32(tmp_path, ModelConfig("relation_net", 61, 3, hidden=(8, 16), person_features=15, pair_features=31),
+          PAPER3.classes, seed=1, spec=spec)  # fmt: skip
+    rng = np.random.default_rng(5)
+    n = 1200
+    groups = np.repeat([f"static-{k}" for k in range(6)], n // 6)
+    y7 = rng.integers(0, 5, n)  # SIM7-like: 0-2 together (the PAPER3 classes), 3-4 strangers
+    X1, X2 = _rows(31, n, seed=6), _rows(61, n, seed=7)
+    together = y7 < 3
+    rows = RecipeRows(FeatureData.from_arrays(X1, together.astype(int), groups, STAGE1.classes),
+                      FeatureData.from_arrays(X2[together], y7[together], groups[together], PAPER3.classes), X2)  # fmt: skip
+    small = {"epochs": 1, "samples_per_epoch": 500, "input_copies": 2, "hidden_copies": 1, "calibration": "max"}
+    record = build_int8(tmp_path, {}, {"stage1": small, "stage2": {**small, "gate_floor": 0.3}}, rows)
+    assert set(record["stages"]) == {"stage1", "stage2"}
+    for st in record["stages"].values():
+        assert (tmp_path / st["file"]).is_file() and st["train_rows"] > 0 and st["validation_rows"] > 0
+        assert len(st["history"]) == 2 and st["best_epoch"] in (0, 1)
+    assert record["training_data_matches_fp32"] == {"stage1": False, "stage2": False}  # other data than "sha256:t"
+    roles = {name: e.role for name, e in read_manifest(tmp_path).files.items()}
+    assert roles == {"stage1.int8.onnx": "stage1.int8", "stage2.int8.onnx": "stage2.int8"}
+    verify_files(tmp_path)
+    from pairedge.runtime.loading import find_models
+
+    pair = find_models(tmp_path, precision="int8")
+    assert pair.precision == "int8" and pair.stage2.path.name == "stage2.int8.onnx"
