@@ -8,8 +8,10 @@ For each stage of a model folder:
    exact; retraining from the recipe would take a quarter of an hour and match the shipped weights only on a
    CPU with the same BLAS kernel;
 2. **fine-tune with fake quantization** as TensorRT's explicit quantization computes (int8 symmetric, zero
-   point 0, per-output-channel weights, per-tensor activations, float bias): distillation from the fp32
-   model on the recipe's training rows, the epoch chosen on the training scenes' validation sequences
+   point 0, per-output-channel weights, per-tensor activations, float bias), after range equalisation
+   (:mod:`pairedge.export.qat_equalize`) and with the exact input rewrites of :mod:`pairedge.export.qat_fake`
+   (offset grid of never-negative inputs, shifted copies): distillation from the fp32 model on the recipe's
+   training rows, the epoch chosen on the training scenes' validation sequences
    (:mod:`pairedge.export.qat_train`);
 3. **export the QDQ graph** (:mod:`pairedge.export.qat_export`) and verify it: ONNX checker, the Q/DQ rules
    ``pairedge calibrate`` and ``pairedge check`` apply (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`),
@@ -22,7 +24,6 @@ The file carries the fp32 file's metadata unchanged, plus ``pairedge.precision =
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,19 +151,7 @@ def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[
     }
 
 
-def describe(files: dict[str, Int8File]) -> str:
-    """One line per stage: validation agreement, logit error and the int8 op count."""
-    return "\n".join(
-        f"{key}: {f.quantized_ops} Gemm/MatMul in int8, validation agreement {f.result.validation['agreement']:.4f}, "
-        f"max |dlogit| {f.result.validation['max_abs']:.3f} (epoch {f.result.best_epoch})"
-        for key, f in files.items()
-    )
-
-
 def config_of(qat_recipe: dict[str, Any], key: str) -> QatConfig:
     """The :class:`QatConfig` of stage ``key`` of a QAT recipe."""
     return QatConfig.from_dict(dict(qat_recipe[key]))
 
-
-def dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, indent=2, sort_keys=True)

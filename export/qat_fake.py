@@ -16,11 +16,11 @@ function is unchanged before rounding):
 - ``offset`` (an input that is never negative: a ReLU's output, ``|ea - eb|``, ``ea * eb``): the layer
   quantizes ``x - amax / 2`` with the range ``amax / 2`` and adds ``W @ (amax / 2)`` to its bias: the
   grid spans ``[0, amax]`` with 255 steps instead of 128 (a zero stays exact: it maps to -127);
-- ``copies`` (the z-scored input of a first layer): the layer reads ``[x, x + step / n, ..., x + (n-1) step / n]``
-  (``step`` the int8 step, the copies one tensor with one scale) with its weight split into ``n`` column
-  blocks (``W / n`` each at the start) and ``W @ shifts`` taken off its bias: the rounding errors of the
-  shifted copies average out, so the input is resolved ``n`` times finer for ``n`` times the multiplies of
-  that (small) layer.
+- ``copies``: the layer reads its input ``n`` times, each copy shifted by ``(k - (n - 1) / 2) * step / n``
+  (``step`` the int8 step; symmetric, so a value on the grid such as a ReLU's zero stays exact; the copies
+  are one tensor with one scale) with its weight split into ``n`` column blocks (``W / n`` each at the start)
+  and ``W @ shifts`` taken off its bias: the rounding errors of the shifted copies average out, so the input
+  is resolved ``n`` times finer for ``n`` times the multiplies of that layer.
 
 Gradients pass straight through the rounding (and are zero where an activation saturates).
 :func:`prepare` swaps every ``nn.Linear`` of a model for a :class:`QuantLinear` holding the same parameters
