@@ -15,7 +15,7 @@ from trt_models import DEFAULT_MODEL, make_fp16, make_int8  # noqa: E402
 
 @pytest.fixture()
 def model_dir(tmp_path: Path) -> Path:
-    """A copy of the bundled default model folder (stage{1,2}.onnx + manifest.json)."""
+    """A copy of the bundled default model folder (stage{1,2}.onnx, stage{1,2}.int8.onnx, recipe.json, manifest.json)."""
     folder = tmp_path / "model"
     folder.mkdir()
     for path in DEFAULT_MODEL.iterdir():

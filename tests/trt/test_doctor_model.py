@@ -26,14 +26,14 @@ def option(report: FolderReport, precision: str, backend: str) -> RunOption:
     return found[0]
 
 
-def test_bundled_folder_runs_fp32_on_the_cpu(model_dir: Path) -> None:
+def test_bundled_folder_runs_fp32_and_its_int8_on_the_cpu(model_dir: Path) -> None:
+    """The bundled folder ships fp32 and the QAT int8 files (no fp16)."""
     report = inspect_model_folder(model_dir, gpu=NO_GPU)
     assert report.integrity.startswith("verified")
-    assert option(report, "fp32", "onnxruntime").runs
-    for precision in ("fp16", "int8"):
-        assert "not in the folder (`pairedge calibrate`" in str(option(report, precision, "-").reason)
+    assert option(report, "fp32", "onnxruntime").runs and option(report, "int8", "onnxruntime").runs
+    assert "not in the folder (`pairedge calibrate`" in str(option(report, "fp16", "-").reason)
     assert "pairedge build" in str(option(report, "all", "tensorrt").reason)
-    assert report.summary() == "runs here: fp32 on onnxruntime" and not report.problems
+    assert report.summary() == "runs here: fp32, int8 on onnxruntime" and not report.problems
     assert report.model.startswith("pairedge v2, flow") and report.flow == "dis: runs here"
 
 
