@@ -89,10 +89,11 @@ QAT_RECIPE: dict[str, Any] = {
         "huber": 0.02, "seed": 0,
     },
     "stage2": {
+        # stage 2 is steeper near its ties and meets rare inputs 40 std out: int8 ranges at the maximum of
+        # the training rows (no clipping), resolved by 16 shifted copies of the input and 4 of the others
         "equalize": 99.99, "equalize_strength": 0.5, "hidden_strength": 0.5,
-        "calibration": "percentile", "percentile": 99.999, "input_percentile": 99.999,
-        "input_copies": 8, "hidden_copies": 2, "offset": True,
-        "epochs": 20, "lr": 1e-4, "batch_size": 512, "samples_per_epoch": 100000, "weight_decay": 0.0,
+        "calibration": "max", "input_copies": 16, "hidden_copies": 4, "offset": True,
+        "epochs": 30, "lr": 1e-4, "batch_size": 512, "samples_per_epoch": 100000, "weight_decay": 0.0,
         "huber": 0.02, "seed": 0,
         # stage 2's rows: the together pairs and every pair the fp32 stage 1 gives p_interact >= 0.3
         "gate_floor": 0.3,
