@@ -240,6 +240,7 @@ def check_derived_from(paths: Sequence[Path]) -> None:
         fp32 = path.parent / (STAGE1_FILE if stage == 1 else STAGE2_FILE)
         if not fp32.is_file() or fp32.resolve() == path.resolve():
             continue
+        fp32 = inside_folder(path.parent, fp32.name)  # the fp32 file it names must travel with the folder
         try:
             props = {p.key: p.value for p in load_onnx(path).metadata_props}
             recorded = json.loads(props.get(QUANTIZATION_KEY, "{}")).get("fp32_sha256")

@@ -278,3 +278,23 @@ def test_calibrated_files_from_another_fp32_model_are_refused(folder: Path) -> N
     with pytest.raises(ModelIntegrityError, match=r"stage1.int8.onnx: made from another stage1.onnx.*stale"):
         find_models(folder, precision="int8")
     find_models(folder)  # the fp32 pair itself still loads
+
+
+def test_an_int8_file_beside_an_fp32_file_linked_out_of_the_folder_is_refused(tmp_path: Path) -> None:
+    """The staleness check of a calibrated file reads the fp32 file beside it: a symlink out of the folder
+    is refused there too (what is checked must travel with the folder)."""
+    import shutil
+
+    from pairedge.default_model import default_model_dir
+    from pairedge.runtime.loading import check_derived_from
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("stage1.int8.onnx", "stage2.int8.onnx"):
+        shutil.copy(default_model_dir() / name, folder / name)
+    shutil.copy(default_model_dir() / "stage1.onnx", elsewhere / "stage1.onnx")
+    (folder / "stage1.onnx").symlink_to(elsewhere / "stage1.onnx")
+    with pytest.raises(ModelIntegrityError, match="outside the model folder"):
+        check_derived_from([folder / "stage1.int8.onnx", folder / "stage2.int8.onnx"])
