@@ -38,11 +38,14 @@ from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
 from pairedge.errors import InputError, ModelError
 
-#: The default calibration method, percentile and equalization strength (chosen on the selection seeds
-#: 6000-6007 by benchmarks/bench_calibrate.py, never on the seeds it reports on).
-DEFAULT_METHOD = "percentile"
+#: The default calibration method, equalization strength, shifted copies (first layers, others) and range
+#: headroom (first layers, others), chosen on the selection seeds (6000-6011, never reported on) by
+#: benchmarks/bench_calibrate.py; the percentile is the one ``--method percentile`` keeps.
+DEFAULT_METHOD = "minmax"
 DEFAULT_PERCENTILE = 99.99
 DEFAULT_STRENGTH = 0.5
+DEFAULT_COPIES = (32, 8)
+DEFAULT_HEADROOM = (6.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class CalibrateOptions:
         equalize: absorb per-column scales before every quantized Gemm (:mod:`pairedge.calibration.equalize`);
             equalize_strength: the exponent of its factors.
         placement: Q/DQ on the inputs of Gemm / MatMul only ("gemm") or ONNX Runtime's placement ("all").
+        copies: "gemm": shifted copies of the input of (the first layers, the other layers)
+            (:mod:`pairedge.calibration.qdq_graph`); headroom: their ranges as multiples of the calibrated
+            ones (:mod:`pairedge.calibration.ranges`); offset: never-negative inputs on ``[0, range]``.
         target_agreement: held-out decision agreement with fp32 each int8 stage must reach; below it the
             most sensitive nodes stay in float. None: quantize everything, no search.
         max_rows: calibration rows per stage (stratified subset).
@@ -82,6 +88,9 @@ class CalibrateOptions:
     equalize: bool = True
     equalize_strength: float = DEFAULT_STRENGTH
     placement: str = "gemm"
+    copies: tuple[int, int] = DEFAULT_COPIES
+    headroom: tuple[float, float] = DEFAULT_HEADROOM
+    offset: bool = True
     target_agreement: float | None = 0.99
     max_rows: int = 4096
     min_per_stratum: int = 20
@@ -126,7 +135,7 @@ def calibrate(
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
-    _config(options)  # an unknown method or placement fails now, not after minutes of collecting
+    quant_config(options)  # a bad method, placement, copies or headroom fails now, not after collecting
     scenes = check_scenes(options)  # the simulator work is bounded before any of it
     say = progress or (lambda _msg: None)
     folder = resolve_model_dir(model)
@@ -164,16 +173,40 @@ def calibrate(
     return CalibrationResult(target, files, report)
 
 
+def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
+    """``"32,8"`` -> (32, 8) (``"4"`` -> (4, 4)) for ``--copies`` / ``--headroom``; ``kind`` int or float.
+
+    Raises:
+        InputError: not one or two numbers of that kind.
+    """
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [kind(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2):
+        raise InputError(f"{option}: expected FIRST[,OTHERS] ({kind.__name__}s), e.g. "
+                         f"{'32,8' if kind is int else '6,4'}, got {text!r}")  # fmt: skip
+    return values[0], values[-1]
+
+
 def has_source(options: CalibrateOptions) -> bool:
     """Whether ``options`` names a calibration source (scenes, a video with detections, features)."""
     return bool(options.scenes or options.video or options.detections or options.features)
 
 
-def _config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> Any:
+def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> Any:
+    """The :class:`~pairedge.calibration.quantize.QuantConfig` of ``options`` (``exclude``: nodes in float).
+
+    Raises:
+        InputError: an unknown method or placement, copies or headroom out of bounds.
+    """
     from pairedge.calibration.quantize import QuantConfig
 
     return QuantConfig(method=options.method, percentile=options.percentile, exclude=exclude,
-                       placement=options.placement)  # fmt: skip
+                       placement=options.placement, offset=options.offset, input_copies=options.copies[0],
+                       hidden_copies=options.copies[1], input_headroom=options.headroom[0],
+                       hidden_headroom=options.headroom[1])  # fmt: skip
 
 
 def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]:
@@ -325,23 +358,24 @@ def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
                  stratify(chosen, strata.edges), warnings)  # fmt: skip
 
 
-def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any]:
-    """(QDQ model, its QuantConfig, the search result, the first agreement on the search rows)."""
+def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any, Any]:
+    """(QDQ model, its QuantConfig, the search result, the first agreement on the search rows, the ranges)."""
     from pairedge.calibration.infer import agreement, logits, session
-    from pairedge.calibration.quantize import SearchResult, quantize, search_exclusions
+    from pairedge.calibration.quantize import SearchResult, calibrate_ranges, quantize, search_exclusions
 
     stage, X = plan.samples.stage, plan.chosen.X
     val = plan.search if len(plan.search) else plan.chosen
-    config = _config(options)
-    qdq = quantize(pre, X, config)
+    config = quant_config(options)
+    ranges = calibrate_ranges(pre, X, config)
+    qdq = quantize(pre, X, config, ranges)
     first = agreement(stage, logits(session(pre), val.X), logits(session(qdq), val.X), tau)
     search = SearchResult()
     if options.target_agreement is not None and first.agreement < options.target_agreement:
-        search = search_exclusions(pre, stage, X, val.X, config, options.target_agreement, tau)
+        search = search_exclusions(pre, stage, X, val.X, config, options.target_agreement, tau, ranges=ranges)
         if search.excluded:
-            config = _config(options, search.excluded)
-            qdq = quantize(pre, X, config)
-    return qdq, config, search, first
+            config = quant_config(options, search.excluded)
+            qdq = quantize(pre, X, config, ranges)
+    return qdq, config, search, first, ranges
 
 
 def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]:
@@ -366,7 +400,7 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
     from pairedge.calibration.fp16 import to_fp16
     from pairedge.calibration.qdq_rules import check_qdq_rules
     from pairedge.calibration.quantize import preprocess
-    from pairedge.calibration.report import activation_ranges, float_nodes
+    from pairedge.calibration.report import activation_ranges, float_nodes, layer_plans_report
 
     samples, warnings = plan.samples, list(plan.warnings)
     fp32 = onnx.load(str(path))
@@ -376,7 +410,7 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
         pre, info = equalize(pre, plan.chosen.X, strength=options.equalize_strength)
         equalized = {k: {"channels": c, "scale_ratio": r, "folded_into": info.folded.get(k, "")}
                      for k, (c, r) in info.producers.items()}  # fmt: skip
-    qdq, config, search, first = _int8(plan, pre, options, tau)
+    qdq, config, search, first, ranges = _int8(plan, pre, options, tau)
     floats = float_nodes(pre, qdq, config, search)
     if floats["gemms_in_float"] and floats["gemms_in_float"] == floats["gemms"]:
         warnings.append(f"stage {samples.stage}: every Gemm had to stay in float to reach "
@@ -402,6 +436,7 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
         "equalized": equalized,
         "excluded_nodes": list(config.exclude),
         "float_nodes": floats,
+        "layers": layer_plans_report(pre, ranges, config),
         "search": {
             "sensitivity": search.sensitivity,
             "steps": [asdict(s) for s in search.steps],
@@ -469,6 +504,8 @@ def _write(model: Path, out: Path, stages: dict[str, Any], report: dict[str, Any
             info = {
                 "method": st["config"].method,
                 "placement": st["config"].placement,
+                "layers": {k: {"range": v["range"], "offset": v["offset"], "copies": v["copies"]}
+                           for k, v in st["report"]["layers"].get("weights", {}).items()},  # fmt: skip
                 "excluded_nodes": list(st["config"].exclude),
                 "equalized": sorted(st["report"]["equalized"]),
                 "fp32_sha256": fp32_sha,

@@ -83,20 +83,11 @@ def quantized_gemms(model: Any) -> dict[str, list[Any]]:
 
 def column_ranges(model: Any, X: np.ndarray, tensors: list[str], quantile: float = 100.0) -> dict[str, np.ndarray]:
     """Per-column ``quantile`` of |value| (100: the max) of 2-D ``tensors`` over rows ``X`` (N, F) float32."""
-    import onnx
-    from pairedge.calibration.infer import session
-    from pairedge.modelmeta import INPUT_NAME
+    from pairedge.calibration.ranges import tensor_values
 
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    have = {o.name for o in probe.graph.output}
-    for t in tensors:
-        if t not in have:
-            probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(t))
-    values = session(probe).run(tensors, {INPUT_NAME: np.ascontiguousarray(X, np.float32)})
     out = {}
-    for t, v in zip(tensors, values, strict=True):
-        a = np.abs(np.asarray(v, np.float64).reshape(len(X), -1))
+    for t, v in tensor_values(model, X, tensors).items():
+        a = np.abs(v.astype(np.float64))
         out[t] = a.max(axis=0) if quantile >= 100.0 else np.percentile(a, quantile, axis=0)
     return out
 

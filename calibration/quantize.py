@@ -1,18 +1,23 @@
-"""INT8 QDQ quantization with ONNX Runtime, in the form TensorRT's explicit quantization accepts.
+"""INT8 QDQ quantization in the form TensorRT's explicit quantization accepts.
 
 Settings (fixed, see docs/deployment.md): QDQ format, int8 activations and weights, symmetric (zero point
-0), per-channel weights, bias left in float (``QuantizeBias=False``: TensorRT rejects int32 bias Q/DQ),
-after ONNX Runtime's pre-processing (shape inference and constant folding,
+0), per-channel weights, bias left in float (TensorRT rejects int32 bias Q/DQ), after ONNX Runtime's
+pre-processing (shape inference and constant folding,
 ``onnxruntime.quantization.shape_inference.quant_pre_process``). Nodes listed in ``exclude`` get no Q/DQ
 and run in higher precision (TensorRT runs an op without Q/DQ in fp16/fp32).
 
-Q/DQ placement (``QuantConfig.placement``): ``"gemm"`` (the default) puts Q/DQ only on the inputs of the
-weighted ops (Gemm / MatMul: the activation and the weight), as TensorRT's explicit-quantization guide and
-quantization-aware training do; the point-wise ops between them (ReLU, Sub, Abs, Mul, Concat) stay in
-float, where TensorRT fuses them with the Gemm before or the quantization after. Every quantized
-activation is one rounding step for the model: ONNX Runtime's own placement (``"all"``) also quantizes
-every Gemm output before its ReLU, both inputs of a product and the inputs and output of a Concat, each with
-its own scale: 18 roundings in the relation network instead of 7.
+Q/DQ placement (``QuantConfig.placement``):
+
+- ``"gemm"`` (the default): Q/DQ only on the inputs of the weighted ops (Gemm / MatMul: the activation and
+  the weight), as TensorRT's explicit-quantization guide and quantization-aware training do; the point-wise
+  ops between them (ReLU, Sub, Abs, Mul, Concat) stay in float, where TensorRT fuses them with the Gemm
+  before or the quantization after. The ranges come from :mod:`pairedge.calibration.ranges` (with
+  ``headroom`` beyond the calibration rows' extremes) and the graph from :mod:`pairedge.calibration.qdq_graph`
+  (weights rounded per channel, the offset and shifted-copies rewrites of the Gemm inputs, the rewrite folded
+  into the float bias);
+- ``"all"``: ONNX Runtime's own ``quantize_static`` placement, which also quantizes every Gemm output before
+  its ReLU, both inputs of a product and the inputs and output of a Concat, each with its own scale (18
+  roundings in the relation network instead of 7): the naive baseline the benchmarks compare with.
 
 ONNX Runtime's histogram calibrators (Entropy, Percentile) stack the calibration batches and crash when the
 last batch is smaller than the others; :class:`ArrayReader` therefore feeds equal batches (a single batch
@@ -39,6 +44,8 @@ METHODS = ("minmax", "entropy", "percentile")
 PLACEMENTS = ("gemm", "all")
 #: Ops whose inputs the "gemm" placement quantizes (the activation in input 0 and the constant weight).
 WEIGHTED_OPS = ("Gemm", "MatMul")
+#: Bounds of the "gemm" rewrites: shifted copies per layer input, range headroom factor.
+MAX_COPIES, MAX_HEADROOM = 64, 64.0
 PRECISION_KEY = "pairedge.precision"
 QUANT_KEY = "pairedge.quantization"
 
@@ -53,6 +60,11 @@ class QuantConfig:
         exclude: node names left without Q/DQ (kept in higher precision).
         batch_rows: rows per calibration batch (equal batches; see the module docstring).
         placement: "gemm" (Q/DQ on the inputs of Gemm / MatMul only) or "all" (ONNX Runtime's placement).
+        offset: "gemm": quantize inputs that are never negative on the calibration rows over ``[0, range]``.
+        input_copies, hidden_copies: "gemm": shifted copies of the input of the layers that read the
+            standardized features, and of every other layer (1: the plain input).
+        input_headroom, hidden_headroom: "gemm": each range is this multiple of the calibrated one (rows
+            beyond the calibration set's extremes saturate that much later).
     """
 
     method: str = "minmax"
@@ -60,6 +72,11 @@ class QuantConfig:
     exclude: tuple[str, ...] = ()
     batch_rows: int = 8192
     placement: str = "gemm"
+    offset: bool = True
+    input_copies: int = 32
+    hidden_copies: int = 8
+    input_headroom: float = 6.0
+    hidden_headroom: float = 4.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -70,6 +87,12 @@ class QuantConfig:
             raise InputError(f"batch_rows: expected >= 1, got {self.batch_rows}")
         if self.placement not in PLACEMENTS:
             raise InputError(f"placement: expected one of {list(PLACEMENTS)}, got {self.placement!r}")
+        if not 1 <= min(self.input_copies, self.hidden_copies) <= max(self.input_copies, self.hidden_copies) <= MAX_COPIES:
+            raise InputError(f"copies: expected 1 to {MAX_COPIES} input and hidden copies, got "
+                             f"{self.input_copies} and {self.hidden_copies}")  # fmt: skip
+        if not 1.0 <= min(self.input_headroom, self.hidden_headroom) <= max(self.input_headroom, self.hidden_headroom) <= MAX_HEADROOM:
+            raise InputError(f"headroom: expected factors from 1 to {MAX_HEADROOM:g}, got {self.input_headroom:g} "
+                             f"and {self.hidden_headroom:g}")  # fmt: skip
 
 
 class ArrayReader:
@@ -110,12 +133,33 @@ def preprocess(model: Any) -> Any:
     return out
 
 
-def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[str, Any] | None = None) -> Any:
+def calibrate_ranges(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
+    """What :func:`quantize` calibrates on rows ``X`` for ``config``, computed once to quantize the same model
+    several times (with other ``exclude`` lists): "gemm": the layer plans
+    (:func:`pairedge.calibration.ranges.layer_plans`); "all": the entropy range overrides (None otherwise)."""
+    if config.placement == "gemm":
+        from pairedge.calibration.ranges import layer_plans
+
+        return layer_plans(model, X, config)
+    return entropy_ranges(model, X, config) if config.method == "entropy" else None
+
+
+def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: Any = None) -> Any:
     """QDQ int8 ModelProto of a pre-processed fp32 ModelProto, calibrated on (N, F) rows ``X``.
 
     The metadata of ``model`` is kept (every ``pairedge.*`` key); add the precision with :func:`stamp`.
-    ``ranges``: entropy ranges from :func:`entropy_ranges` of the same model and rows (computed when None).
+    ``ranges``: :func:`calibrate_ranges` of the same model, rows and config (computed when None).
     """
+    if config.placement == "gemm":
+        from pairedge.calibration.qdq_graph import qdq_graph
+
+        plans = ranges if ranges is not None else calibrate_ranges(model, X, config)
+        return qdq_graph(model, plans, config.exclude)
+    return _ort_quantize(model, X, config, ranges)
+
+
+def _ort_quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[str, Any] | None) -> Any:
+    """ONNX Runtime's ``quantize_static`` with its own Q/DQ placement (the "all" placement)."""
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
@@ -154,48 +198,11 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[str, A
             weight_type=QuantType.QInt8,
             calibrate_method=method,
             nodes_to_exclude=list(config.exclude),
-            op_types_to_quantize=list(WEIGHTED_OPS) if config.placement == "gemm" else None,
             extra_options=extra,
         )
         out = onnx.load(str(dst))
     _copy_metadata(model, out)
-    out = float_outputs(out)
-    return weighted_inputs_only(out) if config.placement == "gemm" else out
-
-
-def weighted_inputs_only(model: Any) -> Any:
-    """Remove every activation Q/DQ pair that does not feed input 0 of a Gemm / MatMul (in place).
-
-    ONNX Runtime also quantizes the outputs of the ops it quantizes (a Gemm's output before its ReLU). A
-    consumer of such a pair that is not a weighted op reads the float tensor instead; a pair left with no
-    consumer is removed. Weight DequantizeLinear nodes (constant int8 input) are kept.
-    """
-    graph = model.graph
-    inits = {t.name for t in graph.initializer}
-    users: dict[str, list[tuple[Any, int]]] = {}
-    for n in graph.node:
-        for k, i in enumerate(n.input):
-            users.setdefault(i, []).append((n, k))
-    outputs = {o.name for o in graph.output}
-    drop: list[Any] = []
-    for q in [n for n in graph.node if n.op_type == "QuantizeLinear" and n.input[0] not in inits]:
-        dqs = [d for d, _ in users.get(q.output[0], []) if d.op_type == "DequantizeLinear"]
-        kept = False
-        for dq in dqs:
-            used = users.get(dq.output[0], [])
-            weighted = [(u, k) for u, k in used if u.op_type in WEIGHTED_OPS and k == 0]
-            for u, k in used:
-                if (u, k) not in weighted:
-                    u.input[k] = q.input[0]
-            if weighted or dq.output[0] in outputs:
-                kept = True
-            else:
-                drop.append(dq)
-        if not kept and len(dqs) == len(users.get(q.output[0], [])):
-            drop.append(q)
-    for n in drop:
-        graph.node.remove(n)
-    return model
+    return float_outputs(out)
 
 
 def float_outputs(model: Any) -> Any:
@@ -345,6 +352,7 @@ def search_exclusions(
     target: float,
     tau: float = 0.5,
     candidates: Iterable[str] | None = None,
+    ranges: Any = None,
 ) -> SearchResult:
     """Find which nodes to keep in float so the validation agreement reaches ``target``.
 
@@ -352,14 +360,15 @@ def search_exclusions(
     agreement with fp32 on ``val_X``. Nodes whose quantization alone changes no decision are never excluded.
     Then greedy forward selection: at each step, exclude the sensitive node whose exclusion gives the
     highest agreement of the whole quantized model on ``val_X``, until it reaches ``target`` (or no
-    sensitive node is left). ``val_X`` must not be the data the final numbers are reported on.
+    sensitive node is left). ``val_X`` must not be the data the final numbers are reported on. ``ranges``:
+    :func:`calibrate_ranges` of ``model``, ``cal_X`` and ``config`` (computed when None).
     """
     from pairedge.calibration.infer import agreement, logits, session
 
     nodes = list(candidates) if candidates is not None else compute_nodes(model, config.placement)
     reference = logits(session(model), val_X)
-    # Excluding nodes does not change the calibrated ranges: compute the costly ones once.
-    ranges = entropy_ranges(model, cal_X, config) if config.method == "entropy" else None
+    # Excluding nodes does not change the calibrated ranges: compute them once.
+    ranges = calibrate_ranges(model, cal_X, config) if ranges is None else ranges
 
     def measure(exclude: Sequence[str]) -> tuple[float, float]:
         q = quantize(model, cal_X, _with_exclude(config, exclude), ranges)

@@ -127,6 +127,40 @@ def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any
             "int8_macs_share": float(sum(macs[g] for g in gemms if g in q_gemms) / total), "nodes": nodes}  # fmt: skip
 
 
+def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
+    """What the "gemm" placement does per quantized weight, and what the copies cost in multiplies.
+
+    ``model``: the fp32 graph that was quantized; ``plans``: weight -> LayerPlan
+    (:func:`pairedge.calibration.ranges.layer_plans`); ``config``: the QuantConfig (its ``exclude``).
+    Returns ``{"weights": {name: {"nodes", "range", "headroom", "offset", "copies", "scale", "macs_per_pair",
+    "int8_macs_per_pair"}}, "macs_per_pair": {"fp32", "int8_engine", "ratio"}}`` ({} for the "all" placement).
+    """
+    from pairedge.calibration.qdq_graph import weighted_nodes
+    from pairedge.calibration.ranges import reads_features
+
+    if config.placement != "gemm" or not isinstance(plans, dict):
+        return {}
+    dims = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
+    weights, fp32, engine = {}, 0, 0
+    for weight, nodes in weighted_nodes(model).items():
+        quantized = [n.name for n in nodes if n.name not in config.exclude]
+        macs = dims[weight] * len(nodes)
+        fp32 += macs
+        plan = plans.get(weight)
+        if plan is None or not quantized:
+            engine += macs
+            continue
+        first = all(reads_features(model, n.input[0]) for n in nodes)
+        int8 = dims[weight] * plan.copies * len(quantized)
+        engine += int8 + dims[weight] * (len(nodes) - len(quantized))
+        weights[weight] = {"nodes": quantized, "range": plan.amax,
+                           "headroom": config.input_headroom if first else config.hidden_headroom,
+                           "offset": plan.offset, "copies": plan.copies, "scale": plan.scale,
+                           "macs_per_pair": macs, "int8_macs_per_pair": int8}  # fmt: skip
+    return {"weights": weights,
+            "macs_per_pair": {"fp32": fp32, "int8_engine": engine, "ratio": engine / max(fp32, 1)}}  # fmt: skip
+
+
 def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``calibration.json`` and ``calibration.md`` into ``folder``."""
     js = folder / "calibration.json"
@@ -144,7 +178,18 @@ def _float_lines(st: dict[str, Any]) -> list[str]:
     n, f = len(info["gemms"]), info["gemms_in_float"]
     head = (f"**{n - len(f)} of {n} Gemms run in int8** ({100 * info['int8_macs_share']:.1f} % of the MACs)"
             + (f"; in float: {', '.join(f'`{g}`' for g in f)}." if f else ": an INT8 engine on a Jetson."))  # fmt: skip
-    lines = [head, "", "| node in float | op | why | MACs per pair | on a Jetson |", "|---|---|---|---:|---|"]
+    lines = [head, ""]
+    layers = st.get("layers") or {}
+    if layers.get("weights"):
+        cost = layers["macs_per_pair"]
+        lines += [f"Each int8 Gemm reads shifted copies of its input (a finer grid for more multiplies): "
+                  f"{cost['int8_engine']:,} multiply-adds per pair in the INT8 engine, {cost['ratio']:.1f}x the "
+                  f"{cost['fp32']:,} of fp32 (int8 tensor cores do 2x the fp16 MACs per clock).", "",
+                  "| weight | range | headroom | offset | copies |", "|---|---:|---:|---|---:|"]  # fmt: skip
+        lines += [f"| `{w}` | {d['range']:.4g} | {d['headroom']:g}x | {'yes' if d['offset'] else 'no'} | {d['copies']} |"
+                  for w, d in layers["weights"].items()]  # fmt: skip
+        lines.append("")
+    lines += ["| node in float | op | why | MACs per pair | on a Jetson |", "|---|---|---|---:|---|"]
     lines += [f"| `{d['node']}` | {d['op']} | {d['why']} | {d['macs_per_pair']} | {d['jetson_cost']} |"
               for d in info["nodes"]]  # fmt: skip
     return lines

@@ -36,10 +36,18 @@ def calibrate(
         [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
     ),
     method: str | None = typer.Option(
-        None, "--method", help="Activation ranges: percentile (default), minmax or entropy."
+        None, "--method", help="Activation ranges: minmax (default), percentile or entropy."
     ),
     percentile: float | None = typer.Option(
         None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
+    ),
+    copies: str | None = typer.Option(
+        None, "--copies", help="Shifted copies of the int8 input of the first layers and of the others, e.g. "
+        "'32,8' (the default; '1,1': none): a grid that many times finer for that many times the multiplies.",
+    ),
+    headroom: str | None = typer.Option(
+        None, "--headroom", help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
+        "e.g. '6,4' (the default; '1,1': the calibration rows' extremes saturate).",
     ),
     no_equalize: bool = typer.Option(
         False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."
@@ -63,11 +71,15 @@ def calibrate(
 ) -> None:
     """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
     from pairedge.calibration.api import (
+        DEFAULT_COPIES,
+        DEFAULT_HEADROOM,
         DEFAULT_METHOD,
         DEFAULT_PERCENTILE,
         CalibrateOptions,
         check_out,
         check_scenes,
+        parse_pair,
+        quant_config,
     )
     from pairedge.calibration.api import calibrate as run_calibration
     from pairedge.default_model import describe_model, resolve_model_dir
@@ -83,11 +95,14 @@ def calibrate(
         method=method or DEFAULT_METHOD,
         percentile=DEFAULT_PERCENTILE if percentile is None else percentile,
         equalize=not no_equalize,
+        copies=DEFAULT_COPIES if copies is None else parse_pair(copies, "--copies", int),
+        headroom=DEFAULT_HEADROOM if headroom is None else parse_pair(headroom, "--headroom", float),
         target_agreement=target if target > 0 else None,
         max_rows=max_rows,
         min_per_stratum=min_per_stratum,
         strict=strict,
     )
+    quant_config(options)  # method, copies and headroom checked first
     check_scenes(options)  # --scenes x --frames bounded before the model is even opened
     folder = resolve_model_dir(model)
     check_out(folder, out.expanduser())  # never into the installed package; nothing printed before a refusal
@@ -111,6 +126,7 @@ def _print(result: object) -> None:
                      f"{100 * i8['agreement']:.2f} %", f"{i8['max_abs_logit_error']:.3g}",
                      f"{100 * f16['agreement']:.2f} %", gemms))  # fmt: skip
     columns = ("stage", "cal rows", "held out", "int8", "dlogit", "fp16", "int8 Gemms")
+    costs = [st.get("layers", {}).get("macs_per_pair") for st in report["stages"].values()]
     print_table(Table(f"pairedge calibrate: method {report['method']}", columns, tuple(rows)))
     console.print(
         "int8 / fp16: decisions equal to fp32 on held-out rows that no choice used (stage 2: the pairs the fp32 "
@@ -119,6 +135,10 @@ def _print(result: object) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    if all(costs):
+        console.print("int8 multiply-adds per pair (shifted copies included) vs fp32: " + ", ".join(
+            f"{key} {c['int8_engine']:,} vs {c['fp32']:,} ({c['ratio']:.1f}x)"
+            for key, c in zip(report["stages"], costs, strict=True)), highlight=False, soft_wrap=True)  # fmt: skip
     for warning in result.warnings:  # type: ignore[attr-defined]
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)", highlight=False,  # type: ignore[attr-defined]
