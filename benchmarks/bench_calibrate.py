@@ -1,26 +1,29 @@
-"""Acceptance of ``pairedge calibrate``: INT8 / FP16 parity with fp32 on held-out data, and CPU latency.
+"""Acceptance of ``pairedge calibrate``: how its defaults were chosen, INT8 / FP16 parity on held-out data, latency.
 
 The bundled default model (recipe: trained on seeds 0-11, tested on 1000-1007, link settings chosen on
 2000-2003; ``sdk/models/default/recipe.json``). Simulator seeds, each set used for one purpose only:
 
 * **calibration sets**: the README's ``static:0-3,moving:0-3``, the smaller ``static:0-1,moving:0-1`` and the
   default set calibrate takes from the model's recipe when no source is given (training seeds);
-* **selection**: seeds ``--val-seeds`` (default 6000-6007, presets static / moving / noisy): the method and
-  equalization strength of the default are chosen here, on the README's calibration set, never the headline;
-* **test**: seeds ``--test-seeds`` (default 4000-4001, the seeds ``bench_precisions.py`` reports on) and
-  ``--test2-seeds`` (3000-3002): the headline, per calibration set and variant. Never used for training,
-  calibration or any choice. Parity packs of held-out scenes (``--packs``, 60 frames) are checked with
-  ``parity check``'s default tolerances.
+* **selection** (``--val``): seeds 6000-6007 of static / moving / noisy, 6008-6011 of noisy and 6000-6003 of
+  surveillance (calibrate reserves 6000-6999 for choices): every candidate of :data:`CANDIDATES` (shifted
+  copies x range headroom x method, every Gemm in int8) calibrated on each calibration set and scored on
+  these rows only: decision agreement with fp32 (stage 2 on the pairs the fp32 gate opens, what parity
+  judges), the MPCA drop on the truth-labelled stage-2 rows, and the about-30-frame windows (10 kept frames
+  at stride 3 = one parity pack) whose logit error parity's int8 tolerances would fail (max 1.0, p99 0.25).
+  :func:`select` applies the rule: on every calibration set every agreement >= 99.5 % and an MPCA drop <= 0.25
+  points (half the targets' margins), then the fewest failing windows, then the fewest multiply-adds, then
+  the highest agreement; calibrate's defaults must be the rule's winner (the report says whether);
+* **test**: seeds ``--test-seeds`` (4000-4001, those of ``bench_precisions.py``) and ``--test2-seeds``
+  (3000-3002) of static / moving / noisy, and parity packs of held-out scenes (``--packs``, 60 frames,
+  default tolerances): the headline, per calibration set. Never used for training, calibration or a choice.
 
-Variants per calibration set: ``naive`` (ONNX Runtime's Q/DQ placement, MinMax, no equalization, no search:
-what a plain ``quantize_static`` gives), ``all-int8`` (the default method with every Gemm in int8, no
-search) and ``default`` (what ``pairedge calibrate`` writes: the same plus the mixed-precision search on
-its held-out search rows). Rows are collected through the fp32 runtime pipeline (flow, features, stage-1
-gate): stage 1 = every scored pair, stage 2 = the gated pairs plus the truth-labelled pairs; agreement
-through :func:`pairedge.calibration.infer.agreement` per row, MPCA over the truth-labelled stage-2 rows.
+Variants per calibration set: ``naive`` (ONNX Runtime's own Q/DQ placement, MinMax, no equalization, no search:
+what a plain ``quantize_static`` gives), ``plain`` (Q/DQ on the Gemm inputs, equalized, percentile 99.99, no
+copies, offset or headroom: the previous default) and ``default`` (what ``pairedge calibrate`` writes).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_calibrate.py --cache /tmp/bench_cal_cache   # ~10 min, 2 cores
-    python benchmarks/bench_calibrate.py --quick                                          # fewer seeds
+    python benchmarks/bench_calibrate.py --quick                                          # fewer candidates
 
 Writes ``benchmarks/results/bench_calibrate.json`` and ``.md``.
 """
@@ -36,30 +39,44 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _calibrate_bench import cad_model, evaluate, latency, load_rows, markdown, parity_checks, save_rows
-from _train_bench import DEFAULT_DATA, environment, write
+from _calibrate_bench import evaluate, latency, load_rows, macs, parity_checks, save_rows, selection_scores
+from _calibrate_report import markdown
+from _train_bench import environment, write
 from pairedge.calibration.api import (
+    DEFAULT_COPIES,
+    DEFAULT_HEADROOM,
     DEFAULT_METHOD,
-    DEFAULT_PERCENTILE,
     DEFAULT_STRENGTH,
     CalibrateOptions,
     calibrate,
 )
 from pairedge.calibration.collect import Collected, merge, parse_scenes
+from pairedge.calibration.infer import logits, session
 from pairedge.datasets.sources import parse_seeds
 from pairedge.default_model import default_model_dir
 
 CAL_SETS = {"readme": "static:0-3,moving:0-3", "small": "static:0-1,moving:0-1", "default": None}
-DEFAULT = {"method": DEFAULT_METHOD, "percentile": DEFAULT_PERCENTILE, "equalize_strength": DEFAULT_STRENGTH}
+SELECTION_ROWS = (("static,moving,noisy", "6000-6007"), ("noisy", "6008-6011"), ("surveillance", "6000-6003"))
+COPIES = ((1, 1), (8, 2), (16, 4), (32, 8))
+HEADROOM = ((1.0, 1.0), (2.0, 2.0), (4.0, 3.0), (4.0, 4.0), (6.0, 4.0), (6.0, 6.0), (8.0, 6.0))
+CANDIDATES: dict[str, dict[str, Any]] = {
+    **{f"minmax, copies {c[0]}/{c[1]}, headroom {h[0]:g}/{h[1]:g}": {"method": "minmax", "copies": c, "headroom": h}
+       for c in COPIES for h in HEADROOM},
+    "percentile 99.99, copies 32/8, headroom 6/4": {"method": "percentile", "percentile": 99.99, "copies": (32, 8),
+                                                    "headroom": (6.0, 4.0)},
+    "entropy, copies 32/8, headroom 6/4": {"method": "entropy", "copies": (32, 8), "headroom": (6.0, 4.0)},
+}  # fmt: skip
+QUICK = ("minmax, copies 1/1, headroom 1/1", "minmax, copies 16/4, headroom 4/4", "minmax, copies 32/8, headroom 6/4")
+#: Every selection agreement (both stages, every calibration set) must reach this, and no MPCA drop exceed
+#: MAX_SELECTION_MPCA_DROP points, for a candidate to be eligible.
+MIN_SELECTION_AGREEMENT, MAX_SELECTION_MPCA_DROP = 0.995, 0.25
+DEFAULT = {"method": DEFAULT_METHOD, "copies": DEFAULT_COPIES, "headroom": DEFAULT_HEADROOM}
 VARIANTS = {
     "naive": {"method": "minmax", "placement": "all", "equalize": False, "target_agreement": None},
-    "all-int8": {**DEFAULT, "target_agreement": None},
-    "default": {**DEFAULT},
-}
-SELECTION = {f"{m}{'' if p is None else f' {p}'} / strength {st}": {"method": m, "percentile": p or 99.999,
-             "equalize_strength": st, "target_agreement": None}
-             for m, p in (("minmax", None), ("percentile", 99.99), ("percentile", 99.999), ("entropy", None))
-             for st in (0.5, 1.0)}  # fmt: skip
+    "plain": {"method": "percentile", "percentile": 99.99, "copies": (1, 1), "headroom": (1.0, 1.0),
+              "offset": False},
+    "default": {},
+}  # fmt: skip
 TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_mpca_drop_points": 0.5,
            "fp16_agreement": 0.999}  # fmt: skip
 
@@ -67,15 +84,12 @@ TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_m
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", type=Path, default=None, help="model folder (default: the bundled model)")
-    p.add_argument("--presets", default="static,moving,noisy", help="presets of the selection and test seeds")
-    p.add_argument("--val-seeds", default="6000-6007")
+    p.add_argument("--presets", default="static,moving,noisy", help="presets of the test seeds")
     p.add_argument("--test-seeds", default="4000-4001")
     p.add_argument("--test2-seeds", default="3000-3002")
-    p.add_argument("--packs", default="static:4000,moving:4000,noisy:4001")
+    p.add_argument("--packs", default="static:4000,moving:4000,noisy:4001,noisy:5000")
     p.add_argument("--frames", type=int, default=300)
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--cad", action="store_true", help="also the CAD box-only model (trains one, minutes)")
-    p.add_argument("--quick", action="store_true", help="selection 6000-6001, no second test set")
+    p.add_argument("--quick", action="store_true", help=f"only the candidates {QUICK}, no second test set")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--cache", type=Path, default=None, help="keep the collected rows here for reruns")
     return p.parse_args(argv)
@@ -105,25 +119,73 @@ def cal_rows(model: Path, text: str, frames: int, cache: Path | None) -> Collect
     """Rows of a ``--scenes`` text, one cached part per preset."""
     parts = []
     for preset, seeds in parse_scenes(text):
-        parts.append(scenes(model, [preset], "+".join(str(s) for s in seeds).replace("+", ","), frames, cache))
+        parts.append(scenes(model, [preset], ",".join(str(s) for s in seeds), frames, cache))
     return merge(parts)
 
 
-def _summary(e: dict[str, Any]) -> str:
-    i = e["int8"]
-    return (f"stage 1 {i['stage1']['agreement']:.4f}, stage 2 {i['stage2']['agreement']:.4f}, MPCA drop "
-            f"{i['mpca_drop_points']:+.2f}, float nodes {i['float_nodes']}")  # fmt: skip
+def _options(spec: dict[str, Any], **extra: Any) -> CalibrateOptions:
+    return CalibrateOptions(equalize_strength=DEFAULT_STRENGTH, **{**spec, **extra})
 
 
-def selection(model: Path, cal: Collected, val: Collected, work: Path) -> dict[str, Any]:
-    """Every candidate default (method x equalization strength, all Gemms int8) scored on the selection seeds."""
+def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Path, names: tuple[str, ...]) -> dict[str, Any]:
+    """Every candidate, calibrated on every calibration set (every Gemm int8), scored on the selection rows."""
+    ref = {1: logits(session(model / "stage1.onnx"), val.stage1.X), 2: logits(session(model / "stage2.onnx"), val.stage2.X)}
     out: dict[str, Any] = {}
-    for name, options in SELECTION.items():
-        folder = work / ("sel-" + name.replace(" ", "").replace("/", "-"))
-        calibrate(model, folder, CalibrateOptions(**options), collected=cal)
-        out[name] = evaluate(folder, val)
-        print(f"  selection {name}: {_summary(out[name])}")
+    for name in names:
+        entry: dict[str, Any] = {"options": CANDIDATES[name], "sets": {}}
+        for set_name, cal in cals.items():
+            folder = work / "sel"
+            calibrate(model, folder, _options(CANDIDATES[name], target_agreement=None), collected=cal)
+            entry["sets"][set_name] = selection_scores(folder, val, ref)
+            entry["macs"] = macs(folder)
+            for f in folder.iterdir():
+                f.unlink()
+        s = [v[f"stage{k}"] for v in entry["sets"].values() for k in (1, 2)]
+        entry["min_agreement"] = min(x["agreement"] for x in s)
+        entry["max_mpca_drop_points"] = max(v["mpca_drop_points"] for v in entry["sets"].values())
+        entry["failing_windows"] = sum(x["failing_windows"] for x in s)
+        entry["windows"] = sum(x["windows"] for x in s)
+        out[name] = entry
+        print(f"  selection {name}: min agreement {entry['min_agreement']:.4f}, max MPCA drop "
+              f"{entry['max_mpca_drop_points']:+.2f}, failing windows {entry['failing_windows']}/{entry['windows']}")  # fmt: skip
     return out
+
+
+def select(scores: dict[str, Any]) -> str | None:
+    """The rule (module docstring): eligible by agreement, then fewest failing windows, multiply-adds, agreement."""
+    eligible = [n for n, e in scores.items() if e["min_agreement"] >= MIN_SELECTION_AGREEMENT
+                and e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP]  # fmt: skip
+    cost = lambda n: sum(m["int8_engine"] for m in scores[n]["macs"].values() if m)  # noqa: E731
+    return min(eligible, key=lambda n: (scores[n]["failing_windows"], cost(n), -scores[n]["min_agreement"]),
+               default=None)  # fmt: skip
+
+
+def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected], packs: list[str],
+             work: Path) -> dict[str, Any]:  # fmt: skip
+    """Every variant of every calibration set on the test seeds; parity packs for the defaults."""
+    results: dict[str, Any] = {}
+    for set_name, cal in cals.items():
+        for variant, spec in VARIANTS.items():
+            name = f"{set_name}/{variant}"
+            t = time.perf_counter()
+            result = calibrate(model, work / name.replace("/", "-"), CalibrateOptions(**spec), collected=cal)
+            entry: dict[str, Any] = {
+                "folder": str(result.out),
+                "seconds": round(time.perf_counter() - t, 1),
+                "float_nodes": {k: v.get("float_nodes", {}).get("gemms_in_float", v["excluded_nodes"])
+                                for k, v in result.report["stages"].items()},  # fmt: skip
+                "macs": {k: v.get("layers", {}).get("macs_per_pair") for k, v in result.report["stages"].items()},
+                "calibrate_report_rows": {k: v["held_out"] for k, v in result.report["stages"].items()},
+                "test": {seeds: evaluate(result.out, rows) for seeds, rows in tests.items()},
+            }
+            if variant == "default":
+                entry["parity"] = parity_checks(model, result.out, packs, work / "packs")
+            results[name] = entry
+            for seeds, e in entry["test"].items():
+                i = e["int8"]
+                print(f"  {name} test {seeds}: stage 1 {i['stage1']['agreement']:.4f}, stage 2 gated "
+                      f"{i['stage2_gated']['agreement']:.4f}, MPCA drop {i['mpca_drop_points']:+.2f}")  # fmt: skip
+    return results
 
 
 def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -135,42 +197,26 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sets = {k: v or default_source(find_models(model)) for k, v in CAL_SETS.items()}
     print("collecting rows through the fp32 pipeline")
     cals = {k: cal_rows(model, v, args.frames, args.cache) for k, v in sets.items()}
-    val = scenes(model, presets, args.val_seeds, args.frames, args.cache)
-    test_sets = {args.test_seeds: args.test_seeds} if args.quick else {args.test_seeds: 0, args.test2_seeds: 0}
+    val = merge([scenes(model, p.split(","), seeds, args.frames, args.cache) for p, seeds in SELECTION_ROWS])
+    test_sets = [args.test_seeds] if args.quick else [args.test_seeds, args.test2_seeds]
     tests = {seeds: merge([scenes(model, [p], seeds, args.frames, args.cache) for p in presets]) for seeds in test_sets}
-    report: dict[str, Any] = {"model": str(model), "calibration_sets": sets, "selection_seeds": args.val_seeds,
-                              "test_seeds": list(tests), "presets": presets, "frames": args.frames,
-                              "default_options": DEFAULT, "packs": args.packs}  # fmt: skip
-    report["selection"] = selection(model, cals["readme"], val, work)
-    results: dict[str, Any] = {}
-    for set_name, cal in cals.items():
-        for variant, options in VARIANTS.items():
-            name = f"{set_name}/{variant}"
-            t = time.perf_counter()
-            result = calibrate(model, work / name.replace("/", "-"), CalibrateOptions(**options), collected=cal)
-            entry: dict[str, Any] = {
-                "folder": str(result.out),
-                "seconds": round(time.perf_counter() - t, 1),
-                "float_nodes": {k: v.get("float_nodes", {}).get("gemms_in_float", v["excluded_nodes"])
-                                for k, v in result.report["stages"].items()},  # fmt: skip
-                "calibrate_report_rows": {k: v["held_out"] for k, v in result.report["stages"].items()},
-                "test": {seeds: evaluate(result.out, rows) for seeds, rows in tests.items()},
-            }
-            if variant == "default":
-                entry["parity"] = parity_checks(model, result.out, args.packs.split(","), work / "packs")
-            results[name] = entry
-            for seeds, e in entry["test"].items():
-                print(f"  {name} test {seeds}: {_summary(e)}")
-    report["results"] = results
-    first = results["readme/default"]
-    report["latency_ms"] = latency(Path(first["folder"]), next(iter(tests.values())))
+    report: dict[str, Any] = {"model": str(model), "calibration_sets": sets, "presets": presets,
+                              "selection_rows": [f"{p}:{s}" for p, s in SELECTION_ROWS], "frames": args.frames,
+                              "test_seeds": list(tests), "default_options": DEFAULT, "packs": args.packs,
+                              "min_selection_agreement": MIN_SELECTION_AGREEMENT,
+                              "max_selection_mpca_drop_points": MAX_SELECTION_MPCA_DROP}  # fmt: skip
+    names = QUICK if args.quick else tuple(CANDIDATES)
+    report["selection"] = selection(model, cals, val, work, names)
+    report["selected"] = select(report["selection"])
+    chosen = CANDIDATES.get(report["selected"] or "", {})
+    report["default_is_selected"] = bool(chosen) and all(chosen.get(k) == v for k, v in DEFAULT.items())
+    report["results"] = headline(model, cals, tests, args.packs.split(","), work)
+    report["latency_ms"] = latency(Path(report["results"]["readme/default"]["folder"]), next(iter(tests.values())))
     return report
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.quick:
-        args.val_seeds = "6000-6001"
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as tmp:
         report: dict[str, Any] = {
@@ -178,16 +224,9 @@ def main(argv: list[str] | None = None) -> None:
             "targets": TARGETS,
             "default": default_model_part(args, Path(tmp)),
         }
-        if args.cad:
-            folder = args.data / "cad_choi" / "annotations"
-            if folder.is_dir():
-                print("CAD box-only model")
-                report["cad"] = cad_model(folder, Path(tmp) / "cad")
-            else:
-                report["cad"] = {"skipped": f"{folder} not found"}
     report["environment"] = environment()
     report["seconds"] = round(time.perf_counter() - t0)
-    paths = write("bench_calibrate", report, markdown(report, TARGETS), args.out or Path(__file__).parent / "results")
+    paths = write("bench_calibrate", report, markdown(report), args.out or Path(__file__).parent / "results")
     print("wrote", *paths)
     json.dumps(report)  # the report is plain JSON
 

@@ -176,3 +176,38 @@ def test_in_place_keeps_the_other_manifest_entries(tmp_path: Path, features: tup
     manifest = verify_files(folder)
     assert manifest.files["notes.txt"].role == "notes" and "stage2.int8.onnx" in manifest.files
     assert read_manifest(folder) is not None and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_report_gives_each_layer_its_rewrite_and_the_multiply_adds(calibrated: Path) -> None:
+    report = json.loads((calibrated / "calibration.json").read_text())
+    for st in report["stages"].values():
+        weights, cost = st["layers"]["weights"], st["layers"]["macs_per_pair"]
+        assert weights and all(w["copies"] >= 1 and w["range"] > 0 for w in weights.values())
+        assert any(w["offset"] for w in weights.values())  # a ReLU's output is quantized over [0, range]
+        in_float = st["float_nodes"]["gemms_in_float"]  # the search may keep one in float: its fp32 MACs count
+        assert cost["int8_engine"] >= sum(w["int8_macs_per_pair"] for w in weights.values())
+        assert (cost["int8_engine"] == sum(w["int8_macs_per_pair"] for w in weights.values())) == (not in_float)
+        assert cost["ratio"] == cost["int8_engine"] / cost["fp32"] > 1.0
+    md = (calibrated / "calibration.md").read_text()
+    assert "multiply-adds per pair" in md and "| copies |" in md
+
+
+@pytest.mark.parametrize(("option", "value", "match"), [("--copies", "0,8", "copies"), ("--copies", "a", "--copies"),
+                                                        ("--headroom", "6,0.5", "headroom"),
+                                                        ("--headroom", "1,2,3", "--headroom")])  # fmt: skip
+def test_bad_copies_or_headroom_fail_before_collecting(tmp_path: Path, option: str, value: str, match: str) -> None:
+    missing = tmp_path / "never-read.npz"
+    _fails_cleanly(tmp_path, "--features", str(missing), option, value, match=match)
+
+
+def test_copies_and_headroom_options_reach_the_graph(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    out = tmp_path / "plain"
+    code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]),
+                        "--copies", "1", "--headroom", "2,3", "--target-agreement", "0")  # fmt: skip
+    assert code == 0, output
+    stage2 = json.loads((out / "calibration.json").read_text())["stages"]["stage2"]["layers"]
+    assert {w["copies"] for w in stage2["weights"].values()} == {1}
+    assert {w["headroom"] for w in stage2["weights"].values()} == {2.0, 3.0}
+    model = onnx.load(str(out / "stage2.int8.onnx"))
+    assert not [n for n in model.graph.node if n.name.endswith("_Concat_copies")]
+    assert "int8 multiply-adds per pair" in output
