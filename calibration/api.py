@@ -18,15 +18,12 @@ Steps (all on CPU with ONNX Runtime):
    arithmetic ``bench`` and ``parity check`` use (stage 2 also on the rows the fp32 gate passes, the rows
    parity judges);
 5. write everything into a temporary folder beside ``out``, register it in ``manifest.json``, then move
-   it into place: nothing is written half-way.
+   it into place: nothing is written half-way (:mod:`pairedge.calibration.output`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.calibration.collect import Collected, collect_npz, collect_scenes, collect_video, merge
+from pairedge.calibration.output import folder_report, write_folder
 from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
 from pairedge.errors import InputError, ModelError
@@ -167,9 +165,9 @@ def calibrate(
     for key, (plan, file) in plans.items():
         say(f"{key}: quantizing")
         stages[key] = _stage(plan, file.path, options, models.threshold("p_interact"))
-    report = _report(folder, models, collected, options, stages)
+    report = folder_report(folder, models, collected, options, stages)
     say("writing")
-    files = _write(folder, target, stages, report)
+    files = write_folder(folder, target, stages, report)
     return CalibrationResult(target, files, report)
 
 
@@ -448,99 +446,6 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
         "qdq_issues": [],
     }
     return {"int8": qdq, "fp16": fp16, "fp32_path": path, "config": config, "report": report}
-
-
-def _report(
-    folder: Path, models: Any, collected: Collected, options: CalibrateOptions, stages: dict[str, Any]
-) -> dict[str, Any]:
-    import onnxruntime
-    from pairedge import __version__
-    from pairedge.modelfolder import sha256_file
-
-    inputs = {str(folder / f"{k}.onnx"): sha256_file(folder / f"{k}.onnx") for k in ("stage1", "stage2")}
-    for extra in (options.video, options.detections, *options.features):
-        if extra is not None and Path(extra).is_file():
-            inputs[str(extra)] = sha256_file(extra)
-    opts = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(options).items()}
-    opts["features"] = [str(p) for p in options.features]
-    return {
-        "pairedge_version": __version__,
-        "onnxruntime_version": onnxruntime.__version__,
-        "model": {
-            "folder": str(folder),
-            "feature_spec": models.spec.name,
-            "labels": list(models.labels),
-        },
-        "method": options.method,
-        "percentile": options.percentile if options.method == "percentile" else None,
-        "placement": options.placement,
-        "equalize": options.equalize,
-        "target_agreement": options.target_agreement,
-        "sources": list(collected.sources),
-        "inputs_sha256": inputs,
-        "options": opts,
-        "stages": {k: v["report"] for k, v in stages.items()},
-    }
-
-
-def _write(model: Path, out: Path, stages: dict[str, Any], report: dict[str, Any]) -> dict[str, str]:
-    import onnx
-    from pairedge.calibration.quantize import stamp
-    from pairedge.calibration.report import write_reports
-    from pairedge.modelfolder import MANIFEST_NAME, register_files, sha256_file
-
-    parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    roles: dict[str, str] = {}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.calibrate-", dir=parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)
-    try:
-        for key, st in stages.items():
-            shutil.copy2(st["fp32_path"], tmp / f"{key}.onnx")
-            roles[f"{key}.onnx"] = key
-            fp32_sha = sha256_file(st["fp32_path"])
-            info = {
-                "method": st["config"].method,
-                "placement": st["config"].placement,
-                "layers": {k: {"range": v["range"], "offset": v["offset"], "copies": v["copies"]}
-                           for k, v in st["report"]["layers"].get("weights", {}).items()},  # fmt: skip
-                "excluded_nodes": list(st["config"].exclude),
-                "equalized": sorted(st["report"]["equalized"]),
-                "fp32_sha256": fp32_sha,
-                "held_out_agreement": st["report"]["held_out"]["int8"]["agreement"],
-            }
-            onnx.save(stamp(st["int8"], "int8", info), str(tmp / f"{key}.int8.onnx"))
-            fp16_info = {"fp32_sha256": fp32_sha, "io": "float32", "compute": "float16"}
-            onnx.save(stamp(st["fp16"], "fp16", fp16_info), str(tmp / f"{key}.fp16.onnx"))
-            roles[f"{key}.int8.onnx"] = f"{key}.int8"
-            roles[f"{key}.fp16.onnx"] = f"{key}.fp16"
-        write_reports(tmp, report)
-        roles["calibration.json"] = "calibration"
-        roles["calibration.md"] = "calibration.report"
-        fresh = not out.exists() or (out.is_dir() and not any(out.iterdir()))
-        if fresh:
-            register_files(tmp, roles)
-        _move_into_place(tmp, out)
-        if not fresh:  # the model folder itself (or a copy): keep the other entries of its manifest
-            register_files(out, roles)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return {name: str(out / name) for name in [*roles, MANIFEST_NAME]}
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out`` (new or empty folder), else replace ``out``'s files one by one, manifest last."""
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-        return
-    for path in sorted(tmp.iterdir()):
-        if not (out / path.name).is_file() or path.name not in ("stage1.onnx", "stage2.onnx"):
-            os.replace(path, out / path.name)
 
 
 def describe(result: CalibrationResult) -> str:
