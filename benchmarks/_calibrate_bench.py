@@ -13,8 +13,9 @@ from pairedge.metrics.pairwise import classification_metrics
 
 PRECISIONS = ("fp16", "int8")
 SIZES = (1, 64, 512, 4950)
-#: Collected frames per window: 10 kept frames at calibrate's stride 3 = a 30-frame clip, a parity pack's size.
-WINDOW_ROWS_FRAMES = 10
+#: Kept frames per selection window: as many pair-frames as a 30-frame parity pack holds (a pack keeps every
+#: frame; calibrate's rows every 3rd, so such a window spans 90 frames of its scene).
+WINDOW_FRAMES = 30
 
 
 def save_rows(path: Path, rows: Collected) -> None:
@@ -65,26 +66,32 @@ def _tau(folder: Path) -> float:
     return find_models(folder).threshold("p_interact")
 
 
-def windows(groups: np.ndarray, frames: int = WINDOW_ROWS_FRAMES, per_group: int = 10) -> list[np.ndarray]:
-    """Row indices of about-30-frame windows: each scene's rows (in frame order) cut into ``per_group`` runs."""
+def windows(groups: np.ndarray, kept_frames: int, frames: int = WINDOW_FRAMES) -> list[np.ndarray]:
+    """Row indices of windows of about ``frames`` kept frames: each scene's rows (in frame order, ``kept_frames``
+    frames of them) cut into ``round(kept_frames / frames)`` consecutive runs."""
     out = []
     for g in np.unique(groups):
         idx = np.flatnonzero(groups == g)
-        out += [c for c in np.array_split(idx, per_group) if len(c)]
+        out += [c for c in np.array_split(idx, max(1, round(kept_frames / frames))) if len(c)]
     return out
 
 
-def window_failures(reference: np.ndarray, candidate: np.ndarray, groups: np.ndarray) -> tuple[int, int]:
-    """(failing, total) about-30-frame windows by parity's int8 logit tolerances (max and p99 per window)."""
+def window_failures(stage: int, reference: np.ndarray, candidate: np.ndarray, groups: np.ndarray,
+                    tau: float, kept_frames: int) -> tuple[int, int]:  # fmt: skip
+    """(failing, total) pack-sized windows (:func:`windows`) by parity's int8 tolerances at the logits level
+    (max, p99) and the labels level (gate / top-1 agreement, near-ties excepted), as ``parity check`` judges."""
     from pairedge.runtime.comparator import LogitError
     from pairedge.runtime.parity.levels import Tolerances
 
     tol = Tolerances()
-    ws = windows(groups)
+    floor = tol.gate_agreement if stage == 1 else tol.top1_agreement
+    ws = windows(groups, kept_frames)
     fails = 0
     for w in ws:
         e = LogitError.of(reference[w], candidate[w])
-        fails += int(e.max > tol.logit_max["int8"] or e.p99 > tol.logit_p99["int8"])
+        a = agreement(stage, reference[w], candidate[w], tau)
+        fails += int(e.max > tol.logit_max["int8"] or e.p99 > tol.logit_p99["int8"]
+                     or a.agreement_excl_near_ties < floor)  # fmt: skip
     return fails, len(ws)
 
 
@@ -93,10 +100,11 @@ def _mpca(truth: np.ndarray, z: np.ndarray) -> float:
     return float(classification_metrics(truth[known], z[known].argmax(1), num_classes=z.shape[1]).mpca)
 
 
-def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray]) -> dict[str, Any]:
+def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray], kept_frames: int) -> dict[str, Any]:
     """int8 of ``folder`` vs fp32 on selection rows: agreement (stage 2 on the gated rows, as parity judges),
-    p99 logit error and the 30-frame windows that parity's logit tolerances would fail, per stage; the MPCA
-    drop (points) on the truth-labelled stage-2 rows. ``ref``: stage -> fp32 logits of the rows."""
+    p99 logit error and the 30-frame windows that parity's int8 tolerances would fail, per stage; the MPCA
+    drop (points) on the truth-labelled stage-2 rows. ``ref``: stage -> fp32 logits of the rows;
+    ``kept_frames``: the frames each scene's rows come from."""
     tau = _tau(folder)
     out: dict[str, Any] = {}
     for s, st in ((1, rows.stage1), (2, rows.stage2)):
@@ -105,7 +113,7 @@ def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray]) 
             out["mpca_drop_points"] = 100.0 * (_mpca(st.truth, ref[2]) - _mpca(st.truth, got))
         keep = st.gated if s == 2 and st.gated is not None else np.ones(len(st), bool)
         a = agreement(s, ref[s][keep], got[keep], tau)
-        fails, total = window_failures(ref[s][keep], got[keep], st.group[keep])
+        fails, total = window_failures(s, ref[s][keep], got[keep], st.group[keep], tau, kept_frames)
         out[f"stage{s}"] = {"agreement": a.agreement, "p99_abs_logit_error": a.p99_abs,
                             "max_abs_logit_error": a.max_abs, "failing_windows": fails, "windows": total}  # fmt: skip
     return out

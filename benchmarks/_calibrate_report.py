@@ -25,8 +25,8 @@ def selection_lines(d: dict[str, Any]) -> list[str]:
     lines = ["## Selection of the defaults (selection rows only; every Gemm int8)", "",
              f"Rows: {', '.join(d['selection_rows'])} (300 frames each). Per calibration set "
              f"({', '.join(sets)}): stage-1 gate / stage-2 top-1 agreement (gated pairs), MPCA drop (points, "
-             "truth-labelled stage-2 rows) and failing about-30-frame windows (stage 1 + stage 2, parity's int8 "
-             f"logit tolerances). Rule: every agreement >= {100 * d['min_selection_agreement']:.1f} % and every MPCA "
+             "truth-labelled stage-2 rows) and failing windows of a 30-frame parity pack's size (stage 1 + stage 2, "
+             f"parity's int8 tolerances at the logits and labels levels). Rule: every agreement >= {100 * d['min_selection_agreement']:.1f} % and every MPCA "
              f"drop <= {d['max_selection_mpca_drop_points']:g} points, then the fewest failing windows, then the "
              "fewest multiply-adds, then the highest agreement.", "",
              "| candidate | " + " | ".join(f"{s}: agreement 1 / 2, MPCA drop, failing windows" for s in sets)

@@ -9,8 +9,9 @@ The bundled default model (recipe: trained on seeds 0-11, tested on 1000-1007, l
   surveillance (calibrate reserves 6000-6999 for choices): every candidate of :data:`CANDIDATES` (shifted
   copies x range headroom x method, every Gemm in int8) calibrated on each calibration set and scored on
   these rows only: decision agreement with fp32 (stage 2 on the pairs the fp32 gate opens, what parity
-  judges), the MPCA drop on the truth-labelled stage-2 rows, and the about-30-frame windows (10 kept frames
-  at stride 3 = one parity pack) whose logit error parity's int8 tolerances would fail (max 1.0, p99 0.25).
+  judges), the MPCA drop on the truth-labelled stage-2 rows, and the windows of 30 kept frames (as many
+  pair-frames as a 30-frame parity pack; calibrate keeps every 3rd frame) that parity's int8 tolerances
+  would fail: logits (max 1.0, p99 0.25) or labels (gate / top-1 agreement >= 99 %, near-ties excepted).
   :func:`select` applies the rule: on every calibration set every agreement >= 99.5 % and an MPCA drop <= 0.25
   points (half the targets' margins), then the fewest failing windows, then the fewest multiply-adds, then
   the highest agreement; calibrate's defaults must be the rule's winner (the report says whether);
@@ -57,16 +58,16 @@ from pairedge.default_model import default_model_dir
 
 CAL_SETS = {"readme": "static:0-3,moving:0-3", "small": "static:0-1,moving:0-1", "default": None}
 SELECTION_ROWS = (("static,moving,noisy", "6000-6007"), ("noisy", "6008-6011"), ("surveillance", "6000-6003"))
-COPIES = ((1, 1), (8, 2), (16, 4), (32, 8))
+COPIES = ((1, 1), (8, 2), (16, 4), (32, 8), (64, 16))
 HEADROOM = ((1.0, 1.0), (2.0, 2.0), (4.0, 3.0), (4.0, 4.0), (6.0, 4.0), (6.0, 6.0), (8.0, 6.0))
 CANDIDATES: dict[str, dict[str, Any]] = {
     **{f"minmax, copies {c[0]}/{c[1]}, headroom {h[0]:g}/{h[1]:g}": {"method": "minmax", "copies": c, "headroom": h}
        for c in COPIES for h in HEADROOM},
-    "percentile 99.99, copies 32/8, headroom 6/4": {"method": "percentile", "percentile": 99.99, "copies": (32, 8),
-                                                    "headroom": (6.0, 4.0)},
-    "entropy, copies 32/8, headroom 6/4": {"method": "entropy", "copies": (32, 8), "headroom": (6.0, 4.0)},
+    "percentile 99.99, copies 64/16, headroom 8/6": {"method": "percentile", "percentile": 99.99, "copies": (64, 16),
+                                                     "headroom": (8.0, 6.0)},
+    "entropy, copies 64/16, headroom 8/6": {"method": "entropy", "copies": (64, 16), "headroom": (8.0, 6.0)},
 }  # fmt: skip
-QUICK = ("minmax, copies 1/1, headroom 1/1", "minmax, copies 16/4, headroom 4/4", "minmax, copies 32/8, headroom 6/4")
+QUICK = ("minmax, copies 1/1, headroom 1/1", "minmax, copies 32/8, headroom 6/4", "minmax, copies 64/16, headroom 8/6")
 #: Every selection agreement (both stages, every calibration set) must reach this, and no MPCA drop exceed
 #: MAX_SELECTION_MPCA_DROP points, for a candidate to be eligible.
 MIN_SELECTION_AGREEMENT, MAX_SELECTION_MPCA_DROP = 0.995, 0.25
@@ -127,8 +128,10 @@ def _options(spec: dict[str, Any], **extra: Any) -> CalibrateOptions:
     return CalibrateOptions(equalize_strength=DEFAULT_STRENGTH, **{**spec, **extra})
 
 
-def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Path, names: tuple[str, ...]) -> dict[str, Any]:
-    """Every candidate, calibrated on every calibration set (every Gemm int8), scored on the selection rows."""
+def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Path, names: tuple[str, ...],
+              kept: int) -> dict[str, Any]:  # fmt: skip
+    """Every candidate, calibrated on every calibration set (every Gemm int8), scored on the selection rows
+    (``kept``: frames each selection scene's rows come from)."""
     ref = {1: logits(session(model / "stage1.onnx"), val.stage1.X), 2: logits(session(model / "stage2.onnx"), val.stage2.X)}
     out: dict[str, Any] = {}
     for name in names:
@@ -136,7 +139,7 @@ def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Pat
         for set_name, cal in cals.items():
             folder = work / "sel"
             calibrate(model, folder, _options(CANDIDATES[name], target_agreement=None), collected=cal)
-            entry["sets"][set_name] = selection_scores(folder, val, ref)
+            entry["sets"][set_name] = selection_scores(folder, val, ref, kept)
             entry["macs"] = macs(folder)
             for f in folder.iterdir():
                 f.unlink()
@@ -206,7 +209,8 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                               "min_selection_agreement": MIN_SELECTION_AGREEMENT,
                               "max_selection_mpca_drop_points": MAX_SELECTION_MPCA_DROP}  # fmt: skip
     names = QUICK if args.quick else tuple(CANDIDATES)
-    report["selection"] = selection(model, cals, val, work, names)
+    kept = -(-args.frames // CalibrateOptions().stride)
+    report["selection"] = selection(model, cals, val, work, names, kept)
     report["selected"] = select(report["selection"])
     chosen = CANDIDATES.get(report["selected"] or "", {})
     report["default_is_selected"] = bool(chosen) and all(chosen.get(k) == v for k, v in DEFAULT.items())

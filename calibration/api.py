@@ -42,8 +42,8 @@ from pairedge.errors import InputError, ModelError
 DEFAULT_METHOD = "minmax"
 DEFAULT_PERCENTILE = 99.99
 DEFAULT_STRENGTH = 0.5
-DEFAULT_COPIES = (32, 8)
-DEFAULT_HEADROOM = (6.0, 4.0)
+DEFAULT_COPIES = (64, 16)
+DEFAULT_HEADROOM = (8.0, 6.0)
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def calibrate(
 
 
 def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
-    """``"32,8"`` -> (32, 8) (``"4"`` -> (4, 4)) for ``--copies`` / ``--headroom``; ``kind`` int or float.
+    """``"64,16"`` -> (64, 16) (``"4"`` -> (4, 4)) for ``--copies`` / ``--headroom``; ``kind`` int or float.
 
     Raises:
         InputError: not one or two numbers of that kind.
@@ -184,7 +184,7 @@ def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
         values = []
     if len(values) not in (1, 2):
         raise InputError(f"{option}: expected FIRST[,OTHERS] ({kind.__name__}s), e.g. "
-                         f"{'32,8' if kind is int else '6,4'}, got {text!r}")  # fmt: skip
+                         f"{'64,16' if kind is int else '8,6'}, got {text!r}")  # fmt: skip
     return values[0], values[-1]
 
 

@@ -73,10 +73,10 @@ class QuantConfig:
     batch_rows: int = 8192
     placement: str = "gemm"
     offset: bool = True
-    input_copies: int = 32
-    hidden_copies: int = 8
-    input_headroom: float = 6.0
-    hidden_headroom: float = 4.0
+    input_copies: int = 64
+    hidden_copies: int = 16
+    input_headroom: float = 8.0
+    hidden_headroom: float = 6.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

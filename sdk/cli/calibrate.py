@@ -43,11 +43,11 @@ def calibrate(
     ),
     copies: str | None = typer.Option(
         None, "--copies", help="Shifted copies of the int8 input of the first layers and of the others, e.g. "
-        "'32,8' (the default; '1,1': none): a grid that many times finer for that many times the multiplies.",
+        "'64,16' (the default; '1,1': none): a grid that many times finer for that many times the multiplies.",
     ),
     headroom: str | None = typer.Option(
         None, "--headroom", help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
-        "e.g. '6,4' (the default; '1,1': the calibration rows' extremes saturate).",
+        "e.g. '8,6' (the default; '1,1': the calibration rows' extremes saturate).",
     ),
     no_equalize: bool = typer.Option(
         False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."
