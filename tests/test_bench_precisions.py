@@ -61,5 +61,10 @@ def test_scored_seeds_are_held_out() -> None:
     seeds = set(parse_sim_scenes(bench_precisions.HELD_OUT, None).seeds) | {int(bench_precisions.PACK_SCENE.split(":")[1])}
     used = set(range(12)) | set(range(1000, 1008)) | set(range(2000, 2004)) | set(range(3000, 3003))
     assert seeds and not seeds & used
-    for scenes in bench_precisions.CALIBRATIONS.values():
-        assert all(int(s) < 12 for part in scenes.split(",") for s in part.split(":")[1].split("-"))
+    from pairedge.calibration.default_set import default_source
+    from pairedge.default_model import default_model_dir
+    from pairedge.runtime.loading import find_models
+
+    for scenes in bench_precisions.CALIBRATIONS.values():  # None: no source, the default set of the recipe
+        text = scenes or default_source(find_models(default_model_dir())).replace("+", "-")
+        assert all(int(s) < 12 for part in text.split(",") for s in part.split(":")[1].split("-"))
