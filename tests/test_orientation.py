@@ -196,3 +196,41 @@ def test_cad_reader_fills_orientation(shared_data: Path) -> None:
     d = seq.detections(10)
     assert d.orientation is not None and np.isfinite(d.orientation).any()
     assert seq.detections(10, orientation=False).orientation is None
+
+
+def test_orientation_input_ignore_computes_as_if_none_were_given() -> None:
+    """A model trained without orientation records ``orientation_input="ignore"``: its extractor never feeds
+    a given orientation to the orientation columns (the motion-direction fallback instead)."""
+    import numpy as np
+    from pairedge.features import get_spec
+    from pairedge.types import Detections
+
+    rng = np.random.default_rng(0)
+    boxes = np.array([[10, 20, 30, 80], [60, 22, 30, 78], [120, 25, 28, 75]], np.float32)
+    with_ori = Detections.from_arrays(boxes, np.array([1, 2, 3]), orientation=rng.uniform(-3, 3, 3))
+    without = Detections.from_arrays(boxes, np.array([1, 2, 3]))
+    spec = get_spec("pairedge")
+    ignore = spec.make_extractor({"motion": "boxes", "orientation_input": "ignore"})
+    plain = spec.make_extractor({"motion": "boxes"})
+    use = spec.make_extractor({"motion": "boxes"})
+    for t in (0.0, 1 / 30, 2 / 30):
+        a = ignore.step(with_ori, t, (320, 240))
+        b = plain.step(without, t, (320, 240))
+        c = use.step(with_ori, t, (320, 240))
+    assert np.array_equal(a.stage2, b.stage2) and np.array_equal(a.stage1, b.stage1)
+    assert not np.array_equal(c.stage2, b.stage2)  # "use" (the default) does read it
+
+
+def test_cad_features_without_orientation_record_it_for_the_runtime(shared_data) -> None:
+    import json
+
+    import pytest
+
+    pytest.importorskip("scipy")
+    from pairedge.datasets.cad import cad_features
+    from pairedge.io.cad import read_cad_dir
+
+    seqs = read_cad_dir(shared_data / "cad_choi" / "annotations")[:1]
+    data = cad_features(seqs, stage=2, orientation=False)
+    assert json.loads(data.feature_config)["orientation_input"] == "ignore"
+    assert "orientation_input" not in json.loads(cad_features(seqs, stage=2, orientation=True).feature_config)

@@ -137,6 +137,8 @@ def cad_features(
             "use --spec pairedge (box-only mode) or stage 1"
         )
     config = extractor_config(spec, feature_config)
+    if spec == "pairedge" and not orientation:  # recorded in the model: the runtime ignores orientation too
+        config = {**config, "orientation_input": "ignore"}
     spec_obj = spec_layout(spec, spec_version)
     xs, ys, groups = [], [], []
     for seq in sequences:

@@ -134,6 +134,10 @@ class PairedgeConfig:
         nominal_dt: seconds between frames assumed when the real time step is unknown or not positive.
         min_speed: heights/s below which a velocity has no direction (cosines become 0).
         wrap: 360-degree panorama: horizontal distances and displacements wrap around.
+        orientation_input: "use" (a detection's body orientation, when given, feeds the orientation columns)
+            or "ignore" (they are computed as if no orientation were given: the motion-direction fallback).
+            A model trained without orientation (``pairedge train --no-orientation``) records "ignore", so
+            the runtime never feeds it an input it did not see in training.
     """
 
     motion: str = "flow"
@@ -145,8 +149,13 @@ class PairedgeConfig:
     nominal_dt: float = 1.0 / 30.0
     min_speed: float = 0.05
     wrap: bool = False
+    orientation_input: str = "use"
 
     def __post_init__(self) -> None:
+        if self.orientation_input not in ("use", "ignore"):
+            raise InputError(
+                f"pairedge config: orientation_input must be 'use' or 'ignore', got {self.orientation_input!r}"
+            )
         if self.motion not in ("flow", "boxes"):
             raise InputError(f"pairedge config: motion must be 'flow' or 'boxes', got {self.motion!r}")
         if self.ego_motion not in egomotion.METHODS:
@@ -298,10 +307,11 @@ class PairedgeExtractor:
         person = person_block(boxes, w, h, hist, flow_motion)
         facing = None
         if self.orientation:
+            given = cfg.orientation_input == "use" and detections.orientation is not None
             facing = ori.person_orientation(
-                None if detections.orientation is None else np.asarray(detections.orientation)[rows],
+                np.asarray(detections.orientation)[rows] if given else None,
                 None
-                if detections.orientation_conf is None
+                if not given or detections.orientation_conf is None
                 else np.asarray(detections.orientation_conf)[rows],
                 hist.velocity,
                 np.hypot(hist.velocity[:, 0], hist.velocity[:, 1]),
