@@ -7,9 +7,10 @@
    --no-orientation --augment mirror,reverse --refit --hidden 128,256 --ignore-features viewpoint --epochs 15
    --patience 5 --samples-per-epoch 10000``; ``--epochs`` lowers the ceiling for a quicker run); early
    stopping on a 20 % sequence split of the training sequences, never the held-out ones.
-3. **Calibrate** on the training sequences' rows: ``pairedge calibrate MODEL --out CAL --features
-   train_stage1.npz --features train_stage2.npz`` with calibrate's defaults (chosen on simulator selection
-   seeds by ``bench_calibrate.py``; nothing here is chosen).
+3. **Calibrate** on the training sequences through the model's own pipeline: ``pairedge calibrate MODEL
+   --out CAL --cad TRAIN_SEQUENCES`` (the features as the runtime computes them, every scored pair, as a
+   robot and a parity pack see them) with calibrate's defaults (chosen on simulator selection seeds by
+   ``bench_calibrate.py``; nothing here is chosen).
 4. **Held-out sequences**: their rows (box-only features, the model's feature options) through the fp32,
    fp16 and int8 files: stage-1 gate and stage-2 top-1 agreement with fp32 (every row: CAD's stage-2 rows
    are its labelled pairs), near-ties, logit errors, MPCA vs the annotations (all 8 classes) and its drop,
@@ -201,8 +202,8 @@ def markdown(r: dict[str, Any]) -> str:
                          f"{_g(c.get('features_max_drift_std'))} | {_g(c.get('stage1_logit_max'))} / "
                          f"{_g(c.get('stage2_logit_max'))} | {_pct(c.get('gate_agreement'))} / {_pct(c.get('top1_agreement'))} | "
                          f"{_g(c.get('mpca_delta'), '+.4f')} |")  # fmt: skip
-    lines += ["", "Stage-2 pack rows with a feature outside the training rows' range (the calibration rows), and the "
-              "columns most often outside:", ""]  # fmt: skip
+    lines += ["", "Stage-2 pack rows with a feature outside the training rows' range (a diagnostic: calibration "
+              "read the training sequences through the pipeline), and the columns most often outside:", ""]  # fmt: skip
     lines += [f"- {seq}: {100 * p['beyond_training']['rows_outside']:.1f} % of rows; {p['beyond_training']['columns']}"
               for seq, p in r["parity"].items()]  # fmt: skip
     if any("ori" in c for p in r["parity"].values() for c in p["beyond_training"]["columns"]):
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         model, trained = train(train_dir, work, args.epochs)
         train_npz, test_npz = features(train_dir, model, work), features(test_dir, model, work)
         cal = work / "calibrated"
-        cal_args = ["calibrate", str(model), "--out", str(cal), *(a for p in train_npz for a in ("--features", str(p)))]
+        cal_args = ["calibrate", str(model), "--out", str(cal), "--cad", str(train_dir)]
         cal_seconds = run(cal_args, work / "calibrate.log")
         report = json.loads((cal / "calibration.json").read_text())
         rows = rows_of(model, test_npz)

@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.calibration.collect import Collected, collect_npz, collect_scenes, collect_video, merge
+from pairedge.calibration.collect import (
+    Collected,
+    collect_cad,
+    collect_npz,
+    collect_scenes,
+    collect_video,
+    merge,
+)
 from pairedge.calibration.output import folder_report, write_folder
 from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
@@ -55,6 +62,8 @@ class CalibrateOptions:
             default set of the model's recipe, :func:`pairedge.calibration.default_set.default_source`).
         video, detections: a video / image folder and its detection file (both or neither).
         features: features ``.npz`` files (training format).
+        cad: a folder of Collective Activity ``annoNN.mat`` files (or one) through the model's pipeline
+            (box-only models; every pair the runtime scores).
         frames, stride, boxes: simulator frames per scene, keep every ``stride``-th frame, "detections"/"truth".
         max_frames: video frames to read (None: all).
         method: "minmax", "entropy" or "percentile"; percentile: the percentile kept by "percentile".
@@ -77,6 +86,7 @@ class CalibrateOptions:
     video: Path | None = None
     detections: Path | None = None
     features: tuple[Path, ...] = ()
+    cad: Path | None = None
     frames: int = 300
     stride: int = 3
     boxes: str = "detections"
@@ -190,7 +200,7 @@ def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
 
 def has_source(options: CalibrateOptions) -> bool:
     """Whether ``options`` names a calibration source (scenes, a video with detections, features)."""
-    return bool(options.scenes or options.video or options.detections or options.features)
+    return bool(options.scenes or options.video or options.detections or options.features or options.cad)
 
 
 def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> Any:
@@ -288,6 +298,9 @@ def _collect(folder: Path, models: Any, options: CalibrateOptions, scenes: list[
     if options.features:
         labels = {1: tuple(models.stage1.labels), 2: tuple(models.stage2.labels)}
         parts.append(collect_npz(list(options.features), models.spec, labels))
+    if options.cad is not None:
+        say(f"Collective Activity {options.cad}")
+        parts.append(collect_cad(folder, options.cad, stride=options.stride))
     return merge(parts)
 
 

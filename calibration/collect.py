@@ -79,16 +79,28 @@ def _empty(stage: int, width: int, labels: tuple[str, ...]) -> StageSamples:
     )
 
 
-def collect_frames(pipe: Any, items: Iterable[FrameItem], group: str, stride: int = 3) -> Collected:
+def collect_frames(
+    pipe: Any,
+    items: Iterable[FrameItem],
+    group: str,
+    stride: int = 3,
+    *,
+    image_size: tuple[int, int] | None = None,
+    positive: frozenset[str] | None = None,
+) -> Collected:
     """Step ``pipe`` (a fresh :class:`~pairedge.runtime.Pipeline`) over ``items``; keep every ``stride``-th frame.
 
     Returns stage-1 rows (every scored pair) and stage-2 rows (gated pairs plus pairs with a truth label
     in the model's stage-2 labels). ``cls`` is -1 where the truth is unknown (see :func:`fill_predictions`).
+
+    Args:
+        image_size: ``(W, H)`` of box-only items (images None), e.g. Collective Activity sequences.
+        positive: truth label names that are stage-1 positives (default: the paper's 3 "together" labels).
     """
     spec = pipe.models.spec
     labels2 = tuple(pipe.models.stage2.labels)
     labels1 = tuple(pipe.models.stage1.labels)
-    positive = _stage1_positive_names()
+    positive = positive if positive is not None else _stage1_positive_names()
     recorder = RecordingExtractor(pipe.extractor)
     pipe.extractor = recorder
     rows1: list[tuple[np.ndarray, ...]] = []
@@ -96,7 +108,7 @@ def collect_frames(pipe: Any, items: Iterable[FrameItem], group: str, stride: in
     try:
         for k, (image, dets, timestamp, truth) in enumerate(items):
             recorder.last = None
-            result = pipe.step(image, dets, timestamp)
+            result = pipe.step(image, dets, timestamp, image_size=image_size)
             feats = recorder.last
             if k % stride or feats is None or not len(result.pairs):
                 continue
@@ -222,6 +234,39 @@ def collect_video(
     with FrameSource(video, fps) as source, Pipeline.load(model, backend="onnxruntime") as pipe:
         items = ((image, d, t, None) for _, image, d, t, *_ in file_items(source, dets, max_frames))
         return collect_frames(pipe, items, Path(video).name, stride)
+
+
+def collect_cad(model: str | Path, path: str | Path, *, stride: int = 5) -> Collected:
+    """Samples of Collective Activity sequences (a folder of ``annoNN.mat`` files, or one) through the fp32
+    pipeline of a box-only ``model``: every pair the runtime scores, as it scores them, with the CAD labels
+    as truth (:data:`pairedge.datasets.cad.CAD_TOGETHER` are the stage-1 positives).
+
+    The rows are the features as the runtime computes them (the pipeline's validated stream and its own
+    extractor, every scored pair of every ``stride``-th frame), which is what a parity pack of a sequence and
+    a robot see; training rows come from the training feature builder instead.
+    """
+    from pairedge.datasets.cad import CAD_TOGETHER
+    from pairedge.io.cad import read_cad_dir, read_cad_mat
+    from pairedge.labels import CAD8
+    from pairedge.runtime import Pipeline
+
+    p = Path(path)
+    sequences = read_cad_dir(p) if p.is_dir() else [read_cad_mat(p)]
+    parts = []
+    for seq in sequences:
+        with Pipeline.load(model, backend="onnxruntime", flow="none") as pipe:
+            items = (
+                (None, dets, t, _cad_truth(seq, frame, CAD8.classes)) for frame, t, dets in seq.frames()
+            )
+            group = f"cad{seq.sequence or 0:02d}"
+            parts.append(collect_frames(pipe, items, group, stride, image_size=seq.frame_size,
+                                        positive=frozenset(CAD_TOGETHER)))  # fmt: skip
+    return merge(parts)
+
+
+def _cad_truth(seq: Any, frame: int, classes: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    pairs, labels = seq.pair_labels(frame)
+    return pairs, [classes[int(k)] for k in labels]
 
 
 def merge(parts: Sequence[Collected]) -> Collected:

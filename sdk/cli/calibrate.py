@@ -35,6 +35,10 @@ def calibrate(
     features: list[Path] = typer.Option(
         [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
     ),
+    cad: Path | None = typer.Option(
+        None, "--cad", help="Collective Activity annoNN.mat folder (or file) through the model's pipeline "
+        "(box-only models: every pair the runtime scores).",
+    ),  # fmt: skip
     method: str | None = typer.Option(
         None, "--method", help="Activation ranges: minmax (default), percentile or entropy."
     ),
@@ -89,6 +93,7 @@ def calibrate(
         video=video,
         detections=detections,
         features=tuple(features),
+        cad=cad,
         frames=frames,
         stride=stride,
         max_frames=max_frames,
