@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from pairedge.calibration.collect import Collected
 from pairedge.calibration.infer import agreement, logits, session
-from pairedge.metrics.pairwise import classification_metrics
+from pairedge.core.metrics.pairwise import classification_metrics
 
 PRECISIONS = ("fp16", "int8")
 SIZES = (1, 64, 512, 4950)
@@ -80,8 +80,8 @@ def window_failures(stage: int, reference: np.ndarray, candidate: np.ndarray, gr
                     tau: float, kept_frames: int) -> tuple[int, int]:  # fmt: skip
     """(failing, total) pack-sized windows (:func:`windows`) by parity's int8 tolerances at the logits level
     (max, p99) and the labels level (gate / top-1 agreement, near-ties excepted), as ``parity check`` judges."""
-    from pairedge.runtime.comparator import LogitError
-    from pairedge.runtime.parity.levels import Tolerances
+    from pairedge.compare.comparator import LogitError
+    from pairedge.compare.parity.levels import Tolerances
 
     tol = Tolerances()
     floor = tol.gate_agreement if stage == 1 else tol.top1_agreement
@@ -121,9 +121,9 @@ def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray], 
 
 def parity_checks(model: Path, folder: Path, scenes: list[str], work: Path, frames: int = 60) -> dict[str, Any]:
     """``parity pack`` of each held-out scene (fp32 ``model``) and ``parity check`` of ``folder``'s int8 / fp16."""
-    from pairedge.evaluation.sources import parse_scene
-    from pairedge.runtime.parity import CheckOptions, check_pack
-    from pairedge.runtime.parity.build import build_pack
+    from pairedge.apps.evaluation.sources import parse_scene
+    from pairedge.compare.parity import CheckOptions, check_pack
+    from pairedge.compare.parity.build import build_pack
 
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {}

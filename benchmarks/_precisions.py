@@ -95,7 +95,7 @@ def markdown(res: dict[str, Any]) -> str:
         "# Precisions of the bundled model: fp16, PTQ int8 (pairedge calibrate), QAT int8", "",
         f"Held-out data: `{res['data']}` ({ref['pair_frames']:,} pair-frames, {ref['scored_pairs']:,} true interacting "
         "pair-frames; seeds no training, calibration or choice used). Features computed once by the fp32 pipeline "
-        "(ONNX Runtime CPU) and fed to every variant; every figure from `pairedge.runtime.comparator`: stage-1 gate "
+        "(ONNX Runtime CPU) and fed to every variant; every figure from `pairedge.compare.comparator`: stage-1 gate "
         "agreement on every pair-frame, stage-2 top-1 agreement on the pair-frames the fp32 reference gates (in "
         "brackets: with near-ties, fp32 decisions within 1e-3 of the boundary, excepted, the judged figure), MPCA "
         "on the true interacting pair-frames vs the fp32 reference's. Classifier ms: p50 of stage 1 on 4,950 pairs "

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.io.par import ParFrame
-from pairedge.io.stickmen import StickmenImage
-from pairedge.metrics.par import score_frames
-from pairedge.metrics.pcp import pcp_loose, pcp_strict
+from pairedge.core.io.par import ParFrame
+from pairedge.core.io.stickmen import StickmenImage
+from pairedge.core.metrics.par import score_frames
+from pairedge.core.metrics.pcp import pcp_loose, pcp_strict
 
 #: A frontal upright stickman (6, 4) at the origin: torso, arms, head (Buffy part order).
 _TEMPLATE = np.array(

@@ -3,7 +3,7 @@
 Used by ``bench_runtime.py`` (does a more accurate flow change the bundled model's accuracy?) and
 ``bench_paper_pipeline.py`` (pairedge vs the paper's pipeline). Each scene is simulated in memory, run through
 a :class:`~pairedge.runtime.Pipeline` with the given configuration (ground-truth boxes and ids by default),
-and all scenes are pooled into one pairwise score (:mod:`pairedge.metrics.pairwise`) against the simulator's
+and all scenes are pooled into one pairwise score (:mod:`pairedge.core.metrics.pairwise`) against the simulator's
 pairs mapped onto the model's labels (PAPER3: the "together" pairs; other pairs are stage-1 negatives).
 """
 
@@ -15,13 +15,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pairedge.labels import PAPER3
-from pairedge.metrics.pairwise import score_files
+from pairedge.core.labels import PAPER3
+from pairedge.core.metrics.pairwise import score_files
+from pairedge.core.sim import Scene
+from pairedge.core.sim.output import pairs_record
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.output import JsonlWriter
 from pairedge.runtime.run import run_stream
-from pairedge.sim import Scene
-from pairedge.sim.output import pairs_record
 
 METRICS = (
     "pair_precision",

@@ -19,7 +19,7 @@ def environment() -> dict[str, Any]:
     """Versions and machine facts recorded with every result."""
     import onnxruntime
     import torch
-    from pairedge import __version__
+    from pairedge.core.version import __version__
 
     return {
         "python": sys.version.split()[0],

@@ -35,19 +35,19 @@ from typing import Any
 
 import numpy as np
 from _train_bench import RESULTS, environment, write
-from pairedge.datasets.sim import match_labels
-from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import default_model_dir
-from pairedge.errors import PairedgeError
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import PairedgeError
+from pairedge.core.features import spec_layout
+from pairedge.core.labels import PAPER3
+from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import simulate
+from pairedge.core.sim.config import get_preset
+from pairedge.export.datasets.sim import match_labels
 from pairedge.export.evaluation import classification_metrics
-from pairedge.features import spec_layout
-from pairedge.labels import PAPER3
 from pairedge.runtime.backends import get_backend
 from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.loading import find_models
-from pairedge.sim import simulate
-from pairedge.sim.config import get_preset
 
 #: Held-out scenes: preset -> seeds (the recipe's test seeds; never used for any choice).
 HELD_OUT = {"static": "1000-1003", "moving": "1000-1003", "noisy": "1000-1003", "surveillance": "1000-1003"}

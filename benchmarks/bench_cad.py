@@ -17,7 +17,7 @@ Reported, per variant (:data:`RECIPES`):
 
 * **the headline**: accuracy, MPCA and macro-F1 of the pooled out-of-fold predictions (each row predicted
   once per seed, by the model whose outer fold held it out), computed exactly as ``pairedge score`` computes
-  them (:func:`pairedge.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8 classes as
+  them (:func:`pairedge.core.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8 classes as
   the seed documents define it (``mpca_over_all_classes``; the present-classes ``mpca`` is reported beside it
   and labelled where the two differ), macro-F1 over all 8 classes (absent ones 0); the mean ± std over
   the seeds and each seed's value;
@@ -33,7 +33,7 @@ The variants (every one with a track history of ``--history`` = 30 samples, ever
 
 * ``boxes``: boxes and tracks only (``pairedge`` spec v3, box-only mode; the annotated orientation is not
   given, so the orientation columns carry only the motion-direction fallback): spec v2 plus the context
-  columns (:mod:`pairedge.features.context`: distance change over 1 / 2 / 4 s, camera-compensated motion,
+  columns (:mod:`pairedge.core.features.context`: distance change over 1 / 2 / 4 s, camera-compensated motion,
   group line geometry; causal, streaming, appended to the pair block; what ``pairedge train --spec-version 3``
   trains and the runtime computes); the viewpoint columns
   (absolute box height and position: they identify the camera, i.e. the sequence) are hidden from the model
@@ -45,7 +45,7 @@ The variants (every one with a track history of ``--history`` = 30 samples, ever
   data worth having; the held-out fold still chooses nothing; ``boxes_no_refit`` / ``orientation_no_refit``
   measure the recipe without it);
 * ``orientation``: the same plus each person's annotated 8-way body orientation (``attr``) as
-  :class:`~pairedge.types.Detections` orientation (spec v2 orientation features: does A face B, same
+  :class:`~pairedge.core.types.Detections` orientation (spec v2 orientation features: does A face B, same
   direction, queue geometry, mask) — what a body-orientation estimator could give; mirrored copies and
   time-reversed copies in which every frame annotated *walking* has its orientation turned by 180 degrees
   (``reverse_sequence(turn_walkers=True)``: a reversed walker faces where they go, standing people keep
@@ -55,7 +55,7 @@ The variants (every one with a track history of ``--history`` = 30 samples, ever
 * ``gbm``: a gradient-boosting baseline (scikit-learn ``HistGradientBoostingClassifier``, balanced class
   weights) on the plain box features, same outer folds (no early stopping to nest).
 * ``boxes_sim``, ``orientation_sim`` (not run by default): ``boxes`` / ``orientation`` plus simulator scenes
-  as extra training sequences (:mod:`pairedge.datasets.sim_cad`; ``--sim-presets``, ``--sim-seeds``,
+  as extra training sequences (:mod:`pairedge.export.datasets.sim_cad`; ``--sim-presets``, ``--sim-seeds``,
   ``--sim-frames``, ``--sim-groups``), in every training set, never validated on. They scored lower (see
   docs/training.md).
 
@@ -79,22 +79,22 @@ from typing import Any
 
 import numpy as np
 from _train_bench import DEFAULT_DATA, environment, write
-from pairedge.datasets.arrays import concat_rows
-from pairedge.datasets.cad import cad_features
-from pairedge.datasets.cad_context import AUGMENTATIONS
-from pairedge.datasets.sim_cad import sim_cad_sequence
-from pairedge.datasets.sources import parse_seeds
-from pairedge.errors import PairedgeError
+from pairedge.core.errors import PairedgeError
+from pairedge.core.io.cad import DEFAULT_FPS, read_cad_dir
+from pairedge.core.io.featurefile import concat_rows
+from pairedge.core.metrics.pairwise import classification_metrics
+from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import get_preset
 from pairedge.export.data import sequence_folds, split_by_sequence
+from pairedge.export.datasets.cad import cad_features
+from pairedge.export.datasets.cad_context import AUGMENTATIONS
+from pairedge.export.datasets.sim_cad import sim_cad_sequence
 from pairedge.export.report import confusion_markdown
 from pairedge.export.train import TrainConfig, predict_logits
-from pairedge.io.cad import DEFAULT_FPS, read_cad_dir
-from pairedge.metrics.pairwise import classification_metrics
-from pairedge.sim import get_preset
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
 CONTEXT_SPEC = "3"
-#: Per variant: annotated orientation given?, context columns (spec v3, :mod:`pairedge.features.context`),
+#: Per variant: annotated orientation given?, context columns (spec v3, :mod:`pairedge.core.features.context`),
 #: augmented copies of the training folds, feature columns the model must not use, relation-net widths,
 #: refit on all training sequences for the early-stopped epoch count.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -166,7 +166,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def protocol_metrics(y_true: np.ndarray, y_pred: np.ndarray, labels: tuple[str, ...]) -> dict[str, Any]:
     """Accuracy, both MPCAs, both macro-F1s, per-class table and confusion of predicted class ids, exactly as
-    ``pairedge score`` computes them (:func:`pairedge.metrics.pairwise.classification_metrics`; the keys are
+    ``pairedge score`` computes them (:func:`pairedge.core.metrics.pairwise.classification_metrics`; the keys are
     its summary names: ``mpca`` over the classes present in ``y_true``, ``mpca_over_all_classes`` over all C,
     ``macro_f1`` over all C, ``macro_f1_present``); ``classes`` = how many classes ``y_true`` holds."""
     m = classification_metrics(y_true, y_pred, len(labels), labels=labels)
@@ -197,7 +197,7 @@ def fit_relation_net(
     ``augmented`` copies (mirror / time reversal; same group ids); no copy of an inner-validation or
     held-out sequence is trained on while the epoch is chosen. ``refit_all``: then a fresh net for the chosen
     number of epochs on ALL the training sequences (inner validation included) and their copies; the epoch
-    still comes from the inner split only. ``sim`` (simulator rows, :mod:`pairedge.datasets.sim_cad`) is
+    still comes from the inner split only. ``sim`` (simulator rows, :mod:`pairedge.export.datasets.sim_cad`) is
     added to every training set, never validated on.
     """
     import torch
@@ -386,7 +386,7 @@ def headline_lines(r: dict[str, Any]) -> list[str]:
         "## Headline: pooled out-of-fold predictions, scored as `pairedge score` scores them",
         "",
         "Each seed's out-of-fold predictions (every row predicted once, by the model whose outer fold held it "
-        "out) are scored together by `pairedge.metrics.pairwise.classification_metrics` (the code `pairedge "
+        "out) are scored together by `pairedge.core.metrics.pairwise.classification_metrics` (the code `pairedge "
         f"score` runs): accuracy; **MPCA over all {len(r['labels'])} classes** (the seed documents' definition, "
         f"`mpca_over_all_classes`); macro-F1 over all {len(r['labels'])} classes (an absent class counts 0). "
         "Mean ± std over the seeds, then each seed's MPCA. "
@@ -518,7 +518,7 @@ def markdown(r: dict[str, Any]) -> str:
         f"{r['train_config']['patience']}, {r.get('members', 1)} net(s) per outer fold. The usual CAD test "
         "sequences are not in the data folder.",
         "",
-        "Recipes: `boxes` / `orientation` use spec v3, whose context columns (`pairedge.features.context`: "
+        "Recipes: `boxes` / `orientation` use spec v3, whose context columns (`pairedge.core.features.context`: "
         "distance change over 1 / 2 / 4 s, camera-compensated motion, group line geometry; causal, computed by "
         "the streaming extractor) follow the v2 pair block, hide the "
         "viewpoint columns (absolute box height / position) from the model, use relation-net widths (128, 256), "
@@ -562,7 +562,7 @@ TITLES = {
     "boxes_plain": "boxes and tracks, previous recipe (spec v2 only, no augmentation)",
     "orientation_plain": "boxes + annotated orientation, previous recipe (spec v2 only, no augmentation)",
     "gbm": "gradient boosting on the plain box features",
-    "boxes_sim": "`boxes` + simulator scenes as extra training sequences (`pairedge.datasets.sim_cad`)",
+    "boxes_sim": "`boxes` + simulator scenes as extra training sequences (`pairedge.export.datasets.sim_cad`)",
     "orientation_sim": "`orientation` + simulator scenes (with their body orientation) as extra training sequences",
 }
 

@@ -14,7 +14,7 @@
 4. **Held-out sequences**: their rows (box-only features, the model's feature options) through the fp32,
    fp16 and int8 files: stage-1 gate and stage-2 top-1 agreement with fp32 (every row: CAD's stage-2 rows
    are its labelled pairs), near-ties, logit errors, MPCA vs the annotations (all 8 classes) and its drop,
-   all through :mod:`pairedge.runtime.comparator` (:func:`pairedge.calibration.infer.agreement`); and
+   all through :mod:`pairedge.compare.comparator` (:func:`pairedge.calibration.infer.agreement`); and
    ``pairedge parity pack MODEL --cad annoNN.mat`` of each whole held-out sequence with ``pairedge parity
    check`` of fp32, fp16 and int8 (default tolerances, ONNX Runtime).
 
@@ -75,7 +75,7 @@ def _validation(report: Path) -> dict[str, Any]:
 
 def train(sequences: Path, work: Path, epochs: int) -> tuple[Path, dict[str, Any]]:
     """The box-only model folder (both stages of the recipe) and the train commands with their seconds."""
-    from pairedge.modelfolder import register_files
+    from pairedge.core.modelfolder import register_files
 
     model = work / "model"
     model.mkdir()
@@ -93,7 +93,7 @@ def train(sequences: Path, work: Path, epochs: int) -> tuple[Path, dict[str, Any
 
 def features(sequences: Path, model: Path, out: Path) -> list[Path]:
     """The rows of ``sequences`` (no augmented copies) with the model's own spec version and feature options."""
-    from pairedge.datasets.sources import load_with_copies
+    from pairedge.export.datasets.sources import load_with_copies
     from pairedge.runtime.loading import find_models
 
     meta = find_models(model).stage2.metadata
@@ -129,7 +129,7 @@ def beyond_training(pack: Path, train: Any, names: tuple[str, ...]) -> dict[str,
 def parity(model: Path, cal: Path, sequences: list[Path], work: Path, train: Any) -> dict[str, Any]:
     """``parity pack --cad`` of each whole held-out sequence; ``parity check`` of fp32 (the model), fp16, int8;
     how far the pack's stage-2 features leave the training rows' range (``train``: their StageSamples)."""
-    from pairedge.io.cad import read_cad_mat
+    from pairedge.core.io.cad import read_cad_mat
     from pairedge.runtime.loading import find_models
 
     names = tuple(find_models(model).spec.stage2_names)

@@ -53,8 +53,8 @@ from pairedge.calibration.api import (
 )
 from pairedge.calibration.collect import Collected, merge, parse_scenes
 from pairedge.calibration.infer import logits, session
-from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import default_model_dir
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.seeds import parse_seeds
 
 CAL_SETS = {"readme": "static:0-3,moving:0-3", "small": "static:0-1,moving:0-1", "default": None}
 SELECTION_ROWS = (("static,moving,noisy", "6000-6007"), ("noisy", "6008-6011"), ("surveillance", "6000-6003"))
@@ -101,7 +101,7 @@ def scenes(model: Path, presets: list[str], seeds: str, frames: int, cache: Path
     t = time.perf_counter()
     file = None
     if cache is not None:
-        from pairedge.modelfolder import sha256_file
+        from pairedge.core.modelfolder import sha256_file
 
         key = "-".join(sha256_file(model / f"stage{s}.onnx")[:12] for s in (1, 2))
         file = cache / f"{key}-{'+'.join(presets)}-{seeds}-{frames}.npz"

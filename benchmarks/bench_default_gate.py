@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 from _train_bench import RESULTS, environment, write
-from pairedge.datasets.sim import SimDataset, sim_feature_sets
-from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import default_model_dir
-from pairedge.errors import PairedgeError
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import PairedgeError
+from pairedge.core.seeds import parse_seeds
+from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.export.evaluation import classification_metrics
 from pairedge.runtime.backends import get_backend
 from pairedge.runtime.loading import find_models

@@ -47,7 +47,7 @@ def sha(path: Path) -> str:
 
 
 def run_once(args: list[str], out: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-c", "from pairedge.cli import main; main()", "train", *args, "--out", str(out)]
+    cmd = [sys.executable, "-c", "from pairedge.apps.cli import main; main()", "train", *args, "--out", str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads((out / "report.json").read_text())

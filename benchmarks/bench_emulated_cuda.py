@@ -33,9 +33,9 @@ import cv2
 import numpy as np
 from _train_bench import write
 from bench_runtime import machine
-from pairedge.cuda.emulated.device import EmulatedDevice
-from pairedge.features.flowpool import flow_moments, pool_rects
-from pairedge.probe import emulation_skip_reason
+from pairedge.apps.probe import emulation_skip_reason
+from pairedge.core.features.flowpool import flow_moments, pool_rects
+from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.flow.cuda.kernels import kernel_source
 from pairedge.runtime.flow.cuda.twins import CASES, KernelRunner, compare, load_flow_kernels
@@ -48,8 +48,8 @@ SINTEL = [f"{p}/{d}" for p in ("clean", "final") for d in ("easy", "medium", "ha
 
 def build() -> dict[str, Any]:
     """Fresh g++ builds (an empty cache) per kernel file, then the load from the disk cache."""
-    from pairedge.cuda.emulated import build as builder
-    from pairedge.cuda.emulated.toolchain import find_toolchain
+    from pairedge.gpu.cuda.emulated import build as builder
+    from pairedge.gpu.cuda.emulated.toolchain import find_toolchain
 
     toolchain = find_toolchain()[0]
     assert toolchain is not None
@@ -137,7 +137,7 @@ def cli(data: Path, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for flow in ("reference", "cuda"):
             env = {**os.environ, "PAIREDGE_CUDA_EMULATION": "hip-cpu"} if flow == "cuda" else dict(os.environ)
-            cmd = [sys.executable, "-m", "pairedge.cli", "run", str(pets_dir / "vtest.avi"), "--detections",
+            cmd = [sys.executable, "-m", "pairedge.apps.cli", "run", str(pets_dir / "vtest.avi"), "--detections",
                    str(pets_dir / "mot15" / "gt" / "gt.txt"), "--flow", flow, "--max-frames", str(n), "--no-video",
                    "--out", f"{tmp}/{flow}"]  # fmt: skip
             start = time.perf_counter()

@@ -6,7 +6,7 @@
      and extrapolated linearly, and its values are compared with the fast path (max abs difference).
    * ``pairedge``: the extractor with flow at scale 0.5 (per-person pooling with integral images, affine
      ego-motion), the same with per-box slicing instead of integral images, box-only mode, and box-only mode
-     of spec v3 (+ the long-horizon / group context of :mod:`pairedge.features.context`).
+     of spec v3 (+ the long-horizon / group context of :mod:`pairedge.core.features.context`).
 2. Ego-motion: on synthetic flow fields (320 x 240, i.e. scale 0.5 of 640 x 480) with known camera motion
    (static, pan, forward motion, roll + pan), people with their own motion, flow noise and an
    independently moving background object, the RMS error of the ego-compensated person motion for the
@@ -63,9 +63,9 @@ def per_frame(fn, frames: int) -> dict[str, float]:
 
 
 def bench_liang(n: int, frames: int, ref_pairs: int, seed: int) -> dict[str, Any]:
-    from pairedge.features import frame_pairs, get_spec
-    from pairedge.features.liang2026 import stage1_features, stage2_features_reference
-    from pairedge.types import Detections
+    from pairedge.core.features import frame_pairs, get_spec
+    from pairedge.core.features.liang2026 import stage1_features, stage2_features_reference
+    from pairedge.core.types import Detections
 
     rng = np.random.default_rng(seed)
     boxes = people(rng, n)
@@ -99,9 +99,9 @@ def bench_liang(n: int, frames: int, ref_pairs: int, seed: int) -> dict[str, Any
 
 
 def bench_pairedge(n: int, frames: int, seed: int) -> dict[str, Any]:
-    from pairedge.features import flowpool, get_spec
-    from pairedge.features.edge import PairedgeExtractor
-    from pairedge.types import Detections
+    from pairedge.core.features import flowpool, get_spec
+    from pairedge.core.features.edge import PairedgeExtractor
+    from pairedge.core.types import Detections
 
     rng = np.random.default_rng(seed)
     boxes0 = people(rng, n)
@@ -161,8 +161,8 @@ def camera(kind: str, h: int, w: int) -> np.ndarray:
 
 
 def bench_egomotion(trials: int, seed: int) -> dict[str, Any]:
-    from pairedge.features import egomotion
-    from pairedge.features.flowpool import pool_flow
+    from pairedge.core.features import egomotion
+    from pairedge.core.features.flowpool import pool_flow
 
     rng = np.random.default_rng(seed)
     scale = 0.5
@@ -211,8 +211,8 @@ def bench_egomotion(trials: int, seed: int) -> dict[str, Any]:
 
 
 def bench_pets(data: Path, frames: int) -> dict[str, Any]:
-    from pairedge.features import egomotion
-    from pairedge.io.cvml import read_cvml
+    from pairedge.core.features import egomotion
+    from pairedge.core.io.cvml import read_cvml
 
     video = data / "pets09_s2l1" / "vtest.avi"
     xml = data / "pets09_s2l1" / "PETS2009-S2L1.xml"
@@ -248,10 +248,10 @@ def bench_pets(data: Path, frames: int) -> dict[str, Any]:
 def bench_sim_egomotion(frames: int, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
     """Estimated vs true camera motion at the people's centres on the simulator's ``moving`` preset."""
     try:
-        from pairedge.sim import simulate
+        from pairedge.core.sim import simulate
     except ImportError as exc:
-        return {"skipped": f"pairedge.sim unavailable ({exc})"}
-    from pairedge.features import egomotion
+        return {"skipped": f"pairedge.core.sim unavailable ({exc})"}
+    from pairedge.core.features import egomotion
 
     errors: dict[str, list[float]] = {m: [] for m in egomotion.METHODS}
     true_shift: list[float] = []

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 from _train_bench import write
-from pairedge.evaluation.fleet_eval import evaluate_many
-from pairedge.evaluation.sources import parse_sources
-from pairedge.ros.write import write_log
+from pairedge.apps.evaluation.fleet_eval import evaluate_many
+from pairedge.apps.evaluation.sources import parse_sources
+from pairedge.apps.ros.write import write_log
+from pairedge.core.sim import simulate
+from pairedge.core.sim.output import write_scene
 from pairedge.runtime.run import resolve_model
-from pairedge.sim import simulate
-from pairedge.sim.output import write_scene
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ Run on a machine with an NVIDIA GPU (``benchmarks/gpu_check.sh`` runs it on the 
    the emulated device passes bit for bit in CI) at odd sizes: largest absolute difference, elements differing.
 1. **Agreement**: mean |GPU flow - CPU reference flow| (px) on the runtime benchmark's textured scene at
    640 x 480 (scale 0.5 and 1.0), and the max relative difference of the pooled sums (GPU reduction vs
-   :func:`pairedge.features.flowpool.pooled_reference` of the GPU's own dense field).
+   :func:`pairedge.core.features.flowpool.pooled_reference` of the GPU's own dense field).
 2. **Cost** of flow + fused pooling (``CudaFlow.compute_pooled``) at 640 x 480 frames, 10 and 100 people,
    scale 0.5 and 1.0: GPU time from CUDA events and wall time per call (median of ``--frames`` after a
    warm-up), against the CPU reference and DIS fast / 0.5 on the same frames.
@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 from _train_bench import write
 from bench_runtime import boxes_scene
-from pairedge.features.flowpool import pooled_reference
+from pairedge.core.features.flowpool import pooled_reference
 from pairedge.runtime.flow import FlowStream, available_flow_backends, get_flow_backend
 from pairedge.runtime.flow.lk_reference import lk_flow
 from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest
@@ -50,7 +50,7 @@ def frames(people: int, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def kernel_twins() -> list[dict[str, Any]]:
     """Every kernel against its numpy twin on the GPU (max over the sizes the emulated tests use)."""
-    from pairedge.cuda import open_device
+    from pairedge.gpu.cuda import open_device
     from pairedge.runtime.flow.cuda.twins import CASES, KernelRunner, compare, load_flow_kernels
 
     rows = []
@@ -110,9 +110,9 @@ def cost(name: str, scale: float, people: int, n: int, warmup: int = 5, **option
 
 
 def pipeline_stages(n: int) -> dict[str, float]:
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
+    from pairedge.core.types import Detections
     from pairedge.runtime import Pipeline
-    from pairedge.types import Detections
 
     rows = []
     with Pipeline.load(default_model_dir(), flow="cuda") as pipe:

@@ -9,7 +9,7 @@ less than ``--max-seconds`` (default 20) and less than ``--max-mib`` (default 10
 Each process runs under a 4 GiB address-space limit, so a regression fails its case instead of exhausting
 the machine.
 
-The ceilings come from :mod:`pairedge.limits` (documented in ``docs/formats.md#ceilings``).
+The ceilings come from :mod:`pairedge.core.limits` (documented in ``docs/formats.md#ceilings``).
 
 Writes ``benchmarks/results/bench_hostile.json`` and ``.md``::
 
@@ -81,7 +81,7 @@ def _limit_memory() -> None:
 def run_measured(args: list[str], cwd: Path, timeout: float) -> tuple[int, float, float, str]:
     """Run ``pairedge ARGS`` in ``cwd``: (exit code, seconds, peak RSS MiB, stderr); killed after ``timeout``."""
     env = {**os.environ, "COLUMNS": "80", "PAIREDGE_DEBUG": "0"}
-    cmd = [sys.executable, "-m", "pairedge.cli", *args]
+    cmd = [sys.executable, "-m", "pairedge.apps.cli", *args]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
@@ -188,9 +188,9 @@ def mcap_zstd_bomb(folder: Path) -> list[str]:
 
 def compressed_image_bag(folder: Path) -> list[str]:
     """An MCAP log of 6 CompressedImage frames (one a PNG of 20,000 x 20,000 px) with their detections."""
-    from pairedge.ros.messages import build, detections_to_msg, header
-    from pairedge.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, make_typestore
-    from pairedge.types import Detections
+    from pairedge.apps.ros.messages import build, detections_to_msg, header
+    from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, make_typestore
+    from pairedge.core.types import Detections
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = make_typestore()
@@ -230,7 +230,7 @@ def fifo_onnx(folder: Path) -> list[str]:
 
 
 def doctor_dev_zero(folder: Path) -> list[str]:
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
 
     model = folder / "model"
     shutil.copytree(default_model_dir(), model)
@@ -341,7 +341,7 @@ def markdown(outcomes: list[Outcome], env: dict[str, Any], max_seconds: float, m
         f"{passed} of {len(outcomes)} cases pass: the expected exit code, at most one stderr line, under "
         f"{max_seconds:g} s and {max_mib:g} MiB peak resident memory of the `pairedge` process. "
         f"Machine: {env['cpu']}, Python {env['python']}; "
-        "the ceilings are `pairedge.limits` (docs/formats.md#ceilings).",
+        "the ceilings are `pairedge.core.limits` (docs/formats.md#ceilings).",
         "",
         "| case | exit (expected) | seconds | peak MiB | stderr lines | pass |",
         "|---|---:|---:|---:|---:|:---:|",
@@ -357,7 +357,7 @@ def markdown(outcomes: list[Outcome], env: dict[str, Any], max_seconds: float, m
 
 
 def environment() -> dict[str, Any]:
-    from pairedge.bench.env import cpu_model
+    from pairedge.apps.bench.env import cpu_model
 
     return {"cpu": cpu_model(), "python": sys.version.split()[0]}
 

@@ -21,12 +21,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from _train_bench import environment, write
-from pairedge.default_model import default_model_dir
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.features import get_spec
+from pairedge.core.labels import CAD8, PAPER3, STAGE1
 from pairedge.export.checkpoint import Checkpoint
 from pairedge.export.models import ModelConfig, build_model, count_parameters
 from pairedge.export.onnx_export import export_checkpoint
-from pairedge.features import get_spec
-from pairedge.labels import CAD8, PAPER3, STAGE1
 
 BATCHES = (1, 10, 100, 300)
 

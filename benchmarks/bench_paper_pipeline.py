@@ -60,15 +60,15 @@ import numpy as np
 import onnxruntime as ort
 from _runtime_accuracy import parse_scenes, scene_accuracy
 from bench_runtime import machine
-from pairedge.default_model import RECIPE, default_model_dir
-from pairedge.features.liang2026 import farneback_flow, stage1_features, stage2_features_reference
+from pairedge.core.bundled import RECIPE, default_model_dir
+from pairedge.core.features.liang2026 import farneback_flow, stage1_features, stage2_features_reference
+from pairedge.core.sim import Scene
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.loading import find_models
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.pipeline import softmax
-from pairedge.sim import Scene
-from pairedge.types import Detections
 
 HERE = Path(__file__).resolve().parent
 NO_SMOOTHING = SmoothingConfig(alpha=1.0)
@@ -94,7 +94,7 @@ def ensure_liang_model(folder: Path, recipe: dict[str, Any]) -> dict[str, Any]:
         summary = json.loads(summary_file.read_text())
         if summary.get("recipe") == recipe:
             return summary
-    from pairedge.export.default_model import build_default_model  # torch, only when training
+    from pairedge.apps.recipes.default_model import build_default_model  # torch, only when training
 
     folder.mkdir(parents=True, exist_ok=True)
     return build_default_model(folder, recipe, progress=False)

@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.bench.env import environment
-from pairedge.default_model import default_model_dir
-from pairedge.evaluation.sources import parse_scene, parse_sources
-from pairedge.runtime.parity import CheckOptions, ParityPack, check_pack, load_pack
-from pairedge.runtime.parity.build import build_pack
-from pairedge.runtime.parity.check import reference_config, replay_pack
-from pairedge.runtime.parity.replay import load_pipeline
+from pairedge.apps.bench.env import environment
+from pairedge.apps.evaluation.sources import parse_scene, parse_sources
+from pairedge.compare.parity import CheckOptions, ParityPack, check_pack, load_pack
+from pairedge.compare.parity.build import build_pack
+from pairedge.compare.parity.check import reference_config, replay_pack
+from pairedge.compare.parity.replay import load_pipeline
+from pairedge.core.bundled import default_model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -64,7 +64,7 @@ def _pets(data: Path, boxes: str) -> Callable[[Path, int], Any]:
 
 def _bag(tmp: Path, n: int) -> Any:
     out = tmp / "sim_bag"
-    cmd = [sys.executable, "-c", "from pairedge.cli import main; main()", "simulate", "--preset", "moving",
+    cmd = [sys.executable, "-c", "from pairedge.apps.cli import main; main()", "simulate", "--preset", "moving",
            "--seed", "4101", "--frames", str(n), "--out", str(out), "--bag", "mcap"]  # fmt: skip
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return parse_sources(str(out / "log"))[0]
@@ -102,7 +102,7 @@ def rows_of(pk: ParityPack, exact: bool) -> Any:
 
 def drift(pk: ParityPack, dev: Any) -> dict[str, Any]:
     """Largest differences of ``dev`` from the pack's rows on the pair-frames both have."""
-    from pairedge.runtime.parity.check import match_rows
+    from pairedge.compare.parity.check import match_rows
 
     ri, di = match_rows(pk.rows.keys(), dev.keys())
     ref = pk.rows

@@ -5,7 +5,7 @@ raw detections through the built-in tracker; latency, and per-person flow agreem
    model over the whole video, once with the MOT ground truth ``mot15/gt/gt.txt`` (ids given; 1-based frames
    mapped to video index + 1) and once with the raw ACF detections ``mot15/det/det.txt`` (ids -1: the
    built-in tracker assigns them). Frames completed, per-stage latency, FPS, tracks, drops.
-2. Flow agreement, as in the simulator's flow check (``pairedge.sim.flowcheck``): for every ground-truth
+2. Flow agreement, as in the simulator's flow check (``pairedge.core.sim.flowcheck``): for every ground-truth
    person present in two consecutive frames, the median of the runtime's flow (same backend and settings,
    vectors scaled back to full-resolution pixels) inside the person's previous box, against the box-centre
    displacement; over the whole box and over the inner box the ``pairedge`` features pool (15 % of the width
@@ -31,14 +31,14 @@ from typing import Any
 import cv2
 import numpy as np
 from bench_runtime import flow_label, machine, parse_flows
-from pairedge.default_model import default_model_dir
-from pairedge.io.mot import read_mot
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.io.mot import read_mot
+from pairedge.core.sim.flowcheck import summary as error_summary
 from pairedge.runtime import FlowConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.run import RunOptions, RunSummary, run_files
 from pairedge.runtime.sources import FrameSource
-from pairedge.sim.flowcheck import summary as error_summary
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"

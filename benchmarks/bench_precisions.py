@@ -8,7 +8,7 @@
    (0-11), no calibration, no test (1000-1007), no link-setting (2000-2003) or calibration-method (2000-3002)
    choice uses) replayed once by the fp32 pipeline; every variant classifies exactly those features:
    fp16, PTQ int8 (both calibrations), and the QAT int8 shipped in the bundled folder when it is there. Every
-   figure through :mod:`pairedge.runtime.comparator` (:func:`pairedge.bench.accuracy.score_variant`): stage-1
+   figure through :mod:`pairedge.compare.comparator` (:func:`pairedge.apps.bench.accuracy.score_variant`): stage-1
    gate agreement, stage-2 top-1 agreement on the pair-frames the fp32 gate opens, near-ties counted, MPCA drop
    against the fp32 reference, max logit error; how many Gemm / MatMul nodes compute in int8; classifier
    latency at 100 people; judged against the issue's targets (QAT >= 99.5 % / <= 0.3 points, PTQ >= 99 % /
@@ -37,14 +37,14 @@ from typing import Any
 
 import numpy as np
 from _precisions import int8_coverage, markdown, parity_summary, run_cli
-from pairedge.bench.accuracy import Gate, tau_summary
-from pairedge.bench.measure import classifier_latency
-from pairedge.bench.run import BenchOptions, reference_rows, run_bench
-from pairedge.default_model import default_model_dir
-from pairedge.evaluation.sources import parse_sources
-from pairedge.runtime.comparator import AgreementTolerances
-from pairedge.runtime.parity.replay import load_pipeline, model_only_logits
-from pairedge.runtime.parity.report import json_safe
+from pairedge.apps.bench.accuracy import Gate, tau_summary
+from pairedge.apps.bench.measure import classifier_latency
+from pairedge.apps.bench.run import BenchOptions, reference_rows, run_bench
+from pairedge.apps.evaluation.sources import parse_sources
+from pairedge.compare.comparator import AgreementTolerances
+from pairedge.compare.parity.replay import load_pipeline, model_only_logits
+from pairedge.compare.parity.report import json_safe
+from pairedge.core.bundled import default_model_dir
 
 HERE = Path(__file__).resolve().parent
 HELD_OUT = "sim:static+moving+noisy:seeds=4000-4001:frames=150"

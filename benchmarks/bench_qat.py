@@ -1,8 +1,8 @@
 """QAT INT8 of the bundled model vs its fp32 files: agreement, MPCA, logit error, cost, and parity on held-out packs.
 
-The files are the shipped ``stage{1,2}.int8.onnx`` (made by ``python -m pairedge.export.default_model
+The files are the shipped ``stage{1,2}.int8.onnx`` (made by ``python -m pairedge.apps.recipes.default_model
 --int8-only``: quantization-aware training, every Gemm in int8). Every figure compares them with the shipped
-fp32 files through :mod:`pairedge.runtime.comparator` (the comparison calibrate, bench and parity use):
+fp32 files through :mod:`pairedge.compare.comparator` (the comparison calibrate, bench and parity use):
 
 1. **held-out simulator rows**, seeds 4000-4001 of ``static`` / ``moving`` / ``noisy`` (no training (0-11,
    surveillance 0-23), test (1000-1007), link-setting (2000-2003) or QAT choice uses them), built as the recipe
@@ -34,9 +34,7 @@ from typing import Any
 import numpy as np
 from _precisions import int8_coverage, parity_summary, run_cli
 from pairedge.calibration.infer import logits, session
-from pairedge.default_model import QAT_RECIPE, RECIPE, default_model_dir
-from pairedge.export.qat_data import RecipeRows, scene_rows
-from pairedge.runtime.comparator import (
+from pairedge.compare.comparator import (
     AgreementTolerances,
     Comparison,
     DecisionRule,
@@ -45,7 +43,9 @@ from pairedge.runtime.comparator import (
     judge,
     metric_delta,
 )
-from pairedge.runtime.parity.report import json_safe
+from pairedge.compare.parity.report import json_safe
+from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
+from pairedge.export.qat_data import RecipeRows, scene_rows
 
 HERE = Path(__file__).resolve().parent
 HELD_OUT = ("4000-4001", ["static", "moving", "noisy"])
@@ -66,7 +66,7 @@ def _logits(folder: Path, rows: RecipeRows) -> dict[str, dict[str, np.ndarray]]:
 
 
 def _mpca(y: np.ndarray, pred: np.ndarray, classes: int) -> float:
-    from pairedge.metrics.pairwise import classification_metrics
+    from pairedge.core.metrics.pairwise import classification_metrics
 
     return float(classification_metrics(y, pred, classes).mpca)
 
@@ -74,7 +74,7 @@ def _mpca(y: np.ndarray, pred: np.ndarray, classes: int) -> float:
 def score_rows(rows: RecipeRows, z: dict[str, dict[str, np.ndarray]], rule: DecisionRule,
                keep: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
     """The comparator's figures on the rows ``keep`` (bool over the stage-1 rows; None: all)."""
-    from pairedge.labels import PAPER3
+    from pairedge.core.labels import PAPER3
 
     keep = np.ones(len(rows.stage1.y), bool) if keep is None else keep
     together = rows.stage1.y == 1  # the stage-2 rows (paper3) are the together pairs, in the same order

@@ -48,9 +48,9 @@ import cv2
 import numpy as np
 from _matching import match_to_truth
 from _train_bench import write
-from pairedge.default_model import default_model_dir
-from pairedge.errors import ModelError, PairedgeError
-from pairedge.io.mot import read_mot
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import ModelError, PairedgeError
+from pairedge.core.io.mot import read_mot
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.sources import FrameSource, read_detections
 from pairedge.runtime.tracker import TrackerConfig

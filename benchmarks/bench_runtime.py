@@ -50,14 +50,14 @@ import onnx
 import onnxruntime
 from _runtime_report import markdown, plot
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.default_model import default_model_dir
-from pairedge.features import get_spec
-from pairedge.modelmeta import ModelMetadata
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.features import get_spec
+from pairedge.core.modelmeta import ModelMetadata
+from pairedge.core.types import Detections
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.memory import tune_allocator
-from pairedge.types import Detections
 
 HERE = Path(__file__).resolve().parent
 W, H = 640, 480
@@ -134,8 +134,8 @@ def boxes_scene(people: int, frames: int, size: tuple[int, int] = (W, H), seed: 
 
 
 def sim_scene(people: int, frames: int, seed: int = 0) -> Iterator[tuple]:
-    from pairedge.sim import get_preset, simulate
-    from pairedge.sim.config import with_people
+    from pairedge.core.sim import get_preset, simulate
+    from pairedge.core.sim.config import with_people
 
     for f in simulate(with_people(get_preset("static"), people), seed=seed, frames=frames):
         yield f.image, f.truth, f.timestamp

@@ -12,7 +12,7 @@
 2. **Bounded work**: one step with 10, 100, 1,000 and 10,000 detections in a frame under the default
    ``max_people`` cap (100), and the peak Python heap of that step: the cost stays at that of 100 people.
 3. **MOT reader** (``--mot-mb``, default 200, 0 to skip): a generated MOT file of that size read by
-   :func:`pairedge.io.mot.read_mot` in a fresh subprocess: seconds and peak resident memory over the file
+   :func:`pairedge.core.io.mot.read_mot` in a fresh subprocess: seconds and peak resident memory over the file
    size.
 
 Writes ``benchmarks/results/bench_soak.json`` and ``.md``. Run from the repository root::
@@ -37,11 +37,11 @@ from typing import Any
 import cv2
 import numpy as np
 from _train_bench import RESULTS, write
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.run import resolve_model
-from pairedge.types import Detections
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 W, H, PEOPLE = 96, 72, 5
@@ -191,7 +191,7 @@ def bounded(model: Path, counts: tuple[int, ...] = (10, 100, 1000, 10000)) -> li
 
 _MOT_CHILD = """
 import os, resource, sys, time
-from pairedge.io.mot import read_mot
+from pairedge.core.io.mot import read_mot
 with open("/proc/self/statm") as fh:
     base = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 t = time.perf_counter(); table = read_mot(sys.argv[1]); dt = time.perf_counter() - t

@@ -1,6 +1,6 @@
 """Synthetic benchmark: liang2026 vs pairedge features, static vs moving camera, held-out seeds.
 
-Simulator scenes (``pairedge.sim``) with exact pair labels, fixed seeds. Models are trained on the
+Simulator scenes (``pairedge.core.sim``) with exact pair labels, fixed seeds. Models are trained on the
 ``static`` preset only (training seeds, with a sequence-level validation split among them for early
 stopping) and tested on **held-out seeds never used in training** of ``static`` and of ``moving`` (a
 lawnmower-height camera with pan, forward motion and shake that training never saw: the zero-shot
@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 from _train_bench import environment, evaluate, write
-from pairedge.datasets import FeatureData, load_npz
-from pairedge.datasets.sim import SimDataset, sim_features
-from pairedge.datasets.sources import parse_seeds
+from pairedge.core.labels import PAPER3
+from pairedge.core.seeds import parse_seeds
+from pairedge.export.datasets import FeatureData, load_npz
+from pairedge.export.datasets.sim import SimDataset, sim_features
 from pairedge.export.jobs import resolve_data
 from pairedge.export.train import TrainConfig, train
-from pairedge.labels import PAPER3
 
 SPECS = ("liang2026", "pairedge")
 #: (spec, architecture, ignored features): the last rows train without the camera-placement columns.

@@ -73,15 +73,15 @@ import cv2
 import numpy as np
 from _matching import match_to_truth
 from _train_bench import write
-from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import default_model_dir
-from pairedge.errors import PairedgeError
-from pairedge.labels import PAPER3, SIM7
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import PairedgeError
+from pairedge.core.labels import PAPER3, SIM7
+from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import Scene, get_preset
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.loading import find_models
 from pairedge.runtime.tracker import TrackerConfig
-from pairedge.sim import Scene, get_preset
-from pairedge.types import Detections
 
 HERE = Path(__file__).resolve().parent
 PRESETS = ("static", "moving", "noisy", "surveillance")

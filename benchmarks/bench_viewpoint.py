@@ -3,7 +3,7 @@
 The ``pairedge`` spec has columns that encode where the camera is rather than what people do: absolute box
 height and bottom of each person, the pair's mean height / bottom / width (``FeatureSpec.viewpoint_names``).
 ``pairedge train --ignore-features viewpoint`` masks them inside the model. This benchmark trains the bundled
-default model's recipe (:data:`pairedge.default_model.RECIPE`: presets static + moving + noisy, training
+default model's recipe (:data:`pairedge.core.bundled.RECIPE`: presets static + moving + noisy, training
 seeds 0-11) once as shipped and once with the viewpoint columns ignored, for both stages and several model
 seeds, and tests on held-out seeds of the training presets **and of two presets whose cameras training never
 saw**: ``panorama`` (360-degree, 3760 x 480, camera at 1 m: JRDB-like) and ``crowd`` (960 x 540, camera at
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 from _train_bench import environment, evaluate, write
-from pairedge.datasets.sources import parse_seeds
-from pairedge.default_model import RECIPE
-from pairedge.export.default_model import TASK_STAGE, feature_sets, train_config
+from pairedge.apps.recipes.default_model import TASK_STAGE, feature_sets, train_config
+from pairedge.core.bundled import RECIPE
+from pairedge.core.seeds import parse_seeds
 from pairedge.export.jobs import resolve_data
 from pairedge.export.train import train
 

@@ -46,7 +46,7 @@ fi
 
 say "machine"
 (nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true) | tee -a "$LOG"
-timeout 60 "$PY" -m pairedge.cli doctor 2>&1 | tee -a "$LOG"
+timeout 60 "$PY" -m pairedge.apps.cli doctor 2>&1 | tee -a "$LOG"
 
 say "emulated tests (the kernels on the CPU, HIP-CPU)"
 unset PAIREDGE_CUDA_EMULATION

@@ -41,7 +41,7 @@ from pairedge.calibration.collect import (
 from pairedge.calibration.output import folder_report, write_folder
 from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
-from pairedge.errors import InputError, ModelError
+from pairedge.core.errors import InputError, ModelError
 
 #: The default calibration method, equalization strength, shifted copies (first layers, others) and range
 #: headroom (first layers, others), chosen on the selection seeds (6000-6011, never reported on) by
@@ -139,7 +139,7 @@ def calibrate(
         InputError: bad samples or options (nothing written). ModelError: unusable model folder, or ``out``
             holds another model.
     """
-    from pairedge.default_model import resolve_model_dir
+    from pairedge.core.bundled import resolve_model_dir
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
@@ -219,13 +219,13 @@ def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> An
 
 def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]:
     """The ``--scenes`` of ``options`` parsed, with the simulator work they ask for checked against
-    :func:`pairedge.limits.check_sim_work` (every seed of every preset x ``frames``) before any rendering.
+    :func:`pairedge.core.limits.check_sim_work` (every seed of every preset x ``frames``) before any rendering.
 
     Raises:
         InputError: a bad scene list, ``frames`` or ``stride`` below 1, or more work than the ceilings allow.
     """
-    from pairedge import limits
     from pairedge.calibration.collect import parse_scenes
+    from pairedge.core import limits
 
     if options.frames < 1 or options.stride < 1:
         raise InputError(f"--frames and --stride: expected at least 1, got {options.frames} and {options.stride}")
@@ -236,7 +236,7 @@ def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]
 
 def _refuse_package_out(model: Path, out: Path) -> None:
     """Never write into the installed package (the bundled model's folder or anywhere else in it)."""
-    from pairedge.default_model import in_installed_package, is_bundled
+    from pairedge.core.bundled import in_installed_package, is_bundled
 
     where = out.expanduser().resolve()
     inside = in_installed_package(where)
@@ -253,7 +253,7 @@ def _refuse_package_out(model: Path, out: Path) -> None:
 def check_out(model: Path, out: Path) -> None:
     """``out`` must be new, empty, the model folder itself, or a folder holding the same fp32 models, and
     never inside the installed package."""
-    from pairedge.modelfolder import sha256_file
+    from pairedge.core.modelfolder import sha256_file
 
     _refuse_package_out(model, out)
     if out.exists() and not out.is_dir():

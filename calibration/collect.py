@@ -5,7 +5,7 @@ Three sources, one result (:class:`Collected`: stage-1 and stage-2 :class:`Stage
 - simulator scenes (``static:0-3,moving:0-3``): rendered frames through :class:`pairedge.runtime.Pipeline`,
   with the simulator's pair truth;
 - a video (or image folder) with a detection file, read by the same readers as ``pairedge run``;
-- features ``.npz`` files in the training format (one stage each, ``pairedge.datasets.arrays``).
+- features ``.npz`` files in the training format (one stage each, ``pairedge.core.io.featurefile``).
 
 Frames go through the fp32 pipeline exactly as at run time; the features each frame produced are recorded
 by wrapping the pipeline's extractor (no second feature implementation). Stage-1 rows are every scored
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 from pairedge.calibration.samples import StageSamples, motion_of
-from pairedge.errors import InputError
-from pairedge.runtime.parity.replay import RecordingExtractor
+from pairedge.compare.parity.replay import RecordingExtractor
+from pairedge.core.errors import InputError
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
 #: frame's pairs as ``(pairs (M, 2) int64, label names (M,))`` or None.
@@ -44,8 +44,8 @@ def parse_scenes(text: str) -> list[tuple[str, tuple[int, ...]]]:
 
     Seeds after a preset are ranges or single seeds separated by ``+`` or ``,``: ``static:0-3+7``.
     """
-    from pairedge.datasets.sources import parse_seeds
-    from pairedge.sim import get_preset
+    from pairedge.core.seeds import parse_seeds
+    from pairedge.core.sim import get_preset
 
     out: list[tuple[str, tuple[int, ...]]] = []
     preset: str | None = None
@@ -135,7 +135,7 @@ def collect_frames(
 
 
 def _stage1_positive_names() -> frozenset[str]:
-    from pairedge.labels import PAPER3
+    from pairedge.core.labels import PAPER3
 
     return frozenset(PAPER3.classes)
 
@@ -186,10 +186,10 @@ def collect_scenes(
 
     ``boxes``: "detections" (the simulated detector and tracker, as on a robot) or "truth".
     """
-    from pairedge import limits
-    from pairedge.labels import SIM7
+    from pairedge.core import limits
+    from pairedge.core.labels import SIM7
+    from pairedge.core.sim import simulate
     from pairedge.runtime import Pipeline
-    from pairedge.sim import simulate
 
     if boxes not in ("detections", "truth"):
         raise InputError(f"boxes: expected 'detections' or 'truth', got {boxes!r}")
@@ -239,15 +239,14 @@ def collect_video(
 def collect_cad(model: str | Path, path: str | Path, *, stride: int = 5) -> Collected:
     """Samples of Collective Activity sequences (a folder of ``annoNN.mat`` files, or one) through the fp32
     pipeline of a box-only ``model``: every pair the runtime scores, as it scores them, with the CAD labels
-    as truth (:data:`pairedge.datasets.cad.CAD_TOGETHER` are the stage-1 positives).
+    as truth (:data:`pairedge.core.labels.CAD_TOGETHER` are the stage-1 positives).
 
     The rows are the features as the runtime computes them (the pipeline's validated stream and its own
     extractor, every scored pair of every ``stride``-th frame), which is what a parity pack of a sequence and
     a robot see; training rows come from the training feature builder instead.
     """
-    from pairedge.datasets.cad import CAD_TOGETHER
-    from pairedge.io.cad import read_cad_dir, read_cad_mat
-    from pairedge.labels import CAD8
+    from pairedge.core.io.cad import read_cad_dir, read_cad_mat
+    from pairedge.core.labels import CAD8, CAD_TOGETHER
     from pairedge.runtime import Pipeline
 
     p = Path(path)
@@ -292,7 +291,7 @@ def collect_npz(paths: Sequence[str | Path], spec: Any, labels: dict[int, tuple[
         InputError / FormatError: unreadable file, another feature spec, a width or label set that does
             not fit the model.
     """
-    from pairedge.datasets.arrays import load_npz
+    from pairedge.core.io.featurefile import load_npz
 
     widths = {1: spec.stage1_dim, 2: spec.stage2_dim}
     names = {1: spec.stage1_names, 2: spec.stage2_names}

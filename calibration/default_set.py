@@ -1,6 +1,6 @@
 """The calibration set ``pairedge calibrate`` uses when no source is given: scenes of the model's own recipe.
 
-A model trained by a pairedge recipe (the bundled model; ``python -m pairedge.export.default_model``)
+A model trained by a pairedge recipe (the bundled model; ``python -m pairedge.apps.recipes.default_model``)
 names it in its metadata (``extra["recipe"]``: presets, training / test seeds, validation seeds). The
 default set is the first :data:`SEEDS_PER_PRESET` *training* seeds of every preset of the recipe (its
 ``presets`` and each ``extra_presets`` entry): scenes of the kind the model was trained for, under its own
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 #: Training seeds per preset in the default set (the recipe's first ones).
 SEEDS_PER_PRESET = 4
@@ -34,7 +34,7 @@ def recipe_of(models: Any) -> Mapping[str, Any] | None:
 
 
 def _seeds(text: Any) -> tuple[int, ...]:
-    from pairedge.datasets.sources import parse_seeds
+    from pairedge.core.seeds import parse_seeds
 
     return tuple(parse_seeds(str(text))) if text not in (None, "") else ()
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME
+from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME
 
 _STANDARDIZE = {"Sub", "Div", "Mul", "Add"}
 

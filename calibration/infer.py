@@ -2,7 +2,7 @@
 
 Stage 1 is compared through the gate (``p_interact >= tau``), stage 2 through the top-1 class, both on the
 same raw feature rows (no temporal smoothing). The decision rule, the near-ties and the logit error
-statistics are those of :mod:`pairedge.runtime.comparator`, the one comparison ``bench`` and ``parity check``
+statistics are those of :mod:`pairedge.compare.comparator`, the one comparison ``bench`` and ``parity check``
 use too: :func:`agreement` and :func:`decisions` delegate to it.
 """
 
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME
+from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME
 
 if TYPE_CHECKING:
-    from pairedge.runtime.comparator import StageComparison
+    from pairedge.compare.comparator import StageComparison
 
 
 def session(model: str | Path | bytes | Any, threads: int = 1) -> Any:
@@ -46,9 +46,9 @@ def logits(sess: Any, X: np.ndarray, batch: int = 8192) -> np.ndarray:
 def decisions(stage: int, z: np.ndarray, tau: float = 0.5) -> np.ndarray:
     """(N,) int64 decisions of (N, C) logits: stage 1 the gate ``p_interact >= tau``, stage 2 the argmax.
 
-    The rule of :class:`pairedge.runtime.comparator.DecisionRule` (the runtime's).
+    The rule of :class:`pairedge.compare.comparator.DecisionRule` (the runtime's).
     """
-    from pairedge.runtime.comparator import DecisionRule
+    from pairedge.compare.comparator import DecisionRule
 
     return DecisionRule(tau=tau).decisions(stage, z)
 
@@ -103,12 +103,12 @@ def agreement(
     *,
     reference_stage1: np.ndarray | None = None,
 ) -> Agreement:
-    """Compare (N, C) logits of the fp32 model and a candidate (:func:`pairedge.runtime.comparator.compare_stage`).
+    """Compare (N, C) logits of the fp32 model and a candidate (:func:`pairedge.compare.comparator.compare_stage`).
 
     Stage 1 is judged by the gate on every row; stage 2 by the top-1 on the rows the fp32 gate opens when
     ``reference_stage1`` ((N, 2) fp32 stage-1 logits of the same rows) is given, else on every row.
     """
-    from pairedge.runtime.comparator import DecisionRule, compare_stage
+    from pairedge.compare.comparator import DecisionRule, compare_stage
 
     if not len(reference):
         return Agreement(0, float("nan"), float("nan"), float("nan"), float("nan"))

@@ -25,8 +25,8 @@ def folder_report(
 ) -> dict[str, Any]:
     """The ``calibration.json`` content of one run (``stages``: per stage what :func:`write_folder` writes)."""
     import onnxruntime
-    from pairedge import __version__
-    from pairedge.modelfolder import sha256_file
+    from pairedge.core.modelfolder import sha256_file
+    from pairedge.core.version import __version__
 
     inputs = {str(folder / f"{k}.onnx"): sha256_file(folder / f"{k}.onnx") for k in ("stage1", "stage2")}
     for extra in (options.video, options.detections, *options.features):
@@ -59,7 +59,7 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
     import onnx
     from pairedge.calibration.quantize import stamp
     from pairedge.calibration.report import write_reports
-    from pairedge.modelfolder import MANIFEST_NAME, register_files, sha256_file
+    from pairedge.core.modelfolder import MANIFEST_NAME, register_files, sha256_file
 
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
 
 #: Symmetric int8: ``scale = range / 127``; weights use [-127, 127], activations saturate at -128 / 127.
 LEVELS = 127

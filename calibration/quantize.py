@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import InputError
-from pairedge.modelmeta import INPUT_NAME
+from pairedge.core.errors import InputError
+from pairedge.core.modelmeta import INPUT_NAME
 
 METHODS = ("minmax", "entropy", "percentile")
 PLACEMENTS = ("gemm", "all")

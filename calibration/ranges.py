@@ -33,7 +33,7 @@ def tensor_values(model: Any, X: np.ndarray, tensors: list[str]) -> dict[str, np
     """(N, C) float32 values of 2-D ``tensors`` of ``model`` over rows ``X`` (N, F) (ONNX Runtime CPU)."""
     import onnx
     from pairedge.calibration.infer import session
-    from pairedge.modelmeta import INPUT_NAME
+    from pairedge.core.modelmeta import INPUT_NAME
 
     probe = onnx.ModelProto()
     probe.CopyFrom(model)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.modelmeta import INPUT_NAME
+from pairedge.core.modelmeta import INPUT_NAME
 
 
 def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:

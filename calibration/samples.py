@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 #: Feature columns (by name, first match wins) that measure how fast a pair moves, per stage.
 MOTION_COLUMNS = {

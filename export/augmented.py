@@ -2,7 +2,7 @@
 
 Data with few, long sequences (Collective Activity: 32 sequences, some classes in 5 of them) gains from
 label-preserving copies of its sequences (a horizontal mirror, a time reversal:
-:data:`pairedge.datasets.cad_context.AUGMENTATIONS`) and from training the final model on the validation
+:data:`pairedge.export.datasets.cad_context.AUGMENTATIONS`) and from training the final model on the validation
 sequences too. Both must leave the choice of the epoch honest:
 
 * early stopping scores the ORIGINAL rows of whole validation sequences; the copies of those sequences are
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from pairedge.datasets.arrays import FeatureData, concat_rows
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
+from pairedge.core.io.featurefile import FeatureData, concat_rows
 from pairedge.export.data import split_by_sequence
 from pairedge.export.models import get_normalization
 from pairedge.export.train import TrainConfig, TrainResult, train

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge import limits
-from pairedge.errors import FormatError, ModelError
+from pairedge.core import limits
+from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.io.textio import read_json
+from pairedge.core.modelmeta import ModelMetadata, finite_floats
 from pairedge.export.models import ModelConfig, build_model, get_normalization
-from pairedge.io.textio import read_json
-from pairedge.modelmeta import ModelMetadata, finite_floats
 from torch import nn
 
 FORMAT = "pairedge-checkpoint"
@@ -47,7 +47,7 @@ class Checkpoint:
 
     def metadata(self) -> ModelMetadata:
         """The ONNX metadata of this model (normalisation statistics read from its buffers)."""
-        from pairedge import __version__
+        from pairedge.core.version import __version__
 
         mean, std = get_normalization(self.model)
         return ModelMetadata(
@@ -105,7 +105,7 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
     """``torch.load(path, weights_only=True)``; any pickle beyond tensors is refused with a ModelError.
 
     The file must be a regular file (a FIFO or a device is refused unopened) of at most
-    ``pairedge.limits.MAX_MODEL_BYTES``.
+    ``pairedge.core.limits.MAX_MODEL_BYTES``.
     """
     try:
         size = limits.regular_file(
@@ -139,7 +139,7 @@ def _read_config(config_path: Path) -> dict[str, Any]:
     """``model.json`` as a dict with the keys a checkpoint needs (one-line ModelError otherwise).
 
     Bounded before parsing: a regular file (a FIFO or a device is refused unopened) of at most
-    ``pairedge.limits.MAX_SIDECAR_BYTES`` with at most ``MAX_JSON_VALUES`` values, read in chunks.
+    ``pairedge.core.limits.MAX_SIDECAR_BYTES`` with at most ``MAX_JSON_VALUES`` values, read in chunks.
     """
     try:
         doc = read_json(config_path, f"a pairedge checkpoint config ({CONFIG})", limits.MAX_SIDECAR_BYTES)

@@ -1,14 +1,14 @@
 """Training-data utilities: sequence-level splits, class-balanced sampling, z-score statistics (numpy only).
 
-The features ``.npz`` format and :class:`FeatureData` live in :mod:`pairedge.datasets.arrays` (torch-free,
+The features ``.npz`` format and :class:`FeatureData` live in :mod:`pairedge.core.io.featurefile` (torch-free,
 shared with the dataset builders); they are re-exported here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from pairedge.datasets.arrays import FeatureData, load_npz, validate_arrays
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
+from pairedge.core.io.featurefile import FeatureData, load_npz, validate_arrays
 
 __all__ = [
     "FeatureData",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.export.checkpoint import save_checkpoint
 from pairedge.export.data import FeatureData
 from pairedge.export.onnx_export import ExportResult, export_checkpoint
@@ -34,7 +34,7 @@ def resolve_data(
     ``spec_version`` None: the version the data names, else the one this pairedge makes by default; a version
     this pairedge does not implement, or data of another version than the one requested, is refused.
     """
-    from pairedge.features import spec_layout
+    from pairedge.core.features import spec_layout
 
     if spec not in SPECS:
         raise InputError(f"unknown feature spec {spec!r}; expected one of {list(SPECS)}")

@@ -1,7 +1,7 @@
 """PyTorch classifiers for the two stages. Every model takes RAW features and z-scores them first.
 
 The z-scoring statistics are registered buffers (``norm.mean``, ``norm.std``), so an exported ONNX graph is
-self-contained: the runtime feeds raw feature values (see :mod:`pairedge.modelmeta`). All models map
+self-contained: the runtime feeds raw feature values (see :mod:`pairedge.core.modelmeta`). All models map
 ``features`` (pairs, F) float32 -> ``logits`` (pairs, C) float32.
 
 Architectures (names used in configs, checkpoints and ONNX metadata):
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from torch import nn
 
 ARCHITECTURES = ("stage1_mlp", "relation_net", "residual_mlp", "paper_adaptive_geometric")

@@ -1,8 +1,8 @@
 """PyTorch classifier -> ONNX: dynamic pair axis, declared opset, checker, shape inference, metadata, parity.
 
-The graph contract is the one of :mod:`pairedge.modelmeta`: input ``features`` (pairs, F) float32 of RAW
+The graph contract is the one of :mod:`pairedge.core.modelmeta`: input ``features`` (pairs, F) float32 of RAW
 feature values (z-scoring is the graph's first op), output ``logits`` (pairs, C) float32, ``pairs``
-dynamic. The file carries :class:`~pairedge.modelmeta.ModelMetadata` in ``metadata_props``. After writing,
+dynamic. The file carries :class:`~pairedge.core.modelmeta.ModelMetadata` in ``metadata_props``. After writing,
 ONNX Runtime (CPU) and PyTorch are run on the same inputs and the maximum absolute logit difference is
 returned (fp32: about 1e-6).
 """
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from pairedge.errors import InputError, ModelError
+from pairedge.core.errors import InputError, ModelError
+from pairedge.core.modelfolder import STAGE_FILES, Manifest, register_files
+from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 from pairedge.export.checkpoint import Checkpoint, check_finite
 from pairedge.export.models import count_parameters, get_normalization
-from pairedge.modelfolder import STAGE_FILES, Manifest, register_files
-from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 from torch import nn
 
 DEFAULT_OPSET = 17

@@ -15,7 +15,7 @@ Formats (SPEC §4):
 
 Files are read with ``torch.load(..., weights_only=True)`` and an explicit allow-list of the numpy types such
 files contain (arrays, dtypes, scalars, under both the numpy 1.x and 2.x module paths). Anything else in the
-pickle (code, arbitrary classes) is refused with a :class:`~pairedge.errors.ModelError`.
+pickle (code, arbitrary classes) is refused with a :class:`~pairedge.core.errors.ModelError`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import ModelError, PairedgeError
+from pairedge.core.errors import ModelError, PairedgeError
+from pairedge.core.labels import PAPER3, STAGE1
 from pairedge.export.checkpoint import DEFAULT_THRESHOLDS, Checkpoint
 from pairedge.export.models import ModelConfig, build_model, set_normalization
-from pairedge.labels import PAPER3, STAGE1
 
 #: The released code normalises stage-2 inputs as (x - mean) / (std + STD_EPS).
 STD_EPS = 1e-8
@@ -65,7 +65,7 @@ def numpy_allowlist() -> list[Any]:
 
 @contextmanager
 def folded_warnings(what: str = "torch") -> Iterator[None]:
-    """Keep warnings raised inside off stderr; a :class:`~pairedge.errors.PairedgeError` raised inside gets
+    """Keep warnings raised inside off stderr; a :class:`~pairedge.core.errors.PairedgeError` raised inside gets
     them folded into its one-line message (``torch warned: ...``).
 
     ``torch.load`` warns before it fails on a hostile file (e.g. "Detected pickle protocol 4 ..."): printed,
@@ -96,7 +96,7 @@ def _warning_text(caught: list[warnings.WarningMessage]) -> str:
 
 def _with_note(exc: PairedgeError, note: str) -> PairedgeError:
     """A copy of ``exc`` with ``note`` appended to its message (a FormatError keeps its path and record)."""
-    from pairedge.errors import FormatError
+    from pairedge.core.errors import FormatError
 
     if isinstance(exc, FormatError):
         return FormatError(exc.path, f"{exc.problem} ({note})", exc.record)
@@ -199,7 +199,7 @@ def _shape(state: dict[str, torch.Tensor], key: str, path: Path) -> tuple[int, .
 
 
 def _spec_version(name: str) -> str:
-    from pairedge.features import get_spec
+    from pairedge.core.features import get_spec
 
     return str(get_spec(name).version)
 

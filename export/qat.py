@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
+from pairedge.core.modelmeta import ModelMetadata
 from pairedge.export import qat_fake
 from pairedge.export.models import ModelConfig, build_model
 from pairedge.export.qat_train import QatConfig, QatResult
 from pairedge.export.train import predict_logits
-from pairedge.modelmeta import ModelMetadata
 from torch import nn
 
 #: Largest |torch - ONNX Runtime| logit difference accepted when importing an fp32 file.
@@ -119,8 +119,8 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
     from pairedge.calibration.infer import logits, session
     from pairedge.calibration.qdq_rules import check_qdq_rules
     from pairedge.calibration.quantize import stamp
+    from pairedge.core.modelfolder import sha256_file
     from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
-    from pairedge.modelfolder import sha256_file
 
     fp32 = onnx.load(str(fp32_path))
     qdq = qdq_graph(fp32, layer_exports(result), result.gains)

@@ -78,7 +78,7 @@ def build_int8(
         epoch, the int8 op count and the export check, whether the rebuilt rows hash to the fp32 files'
         training-data fingerprints, and the seconds it took.
     """
-    from pairedge.modelfolder import register_files
+    from pairedge.core.modelfolder import register_files
 
     t0 = time.perf_counter()
     say = say or (lambda _msg: None)

@@ -1,7 +1,7 @@
 """The rows quantization-aware training of the bundled model learns from: the recipe's own training scenes.
 
 One pass over the recipe's scenes (the ``presets`` x ``{which}_seeds`` plus every ``extra_presets`` entry,
-exactly as :func:`pairedge.export.default_model.training_sets` renders them) gives, for every labelled pair:
+exactly as :func:`pairedge.apps.recipes.default_model.training_sets` renders them) gives, for every labelled pair:
 the stage-1 features, the stage-2 features and the SIM7 label. From them:
 
 - ``stage1``: the stage-1 training rows (task ``stage1``), identical to the fp32 model's;
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pairedge.datasets import FeatureData
-from pairedge.datasets.arrays import concat_rows
-from pairedge.datasets.sim import SimDataset, sim_feature_sets
-from pairedge.datasets.sources import parse_seeds
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
+from pairedge.core.io.featurefile import concat_rows
+from pairedge.core.seeds import parse_seeds
+from pairedge.export.datasets import FeatureData
+from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 
 #: The tasks of one pass: stage-1 rows and stage-2 rows of every pair (the paper3 rows are a subset).
 _TASKS = ("stage1", "sim7")
@@ -71,7 +71,7 @@ def recipe_rows(recipe: dict[str, Any], which: str = "train") -> RecipeRows:
 
 def scene_rows(recipe: dict[str, Any], parts: list[tuple[str, list[str]]]) -> RecipeRows:
     """The rows of the scenes ``parts`` (``(seeds, presets)`` each) rendered with the recipe's settings."""
-    from pairedge.labels import PAPER3
+    from pairedge.core.labels import PAPER3
 
     passes = [_one_pass(recipe, seeds, presets) for seeds, presets in parts]
     stage1 = concat_rows([p["stage1"] for p in passes])
@@ -98,7 +98,7 @@ def check_fingerprints(rows: RecipeRows, declared: dict[str, str]) -> dict[str, 
     """Whether the rebuilt training rows hash to what the fp32 files declare (``data_fingerprint`` per stage).
 
     The hash is exact: another CPU's BLAS kernel can change the last bits of some features and so the hash,
-    while the value summaries still match (:func:`pairedge.datasets.fingerprint.compare_summaries`); the
+    while the value summaries still match (:func:`pairedge.export.datasets.fingerprint.compare_summaries`); the
     result is recorded, not required.
     """
     got = {"stage1": rows.stage1.fingerprint(), "stage2": rows.stage2.fingerprint()}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
 from pairedge.export.models import RelationNet, Stage1MLP, Standardize
 from torch import nn
 

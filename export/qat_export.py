@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
 from pairedge.export.qat_fake import LayerExport
 
 QUANTIZED_OPS = ("Gemm", "MatMul")

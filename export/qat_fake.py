@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from torch import nn
 from torch.nn import functional as F
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.export import qat_fake
 from pairedge.export.qat_equalize import equalize, first_layer_paths
 from pairedge.export.train import deterministic, predict_logits

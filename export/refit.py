@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.export.data import FeatureData, balanced_indices, standardization_stats
 from pairedge.export.losses import FocalLoss
 from pairedge.export.models import build_model, set_normalization

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import MissingDependencyError
+from pairedge.core.errors import MissingDependencyError
 from pairedge.export.train import TrainResult
 
 
@@ -101,7 +101,7 @@ def report_markdown(result: TrainResult, title: str = "Training report") -> str:
 
 def plot_curves(result: TrainResult, path: Path) -> None:
     """Loss and validation accuracy / MPCA / macro-F1 per epoch (needs matplotlib)."""
-    from pairedge._optional import require
+    from pairedge.core.optional import require
 
     require("matplotlib", purpose="training curves")
     import matplotlib

@@ -10,7 +10,7 @@ number the deployed pipeline produces: causal (each output uses only the pair's 
 from __future__ import annotations
 
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.config import SmoothingConfig
 from pairedge.runtime.smoothing import PairSmoother
 

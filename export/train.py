@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
+from pairedge.core.labels import STAGE1
 from pairedge.export.checkpoint import DEFAULT_THRESHOLDS, Checkpoint
 from pairedge.export.data import FeatureData, balanced_indices, split_by_sequence, standardization_stats
 from pairedge.export.evaluation import classification_metrics
@@ -29,7 +30,6 @@ from pairedge.export.models import (
     set_normalization,
     with_default_hidden,
 )
-from pairedge.labels import STAGE1
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 
@@ -101,7 +101,7 @@ def ignored_columns(data: FeatureData, names: tuple[str, ...]) -> tuple[int, ...
     wanted: set[str] = set()
     for name in names:
         if name == VIEWPOINT:
-            from pairedge.features import get_spec
+            from pairedge.core.features import get_spec
 
             matched = get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
             if not matched:

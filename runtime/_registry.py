@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 
 T = TypeVar("T")
 

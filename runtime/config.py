@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
 from pairedge.runtime.tracker import TrackerConfig
 

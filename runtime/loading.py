@@ -2,7 +2,7 @@
 
 A model folder (SPEC section 5) holds ``stage{1,2}.onnx`` (fp32) and optionally ``stage{1,2}.{fp16,int8}.onnx``;
 :func:`find_models` picks the files of the requested precision and, when the folder has a ``manifest.json``,
-checks their SHA-256 against it (a mismatch is a :class:`~pairedge.errors.ModelIntegrityError`). A folder
+checks their SHA-256 against it (a mismatch is a :class:`~pairedge.core.errors.ModelIntegrityError`). A folder
 without a manifest (exports from before manifests existed, or two loose files) still loads; the
 :class:`ModelPair` says ``verified=False`` and its ``integrity`` note says why.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge import limits
-from pairedge.errors import FormatError, InputError, ModelError, ModelIntegrityError
-from pairedge.features import FeatureSpec
-from pairedge.modelfolder import (
+from pairedge.core import limits
+from pairedge.core.errors import FormatError, InputError, ModelError, ModelIntegrityError
+from pairedge.core.features import FeatureSpec
+from pairedge.core.modelfolder import (
     MANIFEST_NAME,
     inside_folder,
     load_onnx,

@@ -8,7 +8,7 @@ operating point changed also carries ``"operating_point": {"name", "p_interact",
 
 Video: boxes and ids coloured per track, a line between the centres of every interacting pair coloured by
 its label (thicker when more confident), and the convex hull of every group outlined in the colour of its
-activity with the activity and vote share written above it. Colours come from :mod:`pairedge.palette` (the
+activity with the activity and vote share written above it. Colours come from :mod:`pairedge.core.palette` (the
 simulator preview uses the same table) and every text is drawn on a filled box of its colour.
 """
 
@@ -22,11 +22,11 @@ from typing import Any, TextIO
 
 import cv2
 import numpy as np
-from pairedge import palette
-from pairedge.errors import BackendError, InputError
+from pairedge.core import palette
+from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime.types import FrameResult
 
-#: Deprecated alias: colours by class index now come from :func:`pairedge.palette.label_colours` (by name).
+#: Deprecated alias: colours by class index now come from :func:`pairedge.core.palette.label_colours` (by name).
 LABEL_COLOURS = palette.EXTRA_COLOURS
 _FOURCC = {".mp4": "mp4v", ".avi": "MJPG", ".mkv": "MJPG"}
 #: Font scale of the labels drawn on the video.
@@ -34,12 +34,12 @@ _TEXT_SCALE = 0.45
 
 
 def track_colour(track_id: int) -> tuple[int, int, int]:
-    """A stable, well-spread BGR colour for a track id (:func:`pairedge.palette.track_colour`)."""
+    """A stable, well-spread BGR colour for a track id (:func:`pairedge.core.palette.track_colour`)."""
     return palette.track_colour(track_id)
 
 
 def label_colour(label_id: int, labels: Sequence[str] = ()) -> tuple[int, int, int]:
-    """The BGR colour of class ``label_id`` of ``labels`` (:func:`pairedge.palette.label_colour`: by name,
+    """The BGR colour of class ``label_id`` of ``labels`` (:func:`pairedge.core.palette.label_colour`: by name,
     then by index; grey for -1)."""
     k = int(label_id)
     return palette.label_colour(labels[k] if 0 <= k < len(labels) else None, k)
@@ -92,8 +92,8 @@ class JsonlWriter:
 def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
     """Draw ``result`` onto ``canvas`` ((H, W, 3) uint8 BGR) in place; returns it.
 
-    Colours come from :mod:`pairedge.palette` (the simulator preview uses the same table); every text sits on
-    a filled box of its colour (:func:`pairedge.palette.draw_label`), legible on bright and dark scenes.
+    Colours come from :mod:`pairedge.core.palette` (the simulator preview uses the same table); every text sits on
+    a filled box of its colour (:func:`pairedge.core.palette.draw_label`), legible on bright and dark scenes.
     """
     boxes = np.asarray(result.boxes, np.float64)
     centres = {int(t): (b[:2] + b[2:] / 2) for t, b in zip(result.track_ids.tolist(), boxes, strict=True)}

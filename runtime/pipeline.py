@@ -20,8 +20,9 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-from pairedge.errors import InputError, PairedgeError
-from pairedge.features import PairFeatures
+from pairedge.core.errors import InputError, PairedgeError
+from pairedge.core.features import PairFeatures
+from pairedge.core.types import Detections
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
 from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
@@ -42,7 +43,6 @@ from pairedge.runtime.validate import (
     validate_frame,
 )
 from pairedge.runtime.viewpoint import AutoOperatingPoint, SwitchLog
-from pairedge.types import Detections
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
 NOMINAL_DT = 1.0 / 30.0

@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.default_model import describe_model, resolve_model_dir
-from pairedge.errors import BackendError
-from pairedge.io.textio import printable
+from pairedge.core.bundled import describe_model, resolve_model_dir
+from pairedge.core.errors import BackendError
+from pairedge.core.io.textio import printable
+from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
 from pairedge.runtime.sources import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.types import FrameResult
-from pairedge.types import Detections
 
 TIMED = (*STAGES, "total")
 #: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds, and
@@ -307,7 +307,7 @@ class RunOptions:
 
 def resolve_model(model: str | Path | None) -> Path:
     """``model``, or the bundled default model's folder when None or ``"default"``
-    (:func:`pairedge.default_model.resolve_model_dir`).
+    (:func:`pairedge.core.bundled.resolve_model_dir`).
 
     Raises:
         ModelError: the bundled model is not installed.

@@ -11,15 +11,15 @@ are mapped onto that numbering:
 A detection with id -1 has no identity; when every detection of a frame has id -1 the pipeline's built-in
 tracker assigns ids.
 
-Frames are bounded in pixels before they are decoded (:mod:`pairedge.limits`): an image file is read as a
+Frames are bounded in pixels before they are decoded (:mod:`pairedge.core.limits`): an image file is read as a
 regular file of at most ``limits.MAX_IMAGE_BYTES`` and its header measured
-(:func:`pairedge.io.imagesize.check_image_bytes`) before ``cv2.imdecode``; a file above
+(:func:`pairedge.core.io.imagesize.check_image_bytes`) before ``cv2.imdecode``; a file above
 ``limits.MAX_FRAME_PIXELS`` (or that cannot be measured, or decoded) is a dropped frame with that reason,
 and a FormatError when it is the folder's first image. A video's declared ``CAP_PROP_FRAME_WIDTH / HEIGHT`` and its
 first decoded frame are checked the same way before reading on (a FormatError), and a later frame of another,
 too large size is dropped with the reason. A path that is a FIFO, a device or a socket is refused unopened.
 
-Unreadable input raises a :class:`~pairedge.errors.FormatError` naming the file; a video that stops decoding
+Unreadable input raises a :class:`~pairedge.core.errors.FormatError` naming the file; a video that stops decoding
 before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`. An MP4 /
 MOV file (ISO base media) that cannot be opened, or stops early, is checked for truncation: a recording cut
 short before it was finalised has no ``moov`` index atom, or a last atom that runs past the end of the file,
@@ -42,10 +42,10 @@ from types import TracebackType
 
 import cv2
 import numpy as np
-from pairedge import limits
-from pairedge.errors import FormatError
-from pairedge.io.imagesize import check_image_bytes
-from pairedge.types import Detections
+from pairedge.core import limits
+from pairedge.core.errors import FormatError
+from pairedge.core.io.imagesize import check_image_bytes
+from pairedge.core.types import Detections
 
 #: FFmpeg log level OpenCV's video backend uses: quiet, unless the user's environment says otherwise.
 os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
@@ -329,20 +329,20 @@ def _read_detections(path: str | Path) -> DetectionFile:
     suffix = p.suffix.lower()
     limits.regular_file(p, "a MOT .txt, JRDB .json or CVML .xml detection file")  # the true reason
     if suffix in (".txt", ".csv"):
-        from pairedge.io.mot import read_mot
+        from pairedge.core.io.mot import read_mot
 
         table = read_mot(p)
         frames = {k - 1: d for k, d in table.by_frame().items()}
         note = "MOT frames are 1-based: MOT frame k + 1 = video frame k"
         return DetectionFile(p, "mot", frames, bool((table.track_id >= 0).any()), len(table), note)
     if suffix == ".json":
-        from pairedge.io.jrdb import read_jrdb
+        from pairedge.core.io.jrdb import read_jrdb
 
         jrdb = {f.frame: f.people for f in read_jrdb(p)}
         note = "JRDB frames: the number in the image key is the video frame"
         return DetectionFile(p, "jrdb", jrdb, True, sum(len(d) for d in jrdb.values()), note)
     if suffix == ".xml":
-        from pairedge.io.cvml import read_cvml
+        from pairedge.core.io.cvml import read_cvml
 
         tracks = read_cvml(p)
         frames = {f: d for f, d in tracks.iter_frames() if len(d)}

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 #: How deep :func:`capture` follows attributes (extractor -> history -> arrays is 2).
 MAX_DEPTH = 4

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pairedge.boxes import iou_matrix, nms_keep
-from pairedge.errors import InputError
-from pairedge.types import Detections
+from pairedge.core.boxes import iou_matrix, nms_keep
+from pairedge.core.errors import InputError
+from pairedge.core.types import Detections
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Input sanitising for the stream: malformed frames and detections are dropped and reported, never raised.
 
 Frames: (H, W) or (H, W, 1) gray, or (H, W, 3) BGR, uint8, at least ``min_image_side`` pixels on a side and
-at most :data:`pairedge.limits.MAX_FRAME_PIXELS` pixels (:data:`~pairedge.limits.MAX_FRAME_SIDE` a side),
+at most :data:`pairedge.core.limits.MAX_FRAME_PIXELS` pixels (:data:`~pairedge.core.limits.MAX_FRAME_SIDE` a side),
 judged on the declared shape before anything is copied; anything else (wrong dtype, shape, BGRA, empty, too
 large, not an array) drops the image for this frame: the flow is skipped and the stream restarts its flow at
 the next good frame. Per-frame work is so bounded in pixels as :func:`cap_people` bounds it in people.
@@ -9,7 +9,7 @@ the next good frame. Per-frame work is so bounded in pixels as :func:`cap_people
 Detections, row by row (vectorised): non-finite box or score; width or height below ``min_box_side``;
 huge boxes (larger than ``max_box_factor`` times the image); boxes entirely outside the image; ids below -1
 or at / above 2**31; repeated track ids (the first row is kept); boxes or scores beyond the float32 range.
-Detections that are not a :class:`~pairedge.types.Detections`-like object with consistent real-valued array
+Detections that are not a :class:`~pairedge.core.types.Detections`-like object with consistent real-valued array
 shapes (including objects whose attribute access raises anything) are dropped as a whole, with the reason.
 
 Then :func:`cap_people` keeps at most ``max_people`` detections (the most confident, ties to the larger box),
@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pairedge import limits
+from pairedge.core import limits
+from pairedge.core.types import ORIENTATION_LIMIT, Detections
 from pairedge.runtime.config import ValidationConfig
-from pairedge.types import ORIENTATION_LIMIT, Detections
 
 ID_LIMIT = 1 << 31
 #: Largest float32: boxes and scores beyond it would overflow to inf when stored as float32.
@@ -79,14 +79,14 @@ def validate_frame(frame: Any, config: ValidationConfig) -> tuple[np.ndarray | N
 
 def frame_size_problem(width: int, height: int) -> str | None:
     """Why a ``width x height`` frame is above the pixel ceiling (read at call time from
-    :mod:`pairedge.limits`, where a user may raise it), or None."""
+    :mod:`pairedge.core.limits`, where a user may raise it), or None."""
     side, pixels = limits.MAX_FRAME_SIDE, limits.MAX_FRAME_PIXELS
     if width <= side and height <= side and width * height <= pixels:
         return None
     which = "MAX_FRAME_SIDE" if max(width, height) > side else "MAX_FRAME_PIXELS"
     return (
         f"an image of {width} x {height} px ({width * height / 1e6:.1f} MP), above the ceiling of "
-        f"{pixels / 1e6:g} MP and {side} px a side (pairedge.limits.{which}); resize the frames"
+        f"{pixels / 1e6:g} MP and {side} px a side (pairedge.core.limits.{which}); resize the frames"
     )
 
 
@@ -106,7 +106,7 @@ def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | s
             boxes = boxes.reshape(0, 4)
             ids_raw, scores = ids_raw.reshape(0), scores.reshape(0)
     except Exception as exc:  # noqa: BLE001 - a caller's object may raise anything; drop and report it
-        return f"detections unusable ({type(exc).__name__}: {shorten(str(exc), 100)}); expected pairedge.types.Detections"
+        return f"detections unusable ({type(exc).__name__}: {shorten(str(exc), 100)}); expected pairedge.core.types.Detections"
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         return f"detections: expected boxes of shape (N, 4), got {boxes.shape}"
     n = len(boxes)

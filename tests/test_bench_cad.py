@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_cad  # noqa: E402
 import pairedge.export.augmented as augmented_module  # noqa: E402
-from pairedge.datasets.arrays import FeatureData  # noqa: E402
+from pairedge.core.io.featurefile import FeatureData  # noqa: E402
 from pairedge.export.train import TrainConfig  # noqa: E402
 
 
@@ -134,7 +134,7 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
     """Two folds, each holding one class: every fold's present-classes MPCA is 1.0 for a model that always
     answers that fold's class, but pooled over all C = 3 classes the same predictions score as `pairedge
     score` scores them (2 of 3 classes right -> MPCA 2/3; macro-F1 over all 3 classes)."""
-    from pairedge.metrics.pairwise import classification_metrics  # what `pairedge score` runs
+    from pairedge.core.metrics.pairwise import classification_metrics  # what `pairedge score` runs
 
     y = np.array([0] * 10 + [1] * 10 + [2] * 5)
     groups = np.array(["s0"] * 10 + ["s1"] * 10 + ["s1"] * 5)
@@ -168,9 +168,9 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
 def test_the_printed_train_command_is_the_benchmarked_recipe(monkeypatch, tmp_path, name):
     """`pairedge train` parses the command the report prints into the training config, features (spec
     version, track history, orientation, stride), augmentation and refit the benchmark uses."""
-    import pairedge.datasets.sources as sources
+    import pairedge.export.datasets.sources as sources
     import pairedge.export.jobs as jobs
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     class Stop(Exception):

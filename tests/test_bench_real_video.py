@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_real_video import Together, detector_coverage, match_to_truth, together_matrix  # noqa: E402
-from pairedge.types import Detections  # noqa: E402
+from pairedge.core.types import Detections  # noqa: E402
 
 
 def _tracks(frames: int = 40) -> np.ndarray:

@@ -7,8 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from pairedge.labels import SIM7
-from pairedge.types import Detections
+from pairedge.core.labels import SIM7
+from pairedge.core.types import Detections
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_tracker import new_counts, score_frame, scored  # noqa: E402

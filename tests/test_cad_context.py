@@ -6,15 +6,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.datasets.cad_context import (
+from pairedge.core.errors import InputError
+from pairedge.core.io.cad import CadPerson, CadSequence
+from pairedge.core.labels import CAD8
+from pairedge.export.datasets.cad_context import (
     CONTEXT_NAMES,
     context_features,
     mirror_sequence,
     reverse_sequence,
 )
-from pairedge.errors import InputError
-from pairedge.io.cad import CadPerson, CadSequence
-from pairedge.labels import CAD8
 
 W, H = 720, 480
 

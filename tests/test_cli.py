@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import typer
-from pairedge.cli import app
-from pairedge.cli.app import handle_errors
-from pairedge.errors import FormatError
+from pairedge.apps.cli import app
+from pairedge.apps.cli.app import handle_errors
+from pairedge.core.errors import FormatError
 from typer.testing import CliRunner
 
 runner = CliRunner()

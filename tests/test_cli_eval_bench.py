@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from pairedge.cli import app
-from pairedge.default_model import default_model_dir
-from pairedge.errors import InputError
+from pairedge.apps.cli import app
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import InputError
 from parity.parity_helpers import box_only_toy
 from typer.testing import CliRunner
 
@@ -32,13 +32,13 @@ def test_eval_cli_writes_json_markdown_png(tmp_path: Path) -> None:
 
 def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
     """evaluate() agrees with an independent run: the runtime's JSON Lines scored by score_files."""
-    from pairedge.evaluation.evaluate import evaluate
-    from pairedge.labels import PAPER3
-    from pairedge.metrics.pairwise import score_files
+    from pairedge.apps.evaluation.evaluate import evaluate
+    from pairedge.core.labels import PAPER3
+    from pairedge.core.metrics.pairwise import score_files
+    from pairedge.core.sim import Scene
+    from pairedge.core.sim.output import pairs_record
     from pairedge.runtime import Pipeline
     from pairedge.runtime.output import JsonlWriter
-    from pairedge.sim import Scene
-    from pairedge.sim.output import pairs_record
 
     report = evaluate(default_model_dir(), SCENE, backend="onnxruntime")
     gold = [json.dumps({"labels": list(PAPER3.classes)})]
@@ -67,8 +67,8 @@ def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
 
 
 def test_pool_equals_one_pass_and_round_trips() -> None:
-    from pairedge.evaluation.evaluate import EvalReport, evaluate, pool
-    from pairedge.evaluation.sources import parse_sources
+    from pairedge.apps.evaluation.evaluate import EvalReport, evaluate, pool
+    from pairedge.apps.evaluation.sources import parse_sources
 
     sources = parse_sources("sim:static+moving:seeds=1001:frames=10:boxes=truth")
     assert [s.name for s in sources] == ["sim:static:1001", "sim:moving:1001"]
@@ -106,8 +106,8 @@ def test_eval_on_video_with_detections_and_gold(tmp_path: Path) -> None:
 def test_png_written_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The PNG is drawn with OpenCV (a core dependency): a plain install without matplotlib still gets it."""
     import cv2
-    from pairedge.evaluation.evaluate import evaluate
-    from pairedge.evaluation.report import write_eval
+    from pairedge.apps.evaluation.evaluate import evaluate
+    from pairedge.apps.evaluation.report import write_eval
 
     report = evaluate(default_model_dir(), "sim:static:seeds=1000:frames=4:boxes=truth")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
@@ -204,7 +204,7 @@ def test_bench_people_is_checked_first(people: str, tmp_path: Path) -> None:
 def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from pairedge.bench import measure
+    from pairedge.apps.bench import measure
 
     samples = np.random.default_rng(0).gamma(2.0, 1.0, 1001)
     got = measure.percentiles(samples)
@@ -222,7 +222,7 @@ def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _row(precision: str, speed: float, passed: bool = True, problems: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
-    from pairedge.bench.run import BenchRow
+    from pairedge.apps.bench.run import BenchRow
 
     lat = {4950: {"p50": speed, "p99": speed}, 512: {"p50": 0.0, "p99": 0.0}}
     return BenchRow("onnxruntime", precision, "ok", accuracy={"mpca": 0.9, "macro_f1": 0.9},
@@ -231,7 +231,7 @@ def _row(precision: str, speed: float, passed: bool = True, problems: tuple[str,
 
 
 def test_recommendation_rules() -> None:
-    from pairedge.bench.run import BenchOptions, _apply_speed, recommend
+    from pairedge.apps.bench.run import BenchOptions, _apply_speed, recommend
 
     opts = BenchOptions()
     rows = [_row("fp32", 1.0), _row("fp16", 0.9), _row("int8", 2.0)]
@@ -254,8 +254,8 @@ def test_recommendation_rules() -> None:
 
 def test_gate_is_the_comparators_arithmetic() -> None:
     """score_variant: MPCA drop vs the fp32 reference, gate and top-1 agreement (near-ties excepted)."""
-    from pairedge.bench.accuracy import Gate, score_variant
-    from pairedge.runtime.parity.pack import PairRows
+    from pairedge.apps.bench.accuracy import Gate, score_variant
+    from pairedge.compare.parity.pack import PairRows
 
     rng = np.random.default_rng(5)
     n = 400
@@ -295,8 +295,8 @@ def _rows(cls, z1: np.ndarray, z2: np.ndarray):  # type: ignore[no-untyped-def]
 
 def test_terminal_table_fits_80_columns_with_every_row() -> None:
     """One row per backend x precision, the widest registry name and every status, within 80 columns."""
-    from pairedge.bench.report import terminal_lines
-    from pairedge.bench.run import BenchResult, BenchRow
+    from pairedge.apps.bench.report import terminal_lines
+    from pairedge.apps.bench.run import BenchResult, BenchRow
 
     rows = []
     for backend in ("onnxruntime", "onnxruntime-tensorrt", "tensorrt"):
@@ -316,7 +316,7 @@ def test_terminal_table_fits_80_columns_with_every_row() -> None:
 
 
 def test_jetson_environment_is_read_when_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.bench import env
+    from pairedge.apps.bench import env
 
     assert env.jetson() is None or isinstance(env.jetson(), dict)
     release = tmp_path / "nv_tegra_release"
@@ -340,7 +340,7 @@ def test_bench_refuses_without_fp32_and_bad_model(tmp_path: Path) -> None:
 
 def test_gold_by_frame_groups_rows_of_interleaved_frames(tmp_path: Path) -> None:
     """Per-frame truth keeps each frame's pairs and groups in file order, whatever order the frames come in."""
-    from pairedge.evaluation.sources import _gold_by_frame
+    from pairedge.apps.evaluation.sources import _gold_by_frame
 
     labels = ["walking_together", "standing_together", "sitting_together"]
     records = [
@@ -366,9 +366,9 @@ def test_gold_by_frame_groups_rows_of_interleaved_frames(tmp_path: Path) -> None
 
 def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: Path) -> None:
     """A source whose truth has no interacting pair is scored (its false positives pool), not 'no truth'."""
-    from pairedge.errors import FormatError
-    from pairedge.evaluation.evaluate import evaluate
-    from pairedge.metrics.pairwise import score_files
+    from pairedge.apps.evaluation.evaluate import evaluate
+    from pairedge.core.errors import FormatError
+    from pairedge.core.metrics.pairwise import score_files
 
     labels = ["walking_together", "standing_together", "sitting_together"]
     head = json.dumps({"labels": labels}) + "\n"
@@ -390,7 +390,7 @@ def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: 
 
 def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
     """--detections / --gold with a source that brings its own are an error, not silently dropped."""
-    from pairedge.evaluation.sources import parse_sources
+    from pairedge.apps.evaluation.sources import parse_sources
 
     with pytest.raises(InputError, match="--gold cannot be used here"):
         parse_sources("sim:static:seeds=0:frames=2", gold=tmp_path / "gold.jsonl")

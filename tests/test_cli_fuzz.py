@@ -5,12 +5,12 @@ brackets and quotes, numbers replaced by huge / NaN / infinite values or values 
 nested 100,000 deep, integers of 5,000 digits, byte-order marks, UTF-16, CRLF, NUL bytes, duplicated or
 dropped lines. Three levels:
 
-* every reader, in-process: it returns or raises a :class:`~pairedge.errors.PairedgeError`; anything
+* every reader, in-process: it returns or raises a :class:`~pairedge.core.errors.PairedgeError`; anything
   else (and any warning, which would be a second line on the terminal) fails;
 * ``pairedge score`` for every protocol and input format through Typer's ``CliRunner``: exit 0, or exit 1
   with exactly one stderr line that is a *specific* message (not the boundary's generic fallback);
 * ``pairedge run`` over a few small frames with mutated MOT / JRDB / CVML detection files;
-* a handful through a real subprocess (``python -m pairedge.cli``): exit 1 (2 for usage), exactly one
+* a handful through a real subprocess (``python -m pairedge.apps.cli``): exit 1 (2 for usage), exactly one
   stderr line, no "Traceback".
 """
 
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pairedge.cli import app
-from pairedge.cli.app import DEBUG_ENV
-from pairedge.errors import PairedgeError
+from pairedge.apps.cli import app
+from pairedge.apps.cli.app import DEBUG_ENV
+from pairedge.core.errors import PairedgeError
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -191,14 +191,14 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 
 
 def _readers() -> dict[str, tuple[str, bytes, Callable[[Path], object]]]:
-    from pairedge.io.cad import read_cad_annotations
-    from pairedge.io.cvml import read_cvml
-    from pairedge.io.jrdb import read_jrdb
-    from pairedge.io.mot import read_mot
-    from pairedge.io.par import read_par
-    from pairedge.io.stickmen import read_stickmen_images
-    from pairedge.io.stickmen_json import read_stickmen_json
-    from pairedge.metrics.pairwise_files import read_label_header, read_pairwise_file
+    from pairedge.core.io.cad import read_cad_annotations
+    from pairedge.core.io.cvml import read_cvml
+    from pairedge.core.io.jrdb import read_jrdb
+    from pairedge.core.io.mot import read_mot
+    from pairedge.core.io.par import read_par
+    from pairedge.core.io.stickmen import read_stickmen_images
+    from pairedge.core.io.stickmen_json import read_stickmen_json
+    from pairedge.core.metrics.pairwise_files import read_label_header, read_pairwise_file
     from pairedge.runtime.sources import read_detections
 
     def pairwise(path: Path) -> object:
@@ -340,7 +340,7 @@ def test_run_fuzz_detection_files(kind: str, tmp_path: Path) -> None:
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pairedge.cli", *args],
+        [sys.executable, "-m", "pairedge.apps.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -14,14 +14,14 @@ from typing import Any
 import cv2
 import pytest
 import typer
-from pairedge.cli import app
-from pairedge.cli.app import DEBUG_ENV, handle_errors
-from pairedge.errors import FormatError, InputError
-from pairedge.io.jrdb import read_jrdb
-from pairedge.io.par import read_par
-from pairedge.io.stickmen import read_stickmen_images
-from pairedge.io.stickmen_json import read_stickmen_json
-from pairedge.metrics.pairwise_files import read_pairwise_file
+from pairedge.apps.cli import app
+from pairedge.apps.cli.app import DEBUG_ENV, handle_errors
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.jrdb import read_jrdb
+from pairedge.core.io.par import read_par
+from pairedge.core.io.stickmen import read_stickmen_images
+from pairedge.core.io.stickmen_json import read_stickmen_json
+from pairedge.core.metrics.pairwise_files import read_pairwise_file
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -54,7 +54,7 @@ def assert_one_error_line(result: Any, code: int = 1, *needles: str) -> str:
 
 
 def test_version_prints_the_version() -> None:
-    from pairedge import __version__
+    from pairedge.core.version import __version__
 
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.strip() == __version__
@@ -173,7 +173,7 @@ def test_unwritable_json_and_out_paths(tmp_path: Path) -> None:
 
 
 def test_json_report_is_written_before_printing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pairedge.cli.score as score_cli
+    import pairedge.apps.cli.score as score_cli
 
     def broken_terminal(report: object) -> None:
         raise OSError(5, "Input/output error")
@@ -266,7 +266,7 @@ def test_jrdb_boxes_and_ids_beyond_range(tmp_path: Path) -> None:
 
 
 def test_cvml_values_beyond_range(tmp_path: Path) -> None:
-    from pairedge.io.cvml import read_cvml
+    from pairedge.core.io.cvml import read_cvml
 
     def xml(frame: str, oid: str, w: str) -> Path:
         path = tmp_path / "c.xml"
@@ -366,7 +366,7 @@ def test_export_of_garbage_checkpoints_is_one_line(tmp_path: Path) -> None:
 
 
 def test_run_with_infinite_fps_is_one_line(tmp_path: Path) -> None:
-    from pairedge.sim.output import write_scene
+    from pairedge.core.sim.output import write_scene
 
     scene = write_scene("static", 0, 3, tmp_path / "scene")
     video, mot = Path(scene.out) / scene.video, Path(scene.out) / "gt" / "gt.txt"
@@ -375,7 +375,7 @@ def test_run_with_infinite_fps_is_one_line(tmp_path: Path) -> None:
 
 
 def test_cad_annotations_values_beyond_range(tmp_path: Path) -> None:
-    from pairedge.io.cad import read_cad_annotations
+    from pairedge.core.io.cad import read_cad_annotations
 
     path = tmp_path / "annotations.txt"
     for line in ("1\t10\t20\t30\t60\t9223372036854775808\t1\n", "1\t10\t1e300\t30\t60\t2\t1\n"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from pairedge.cli.progress import stage_progress
+from pairedge.apps.cli.progress import stage_progress
 from rich.console import Console
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.cli import app
-from pairedge.errors import FormatError, ModelError
-from pairedge.io.mot import read_mot
+from pairedge.apps.cli import app
+from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.io.mot import read_mot
+from pairedge.core.sim.output import write_scene
 from pairedge.runtime.run import RunOptions, resolve_model, run_files
 from pairedge.runtime.sources import FrameSource, read_detections
-from pairedge.sim.output import write_scene
 from run_demo_helpers import toy_model, video_frames
 from typer.testing import CliRunner
 
@@ -157,9 +157,9 @@ def test_missing_inputs_and_model(
     assert result.exit_code == 1 and "no such file" in result.output
     with pytest.raises(FormatError, match="expected image files"):
         FrameSource(tmp_path)
-    import pairedge.default_model
+    import pairedge.core.bundled
 
-    monkeypatch.setattr(pairedge.default_model, "default_model_dir", lambda: tmp_path / "none")
+    monkeypatch.setattr(pairedge.core.bundled, "default_model_dir", lambda: tmp_path / "none")
     with pytest.raises(ModelError, match="bundled default model is missing"):
         resolve_model(None)
 

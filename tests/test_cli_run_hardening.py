@@ -14,12 +14,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge import limits
-from pairedge.cli import app
-from pairedge.errors import FormatError
+from pairedge.apps.cli import app
+from pairedge.core import limits
+from pairedge.core.errors import FormatError
+from pairedge.core.sim.output import write_scene
 from pairedge.runtime.run import RunOptions, run_files
 from pairedge.runtime.sources import FrameSource
-from pairedge.sim.output import write_scene
 from run_demo_helpers import toy_model
 from typer.testing import CliRunner
 
@@ -149,7 +149,7 @@ def test_outputs_of_an_earlier_run_are_removed_and_noted(
 
 
 def test_demo_removes_outputs_it_does_not_rewrite(tmp_path: Path) -> None:
-    from pairedge.demo import DemoOptions, run_demo
+    from pairedge.apps.demo import DemoOptions, run_demo
 
     model = toy_model(tmp_path / "model")
     out = tmp_path / "out"
@@ -202,7 +202,7 @@ def test_demo_says_when_its_flow_never_ran(tmp_path: Path) -> None:
 
 # -- item 10: the model that ran is named ----------------------------------------------------------------------
 def test_model_default_names_the_bundled_model(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
 
     if not (default_model_dir() / "stage1.onnx").is_file():
         pytest.skip(f"the bundled default model is not in {default_model_dir()}")
@@ -242,7 +242,7 @@ def test_run_output_fits_80_columns_without_progress_residue(
 def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> None:
     from dataclasses import replace
 
-    from pairedge.cli.run import summary_table
+    from pairedge.apps.cli.run import summary_table
     from pairedge.runtime.run import RunStats
     from rich.console import Console
 
@@ -266,7 +266,7 @@ def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> Non
 
 def test_a_detection_file_that_is_a_device_or_folder_says_so(tmp_path: Path) -> None:
     """The true reason, not "no such file", for a detection path that exists but is not a regular file."""
-    from pairedge.errors import FormatError
+    from pairedge.core.errors import FormatError
     from pairedge.runtime.sources import read_detections
 
     link = tmp_path / "det.txt"

@@ -1,6 +1,6 @@
 """``pairedge score --protocol par``: --par-variant and the --par-*-threshold options map onto the API.
 
-Every CLI result is compared with ``pairedge.metrics.par.score_files`` on the same files; bad values and PAR
+Every CLI result is compared with ``pairedge.core.metrics.par.score_files`` on the same files; bad values and PAR
 options given with another protocol stop with one line and no traceback.
 """
 
@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pairedge.cli import app
-from pairedge.cli.app import console
-from pairedge.cli.score import ParVariant, _par_settings, print_report
-from pairedge.io.par import ParFrame, write_par
-from pairedge.metrics import par
-from pairedge.metrics.par import ParThresholds
-from pairedge.metrics.report import ScoreReport
+from pairedge.apps.cli import app
+from pairedge.apps.cli.app import console
+from pairedge.apps.cli.score import ParVariant, _par_settings, print_report
+from pairedge.core.io.par import ParFrame, write_par
+from pairedge.core.metrics import par
+from pairedge.core.metrics.par import ParThresholds
+from pairedge.core.metrics.report import ScoreReport
 from typer.testing import CliRunner
 
 runner = CliRunner()

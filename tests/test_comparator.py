@@ -1,4 +1,4 @@
-"""pairedge.runtime.comparator: one decision rule and one agreement arithmetic, and calibrate, bench and parity
+"""pairedge.compare.comparator: one decision rule and one agreement arithmetic, and calibrate, bench and parity
 print the same figures on the same rows."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.runtime.comparator import (
+from pairedge.compare.comparator import (
     SCOPE_ALL,
     SCOPE_ALL_NONE_GATED,
     SCOPE_GATED,
@@ -21,7 +20,8 @@ from pairedge.runtime.comparator import (
     judge,
     metric_delta,
 )
-from pairedge.runtime.parity.pack import PairRows
+from pairedge.compare.parity.pack import PairRows
+from pairedge.core.errors import InputError
 from pairedge.runtime.pipeline import interact_probability
 
 TAU = 0.55
@@ -135,9 +135,9 @@ def test_metric_delta_is_one_sided() -> None:
 
 def test_calibrate_bench_and_parity_agree_on_the_same_rows(logits: dict[str, np.ndarray]) -> None:
     """The same rows through calibrate's agreement(), bench's gate and parity's logits / labels levels."""
-    from pairedge.bench.accuracy import Gate, score_variant
+    from pairedge.apps.bench.accuracy import Gate, score_variant
     from pairedge.calibration.infer import agreement
-    from pairedge.runtime.parity.levels import Tolerances, labels_level, logits_level
+    from pairedge.compare.parity.levels import Tolerances, labels_level, logits_level
 
     z1, z2, c1, c2, truth = (logits[k] for k in ("z1", "z2", "c1", "c2", "truth"))
     ref = _rows(z1, z2)
@@ -169,9 +169,9 @@ def test_calibrate_bench_and_parity_agree_on_the_same_rows(logits: dict[str, np.
 
 def test_the_three_verdicts_agree(logits: dict[str, np.ndarray]) -> None:
     """With the same thresholds, bench's gate and parity's labels level pass or fail together."""
-    from pairedge.bench.accuracy import Gate, score_variant
+    from pairedge.apps.bench.accuracy import Gate, score_variant
     from pairedge.calibration.infer import agreement
-    from pairedge.runtime.parity.levels import Tolerances, labels_level
+    from pairedge.compare.parity.levels import Tolerances, labels_level
 
     z1, z2, c1, c2, truth = (logits[k] for k in ("z1", "z2", "c1", "c2", "truth"))
     ref = _rows(z1, z2)

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pairedge.cli import app
-from pairedge.default_model import RECIPE, default_model_dir
-from pairedge.demo import DEMO_SEED, DemoOptions, example_frames, run_demo, scene_role
-from pairedge.errors import InputError
-from pairedge.metrics.pairwise_files import read_pairwise_file
+from pairedge.apps.cli import app
+from pairedge.apps.demo import DEMO_SEED, DemoOptions, example_frames, run_demo, scene_role
+from pairedge.core.bundled import RECIPE, default_model_dir
+from pairedge.core.errors import InputError
+from pairedge.core.metrics.pairwise_files import read_pairwise_file
 from run_demo_helpers import toy_model, video_frames
 from typer.testing import CliRunner
 
@@ -100,7 +100,7 @@ def test_demo_never_imports_torch(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
     code = (
         "import sys\n"
-        "from pairedge.demo import DemoOptions, run_demo\n"
+        "from pairedge.apps.demo import DemoOptions, run_demo\n"
         f"run_demo({str(tmp_path / 'out')!r}, DemoOptions(frames=6, model={str(model)!r}, video=False))\n"
         "bad = [m for m in ('torch', 'tensorrt', 'pairedge.export') if m in sys.modules]\n"
         "assert not bad, bad\n"

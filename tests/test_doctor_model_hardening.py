@@ -16,10 +16,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.cli import app
-from pairedge.default_model import default_model_dir
-from pairedge.errors import FormatError, ModelError, ModelIntegrityError
-from pairedge.modelfolder import (
+from pairedge.apps.cli import app
+from pairedge.apps.folder_check import LocalGpu, RunOption, inspect_model_folder
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import FormatError, ModelError, ModelIntegrityError
+from pairedge.core.modelfolder import (
     MANIFEST_NAME,
     Manifest,
     load_onnx,
@@ -28,7 +29,6 @@ from pairedge.modelfolder import (
     verify_files,
     write_manifest,
 )
-from pairedge.runtime.folder_check import LocalGpu, RunOption, inspect_model_folder
 from pairedge.runtime.loading import find_models
 from typer.testing import CliRunner
 
@@ -139,9 +139,9 @@ def test_manifest_labels_that_differ_from_the_onnx_metadata_are_broken(folder: P
 # -- models that load but fail on real batches ------------------------------------------------------------
 def _toy(path: Path, stage: int, body: Callable[[int, int], tuple[list, list]]) -> None:
     """A pairedge-spec classifier whose graph is ``body(F, C) -> (nodes, initializers)``."""
-    from pairedge.features import get_spec
-    from pairedge.labels import PAPER3, STAGE1
-    from pairedge.modelmeta import ModelMetadata
+    from pairedge.core.features import get_spec
+    from pairedge.core.labels import PAPER3, STAGE1
+    from pairedge.core.modelmeta import ModelMetadata
 
     spec = get_spec("pairedge")
     f = spec.stage1_dim if stage == 1 else spec.stage2_dim
@@ -180,7 +180,7 @@ def _log_of_features(f: int, c: int) -> tuple[list, list]:
 @pytest.mark.parametrize(("body", "why"), [(_batch_of_one, "on a batch of realistic features"),
                                            (_log_of_features, "NaN or inf logits")])  # fmt: skip
 def test_a_model_that_fails_on_real_batches_does_not_run_here(tmp_path: Path, body, why: str) -> None:  # type: ignore[no-untyped-def]
-    from pairedge.modelfolder import write_manifest
+    from pairedge.core.modelfolder import write_manifest
     from pairedge.runtime.backends.registry import get_backend
 
     model = tmp_path / "m"
@@ -201,7 +201,7 @@ def test_a_model_that_fails_on_real_batches_does_not_run_here(tmp_path: Path, bo
 
 
 def test_realistic_rows_follow_the_normalisation_statistics(folder: Path) -> None:
-    from pairedge.runtime.folder_check import realistic_rows
+    from pairedge.apps.folder_check import realistic_rows
 
     pair = find_models(folder)
     rows = realistic_rows(pair.stage2, 512)
@@ -237,7 +237,7 @@ def test_half_a_precision_is_broken(folder: Path) -> None:
 def test_engine_manifest_onnx_outside_the_folder_is_not_hashed(
     folder: Path, source: str, bounded: None
 ) -> None:
-    from pairedge.export.tensorrt.manifest import EngineManifest
+    from pairedge.runtime.backends.tensorrt_loader import EngineManifest
 
     sub = folder / "engines" / "orin-sm87-trt10.3.0"
     sub.mkdir(parents=True)
@@ -258,7 +258,7 @@ def test_engine_manifest_onnx_outside_the_folder_is_not_hashed(
 
 
 def test_engine_manifest_fields_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
-    from pairedge.export.tensorrt.manifest import EngineFileError, EngineManifest
+    from pairedge.runtime.backends.tensorrt_loader import EngineFileError, EngineManifest
 
     engine = tmp_path / "stage1.fp16.engine"
     good = {"format": 1, "stage": 1, "precision": "fp16", "tensorrt_version": "10.3", "cuda_version": "12.6",

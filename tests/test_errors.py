@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from pairedge._optional import require
-from pairedge.errors import FormatError, InputError, MissingDependencyError, PairedgeError
+from pairedge.core.errors import FormatError, InputError, MissingDependencyError, PairedgeError
+from pairedge.core.optional import require
 
 
 def test_hierarchy_matches_builtins() -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.evaluation.confusion_png import ascii_text, fit, render, shade, write_png
-from pairedge.evaluation.evaluate import EvalReport
-from pairedge.evaluation.report import confusion_png, write_eval
-from pairedge.labels import SIM7
+from pairedge.apps.evaluation.confusion_png import ascii_text, fit, render, shade, write_png
+from pairedge.apps.evaluation.evaluate import EvalReport
+from pairedge.apps.evaluation.report import confusion_png, write_eval
+from pairedge.core.errors import InputError
+from pairedge.core.labels import SIM7
 
 
 def _report(confusion: np.ndarray, labels: tuple[str, ...], *, has_truth: bool = True,
@@ -148,15 +148,15 @@ def test_unwritable_path_raises_oserror(tmp_path: Path) -> None:
 def test_eval_cli_reports_an_unwritable_png_as_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pairedge.cli import app
-    from pairedge.evaluation import fleet_eval
-    from pairedge.evaluation.fleet_eval import FleetResult
+    from pairedge.apps.cli import app
+    from pairedge.apps.evaluation import fleet_eval
+    from pairedge.apps.evaluation.fleet_eval import FleetResult
     from typer.testing import CliRunner
 
     report = _report(np.eye(2), ("a", "b"))
     monkeypatch.setattr(fleet_eval, "evaluate_many", lambda *a, **k: FleetResult(report, ()))
     (tmp_path / "confusion.png").mkdir()
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
 
     res = CliRunner().invoke(app, ["eval", str(default_model_dir()), "--data", "sim:static:seeds=1:frames=2",
                                    "--out", str(tmp_path)])  # fmt: skip

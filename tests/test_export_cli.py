@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pairedge.cli import app  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
 from paper_checkpoints import paper_stage1  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The shipped default model matches what its recipe (``python -m pairedge.export.default_model``) declares."""
+"""The shipped default model matches what its recipe (``python -m pairedge.apps.recipes.default_model``) declares."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 import numpy as np
 import onnx
 import pytest
-from pairedge.default_model import RECIPE, default_model_dir
-from pairedge.features import get_spec
-from pairedge.labels import PAPER3, STAGE1
-from pairedge.modelmeta import ModelMetadata
+from pairedge.core.bundled import RECIPE, default_model_dir
+from pairedge.core.features import get_spec
+from pairedge.core.labels import PAPER3, STAGE1
+from pairedge.core.modelmeta import ModelMetadata
 
 DIR = default_model_dir()
 LABELS = {"stage1": STAGE1.classes, "stage2": PAPER3.classes}
@@ -42,7 +42,7 @@ def test_shipped_metadata_matches_recipe(stage: int) -> None:
     assert meta.feature_spec == RECIPE["spec"]
     assert meta.feature_spec_version == str(get_spec(RECIPE["spec"]).version), (
         "the feature spec changed since the default model was trained: rerun "
-        "`python -m pairedge.export.default_model --out sdk/models/default`"
+        "`python -m pairedge.apps.recipes.default_model --out sdk/models/default`"
     )
     assert meta.labels == LABELS[key]
     assert meta.architecture == declared["architecture"]
@@ -70,13 +70,13 @@ def test_runtime_accepts_the_default_model() -> None:
 def slice_check() -> dict:
     """The value summaries of the recipe's check slice, rebuilt by this code (~7 s)."""
     pytest.importorskip("torch")
-    from pairedge.export.default_model import check_fingerprints
+    from pairedge.apps.recipes.default_model import check_fingerprints
 
     return check_fingerprints(RECIPE)
 
 
 def _slice_problems(current: dict) -> list[str]:
-    from pairedge.datasets.fingerprint import compare_summaries
+    from pairedge.export.datasets.fingerprint import compare_summaries
 
     recorded = _summary()["check"]
     assert recorded["seeds"] == current["seeds"] and recorded["presets"] == current["presets"]
@@ -92,12 +92,12 @@ def test_training_data_slice_fingerprints_reproduce(slice_check: dict) -> None:
     """Rebuilding a slice of the recipe's training rows (seed 0 of every preset) gives the value summaries
     recipe.json recorded when the shipped model was built, up to float noise: this code still makes its
     training data, whatever BLAS kernel this CPU uses."""
-    from pairedge.export.default_model import CHECK_SEEDS
+    from pairedge.apps.recipes.default_model import CHECK_SEEDS
 
     assert _summary()["check"]["seeds"] == CHECK_SEEDS and _summary()["check"]["presets"] == RECIPE["presets"]
     assert _slice_problems(slice_check) == [], (
         "the features or the simulator changed since the default model was trained: rerun "
-        "`python -m pairedge.export.default_model --out sdk/models/default`"
+        "`python -m pairedge.apps.recipes.default_model --out sdk/models/default`"
     )
 
 
@@ -107,12 +107,12 @@ def test_a_real_feature_change_fails_the_slice_check(slice_check: dict) -> None:
     1 % of its spread, two columns swapped, or a few rows' labels changed each fail; last-bit noise passes."""
     from dataclasses import replace
 
-    from pairedge.datasets.fingerprint import value_summary
-    from pairedge.export.default_model import feature_sets
+    from pairedge.apps.recipes.default_model import feature_sets
+    from pairedge.export.datasets.fingerprint import value_summary
 
     data = feature_sets(RECIPE, "0", list(RECIPE["presets"]))[RECIPE["stage2"]["task"]]
     recorded = _summary()["check"]["stage2"]["summary"]
-    from pairedge.datasets.fingerprint import compare_summaries
+    from pairedge.export.datasets.fingerprint import compare_summaries
 
     def problems(X=None, y=None) -> list[str]:
         changed = replace(data, X=data.X if X is None else X, y=data.y if y is None else y)
@@ -149,9 +149,9 @@ def test_slice_check_passes_with_either_openblas_kernel(kernel: str) -> None:
     pytest.importorskip("torch")
     code = (
         "import json, sys\n"
-        "from pairedge.default_model import RECIPE, default_model_dir\n"
-        "from pairedge.datasets.fingerprint import compare_summaries\n"
-        "from pairedge.export.default_model import check_fingerprints\n"
+        "from pairedge.core.bundled import RECIPE, default_model_dir\n"
+        "from pairedge.export.datasets.fingerprint import compare_summaries\n"
+        "from pairedge.apps.recipes.default_model import check_fingerprints\n"
         "now = check_fingerprints(RECIPE)\n"
         "rec = json.loads((default_model_dir() / 'recipe.json').read_text())['check']\n"
         "bad = [p for k in ('stage1', 'stage2') for p in compare_summaries(rec[k]['summary'], now[k]['summary'])]\n"
@@ -175,8 +175,8 @@ def test_training_data_fingerprints_reproduce() -> None:
     """Rebuilding all of the recipe's training rows gives the shipped value summaries, up to float noise
     (opt-in: minutes of CPU)."""
     pytest.importorskip("torch")
-    from pairedge.datasets.fingerprint import compare_summaries
-    from pairedge.export.default_model import full_summaries
+    from pairedge.apps.recipes.default_model import full_summaries
+    from pairedge.export.datasets.fingerprint import compare_summaries
 
     now = full_summaries(RECIPE)
     stages = _summary()["stages"]
@@ -196,9 +196,9 @@ def test_shipped_int8_files_are_what_the_qat_recipe_declares(stage: int) -> None
     (what the runtime's staleness check and parity's identity check read); every Gemm between Q/DQ; the Q/DQ
     rules ``pairedge calibrate`` and ``pairedge check`` apply pass."""
     from pairedge.calibration.qdq_rules import check_qdq_rules
-    from pairedge.default_model import QAT_RECIPE
+    from pairedge.core.bundled import QAT_RECIPE
+    from pairedge.core.modelfolder import sha256_file
     from pairedge.export.qat_export import gemm_inputs_quantized
-    from pairedge.modelfolder import sha256_file
 
     fp32, int8 = _props(f"stage{stage}.onnx"), _props(f"stage{stage}.int8.onnx")
     assert {k: v for k, v in int8.items() if k not in ("pairedge.precision", "pairedge.quantization")} == fp32
@@ -206,7 +206,7 @@ def test_shipped_int8_files_are_what_the_qat_recipe_declares(stage: int) -> None
     assert int8["pairedge.precision"] == "int8" and info["method"] == "qat" and info["excluded_nodes"] == []
     assert info["qat_recipe"] == QAT_RECIPE, (
         "QAT_RECIPE changed since the int8 files were made: rerun "
-        "`python -m pairedge.export.default_model --int8-only --out sdk/models/default`"
+        "`python -m pairedge.apps.recipes.default_model --int8-only --out sdk/models/default`"
     )
     assert info["fp32_sha256"] == sha256_file(DIR / f"stage{stage}.onnx"), "stale: rerun with --int8-only"
     model = onnx.load(str(DIR / f"stage{stage}.int8.onnx"))
@@ -217,7 +217,7 @@ def test_shipped_int8_files_are_what_the_qat_recipe_declares(stage: int) -> None
 
 
 def test_manifest_lists_the_int8_files_and_the_runtime_loads_them() -> None:
-    from pairedge.modelfolder import read_manifest, verify_files
+    from pairedge.core.modelfolder import read_manifest, verify_files
     from pairedge.runtime.loading import find_models
     from pairedge.runtime.pipeline import Pipeline
 
@@ -231,7 +231,7 @@ def test_manifest_lists_the_int8_files_and_the_runtime_loads_them() -> None:
 
 
 def test_recipe_json_records_the_qat_step() -> None:
-    from pairedge.default_model import QAT_RECIPE
+    from pairedge.core.bundled import QAT_RECIPE
 
     record = _summary()["int8"]
     assert record["qat_recipe"] == QAT_RECIPE
@@ -246,9 +246,9 @@ def test_recipe_json_records_the_qat_step() -> None:
 def test_shipped_int8_decides_like_fp32_on_test_scenes() -> None:
     """On test scenes of the recipe (seed 1000, static and noisy; no QAT choice used them) the int8 files
     take the fp32 decisions: gate and top-1 agreement >= 99 % (~10 s)."""
+    from pairedge.apps.recipes.default_model import feature_sets
     from pairedge.calibration.infer import logits, session
-    from pairedge.export.default_model import feature_sets
-    from pairedge.runtime.comparator import DecisionRule, compare_stage
+    from pairedge.compare.comparator import DecisionRule, compare_stage
 
     sets = feature_sets(RECIPE, "1000", ["static", "noisy"])
     rule = DecisionRule(tau=_meta(1).thresholds["p_interact"])

@@ -11,12 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 
-from pairedge.cli import app  # noqa: E402
-from pairedge.errors import ModelError, ModelIntegrityError  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.core.errors import ModelError, ModelIntegrityError  # noqa: E402
+from pairedge.core.labels import STAGE1  # noqa: E402
+from pairedge.core.modelfolder import read_manifest  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint, load_checkpoint, save_checkpoint  # noqa: E402
 from pairedge.export.models import ModelConfig, build_model  # noqa: E402
-from pairedge.labels import STAGE1  # noqa: E402
-from pairedge.modelfolder import read_manifest  # noqa: E402
 from paper_checkpoints import paper_stage1  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -168,9 +168,9 @@ def test_onnx_with_non_finite_initializer_is_refused_on_load(tmp_path: Path) -> 
 def test_paper_stage1_carries_its_wrap_setting_to_the_runtime(
     tmp_path: Path, flag: str | None, wrap: bool
 ) -> None:
-    from pairedge.features.liang2026 import stage1_features
+    from pairedge.core.features.liang2026 import stage1_features
+    from pairedge.core.types import Detections
     from pairedge.runtime import Pipeline
-    from pairedge.types import Detections
 
     folder = tmp_path / "model"
     args = [

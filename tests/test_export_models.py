@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pairedge.errors import InputError  # noqa: E402
+from pairedge.core.errors import InputError  # noqa: E402
 from pairedge.export.models import (  # noqa: E402
     ModelConfig,
     build_model,

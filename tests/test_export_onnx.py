@@ -11,12 +11,12 @@ torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from pairedge.errors import ModelError  # noqa: E402
+from pairedge.core.errors import ModelError  # noqa: E402
+from pairedge.core.labels import CAD8, PAPER3, STAGE1  # noqa: E402
+from pairedge.core.modelmeta import ModelMetadata  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint  # noqa: E402
 from pairedge.export.models import ModelConfig, build_model, set_normalization  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint, max_abs_difference  # noqa: E402
-from pairedge.labels import CAD8, PAPER3, STAGE1  # noqa: E402
-from pairedge.modelmeta import ModelMetadata  # noqa: E402
 
 CASES = [
     (ModelConfig("stage1_mlp", 7, 2), STAGE1.classes),

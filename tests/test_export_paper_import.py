@@ -13,10 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 
-from pairedge.errors import ModelError  # noqa: E402
+from pairedge.core.errors import ModelError  # noqa: E402
+from pairedge.core.labels import CAD8, PAPER3, STAGE1  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
 from pairedge.export.paper_import import import_paper_stage1, import_paper_stage2  # noqa: E402
-from pairedge.labels import CAD8, PAPER3, STAGE1  # noqa: E402
 from paper_checkpoints import PaperAdaptiveGeometric  # noqa: E402
 from torch import nn  # noqa: E402
 

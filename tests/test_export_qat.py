@@ -14,7 +14,8 @@ onnx = pytest.importorskip("onnx")
 
 from pairedge.calibration.infer import logits, session  # noqa: E402
 from pairedge.calibration.qdq_rules import check_qdq_rules  # noqa: E402
-from pairedge.errors import InputError, ModelError  # noqa: E402
+from pairedge.core.errors import InputError, ModelError  # noqa: E402
+from pairedge.core.labels import PAPER3, STAGE1  # noqa: E402
 from pairedge.export import qat_fake  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint  # noqa: E402
 from pairedge.export.models import ModelConfig, build_model, set_normalization  # noqa: E402
@@ -24,7 +25,6 @@ from pairedge.export.qat_equalize import equalize  # noqa: E402
 from pairedge.export.qat_export import gemm_inputs_quantized, qdq_graph  # noqa: E402
 from pairedge.export.qat_train import QatConfig, finetune  # noqa: E402
 from pairedge.export.train import predict_logits  # noqa: E402
-from pairedge.labels import PAPER3, STAGE1  # noqa: E402
 
 MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8)), STAGE1.classes)
 RELATION = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6), PAPER3.classes)
@@ -210,7 +210,7 @@ def test_finetuning_is_deterministic_and_keeps_the_best_validation_epoch(tmp_pat
 
 
 def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path) -> None:
-    from pairedge.modelfolder import sha256_file
+    from pairedge.core.modelfolder import sha256_file
 
     path, result, X = _quantized(tmp_path, MLP, 2, 1, True)
     out = tmp_path / "stage1.int8.onnx"
@@ -227,10 +227,10 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
 def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path) -> None:
     """build_int8 on a small folder: both int8 files written beside the fp32 ones, registered in the manifest
     (verified), loadable as the folder's int8 precision, and the record names rows, epochs and checks."""
-    from pairedge.datasets import FeatureData
+    from pairedge.core.modelfolder import read_manifest, verify_files
+    from pairedge.export.datasets import FeatureData
     from pairedge.export.qat_build import build_int8
     from pairedge.export.qat_data import RecipeRows
-    from pairedge.modelfolder import read_manifest, verify_files
 
     spec = ("pairedge", "2")  # the runtime checks the widths: 31 and 61 = 2 x 15 + 31
     _fp32(tmp_path, ModelConfig("stage1_mlp", 31, 2, hidden=(16, 8)), STAGE1.classes, spec=spec)

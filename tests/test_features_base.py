@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError, ModelError
-from pairedge.features import FeatureExtractor, PairFeatures, frame_pairs, get_spec, spec_names
-from pairedge.features.integral import integral, intersect, pixel_rects, rect_sums, union_sums
-from pairedge.types import Detections
+from pairedge.core.errors import InputError, ModelError
+from pairedge.core.features import FeatureExtractor, PairFeatures, frame_pairs, get_spec, spec_names
+from pairedge.core.features.integral import integral, intersect, pixel_rects, rect_sums, union_sums
+from pairedge.core.types import Detections
 
 
 def test_registry_knows_both_specs_and_refuses_unknown():

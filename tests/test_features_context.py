@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.datasets.cad import cad_features, sequence_pair_rows
-from pairedge.datasets.cad_context import context_features, mirror_sequence, reverse_sequence
-from pairedge.errors import InputError
-from pairedge.features import spec_layout
-from pairedge.features.context import CONTEXT_NAMES, LAGS_S, ContextHistory
-from pairedge.features.edge import PAIR_NAMES_V2, PairedgeConfig, PairedgeExtractor
-from pairedge.labels import CAD8
+from pairedge.core.errors import InputError
+from pairedge.core.features import spec_layout
+from pairedge.core.features.context import CONTEXT_NAMES, LAGS_S, ContextHistory
+from pairedge.core.features.edge import PAIR_NAMES_V2, PairedgeConfig, PairedgeExtractor
+from pairedge.core.labels import CAD8
+from pairedge.export.datasets.cad import cad_features, sequence_pair_rows
+from pairedge.export.datasets.cad_context import context_features, mirror_sequence, reverse_sequence
 from test_cad_context import H, W, sequence
 
 
@@ -147,7 +147,7 @@ def test_a_v3_model_runs_in_the_pipeline(tmp_path: Path) -> None:
 
 
 def test_chain_groups_against_a_breadth_first_search() -> None:
-    from pairedge.features.context import CHAIN, chain_groups
+    from pairedge.core.features.context import CHAIN, chain_groups
 
     rng = np.random.default_rng(5)
     for _ in range(300):
@@ -170,7 +170,7 @@ def test_chain_groups_against_a_breadth_first_search() -> None:
 def test_group_values_against_a_direct_count() -> None:
     """The vectorised group values against the plain definition, with ties (grid points: pairs whose
     projections on the group axis coincide, members level with A or B)."""
-    from pairedge.features.context import EPS, chain_groups, group_values
+    from pairedge.core.features.context import EPS, chain_groups, group_values
 
     rng = np.random.default_rng(7)
     for trial in range(200):

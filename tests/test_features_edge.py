@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.features import get_spec
-from pairedge.features.edge import FP, FQ, PAIR_NAMES, PERSON_NAMES, PairedgeConfig
-from pairedge.features.egomotion import displacement, estimate
-from pairedge.features.history import TrackHistory
-from pairedge.types import Detections
+from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
+from pairedge.core.features.edge import FP, FQ, PAIR_NAMES, PERSON_NAMES, PairedgeConfig
+from pairedge.core.features.egomotion import displacement, estimate
+from pairedge.core.features.history import TrackHistory
+from pairedge.core.types import Detections
 
 SPEC = get_spec("pairedge")
 PI = {n: i for i, n in enumerate(PERSON_NAMES)}
@@ -267,7 +267,7 @@ def test_config_validation_and_inputs():
 
 
 def test_pool_flow_integral_equals_slicing_reference():
-    from pairedge.features.edge import pool_flow, pool_flow_reference
+    from pairedge.core.features.edge import pool_flow, pool_flow_reference
 
     rng = np.random.default_rng(5)
     flow = rng.normal(0, 2, (120, 160, 2)).astype(np.float32)
@@ -284,8 +284,8 @@ def test_pool_flow_integral_equals_slicing_reference():
 @pytest.mark.parametrize("n_boxes", [3, 8, 31, 33])
 def test_flow_moments_slicing_and_integral_paths_agree(n_boxes):
     """Both exact methods of flow_moments give the same sums, whichever the cost model picks."""
-    from pairedge.features import flowpool
-    from pairedge.features.integral import integral, pixel_rects, rect_sums
+    from pairedge.core.features import flowpool
+    from pairedge.core.features.integral import integral, pixel_rects, rect_sums
 
     rng = np.random.default_rng(n_boxes)
     flow = rng.normal(0, 3, (96, 128, 2)).astype(np.float32)
@@ -297,7 +297,7 @@ def test_flow_moments_slicing_and_integral_paths_agree(n_boxes):
 
 
 def test_pool_flow_slicing_path_equals_reference():
-    from pairedge.features.edge import pool_flow, pool_flow_reference
+    from pairedge.core.features.edge import pool_flow, pool_flow_reference
 
     rng = np.random.default_rng(6)
     flow = rng.normal(0, 2, (240, 320, 2)).astype(np.float32)
@@ -341,7 +341,7 @@ def test_inline_count_sees_a_queue():
 
 
 def test_neighbour_counts_blockwise_equal_one_block(monkeypatch):
-    from pairedge.features import neighbours
+    from pairedge.core.features import neighbours
 
     rng = np.random.default_rng(2)
     boxes = np.column_stack(
@@ -357,7 +357,7 @@ def test_neighbour_counts_blockwise_equal_one_block(monkeypatch):
 
 
 def test_neighbour_counts_match_their_definition():
-    from pairedge.features import pairblock
+    from pairedge.core.features import pairblock
 
     rng = np.random.default_rng(4)
     n = 30

@@ -5,9 +5,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from pairedge.features import egomotion, get_spec
+from pairedge.core.features import egomotion, get_spec
 
-sim = pytest.importorskip("pairedge.sim")
+sim = pytest.importorskip("pairedge.core.sim")
 
 
 def frames_and_flows(preset: str, seed: int, n: int, scale: float = 0.5):

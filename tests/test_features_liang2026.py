@@ -7,10 +7,10 @@ import math
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.features import get_spec
-from pairedge.features.integral import pixel_rects
-from pairedge.features.liang2026 import (
+from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
+from pairedge.core.features.integral import pixel_rects
+from pairedge.core.features.liang2026 import (
     FARNEBACK_PARAMS,
     STAGE2_NAMES,
     farneback_flow,
@@ -19,7 +19,7 @@ from pairedge.features.liang2026 import (
     stage2_features_reference,
     to_gray,
 )
-from pairedge.types import Detections
+from pairedge.core.types import Detections
 
 W, H = 200.0, 120.0
 # A: cx 25, cy 50, area 1800. B: cx 64, cy 54, area 1624.
@@ -266,7 +266,7 @@ def _pil_integer_luma(bgr: np.ndarray) -> np.ndarray:
 
 
 def test_pil_luma_is_exact_on_every_colour():
-    from pairedge.features.liang2026 import PilLuma
+    from pairedge.core.features.liang2026 import PilLuma
 
     codes = np.arange(1 << 24, dtype=np.uint32)
     every = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.features import egomotion, neighbours
-from pairedge.features.neighbours import INLINE, NEAR, neighbours_reference
+from pairedge.core.features import egomotion, neighbours
+from pairedge.core.features.neighbours import INLINE, NEAR, neighbours_reference
 
 
 def _pairs(centres: np.ndarray, heights: np.ndarray):

@@ -1,12 +1,12 @@
-"""pairedge.fleet: one function over many items, serially or on a local Ray cluster, outcomes in order."""
+"""pairedge.apps.fleet: one function over many items, serially or on a local Ray cluster, outcomes in order."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from pairedge.errors import InputError
-from pairedge.fleet import Outcome, run_tasks
+from pairedge.apps.fleet import Outcome, run_tasks
+from pairedge.core.errors import InputError
 
 
 def test_local_outcomes_in_order_and_failures_reported() -> None:

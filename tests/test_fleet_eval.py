@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.evaluation.evaluate import evaluate, pool
-from pairedge.evaluation.fleet_eval import evaluate_many
-from pairedge.evaluation.sources import StreamSource, parse_sources
+from pairedge.apps.evaluation.evaluate import evaluate, pool
+from pairedge.apps.evaluation.fleet_eval import evaluate_many
+from pairedge.apps.evaluation.sources import StreamSource, parse_sources
+from pairedge.core.sim import simulate
 from pairedge.runtime import PipelineConfig
 from pairedge.runtime.run import resolve_model
-from pairedge.sim import simulate
 
 FRAMES = 8
 
@@ -38,8 +38,8 @@ def test_local_fleet_equals_pooling_serial_reports_and_reports_failures() -> Non
 
 def _sim_logs(root: Path, count: int) -> None:
     """``count`` simulated robot logs with their gold pairs, laid out as ``pairedge simulate --bag`` does."""
-    from pairedge.ros.write import write_log
-    from pairedge.sim.output import write_scene
+    from pairedge.apps.ros.write import write_log
+    from pairedge.core.sim.output import write_scene
 
     for k in range(count):
         preset = ("static", "moving")[k % 2]
@@ -85,8 +85,8 @@ def test_ray_fleet_equals_local_on_eight_logs(tmp_path: Path) -> None:
 
 def test_log_source_reports_messages_dropped_while_pairing(tmp_path: Path) -> None:
     pytest.importorskip("rosbags")
-    from pairedge.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = make_typestore()

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pairedge import limits
-from pairedge.cli import app
-from pairedge.cli.app import console
-from pairedge.default_model import default_model_dir
-from pairedge.errors import InputError
+from pairedge.apps.cli import app
+from pairedge.apps.cli.app import console
+from pairedge.core import limits
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import InputError
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -43,7 +43,7 @@ def _one_error_line(res: Any, *needles: str) -> str:
 def _cli(
     *args: str, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pairedge.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pairedge.apps.cli", *args], capture_output=True, text=True,
                           timeout=timeout, check=False, env={**os.environ, **(env or {})})  # fmt: skip
 
 
@@ -79,7 +79,7 @@ def width80() -> Iterator[None]:
 def test_eval_refuses_too_much_simulator_work_first(
     data: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _forbid(monkeypatch, "pairedge.evaluation.fleet_eval.run_tasks")
+    _forbid(monkeypatch, "pairedge.apps.evaluation.fleet_eval.run_tasks")
     res = runner.invoke(app, ["eval", "default", "--data", data, "--out", str(tmp_path / "o")])
     _one_error_line(res, "ceiling")
     assert not (tmp_path / "o").exists()
@@ -92,9 +92,9 @@ def test_eval_frames_option_is_bounded_too(tmp_path: Path) -> None:
 
 
 def test_sim_scenes_counts_presets_times_seeds_times_frames() -> None:
-    from pairedge.datasets.sim import SimDataset
-    from pairedge.datasets.sources import parse_sim_scenes
-    from pairedge.evaluation.sources import parse_scene
+    from pairedge.apps.evaluation.sources import parse_scene
+    from pairedge.export.datasets.sim import SimDataset
+    from pairedge.export.datasets.sources import parse_sim_scenes
 
     sc = parse_sim_scenes("sim:static+moving:seeds=0-9:frames=50", frames=None)
     assert (sc.presets, len(sc.seeds), sc.frames) == (("static", "moving"), 10, 50)
@@ -115,7 +115,7 @@ def test_sim_scenes_counts_presets_times_seeds_times_frames() -> None:
 
 
 def test_a_raised_ceiling_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.datasets.sources import parse_sim_scenes
+    from pairedge.export.datasets.sources import parse_sim_scenes
 
     monkeypatch.setattr(limits, "MAX_SIM_TOTAL_FRAMES", 10)
     with pytest.raises(InputError, match="ceiling of 10 in all"):
@@ -126,7 +126,7 @@ def test_train_refuses_too_much_simulator_work_before_rendering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    _forbid(monkeypatch, "pairedge.datasets.sim.scene_rows")
+    _forbid(monkeypatch, "pairedge.export.datasets.sim.scene_rows")
     for data in ("sim:static+moving:seeds=0-9999", "sim:static:seeds=0:frames=100000000"):
         res = runner.invoke(app, ["train", "--data", data, "--spec", "pairedge", "--stage", "1",
                                   "--out", str(tmp_path / "t")])  # fmt: skip
@@ -168,14 +168,14 @@ def test_collect_scenes_api_is_bounded_too() -> None:
 def test_bench_refuses_unknown_backends_before_any_work(
     backends: str, needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _forbid(monkeypatch, "pairedge.bench.run.reference_rows")
+    _forbid(monkeypatch, "pairedge.apps.bench.run.reference_rows")
     res = runner.invoke(app, ["bench", "default", "--backends", backends, "--out", str(tmp_path / "b")])
     _one_error_line(res, "--backends", needle)
     assert not (tmp_path / "b").exists()
 
 
 def test_bench_options_use_registry_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.bench.run import BenchOptions, check_options
+    from pairedge.apps.bench.run import BenchOptions, check_options
 
     opts, sources = check_options(
         BenchOptions(backends=("ort-cpu", "onnxruntime", "TRT"), precisions=("fp32", "FP16"))
@@ -307,7 +307,7 @@ def test_malicious_weights_in_a_checkpoint_folder_are_one_line(tmp_path: Path) -
 
 def test_stderr_silenced_catches_native_writes() -> None:
     """What Ray's C++ core writes to file descriptor 2 while it runs never reaches the terminal."""
-    code = ("import os, sys; from pairedge.fleet import _stderr_silenced\n"
+    code = ("import os, sys; from pairedge.apps.fleet import _stderr_silenced\n"
             "with _stderr_silenced():\n    os.write(2, b'native noise\\n'); print('py noise', file=sys.stderr)\n"
             "os.write(2, b'after\\n')")  # fmt: skip
     proc = subprocess.run(
@@ -369,7 +369,7 @@ def test_eval_reports_both_accuracies_from_the_same_counts(tmp_path: Path) -> No
 
 
 def test_score_summary_labels_accuracies(tmp_path: Path) -> None:
-    from pairedge.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
+    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
 
     assert set(ACCURACY_LABELS) <= set(DEFINITIONS)
     assert scored_accuracy(np.array([[2, 1], [0, 1]])) == pytest.approx(0.75)
@@ -400,8 +400,8 @@ def _fits(text: str, width: int = 80) -> None:
 
 
 def test_column_groups_split_a_wide_table_whole() -> None:
-    from pairedge.cli.score import column_groups, rich_tables
-    from pairedge.metrics.report import Table
+    from pairedge.apps.cli.score import column_groups, rich_tables
+    from pairedge.core.metrics.report import Table
     from rich.console import Console
 
     names = tuple(f"a_long_class_name_{k}" for k in range(8))

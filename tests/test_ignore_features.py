@@ -11,15 +11,15 @@ import pytest
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 
-from pairedge.cli import app  # noqa: E402
-from pairedge.errors import InputError  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.core.errors import InputError  # noqa: E402
+from pairedge.core.features import get_spec  # noqa: E402
+from pairedge.core.labels import PAPER3  # noqa: E402
 from pairedge.export.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from pairedge.export.data import FeatureData  # noqa: E402
 from pairedge.export.models import ARCHITECTURES, ModelConfig, build_model, with_default_hidden  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
 from pairedge.export.train import TrainConfig, checkpoint_of, ignored_columns, train  # noqa: E402
-from pairedge.features import get_spec  # noqa: E402
-from pairedge.labels import PAPER3  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 PAIREDGE = get_spec("pairedge")

@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pairedge import limits
-from pairedge.errors import FormatError
-from pairedge.io.cad import read_cad_annotations
-from pairedge.io.cvml import read_cvml
-from pairedge.io.jrdb import read_jrdb
-from pairedge.io.mot import read_mot
-from pairedge.io.par import read_par
-from pairedge.io.stickmen import read_stickmen
-from pairedge.io.stickmen_json import read_stickmen_json
-from pairedge.io.textio import iter_lines, json_value_bound
-from pairedge.metrics.pairwise import read_pairwise_file
+from pairedge.core import limits
+from pairedge.core.errors import FormatError
+from pairedge.core.io.cad import read_cad_annotations
+from pairedge.core.io.cvml import read_cvml
+from pairedge.core.io.jrdb import read_jrdb
+from pairedge.core.io.mot import read_mot
+from pairedge.core.io.par import read_par
+from pairedge.core.io.stickmen import read_stickmen
+from pairedge.core.io.stickmen_json import read_stickmen_json
+from pairedge.core.io.textio import iter_lines, json_value_bound
+from pairedge.core.metrics.pairwise import read_pairwise_file
 
 PAPER3 = ("walking_together", "standing_together", "sitting_together")
 STICK = "1 2 3 4\n" * 6
@@ -296,7 +296,7 @@ def _flo(width: int, height: int, data: bytes = b"") -> bytes:
 
 
 def test_flo_declared_size_is_checked_before_reading(tmp_path: Path) -> None:
-    from pairedge.io.flo import read_flo
+    from pairedge.core.io.flo import read_flo
 
     huge = tmp_path / "huge.flo"
     huge.write_bytes(_flo(30_000, 30_000))  # 7.2 GB of flow claimed by a 12-byte file
@@ -340,7 +340,7 @@ def _cell_array(dims: tuple[int, int], children: bytes = b"") -> bytes:
 
 def test_mat_cell_array_declaring_more_cells_than_it_holds_is_refused(tmp_path: Path) -> None:
     """scipy allocates an object array of the declared size first: 10^10 cells from a 200-byte file."""
-    from pairedge.io.matfile import MatLoader, check_mat_file
+    from pairedge.core.io.matfile import MatLoader, check_mat_file
 
     path = tmp_path / "anno01.mat"
     path.write_bytes(MAT_HEADER + _cell_array((100_000, 100_000)))
@@ -354,7 +354,7 @@ def test_mat_cell_array_declaring_more_cells_than_it_holds_is_refused(tmp_path: 
 
 
 def test_mat_nesting_truncation_and_non_v5_are_refused(tmp_path: Path) -> None:
-    from pairedge.io.matfile import check_mat_file
+    from pairedge.core.io.matfile import check_mat_file
 
     nested = _cell_array((0, 0))
     for _ in range(40):
@@ -375,7 +375,7 @@ def test_mat_nesting_truncation_and_non_v5_are_refused(tmp_path: Path) -> None:
 
 def test_mat_inflation_and_size_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sio = pytest.importorskip("scipy.io")
-    from pairedge.io.matfile import check_mat_file
+    from pairedge.core.io.matfile import check_mat_file
 
     path = tmp_path / "anno02.mat"
     sio.savemat(str(path), {"x": np.zeros(300_000)}, do_compression=True)  # 2.4 MB inflated, ~3 kB on disk
@@ -390,7 +390,7 @@ def test_mat_inflation_and_size_ceilings(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_mat_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
     pytest.importorskip("scipy.io")
-    from pairedge.io.cad import read_cad_dir, read_cad_mat
+    from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 
     fifo = tmp_path / "anno01.mat"
     os.mkfifo(fifo)
@@ -442,7 +442,7 @@ def _small_features() -> dict[str, bytes]:
 
 
 def test_npz_header_claiming_more_than_its_member_is_refused_unloaded(tmp_path: Path) -> None:
-    from pairedge.datasets.arrays import load_npz
+    from pairedge.core.io.featurefile import load_npz
 
     path = _features_zip(tmp_path / "f.npz", {"X.npy": _npy((10**6, 10**6), b"\0" * 64), **_small_features()})
     tracemalloc.start()
@@ -461,7 +461,7 @@ def test_npz_header_claiming_more_than_its_member_is_refused_unloaded(tmp_path: 
 def test_npz_member_inflating_past_its_declared_size_is_not_read_whole(tmp_path: Path) -> None:
     """A member whose deflate stream holds 40 MB while its zip entry declares 4 kB: zipfile stops at the
     declared size (then the CRC disagrees); the 40 MB are never produced."""
-    from pairedge.datasets.arrays import load_npz
+    from pairedge.core.io.featurefile import load_npz
 
     x = _npy((10, 100), b"\0" * 4000)
     path = _features_zip(tmp_path / "f.npz", {"X.npy": x + b"\0" * (40 << 20), **_small_features()})
@@ -478,8 +478,8 @@ def test_npz_member_inflating_past_its_declared_size_is_not_read_whole(tmp_path:
 
 
 def test_npz_member_count_and_loaded_size_ceilings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.datasets.arrays import load_npz
-    from pairedge.io.npz import MAX_MEMBERS
+    from pairedge.core.io.featurefile import load_npz
+    from pairedge.core.io.npz import MAX_MEMBERS
 
     many = _features_zip(tmp_path / "many.npz", {f"m{k}.npy": b"" for k in range(MAX_MEMBERS + 1)}, method=0)
     with pytest.raises(FormatError, match=f"a zip of {MAX_MEMBERS + 1:,} members"):
@@ -499,7 +499,7 @@ def test_npz_member_count_and_loaded_size_ceilings(tmp_path: Path, monkeypatch: 
 
 
 def test_npz_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
-    from pairedge.datasets.arrays import load_npz
+    from pairedge.core.io.featurefile import load_npz
 
     fifo = tmp_path / "f.npz"
     os.mkfifo(fifo)
@@ -511,9 +511,9 @@ def test_npz_fifo_and_dev_zero_are_refused_unopened(tmp_path: Path) -> None:
 
 def _checkpoint(folder: Path) -> Path:
     pytest.importorskip("torch")
+    from pairedge.core.labels import STAGE1
     from pairedge.export.checkpoint import Checkpoint, save_checkpoint
     from pairedge.export.models import ModelConfig, build_model
-    from pairedge.labels import STAGE1
 
     config = ModelConfig("stage1_mlp", 7, 2)
     model = build_model(config).eval()
@@ -523,7 +523,7 @@ def _checkpoint(folder: Path) -> Path:
 
 
 def test_checkpoint_config_and_weights_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.errors import ModelError
+    from pairedge.core.errors import ModelError
     from pairedge.export.checkpoint import load_checkpoint
 
     folder = _checkpoint(tmp_path / "ckpt")

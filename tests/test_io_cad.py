@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError
-from pairedge.io.cad import (
+from pairedge.core.errors import FormatError
+from pairedge.core.io.cad import (
     COLLECTIVE,
     frame_size_of,
     read_cad_annotations,
     read_cad_dir,
     read_cad_mat,
 )
-from pairedge.labels import CAD8
+from pairedge.core.labels import CAD8
 
 sio = pytest.importorskip("scipy.io")
 
@@ -256,7 +256,7 @@ def test_real_cad_label_sanity(cad):
 def test_fuzzed_mat_gives_format_error_or_sequence(tiny, tmp_path, seed):
     """Random byte edits of a valid .mat: a clean FormatError or a consistent sequence, never a crash
     (seed 2 includes a file on which scipy 1.17's loadmat segfaults)."""
-    from pairedge.io.matfile import MatLoader
+    from pairedge.core.io.matfile import MatLoader
 
     rng = np.random.default_rng(seed)
     data = tiny.read_bytes()
@@ -281,7 +281,7 @@ def test_fuzzed_mat_gives_format_error_or_sequence(tiny, tmp_path, seed):
 def test_scipy_crash_becomes_format_error(tmp_path, monkeypatch):
     """A probe process that dies on a file (as scipy does on some corrupt ones) gives a FormatError naming it;
     the other files are still read."""
-    from pairedge.io import matfile
+    from pairedge.core.io import matfile
 
     paths = [tmp_path / name for name in ("anno05.mat", "anno06.mat", "anno07.mat")]
     for p in paths:

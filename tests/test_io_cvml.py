@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError
-from pairedge.io.cvml import read_cvml
+from pairedge.core.errors import FormatError
+from pairedge.core.io.cvml import read_cvml
 
 TINY = """<?xml version="1.0" encoding="utf-8"?>
 <dataset>
@@ -106,8 +106,8 @@ def test_fuzzed_xml_gives_format_error_or_tracks(tmp_path, seed):
 
 def test_an_entity_declaration_is_refused_once_not_rewrapped(tmp_path) -> None:
     import pytest
-    from pairedge.errors import FormatError
-    from pairedge.io.cvml import read_cvml
+    from pairedge.core.errors import FormatError
+    from pairedge.core.io.cvml import read_cvml
 
     path = tmp_path / "bomb.xml"
     path.write_text('<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "x">]><dataset></dataset>')

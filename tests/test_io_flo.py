@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError
-from pairedge.io.flo import endpoint_error, read_flo, write_flo
+from pairedge.core.errors import FormatError
+from pairedge.core.io.flo import endpoint_error, read_flo, write_flo
 
 
 def test_roundtrip(tmp_path: Path) -> None:

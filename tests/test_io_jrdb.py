@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError
-from pairedge.io.jrdb import read_jrdb, write_jrdb
-from pairedge.labels import PAPER3
+from pairedge.core.errors import FormatError
+from pairedge.core.io.jrdb import read_jrdb, write_jrdb
+from pairedge.core.labels import PAPER3
 
 SAMPLE = {
     "labels": {

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.io.mot import read_mot, write_mot
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.mot import read_mot, write_mot
 
 
 @pytest.mark.data

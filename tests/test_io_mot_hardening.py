@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.io import mot
-from pairedge.io.mot import read_mot, write_mot
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io import mot
+from pairedge.core.io.mot import read_mot, write_mot
 
 ROWS = "1,3,10,20,30,60,1,-1,-1,-1\n1,7,100.5,20.25,31,62,0.5,-1,-1,-1\n2,3,12,21,30,60,0.875,-1,-1,-1\n"
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from pairedge.errors import FormatError, InputError
-from pairedge.io.par import ParFrame, read_par, write_par
-from pairedge.io.stickmen import (
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.par import ParFrame, read_par, write_par
+from pairedge.core.io.stickmen import (
     StickmenImage,
     read_stickmen,
     read_stickmen_images,

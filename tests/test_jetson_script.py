@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pairedge.probe import gpu_skip_reason
+from pairedge.apps.probe import gpu_skip_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "jetson" / "run_all.sh"

@@ -1,4 +1,4 @@
-"""The shared ceilings (pairedge.limits) and the header-only image measurement (pairedge.io.imagesize)."""
+"""The shared ceilings (pairedge.core.limits) and the header-only image measurement (pairedge.core.io.imagesize)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge import limits
-from pairedge.errors import FormatError, InputError
-from pairedge.io.imagesize import check_image_bytes, image_size
+from pairedge.core import limits
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.imagesize import check_image_bytes, image_size
 
 
 def test_non_regular_files_are_refused_without_opening_them(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_ceilings_table_lists_every_ceiling() -> None:
 
 
 def test_printable_escapes_control_characters() -> None:
-    from pairedge.io.textio import printable
+    from pairedge.core.io.textio import printable
 
     assert printable("/camera\nerror: boom\x1b[2J\t") == "/camera\\nerror: boom\\x1b[2J\\t"
     assert "\n" not in printable("a\r\nb") and printable("héllo /topic") == "héllo /topic"
@@ -160,5 +160,5 @@ def test_docs_ceiling_table_is_generated_from_the_code() -> None:
     docs = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
     start, end = docs.index("<!-- ceilings:start -->\n"), docs.index("<!-- ceilings:end -->")
     assert docs[start + len("<!-- ceilings:start -->\n") : end].strip() == limits.ceilings_markdown(), (
-        "docs/formats.md#ceilings is stale: paste the output of pairedge.limits.ceilings_markdown()"
+        "docs/formats.md#ceilings is stale: paste the output of pairedge.core.limits.ceilings_markdown()"
     )

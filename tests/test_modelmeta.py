@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from pairedge.errors import ModelError
-from pairedge.labels import PAPER3, SIM7, get_label_set
-from pairedge.modelmeta import ModelMetadata
+from pairedge.core.errors import ModelError
+from pairedge.core.labels import PAPER3, SIM7, get_label_set
+from pairedge.core.modelmeta import ModelMetadata
 
 
 def _meta() -> ModelMetadata:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.features import get_spec
-from pairedge.features import orientation as ori
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.features import get_spec
+from pairedge.core.features import orientation as ori
+from pairedge.core.types import Detections
 from pairedge.runtime.config import ValidationConfig
 from pairedge.runtime.validate import validate_detections
-from pairedge.types import Detections
 
 PI = np.pi
 
@@ -138,7 +138,7 @@ def test_spec_v2_some_people_with_orientation_others_without() -> None:
 
 
 def test_pipeline_step_accepts_mixed_orientation() -> None:
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
     from pairedge.runtime import Pipeline
 
     with Pipeline.load(default_model_dir(), flow="none") as pipe:
@@ -151,8 +151,8 @@ def test_pipeline_step_accepts_mixed_orientation() -> None:
 
 
 def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
-    from pairedge.io.jrdb import read_jrdb
-    from pairedge.io.mot import read_mot
+    from pairedge.core.io.jrdb import read_jrdb
+    from pairedge.core.io.mot import read_mot
 
     mot = tmp_path / "gt.txt"
     mot.write_text(
@@ -169,7 +169,7 @@ def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     people = read_jrdb(path)[0].people
     assert people.orientation[0] == pytest.approx(1.0) and np.isnan(people.orientation[1])
-    from pairedge.io.jrdb import write_jrdb
+    from pairedge.core.io.jrdb import write_jrdb
 
     write_jrdb(tmp_path / "b.json", read_jrdb(path))  # the writer keeps the orientation
     again = read_jrdb(tmp_path / "b.json")[0].people
@@ -190,7 +190,7 @@ def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
 
 @pytest.mark.data
 def test_cad_reader_fills_orientation(shared_data: Path) -> None:
-    from pairedge.io.cad import read_cad_mat
+    from pairedge.core.io.cad import read_cad_mat
 
     seq = read_cad_mat(shared_data / "cad_choi" / "annotations" / "anno01.mat")
     d = seq.detections(10)
@@ -202,8 +202,8 @@ def test_orientation_input_ignore_computes_as_if_none_were_given() -> None:
     """A model trained without orientation records ``orientation_input="ignore"``: its extractor never feeds
     a given orientation to the orientation columns (the motion-direction fallback instead)."""
     import numpy as np
-    from pairedge.features import get_spec
-    from pairedge.types import Detections
+    from pairedge.core.features import get_spec
+    from pairedge.core.types import Detections
 
     rng = np.random.default_rng(0)
     boxes = np.array([[10, 20, 30, 80], [60, 22, 30, 78], [120, 25, 28, 75]], np.float32)
@@ -227,8 +227,8 @@ def test_cad_features_without_orientation_record_it_for_the_runtime(shared_data)
     import pytest
 
     pytest.importorskip("scipy")
-    from pairedge.datasets.cad import cad_features
-    from pairedge.io.cad import read_cad_dir
+    from pairedge.core.io.cad import read_cad_dir
+    from pairedge.export.datasets.cad import cad_features
 
     seqs = read_cad_dir(shared_data / "cad_choi" / "annotations")[:1]
     data = cad_features(seqs, stage=2, orientation=False)

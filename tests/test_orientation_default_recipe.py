@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("torch")
-from pairedge.datasets.arrays import FeatureData  # noqa: E402
-from pairedge.export.default_model import calibrate_threshold, concat_rows  # noqa: E402
+from pairedge.apps.recipes.default_model import calibrate_threshold, concat_rows  # noqa: E402
+from pairedge.core.io.featurefile import FeatureData  # noqa: E402
 
 
 def test_calibrated_threshold_trades_recall_for_precision() -> None:
@@ -31,7 +31,7 @@ def test_concat_rows_keeps_layout() -> None:
 
 
 def test_constrained_threshold_stops_where_another_preset_would_lose_more_than_max_drop() -> None:
-    from pairedge.export.default_model import constrained_threshold
+    from pairedge.apps.recipes.default_model import constrained_threshold
 
     # surveillance: positives at 0.8, many negatives at 0.6 -> F1 wants a threshold above 0.6;
     # static: positives at 0.62 (a threshold above 0.62 loses all of them), negatives at 0.2
@@ -47,7 +47,7 @@ def test_constrained_threshold_stops_where_another_preset_would_lose_more_than_m
 
 
 def test_sim_rows_can_be_built_in_an_older_spec_layout() -> None:
-    from pairedge.datasets.sim import SimDataset, sim_feature_sets
+    from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 
     ds = dict(presets=("static",), seeds=(0,), frames=6, stride=2, task="stage1")
     v1 = sim_feature_sets("pairedge", SimDataset(**ds, spec_version="1"))["stage1"]
@@ -59,8 +59,8 @@ def test_sim_rows_can_be_built_in_an_older_spec_layout() -> None:
 
 def test_link_settings_choose_on_validation_clips_through_the_pipeline() -> None:
     """The recipe's confirmation time and operating points come from pipeline runs of the built folder."""
-    from pairedge.default_model import RECIPE, default_model_dir
-    from pairedge.export.default_model import link_settings
+    from pairedge.apps.recipes.default_model import link_settings
+    from pairedge.core.bundled import RECIPE, default_model_dir
 
     recipe = {**RECIPE, "confirm": {"seeds": "2000", "grid": [0.0, 0.2], "frames": 12},
               "stage1": {**RECIPE["stage1"], "operating_points": {

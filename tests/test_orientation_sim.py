@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from pairedge.sim import Scene, get_preset, simulate
-from pairedge.sim.config import RANDOMIZED, surveillance_config
+from pairedge.core.sim import Scene, get_preset, simulate
+from pairedge.core.sim.config import RANDOMIZED, surveillance_config
 
 
 def test_surveillance_camera_is_drawn_from_the_seed() -> None:

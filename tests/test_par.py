@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.io.par import ParFrame, write_par
-from pairedge.metrics.par import ParThresholds, score_files, score_frames
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.par import ParFrame, write_par
+from pairedge.core.metrics.par import ParThresholds, score_files, score_frames
 from sklearn.metrics import precision_recall_fscore_support
 
 
@@ -242,7 +242,7 @@ def test_agrees_with_the_official_loops(seed: int, social_p: float) -> None:
 
 
 def test_cli_scores_par_files_end_to_end(tmp_path: Path) -> None:
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     gold = [frame(4, (([1, 2, 3], [5]),), number=k) for k in range(2)]

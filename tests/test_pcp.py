@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from pairedge.errors import FormatError, InputError
-from pairedge.io.stickmen import StickmenImage, write_stickmen, write_stickmen_images
-from pairedge.io.stickmen_json import read_stickmen_json, write_stickmen_json
-from pairedge.metrics.pcp import pcp_loose, pcp_strict, score_files, score_images
-from pairedge.metrics.pcp_core import loose_correct, stickman_windows, strict_correct, window_iou
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.stickmen import StickmenImage, write_stickmen, write_stickmen_images
+from pairedge.core.io.stickmen_json import read_stickmen_json, write_stickmen_json
+from pairedge.core.metrics.pcp import pcp_loose, pcp_strict, score_files, score_images
+from pairedge.core.metrics.pcp_core import loose_correct, stickman_windows, strict_correct, window_iou
 
 GT = np.array([0.0, 0.0, 10.0, 0.0])  # horizontal, L = 10: rotations are exact
 
@@ -346,7 +346,7 @@ def test_in_memory_input_is_validated() -> None:
 
 
 def test_cli_scores_pcp_files_end_to_end(tmp_path: Path) -> None:
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     gts = np.stack([person(100), person(400)])

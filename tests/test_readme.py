@@ -43,7 +43,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if DATA.is_dir():
         (base / "shared").symlink_to(DATA.parent)
     done = subprocess.run(
-        [sys.executable, "-m", "pairedge.cli", "simulate", "--preset", "static", "--seed", "3", "--frames", "30",
+        [sys.executable, "-m", "pairedge.apps.cli", "simulate", "--preset", "static", "--seed", "3", "--frames", "30",
          "--out", "sim"],
         cwd=work, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -71,7 +71,7 @@ def test_python_block_runs(index: int, workdir: Path) -> None:
 
 def test_feature_widths_quoted_are_the_code_s() -> None:
     """README and docs/features.md quote each spec version's stage-1 + stage-2 widths as the code builds them."""
-    from pairedge.features import get_spec
+    from pairedge.core.features import get_spec
 
     features_md = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
     liang = get_spec("liang2026")
@@ -90,7 +90,7 @@ def test_feature_widths_quoted_are_the_code_s() -> None:
         row = re.search(rf"^\| `pairedge` \| {version}\b[^|]*\| (\d+) \| (\d+)", features_md, re.M)
         assert row and (int(row.group(1)), int(row.group(2))) == (layout.stage1_dim, layout.stage2_dim)
     assert str(spec.version) == "2", "the README calls version 2 the current one"
-    from pairedge.default_model import RECIPE
+    from pairedge.core.bundled import RECIPE
 
     assert RECIPE["spec"] == "pairedge"
 
@@ -130,7 +130,7 @@ def test_demo_metrics_quoted_are_what_the_demo_prints(tmp_path: Path) -> None:
     import json
 
     done = subprocess.run(
-        [sys.executable, "-m", "pairedge.cli", "demo", "--out", str(tmp_path)],
+        [sys.executable, "-m", "pairedge.apps.cli", "demo", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

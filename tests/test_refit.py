@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pairedge.errors import InputError  # noqa: E402
+from pairedge.core.errors import InputError  # noqa: E402
 from pairedge.export.data import FeatureData, split_by_sequence  # noqa: E402
 from pairedge.export.evaluation import classification_metrics  # noqa: E402
 from pairedge.export.refit import refit  # noqa: E402

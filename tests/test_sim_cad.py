@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.datasets.sim_cad import SIM_TO_CAD, sim_cad_sequence, to_cad_bin
-from pairedge.errors import InputError
-from pairedge.labels import CAD8, SIM7
-from pairedge.sim import simulate
+from pairedge.core.errors import InputError
+from pairedge.core.labels import CAD8, SIM7
+from pairedge.core.sim import simulate
+from pairedge.export.datasets.sim_cad import SIM_TO_CAD, sim_cad_sequence, to_cad_bin
 
 
 def test_heading_to_cad_bins_by_hand() -> None:

@@ -4,8 +4,8 @@ benchmarks/check_sim_flow.py measures it on longer runs)."""
 from __future__ import annotations
 
 import numpy as np
-from pairedge.sim import simulate
-from pairedge.sim.flowcheck import background_flow_errors, person_flow_errors, summary
+from pairedge.core.sim import simulate
+from pairedge.core.sim.flowcheck import background_flow_errors, person_flow_errors, summary
 
 
 def test_person_flow_matches_box_displacement_on_static() -> None:

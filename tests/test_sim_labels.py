@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from pairedge.labels import SIM7
-from pairedge.sim import Scene, SimFrame, get_preset
+from pairedge.core.labels import SIM7
+from pairedge.core.sim import Scene, SimFrame, get_preset
 
 WALK, STAND, SIT = (SIM7.index(n) for n in ("walking_together", "standing_together", "sitting_together"))
 

@@ -6,10 +6,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.sim import Scene, get_preset, simulate
-from pairedge.sim.config import NoiseConfig, with_people
-from pairedge.sim.noise import SWITCH_ID_BASE, iou_matrix
+from pairedge.core.errors import InputError
+from pairedge.core.sim import Scene, get_preset, simulate
+from pairedge.core.sim.config import NoiseConfig, with_people
+from pairedge.core.sim.noise import SWITCH_ID_BASE, iou_matrix
 
 
 def _small(name: str) -> object:
@@ -184,7 +184,7 @@ def test_duplicate_runs_keep_their_offset() -> None:
 
 
 def test_greedy_nms_by_hand_and_the_detectors_own_suppression() -> None:
-    from pairedge.boxes import nms_keep
+    from pairedge.core.boxes import nms_keep
 
     def greedy_nms(b: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
         return np.flatnonzero(nms_keep(b, scores, iou))

@@ -8,15 +8,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.cli import app
-from pairedge.io.jrdb import read_jrdb
-from pairedge.io.mot import read_mot
-from pairedge.io.par import read_par
-from pairedge.io.stickmen import read_stickmen_images
-from pairedge.labels import SIM7
-from pairedge.metrics.pairwise import score_files
-from pairedge.metrics.pairwise_files import read_pairwise_file
-from pairedge.sim import SIM_ACTIONS, SimFrame, simulate
+from pairedge.apps.cli import app
+from pairedge.core.io.jrdb import read_jrdb
+from pairedge.core.io.mot import read_mot
+from pairedge.core.io.par import read_par
+from pairedge.core.io.stickmen import read_stickmen_images
+from pairedge.core.labels import SIM7
+from pairedge.core.metrics.pairwise import score_files
+from pairedge.core.metrics.pairwise_files import read_pairwise_file
+from pairedge.core.sim import SIM_ACTIONS, SimFrame, simulate
 from typer.testing import CliRunner
 
 PRESET, SEED, FRAMES = "moving", 3, 12
@@ -140,7 +140,7 @@ class _NoCodec:
 
 
 def test_png_fallback_when_the_codec_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.sim.output import write_scene
+    from pairedge.core.sim.output import write_scene
 
     monkeypatch.setattr(cv2, "VideoWriter", _NoCodec)
     result = write_scene("static", 0, 3, tmp_path)

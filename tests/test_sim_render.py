@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from pairedge.sim import LightingConfig, Scene, SimConfig, get_preset
+from pairedge.core.sim import LightingConfig, Scene, SimConfig, get_preset
 
 
 def _config(name: str, *, people: int | None = None, **camera: object) -> SimConfig:

@@ -6,9 +6,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.labels import SIM7
-from pairedge.sim import PRESETS, SIM_ACTIONS, CameraConfig, Scene, SimConfig, get_preset, simulate
+from pairedge.core.errors import InputError
+from pairedge.core.labels import SIM7
+from pairedge.core.sim import PRESETS, SIM_ACTIONS, CameraConfig, Scene, SimConfig, get_preset, simulate
 
 
 def _small(name: str, **camera: object) -> SimConfig:

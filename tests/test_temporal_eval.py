@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.export.data import sequence_folds
 from pairedge.export.temporal_eval import smooth_like_runtime
 from pairedge.runtime.config import SmoothingConfig
@@ -60,8 +60,8 @@ def test_sequence_folds_partition_the_sequences() -> None:
 
 
 def test_cad_pair_rows_match_sequence_rows(shared_data: Path) -> None:
-    from pairedge.datasets.cad import extractor_config, sequence_pair_rows, sequence_rows
-    from pairedge.io.cad import read_cad_mat
+    from pairedge.core.io.cad import read_cad_mat
+    from pairedge.export.datasets.cad import extractor_config, sequence_pair_rows, sequence_rows
 
     seq = read_cad_mat(shared_data / "cad_choi" / "annotations" / "anno01.mat")
     config = extractor_config("pairedge", {"history": 30})

@@ -13,9 +13,9 @@ pytest.importorskip("torch")
 
 import pairedge.export.augmented as augmented_module  # noqa: E402
 import pairedge.export.refit as refit_module  # noqa: E402
-from pairedge.cli import app  # noqa: E402
-from pairedge.datasets.arrays import FeatureData  # noqa: E402
-from pairedge.errors import InputError  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.core.errors import InputError  # noqa: E402
+from pairedge.core.io.featurefile import FeatureData  # noqa: E402
 from pairedge.export.augmented import train_augmented  # noqa: E402
 from pairedge.export.train import TrainConfig  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
@@ -107,7 +107,7 @@ def test_cli_augments_a_cad_folder(tmp_path: Path, shared_data: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     assert doc["feature_spec_version"] == "3" and doc["extra"]["augmented_rows"] > 0
-    from pairedge.datasets.sources import load_with_copies
+    from pairedge.export.datasets.sources import load_with_copies
 
     for orientation in (True, False):
         data, copies = load_with_copies(str(small), spec="pairedge", stage=2, augment=("mirror",),

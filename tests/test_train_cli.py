@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pairedge.cli import app  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.core.labels import PAPER3  # noqa: E402
 from pairedge.export.data import FeatureData  # noqa: E402
-from pairedge.labels import PAPER3  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 runner = CliRunner()
@@ -73,7 +73,7 @@ def test_train_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_train_a_spec_version(tmp_path: Path) -> None:
-    from pairedge.features import spec_layout
+    from pairedge.core.features import spec_layout
 
     source = "sim:static:seeds=0-1:frames=40:stride=2"
     args = ["--spec", "pairedge", "--stage", "1", "--epochs", "1", "--no-progress", "--no-export"]
@@ -120,8 +120,8 @@ def test_train_history_is_refused_where_it_cannot_apply(tmp_path: Path) -> None:
 
 def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: Path) -> None:
     """A Collective Activity folder: the rows and their augmented copies see the given track history."""
-    from pairedge.datasets.sources import load_with_copies
-    from pairedge.errors import InputError
+    from pairedge.core.errors import InputError
+    from pairedge.export.datasets.sources import load_with_copies
     from test_io_cad import person, write_mat
 
     folder = tmp_path / "cad"

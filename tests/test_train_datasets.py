@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.datasets.cad import cad_features
-from pairedge.datasets.sim import SimDataset, match_labels, sim_features
-from pairedge.datasets.sources import load_source, parse_seeds, parse_sim_source
-from pairedge.errors import InputError
-from pairedge.features import get_spec
-from pairedge.labels import CAD8, PAPER3, SIM7, STAGE1
+from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
+from pairedge.core.labels import CAD8, PAPER3, SIM7, STAGE1
+from pairedge.core.seeds import parse_seeds
+from pairedge.export.datasets.cad import cad_features
+from pairedge.export.datasets.sim import SimDataset, match_labels, sim_features
+from pairedge.export.datasets.sources import load_source, parse_sim_source
 
 
 def test_match_labels_by_track_ids() -> None:
@@ -59,7 +60,7 @@ def test_sim_features_rows_and_tasks(spec: str) -> None:
 
 
 def test_cad_builder_on_real_sequence(shared_data: Path) -> None:
-    from pairedge.io.cad import read_cad_mat
+    from pairedge.core.io.cad import read_cad_mat
 
     seq = read_cad_mat(shared_data / "cad_choi" / "annotations" / "anno01.mat")
     data = cad_features([seq], stride=10)

@@ -10,7 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pairedge.errors import FormatError, InputError, ModelError  # noqa: E402
+from pairedge.core.errors import FormatError, InputError, ModelError  # noqa: E402
+from pairedge.core.labels import STAGE1  # noqa: E402
 from pairedge.export.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
 from pairedge.export.data import (  # noqa: E402
     FeatureData,
@@ -23,7 +24,6 @@ from pairedge.export.evaluation import classification_metrics  # noqa: E402
 from pairedge.export.losses import FocalLoss  # noqa: E402
 from pairedge.export.report import write_report  # noqa: E402
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train  # noqa: E402
-from pairedge.labels import STAGE1  # noqa: E402
 
 
 def _toy(n: int = 1200, classes: int = 3, features: int = 7, seed: int = 0, **kw: object) -> FeatureData:

@@ -48,7 +48,7 @@ FRAMES="${FRAMES:-60}"
 BENCH_DATA="${BENCH_DATA:-sim:static+moving+noisy:seeds=5001:frames=150}"
 BENCH_REPEATS="${BENCH_REPEATS:-100}"
 BENCH_PEOPLE="${BENCH_PEOPLE:-2,10,30,100}"
-SOURCE="${MODEL:-$("$PYTHON" -c 'from pairedge.default_model import default_model_dir; print(default_model_dir())')}"
+SOURCE="${MODEL:-$("$PYTHON" -c 'from pairedge.core.bundled import default_model_dir; print(default_model_dir())')}"
 mkdir -p "$OUT/logs"
 WORK="$OUT/model"
 CAL="$OUT/calibrated"
@@ -74,7 +74,7 @@ skip() {  # skip NAME REASON: a step that cannot run here, recorded with the rea
 has() { [ -f "$1/stage1.$2.onnx" ] && [ -f "$1/stage2.$2.onnx" ]; }
 
 # TensorRT and a GPU, as `pairedge doctor` sees them (empty: usable)
-TRT_REASON="$("$PYTHON" -c 'from pairedge.probe import gpu_skip_reason; print(gpu_skip_reason(need_tensorrt=True) or "")' 2>&1 | tail -n 1)"
+TRT_REASON="$("$PYTHON" -c 'from pairedge.apps.probe import gpu_skip_reason; print(gpu_skip_reason(need_tensorrt=True) or "")' 2>&1 | tail -n 1)"
 BACKENDS="onnxruntime"
 [ -z "$TRT_REASON" ] && BACKENDS="onnxruntime tensorrt"
 

@@ -27,35 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairedge._optional import install_hint, require
-from pairedge.errors import BackendError, InputError, MissingDependencyError
-from pairedge.export.tensorrt import versions
-from pairedge.export.tensorrt.logger import make_logger
+from pairedge.core.errors import BackendError, InputError
 from pairedge.export.tensorrt.progress import ProgressSink, make_progress_monitor
 from pairedge.export.tensorrt.timing_cache import attach_timing_cache, save_timing_cache
-
-# How to get TensorRT: the extra on x86-64 / SBSA, JetPack on a Jetson (one wording, from pairedge._optional).
-INSTALL_HINT = install_hint("tensorrt")
+from pairedge.gpu.tensorrt import versions
+from pairedge.gpu.tensorrt.logger import make_logger
 
 
 class BuildError(BackendError):
     """TensorRT could not parse the ONNX file or build the engine."""
 
 
-def load_tensorrt() -> Any:
-    """Import ``tensorrt`` or raise one line naming what is missing and how to get it.
-
-    Raises:
-        MissingDependencyError: not installed (the message names ``pairedge[tensorrt]`` and JetPack), or the
-            ``tensorrt`` found is not TensorRT (only ``tensorrt-stubs``, an empty namespace package).
-    """
-    tensorrt = require("tensorrt", name="TensorRT")  # lazy: only needed when building or running engines
-    if not hasattr(tensorrt, "Builder"):  # e.g. only `tensorrt-stubs` installed: an empty namespace package
-        where = getattr(tensorrt, "__path__", "?")
-        raise MissingDependencyError(
-            f"the `tensorrt` found at {where} is not TensorRT (stubs only?); install it with: {INSTALL_HINT}"
-        )
-    return tensorrt
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ Rules (each finding names the rule, the node or tensor, and how to fix it):
 ``fp16-range``   initializers (or calibrated activation ranges in ``calibration.json``) beyond fp16's
                  +-65504: warning (error for an fp16 model, which would hold inf).
 
-Every file is checked before it is opened (:func:`pairedge.limits.regular_file`): the model within
-:data:`pairedge.limits.MAX_MODEL_BYTES`, its external data inside its folder and within the same ceiling,
-``calibration.json`` within :data:`pairedge.limits.MAX_SIDECAR_BYTES`. A FIFO, a device such as ``/dev/zero``
-or a folder is a one-line :class:`~pairedge.errors.FormatError`, never read.
+Every file is checked before it is opened (:func:`pairedge.core.limits.regular_file`): the model within
+:data:`pairedge.core.limits.MAX_MODEL_BYTES`, its external data inside its folder and within the same ceiling,
+``calibration.json`` within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`. A FIFO, a device such as ``/dev/zero``
+or a folder is a one-line :class:`~pairedge.core.errors.FormatError`, never read.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge import limits
-from pairedge.errors import FormatError, InputError, ModelError
+from pairedge.core import limits
+from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
 
 FP16_MAX = 65504.0
@@ -133,11 +133,11 @@ def read_model(file: Path) -> Any:
     """The ONNX model of ``file`` with its external data, every file checked before it is read.
 
     Raises:
-        FormatError: ``file`` is not a regular file or is above :data:`pairedge.limits.MAX_MODEL_BYTES`.
+        FormatError: ``file`` is not a regular file or is above :data:`pairedge.core.limits.MAX_MODEL_BYTES`.
         ModelError: not ONNX; external data outside the folder, missing, not a regular file or too large.
     """
     from onnx.external_data_helper import load_external_data_for_model
-    from pairedge.modelfolder import load_onnx
+    from pairedge.core.modelfolder import load_onnx
     from pairedge.runtime.backends.model import check_external_data
 
     model = load_onnx(file, "an ONNX model (.onnx)")

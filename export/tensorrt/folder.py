@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge import __version__
-from pairedge.errors import ModelError
-from pairedge.export.tensorrt import versions
-from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized, load_tensorrt
-from pairedge.export.tensorrt.manifest import (
-    EngineEnvironment,
+from pairedge.core.errors import ModelError
+from pairedge.core.version import __version__
+from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized
+from pairedge.export.tensorrt.progress import ProgressSink
+from pairedge.gpu.tensorrt import load_tensorrt, versions
+from pairedge.runtime.backends.tensorrt_loader import (
     EngineManifest,
     engine_file_name,
+    environment,
     manifest_path,
     sha256_file,
 )
-from pairedge.export.tensorrt.progress import ProgressSink
 
 CALIBRATION_FILE = "calibration.json"
 
@@ -56,15 +56,6 @@ def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
     return paths
 
 
-def environment(trt: Any, memory: Any) -> EngineEnvironment:
-    """The running TensorRT + GPU (``memory``: a :class:`~pairedge.runtime.backends.cudamem.CudaMemory`)."""
-    info = memory.device_info()
-    return EngineEnvironment(
-        tensorrt_version=str(trt.__version__),
-        cuda_version=info.cuda_version,
-        device_name=info.name,
-        compute_capability=info.compute_capability,
-    )
 
 
 @dataclass(frozen=True)
@@ -171,7 +162,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def _register(model_dir: Path, engines: list[Path]) -> None:
     """Record the engines and their manifests in the folder's manifest.json (when they lie inside it)."""
-    from pairedge.modelfolder import register_files
+    from pairedge.core.modelfolder import register_files
 
     root = model_dir.resolve()
     roles: dict[str, str] = {}

@@ -3,7 +3,7 @@
 A cache from another TensorRT version or GPU is not an error: TensorRT would reject it, so it is logged
 and a fresh cache is used (``ignore_mismatch=False`` keeps TensorRT from mixing timings of different GPUs).
 A path that is not a cache file at all (a folder, a FIFO, a device, a file above
-:data:`pairedge.limits.MAX_ENGINE_BYTES`) is an error: it is refused before it is opened.
+:data:`pairedge.core.limits.MAX_ENGINE_BYTES`) is an error: it is refused before it is opened.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pairedge import limits
+from pairedge.core import limits
 
 LOG = logging.getLogger("pairedge.tensorrt")
 

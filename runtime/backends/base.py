@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import ClassVar
 
 import numpy as np
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime.backends.model import ModelFile
 
 

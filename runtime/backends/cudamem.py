@@ -1,8 +1,8 @@
 """Device memory, pinned host memory and a stream for the native TensorRT backend: the one CUDA layer.
 
-The backend's memory is a :class:`pairedge.cuda.Device` (cuda-python by default, pycuda accepted; see
-:mod:`pairedge.cuda`): device buffers from the CUDA allocator, page-locked host buffers (so asynchronous
-copies really are asynchronous), a stream, and :meth:`~pairedge.cuda.Device.close`, which frees everything.
+The backend's memory is a :class:`pairedge.gpu.cuda.Device` (cuda-python by default, pycuda accepted; see
+:mod:`pairedge.gpu.cuda`): device buffers from the CUDA allocator, page-locked host buffers (so asynchronous
+copies really are asynchronous), a stream, and :meth:`~pairedge.gpu.cuda.Device.close`, which frees everything.
 A TensorRT engine needs a GPU, so the emulated device is never opened here (``PAIREDGE_CUDA_EMULATION`` is
 ignored); tests inject it as the backend's ``memory`` to run the buffer handling for real. Nothing here
 imports a CUDA package; the layer imports one when a device is opened.
@@ -10,8 +10,8 @@ imports a CUDA package; the layer imports one when a device is opened.
 
 from __future__ import annotations
 
-from pairedge.cuda import Device, DeviceInfo, open_device
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
+from pairedge.gpu.cuda import Device, DeviceInfo, open_device
 
 #: The memory implementations a TensorRT backend may ask for.
 KINDS: tuple[str, ...] = ("auto", "cuda-python", "pycuda")

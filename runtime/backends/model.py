@@ -1,15 +1,15 @@
 """Loading an exported classifier: read and check its metadata before any runtime touches the file.
 
-A pairedge ONNX model declares itself in ``metadata_props`` (see :mod:`pairedge.modelmeta`). The loader
+A pairedge ONNX model declares itself in ``metadata_props`` (see :mod:`pairedge.core.modelmeta`). The loader
 refuses, with a :class:`ModelError` that says how to fix it: a file that is not ONNX, a model without
 pairedge metadata, a feature spec (or spec version) this pairedge does not know, an input/output contract
 that does not match the metadata, external-data references that leave the model's folder (absolute
 paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9), and floating-point weights that
-hold NaN or infinity. Metadata is validated field by field (:func:`pairedge.modelmeta.validate_fields`).
+hold NaN or infinity. Metadata is validated field by field (:func:`pairedge.core.modelmeta.validate_fields`).
 
-Nothing is opened before :func:`pairedge.limits.regular_file` accepts it: the model file and every external
+Nothing is opened before :func:`pairedge.core.limits.regular_file` accepts it: the model file and every external
 data file must be regular files (never a FIFO or a device such as ``/dev/zero``) within
-:data:`pairedge.limits.MAX_MODEL_BYTES`, and the external data all tensors declare stays within it too.
+:data:`pairedge.core.limits.MAX_MODEL_BYTES`, and the external data all tensors declare stays within it too.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge import limits
-from pairedge.errors import FormatError, ModelError
-from pairedge.features import FeatureSpec, get_spec
-from pairedge.modelfolder import load_onnx
-from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
+from pairedge.core import limits
+from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.features import FeatureSpec, get_spec
+from pairedge.core.modelfolder import load_onnx
+from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 
 _EXTERNAL = 1  # onnx.TensorProto.EXTERNAL
 
@@ -168,7 +168,7 @@ def check_external_data(file: Path, proto: Any) -> bool:
     Raises:
         ModelError: a location outside ``file``'s folder (absolute, ``..``, a symlink out), a missing file,
             a FIFO / device / folder, a range past the file's end, or more data than
-            :data:`pairedge.limits.MAX_MODEL_BYTES` in all.
+            :data:`pairedge.core.limits.MAX_MODEL_BYTES` in all.
     """
     folder = file.parent.resolve()
     found, total = False, 0
@@ -191,7 +191,7 @@ def check_external_data(file: Path, proto: Any) -> bool:
         if total > limits.MAX_MODEL_BYTES:
             raise ModelError(
                 f"{file}: its tensors declare more than {limits.describe_size(limits.MAX_MODEL_BYTES)} of "
-                "external data, the ceiling for a model (pairedge.limits.MAX_MODEL_BYTES); is it the right file?"
+                "external data, the ceiling for a model (pairedge.core.limits.MAX_MODEL_BYTES); is it the right file?"
             )
     return found
 

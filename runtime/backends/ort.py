@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from pairedge.errors import BackendError, InputError
-from pairedge.modelmeta import INPUT_NAME, OUTPUT_NAME
+from pairedge.core.errors import BackendError, InputError
+from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile
 

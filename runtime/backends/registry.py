@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile, load_model

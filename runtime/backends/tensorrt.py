@@ -15,7 +15,7 @@ Lifecycle (Polygraphy's runner style, as :class:`~pairedge.runtime.backends.base
 ``deactivate()``
     drop the context and engine, free buffers and the stream.
 
-Memory goes through the one CUDA layer (:mod:`pairedge.cuda`, opened by
+Memory goes through the one CUDA layer (:mod:`pairedge.gpu.cuda`, opened by
 :mod:`pairedge.runtime.backends.cudamem`: cuda-python by default, pycuda accepted); tests inject the emulated
 device to run the buffer handling for real.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.errors import BackendError, InputError, ModelError
+from pairedge.core.errors import BackendError, InputError, ModelError
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
 from pairedge.runtime.backends.model import ModelFile
@@ -72,7 +72,7 @@ class TensorRTBackend(Backend):
     Args:
         model: the checked ONNX model the engine was built from (labels, spec and hash come from it).
         options: :class:`TensorRTOptions`; None for the defaults.
-        trt, memory: injected ``tensorrt`` module and :class:`pairedge.cuda.Device` (tests: a recording fake,
+        trt, memory: injected ``tensorrt`` module and :class:`pairedge.gpu.cuda.Device` (tests: a recording fake,
             or the emulated device; default: the real ones).
     """
 
@@ -103,8 +103,8 @@ class TensorRTBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        from pairedge.cuda import binding_reason
-        from pairedge.export.tensorrt.builder import load_tensorrt
+        from pairedge.gpu.cuda import binding_reason
+        from pairedge.gpu.tensorrt import load_tensorrt
 
         try:
             load_tensorrt()  # lazy: only when asked whether this backend can run
@@ -114,9 +114,9 @@ class TensorRTBackend(Backend):
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _activate(self) -> None:
-        from pairedge.export.tensorrt.builder import load_tensorrt
-        from pairedge.export.tensorrt.folder import environment
-        from pairedge.export.tensorrt.logger import make_logger
+        from pairedge.gpu.tensorrt import load_tensorrt
+        from pairedge.gpu.tensorrt.logger import make_logger
+        from pairedge.runtime.backends.tensorrt_loader import environment
 
         trt = self._trt if self._trt is not None else load_tensorrt()
         memory = self._injected_memory or open_cuda_memory(self.options.memory, self.options.device_id)
@@ -143,7 +143,7 @@ class TensorRTBackend(Backend):
             raise
 
     def _locate(self, env: Any) -> Path:
-        from pairedge.export.tensorrt.manifest import engine_file_name
+        from pairedge.runtime.backends.tensorrt_loader import engine_file_name
 
         if self.options.engine:
             return Path(self.options.engine).expanduser()
@@ -163,7 +163,7 @@ class TensorRTBackend(Backend):
         return path
 
     def _checked_engine_bytes(self, engine_path: Path, env: Any) -> bytes:
-        from pairedge.export.tensorrt.manifest import (
+        from pairedge.runtime.backends.tensorrt_loader import (
             EngineManifest,
             check_compatible,
             read_verified_engine,

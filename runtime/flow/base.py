@@ -8,7 +8,7 @@ frame, so the array :meth:`FlowBackend.compute` returns is only valid until the 
 
 Every backend declares :attr:`FlowBackend.min_side`, the smallest scaled image side it computes flow for
 (OpenCV's DIS refuses images below about 12 px); :meth:`FlowBackend.size_problem` says why a frame size is
-too small, :meth:`FlowBackend.compute` raises :class:`~pairedge.errors.InputError` for it, and
+too small, :meth:`FlowBackend.compute` raises :class:`~pairedge.core.errors.InputError` for it, and
 :class:`~pairedge.runtime.flow.FlowStream` turns it into "no flow for this frame" with that reason.
 """
 
@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import cv2
 import numpy as np
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 
 
 def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:

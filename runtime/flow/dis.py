@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.flow.base import FlowBackend
 
 PRESETS: dict[str, int] = {

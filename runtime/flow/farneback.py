@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from pairedge.features.liang2026 import FARNEBACK_PARAMS, PilLuma
+from pairedge.core.features.liang2026 import FARNEBACK_PARAMS, PilLuma
 from pairedge.runtime.flow.base import FlowBackend
 
 
@@ -17,7 +17,7 @@ class FarnebackFlow(FlowBackend):
 
     Grayscale conversion (:meth:`to_gray`, called by :class:`~pairedge.runtime.flow.FlowStream`) is PIL's
     integer luma, bit-exact with the released code's ``Image.convert("L")`` and with
-    ``pairedge.features.liang2026.to_gray`` (OpenCV's ``COLOR_BGR2GRAY`` differs by one level on ~0.1 % of
+    ``pairedge.core.features.liang2026.to_gray`` (OpenCV's ``COLOR_BGR2GRAY`` differs by one level on ~0.1 % of
     pixels, enough to move the flow columns by up to 1e-4 relative).
     """
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 
 @dataclass(frozen=True)

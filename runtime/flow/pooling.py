@@ -2,7 +2,7 @@
 
 A plain :class:`~pairedge.runtime.flow.FlowBackend` returns a dense (h, w, 2) field that the feature spec
 pools on the CPU. A backend with ``fuses_pooling = True`` also offers :meth:`PoolingBackend.compute_pooled`:
-given this frame's boxes it returns a :class:`pairedge.features.flowpool.PooledFlow` (per-box sums and the
+given this frame's boxes it returns a :class:`pairedge.core.features.flowpool.PooledFlow` (per-box sums and the
 background grid) instead, so the dense field never leaves the device. :class:`PooledFlowStream` feeds such a
 backend frame by frame.
 """
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from pairedge.features.base import usable_rows
-from pairedge.features.flowpool import PooledFlow
+from pairedge.core.features.base import usable_rows
+from pairedge.core.features.flowpool import PooledFlow
+from pairedge.core.types import Detections
 from pairedge.runtime.flow.base import FlowBackend
 from pairedge.runtime.flow.stream import FlowStream
-from pairedge.types import Detections
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class PooledFlowStream(FlowStream):
 
 def make_stream(backend: FlowBackend, feature_config: object) -> FlowStream:
     """A :class:`PooledFlowStream` when ``backend`` pools on the device and the feature config pools per
-    person (has ``pool_inset`` and ``grid_step``, as :class:`pairedge.features.edge.PairedgeConfig`), else a
+    person (has ``pool_inset`` and ``grid_step``, as :class:`pairedge.core.features.edge.PairedgeConfig`), else a
     plain :class:`FlowStream` (dense field; e.g. ``liang2026`` with any backend)."""
     pools = hasattr(feature_config, "pool_inset") and hasattr(feature_config, "grid_step")
     return PooledFlowStream(backend) if pools and fuses_pooling(backend) else FlowStream(backend)

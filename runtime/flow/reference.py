@@ -2,15 +2,15 @@
 
 Computes the robust pyramidal Lucas-Kanade flow of :mod:`pairedge.runtime.flow.lk_reference` in numpy, the
 same algorithm the CUDA backend runs. With ``pooled=True`` it also plays the fused backend's part on the
-CPU: :meth:`ReferenceFlow.compute_pooled` returns the :class:`~pairedge.features.flowpool.PooledFlow` the
-GPU kernels return (:func:`~pairedge.features.flowpool.pooled_reference`), so the whole pooled path of the
+CPU: :meth:`ReferenceFlow.compute_pooled` returns the :class:`~pairedge.core.features.flowpool.PooledFlow` the
+GPU kernels return (:func:`~pairedge.core.features.flowpool.pooled_reference`), so the whole pooled path of the
 runtime runs and is tested without a GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from pairedge.features.flowpool import PooledFlow, pooled_reference
+from pairedge.core.features.flowpool import PooledFlow, pooled_reference
 from pairedge.runtime.flow.base import FlowBackend
 from pairedge.runtime.flow.lk_reference import LKParams, lk_flow
 from pairedge.runtime.flow.pooling import PoolRequest

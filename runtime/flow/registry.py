@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.flow.base import FlowBackend
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
-from pairedge.errors import InputError, PairedgeError
+from pairedge.core.errors import InputError, PairedgeError
 from pairedge.runtime.flow.base import FlowBackend
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.calibration.collect import Collected, collect_scenes
-from pairedge.default_model import default_model_dir
+from pairedge.core.bundled import default_model_dir
 
 
 def model_dir() -> Path:
@@ -22,7 +22,7 @@ def scene_samples() -> Collected:
 
 def save_npz(path: Path, stage: int, **override: object) -> Path:
     """Write the scene samples of ``stage`` as a training-format features file (fields overridable)."""
-    from pairedge.features import get_spec
+    from pairedge.core.features import get_spec
 
     st = scene_samples().stage1 if stage == 1 else scene_samples().stage2
     spec = get_spec("pairedge")

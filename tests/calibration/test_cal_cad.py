@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 from cal_data import model_dir
 from pairedge.calibration.collect import collect_cad
-from pairedge.datasets.cad import CAD_TOGETHER
-from pairedge.io.cad import read_cad_mat
-from pairedge.labels import CAD8
+from pairedge.core.io.cad import read_cad_mat
+from pairedge.core.labels import CAD8, CAD_TOGETHER
 
 
 def test_every_scored_pair_is_a_row_and_the_labels_are_the_annotations(shared_data: Path) -> None:
@@ -36,7 +35,7 @@ def test_every_scored_pair_is_a_row_and_the_labels_are_the_annotations(shared_da
 def test_calibrate_cli_reads_a_folder_of_sequences(tmp_path: Path, shared_data: Path) -> None:
     import json
 
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     folder = tmp_path / "sequences"

@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 import pytest
 from cal_data import model_dir, save_npz
+from pairedge.apps.cli import app
 from pairedge.calibration.qdq_rules import check_qdq_rules
-from pairedge.cli import app
-from pairedge.modelfolder import sha256_file, verify_files
+from pairedge.core.modelfolder import sha256_file, verify_files
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -153,7 +153,7 @@ def test_strict_fails_on_small_strata(tmp_path: Path, features: tuple[Path, Path
 def test_in_place_keeps_the_other_manifest_entries(tmp_path: Path, features: tuple[Path, Path]) -> None:
     import shutil
 
-    from pairedge.modelfolder import read_manifest, register_files
+    from pairedge.core.modelfolder import read_manifest, register_files
 
     folder = tmp_path / "model"
     shutil.copytree(model_dir(), folder)

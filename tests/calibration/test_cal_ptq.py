@@ -18,7 +18,7 @@ from pairedge.calibration.infer import logits, session
 from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.calibration.quantize import QuantConfig, SearchResult, preprocess, quantize
 from pairedge.calibration.report import float_nodes
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 
 def _stage(stage: int) -> tuple[onnx.ModelProto, np.ndarray]:

@@ -15,7 +15,7 @@ from pairedge.calibration.qdq_graph import LayerPlan, qdq_graph, quantize_weight
 from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.calibration.quantize import QuantConfig, preprocess, quantize
 from pairedge.calibration.ranges import layer_plans, reads_features
-from pairedge.errors import InputError, ModelError
+from pairedge.core.errors import InputError, ModelError
 
 RNG = np.random.default_rng(0)
 W1, B1 = RNG.normal(size=(16, 6)).astype(np.float32), RNG.normal(size=16).astype(np.float32)

@@ -12,7 +12,7 @@ from pairedge.calibration.api import CalibrateOptions, calibrate
 from pairedge.calibration.collect import Collected
 from pairedge.calibration.samples import StageSamples
 from pairedge.calibration.strata import counts, small_strata, stratify
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 # Motion 1..9: tertile edges (11/3, 19/3), so rows 1-3 are low, 4-6 mid, 7-9 high.
 MOTION = np.arange(1, 10, dtype=np.float32)

@@ -11,7 +11,7 @@ from pairedge.calibration.equalize import equalize
 from pairedge.calibration.fp16 import to_fp16
 from pairedge.calibration.infer import agreement, logits, session
 from pairedge.calibration.quantize import ArrayReader, QuantConfig, preprocess, quantize, search_exclusions
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 
 def _stage(stage: int) -> tuple[onnx.ModelProto, np.ndarray]:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from pairedge.probe import emulation_skip_reason
+from pairedge.apps.probe import emulation_skip_reason
 from pairedge.runtime.flow.cuda.twins import KernelRunner, load_flow_kernels
 
 _BUILD: list[str] = []  # how the session fixture got its kernels
@@ -25,7 +25,7 @@ def emulated() -> Iterator[KernelRunner]:
     reason = emulation_skip_reason()
     if reason is not None:
         pytest.skip(reason)
-    from pairedge.cuda.emulated.device import EmulatedDevice
+    from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 
     device = EmulatedDevice()
     start = time.perf_counter()
@@ -46,7 +46,7 @@ def runner(emulated: KernelRunner) -> Iterator[KernelRunner]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    from pairedge.cuda.emulated.build import BUILDS
+    from pairedge.gpu.cuda.emulated.build import BUILDS
 
     if _BUILD or BUILDS:
         built = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in BUILDS) or "none (all from the disk cache)"

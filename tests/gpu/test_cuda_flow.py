@@ -3,7 +3,7 @@
 Compile checks need no GPU: ``nvcc`` (when installed) builds every ``.cu`` for the Jetson Orin (sm_87), Jetson
 Thor (sm_110 with CUDA 13, sm_101 with CUDA 12.8/12.9) and the lent H200 (sm_90); NVRTC (cuda-python + the
 nvidia-cuda-nvrtc wheel) compiles the same sources. The GPU tests skip with the reason ``pairedge doctor``
-prints (:func:`pairedge.probe.gpu_skip_reason`); the same kernels run on the CPU, emulated, in
+prints (:func:`pairedge.apps.probe.gpu_skip_reason`); the same kernels run on the CPU, emulated, in
 ``test_emulated_kernels.py`` and ``test_emulated_flow.py``.
 """
 
@@ -16,10 +16,10 @@ from importlib import resources
 import cv2
 import numpy as np
 import pytest
-from pairedge.cuda.nvrtc import Target, choose_target
-from pairedge.errors import BackendError, InputError
-from pairedge.features.flowpool import pooled_reference
-from pairedge.probe import gpu_skip_reason, nvcc_path
+from pairedge.apps.probe import gpu_skip_reason, nvcc_path
+from pairedge.core.errors import BackendError, InputError
+from pairedge.core.features.flowpool import pooled_reference
+from pairedge.gpu.cuda.nvrtc import Target, choose_target
 from pairedge.runtime.flow import available_flow_backends, get_flow_backend
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 from pairedge.runtime.flow.cuda.kernels import kernel_source
@@ -82,7 +82,7 @@ def test_nvcc_compiles(kernel, device, tmp_path):
 
 def _nvrtc_or_skip():
     try:
-        from pairedge.cuda import nvrtc as cc
+        from pairedge.gpu.cuda import nvrtc as cc
 
         cc.nvrtc_version()
     except Exception as exc:  # MissingDependencyError or a missing libnvrtc
@@ -190,7 +190,7 @@ def test_gpu_size_change_and_bad_input(cuda_flow):
 
 
 def test_doctor_lists_flow_backends():
-    from pairedge.probe import probe
+    from pairedge.apps.probe import probe
 
     check = probe().get("flow backends")
     assert check.ok and "reference" in check.detail and "dis" in check.detail
@@ -213,8 +213,8 @@ def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
     """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference`` runs.
     With ``PAIREDGE_CUDA_EMULATION=hip-cpu`` it runs on the emulated device and scores what the reference
     scores."""
-    from pairedge.cli import app
-    from pairedge.sim.output import write_scene
+    from pairedge.apps.cli import app
+    from pairedge.core.sim.output import write_scene
     from run_demo_helpers import toy_model
     from typer.testing import CliRunner
 
@@ -230,7 +230,7 @@ def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
     bad = runner.invoke(app, [*base, "--flow", "cuda", "--out", str(tmp_path / "cuda")])
     assert bad.exit_code == 1 and "cuda" in bad.output and "not available" in bad.output, bad.output
     assert "Traceback" not in bad.output and "PAIREDGE_CUDA_EMULATION=hip-cpu" in bad.output  # the way out
-    from pairedge.probe import emulation_skip_reason
+    from pairedge.apps.probe import emulation_skip_reason
 
     if emulation_skip_reason() is not None:
         pytest.skip(emulation_skip_reason())

@@ -1,4 +1,4 @@
-"""The one CUDA layer (``pairedge.cuda``): kernel signatures read from the source, launch checks shared by every
+"""The one CUDA layer (``pairedge.gpu.cuda``): kernel signatures read from the source, launch checks shared by every
 implementation, explicit selection of the emulated device, its build cache, the doctor rows, and a source scan
 that no other module imports cuda-python or pycuda."""
 
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.cuda import GPU_KINDS, Kernel, Limits, open_device, resolve_kind, unavailable_reason
-from pairedge.cuda.base import BlockRule, check_launch
-from pairedge.cuda.emulated import toolchain
-from pairedge.cuda.source import parse_kernels
-from pairedge.errors import BackendError, InputError, MissingDependencyError
-from pairedge.probe import emulation_skip_reason, probe
+from pairedge.apps.probe import emulation_skip_reason, probe
+from pairedge.core.errors import BackendError, InputError, MissingDependencyError
+from pairedge.gpu.cuda import GPU_KINDS, Kernel, Limits, open_device, resolve_kind, unavailable_reason
+from pairedge.gpu.cuda.base import BlockRule, check_launch
+from pairedge.gpu.cuda.emulated import toolchain
+from pairedge.gpu.cuda.source import parse_kernels
 from pairedge.runtime.flow.cuda.kernels import kernel_source
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYER = ROOT / "sdk" / "cuda"
+LAYER = ROOT / "sdk" / "gpu" / "cuda"
 PACKAGE_DIRS = ("sdk", "runtime", "export", "calibration", "benchmarks")
 CUDA_MODULES = ("cuda", "pycuda")  # cuda-python installs the top-level package ``cuda``
 
@@ -97,7 +97,7 @@ def test_missing_pieces_give_the_exact_reason(monkeypatch, tmp_path):
 
 def test_opening_the_emulated_device_says_so(caplog, monkeypatch):
     monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "hip-cpu")
-    with caplog.at_level(logging.WARNING, logger="pairedge.cuda"), open_device() as device:
+    with caplog.at_level(logging.WARNING, logger="pairedge.gpu.cuda"), open_device() as device:
         assert device.emulated and device.kind == "hip-cpu" and "emulated" in repr(device)
     assert "EMULATED" in caplog.text and "PAIREDGE_CUDA_EMULATION=hip-cpu" in caplog.text
 
@@ -137,7 +137,7 @@ def test_one_cuda_layer_no_other_module_imports_cuda_python_or_pycuda():
     files = [p for d in PACKAGE_DIRS for p in (ROOT / d).rglob("*.py")]
     assert len(files) > 200
     outside = [hit for p in files if LAYER not in p.parents for hit in _cuda_imports(p)]
-    assert outside == [], "only pairedge.cuda (sdk/cuda/) may import cuda-python or pycuda"
+    assert outside == [], "only pairedge.gpu.cuda (sdk/gpu/cuda/) may import cuda-python or pycuda"
     inside = [hit for p in LAYER.rglob("*.py") for hit in _cuda_imports(p)]
     assert any("cuda.bindings.driver" in h for h in inside) and any("pycuda.driver" in h for h in inside)
 
@@ -148,7 +148,7 @@ def test_build_cache_and_compile_errors(monkeypatch, tmp_path):
     compile error reports g++'s message and where its whole log is."""
     if emulation_skip_reason() is not None:
         pytest.skip(emulation_skip_reason())
-    from pairedge.cuda.emulated.device import EmulatedDevice
+    from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 
     monkeypatch.setenv("PAIREDGE_CACHE_DIR", str(tmp_path))
     source = """extern "C" __global__ void block_sum(const float* x, int n, float* out) {
@@ -172,7 +172,7 @@ def test_build_cache_and_compile_errors(monkeypatch, tmp_path):
         device.synchronize()
         assert out[0] == 4950.0  # every thread ran, and __syncthreads held them
     assert len(list(tmp_path.glob("hip-cpu/sum-*/libsum_hipcpu.so"))) == 1
-    from pairedge.cuda.emulated import build
+    from pairedge.gpu.cuda.emulated import build
 
     tc = toolchain.find_toolchain()[0]
     assert build.build_library("sum.cu", source, tc)[1] == "disk"

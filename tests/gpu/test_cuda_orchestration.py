@@ -11,9 +11,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import BackendError
-from pairedge.features.flowpool import pooled_reference
-from pairedge.probe import emulation_skip_reason
+from pairedge.apps.probe import emulation_skip_reason
+from pairedge.core.errors import BackendError
+from pairedge.core.features.flowpool import pooled_reference
 from pairedge.runtime.flow.cuda import backend as cuda_backend
 from pairedge.runtime.flow.lk_reference import lk_flow
 from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest, flow_gpu_ms
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(EMULATION_REASON is not None, reason=str(EMULATI
 @pytest.fixture
 def devices(monkeypatch: pytest.MonkeyPatch) -> list:
     """Every emulated device a CudaFlow of this test opened (to count launches and live buffers)."""
-    from pairedge.cuda.emulated.device import EmulatedDevice
+    from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 
     opened: list[EmulatedDevice] = []
 
@@ -121,7 +121,7 @@ def test_graphs_replay_over_a_stream_and_fall_back(devices, monkeypatch):
 
 def test_failed_construction_and_close_release_the_device(devices, monkeypatch):
     """A kernel that fails to build closes the device the constructor opened; close() frees the graphs."""
-    from pairedge.cuda.emulated.device import EmulatedDevice
+    from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 
     def broken(self, name, source):
         raise BackendError("g++ could not build lk.cu")

@@ -2,7 +2,7 @@
 
 Measured here (and in ``benchmarks/bench_emulated_cuda.py``): the emulated ``flow="cuda"`` field equals the
 reference's bit for bit on every Sintel scene and on PETS, so the documented tolerance is 0 for the field.
-The fused pooled statistics equal the dense path's (:func:`~pairedge.features.flowpool.flow_moments`) up to
+The fused pooled statistics equal the dense path's (:func:`~pairedge.core.features.flowpool.flow_moments`) up to
 float64 summation order (each GPU block sums in a tree; numpy sums pairwise): relative 1e-12. Pipeline.step
 and ``pairedge run`` then score the same interactions with either flow. Needs ``../shared/data`` (marked
 ``data``) and the emulated device's toolchain; skips with the reason when either is missing.
@@ -16,9 +16,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.default_model import default_model_dir
-from pairedge.features.flowpool import flow_moments, pool_rects
-from pairedge.probe import emulation_skip_reason
+from pairedge.apps.probe import emulation_skip_reason
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.features.flowpool import flow_moments, pool_rects
 from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.flow.pooling import PoolRequest
 
@@ -92,8 +92,8 @@ def _interactions(result) -> list[tuple]:
 def test_pipeline_step_scores_the_same_interactions(shared_data, monkeypatch):
     """Pipeline.step with the emulated CUDA flow (fused pooling on the device) and with the reference flow
     (dense field, pooled on the CPU): the same pairs, labels and probabilities on a PETS clip."""
+    from pairedge.core.types import Detections
     from pairedge.runtime.pipeline import Pipeline
-    from pairedge.types import Detections
 
     monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "hip-cpu")
     gt, frames = _gt(shared_data), pets_frames(shared_data, 30)
@@ -116,7 +116,7 @@ def test_pipeline_step_scores_the_same_interactions(shared_data, monkeypatch):
 def test_pairedge_run_flow_cuda_emulated_equals_reference_on_pets(shared_data, tmp_path, monkeypatch, caplog):
     """``PAIREDGE_CUDA_EMULATION=hip-cpu pairedge run vtest.avi --detections gt.txt --flow cuda`` on the first
     30 PETS frames: the same interactions as ``--flow reference``, and every record says "emulated"."""
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     pets = shared_data / "pets09_s2l1"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pairedge.cuda.source import parse_kernels
-from pairedge.errors import BackendError
+from pairedge.core.errors import BackendError
+from pairedge.gpu.cuda.source import parse_kernels
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 from pairedge.runtime.flow.cuda.kernels import FUNCTIONS, kernel_source
 from pairedge.runtime.flow.cuda.twins import CASES, compare

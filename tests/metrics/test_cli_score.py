@@ -8,10 +8,10 @@ import types
 from pathlib import Path
 from typing import Any
 
-import pairedge.metrics
+import pairedge.core.metrics
 import pytest
-from pairedge.cli import app
-from pairedge.metrics.report import ScoreReport, Table
+from pairedge.apps.cli import app
+from pairedge.core.metrics.report import ScoreReport, Table
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -105,7 +105,7 @@ def fake_protocols(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any
     """Replace pcp / par with recorders so dispatch is tested independently of their implementations."""
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     for name in ("pcp", "par"):
-        module = types.ModuleType(f"pairedge.metrics.{name}")
+        module = types.ModuleType(f"pairedge.core.metrics.{name}")
 
         def score_files(*args: Any, _name: str = name, **kwargs: Any) -> ScoreReport:
             calls.append((_name, args, kwargs))
@@ -114,7 +114,7 @@ def fake_protocols(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any
 
         module.score_files = score_files  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, module.__name__, module)
-        monkeypatch.setattr(pairedge.metrics, name, module, raising=False)
+        monkeypatch.setattr(pairedge.core.metrics, name, module, raising=False)
     return calls
 
 

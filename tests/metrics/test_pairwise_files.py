@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.metrics.pairwise import read_pairwise_file, resolve_labels, score_files
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.metrics.pairwise import read_pairwise_file, resolve_labels, score_files
 
 PAPER3 = ("walking_together", "standing_together", "sitting_together")
 W, S, T = PAPER3

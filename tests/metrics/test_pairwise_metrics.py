@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pairedge.errors import InputError
-from pairedge.metrics.pairwise import classification_metrics, metrics_from_confusion
+from pairedge.core.errors import InputError
+from pairedge.core.metrics.pairwise import classification_metrics, metrics_from_confusion
 from sklearn.metrics import (
     accuracy_score,
     confusion_matrix,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pairedge.default_model import default_model_dir
+from pairedge.core.bundled import default_model_dir
 
 FRAMES = 12
 
@@ -13,8 +13,8 @@ FRAMES = 12
 @pytest.fixture(scope="session")
 def pack_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 12-frame pack of the bundled model on simulator scene static:0 (ground-truth boxes)."""
-    from pairedge.evaluation.sources import parse_scene
-    from pairedge.runtime.parity.build import build_pack
+    from pairedge.apps.evaluation.sources import parse_scene
+    from pairedge.compare.parity.build import build_pack
 
     out = tmp_path_factory.mktemp("pack") / "pack.npz"
     build_pack(default_model_dir(), parse_scene("static:0", FRAMES), out, frames=FRAMES)

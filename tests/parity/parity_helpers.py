@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from pairedge.default_model import default_model_dir
+from pairedge.core.bundled import default_model_dir
 
 Edit = Callable[[onnx.ModelProto, dict[str, str]], None]
 
@@ -53,9 +53,9 @@ def set_extra(props: dict[str, str], **values: object) -> None:
 def box_only_toy(path: Path, stage: int) -> None:
     """A random-weight MLP of the pairedge spec in box-only mode with the CAD8 label set."""
     from onnx import TensorProto, helper, numpy_helper
-    from pairedge.features import get_spec
-    from pairedge.labels import CAD8, STAGE1
-    from pairedge.modelmeta import ModelMetadata
+    from pairedge.core.features import get_spec
+    from pairedge.core.labels import CAD8, STAGE1
+    from pairedge.core.modelmeta import ModelMetadata
 
     spec = get_spec("pairedge")
     f = spec.stage1_dim if stage == 1 else spec.stage2_dim

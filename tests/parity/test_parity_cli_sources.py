@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pairedge.cli import app
-from pairedge.runtime.parity import load_pack
+from pairedge.apps.cli import app
+from pairedge.compare.parity import load_pack
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -31,7 +31,7 @@ def test_start_box_shape_and_operating_point_reach_the_pack(tmp_path: Path) -> N
     assert "frames 3-6" in flat and "box shape ignored on 4 of 4 frames" in flat and "gate 0.65" in flat
     pk = load_pack(tmp_path / "p.npz")
     assert (pk.reference["start"], pk.reference["box_shape"], pk.reference["operating_point"]) == (3, "ignore", "surveillance")
-    from pairedge.evaluation.sources import parse_scene
+    from pairedge.apps.evaluation.sources import parse_scene
 
     fourth = list(parse_scene("static:4100", 7).open())[3]  # the clip's first frame is the stream's fourth
     assert pk.snapshot is not None and pk.timestamps[0] == fourth.timestamp

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.default_model import default_model_dir
-from pairedge.evaluation.sources import parse_scene, parse_sources
-from pairedge.runtime.parity import CheckOptions, ParityPack, check_pack, load_pack
-from pairedge.runtime.parity.build import build_pack
-from pairedge.runtime.parity.check import reference_config, replay_pack
-from pairedge.runtime.parity.pack import PairRows
-from pairedge.runtime.parity.replay import load_pipeline
+from pairedge.apps.evaluation.sources import parse_scene, parse_sources
+from pairedge.compare.parity import CheckOptions, ParityPack, check_pack, load_pack
+from pairedge.compare.parity.build import build_pack
+from pairedge.compare.parity.check import reference_config, replay_pack
+from pairedge.compare.parity.pack import PairRows
+from pairedge.compare.parity.replay import load_pipeline
+from pairedge.core.bundled import default_model_dir
 
 COLUMNS = ("stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact", "label")
 
@@ -79,7 +79,7 @@ def test_simulator_detector_boxes_exact(tmp_path: Path) -> None:
 def test_ros2_log_exact(tmp_path: Path) -> None:
     """`pairedge simulate --bag mcap` writes a log; `parity pack --log` packs it; the check is exact."""
     pytest.importorskip("rosbags.rosbag2", reason="the ros extra (rosbags) writes the log")
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     runner = CliRunner()

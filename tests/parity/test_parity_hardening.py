@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge import limits
-from pairedge.cli import app
-from pairedge.default_model import default_model_dir
-from pairedge.errors import FormatError, InputError
-from pairedge.runtime.parity import CheckOptions, Tolerances, check_pack, load_pack
+from pairedge.apps.cli import app
+from pairedge.compare.parity import CheckOptions, Tolerances, check_pack, load_pack
+from pairedge.core import limits
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import FormatError, InputError
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -112,7 +112,7 @@ def test_member_inflating_past_its_declared_size_is_read_bounded(pack_path: Path
         zf.writestr("extra.npy", header + b"\0" * 800_000)
     _patch_sizes(path, "extra.npy", len(header) + 80)
     assert zipfile.ZipFile(path).getinfo("extra.npy").file_size == len(header) + 80
-    from pairedge.io.npz import NpzReader
+    from pairedge.core.io.npz import NpzReader
 
     tracemalloc.start()
     try:
@@ -292,7 +292,7 @@ def test_pack_frames_ceiling_is_checked_before_anything_runs(tmp_path: Path) -> 
 
 
 def test_build_pack_refuses_too_many_frames_for_any_source(tmp_path: Path) -> None:
-    from pairedge.runtime.parity.build import build_pack
+    from pairedge.compare.parity.build import build_pack
 
     with pytest.raises(InputError, match="--frames: 100,000,000 frames"):
         build_pack(default_model_dir(), object(), tmp_path / "p.npz", frames=100_000_000)
@@ -301,8 +301,8 @@ def test_build_pack_refuses_too_many_frames_for_any_source(tmp_path: Path) -> No
 def test_pack_stops_when_its_frames_pass_the_pack_ceiling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pairedge.evaluation.sources import parse_scene
-    from pairedge.runtime.parity.build import build_pack
+    from pairedge.apps.evaluation.sources import parse_scene
+    from pairedge.compare.parity.build import build_pack
 
     monkeypatch.setattr(limits, "MAX_PACK_BYTES", 200_000)  # one 640 x 480 simulator frame is ~270 kB
     with pytest.raises(InputError, match="ceiling of a parity pack"):

@@ -9,11 +9,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.default_model import default_model_dir
-from pairedge.errors import InputError, ModelError
-from pairedge.features import get_spec
-from pairedge.modelmeta import ModelMetadata
-from pairedge.runtime.parity import CheckOptions, Tolerances, check_pack, load_pack
+from pairedge.compare.parity import CheckOptions, Tolerances, check_pack, load_pack
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import InputError, ModelError
+from pairedge.core.features import get_spec
+from pairedge.core.modelmeta import ModelMetadata
 from parity_helpers import box_only_toy, make_candidate, set_extra, set_initializer
 
 
@@ -176,8 +176,8 @@ def test_derived_model_naming_the_pack_fp32_is_derived(pack_path: Path, tmp_path
 @pytest.mark.data
 def test_box_only_pack_from_cad_round_trips(shared_data: Path, tmp_path: Path) -> None:
     """A CAD sequence (no frames) packs and checks through a box-only model."""
-    from pairedge.evaluation.sources import parse_sources
-    from pairedge.runtime.parity.build import build_pack
+    from pairedge.apps.evaluation.sources import parse_sources
+    from pairedge.compare.parity.build import build_pack
 
     mats = sorted((shared_data / "cad_choi" / "annotations").glob("anno*.mat"))
     if not mats:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.cli import app
-from pairedge.default_model import default_model_dir
-from pairedge.errors import FormatError
-from pairedge.runtime.parity import PACK_FORMAT, load_pack, save_pack
+from pairedge.apps.cli import app
+from pairedge.compare.parity import PACK_FORMAT, load_pack, save_pack
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import FormatError
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -31,7 +31,7 @@ def test_pack_holds_clip_reference_truth_and_identity(pack_path: Path) -> None:
     assert pk.reference["image_size"] == [640, 480] and not pk.reference["box_only"]
     assert len(pk.identity["stage2_sha256"]) == 64
     # the stored frames are lossless: the first frame decodes to the simulator's pixels
-    from pairedge.sim import Scene
+    from pairedge.core.sim import Scene
 
     first = next(Scene("static", 0).frames(1)).image
     assert np.array_equal(pk.image(0), first)
@@ -51,7 +51,7 @@ def test_detection_orientation_survives_the_pack(pack_path: Path, tmp_path: Path
     """Body orientation reaches the spec v2 features, so the pack keeps it (NaN / 0 where unknown)."""
     from dataclasses import replace
 
-    from pairedge.types import Detections
+    from pairedge.core.types import Detections
 
     pk = load_pack(pack_path)
     first = pk.detections[0]
@@ -159,7 +159,7 @@ def test_check_side_imports_no_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pairedge.runtime.parity, pairedge.runtime.parity.check, pairedge.cli.parity; "
+    code = ("import sys, pairedge.compare.parity, pairedge.compare.parity.check, pairedge.apps.cli.parity; "
             "print('torch' in sys.modules)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.default_model import default_model_dir
-from pairedge.errors import FormatError, InputError
-from pairedge.evaluation.sources import parse_scene
-from pairedge.runtime.parity import load_pack, save_pack
-from pairedge.runtime.parity.build import build_pack
-from pairedge.runtime.parity.check import gate_threshold
+from pairedge.apps.evaluation.sources import parse_scene
+from pairedge.compare.parity import load_pack, save_pack
+from pairedge.compare.parity.build import build_pack
+from pairedge.compare.parity.check import gate_threshold
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import FormatError, InputError
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.streamstate import FrameState, capture, decode, encode, restore
 
@@ -222,7 +222,7 @@ def test_corrupt_stream_state_is_refused(mid_pack: Path, tmp_path: Path, edit, m
 
 def test_stream_state_of_another_layout_is_one_clear_error(mid_pack: Path, tmp_path: Path) -> None:
     """A state array the extractor does not keep (another pairedge): refused before any frame is compared."""
-    from pairedge.runtime.parity import check_pack
+    from pairedge.compare.parity import check_pack
 
     data = _arrays(mid_pack)
     data["state:extractor.history.unknown"] = np.zeros(3)

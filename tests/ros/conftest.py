@@ -15,7 +15,7 @@ Message = tuple[str, str, Any, int]
 @pytest.fixture(scope="session")
 def sim_frames() -> list[tuple[Any, Any, float]]:
     """Ten frames of a simulated scene with interactions: (BGR image, ground-truth boxes, seconds)."""
-    from pairedge.sim import simulate
+    from pairedge.core.sim import simulate
 
     return [(f.image, f.truth, f.timestamp) for f in simulate("static", seed=2, frames=10)]
 
@@ -26,7 +26,7 @@ def write_messages() -> Callable[..., Path]:
     pytest.importorskip("rosbags")
 
     def write(path: Path, messages: list[Message], storage: str = "mcap") -> Path:
-        from pairedge.ros.msgdefs import make_typestore
+        from pairedge.apps.ros.msgdefs import make_typestore
         from rosbags.rosbag2 import StoragePlugin, Writer
 
         store = make_typestore()
@@ -51,8 +51,8 @@ def frame_messages(sim_frames) -> Callable[..., list[Message]]:
     None to leave it out); stamps are ``start_ns + round(t * 1e9)``, detections logged 1 ms after the image.
     """
     pytest.importorskip("rosbags")
-    from pairedge.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
 
     store = make_typestore()
 

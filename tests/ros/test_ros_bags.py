@@ -7,22 +7,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import FormatError, InputError
-from pairedge.sim import simulate
-from pairedge.types import Detections
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.sim import simulate
+from pairedge.core.types import Detections
 
 pytest.importorskip("rosbags")
 
-from pairedge.ros.bag import MARKERS_TOPIC, RESULTS_TOPIC, LogTopics, list_topics, open_log, run_log  # noqa: E402
-from pairedge.ros.messages import (  # noqa: E402
+from pairedge.apps.ros.bag import MARKERS_TOPIC, RESULTS_TOPIC, LogTopics, list_topics, open_log, run_log  # noqa: E402
+from pairedge.apps.ros.messages import (  # noqa: E402
     TrackIds,
     bgr_to_image,
     detections_from_msg,
     detections_to_msg,
     image_to_bgr,
 )
-from pairedge.ros.msgdefs import make_typestore  # noqa: E402
-from pairedge.ros.write import write_log  # noqa: E402
+from pairedge.apps.ros.msgdefs import make_typestore  # noqa: E402
+from pairedge.apps.ros.write import write_log  # noqa: E402
 from pairedge.runtime.run import RunOptions, run_files  # noqa: E402
 
 FRAMES = 12
@@ -31,7 +31,7 @@ FRAMES = 12
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     """A simulated scene as PNG frames + MOT ground truth, and the same frames in memory."""
-    from pairedge.sim.output import write_scene
+    from pairedge.core.sim.output import write_scene
 
     folder = tmp_path_factory.mktemp("scene")
     write_scene("static", 2, FRAMES, folder, png=True)
@@ -93,7 +93,7 @@ def test_bare_mcap_file_and_bare_output(scene, tmp_path: Path) -> None:
 
 def test_no_output_messages_are_built_without_an_output_bag(scene, tmp_path: Path, monkeypatch) -> None:
     """Without --out-bag nothing publishes the String / MarkerArray, so they are not built per frame."""
-    from pairedge.ros import runner
+    from pairedge.apps.ros import runner
 
     _, frames = scene
     write_log(frames[:3], tmp_path / "log", storage="mcap")
@@ -127,7 +127,7 @@ def test_output_bag_that_fails_to_open_leaves_nothing_behind(scene, tmp_path: Pa
 
 def test_unpaired_messages_are_dropped_and_reported(scene, tmp_path: Path) -> None:
     """Images without detections and detections without images: dropped, counted, the rest still runs."""
-    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE
+    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     _, frames = scene

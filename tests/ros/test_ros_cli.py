@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 pytest.importorskip("rosbags")
 
-from pairedge.cli import app  # noqa: E402
-from pairedge.default_model import default_model_dir  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.core.bundled import default_model_dir  # noqa: E402
 
 
 def test_simulate_bag_then_run_log(tmp_path: Path) -> None:

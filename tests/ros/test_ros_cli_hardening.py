@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 pytest.importorskip("rosbags")
 
-from pairedge.cli import app  # noqa: E402
-from pairedge.ros.write import write_log  # noqa: E402
+from pairedge.apps.cli import app  # noqa: E402
+from pairedge.apps.ros.write import write_log  # noqa: E402
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -44,7 +44,7 @@ def test_out_bag_storage_follows_its_name(sim_frames, tmp_path: Path, storage, n
 
 
 def test_a_failed_run_leaves_no_partial_output_bag(sim_frames, tmp_path: Path, monkeypatch) -> None:
-    from pairedge.ros import runner
+    from pairedge.apps.ros import runner
 
     write_log(sim_frames[:6], tmp_path / "log", storage="mcap")
     original = runner.RosRunner.step

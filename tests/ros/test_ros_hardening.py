@@ -12,20 +12,20 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 
 pytest.importorskip("rosbags")
 
-from pairedge.ros.bag import run_log  # noqa: E402
-from pairedge.ros.matching import StampMatcher  # noqa: E402
-from pairedge.ros.messages import (  # noqa: E402
+from pairedge.apps.ros.bag import run_log  # noqa: E402
+from pairedge.apps.ros.matching import StampMatcher  # noqa: E402
+from pairedge.apps.ros.messages import (  # noqa: E402
     BOX_OUT_OF_RANGE,
     TrackIds,
     detections_from_msg,
     image_to_bgr,
 )
-from pairedge.ros.msgdefs import COMPRESSED_IMAGE  # noqa: E402
-from pairedge.ros.runner import MAX_REASONS, OTHER_REASONS, DropCounts, FrameDecoder, RosRunner  # noqa: E402
+from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE  # noqa: E402
+from pairedge.apps.ros.runner import MAX_REASONS, OTHER_REASONS, DropCounts, FrameDecoder, RosRunner  # noqa: E402
 from pairedge.runtime.run import RunOptions  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def test_a_compressed_image_that_declares_400_megapixels_drops_that_frame(frame_
 
 
 def test_raw_images_are_checked_before_any_reshape() -> None:
-    from pairedge.ros.msgdefs import make_typestore
+    from pairedge.apps.ros.msgdefs import make_typestore
 
     store = make_typestore()
     msg = store.types["sensor_msgs/msg/Image"]
@@ -116,7 +116,7 @@ def test_an_odd_width_yuv422_frame_among_ten_drops_only_itself(
 
 def test_an_opencv_error_in_one_frame_is_dropped_with_its_reason(monkeypatch) -> None:
     """Any cv2.error while converting one frame costs that frame (not the stream)."""
-    from pairedge.ros import runner
+    from pairedge.apps.ros import runner
 
     calls = iter([cv2.error("boom"), None, None])
 
@@ -136,9 +136,9 @@ def test_an_opencv_error_in_one_frame_is_dropped_with_its_reason(monkeypatch) ->
 
 
 def _fake_pairs(n: int, stamps: list[int] | None = None):
-    from pairedge.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.ros.msgdefs import make_typestore
-    from pairedge.types import Detections
+    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.types import Detections
 
     store = make_typestore()
     dets = Detections.from_arrays(np.array([[1, 1, 2, 2]], np.float32))
@@ -240,9 +240,9 @@ def test_an_epoch_stamped_log_gives_the_results_of_the_same_clip_from_zero(
 ) -> None:
     """A bag stamped like a real robot (1.7e9 s) links pairs on the same frames as the clip from 0 and as the
     video of it; the pipeline sees exact durations since the first frame, records keep ``stamp_ns``."""
-    from pairedge.ros.write import write_log
+    from pairedge.apps.ros.write import write_log
+    from pairedge.core.sim.output import write_scene
     from pairedge.runtime.run import run_files
-    from pairedge.sim.output import write_scene
 
     epoch = 1_700_000_000 * 10**9
     frames = [(image, boxes, k / 15.0) for k, (image, boxes, _) in enumerate(sim_frames)]
@@ -311,9 +311,9 @@ def test_a_box_beyond_float32_drops_only_that_box(frame_messages, write_messages
 
 
 def test_box_values_nan_inf_and_overflowing_corners() -> None:
-    from pairedge.ros.messages import detections_to_msg
-    from pairedge.ros.msgdefs import make_typestore
-    from pairedge.types import Detections
+    from pairedge.apps.ros.messages import detections_to_msg
+    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.types import Detections
 
     store = make_typestore()
     boxes = np.array([[10, 20, 30, 60]] * 4, np.float32)
@@ -356,9 +356,9 @@ def test_one_undecodable_message_is_dropped_and_the_log_goes_on(frame_messages, 
 
 def test_fuzzed_messages_never_end_the_stream() -> None:
     """Random byte flips, cuts and garbage in image and detection CDR: every message is used or dropped."""
-    from pairedge.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
-    from pairedge.types import Detections
+    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.core.types import Detections
 
     store = make_typestore()
     rng = np.random.default_rng(22)
@@ -414,7 +414,7 @@ def test_eval_of_a_log_keeps_frames_against_their_truth_after_a_dropped_message(
 ) -> None:
     """``pairedge eval`` on a log: a dropped image leaves a gap in the frame numbers (the frames after it
     still meet their own truth) and timestamps are exact durations from the first frame, epoch stamps or not."""
-    from pairedge.evaluation.sources import parse_sources
+    from pairedge.apps.evaluation.sources import parse_sources
 
     def yuv(k, msg):  # frame 3 cannot be converted (odd width): dropped
         if k == 3:
@@ -436,8 +436,8 @@ def test_eval_of_a_log_keeps_frames_against_their_truth_after_a_dropped_message(
 def test_a_fifo_named_like_a_log_in_a_fleet_folder_is_refused_not_skipped(tmp_path: Path) -> None:
     import os
 
-    from pairedge.errors import FormatError
-    from pairedge.evaluation.sources import parse_sources
+    from pairedge.apps.evaluation.sources import parse_sources
+    from pairedge.core.errors import FormatError
 
     logs = tmp_path / "logs"
     logs.mkdir()

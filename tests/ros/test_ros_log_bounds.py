@@ -13,13 +13,13 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from pairedge import limits
-from pairedge.errors import FormatError
+from pairedge.core import limits
+from pairedge.core.errors import FormatError
 
 pytest.importorskip("rosbags")
 
-from pairedge.ros.bag import list_topics, open_log, run_log  # noqa: E402
-from pairedge.ros.mcap import MAGIC, bound_decompression, inflate, walk_mcap  # noqa: E402
+from pairedge.apps.ros.bag import list_topics, open_log, run_log  # noqa: E402
+from pairedge.apps.ros.mcap import MAGIC, bound_decompression, inflate, walk_mcap  # noqa: E402
 from pairedge.runtime.run import RunOptions  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -66,7 +66,7 @@ def message(payload: bytes, channel: int = 1, log_time: int = 0) -> bytes:
 
 
 def one_line_error(args: list[str]) -> str:
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
 
     res = CliRunner().invoke(app, args)
     lines = [line for line in res.output.splitlines() if line.strip()]
@@ -81,7 +81,7 @@ def test_a_chunk_that_declares_3_gib_is_refused_from_its_header(tmp_path: Path) 
     assert bomb.stat().st_size < 1000
     line = one_line_error(["run", str(bomb), "--list-topics"])
     assert (
-        "a zstd chunk that declares 3 GiB, more than the 256 MiB ceiling (pairedge.limits.MAX_MCAP_CHUNK_BYTES)"
+        "a zstd chunk that declares 3 GiB, more than the 256 MiB ceiling (pairedge.core.limits.MAX_MCAP_CHUNK_BYTES)"
         in line
     )
 
@@ -217,7 +217,7 @@ def test_non_regular_files_are_refused_without_blocking(tmp_path: Path) -> None:
 
 
 def test_metadata_listing_a_device_and_whole_file_compression_are_refused(sim_frames, tmp_path: Path) -> None:
-    from pairedge.ros.write import write_log
+    from pairedge.apps.ros.write import write_log
 
     write_log(sim_frames[:2], tmp_path / "log", storage="sqlite3")
     meta = tmp_path / "log" / "metadata.yaml"
@@ -238,8 +238,8 @@ def test_metadata_listing_a_device_and_whole_file_compression_are_refused(sim_fr
 
 def test_compressed_logs_that_rosbags_writes_still_run(sim_frames, tmp_path: Path) -> None:
     """zstd chunks (MCAP storage compression) and per-message zstd go through the bounded inflaters."""
-    from pairedge.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
     store = make_typestore()
@@ -265,7 +265,7 @@ def test_sqlite_messages_above_the_ceiling_are_dropped_unread(
 ) -> None:
     """sqlite3: each message is measured with length(data) in SQL; one too big is dropped, the rest run."""
     import numpy as np
-    from pairedge.ros.messages import bgr_to_image
+    from pairedge.apps.ros.messages import bgr_to_image
 
     store = frame_messages.store
 
@@ -283,7 +283,7 @@ def test_sqlite_messages_above_the_ceiling_are_dropped_unread(
     dropped = summary.detections_dropped
     assert (
         dropped[
-            "message on /camera/image_raw above the 1.3 MiB ceiling (pairedge.limits.MAX_MESSAGE_BYTES), not read"
+            "message on /camera/image_raw above the 1.3 MiB ceiling (pairedge.core.limits.MAX_MESSAGE_BYTES), not read"
         ]
         == 1
     )
@@ -291,7 +291,7 @@ def test_sqlite_messages_above_the_ceiling_are_dropped_unread(
 
 
 def test_a_log_path_that_does_not_exist_is_named_as_a_log(tmp_path: Path) -> None:
-    from pairedge.ros.bag import is_log
+    from pairedge.apps.ros.bag import is_log
 
     assert is_log(tmp_path / "missing.mcap") and is_log(tmp_path / "MISSING.DB3")
     assert not is_log(tmp_path / "missing.mp4")
@@ -305,7 +305,7 @@ def test_a_storage_failure_in_the_middle_of_a_log_is_one_format_error(
 ) -> None:
     """A chunk whose checksum fails (or a corrupt sqlite page) after some messages: one FormatError naming
     the log and how far it got, never a traceback from inside rosbags."""
-    from pairedge.ros.write import write_log
+    from pairedge.apps.ros.write import write_log
     from rosbags.rosbag2 import storage_mcap
     from rosbags.rosbag2.errors import ReaderError
 

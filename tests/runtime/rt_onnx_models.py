@@ -1,7 +1,7 @@
 """Tiny ONNX classifiers with pairedge metadata, built with onnx.helper for the runtime tests.
 
 Graph: ``features`` (pairs, F) -> (x - mean) / std -> MatMul W -> Add b -> ``logits`` (pairs, C), the
-z-scoring inside the graph as :mod:`pairedge.modelmeta` requires. :func:`reference` computes the same in numpy.
+z-scoring inside the graph as :mod:`pairedge.core.modelmeta` requires. :func:`reference` computes the same in numpy.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.features import get_spec
-from pairedge.modelmeta import ModelMetadata
+from pairedge.core.features import get_spec
+from pairedge.core.modelmeta import ModelMetadata
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from pairedge.types import Detections
+from pairedge.core.types import Detections
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.backends import ALIASES, BACKENDS, canonical_backend_name, resolve_backend_name
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import BackendError, InputError
+from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime.backends import (
     BACKENDS,
     Backend,

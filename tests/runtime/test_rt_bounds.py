@@ -16,13 +16,13 @@ import cv2
 import numpy as np
 import onnx
 import pytest
-from pairedge.errors import FormatError, InputError
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.types import Detections
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.run import MAX_REASONS, RunStats
 from pairedge.runtime.sources import FrameSource, iso_bmff_problem, read_detections
 from pairedge.runtime.validate import cap_people
-from pairedge.types import Detections
 from rt_onnx_models import toy_metadata, toy_proto, toy_weights, write_toy_model
 from rt_scenes import scene
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.features import get_spec
+from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
-from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 
 SIZE = (768, 576)

@@ -32,7 +32,7 @@ def test_close_releases_a_flow_backend_load_made_but_not_a_given_one(monkeypatch
 
 def test_a_failed_load_closes_the_flow_backend_it_made(monkeypatch) -> None:
     import pytest
-    from pairedge.errors import InputError
+    from pairedge.core.errors import InputError
     from pairedge.runtime import pipeline as pipeline_module
 
     made: list[_Closable] = []

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig
-from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError, ModelError
+from pairedge.core.errors import InputError, ModelError
 from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.smoothing import PairSmoother
 from rt_onnx_models import write_toy_model

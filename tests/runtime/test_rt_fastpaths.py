@@ -8,12 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pairedge.core.types import Detections
 from pairedge.runtime.config import SmoothingConfig, ValidationConfig
 from pairedge.runtime.groups import find_groups
 from pairedge.runtime.pipeline import softmax
 from pairedge.runtime.smoothing import PairSmoother
 from pairedge.runtime.validate import validate_detections
-from pairedge.types import Detections
 
 SPECIAL = [np.nan, np.inf, -np.inf, -50.0, 0.0, 0.5, 700.0, 5000.0]
 

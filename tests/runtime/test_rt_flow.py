@@ -7,8 +7,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import BackendError, InputError
-from pairedge.io.flo import endpoint_error, read_flo
+from pairedge.core.errors import BackendError, InputError
+from pairedge.core.io.flo import endpoint_error, read_flo
 from pairedge.runtime.flow import (
     FLOW_BACKENDS,
     FlowBackend,
@@ -110,7 +110,7 @@ def test_stream_matches_pairwise_compute_and_handles_bgr() -> None:
 
 
 def test_farneback_matches_the_liang2026_reference_exactly() -> None:
-    from pairedge.features.liang2026 import farneback_flow, to_gray
+    from pairedge.core.features.liang2026 import farneback_flow, to_gray
 
     bgr = [cv2.cvtColor(_shift(_texture(seed=6), 2.5 * k, k), cv2.COLOR_GRAY2BGR) for k in range(3)]
     stream = FlowStream(get_flow_backend("farneback"))

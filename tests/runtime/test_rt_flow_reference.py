@@ -5,14 +5,14 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.features.base import usable_rows
-from pairedge.features.edge import PairedgeConfig, PairedgeExtractor
-from pairedge.features.flowpool import PooledFlow, check_pooled, pooled_reference
+from pairedge.core.errors import InputError
+from pairedge.core.features.base import usable_rows
+from pairedge.core.features.edge import PairedgeConfig, PairedgeExtractor
+from pairedge.core.features.flowpool import PooledFlow, check_pooled, pooled_reference
+from pairedge.core.types import Detections
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.flow.lk_reference import LKParams, box_sum, level_shapes, lk_flow, median3, pyramid
 from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest, fuses_pooling
-from pairedge.types import Detections
 from rt_scenes import scene
 
 

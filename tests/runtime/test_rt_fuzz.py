@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pairedge.core.types import Detections
 from pairedge.runtime import FrameResult, Pipeline, PipelineConfig
 from pairedge.runtime.flow import get_flow_backend
-from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 
 STEPS = int(os.environ.get("PAIREDGE_FUZZ_STEPS", "5000"))  # per spec (and layout) run
@@ -185,7 +185,7 @@ def test_pipeline_survives_seeded_mutations(tmp_path: Path, spec: str) -> None:
     name, _, version = spec.partition("-v")
     layout = {}
     if version:  # an older / opt-in layout: the widths of that version
-        from pairedge.features import spec_layout
+        from pairedge.core.features import spec_layout
 
         v = spec_layout(name, version)
         layout = {st: {"feature_spec_version": version, "num_features": w, "norm_mean": (0.0,) * w,

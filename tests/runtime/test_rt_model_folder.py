@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pairedge.default_model import default_model_dir
-from pairedge.errors import ModelError, ModelIntegrityError, PairedgeError
-from pairedge.modelfolder import (
+from pairedge.core.bundled import default_model_dir
+from pairedge.core.errors import ModelError, ModelIntegrityError, PairedgeError
+from pairedge.core.modelfolder import (
     MANIFEST_NAME,
     FileEntry,
     Manifest,
@@ -240,8 +240,8 @@ def test_manifest_is_readable_by_others(folder: Path) -> None:
 
 def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
     """`pairedge run` (run_files) says when a model folder has no manifest, and records the check."""
+    from pairedge.core.sim.output import write_scene
     from pairedge.runtime.run import RunOptions, run_files
-    from pairedge.sim.output import write_scene
 
     files = write_scene("static", 3, 4, tmp_path / "sim")
     model = tmp_path / "model"
@@ -285,7 +285,7 @@ def test_an_int8_file_beside_an_fp32_file_linked_out_of_the_folder_is_refused(tm
     is refused there too (what is checked must travel with the folder)."""
     import shutil
 
-    from pairedge.default_model import default_model_dir
+    from pairedge.core.bundled import default_model_dir
     from pairedge.runtime.loading import check_derived_from
 
     folder = tmp_path / "model"

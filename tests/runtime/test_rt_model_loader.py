@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from pairedge.errors import ModelError
-from pairedge.features import get_spec
+from pairedge.core.errors import ModelError
+from pairedge.core.features import get_spec
 from pairedge.runtime.backends import get_backend, load_model
 from rt_onnx_models import toy_metadata, toy_proto, toy_weights, write_toy_model
 

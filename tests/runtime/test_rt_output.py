@@ -8,8 +8,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import InputError
-from pairedge.metrics.pairwise_files import read_pairwise_file
+from pairedge.core.errors import InputError
+from pairedge.core.metrics.pairwise_files import read_pairwise_file
 from pairedge.runtime import Diagnostics, FrameResult, Group
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter, annotate, label_colour, track_colour
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from pairedge.errors import ModelError
-from pairedge.features import get_spec
+from pairedge.core.errors import ModelError
+from pairedge.core.features import get_spec
+from pairedge.core.types import Detections
 from pairedge.runtime import FrameResult, Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.pipeline import STAGES, softmax
-from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 from rt_scenes import scene
 

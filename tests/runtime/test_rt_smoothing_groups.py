@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.config import SmoothingConfig
 from pairedge.runtime.groups import connected_components, find_groups
 from pairedge.runtime.smoothing import PairSmoother, pair_keys

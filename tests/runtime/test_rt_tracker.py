@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import InputError
+from pairedge.core.errors import InputError
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig, greedy_assign, iou_matrix, nms_keep
 
 
@@ -132,7 +132,7 @@ def test_pets_raw_detections_get_stable_ids(shared_data: Path) -> None:
 
 def test_a_bad_nms_iou_is_refused() -> None:
     import pytest
-    from pairedge.errors import InputError
+    from pairedge.core.errors import InputError
     from pairedge.runtime.tracker import TrackerConfig
 
     for bad in (0.0, -0.1, 1.5, float("nan"), "0.5", True):

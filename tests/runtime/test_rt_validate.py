@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from pairedge.core.types import Detections
 from pairedge.runtime.config import ValidationConfig
 from pairedge.runtime.validate import validate_detections, validate_frame
-from pairedge.types import Detections
 
 CFG = ValidationConfig()
 

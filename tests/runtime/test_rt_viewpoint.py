@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
+from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.viewpoint import AutoOperatingPoint, ElevationEstimator
-from pairedge.types import Detections
 from rt_onnx_models import write_toy_model
 
 SIZE = (768, 576)

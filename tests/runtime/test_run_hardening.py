@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from pairedge import limits, palette
+from pairedge.core import limits, palette
 from pairedge.runtime import Diagnostics, FrameResult, Group
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.output import annotate
@@ -35,9 +35,9 @@ def _result() -> FrameResult:
 
 # -- one palette, legible labels ----------------------------------------------------------------------------
 def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.labels import SIM7
-    from pairedge.sim import Scene
-    from pairedge.sim.preview import draw_preview
+    from pairedge.core.labels import SIM7
+    from pairedge.core.sim import Scene
+    from pairedge.core.sim.preview import draw_preview
 
     marker = (1, 2, 250)  # a colour nothing else draws
     frame = next(iter(Scene("static", 0).frames(1)))
@@ -46,14 +46,14 @@ def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: py
     for name in linked | {"standing_together"}:
         monkeypatch.setitem(palette.LABEL_COLOURS, name, marker)
     preview = draw_preview(frame)
-    assert (preview.reshape(-1, 3) == marker).all(axis=1).any(), "the preview does not use pairedge.palette"
+    assert (preview.reshape(-1, 3) == marker).all(axis=1).any(), "the preview does not use pairedge.core.palette"
     canvas = annotate(np.full((240, 320, 3), 128, np.uint8), _result())
-    assert (canvas.reshape(-1, 3) == marker).all(axis=1).any(), "the video does not use pairedge.palette"
+    assert (canvas.reshape(-1, 3) == marker).all(axis=1).any(), "the video does not use pairedge.core.palette"
 
 
 def test_track_colours_are_shared() -> None:
+    from pairedge.core.sim.preview import id_colour
     from pairedge.runtime.output import track_colour
-    from pairedge.sim.preview import id_colour
 
     assert [track_colour(k) for k in range(20)] == [id_colour(k) for k in range(20)]
     assert [track_colour(k) for k in range(20)] == [palette.track_colour(k) for k in range(20)]
@@ -219,11 +219,11 @@ def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(tmp_path
 def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None:  # noqa: ANN001
     import json
 
-    from pairedge.metrics.pairwise_files import read_pairwise_file
+    from pairedge.core.metrics.pairwise_files import read_pairwise_file
+    from pairedge.core.types import Detections
     from pairedge.runtime import Pipeline
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import pipeline_notes, run_stream
-    from pairedge.types import Detections
     from test_rt_viewpoint import SIZE, pinhole_boxes
 
     points = {"surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3}}

@@ -38,7 +38,7 @@ def reduced_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture()
 def full_model_dir(model_dir: Path, reduced_models: Path) -> Path:
     """The model folder with fp16 and int8 files registered in its manifest."""
-    from pairedge.modelfolder import register_files
+    from pairedge.core.modelfolder import register_files
 
     roles = {}
     for path in reduced_models.glob("*.onnx"):

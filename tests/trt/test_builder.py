@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, plan_of
-from pairedge.errors import InputError
-from pairedge.export.tensorrt import versions
+from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
 from pairedge.export.tensorrt.builder import BuildError, BuildSettings, Profile, build_serialized
 from pairedge.export.tensorrt.folder import build_model_folder
-from pairedge.export.tensorrt.manifest import EngineManifest
 from pairedge.export.tensorrt.progress import RecordingSink
-from pairedge.features import get_spec
+from pairedge.gpu.tensorrt import versions
+from pairedge.runtime.backends.tensorrt_loader import EngineManifest
 
 F1, F2 = get_spec("pairedge").stage1_dim, get_spec("pairedge").stage2_dim  # the bundled model's widths
 

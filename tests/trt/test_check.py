@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.cli import app
+from pairedge.apps.cli import app
 from pairedge.export.tensorrt.check import check_model
 from typer.testing import CliRunner
 

@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from pairedge.cli import app
-from pairedge.errors import FormatError, ModelError
+from pairedge.apps.cli import app
+from pairedge.core.errors import FormatError, ModelError
 from pairedge.export.tensorrt.check import check_model
 from typer.testing import CliRunner
 
@@ -133,7 +133,11 @@ def test_table_fits_80_columns_with_details_below(tmp_path: Path) -> None:
 
 # -- engines and timing caches -----------------------------------------------------------------------------
 def test_engine_readers_refuse_devices_and_fifos(tmp_path: Path, bounded: None) -> None:
-    from pairedge.export.tensorrt.manifest import EngineFileError, EngineManifest, read_verified_engine
+    from pairedge.runtime.backends.tensorrt_loader import (
+        EngineFileError,
+        EngineManifest,
+        read_verified_engine,
+    )
 
     engine = tmp_path / "stage1.fp16.engine"
     os.mkfifo(tmp_path / "stage1.fp16.engine.json")
@@ -164,7 +168,7 @@ def test_timing_cache_that_is_a_fifo_is_refused(tmp_path: Path, bounded: None) -
 
 
 def test_default_names_the_bundled_model() -> None:
-    from pairedge.cli import app
+    from pairedge.apps.cli import app
     from typer.testing import CliRunner
 
     result = CliRunner().invoke(app, ["check", "default"])
@@ -174,8 +178,8 @@ def test_default_names_the_bundled_model() -> None:
 
 def test_build_never_writes_into_the_installed_package(tmp_path) -> None:
     """The bundled model (or any folder inside the package) is refused before any check or build."""
-    from pairedge.cli import app
-    from pairedge.default_model import default_model_dir
+    from pairedge.apps.cli import app
+    from pairedge.core.bundled import default_model_dir
     from typer.testing import CliRunner
 
     for args in (["build", "default"], ["build", str(default_model_dir())],

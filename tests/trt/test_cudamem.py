@@ -21,12 +21,12 @@ import numpy as np
 import onnxruntime
 import pytest
 from fake_tensorrt import make_fake_tensorrt
-from pairedge.cuda import driver as driver_module
-from pairedge.cuda.driver import CudaPythonDevice
-from pairedge.cuda.pycuda_device import PyCudaDevice
-from pairedge.errors import BackendError, DeviceUnavailableError, InputError
+from pairedge.core.errors import BackendError, DeviceUnavailableError, InputError
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
+from pairedge.gpu.cuda import driver as driver_module
+from pairedge.gpu.cuda.driver import CudaPythonDevice
+from pairedge.gpu.cuda.pycuda_device import PyCudaDevice
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.cudamem import open_cuda_memory
 from pairedge.runtime.backends.tensorrt import TensorRTBackend

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
-from pairedge.cli import app
+from pairedge.apps.cli import app
+from pairedge.apps.folder_check import FolderReport, LocalGpu, RunOption, inspect_model_folder
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
-from pairedge.runtime.folder_check import FolderReport, LocalGpu, RunOption, inspect_model_folder
 from typer.testing import CliRunner
 
 runner = CliRunner()

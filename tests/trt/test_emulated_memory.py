@@ -2,7 +2,7 @@
 
 Bindings, pinned staging, batch splits beyond the profile, zero padding below it, async copies in stream
 order and everything freed: the recording fake engine stands in for TensorRT, the emulated device
-(:class:`pairedge.cuda.emulated.device.EmulatedDevice`, no compiler needed for memory) for the GPU. Its copies
+(:class:`pairedge.gpu.cuda.emulated.device.EmulatedDevice`, no compiler needed for memory) for the GPU. Its copies
 really are asynchronous (they run when the stream is synchronised), so a missing synchronise or a copy in
 the wrong order gives wrong numbers here, as on a GPU.
 """
@@ -17,10 +17,10 @@ import numpy as np
 import onnxruntime
 import pytest
 from fake_tensorrt import make_fake_tensorrt
-from pairedge.cuda.emulated.device import EmulatedDevice
-from pairedge.errors import BackendError
+from pairedge.core.errors import BackendError
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
+from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.tensorrt import TensorRTBackend
 

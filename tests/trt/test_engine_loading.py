@@ -9,13 +9,13 @@ import numpy as np
 import onnxruntime
 import pytest
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
-from pairedge.errors import ModelError
+from pairedge.core.errors import ModelError
+from pairedge.core.features import get_spec
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
-from pairedge.export.tensorrt.manifest import EngineFileError, EngineMismatchError, manifest_path
-from pairedge.features import get_spec
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
+from pairedge.runtime.backends.tensorrt_loader import EngineFileError, EngineMismatchError, manifest_path
 
 F1, F2 = get_spec("pairedge").stage1_dim, get_spec("pairedge").stage2_dim  # the bundled model's widths
 
@@ -160,9 +160,9 @@ def test_registry_reports_why_unavailable() -> None:
 
 def test_cuda_python_memory_without_gpu_is_a_clear_error() -> None:
     pytest.importorskip("cuda.bindings.driver")
-    from pairedge.cuda.driver import CudaPythonDevice
-    from pairedge.errors import DeviceUnavailableError
-    from pairedge.probe import gpu_skip_reason
+    from pairedge.apps.probe import gpu_skip_reason
+    from pairedge.core.errors import DeviceUnavailableError
+    from pairedge.gpu.cuda.driver import CudaPythonDevice
 
     if gpu_skip_reason() is None:
         pytest.skip("a GPU is present: covered by the device tests")
@@ -194,7 +194,7 @@ def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: 
 
 
 def test_wrong_options_type_is_an_input_error(model_dir: Path) -> None:
-    from pairedge.errors import InputError
+    from pairedge.core.errors import InputError
     from pairedge.runtime.backends.ort import OrtOptions
 
     with pytest.raises(InputError, match="expected TensorRTOptions, got OrtOptions"):

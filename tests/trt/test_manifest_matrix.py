@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
-from pairedge.cli import app
+from pairedge.apps.cli import app
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
-from pairedge.export.tensorrt.manifest import EngineEnvironment, EngineMismatchError, check_compatible
+from pairedge.runtime.backends.tensorrt_loader import EngineEnvironment, EngineMismatchError, check_compatible
 from typer.testing import CliRunner
 
 BUILT = EngineEnvironment("10.3.0.30", "12.6", "Orin", "8.7")
@@ -67,7 +67,7 @@ def test_int8_manifest_records_the_calibration_report(full_model_dir: Path) -> N
     (full_model_dir / "calibration.json").write_text(json.dumps({"method": "percentile"}))
     built = build_model_folder(full_model_dir, BuildSettings("int8"), trt=make_fake_tensorrt("10.13.0.35"),
                                memory=FakeCudaMemory())  # fmt: skip
-    from pairedge.export.tensorrt.manifest import sha256_file
+    from pairedge.runtime.backends.tensorrt_loader import sha256_file
 
     assert built[0].manifest.calibration == {"file": "calibration.json",
                                              "sha256": sha256_file(full_model_dir / "calibration.json")}  # fmt: skip
@@ -101,8 +101,8 @@ def test_nothing_imports_torch() -> None:
     code = (
         "import sys\n"
         "import pairedge.export.tensorrt.builder, pairedge.export.tensorrt.folder, pairedge.export.tensorrt.check\n"
-        "import pairedge.runtime.backends.tensorrt, pairedge.runtime.backends.cudamem, pairedge.cli.build\n"
-        "import pairedge.cli.check\n"
+        "import pairedge.runtime.backends.tensorrt, pairedge.runtime.backends.cudamem, pairedge.apps.cli.build\n"
+        "import pairedge.apps.cli.check\n"
         "assert 'torch' not in sys.modules and 'tensorrt' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

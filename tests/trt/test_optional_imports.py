@@ -1,4 +1,4 @@
-"""TensorRT, cuda-python and pycuda are imported through the one helper, ``pairedge._optional.require``.
+"""TensorRT, cuda-python and pycuda are imported through the one helper, ``pairedge.core.optional.require``.
 
 Each module is made unimportable with ``sys.modules[name] = None`` (``import`` then raises ImportError), so
 these tests run the same with or without the GPU packages installed.
@@ -12,8 +12,8 @@ import types
 from pathlib import Path
 
 import pytest
-from pairedge._optional import install_hint, require
-from pairedge.errors import MissingDependencyError, PairedgeError
+from pairedge.core.errors import MissingDependencyError, PairedgeError
+from pairedge.core.optional import install_hint, require
 
 TRT_EXTRA = "pip install 'pairedge[tensorrt]'"
 GPU_EXTRA = "pip install 'pairedge[gpu]'"
@@ -66,7 +66,7 @@ def test_require_message_forms() -> None:
 
 # -- tensorrt -----------------------------------------------------------------------------------------------
 def test_load_tensorrt_missing_names_the_extra_and_jetpack(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.export.tensorrt.builder import INSTALL_HINT, load_tensorrt
+    from pairedge.gpu.tensorrt import INSTALL_HINT, load_tensorrt
 
     _block(monkeypatch, "tensorrt")
     with pytest.raises(MissingDependencyError) as info:
@@ -79,7 +79,7 @@ def test_load_tensorrt_missing_names_the_extra_and_jetpack(monkeypatch: pytest.M
 
 
 def test_load_tensorrt_stubs_only_names_the_extra_and_jetpack(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.export.tensorrt.builder import load_tensorrt
+    from pairedge.gpu.tensorrt import load_tensorrt
 
     stubs = types.ModuleType("tensorrt")
     stubs.__path__ = ["/site-packages/tensorrt"]  # type: ignore[attr-defined]  # a namespace package, no Builder
@@ -91,7 +91,7 @@ def test_load_tensorrt_stubs_only_names_the_extra_and_jetpack(monkeypatch: pytes
 
 
 def test_load_tensorrt_returns_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.export.tensorrt.builder import load_tensorrt
+    from pairedge.gpu.tensorrt import load_tensorrt
 
     trt = _fake_tensorrt(monkeypatch)
     assert load_tensorrt() is trt
@@ -108,7 +108,7 @@ def test_backend_reason_without_tensorrt(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_cli_build_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_dir: Path) -> None:
     pytest.importorskip("onnx")
-    from pairedge.cli.app import app
+    from pairedge.apps.cli.app import app
     from typer.testing import CliRunner
 
     _block(monkeypatch, "tensorrt")
@@ -122,7 +122,7 @@ def test_cli_build_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, model_
 # -- cuda-python / pycuda -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("blocked", ["pycuda", "pycuda.driver"])
 def test_pycuda_memory_missing_names_the_gpu_extra(monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
-    from pairedge.cuda.pycuda_device import PyCudaDevice
+    from pairedge.gpu.cuda.pycuda_device import PyCudaDevice
 
     _block(monkeypatch, blocked)
     with pytest.raises(MissingDependencyError) as info:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pairedge.features import get_spec
+from pairedge.core.features import get_spec
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.ort import OnnxRuntimeTensorRTBackend, OrtOptions
 

@@ -8,7 +8,7 @@ what the runtime uses) or the dense field is copied back (``compute``, for check
 once per frame size; nothing is allocated per frame. Device time of the last call (CUDA events) is in
 :attr:`CudaFlow.last_gpu_ms`.
 
-Everything device-side goes through the one CUDA layer (:mod:`pairedge.cuda`): on a GPU through cuda-python
+Everything device-side goes through the one CUDA layer (:mod:`pairedge.gpu.cuda`): on a GPU through cuda-python
 or pycuda, and on the emulated device (``api="hip-cpu"`` or ``PAIREDGE_CUDA_EMULATION=hip-cpu``) the same
 kernel files run on the CPU through HIP-CPU, with the same launches: then :attr:`CudaFlow.emulated` is True,
 its repr says so and :attr:`CudaFlow.last_gpu_ms` is emulated (host) time, which the pipeline does not
@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pairedge.cuda import Device, Kernel, open_device, unavailable_reason
-from pairedge.errors import BackendError
-from pairedge.features.egomotion import grid_axes
-from pairedge.features.flowpool import PooledFlow, pool_rects
+from pairedge.core.errors import BackendError
+from pairedge.core.features.egomotion import grid_axes
+from pairedge.core.features.flowpool import PooledFlow, pool_rects
+from pairedge.gpu.cuda import Device, Kernel, open_device, unavailable_reason
 from pairedge.runtime.flow.base import FlowBackend, check_gray
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 from pairedge.runtime.flow.cuda.kernels import FUNCTIONS, RULES, kernel_source
@@ -59,7 +59,7 @@ class CudaFlow(FlowBackend):
         scale: resize factor in (0, 1] (default 0.5).
         params: algorithm parameters (those of the CPU reference, :class:`LKParams`).
         device: CUDA device ordinal.
-        api: the CUDA layer's implementation (:mod:`pairedge.cuda`): "auto" (the emulated device when
+        api: the CUDA layer's implementation (:mod:`pairedge.gpu.cuda`): "auto" (the emulated device when
             ``PAIREDGE_CUDA_EMULATION=hip-cpu`` is set, else cuda-python, else pycuda), "cuda-python",
             "pycuda" or "hip-cpu" (the emulated device: the kernels on the CPU through HIP-CPU).
         pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.

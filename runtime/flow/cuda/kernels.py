@@ -1,12 +1,12 @@
 """The CUDA flow's kernel files, the kernels the backend takes from each, and what their code needs of a
-launch beyond the device's limits (checked by :func:`pairedge.cuda.base.check_launch` on every device)."""
+launch beyond the device's limits (checked by :func:`pairedge.gpu.cuda.base.check_launch` on every device)."""
 
 from __future__ import annotations
 
 from importlib import resources
 
-from pairedge.cuda import BlockRule
-from pairedge.errors import BackendError
+from pairedge.core.errors import BackendError
+from pairedge.gpu.cuda import BlockRule
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 
 #: kernel file -> the ``__global__`` kernels the backend launches from it.

@@ -1,8 +1,8 @@
 """Every kernel of ``lk.cu`` and ``pool.cu`` against its numpy twin, on any device of the CUDA layer.
 
 The twins are the CPU reference's own steps (:mod:`pairedge.runtime.flow.lk_reference`; for the pooling
-:func:`pairedge.features.flowpool.flow_moments`, the dense path's sums, and the background grid of
-:func:`pairedge.features.flowpool.pooled_reference`); each case launches the kernels with the grid and block
+:func:`pairedge.core.features.flowpool.flow_moments`, the dense path's sums, and the background grid of
+:func:`pairedge.core.features.flowpool.pooled_reference`); each case launches the kernels with the grid and block
 sizes :class:`~pairedge.runtime.flow.cuda.backend.CudaFlow` uses and returns both results, so the tests, the
 emulated-device benchmark and the GPU check compare the same things. Inputs are random: an image is a random
 uint8 field smoothed once, a flow field is normal with a spread of 2 pixels.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pairedge.cuda import Device, Kernel
-from pairedge.features.flowpool import flow_moments, pooled_reference
+from pairedge.core.features.flowpool import flow_moments, pooled_reference
+from pairedge.gpu.cuda import Device, Kernel
 from pairedge.runtime.flow import lk_reference as ref
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 from pairedge.runtime.flow.cuda.kernels import FUNCTIONS, RULES, kernel_source

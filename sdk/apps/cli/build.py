@@ -1,0 +1,129 @@
+"""``pairedge build``: a model folder's ONNX stages -> TensorRT engines with engine manifests."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import typer
+from pairedge.apps.cli.app import app, console, handle_errors
+from rich.markup import escape
+
+
+class _RichSink:
+    """Build phases of one stage as Rich progress tasks (nested phases indented)."""
+
+    def __init__(self, progress: Any, stage: int) -> None:
+        self.progress, self.stage = progress, stage
+        self.tasks: dict[str, Any] = {}
+        self.depth: dict[str, int] = {}
+
+    def start(self, phase: str, parent: str | None, steps: int) -> None:
+        depth = self.depth.get(parent, -1) + 1 if parent else 0
+        self.depth[phase] = depth
+        label = f"stage {self.stage}: {'  ' * depth}{phase}"
+        self.tasks[phase] = self.progress.add_task(escape(label), total=max(steps, 1))
+
+    def step(self, phase: str, step: int) -> None:
+        if phase in self.tasks:
+            self.progress.update(self.tasks[phase], completed=step + 1)
+
+    def finish(self, phase: str) -> None:
+        task = self.tasks.pop(phase, None)
+        if task is not None:
+            self.progress.remove_task(task)
+
+
+@app.command("build")
+@handle_errors
+def build_command(
+    model_dir: Path = typer.Argument(
+        ..., help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx); not the installed bundled model."
+    ),
+    precision: str = typer.Option(
+        "fp32", "--precision", help="fp32, fp16 or int8 (Q/DQ from pairedge calibrate)."
+    ),
+    profile: str = typer.Option(
+        "1,64,512", "--profile", help="Pairs per call MIN,OPT,MAX of the optimization profile."
+    ),
+    workspace: int = typer.Option(256, "--workspace", min=1, help="Builder workspace limit in MiB."),
+    timing_cache: Path | None = typer.Option(
+        None, "--timing-cache", help="Timing cache file (loaded and saved)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Engine folder (default MODEL_DIR/engines/<device>-sm<cc>-trt<version>)."
+    ),
+    target: str | None = typer.Option(
+        None,
+        "--target",
+        help="pairedge check target (default: the installed TensorRT's, else tensorrt-10.3).",
+    ),
+    verbose: bool = typer.Option(False, "--verbose", help="Forward TensorRT's verbose log."),
+) -> None:
+    """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU)."""
+    from pairedge.apps.cli.check import run_checks
+    from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_model_dir
+    from pairedge.core.errors import InputError
+    from pairedge.export.tensorrt.builder import BuildSettings, Profile
+    from pairedge.export.tensorrt.folder import build_model_folder, stage_onnx_files
+    from pairedge.gpu.tensorrt import load_tensorrt
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    model_dir = resolve_model_dir(model_dir) if str(model_dir) == BUNDLED_NAME else model_dir
+    for folder, what in ((model_dir, "MODEL_DIR"), (out, "--out")):
+        if folder is not None and in_installed_package(folder) is not None:
+            raise InputError(
+                f"{what} {folder}: inside the installed pairedge package; build writes engines and the manifest "
+                "into the model folder, never into the package: copy the model first (pairedge calibrate "
+                "default --out ~/model, or cp -r the folder) and build that copy"
+            )
+    settings = BuildSettings(precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose)
+    files = stage_onnx_files(model_dir, precision)
+    trt = _installed_tensorrt()
+    chosen = target or _default_target(trt)
+    if not run_checks(files, chosen):
+        raise typer.Exit(code=1)
+    trt = trt or load_tensorrt()  # fails fast here, after the check, with how to install TensorRT
+    with ExitStack() as stack:
+        progress = stack.enter_context(
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+        )
+        built = build_model_folder(
+            model_dir, settings, out=out, trt=trt, progress=lambda stage: _RichSink(progress, stage)
+        )
+    for b in built:
+        m = b.manifest
+        console.print(
+            f"stage {b.stage}: {escape(str(b.engine))} ({m.engine['size']} bytes, {m.precision}, TensorRT "
+            f"{escape(m.tensorrt_version)}, {escape(m.device_name)} sm{m.compute_capability.replace('.', '')}, "
+            f"profile {m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, built in {b.output.seconds:.1f} s)",
+            highlight=False,
+        )
+
+
+def _installed_tensorrt() -> Any:
+    try:
+        from pairedge.gpu.tensorrt import load_tensorrt
+
+        return load_tensorrt()
+    except ImportError:
+        return None
+
+
+def _default_target(trt: Any) -> str:
+    """The check target of the installed TensorRT (JetPack 6's tensorrt-10.3 when none is installed)."""
+    from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, target_for
+    from pairedge.gpu.tensorrt.versions import TrtVersion
+
+    if trt is None:
+        return DEFAULT_TARGET
+    version = TrtVersion.of(trt)
+    return target_for(version.major, version.minor)

@@ -1,0 +1,85 @@
+"""``pairedge eval``: protocol metrics of a model (any precision / backend) on scenes, a video log or CAD."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from pairedge.apps.cli.app import app, console, fail, handle_errors
+from rich.markup import escape
+
+
+@app.command("eval")
+@handle_errors
+def eval_command(
+    model: Path = typer.Argument(
+        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model)."
+    ),
+    data: str = typer.Option(
+        ...,
+        "--data",
+        help="sim:PRESET[+PRESET][:seeds=A-B][:frames=N][:boxes=truth|detections], a CAD folder / annoNN.mat "
+        "(box-only models), a ROS 2 log or a folder of logs (gold.jsonl beside each), or a video / image folder "
+        "(with --detections, and --gold for metrics).",
+    ),  # fmt: skip
+    detections: Path | None = typer.Option(
+        None, "--detections", help="Detections of a video (MOT, JRDB, CVML)."
+    ),
+    gold: Path | None = typer.Option(None, "--gold", help="Ground-truth pairs of a video (pairwise schema)."),
+    precision: str = typer.Option(
+        "fp32", "--precision", help="fp32, fp16 or int8 files of the model folder."
+    ),
+    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
+    flow: str = typer.Option(
+        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, none."
+    ),
+    frames: int | None = typer.Option(
+        None, "--frames", min=1, help="Frames per source (default: all / 300)."
+    ),
+    out: Path = typer.Option(
+        Path("eval_out"), "--out", help="Output folder: eval.json, eval.md, confusion.png."
+    ),
+    executor: str = typer.Option(
+        "local", "--executor", help="local (one source after another) or ray (one task per source)."
+    ),
+    address: str | None = typer.Option(
+        None, "--address", help="Ray cluster address (ray://host:10001 or auto); default: start a local one."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="CPUs of the local Ray instance (default: all)."
+    ),
+) -> None:
+    """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
+    from dataclasses import replace
+
+    from pairedge.apps.cli.progress import stage_progress
+    from pairedge.apps.cli.score import print_table
+    from pairedge.apps.evaluation.fleet_eval import evaluate_many
+    from pairedge.apps.evaluation.report import summary_table, write_eval
+    from pairedge.apps.evaluation.sources import parse_sources
+    from pairedge.core.bundled import describe_model, resolve_model_dir
+    from pairedge.runtime.loading import find_models
+
+    folder = resolve_model_dir(str(model))
+    find_models(folder, precision)  # a wrong model folder: one line now, not once per source after the work
+    sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
+    console.print(f"model: {escape(describe_model(folder))}, precision {escape(precision)}", highlight=False,
+                  soft_wrap=True)  # fmt: skip
+    with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
+        result = evaluate_many(folder, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
+                               executor=executor, address=address, workers=workers,
+                               on_done=lambda _: advance())  # fmt: skip
+    failures = result.failures
+    if result.report is None:
+        raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")
+    report = replace(result.report, notes=(*result.report.notes, *(f"FAILED {k}: {e}" for k, e in failures)))
+    files = write_eval(report, out)
+    print_table(summary_table(report))
+    for note in report.notes:
+        console.print(f"[dim]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    if "png_skipped" in files:
+        console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False, soft_wrap=True)
+    console.print("files: " + escape(", ".join(files.values())), highlight=False, soft_wrap=True)
+    if failures:
+        raise fail(f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
+                   f"first: {failures[0][0]}: {failures[0][1]}")  # fmt: skip

@@ -1,0 +1,291 @@
+"""``pairedge run``: the streaming runtime over a video (or image folder) with a detection file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from pairedge.apps.cli.app import app, console, fail, handle_errors
+from pairedge.core.io.textio import printable
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from pairedge.runtime.run import RunSummary
+    from rich.console import RenderableType
+
+
+class BoxShape(str, Enum):
+    """``--box-shape`` (``PipelineConfig.box_shape``)."""
+
+    auto = "auto"
+    off = "off"
+    ignore = "ignore"
+
+
+@app.command()
+@handle_errors
+def run(
+    source: Path = typer.Argument(
+        ...,
+        help="Video file (anything OpenCV decodes), a folder of images, or a ROS 2 log (rosbag2 folder, "
+        ".mcap or .db3 file).",
+    ),  # fmt: skip
+    detections: Path | None = typer.Option(
+        None,
+        "--detections",
+        "-d",
+        help="Boxes per frame: MOT .txt (1-based frames), JRDB .json or CVML .xml. Id -1 = no identity: "
+        "the built-in tracker assigns ids. Required for videos; a ROS 2 log uses --detections-topic.",
+    ),  # fmt: skip
+    image_topic: str | None = typer.Option(
+        None,
+        "--image-topic",
+        help="ROS 2 log: sensor_msgs/Image or CompressedImage topic (default: the only one).",
+    ),
+    detections_topic: str | None = typer.Option(
+        None,
+        "--detections-topic",
+        help="ROS 2 log: vision_msgs/Detection2DArray topic (default: the only one).",
+    ),  # fmt: skip
+    stamp_tolerance: float = typer.Option(
+        0.01,
+        "--stamp-tolerance",
+        min=0.0,
+        max=10.0,
+        help="ROS 2 log: largest image / detections header-stamp difference of a pair, seconds.",
+    ),  # fmt: skip
+    detection_class: list[str] = typer.Option(
+        [],
+        "--detection-class",
+        help="ROS 2 log: keep detections of this class id (repeatable; default: all).",
+    ),
+    out_bag: Path | None = typer.Option(
+        None,
+        "--out-bag",
+        help="ROS 2 log: write a copy with /pairedge/interactions and /pairedge/markers here.",
+    ),
+    list_topics: bool = typer.Option(False, "--list-topics", help="ROS 2 log: list its topics and exit."),
+    model: Path | None = typer.Option(
+        None,
+        "--model",
+        help="Model folder (stage1.onnx + stage2.onnx); default (or 'default'): the bundled model.",
+    ),
+    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
+    precision: str = typer.Option(
+        "fp32",
+        "--precision",
+        help="Model files to run: fp32, fp16 or int8 (from pairedge calibrate; with "
+        "--backend tensorrt, the engines pairedge build made from them).",
+    ),  # fmt: skip
+    flow: str = typer.Option(
+        "auto",
+        "--flow",
+        help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA GPU, fused pooling), none.",
+    ),
+    flow_preset: str | None = typer.Option(
+        None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
+    ),
+    flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
+    max_people: int = typer.Option(
+        100,
+        "--max-people",
+        min=2,
+        max=100_000,
+        help="At most this many detections per frame go on (the most confident); bounds the work per frame "
+        "at n(n-1)/2 pairs.",
+    ),  # fmt: skip
+    confirm_s: float | None = typer.Option(
+        None,
+        "--confirm-s",
+        min=0.0,
+        max=60.0,
+        help="Seconds a pair must stay above the stage-1 threshold before it is reported as interacting "
+        "(strangers who cross for a moment are not linked); default: the model's (the bundled model's is "
+        "chosen on simulator validation clips), 0 = at once.",
+    ),  # fmt: skip
+    operating_point: str | None = typer.Option(
+        None,
+        "--operating-point",
+        help="A named operating point of the model: its own stage-1 threshold and link confirmation time. "
+        "The bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
+        "default: the model's main one.",
+    ),  # fmt: skip
+    coast_frames: int | None = typer.Option(
+        None,
+        "--coast-frames",
+        min=0,
+        max=15,
+        help="Frames the built-in tracker keeps a person the detector missed, at the predicted box (marked "
+        "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
+        "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
+    ),  # fmt: skip
+    box_shape: BoxShape = typer.Option(
+        BoxShape.auto,
+        "--box-shape",
+        help="Box width/height as a posture cue: 'auto' ignores it once every box has the same shape (a "
+        "sliding-window detector such as ACF or HOG), 'off' always uses it, 'ignore' never does.",
+    ),  # fmt: skip
+    out: Path = typer.Option(
+        Path("out"),
+        "--out",
+        help="Output folder (created): results.jsonl, summary.json, annotated.mp4. "
+        "Those files of an earlier run there that this run does not rewrite are removed.",
+    ),  # fmt: skip
+    max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
+    no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
+    fps: float | None = typer.Option(
+        None,
+        "--fps",
+        min=0.001,
+        max=10000.0,
+        help="Frame rate for timestamps (default: the video's; images: 30).",
+    ),
+) -> None:
+    """Run the runtime over a video: JSON Lines results, annotated video, summary table.
+
+    Writes into --out: results.jsonl, summary.json and annotated.mp4 (.avi without the mp4 codec; neither
+    with --no-video). Those files of an earlier run there that this run does not rewrite are removed (a note
+    says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
+    """
+    from pairedge.core.errors import FormatError
+    from pairedge.runtime.memory import tune_allocator
+    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.runtime.sources import FrameSource
+
+    if not source.exists():  # before any option is judged: the first thing wrong is the path itself
+        raise FormatError(source, "no such file or folder; expected a video file, an image folder or a ROS 2 "
+                          "log (a rosbag2 folder, an .mcap or .db3 file)")  # fmt: skip
+    tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
+    options = RunOptions(
+        model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
+        max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
+        confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
+        box_shape=box_shape.value,
+    )  # fmt: skip
+    from pairedge.apps.ros.bag import is_log
+
+    if is_log(source):
+        from pairedge.apps.cli.run_log import run_log_command
+        from pairedge.apps.ros.bag import LogTopics
+
+        topics = LogTopics(image_topic, detections_topic, stamp_tolerance, frozenset(detection_class) or None)
+        run_log_command(source, options, topics, out, out_bag, list_topics)
+        return
+    if list_topics or out_bag is not None or image_topic or detections_topic:
+        raise fail(f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
+                   "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)")  # fmt: skip
+    if detections is None:
+        raise fail(
+            "--detections is required for a video or image folder (a MOT .txt, JRDB .json or CVML .xml)"
+        )
+    frames = FrameSource(source, fps)
+    total = frames.frame_count
+    if total is not None and max_frames is not None:
+        total = min(total, max_frames)
+    with frame_progress(f"running {printable(source.name)}", total) as advance:
+        summary = run_files(frames, detections, out, options, on_frame=advance)
+    print_summary(summary, f"pairedge run {source.name}")
+    if summary.error:
+        raise fail(summary.error)
+    check_scored(summary)
+
+
+@contextmanager
+def frame_progress(description: str, total: int | None) -> Iterator[Callable[[object], None]]:
+    """:func:`pairedge.apps.cli.progress.stage_progress` over frames (it starts with the first frame, so a model
+    that fails to load prints only its error line). Yields ``advance(result)`` for ``on_frame`` callbacks."""
+    from pairedge.apps.cli.progress import stage_progress
+
+    with stage_progress(description, total=total) as advance:
+        yield lambda _=None: advance(1)
+
+
+def print_summary(summary: RunSummary, title: str) -> None:
+    """The summary table, the drops and notes, and the files written."""
+    console.print(summary_table(summary, title))
+    print_notes(summary)
+    files = ", ".join(printable(f, 1000) for f in summary.files.values())
+    console.print("files: " + escape(files), highlight=False, soft_wrap=True)
+
+
+def check_scored(summary: RunSummary) -> None:
+    """Exit 1 (one error line) when the run scored no frame at all: every frame dropped, or none read.
+
+    Raises:
+        typer.Exit: code 1, after the message.
+    """
+    if summary.frames_scored > 0:
+        return
+    if summary.frames == 0:
+        raise fail("no frame was processed (an empty stream, or --max-frames cut it); nothing was scored")
+    reason, count = max(summary.frames_dropped.items(), key=lambda kv: kv[1], default=("unknown", 0))
+    raise fail(
+        f"no frame was scored: all {summary.frames} frames were dropped ({count} x {printable(reason)}); "
+        "results.jsonl lists each frame's reason"
+    )
+
+
+#: The widest row name of the summary tables (longer label names are cut): the tables fit 80 columns.
+ROW_NAME = 30
+
+
+def _name(text: str, width: int = ROW_NAME) -> str:
+    """A row name or title: control characters escaped, at most ``width`` characters, Rich markup escaped."""
+    text = printable(text)
+    return escape(text if len(text) <= width else text[: width - 3] + "...")
+
+
+def summary_table(summary: RunSummary, title: str) -> RenderableType:
+    """The run summary as two narrow Rich tables (one value per cell; the details stay in summary.json):
+    counts (frames, frames scored and with flow, people, pairs, interactions per label, groups, FPS, drops)
+    and per-stage latency (p50 and p99 ms). Fits an 80-column terminal.
+
+    ``title`` and the label names are plain text (escaped here).
+    """
+    from rich.console import Group
+    from rich.table import Table
+
+    table = Table(title=_name(title, 76), show_header=False)
+    table.add_column("what", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_row("frames", str(summary.frames))
+    table.add_row("frames scored", str(summary.frames_scored))
+    if summary.flow_frames is not None:
+        table.add_row("frames with flow", str(summary.flow_frames))
+    table.add_row("people per frame", f"{summary.people_per_frame:.1f}")
+    table.add_row("tracks", str(summary.tracks))
+    table.add_row("pairs scored (pair-frames)", str(summary.pairs))
+    table.add_row("interacting pair-frames", str(summary.interacting))
+    for label, count in summary.interactions.items():
+        table.add_row("  " + _name(str(label)), str(count))
+    table.add_row("group-frames", str(summary.groups))
+    table.add_row("FPS, pipeline", f"{summary.fps:.0f}")
+    table.add_row("FPS, end to end", f"{summary.wall_fps:.0f}")
+    table.add_row("dropped frames", str(sum(summary.frames_dropped.values())))
+    table.add_row("dropped detections", str(sum(summary.detections_dropped.values())))
+    latency = Table(title="latency per frame (ms)")
+    latency.add_column("stage", no_wrap=True)
+    latency.add_column("p50", justify="right", no_wrap=True)
+    latency.add_column("p99", justify="right", no_wrap=True)
+    for stage, values in summary.latency_ms.items():
+        if stage == "total" or values["p99"] >= 0.005:
+            latency.add_row("step total" if stage == "total" else escape(stage), f"{values['p50']:.2f}",
+                            f"{values['p99']:.2f}")  # fmt: skip
+    return Group(table, latency)
+
+
+def print_notes(summary: RunSummary) -> None:
+    """Drop reasons and notes, one line each (names from files and logs escaped); a warning first when the
+    run scored nothing or its optical flow never ran."""
+    if summary.frames and not summary.frames_scored:
+        console.print("[red]warning:[/] no frame was scored (every frame was dropped)", highlight=False)
+    for reason, count in {**summary.frames_dropped, **summary.detections_dropped}.items():
+        console.print(f"[yellow]dropped[/] {count} x {escape(printable(str(reason), 1000))}", highlight=False,
+                      soft_wrap=True)  # fmt: skip
+    for note in summary.notes:
+        style = "[yellow]note:[/]" if note.startswith("WARNING") else "[dim]note:[/]"
+        console.print(f"{style} {escape(printable(str(note), 1000))}", highlight=False, soft_wrap=True)

@@ -1,0 +1,209 @@
+"""Run a clip through a device's own pipeline and keep, per pair-frame, what parity compares.
+
+:func:`load_pipeline` builds the pipeline a robot would run (model folder, precision, classifier backend and
+flow backend chosen by their registry names, so TensorRT engines and a CUDA flow plug in by name).
+:func:`replay` steps it over the frames exactly as :meth:`Pipeline.step` does (validation, tracking, flow,
+features, stage 1, smoothing, gate, stage 2, groups) and records, through a transparent wrapper around the
+pipeline's feature extractor, the features each pair got; it then runs both classifiers on every pair
+(stage 2 included, gated or not) to get comparable logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pairedge.compare.parity.pack import PairRows
+from pairedge.core.errors import BackendError, InputError
+from pairedge.core.features import PairFeatures
+from pairedge.core.types import Detections
+from pairedge.runtime.config import FlowConfig, PipelineConfig
+from pairedge.runtime.pipeline import Pipeline
+from pairedge.runtime.streamstate import FrameState, StreamSnapshot
+
+#: ``(frame index, image or None, detections, timestamp)``.
+ReplayItem = tuple[int, np.ndarray | None, Detections, float]
+
+
+def load_pipeline(
+    model: str | Path,
+    *,
+    precision: str = "fp32",
+    backend: str = "auto",
+    flow: str = "auto",
+    config: PipelineConfig | None = None,
+    flow_preset: str | None = None,
+    flow_scale: float | None = None,
+) -> Pipeline:
+    """The pipeline of ``model`` at ``precision`` on ``backend`` with ``flow`` (registry names or "auto").
+
+    Raises:
+        ModelError (missing precision files, integrity), BackendError (backend unavailable), InputError.
+    """
+    config = config or PipelineConfig()
+    if flow_preset is not None or flow_scale is not None:
+        from dataclasses import replace
+
+        flow_cfg = FlowConfig(backend=config.flow.backend, preset=flow_preset or config.flow.preset,
+                              scale=flow_scale if flow_scale is not None else config.flow.scale)  # fmt: skip
+        config = replace(config, flow=flow_cfg)
+    return Pipeline.load(Path(model).expanduser(), backend, flow, config, precision=precision)
+
+
+def flow_description(pipe: Pipeline) -> dict[str, Any]:
+    """``{"name", "scale", "preset"}`` of the pipeline's flow backend (name "none" without flow)."""
+    f = pipe.flow
+    if f is None:
+        return {"name": "none", "scale": None, "preset": None, "repr": "none"}
+    return {"name": type(f).name or type(f).__name__, "scale": float(f.scale),
+            "preset": getattr(f, "preset", None), "repr": repr(f)}  # fmt: skip
+
+
+class RecordingExtractor:
+    """Forwards to a pipeline's extractor and keeps the last :class:`PairFeatures` it returned.
+
+    Put it in place of ``pipe.extractor`` to see the exact features a pipeline classifies (parity replay,
+    calibration data collection) without a second feature implementation; the pipeline is unchanged.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.last: PairFeatures | None = None
+        self.last_detections: Detections | None = None  # what the extractor saw (orientation included)
+
+    def step(self, *args: Any, **kwargs: Any) -> PairFeatures:
+        self.last_detections = args[0] if args else kwargs.get("detections")
+        self.last = self.inner.step(*args, **kwargs)
+        return self.last
+
+    def reset(self) -> None:
+        self.last = None
+        self.last_detections = None
+        self.inner.reset()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a replay produced: the pair rows, the detections as the pipeline kept them (with ids) and the
+    decisions in force at each frame (:meth:`Pipeline.frame_state`)."""
+
+    rows: PairRows
+    detections: tuple[Detections, ...]
+    states: tuple[FrameState, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamStart:
+    """Where a replayed clip starts: ``snapshot`` of the stream before its first frame and ``previous``, the
+    frame before it (for the flow; None when the flow had none). None in :func:`replay`: the stream's start."""
+
+    snapshot: StreamSnapshot
+    previous: np.ndarray | None = None
+
+
+def replay(
+    pipe: Pipeline,
+    items: Iterable[ReplayItem],
+    image_size: tuple[int, int] | None = None,
+    *,
+    states: Sequence[FrameState] | None = None,
+    start: StreamStart | None = None,
+    reset: bool = True,
+) -> ReplayResult:
+    """Step ``pipe`` over ``items`` and record every pair-frame.
+
+    Args:
+        pipe: the pipeline; its extractor is wrapped for the duration of the call.
+        items: the frames in order; an image of None needs ``image_size`` (box-only clips).
+        image_size: ``(W, H)`` for box-only clips.
+        states: the decisions of each frame (by position in ``items``) as a recorded run had them: an exact
+            replay of that run (the monitors do not decide again). None: the pipeline decides.
+        start: the stream state before the first item (a clip cut from the middle of a stream).
+        reset: start from :meth:`Pipeline.reset` (False: continue the pipeline's stream as it is). A
+            ``start`` resets and restores in any case.
+
+    Returns:
+        Rows (M pair-frames over the clip), the kept detections and the decisions of each frame.
+
+    Raises:
+        InputError: ``states`` shorter than the clip, or a ``start`` that does not fit this pipeline.
+    """
+    recorder = RecordingExtractor(pipe.extractor)
+    parts: list[tuple[np.ndarray, ...]] = []
+    kept: list[Detections] = []
+    decided: list[FrameState] = []
+    if reset:
+        pipe.reset()
+    if start is not None:
+        pipe.restore(start.snapshot, start.previous)  # before the wrapper: the state is the extractor's own
+    pipe.extractor = recorder  # type: ignore[assignment]
+    try:
+        for pos, (index, image, dets, t) in enumerate(items):
+            recorder.last, recorder.last_detections = None, None
+            given = _state_at(states, pos)
+            result = pipe.step(image, dets, t, frame_index=index, image_size=image_size, state=given)
+            decided.append(pipe.frame_state())
+            seen = recorder.last_detections
+            same = seen is not None and np.array_equal(seen.track_ids, result.track_ids)
+            kept.append(seen if same else Detections.from_arrays(result.boxes, result.track_ids))
+            if not len(result.pairs):
+                continue
+            feats = _aligned(recorder.last, result.pairs, index)
+            logits1 = pipe.stage1.infer(feats.stage1)
+            logits2 = pipe.stage2.infer(np.ascontiguousarray(feats.stage2))
+            parts.append((np.full(len(result.pairs), index, np.int64), result.pairs, feats.stage1, feats.stage2,
+                          logits1, logits2, result.p_interact, result.label_ids))  # fmt: skip
+    finally:
+        pipe.extractor = recorder.inner
+    return ReplayResult(_stack(parts, pipe), tuple(kept), tuple(decided))
+
+
+def _state_at(states: Sequence[FrameState] | None, pos: int) -> FrameState | None:
+    if states is None:
+        return None
+    if pos >= len(states):
+        raise InputError(f"replay: {len(states)} recorded frame states for a clip of more frames; the pack is corrupt")
+    return states[pos]
+
+
+def _aligned(feats: PairFeatures | None, pairs: np.ndarray, index: int) -> PairFeatures:
+    """The extractor's rows of exactly ``pairs`` (the pipeline drops pairs with non-finite features)."""
+    if feats is None:
+        raise BackendError(f"frame {index}: the pipeline scored pairs without calling its feature extractor")
+    if len(feats.pairs) == len(pairs) and np.array_equal(feats.pairs, pairs):
+        return feats
+    keep = np.isfinite(feats.stage1).all(axis=1) & np.isfinite(feats.stage2).all(axis=1)
+    if not np.array_equal(feats.pairs[keep], pairs):
+        raise BackendError(f"frame {index}: the pipeline's pairs do not match its extractor's")
+    return PairFeatures(feats.pairs[keep], feats.index[keep], feats.stage1[keep], feats.stage2[keep])
+
+
+def _stack(parts: Sequence[tuple[np.ndarray, ...]], pipe: Pipeline) -> PairRows:
+    spec = pipe.models.spec
+    widths = ((), (2,), (spec.stage1_dim,), (spec.stage2_dim,), (pipe.stage1.num_classes,),
+              (len(pipe.labels),), (), ())  # fmt: skip
+    dtypes = (np.int64, np.int64, np.float32, np.float32, np.float32, np.float32, np.float32, np.int64)
+    cols = [
+        np.concatenate([p[k] for p in parts]).astype(dtypes[k])
+        if parts
+        else np.zeros((0, *widths[k]), dtypes[k])
+        for k in range(8)
+    ]
+    return PairRows(*cols)
+
+
+def model_only_logits(
+    pipe: Pipeline, stage1: np.ndarray, stage2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both classifiers of ``pipe`` on given features ((M, F1), (M, F2) float32), in chunks of 8192 pairs."""
+    out1, out2 = [], []
+    for lo in range(0, max(len(stage1), 1), 8192):
+        out1.append(pipe.stage1.infer(np.ascontiguousarray(stage1[lo : lo + 8192], np.float32)))
+        out2.append(pipe.stage2.infer(np.ascontiguousarray(stage2[lo : lo + 8192], np.float32)))
+    return np.concatenate(out1), np.concatenate(out2)

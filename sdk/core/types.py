@@ -1,0 +1,163 @@
+"""Core value objects. Arrays inside; shapes and dtypes in the docstrings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pairedge.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class Detections:
+    """The detections of one frame.
+
+    Attributes:
+        boxes: (N, 4) float32, ``x y w h`` in pixels, top-left origin.
+        track_ids: (N,) int64; -1 where the detector gave no identity.
+        scores: (N,) float32 detector confidence (1.0 for ground truth).
+        orientation: optional (N,) float32 body orientation, radians in the image plane (0 = facing image
+            right, pi/2 = facing the camera, see :mod:`pairedge.core.features.orientation`), NaN where unknown;
+            None when nobody has one.
+        orientation_conf: optional (N,) float32 confidence in [0, 1] of each orientation (0 = unknown).
+    """
+
+    boxes: np.ndarray
+    track_ids: np.ndarray
+    scores: np.ndarray
+    orientation: np.ndarray | None = None
+    orientation_conf: np.ndarray | None = None
+
+    @classmethod
+    def from_arrays(
+        cls,
+        boxes: np.ndarray,
+        track_ids: np.ndarray | None = None,
+        scores: np.ndarray | None = None,
+        orientation: np.ndarray | None = None,
+        orientation_conf: np.ndarray | None = None,
+    ) -> Detections:
+        """Build with dtype conversion and shape checks; ids default to -1 and scores to 1.
+
+        ``orientation`` (radians, NaN = unknown) and ``orientation_conf`` are optional (see
+        :func:`check_orientation`); a confidence without orientations is an error. Complex values, boxes or
+        scores beyond the float32 range and ids that are not whole numbers in the int64 range raise
+        InputError (instead of a silent truncation or overflow); NaN / inf boxes pass (the runtime drops them)."""
+        _check_real(boxes, track_ids, scores)
+        b = (
+            np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
+            if np.size(boxes)
+            else np.zeros((0, 4), np.float32)
+        )
+        n = len(b)
+        ids = (
+            np.full(n, -1, np.int64)
+            if track_ids is None
+            else np.asarray(track_ids, dtype=np.int64).reshape(-1)
+        )
+        sc = np.ones(n, np.float32) if scores is None else np.asarray(scores, dtype=np.float32).reshape(-1)
+        if len(ids) != n or len(sc) != n:
+            raise InputError(
+                f"detections: expected {n} track ids and scores for {n} boxes, got {len(ids)} and {len(sc)}"
+            )
+        ori, conf = check_orientation(n, orientation, orientation_conf)
+        return cls(b, ids, sc, ori, conf)
+
+    @classmethod
+    def empty(cls) -> Detections:
+        return cls.from_arrays(np.zeros((0, 4), np.float32))
+
+    def __len__(self) -> int:
+        return len(self.boxes)
+
+    def subset(self, keep: np.ndarray) -> Detections:
+        """Rows selected by a boolean mask or index array."""
+        if self.orientation is None:
+            return Detections(self.boxes[keep], self.track_ids[keep], self.scores[keep])
+        conf = self.orientation_conf
+        return Detections(
+            self.boxes[keep],
+            self.track_ids[keep],
+            self.scores[keep],
+            self.orientation[keep],
+            None if conf is None else conf[keep],
+        )
+
+
+def _check_real(boxes: Any, track_ids: Any, scores: Any) -> None:
+    """Raise InputError for complex values, float32 overflow of boxes / scores, or unusable ids."""
+    for name, value in (("boxes", boxes), ("track_ids", track_ids), ("scores", scores)):
+        if value is not None and np.iscomplexobj(value):
+            raise InputError(f"detections: expected real {name}, got complex values")
+    for name, value in (("boxes", boxes), ("scores", scores)):
+        v = _floats(value if value is not None else 0.0, name)
+        if (np.abs(v[np.isfinite(v)]) > np.finfo(np.float32).max).any():
+            raise InputError(f"detections: {name} beyond the float32 range (|x| > 3.4e38)")
+    ids = np.asarray(track_ids if track_ids is not None else 0)
+    if ids.dtype.kind == "O":  # e.g. Python ints beyond int64: compare as floats
+        ids = _floats(track_ids, "track_ids")
+    if ids.dtype.kind == "f":
+        ok = np.isfinite(ids) & (ids == np.round(ids)) & (np.abs(ids) < 2.0**63)
+        if not ok.all():
+            raise InputError("detections: expected whole-number track ids in the int64 range (-1 = none)")
+
+
+def _floats(value: Any, name: str) -> np.ndarray:
+    """``value`` as float64, or InputError (text, None inside, objects) instead of ValueError / TypeError."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"detections: {name} must be numbers, got {type(value).__name__}") from None
+
+
+def _n_floats(value: Any, n: int, name: str, plural: str) -> np.ndarray:
+    """``value`` as (n,) float64 (:func:`_floats`), or InputError naming ``name`` / the wrong length."""
+    values = _floats(value, name).reshape(-1)
+    if len(values) != n:
+        raise InputError(f"detections: expected {n} {plural} for {n} boxes, got {len(values)}")
+    return values
+
+
+#: Largest accepted |orientation| in radians; larger values are most likely degrees.
+ORIENTATION_LIMIT = 2 * np.pi
+
+
+def check_orientation(
+    n: int, orientation: object, confidence: object = None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validate optional per-detection orientations for ``n`` boxes.
+
+    Returns:
+        ``(angles (n,) float32 wrapped to [-pi, pi), NaN = unknown; confidences (n,) float32 in [0, 1],
+        0 where unknown)``, or ``(None, None)`` when ``orientation`` is None.
+
+    Raises:
+        InputError: not numbers, the wrong length, a finite angle beyond +-2 pi (degrees?), +-inf, or a
+            confidence that is NaN or outside [0, 1].
+    """
+    if orientation is None:
+        if confidence is not None:
+            raise InputError("detections: orientation_conf given without orientation; give both or neither")
+        return None, None
+    raw = _n_floats(orientation, n, "orientation (radians, NaN = unknown)", "orientations")
+    if np.isinf(raw).any() or (np.abs(raw[np.isfinite(raw)]) > ORIENTATION_LIMIT).any():
+        bad = raw[np.isinf(raw) | (np.abs(np.nan_to_num(raw)) > ORIENTATION_LIMIT)][0]
+        raise InputError(
+            f"detections: orientation must be radians within +-2 pi (NaN = unknown), got {bad:g}; "
+            "degrees? convert with numpy.radians"
+        )
+    known = np.isfinite(raw)
+    if confidence is None:
+        conf = known.astype(np.float32)
+    else:
+        conf64 = _n_floats(confidence, n, "orientation_conf (in [0, 1])", "orientation confidences")
+        outside = ~(np.isfinite(conf64) & (conf64 >= 0) & (conf64 <= 1))
+        if outside.any():
+            raise InputError(
+                f"detections: expected orientation confidences in [0, 1], got {conf64[outside][0]:g} "
+                f"({int(outside.sum())} of {n} outside)"
+            )
+        conf = np.where(known, conf64, 0.0).astype(np.float32)
+    angle = np.where(known, (np.nan_to_num(raw) + np.pi) % (2 * np.pi) - np.pi, np.nan)
+    return angle.astype(np.float32), conf

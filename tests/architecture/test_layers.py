@@ -1,0 +1,114 @@
+"""The layers of docs/architecture.md hold: import-linter's contracts (pyproject ``[tool.importlinter]``) are
+kept, and an ast walk that counts every import, those inside functions too, finds no cycle between layers."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from package_tree import ROOT, copy_tree, source_files
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli")
+
+#: Layers, top to bottom (the order of the import-linter contract).
+LAYERS = ("apps", "export", "calibration", "compare", "runtime", "gpu", "core")
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
+    """pairedge modules ``name`` imports anywhere in its file (module level, functions, branches); a name
+    that is not a module (``from m import func``) counts as its module. ``if TYPE_CHECKING:`` blocks excluded."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+                continue
+            if isinstance(child, ast.Import):
+                found.extend(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                    base = f"{up}.{base}" if base else up
+                found.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text("utf-8")))
+    out = []
+    for target in found:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target:
+            out.append(target)
+    return out
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def _layer_edges() -> dict[tuple[str, str], list[str]]:
+    modules = source_files()
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        for target in _imports(name, path, modules):
+            a, b = _layer(name), _layer(target)
+            if a and b and a != b:
+                edges.setdefault((a, b), []).append(f"{name} -> {target}")
+    return edges
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    modules = source_files()
+    assert len(modules) > 200
+    loose = [m for m in modules if m != "pairedge" and _layer(m) is None]
+    assert loose == [], "modules outside the layers (docs/architecture.md)"
+
+
+def test_no_layer_imports_a_layer_above_it_counting_lazy_imports() -> None:
+    upward = {k: v for k, v in _layer_edges().items() if LAYERS.index(k[0]) > LAYERS.index(k[1])}
+    assert upward == {}, f"imports up the layers: {upward}"
+
+
+def test_the_layer_graph_has_no_cycle() -> None:
+    graph: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    for a, b in _layer_edges():
+        graph[a].add(b)
+    seen: dict[str, int] = {}  # 1 on the stack, 2 done
+
+    def cyclic(node: str) -> bool:
+        seen[node] = 1
+        for nxt in graph[node]:
+            if seen.get(nxt) == 1 or (nxt not in seen and cyclic(nxt)):
+                return True
+        seen[node] = 2
+        return False
+
+    assert not any(cyclic(layer) for layer in LAYERS if layer not in seen)
+
+
+def test_the_walk_sees_lazy_imports() -> None:
+    """The walk must count an import inside a function: the CLI imports the runtime only lazily."""
+    edges = _layer_edges()
+    assert any("pairedge.apps.cli.run" in e for e in edges[("apps", "runtime")])
+
+
+def test_import_linter_contracts_are_kept(tmp_path: Path) -> None:
+    pytest.importorskip("importlinter", reason="import-linter comes with the dev extra")
+    copy_tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text("utf-8"))
+    contracts = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert [c["layers"] for c in contracts if c["type"] == "layers"] == [[f"pairedge.{x}" for x in LAYERS]]
+    lint = Path(sys.executable).with_name("lint-imports")
+    res = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert f"Contracts: {len(contracts)} kept, 0 broken." in res.stdout
