@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Shared test helpers (toy models, scenes, the package tree) are plain modules in tests/helpers/.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 

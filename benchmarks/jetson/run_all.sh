@@ -31,7 +31,7 @@
 #
 # NOT YET RUN ON A JETSON BY THE PAIREDGE DEVELOPERS: the TensorRT steps are written against the documented
 # TensorRT 10.x API and tested over a fake TensorRT module (see README, "Deploying to a Jetson"); the ONNX
-# Runtime steps run in the test suite (tests/test_jetson_script.py). Please send us report.md.
+# Runtime steps run in the test suite (tests/benchmarks/test_jetson_script.py). Please send us report.md.
 set -uo pipefail
 
 PYTHON="${PYTHON:-python3}"

@@ -1,6 +1,6 @@
 """ONNX -> serialized TensorRT engine, one code path for TensorRT 10.3, 10.12+ and 11.x.
 
-The call sequence (what ``tests/trt`` asserts over a recording fake of the ``tensorrt`` module)::
+The call sequence (what ``tests/export/trt`` asserts over a recording fake of the ``tensorrt`` module)::
 
     logger  = <ILogger subclass>                          # TensorRT log -> logging "pairedge.tensorrt"
     builder = trt.Builder(logger)

@@ -112,3 +112,20 @@ def test_import_linter_contracts_are_kept(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert f"Contracts: {len(contracts)} kept, 0 broken." in res.stdout
+
+
+def test_docs_architecture_matches_the_tree() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    modules = source_files()
+    for layer in LAYERS:
+        assert f"pairedge.{layer}" in doc
+        # every subpackage of a layer, and every module of sdk/apps, is named in the map
+        children = {m.split(".")[2] for m in modules if m.startswith(f"pairedge.{layer}.") and len(m.split(".")) > 3}
+        if layer == "apps":
+            children |= {m.split(".")[2] for m in modules if m.startswith("pairedge.apps.")}
+        missing = sorted(c for c in children if c not in doc)
+        assert missing == [], f"docs/architecture.md does not name {layer}'s {missing}"
+    for folder in ("sdk/core", "sdk/gpu", "sdk/compare", "sdk/apps", "tests/helpers", "tests/benchmarks"):
+        assert folder.split("/")[-1] in doc and (ROOT / folder).is_dir()
+    for tests_dir in ("core", "gpu", "runtime", "compare", "export", "calibration", "apps"):
+        assert (ROOT / "tests" / tests_dir).is_dir() and f"tests/{tests_dir}/" in doc

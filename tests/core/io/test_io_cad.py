@@ -16,35 +16,7 @@ from pairedge.core.labels import CAD8
 
 sio = pytest.importorskip("scipy.io")
 
-PERSON_DT = [("bbs", "O"), ("time", "O"), ("sbbs", "O"), ("attr", "O")]
-ANNO_DT = [("nframe", "O"), ("people", "O"), ("interaction", "O"), ("collective", "O")]
-
-
-def person(frames, x0=10.0, attr_action=1):
-    frames = np.asarray(frames)
-    t = len(frames)
-    sbbs = np.stack([x0 + frames, np.full(t, 20.0), np.full(t, 30.0), np.full(t, 60.0)])
-    bbs = np.zeros((4, t), np.int16)
-    bbs[:, 0] = np.round(sbbs[:, 0])
-    attr = np.stack([np.full(t, 3), np.full(t, attr_action)]).astype(np.int16)
-    return {"bbs": bbs, "time": frames.reshape(1, -1).astype(np.uint16), "sbbs": sbbs, "attr": attr}
-
-
-def write_mat(path, people, interaction, collective, nframe, drop=None):
-    arr = np.empty((1, len(people)), dtype=PERSON_DT)
-    for k, p in enumerate(people):
-        arr[0, k] = (p["bbs"], p["time"], p["sbbs"], p["attr"])
-    dtype = [d for d in ANNO_DT if d[0] != drop]
-    anno = np.empty((1, 1), dtype=dtype)
-    values = {
-        "nframe": np.array([[nframe]], np.uint16),
-        "people": arr,
-        "interaction": np.asarray(interaction, np.uint8),
-        "collective": np.asarray(collective, np.uint8).reshape(1, -1),
-    }
-    anno[0, 0] = tuple(values[d[0]] for d in dtype)
-    sio.savemat(str(path), {"anno": anno})
-    return path
+from cad_synth import person, write_mat  # noqa: E402
 
 
 @pytest.fixture()

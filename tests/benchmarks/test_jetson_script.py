@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pairedge.apps.probe import gpu_skip_reason
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "jetson" / "run_all.sh"
 #: Small but real: calibrate on two training scenes, a 12-frame held-out pack, a 12-frame held-out bench.
 QUICK = {"CAL_SCENES": "static:0,moving:0", "CAL_FRAMES": "40", "FRAMES": "12",

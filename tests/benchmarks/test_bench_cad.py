@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("torch")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_cad  # noqa: E402
 import pairedge.export.augmented as augmented_module  # noqa: E402
 from pairedge.core.io.featurefile import FeatureData  # noqa: E402
@@ -255,7 +255,7 @@ def test_docs_training_shows_the_benchmarked_command(name):
     import json
     import shlex
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     command = json.loads((root / "benchmarks" / "results" / "bench_cad.json").read_text())["train_commands"][name]
     doc = (root / "docs" / "training.md").read_text().replace("\\\n", " ")
     quoted = [" ".join(line.split()) for line in doc.splitlines() if line.strip().startswith("pairedge train ")]

@@ -10,7 +10,7 @@ import numpy as np
 from pairedge.core.labels import SIM7
 from pairedge.core.types import Detections
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_tracker import new_counts, score_frame, scored  # noqa: E402
 
 WALK, NONE = SIM7.classes.index("walking_together"), SIM7.classes.index("no_interaction")

@@ -157,7 +157,7 @@ def test_printable_escapes_control_characters() -> None:
 
 
 def test_docs_ceiling_table_is_generated_from_the_code() -> None:
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text(encoding="utf-8")
     start, end = docs.index("<!-- ceilings:start -->\n"), docs.index("<!-- ceilings:end -->")
     assert docs[start + len("<!-- ceilings:start -->\n") : end].strip() == limits.ceilings_markdown(), (
         "docs/formats.md#ceilings is stale: paste the output of pairedge.core.limits.ceilings_markdown()"

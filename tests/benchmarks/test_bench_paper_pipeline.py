@@ -7,8 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent / "runtime"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_paper_pipeline import NO_SMOOTHING, ReleasedCodePipeline, agreement, time_runtime  # noqa: E402
 from rt_onnx_models import write_toy_model  # noqa: E402
 

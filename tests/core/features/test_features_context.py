@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cad_synth import H, W, sequence
 from pairedge.core.errors import InputError
 from pairedge.core.features import spec_layout
 from pairedge.core.features.context import CONTEXT_NAMES, LAGS_S, ContextHistory
@@ -14,7 +15,6 @@ from pairedge.core.features.edge import PAIR_NAMES_V2, PairedgeConfig, PairedgeE
 from pairedge.core.labels import CAD8
 from pairedge.export.datasets.cad import cad_features, sequence_pair_rows
 from pairedge.export.datasets.cad_context import context_features, mirror_sequence, reverse_sequence
-from test_cad_context import H, W, sequence
 
 
 def crowd(frames: int = 200, people: int = 7, seed: int = 0):
@@ -118,9 +118,7 @@ def test_unseen_tracks_are_dropped_after_the_horizon() -> None:
 
 def test_a_v3_model_runs_in_the_pipeline(tmp_path: Path) -> None:
     """Box-only v3 toy models: the pipeline feeds them exactly the v3 extractor's features."""
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).parent / "runtime"))
     from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
     from pairedge.runtime.pipeline import softmax
     from rt_onnx_models import write_toy_model

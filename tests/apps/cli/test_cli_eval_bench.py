@@ -13,7 +13,7 @@ import pytest
 from pairedge.apps.cli import app
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import InputError
-from parity.parity_helpers import box_only_toy
+from parity_helpers import box_only_toy
 from typer.testing import CliRunner
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "sdk" / "models" / "default"
+DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "sdk" / "models" / "default"
 
 
 def make_fp16(src: Path, dst: Path) -> None:

@@ -6,7 +6,7 @@ The stubs cannot be installed into the project's environment (the package depend
 surface is extracted once into ``data/tensorrt-<version>-surface.json`` and committed. Regenerate it::
 
     pip download --no-deps tensorrt-stubs==10.13.0.35.1 -d /tmp/trtstubs
-    python tests/trt/stub_surface.py /tmp/trtstubs/tensorrt_stubs-10.13.0.35.1-py3-none-any.whl
+    python tests/export/trt/stub_surface.py /tmp/trtstubs/tensorrt_stubs-10.13.0.35.1-py3-none-any.whl
 
 The .pyi has parameters named ``in`` (a keyword) and signatures ``ast`` rejects; signatures are replaced by
 ``(*args, **kwargs)`` before parsing (only names are kept).

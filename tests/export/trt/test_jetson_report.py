@@ -11,7 +11,7 @@ from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
 from pairedge.export.tensorrt.builder import BuildSettings
 from pairedge.export.tensorrt.folder import build_model_folder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _report_module():

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from cad_synth import W, sequence  # noqa: E402
 from pairedge.core.errors import InputError
-from pairedge.core.io.cad import CadPerson, CadSequence
+from pairedge.core.io.cad import CadSequence
 from pairedge.core.labels import CAD8
 from pairedge.export.datasets.cad_context import (
     CONTEXT_NAMES,
@@ -15,32 +14,6 @@ from pairedge.export.datasets.cad_context import (
     mirror_sequence,
     reverse_sequence,
 )
-
-W, H = 720, 480
-
-
-def sequence(tracks: np.ndarray, labels: np.ndarray, pose: np.ndarray | None = None) -> CadSequence:
-    """A CadSequence from boxes (F, P, 4) (NaN = absent) and pair labels (F, P, P) CAD8 index (-1 none)."""
-    nf, npeople = tracks.shape[:2]
-    present = np.isfinite(tracks).all(-1)
-    people = []
-    for k in range(npeople):
-        rows = np.flatnonzero(present[:, k])
-        people.append(
-            CadPerson(
-                track_id=k + 1,
-                frames=rows + 1,
-                boxes=tracks[rows, k].astype(np.float32),
-                raw_boxes=np.zeros((len(rows), 4), np.float32),
-                pose=np.full(len(rows), -1, np.int64) if pose is None else pose[rows, k],
-                action=np.full(len(rows), -1, np.int64),
-            )
-        )
-    return CadSequence(
-        path=Path("anno90.mat"), sequence=90, num_frames=nf, frame_size=(W, H), fps=30.0,
-        people=tuple(people), present=present, boxes=tracks.astype(np.float32), labels=labels.astype(np.int8),
-        collective=np.zeros(nf, np.int64),
-    )  # fmt: skip
 
 
 def approaching_pair(frames: int = 150) -> CadSequence:

@@ -120,9 +120,9 @@ def test_train_history_is_refused_where_it_cannot_apply(tmp_path: Path) -> None:
 
 def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: Path) -> None:
     """A Collective Activity folder: the rows and their augmented copies see the given track history."""
+    from cad_synth import person, write_mat
     from pairedge.core.errors import InputError
     from pairedge.export.datasets.sources import load_with_copies
-    from test_io_cad import person, write_mat
 
     folder = tmp_path / "cad"
     folder.mkdir()

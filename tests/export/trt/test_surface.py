@@ -20,7 +20,7 @@ from pairedge.gpu.tensorrt import versions
 from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.tensorrt import TensorRTBackend
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOURCES = (sorted((ROOT / "export" / "tensorrt").glob("*.py")) + sorted((ROOT / "sdk" / "gpu" / "tensorrt").glob("*.py"))
            + [ROOT / "runtime" / "backends" / "tensorrt.py"])  # fmt: skip  (tensorrt_loader.py only reads manifests: its `engine` is a Path)
 SURFACE = stub_surface.load()["surface"]

@@ -3,12 +3,9 @@ simulated scene on disk (video + MOT / JRDB files)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import cv2
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "runtime"))
 from rt_onnx_models import write_toy_model  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_real_video import Together, detector_coverage, match_to_truth, together_matrix  # noqa: E402
 from pairedge.core.types import Detections  # noqa: E402
 
