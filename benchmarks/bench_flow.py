@@ -32,7 +32,8 @@ import cv2
 import numpy as np
 from _train_bench import write
 from bench_pets import box_flow_errors
-from bench_runtime import boxes_scene, flow_label, machine, parse_flows
+from bench_runtime import flow_label, machine, parse_flows
+from pairedge.apps.bench.measure import boxes_scene
 from pairedge.core.io.flo import endpoint_error, read_flo
 from pairedge.runtime import FlowConfig
 from pairedge.runtime.flow import FlowStream, available_flow_backends, get_flow_backend

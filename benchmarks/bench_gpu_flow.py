@@ -30,7 +30,7 @@ from typing import Any
 import cv2
 import numpy as np
 from _train_bench import write
-from bench_runtime import boxes_scene
+from pairedge.apps.bench.measure import boxes_scene
 from pairedge.core.features.flowpool import pooled_reference
 from pairedge.runtime.flow import FlowStream, available_flow_backends, get_flow_backend
 from pairedge.runtime.flow.lk_reference import lk_flow

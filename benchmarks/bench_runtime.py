@@ -50,6 +50,7 @@ import onnx
 import onnxruntime
 from _runtime_report import markdown, plot
 from onnx import TensorProto, helper, numpy_helper
+from pairedge.apps.bench.measure import boxes_scene
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.features import get_spec
 from pairedge.core.modelmeta import ModelMetadata
@@ -103,34 +104,6 @@ def toy_mlp(path: Path, spec_name: str, stage: int, seed: int) -> None:
     )  # fmt: skip
     helper.set_model_props(model, meta.to_props())
     onnx.save_model(model, str(path))
-
-
-def boxes_scene(people: int, frames: int, size: tuple[int, int] = (W, H), seed: int = 0) -> Iterator[tuple]:
-    """``(image, detections, timestamp)`` of ``people`` textured boxes moving over a textured background."""
-    w, h = size
-    rng = np.random.default_rng(seed)
-    noise = rng.integers(0, 255, (h // 8, w // 8, 3), dtype=np.uint8)
-    background = cv2.GaussianBlur(cv2.resize(noise, (w, h), interpolation=cv2.INTER_CUBIC), (5, 5), 1.5)
-    bh = rng.uniform(0.15, 0.35, people) * h
-    bw = 0.4 * bh
-    start = np.column_stack([rng.uniform(0, w - bw), rng.uniform(0, h - bh)])
-    velocity = rng.normal(0, 30, (people, 2))
-    patches = [
-        cv2.resize(rng.integers(0, 255, (8, 4, 3), dtype=np.uint8), (int(a), int(b)))
-        for a, b in zip(bw, bh, strict=True)
-    ]
-    image = np.empty_like(background)
-    for k in range(frames):
-        t = k / 15.0
-        xy = np.abs(start + velocity * t) % np.maximum(
-            [w, h] - np.column_stack([bw, bh]), 1
-        )  # bounce-free wrap
-        np.copyto(image, background)
-        for (x, y), patch in zip(xy.astype(int), patches, strict=True):
-            ph, pw = patch.shape[:2]
-            image[y : y + ph, x : x + pw] = patch[: h - y, : w - x]
-        boxes = np.column_stack([xy, bw, bh]).astype(np.float32)
-        yield image.copy(), Detections.from_arrays(boxes, np.arange(1, people + 1)), t
 
 
 def sim_scene(people: int, frames: int, seed: int = 0) -> Iterator[tuple]:
