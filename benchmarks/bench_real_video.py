@@ -22,6 +22,13 @@ in metres (columns 8-9). For two people present at frame t, take the centred win
 
 Two people who cross, pass or meet briefly are near for a moment but move differently: not together.
 
+**Walking vs standing (ground truth, documented definition).** A person's ground speed at t is the
+least-squares slope of their position over the same +- ``--window`` frames. A correctly linked (together)
+pair-frame is *walking* when both speeds are at least ``--walking`` m/s (0.5: a slow walk is 1 m/s, standing
+people sway well under 0.3), *standing* when both are below ``--still`` m/s (0.3), otherwise in between (not
+judged). Label agreement: the share of judged pair-frames labelled ``walking_together`` when walking and
+``standing_together`` when standing (any other label, e.g. ``sitting_together``, disagrees).
+
 Reported per run: the share of each predicted label among the interacting (linked) pair-frames; the
 distance of the linked pairs, median per label, in body heights (box-centre distance / mean box height)
 and in metres (ground plane); precision (linked pair-frames that are together), recall (together
@@ -75,6 +82,7 @@ class Together:
     still: float = 0.3
     vel_diff: float = 0.5
     min_cos: float = 0.8
+    walking: float = 0.5
 
 
 def ground_positions(gt: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -130,16 +138,42 @@ def _slope(t: np.ndarray, p: np.ndarray) -> np.ndarray:
     return (tc @ (p - p.mean(axis=0))) / max(float(tc @ tc), 1e-9)
 
 
+def ground_speeds(pos: np.ndarray, fps: float, window: int) -> np.ndarray:
+    """(F, T) float64 ground speed in m/s of each person at each frame: the least-squares slope of the position
+    over the frames of t +- ``window`` where the person is present (at least 3), NaN otherwise."""
+    f_count, t_count = pos.shape[:2]
+    out = np.full((f_count, t_count), np.nan)
+    for f in range(f_count):
+        lo, hi = max(f - window, 0), min(f + window + 1, f_count)
+        t = np.arange(lo, hi) / fps
+        for i in np.flatnonzero(np.isfinite(pos[f]).all(axis=1)):
+            ok = np.isfinite(pos[lo:hi, i]).all(axis=1)
+            if ok.sum() >= 3:
+                out[f, i] = float(np.hypot(*_slope(t[ok], pos[lo:hi, i][ok])))
+    return out
+
+
+def motion_class(speed_a: float, speed_b: float, rule: Together) -> str:
+    """"walking", "standing" or "" (in between, or unknown) for a pair's two ground speeds (m/s)."""
+    if not (np.isfinite(speed_a) and np.isfinite(speed_b)):
+        return ""
+    if min(speed_a, speed_b) >= rule.walking:
+        return "walking"
+    return "standing" if max(speed_a, speed_b) < rule.still else ""
+
+
 def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], together: np.ndarray,
              pos: np.ndarray, png_frame: int | None = None,
              operating_point: str = "default", tracker: TrackerConfig | None = None,
-             box_shape: str = "auto") -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
+             box_shape: str = "auto", speeds: np.ndarray | None = None,
+             rule: Together = Together()) -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
     """One pipeline pass at one of the model's operating points (``tracker``: the built-in tracker's options,
     None = its defaults); the metrics of the linked pairs and, optionally, the annotated ``png_frame``."""
     dets = read_detections(detections)
     source = FrameSource(video)
     labels: list[str] = []
-    linked_rows: list[tuple[int, str, float, float, bool]] = []  # frame, label, heights, metres, together
+    # frame, label, heights, metres, together, ground motion of a together pair ("walking" / "standing" / "")
+    linked_rows: list[tuple[int, str, float, float, bool, str]] = []
     recalled: set[tuple[int, int, int]] = set()
     scored_together = 0
     picture = None
@@ -170,7 +204,10 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                     np.hypot(*((ba[:2] + ba[2:] / 2) - (bb[:2] + bb[2:] / 2))) / ((ba[3] + bb[3]) / 2)
                 )
                 metres = float(np.hypot(*(pos[index, ga] - pos[index, gb]))) if known else float("nan")
-                linked_rows.append((index, labels[lab], heights, metres, is_together))
+                motion = ""
+                if is_together and speeds is not None and index < len(speeds):
+                    motion = motion_class(speeds[index, ga], speeds[index, gb], rule)
+                linked_rows.append((index, labels[lab], heights, metres, is_together, motion))
             if png_frame is not None and index == png_frame and image is not None:
                 picture = draw_links(
                     image, result, gid_of, together[index] if index < len(together) else None
@@ -218,7 +255,20 @@ def _ids_to_truth(result: Any, truth_dets: Any, with_ids: bool) -> dict[int, int
     return dict(zip((int(i) for i in ids), gids.tolist(), strict=True))
 
 
-def summarise(labels: list[str], rows: list[tuple[int, str, float, float, bool]], recalled: int,
+def motion_agreement(rows: list[tuple[int, str, float, float, bool, str]]) -> dict[str, Any]:
+    """Walking vs standing of the correctly linked pair-frames against their ground-plane motion."""
+    judged = [(r[5], r[1]) for r in rows if r[4] and r[5]]
+    expect = {"walking": "walking_together", "standing": "standing_together"}
+    confusion: dict[str, dict[str, int]] = {}
+    for motion, label in judged:
+        confusion.setdefault(motion, {}).setdefault(label, 0)
+        confusion[motion][label] += 1
+    agree = sum(label == expect[motion] for motion, label in judged)
+    return {"judged": len(judged), "agreement": agree / len(judged) if judged else None,
+            "together_linked": sum(1 for r in rows if r[4]), "confusion": confusion}  # fmt: skip
+
+
+def summarise(labels: list[str], rows: list[tuple[int, str, float, float, bool, str]], recalled: int,
               truth_total: int, scored_together: int) -> dict[str, Any]:  # fmt: skip
     """Label shares, distances per label, precision / recall / F1 of the linked pair-frames."""
     n = len(rows)
@@ -253,6 +303,7 @@ def summarise(labels: list[str], rows: list[tuple[int, str, float, float, bool]]
         "detected_share": scored_together / truth_total if truth_total else 0.0,
         "recall_of_detected": recalled / scored_together if scored_together else 0.0,
         "linked_unmatched": int(np.isnan(metres).sum()),
+        "motion": motion_agreement(rows),
     }
 
 
@@ -346,6 +397,18 @@ def markdown(res: dict[str, Any]) -> str:
                   "`coast_frames`, and reaches it only if every such pair-frame is linked, including during "
                   "the confirmation of each new link (on the ground-truth tracks, where everyone is present, "
                   "the pipeline links the ground-truth run's recall of them)."]  # fmt: skip
+    lines += ["", f"**Walking vs standing** of the correctly linked pair-frames against the ground plane (both "
+              f"people at least {rule.get('walking', 0.5)} m/s: walking; both below {rule['still']} m/s: standing; "
+              "in between: not judged):", "",
+              "| run | judged / together linked | agreement | walking: labelled | standing: labelled |",
+              "|---|---:|---:|---|---|"]  # fmt: skip
+    for name, r in res["runs"].items():
+        mo = r.get("motion")
+        if not mo:
+            continue
+        conf = mo["confusion"]
+        lines.append(f"| {name} | {mo['judged']} / {mo['together_linked']} | {_f(mo['agreement'])} | "
+                     f"{conf.get('walking', {})} | {conf.get('standing', {})} |")  # fmt: skip
     for name, r in res["runs"].items():
         lines += ["", f"## {name}: predicted labels", "",
                   "| label | pair-frames | share of linked | median body heights | median m | together |",
@@ -406,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     pos, _ = ground_positions(mot / "gt" / "gt.txt")
     fps = FrameSource(video).fps or 10.0
     together = together_matrix(pos, fps, rule)
+    speeds = ground_speeds(pos, fps, rule.window)
     truth = read_mot(mot / "gt" / "gt.txt").by_frame()
     from pairedge.runtime.loading import find_models
 
@@ -441,11 +505,12 @@ def main(argv: list[str] | None = None) -> int:
             want_png = args.png is not None and key.strip() == "gt" and op == points[0]
             metrics, picture = run_case(
                 video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op,
-                tracker, args.box_shape,
+                tracker, args.box_shape, speeds, rule,
             )
             res["runs"][name if op == "auto" else f"{name}, {op}"] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
-                  f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})}")  # fmt: skip
+                  f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})} "
+                  f"walking/standing agreement {_f(metrics['motion']['agreement'])}")  # fmt: skip
             if picture is not None:
                 args.png.parent.mkdir(parents=True, exist_ok=True)
                 cv2.imwrite(str(args.png), picture)

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_real_video import Together, detector_coverage, match_to_truth, together_matrix  # noqa: E402
+from bench_real_video import (  # noqa: E402
+    Together,
+    detector_coverage,
+    ground_speeds,
+    match_to_truth,
+    motion_agreement,
+    motion_class,
+    together_matrix,
+)
 from pairedge.core.types import Detections  # noqa: E402
 
 
@@ -68,6 +76,28 @@ def test_detector_coverage_by_hand(tmp_path: Path) -> None:
     assert cov == pytest.approx({"K=0": 3 / 6, "K=1": 5 / 6, "K=3": 1.0})
 
 
+def test_ground_speed_and_walking_vs_standing() -> None:
+    fps, frames = 10.0, 40
+    pos = np.full((frames, 3, 2), np.nan)
+    t = np.arange(frames) / fps
+    pos[:, 1] = np.column_stack([1.2 * t, np.zeros(frames)])  # walks at 1.2 m/s
+    pos[:, 2] = np.column_stack([np.full(frames, 5.0), 0.1 * t])  # sways at 0.1 m/s
+    pos[30:, 2] = np.nan  # leaves
+    v = ground_speeds(pos, fps, window=10)
+    assert np.allclose(v[:, 1], 1.2) and np.allclose(v[:28, 2], 0.1) and np.isnan(v[30:, 2]).all()
+    assert np.isnan(v[:, 0]).all()
+    rule = Together()
+    assert motion_class(1.2, 0.9, rule) == "walking" and motion_class(0.1, 0.2, rule) == "standing"
+    assert motion_class(1.2, 0.1, rule) == "" and motion_class(0.4, 0.4, rule) == "" and motion_class(np.nan, 1, rule) == ""
+    rows = [(0, "walking_together", 0.4, 0.8, True, "walking"), (1, "standing_together", 0.4, 0.8, True, "walking"),
+            (2, "standing_together", 0.4, 0.8, True, "standing"), (3, "sitting_together", 0.4, 0.8, True, "standing"),
+            (4, "walking_together", 0.4, 0.8, True, ""), (5, "walking_together", 0.4, 0.8, False, "")]  # fmt: skip
+    got = motion_agreement(rows)
+    assert got["judged"] == 4 and got["agreement"] == 0.5 and got["together_linked"] == 5
+    assert got["confusion"] == {"walking": {"walking_together": 1, "standing_together": 1},
+                                "standing": {"standing_together": 1, "sitting_together": 1}}  # fmt: skip
+
+
 @pytest.mark.data
 @pytest.mark.slow
 def test_pets_run_few_frames(shared_data: Path, tmp_path: Path) -> None:
@@ -78,4 +108,4 @@ def test_pets_run_few_frames(shared_data: Path, tmp_path: Path) -> None:
         pytest.skip("PETS S2.L1 not present")
     assert b.main([str(pets), "--out", str(tmp_path), "--runs", "gt"]) == 0
     text = (tmp_path / "bench_real_video.md").read_text()
-    assert "precision" in text
+    assert "precision" in text and "**Walking vs standing**" in text
