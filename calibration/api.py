@@ -41,6 +41,7 @@ from pairedge.calibration.collect import (
 from pairedge.calibration.output import folder_report, write_folder
 from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
+from pairedge.core import artefacts
 from pairedge.core.errors import InputError, ModelError
 
 #: The default calibration method, equalization strength, shifted copies (first layers, others) and range
@@ -164,9 +165,10 @@ def calibrate(
     _fill_predictions(collected, models)
     for st in (collected.stage1, collected.stage2):
         check_stage(st, source=", ".join(collected.sources))
+    one, two = artefacts.stage_artefacts("fp32")  # stages are keyed by their fp32 role, as the report shows them
     plans = {
-        "stage1": (_plan(collected.stage1, options), models.stage1),
-        "stage2": (_plan(collected.stage2, options), models.stage2),
+        one.role: (_plan(collected.stage1, options), models.stage1),
+        two.role: (_plan(collected.stage2, options), models.stage2),
     }
     warnings = [w for plan, _ in plans.values() for w in plan.warnings]
     if options.strict and warnings:
@@ -260,7 +262,7 @@ def check_out(model: Path, out: Path) -> None:
         raise InputError(f"--out: expected a folder, got the existing file {out}")
     if not out.exists() or not any(out.iterdir()) or out.resolve() == model.resolve():
         return
-    for name in ("stage1.onnx", "stage2.onnx"):
+    for name in artefacts.stage_files("fp32"):
         theirs = out / name
         if not theirs.is_file() or sha256_file(theirs) != sha256_file(model / name):
             raise ModelError(
@@ -424,8 +426,9 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
     qdq, config, search, first, ranges = _int8(plan, pre, options, tau)
     floats = float_nodes(pre, qdq, config, search)
     if floats["gemms_in_float"] and floats["gemms_in_float"] == floats["gemms"]:
+        int8_file = artefacts.artefact(samples.stage, "int8").onnx
         warnings.append(f"stage {samples.stage}: every Gemm had to stay in float to reach "
-                        f"{options.target_agreement:.1%} agreement: stage{samples.stage}.int8.onnx computes in float "
+                        f"{options.target_agreement:.1%} agreement: {int8_file} computes in float "
                         "(lower --target-agreement, or fine-tune the model with quantization-aware training)")  # fmt: skip
     issues = check_qdq_rules(qdq)
     if issues:

@@ -3,7 +3,8 @@
 :func:`folder_report` assembles the report (versions, sources and input hashes, options, per-stage figures);
 :func:`write_folder` writes the fp32 copies, ``stage{1,2}.int8.onnx`` / ``.fp16.onnx`` (stamped with their
 precision and provenance) and the reports into a temporary folder beside ``out``, registers them in
-``manifest.json`` and moves them into place (:func:`move_into_place`): an error leaves nothing behind.
+``manifest.json`` and moves them into place (:func:`move_into_place`): an error leaves nothing behind. Every
+file name and role is :mod:`pairedge.core.artefacts`'.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pairedge.core import artefacts
 
 if TYPE_CHECKING:
     from pairedge.calibration.api import CalibrateOptions
@@ -28,7 +31,7 @@ def folder_report(
     from pairedge.core.modelfolder import sha256_file
     from pairedge.core.version import __version__
 
-    inputs = {str(folder / f"{k}.onnx"): sha256_file(folder / f"{k}.onnx") for k in ("stage1", "stage2")}
+    inputs = {str(folder / name): sha256_file(folder / name) for name in artefacts.stage_files("fp32")}
     for extra in (options.video, options.detections, *options.features):
         if extra is not None and Path(extra).is_file():
             inputs[str(extra)] = sha256_file(extra)
@@ -55,7 +58,11 @@ def folder_report(
 
 
 def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[str, Any]) -> dict[str, str]:
-    """Write every file of a calibration into ``out`` at once (module docstring); name -> path written."""
+    """Write every file of a calibration into ``out`` at once (module docstring); name -> path written.
+
+    ``stages``: per fp32 stage role (``"stage1"``, ``"stage2"``) what :func:`pairedge.calibration.api.calibrate`
+    made of it (the ``int8`` and ``fp16`` ModelProtos, ``fp32_path``, ``config``, ``report``).
+    """
     import onnx
     from pairedge.calibration.quantize import stamp
     from pairedge.calibration.report import write_reports
@@ -70,8 +77,12 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
     tmp.chmod(0o777 & ~umask)
     try:
         for key, st in stages.items():
-            shutil.copy2(st["fp32_path"], tmp / f"{key}.onnx")
-            roles[f"{key}.onnx"] = key
+            fp32 = artefacts.by_role(key)
+            if fp32 is None or fp32.precision != "fp32":
+                raise ValueError(f"calibration stages are keyed by fp32 stage roles, got {key!r}")
+            int8, fp16 = artefacts.artefact(fp32.stage, "int8"), artefacts.artefact(fp32.stage, "fp16")
+            shutil.copy2(st["fp32_path"], tmp / fp32.onnx)
+            roles[fp32.onnx] = fp32.role
             fp32_sha = sha256_file(st["fp32_path"])
             info = {
                 "method": st["config"].method,
@@ -83,14 +94,14 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
                 "fp32_sha256": fp32_sha,
                 "held_out_agreement": st["report"]["held_out"]["int8"]["agreement"],
             }
-            onnx.save(stamp(st["int8"], "int8", info), str(tmp / f"{key}.int8.onnx"))
+            onnx.save(stamp(st["int8"], int8.precision, info), str(tmp / int8.onnx))
             fp16_info = {"fp32_sha256": fp32_sha, "io": "float32", "compute": "float16"}
-            onnx.save(stamp(st["fp16"], "fp16", fp16_info), str(tmp / f"{key}.fp16.onnx"))
-            roles[f"{key}.int8.onnx"] = f"{key}.int8"
-            roles[f"{key}.fp16.onnx"] = f"{key}.fp16"
+            onnx.save(stamp(st["fp16"], fp16.precision, fp16_info), str(tmp / fp16.onnx))
+            roles[int8.onnx] = int8.role
+            roles[fp16.onnx] = fp16.role
         write_reports(tmp, report)
-        roles["calibration.json"] = "calibration"
-        roles["calibration.md"] = "calibration.report"
+        roles[artefacts.CALIBRATION_FILE] = artefacts.CALIBRATION_ROLE
+        roles[artefacts.CALIBRATION_REPORT_FILE] = artefacts.CALIBRATION_REPORT_ROLE
         fresh = not out.exists() or (out.is_dir() and not any(out.iterdir()))
         if fresh:
             register_files(tmp, roles)
@@ -111,5 +122,5 @@ def move_into_place(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
         return
     for path in sorted(tmp.iterdir()):
-        if not (out / path.name).is_file() or path.name not in ("stage1.onnx", "stage2.onnx"):
+        if not (out / path.name).is_file() or path.name not in artefacts.stage_files("fp32"):
             os.replace(path, out / path.name)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core import limits
+from pairedge.core.artefacts import artefact, by_role, stage_files
 from pairedge.core.errors import FormatError, InputError, ModelError, ModelIntegrityError
 from pairedge.core.features import FeatureSpec
 from pairedge.core.modelfolder import (
@@ -32,12 +33,12 @@ from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.config import PipelineConfig, check_confirm_s
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
 
-STAGE1_FILE = "stage1.onnx"
-STAGE2_FILE = "stage2.onnx"
 DEFAULT_DIS_PRESET = "fast"
+#: The fp32 stage files, named in the messages of a folder that lacks them.
+_FP32 = " and ".join(stage_files("fp32"))
 
-
-PRECISIONS = ("fp32", "fp16", "int8")
+#: The table's :func:`~pairedge.core.artefacts.stage_files`, under its old name (``pairedge bench`` imports it).
+stage_file_names = stage_files
 
 
 @dataclass(frozen=True)
@@ -136,30 +137,21 @@ class ModelPair:
         return configs[0] or configs[1]
 
 
-def stage_file_names(precision: str = "fp32") -> tuple[str, str]:
-    """``("stage1.onnx", "stage2.onnx")`` for fp32, ``("stage1.{p}.onnx", "stage2.{p}.onnx")`` otherwise."""
-    if precision not in PRECISIONS:
-        raise InputError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "fp32":
-        return STAGE1_FILE, STAGE2_FILE
-    return f"stage1.{precision}.onnx", f"stage2.{precision}.onnx"
-
-
 def _folder_paths(folder: Path, precision: str) -> list[Path]:
     """The two stage files of ``precision`` in ``folder``; each must resolve inside the folder (a stage file
     that is a symlink out of it is refused, as external data leaving the folder is)."""
-    names = stage_file_names(precision)
+    names = stage_files(precision)
     paths = [folder / n for n in names]
     missing = [p.name for p in paths if not os.path.lexists(p)]
     if missing and precision != "fp32":
         raise ModelError(
-            f"{folder}: no {precision} models here (missing {', '.join(missing)}); `pairedge calibrate` makes "
-            f"them in the model folder; or load precision='fp32'"
+            f"{folder}: no {precision} models here (missing {', '.join(missing)}); "
+            f"`{artefact(1, precision).made_by}` makes them in the model folder; or load precision='fp32'"
         )
     if missing:
         raise ModelError(
-            f"{folder}: {', '.join(missing)} not found; expected a model directory with {STAGE1_FILE} and "
-            f"{STAGE2_FILE} (`pairedge export --out {folder}/stage1.onnx ...`), or pass both files"
+            f"{folder}: {', '.join(missing)} not found; expected a model directory with {_FP32} "
+            f"(`pairedge export --out {folder}/{names[0]} ...`), or pass both files"
         )
     return [inside_folder(folder, n) for n in names]
 
@@ -172,8 +164,8 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
     do have one are verified either way.
 
     Raises:
-        ModelIntegrityError: a manifest exists and a file is not listed, its hash or size differs, or it is
-            recorded under another stage's role.
+        ModelIntegrityError: a manifest exists and a file is not listed, its hash or size differs, or its
+            role is not one of this stage's files in :mod:`pairedge.core.artefacts` (another stage's, or none).
     """
     checked: list[str] = []
     missing: list[str] = []
@@ -186,7 +178,8 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
             continue
         manifest = verify_files(file.parent, [file.name])
         role = manifest.files[file.name].role
-        if role.split(".")[0] != f"stage{stage}":
+        listed = by_role(role)  # the table's record of that role: a stage file of some precision, or None
+        if listed is None or listed.stage != stage:
             raise ModelIntegrityError(
                 f"{file}: loaded as stage {stage} but {file.parent / MANIFEST_NAME} records it as {role!r}; "
                 "pass the stage-1 file first, or re-export the folder"
@@ -237,7 +230,7 @@ def check_derived_from(paths: Sequence[Path]) -> None:
     import json
 
     for stage, path in enumerate(paths, start=1):
-        fp32 = path.parent / (STAGE1_FILE if stage == 1 else STAGE2_FILE)
+        fp32 = path.parent / artefact(stage, "fp32").onnx
         if not fp32.is_file() or fp32.resolve() == path.resolve():
             continue
         fp32 = inside_folder(path.parent, fp32.name)  # the fp32 file it names must travel with the folder
@@ -272,13 +265,11 @@ def find_models(model: str | Path | Sequence[str | Path], precision: str = "fp32
         ModelError: missing files, wrong stages, or stages of different feature specs.
         ModelIntegrityError: a file does not match the folder's manifest.
     """
-    stage_file_names(precision)
+    stage_files(precision)  # an unknown precision: one line naming the accepted ones
     if isinstance(model, str | Path):
         folder = Path(model).expanduser()
         if not folder.is_dir():
-            raise ModelError(
-                f"{model}: expected a model directory with {STAGE1_FILE} and {STAGE2_FILE} (or pass both files)"
-            )
+            raise ModelError(f"{model}: expected a model directory with {_FP32} (or pass both files)")
         paths = _folder_paths(folder, precision)
     else:
         paths = [Path(p).expanduser() for p in model]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pairedge.core.artefacts import check_precision
 from pairedge.core.errors import BackendError, InputError
 from pairedge.export.tensorrt.progress import ProgressSink, make_progress_monitor
 from pairedge.export.tensorrt.timing_cache import attach_timing_cache, save_timing_cache
@@ -91,7 +92,7 @@ class BuildSettings:
     verbose: bool = False
 
     def __post_init__(self) -> None:
-        versions.check_precision(self.precision)
+        check_precision(self.precision)
         if self.workspace_mib < 1:
             raise InputError(f"workspace: expected at least 1 MiB, got {self.workspace_mib}")
         if self.optimization_level is not None and not 0 <= self.optimization_level <= 5:

@@ -7,7 +7,8 @@ Layout (SPEC section 5)::
                                                   /stage{1,2}.<precision>.engine.json   (engine manifest)
 
 Both engine files and their manifests are registered in ``MODEL_DIR/manifest.json`` (role "engine" /
-"engine-manifest") so the folder a robot team copies stays verifiable.
+"engine-manifest") so the folder a robot team copies stays verifiable. Every name and role here is
+:mod:`pairedge.core.artefacts`'.
 """
 
 from __future__ import annotations
@@ -20,31 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pairedge.core import artefacts
 from pairedge.core.errors import ModelError
 from pairedge.core.version import __version__
 from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized
 from pairedge.export.tensorrt.progress import ProgressSink
-from pairedge.gpu.tensorrt import load_tensorrt, versions
-from pairedge.runtime.backends.tensorrt_loader import (
-    EngineManifest,
-    engine_file_name,
-    environment,
-    manifest_path,
-    sha256_file,
-)
-
-CALIBRATION_FILE = "calibration.json"
+from pairedge.gpu.tensorrt import load_tensorrt
+from pairedge.runtime.backends.tensorrt_loader import EngineManifest, environment, manifest_path, sha256_file
 
 
 def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
     """The two ONNX files a build of ``precision`` needs (checked to exist).
 
     Raises:
-        ModelError: a file is missing, with the command that makes it.
+        InputError: an unknown precision. ModelError: a file is missing, with the command that makes it.
     """
-    from pairedge.runtime.loading import stage_file_names
-
-    paths = [model_dir / name for name in stage_file_names(versions.check_precision(precision))]
+    paths = [model_dir / name for name in artefacts.stage_files(precision)]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
         how = (
@@ -54,8 +46,6 @@ def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
         )
         raise ModelError(f"{model_dir}: no {', '.join(missing)} for a {precision} build; {how}")
     return paths
-
-
 
 
 @dataclass(frozen=True)
@@ -95,7 +85,7 @@ def build_model_folder(
     from pairedge.runtime.backends.model import load_model
 
     onnx_files = stage_onnx_files(model_dir, settings.precision)
-    models = [load_model(p, stage=s) for s, p in zip((1, 2), onnx_files, strict=True)]
+    models = [load_model(p, stage=s) for s, p in zip(artefacts.STAGES, onnx_files, strict=True)]
     trt = trt if trt is not None else load_tensorrt()
     own_memory = memory is None
     memory = memory if memory is not None else open_cuda_memory("auto")
@@ -104,14 +94,14 @@ def build_model_folder(
     finally:
         if own_memory:
             memory.close()
-    engine_dir = out if out is not None else model_dir / "engines" / env.tag
+    engine_dir = out if out is not None else model_dir / artefacts.ENGINES_DIR / env.tag
     engine_dir.mkdir(parents=True, exist_ok=True)
-    calibration = model_dir / CALIBRATION_FILE
+    calibration = model_dir / artefacts.CALIBRATION_FILE
     built: list[BuiltEngine] = []
-    for stage, onnx_path, model in zip((1, 2), onnx_files, models, strict=True):
+    for stage, onnx_path, model in zip(artefacts.STAGES, onnx_files, models, strict=True):
         sink = progress(stage) if progress is not None else None
         result = build_serialized(trt, onnx_path, settings, progress=sink)
-        engine = engine_dir / engine_file_name(stage, settings.precision)
+        engine = engine_dir / artefacts.artefact(stage, settings.precision).engine
         _write_atomic(engine, result.plan)
         meta = model.metadata
         manifest = EngineManifest(
@@ -131,7 +121,7 @@ def build_model_folder(
             input_name=result.input_name,
             output_name=result.output_names[0] if result.output_names else "logits",
             calibration=(
-                {"file": CALIBRATION_FILE, "sha256": sha256_file(calibration)}
+                {"file": artefacts.CALIBRATION_FILE, "sha256": sha256_file(calibration)}
                 if settings.precision == "int8" and calibration.is_file()
                 else None
             ),
@@ -167,7 +157,7 @@ def _register(model_dir: Path, engines: list[Path]) -> None:
     root = model_dir.resolve()
     roles: dict[str, str] = {}
     for engine in engines:
-        for path, role in ((engine, "engine"), (manifest_path(engine), "engine-manifest")):
+        for path, role in ((engine, artefacts.ENGINE_ROLE), (manifest_path(engine), artefacts.ENGINE_MANIFEST_ROLE)):
             resolved = path.resolve()
             if resolved.is_relative_to(root):
                 roles[resolved.relative_to(root).as_posix()] = role

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.core import artefacts
 from pairedge.core.errors import BackendError, InputError, ModelError
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
@@ -42,7 +43,8 @@ class TensorRTOptions:
     Attributes:
         engine: an explicit engine file (its manifest beside it); None: found in the model folder.
         engine_dir: folder holding ``stage{n}.<precision>.engine``; None: ``MODEL_DIR/engines/<device tag>``.
-        precision: which engine; None: from the ONNX file name (``stage1.fp16.onnx`` -> fp16, else fp32).
+        precision: which engine; None: the precision :mod:`pairedge.core.artefacts` records for the model's
+            ONNX file (``stage1.fp16.onnx`` -> fp16; a file the table does not name -> fp32).
         device_id: CUDA device ordinal.
         memory: the CUDA layer's implementation: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
     """
@@ -56,14 +58,8 @@ class TensorRTOptions:
     def __post_init__(self) -> None:
         if self.memory not in KINDS:
             raise InputError(f"memory: expected one of {', '.join(KINDS)}, got {self.memory!r}")
-        if self.precision not in (None, "fp32", "fp16", "int8"):
-            raise InputError(f"precision: expected fp32, fp16 or int8, got {self.precision!r}")
-
-
-def precision_of(model_path: Path) -> str:
-    """``stage1.int8.onnx`` -> "int8"; ``stage1.onnx`` -> "fp32"."""
-    parts = model_path.name.split(".")
-    return parts[-2] if len(parts) >= 3 and parts[-2] in ("fp16", "int8") else "fp32"
+        if self.precision is not None:
+            artefacts.check_precision(self.precision)
 
 
 class TensorRTBackend(Backend):
@@ -142,18 +138,25 @@ class TensorRTBackend(Backend):
             self._release()
             raise
 
-    def _locate(self, env: Any) -> Path:
-        from pairedge.runtime.backends.tensorrt_loader import engine_file_name
+    @property
+    def precision(self) -> str:
+        """The engine's precision: :attr:`TensorRTOptions.precision`, else the table's record of the ONNX file
+        (a loose file the table does not name, e.g. ``model.onnx``, is served by its fp32 engine)."""
+        if self.options.precision:
+            return self.options.precision
+        listed = artefacts.find(self.model.path)
+        return listed.precision if listed is not None else "fp32"
 
+    def _locate(self, env: Any) -> Path:
         if self.options.engine:
             return Path(self.options.engine).expanduser()
-        precision = self.options.precision or precision_of(self.model.path)
+        precision = self.precision
         folder = (
             Path(self.options.engine_dir).expanduser()
             if self.options.engine_dir
-            else self.model.path.parent / "engines" / env.tag
+            else self.model.path.parent / artefacts.ENGINES_DIR / env.tag
         )
-        path = folder / engine_file_name(self.model.metadata.stage, precision)
+        path = folder / artefacts.artefact(self.model.metadata.stage, precision).engine
         if not path.is_file():
             raise ModelError(
                 f"{path}: no {precision} engine for this device ({env.device_name}, compute capability "

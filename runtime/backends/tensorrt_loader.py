@@ -2,7 +2,7 @@
 
 A TensorRT engine is only valid for the TensorRT version and the GPU (compute capability) that built it,
 and only describes the ONNX file it was built from. ``stage1.fp16.engine`` comes with
-``stage1.fp16.engine.json``::
+``stage1.fp16.engine.json`` (both names from :mod:`pairedge.core.artefacts`)::
 
     {"format": 1, "pairedge_version": "0.1.0", "stage": 1, "precision": "fp16",
      "tensorrt_version": "10.3.0.30", "cuda_version": "12.6", "device_name": "Orin",
@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core import limits
+from pairedge.core.artefacts import ENGINE_MANIFEST_SUFFIX
 from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.modelfolder import sha256_file  # noqa: F401  (re-exported: engine manifests hash with it)
 
 FORMAT = 1
-SUFFIX = ".json"
 
 
 class EngineMismatchError(ModelError):
@@ -60,13 +60,9 @@ def device_tag(device_name: str, compute_capability: str, tensorrt_version: str)
     return f"{slug(device_name)}-sm{compute_capability.replace('.', '')}-trt{short}"
 
 
-def engine_file_name(stage: int, precision: str) -> str:
-    return f"stage{stage}.{precision}.engine"
-
-
 def manifest_path(engine: Path) -> Path:
     """``stage1.fp16.engine`` -> ``stage1.fp16.engine.json``."""
-    return engine.with_name(engine.name + SUFFIX)
+    return engine.with_name(engine.name + ENGINE_MANIFEST_SUFFIX)
 
 
 @dataclass(frozen=True)

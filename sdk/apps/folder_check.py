@@ -2,7 +2,8 @@
 
 A model folder (SPEC section 5) grows with every deployment step: ``stage{1,2}.onnx`` from export,
 ``stage{1,2}.{fp16,int8}.onnx`` from calibrate, ``engines/<device>-<cc>-trt<version>/stage{1,2}.<p>.engine``
-with their engine manifests from build. :func:`inspect_model_folder` answers, for every precision and
+with their engine manifests from build (the names, and which backends run them, of
+:mod:`pairedge.core.artefacts`). :func:`inspect_model_folder` answers, for every precision and
 classifier backend, "does it run here, and if not, why not", with the checks the runtime itself makes
 when it loads them (:func:`pairedge.runtime.loading.find_models`: manifest hashes, stale calibrated files,
 metadata; engine manifests: TensorRT version, compute capability, source ONNX hash, engine hash), plus a
@@ -23,14 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.core import limits
+from pairedge.core import artefacts, limits
 from pairedge.core.errors import ModelError, PairedgeError
 
-#: ONNX Runtime backends tried for every precision whose files are present.
-ORT_BACKENDS = ("onnxruntime", "onnxruntime-cuda", "onnxruntime-tensorrt")
+#: Backends tried for every precision whose ONNX files are present: the table's ONNX backends.
+ORT_BACKENDS = artefacts.ONNX_BACKENDS
 #: The backend whose failure on realistic rows means the file itself is broken (not a provider limitation).
 REFERENCE_BACKEND = "onnxruntime"
-ENGINES_DIR = "engines"
 #: Batch sizes of the realistic inference: one pair, and the default build profile's opt / max (1, 64, 512).
 BATCH_SIZES = (1, 64, 512)
 
@@ -136,7 +136,6 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
         ModelError: ``folder`` is not a directory (everything else is reported, not raised).
     """
     from pairedge.runtime.backends.registry import backend_class
-    from pairedge.runtime.loading import PRECISIONS, stage_file_names
 
     path = Path(folder).expanduser().absolute()
     if not path.is_dir():
@@ -146,11 +145,11 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
     absent = {b: r for b in ORT_BACKENDS if (r := backend_class(b).unavailable_reason()) is not None}
     options = [RunOption("all", b, (), r) for b, r in absent.items()]
     model, flow = "", None
-    for precision in PRECISIONS:
-        names = stage_file_names(precision)
+    for precision in artefacts.PRECISIONS:
+        names = artefacts.stage_files(precision)
         if not any(os.path.lexists(path / n) for n in names):
-            how = "`pairedge export`" if precision == "fp32" else "`pairedge calibrate`"
-            options.append(RunOption(precision, "-", names, f"not in the folder ({how} writes it)"))
+            how = artefacts.artefact(1, precision).made_by
+            options.append(RunOption(precision, "-", names, f"not in the folder (`{how}` writes it)"))
             continue
         pair, reason = _load(path, precision)
         if reason is not None and not any(reason in known for known in problems):
@@ -179,7 +178,7 @@ def _integrity(path: Path) -> tuple[str, list[str]]:
         return (f"unverified: no {MANIFEST_NAME} (exported before manifests); re-export with `pairedge export` "
                 "to record SHA-256 hashes"), []  # fmt: skip
     # engines (often large) are hashed once, against their own engine manifests, in _engine_reason
-    names = [n for n, entry in manifest.files.items() if entry.role != "engine"]
+    names = [n for n, entry in manifest.files.items() if entry.role != artefacts.ENGINE_ROLE]
     try:
         verify_files(path, names)
     except ModelIntegrityError as exc:
@@ -257,19 +256,20 @@ def _ort_reason(backend: str, pair: Any) -> str | None:
 
 def _engines(path: Path, gpu: LocalGpu | None) -> tuple[list[RunOption], list[str]]:
     """One option per (engine folder, precision) with both stages' engines judged against ``gpu``."""
-    root = path / ENGINES_DIR
+    root = path / artefacts.ENGINES_DIR
     if not root.is_dir():
-        why = f"no {ENGINES_DIR}/ folder: `pairedge build` makes the engines on the device (TensorRT and a GPU)"
+        why = f"no {artefacts.ENGINES_DIR}/ folder: `pairedge build` makes the engines on the device (TensorRT and a GPU)"
         return [RunOption("all", "tensorrt", (), why)], []
     gpu = gpu if gpu is not None else local_gpu()
     options: list[RunOption] = []
     problems: list[str] = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-        precisions = sorted({e.name.split(".")[1] for e in sub.glob("stage[12].*.engine") if e.name.count(".") == 2})
-        for precision in precisions:
-            files = tuple(f"{ENGINES_DIR}/{sub.name}/stage{s}.{precision}.engine" for s in (1, 2))
+        # the precisions of the table's engine files here (files it does not name are not engines of a stage)
+        found = {a.precision for e in sub.glob("*.engine") if (a := artefacts.find(e.name)) is not None}
+        for precision in sorted(found):
+            files = tuple(a.engine_path(sub.name) for a in artefacts.stage_artefacts(precision))
             reasons = [r for r in (_engine_reason(path, path / f, s, gpu, problems) for s, f in
-                                   zip((1, 2), files, strict=True)) if r]  # fmt: skip
+                                   zip(artefacts.STAGES, files, strict=True)) if r]  # fmt: skip
             options.append(RunOption(precision, f"tensorrt ({sub.name})", files, "; ".join(reasons) or None))
     return options, problems
 

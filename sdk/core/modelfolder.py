@@ -9,6 +9,8 @@ Every deployment step adds files to one folder and records them in its manifest:
     calibration.json                   (role "calibration")
     engines/<device>-<cc>-trt<ver>/stage1.int8.engine  (role "engine"; from `pairedge build`)
 
+The names and roles of these files are :mod:`pairedge.core.artefacts`' table; this module owns the manifest.
+
 File names in the manifest are POSIX paths relative to the folder; names that leave the folder (absolute,
 ``..``, or a symlink whose target is outside the folder, as external-data files are judged) are refused.
 Every file is checked with :func:`pairedge.core.limits.regular_file` before it is opened (a FIFO, a device such
@@ -35,13 +37,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pairedge.core import limits
+from pairedge.core.artefacts import stage_artefacts
 from pairedge.core.errors import FormatError, InputError, ModelError, ModelIntegrityError
 
 MANIFEST_NAME = "manifest.json"
 #: Version of the manifest's own layout (not of pairedge).
 MANIFEST_FORMAT = 1
-#: Canonical file name of each fp32 stage; precision variants are ``stage{n}.{precision}.onnx``.
-STAGE_FILES = {"stage1": "stage1.onnx", "stage2": "stage2.onnx"}
+#: Role -> file name of each fp32 stage (``{"stage1": "stage1.onnx", ...}``), from :mod:`pairedge.core.artefacts`.
+STAGE_FILES = {a.role: a.onnx for a in stage_artefacts("fp32")}
 _CHUNK = 1 << 20
 
 __all__ = [
@@ -329,25 +332,25 @@ def _summary(folder: Path) -> dict[str, Any]:
     from pairedge.core.version import __version__
 
     metas = {}
-    for role, name in STAGE_FILES.items():
-        file = folder / name
+    for stage in stage_artefacts("fp32"):
+        file = folder / stage.onnx
         if os.path.lexists(file):
             try:
-                proto = load_onnx(file, f"the fp32 {role} model")
+                proto = load_onnx(file, f"the fp32 {stage.role} model")
             except FormatError as exc:
                 raise ModelError(str(exc)) from None
             props = {p.key: p.value for p in proto.metadata_props}
-            metas[role] = ModelMetadata.from_props(props, source=str(file))
-    first = metas.get("stage1") or metas.get("stage2")
+            metas[stage.stage] = ModelMetadata.from_props(props, source=str(file))
+    first = metas.get(1) or metas.get(2)
     thresholds: dict[str, float] = {}
-    for role in ("stage2", "stage1"):  # stage 1 wins, as in ModelPair.threshold
-        if role in metas:
-            thresholds.update({k: float(v) for k, v in metas[role].thresholds.items()})
+    for number in (2, 1):  # stage 1 wins, as in ModelPair.threshold
+        if number in metas:
+            thresholds.update({k: float(v) for k, v in metas[number].thresholds.items()})
     return {
         "pairedge_version": __version__,
         "feature_spec": first.feature_spec if first else "",
         "feature_spec_version": first.feature_spec_version if first else "",
-        "labels": metas["stage2"].labels if "stage2" in metas else (),
+        "labels": metas[2].labels if 2 in metas else (),
         "thresholds": thresholds,
     }
 

@@ -230,6 +230,10 @@ def test_roles_must_match_the_stage(folder: Path) -> None:
     write_manifest(folder, {"stage1.onnx": "stage2", "stage2.onnx": "stage1"})
     with pytest.raises(ModelIntegrityError, match="records it as 'stage2'"):
         find_models(folder)
+    # a role outside the table of artefacts (pairedge.core.artefacts) is no stage file's either
+    write_manifest(folder, {"stage1.onnx": "calibration", "stage2.onnx": "stage2"})
+    with pytest.raises(ModelIntegrityError, match="records it as 'calibration'"):
+        find_models(folder)
 
 
 def test_manifest_is_readable_by_others(folder: Path) -> None:

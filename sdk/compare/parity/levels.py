@@ -31,6 +31,7 @@ from pairedge.compare.comparator import (
     metric_delta,
     top1_scope,
 )
+from pairedge.core.artefacts import PRECISIONS
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise import classification_metrics, pair_detection
 
@@ -111,8 +112,8 @@ _TOLERANCE_RULES: dict[str, tuple[str, float | None, tuple[str, ...] | None]] = 
     "feature_mean_z": ("features", None, None),
     "feature_p99_z": ("features", None, None),
     "pair_coverage": ("features", 1.0, None),
-    "logit_p99": ("logits", None, ("fp32", "fp16", "int8")),
-    "logit_max": ("logits", None, ("fp32", "fp16", "int8")),
+    "logit_p99": ("logits", None, PRECISIONS),
+    "logit_max": ("logits", None, PRECISIONS),
     "gate_agreement": ("labels", 1.0, None),
     "top1_agreement": ("labels", 1.0, None),
     "task_drop": ("task", None, ("accuracy", "mpca", "macro_f1", "pair_f1")),

@@ -16,7 +16,8 @@ Facts it encodes (NVIDIA, "Migrating from TensorRT 10.x to 11.x" and the 10.x re
   JetPack is not supported by 11.x so far: Jetson users are on 10.x.
 
 So the ONNX file of a precision is the same on every version (``stage{1,2}.onnx`` / ``.fp16.onnx`` /
-``.int8.onnx``); only *how* the builder is told differs, and only here.
+``.int8.onnx``, the names and the precision list of :mod:`pairedge.core.artefacts`); only *how* the builder
+is told differs, and only here.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pairedge.core.artefacts import check_precision
 from pairedge.core.errors import InputError
-
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "int8")
 
 #: First 10.x release where strongly typed networks are the recommended (and weak typing deprecated) path.
 STRONG_TYPING_FROM: tuple[int, int] = (10, 12)
@@ -143,12 +143,6 @@ def generation(version: TrtVersion) -> Generation:
     if (version.major, version.minor) >= STRONG_TYPING_FROM:
         return Generation("10.12+ (strongly typed)", True, True, False)
     return Generation("10.0-10.11 (weakly typed)", False, False, True)
-
-
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise InputError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return precision
 
 
 def network_flags(trt: Any, version: TrtVersion) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 import onnxruntime
 import pytest
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
-from pairedge.core.errors import ModelError
+from pairedge.core.errors import InputError, ModelError
 from pairedge.core.features import get_spec
 from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
@@ -69,6 +69,19 @@ def test_pipeline_style_lookup_by_precision(full_model_dir: Path) -> None:
         assert backend.engine_path.name == "stage1.fp16.engine"
         got = backend.infer(x)
     np.testing.assert_allclose(got, _reference(full_model_dir / "stage1.fp16.onnx", x), rtol=1e-5, atol=1e-5)
+
+
+def test_precision_comes_from_the_table_of_artefacts(full_model_dir: Path, tmp_path: Path) -> None:
+    """No option: the table's precision of the ONNX file; a file it does not name is served by its fp32 engine."""
+    memory = FakeCudaMemory()
+    for name, precision in (("stage1.onnx", "fp32"), ("stage2.fp16.onnx", "fp16"), ("stage1.int8.onnx", "int8")):
+        assert _backend(full_model_dir / name, memory).precision == precision
+    assert _backend(full_model_dir / "stage1.onnx", memory, precision="int8").precision == "int8"
+    loose = tmp_path / "loose.fp16.onnx"
+    loose.write_bytes((full_model_dir / "stage1.onnx").read_bytes())
+    assert _backend(loose, memory).precision == "fp32"
+    with pytest.raises(InputError, match="precision: expected one of fp32, fp16, int8, got 'fp8'"):
+        TensorRTOptions(precision="fp8")
 
 
 def _expect_refusal(onnx: Path, memory: FakeCudaMemory, version: str, match: str) -> str:
@@ -194,7 +207,6 @@ def test_pipeline_load_with_backend_tensorrt(full_model_dir: Path, monkeypatch: 
 
 
 def test_wrong_options_type_is_an_input_error(model_dir: Path) -> None:
-    from pairedge.core.errors import InputError
     from pairedge.runtime.backends.ort import OrtOptions
 
     with pytest.raises(InputError, match="expected TensorRTOptions, got OrtOptions"):

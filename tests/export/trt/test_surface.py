@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import stub_surface
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
+from pairedge.core.artefacts import PRECISIONS
 from pairedge.export.tensorrt.builder import BuildSettings
 from pairedge.export.tensorrt.folder import build_model_folder
 from pairedge.gpu.tensorrt import versions
@@ -147,7 +148,7 @@ def test_11x_never_asks_for_precision_flags() -> None:
     trt = make_fake_tensorrt("11.1.0.8")
     version = versions.TrtVersion.of(trt)
     assert not hasattr(trt.BuilderFlag, "FP16") and not hasattr(trt.BuilderFlag, "INT8")
-    for precision in versions.PRECISIONS:
+    for precision in PRECISIONS:
         assert versions.precision_flags(trt, version, precision) == []
     assert versions.network_flags(trt, version) == 0
     assert isinstance(trt.BuilderFlag, enum.EnumMeta)
