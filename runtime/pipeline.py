@@ -28,7 +28,7 @@ from pairedge.runtime.backends.base import all_finite
 from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend
-from pairedge.runtime.flow.pooling import flow_gpu_ms, make_stream, push_frame
+from pairedge.runtime.flow.pooling import make_stream, pool_settings, push_frame
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
 from pairedge.runtime.smoothing import PairSmoother
@@ -108,7 +108,8 @@ class Pipeline:
         self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else point["confirm_s"]
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
-        self._stream = make_stream(flow, self._pool_config()) if flow is not None else None
+        self._pool = pool_settings(models.spec.make_config(self.feature_config))  # None: dense flow features
+        self._stream = make_stream(flow, self._pool) if flow is not None else None
         self._box_cols, self._box_means = neutral_columns(
             models.spec.stage2_names, models.spec.box_shape_names, models.stage2.metadata.norm_mean
         )
@@ -174,9 +175,8 @@ class Pipeline:
             stage2 = get_backend(backend, models.stage2, config.backend_options)
             pipe = cls(models, stage1, stage2, flow_backend, config)
         except BaseException:
-            close_flow = getattr(flow_backend, "close", None)
-            if owns_flow and callable(close_flow):
-                close_flow()  # the flow backend made here (GPU memory) does not outlive a failed load
+            if owns_flow and flow_backend is not None:
+                flow_backend.close()  # the flow backend made here (GPU memory) does not outlive a failed load
             raise
         pipe._owns_flow = owns_flow
         return pipe
@@ -186,9 +186,8 @@ class Pipeline:
         """Release the classifier backends, and the flow backend when :meth:`load` made it (GPU memory)."""
         self.stage1.deactivate()
         self.stage2.deactivate()
-        close_flow = getattr(self.flow, "close", None)
-        if self._owns_flow and callable(close_flow):
-            close_flow()
+        if self._owns_flow and self.flow is not None:
+            self.flow.close()
 
     def __enter__(self) -> Pipeline:
         return self
@@ -237,7 +236,7 @@ class Pipeline:
             v, a = capture(obj, prefix)
             values.update(v)
             arrays.update(a)
-        primed = self._stream is not None and bool(getattr(self._stream, "_has_prev", False))
+        primed = self._stream is not None and self._stream.primed
         return StreamSnapshot(values, arrays, primed)
 
     def restore(self, snapshot: StreamSnapshot, previous: np.ndarray | None = None) -> None:
@@ -260,7 +259,7 @@ class Pipeline:
         image, reason = validate_frame(previous, self.config.validation)
         if image is None:
             raise InputError(f"restore: the stream's flow had a previous frame; give it ({reason})")
-        push_frame(self._stream, image, Detections.empty(), self._pool_config())
+        push_frame(self._stream, image, Detections.empty(), self._pool)
 
     def _observe_camera(self, dets: Detections, size: tuple[int, int] | None, notes: list[str]) -> None:
         """``operating_point="auto"``: refresh the camera-height estimate; switch points when it says so."""
@@ -409,7 +408,7 @@ class Pipeline:
             clock.stage = "flow"
             flow = self._flow(image, notes, dets)
             clock.lap("flow")
-            clock.gpu_ms = flow_gpu_ms(self.flow) if flow is not None else None
+            clock.gpu_ms = self.flow.gpu_ms() if flow is not None and self.flow is not None else None
             clock.stage = "features"
             features = self._features(dets, elapsed, size, flow, notes)
             self._neutralise_box_shape(features)
@@ -571,10 +570,6 @@ class Pipeline:
             dets, coasted = with_coasted(self._tracker, dets, timestamp, size, self.config.max_people)
         return dets, coasted
 
-    def _pool_config(self) -> Any:
-        """The feature config a fusing flow backend pools for (PairedgeConfig: pool_inset, grid_step)."""
-        return getattr(self.extractor, "config", None)
-
     def _flow(self, image: np.ndarray | None, notes: list[str], dets: Detections) -> Any:
         """Dense (h, w, 2) flow, a PooledFlow (fusing backends, e.g. flow='cuda'), or None."""
         if self._stream is None:
@@ -582,7 +577,7 @@ class Pipeline:
         if image is None:
             self._stream.reset()
             return None
-        flow = push_frame(self._stream, image, dets, self._pool_config())
+        flow = push_frame(self._stream, image, dets, self._pool)
         if flow is None:
             reason = self._stream.reason or "flow not available for this frame"
             notes.append(reason)

@@ -10,16 +10,61 @@ Every backend declares :attr:`FlowBackend.min_side`, the smallest scaled image s
 (OpenCV's DIS refuses images below about 12 px); :meth:`FlowBackend.size_problem` says why a frame size is
 too small, :meth:`FlowBackend.compute` raises :class:`~pairedge.core.errors.InputError` for it, and
 :class:`~pairedge.runtime.flow.FlowStream` turns it into "no flow for this frame" with that reason.
+
+The class declares everything the runtime asks of a backend, with defaults a CPU backend keeps:
+:meth:`~FlowBackend.close` (nothing to release), :meth:`~FlowBackend.gpu_ms` (no GPU time),
+:attr:`~FlowBackend.emulated`, :attr:`~FlowBackend.preset`, and the pooled contract:
+:attr:`~FlowBackend.fuses_pooling` says whether the runtime asks :meth:`~FlowBackend.compute_pooled`
+(per-box sums and the background grid, :class:`~pairedge.core.features.flowpool.PooledFlow`) instead of the
+dense field; the default reduces the dense field on the CPU, a GPU backend reduces on the device.
+
+Options are typed: each backend has a frozen ``Options`` dataclass (a :class:`FlowOptions`), and
+``Backend(options)`` or ``Backend(scale=..., ...)`` builds it (:meth:`FlowBackend.make_options` checks them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
 from pairedge.core.errors import BackendError, InputError
+from pairedge.core.features.flowpool import PooledFlow, pooled_reference
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowOptions:
+    """What every flow backend takes; each backend's ``Options`` adds its own fields (and defaults).
+
+    Attributes:
+        scale: resize factor in (0, 1] applied to both frames before the flow is computed.
+    """
+
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.scale, int | float) and 0.0 < float(self.scale) <= 1.0):
+            raise InputError(
+                f"flow scale: expected a number in (0, 1], got {self.scale!r}; fix by passing e.g. 0.5"
+            )
+        object.__setattr__(self, "scale", float(self.scale))
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    """What the feature spec needs pooled this frame.
+
+    Attributes:
+        boxes: (N, 4) float64 ``x y w h`` full-image boxes (the spec's usable rows, in their order).
+        inset: the spec's ``pool_inset``; grid_step: the spec's ``grid_step`` (flow pixels).
+    """
+
+    boxes: np.ndarray
+    inset: tuple[float, float] = (0.15, 0.05)
+    grid_step: int = 8
 
 
 def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:
@@ -30,30 +75,85 @@ def scaled_size(height: int, width: int, scale: float) -> tuple[int, int]:
 class FlowBackend(ABC):
     """Dense optical flow between consecutive grayscale frames.
 
-    Subclasses set :attr:`name`, implement :meth:`_flow` on already-scaled images and may override
-    :meth:`unavailable_reason`. They never allocate per frame what could be reused.
+    Subclasses set :attr:`name` and their ``Options``, implement :meth:`_flow` on already-scaled images and
+    may override :meth:`unavailable_reason`. They never allocate per frame what could be reused.
 
     Args:
-        scale: resize factor in (0, 1] applied to both frames before the flow is computed.
+        options: the backend's ``Options``; or None and the options as keywords (a keyword given as None
+            keeps that option's default).
+
+    Raises:
+        InputError: an option out of range, a keyword the backend does not take, or options of another
+            backend.
     """
 
     name: ClassVar[str] = ""
     #: Smallest side (pixels, after scaling) of frames this backend computes flow for.
     min_side: ClassVar[int] = 1
+    #: The frozen options dataclass of this backend (subclasses declare their own).
+    Options: ClassVar[type[FlowOptions]] = FlowOptions
+    #: True when the runtime should ask :meth:`compute_pooled` instead of the dense field (a fusing backend).
+    fuses_pooling: bool = False
+    #: The speed / accuracy preset of a backend that has presets (DIS), None for the others.
+    preset: str | None = None
 
-    def __init__(self, scale: float = 1.0) -> None:
-        if not (isinstance(scale, int | float) and 0.0 < float(scale) <= 1.0):
-            raise InputError(
-                f"flow scale: expected a number in (0, 1], got {scale!r}; fix by passing e.g. 0.5"
-            )
-        self.scale = float(scale)
+    def __init__(self, options: FlowOptions | None = None, **given: Any) -> None:
+        self.options = self.make_options(options, **given)
+        self.scale = self.options.scale
         self._small: list[np.ndarray] = []  # two reused resize targets (prev, cur)
         self._out: np.ndarray | None = None
 
     @classmethod
-    def unavailable_reason(cls) -> str | None:
-        """None when the backend can run on this machine, else why not (shown by the registry)."""
+    def make_options(cls, options: FlowOptions | None = None, **given: Any) -> FlowOptions:
+        """``options`` checked to be this backend's, or this backend's ``Options`` built from ``given``
+        (keywords given as None keep their default).
+
+        Raises:
+            InputError: an unknown keyword (the message lists the accepted ones), options of another
+                backend, both options and keywords, or a value out of range.
+        """
+        given = {k: v for k, v in given.items() if v is not None}
+        if options is not None:
+            if given:
+                raise InputError(
+                    f"flow backend {cls.name!r}: give {cls.__name__}.Options or keywords, not both "
+                    f"(got options and {sorted(given)})"
+                )
+            if not isinstance(options, cls.Options):
+                raise InputError(
+                    f"flow backend {cls.name!r}: expected {cls.__name__}.Options, got {type(options).__qualname__}"
+                )
+            return options
+        accepted = [f.name for f in dataclasses.fields(cls.Options)]
+        unknown = sorted(set(given) - set(accepted))
+        if unknown:
+            raise InputError(f"flow backend {cls.name!r}: unknown option(s) {unknown}; accepted: {accepted}")
+        return cls.Options(**given)
+
+    @classmethod
+    def options_for(cls, scale: float, preset: str | None = None) -> FlowOptions:
+        """This backend's options for a pipeline's flow settings (:class:`~pairedge.runtime.config.FlowConfig`):
+        ``scale``, and ``preset`` for a backend that has presets (None: its default; the others ignore it)."""
+        return cls.make_options(scale=scale)
+
+    @classmethod
+    def unavailable_reason(cls, options: FlowOptions | None = None) -> str | None:
+        """None when the backend can run on this machine with ``options`` (None: its defaults), else why not
+        (shown by the registry)."""
         return None
+
+    @property
+    def emulated(self) -> bool:
+        """True when the flow runs on an emulated device (its timings are not GPU ones)."""
+        return False
+
+    def gpu_ms(self) -> float | None:
+        """GPU time (CUDA events) of the last call, ms; None for CPU backends and emulated devices."""
+        return None
+
+    def close(self) -> None:
+        """Release what the backend holds beyond Python memory (device memory, a context). Idempotent."""
+        return None  # a CPU backend holds only numpy buffers
 
     def scaled_shape(self, height: int, width: int) -> tuple[int, int]:
         """Shape (h, w) of the flow field this backend returns for ``height x width`` frames."""
@@ -134,6 +234,13 @@ class FlowBackend(ABC):
         except cv2.error as exc:
             raise BackendError(f"flow: {type(self).__name__} failed on {w}x{h} frames ({exc.err})") from None
         return out
+
+    def compute_pooled(self, prev_small: np.ndarray, small: np.ndarray, request: PoolRequest) -> PooledFlow:
+        """Flow between two scaled (h, w) uint8 frames reduced to ``request``'s per-box sums and background
+        grid. This default pools the dense field on the CPU (:func:`~pairedge.core.features.flowpool.pooled_reference`);
+        a fusing backend reduces on the device, so only N x 4 sums and the grid leave it."""
+        field = self.compute_scaled(prev_small, small)
+        return pooled_reference(field, request.boxes, self.scale, request.inset, request.grid_step)
 
     @abstractmethod
     def _flow(self, prev_small: np.ndarray, small: np.ndarray, out: np.ndarray) -> None:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 from pairedge.core.features.liang2026 import FARNEBACK_PARAMS, PilLuma
-from pairedge.runtime.flow.base import FlowBackend
+from pairedge.runtime.flow.base import FlowBackend, FlowOptions
 
 
 class FarnebackFlow(FlowBackend):
     """Farneback dense flow (pyramid scale 0.5, 3 levels, window 15, 3 iterations, poly_n 5, poly_sigma 1.2).
 
     Args:
-        scale: resize factor in (0, 1]; 1.0 (default) is what ``liang2026`` models were trained with, and
-            only 1.0 reproduces the released code's features.
+        options: :class:`FarnebackFlow.Options`, or None and its fields as keywords.
 
     Grayscale conversion (:meth:`to_gray`, called by :class:`~pairedge.runtime.flow.FlowStream`) is PIL's
     integer luma, bit-exact with the released code's ``Image.convert("L")`` and with
@@ -21,10 +22,22 @@ class FarnebackFlow(FlowBackend):
     pixels, enough to move the flow columns by up to 1e-4 relative).
     """
 
-    name = "farneback"
+    @dataclass(frozen=True, kw_only=True)
+    class Options(FlowOptions):
+        """Farneback options.
 
-    def __init__(self, scale: float = 1.0) -> None:
-        super().__init__(scale)
+        Attributes:
+            scale: resize factor in (0, 1]; 1.0 (default) is what ``liang2026`` models were trained with, and
+                only 1.0 reproduces the released code's features.
+        """
+
+        scale: float = 1.0
+
+    name = "farneback"
+    options: FarnebackFlow.Options
+
+    def __init__(self, options: FarnebackFlow.Options | None = None, *, scale: float | None = None) -> None:
+        super().__init__(options, scale=scale)
         self._params = dict(FARNEBACK_PARAMS)
         self._luma = PilLuma()
 

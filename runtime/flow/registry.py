@@ -3,18 +3,19 @@
 The table maps a name to ``"module:Class"``; nothing is imported until a backend is asked for, so a GPU
 backend (for example a CUDA kernel with fused per-box pooling) plugs in by adding one row and a module
 whose class reports through :meth:`FlowBackend.unavailable_reason` why it cannot run on a given machine.
+Options are typed: each backend's frozen ``Options`` dataclass (``DISFlow.Options(preset="fast", scale=0.5)``),
+passed as they are or built from keywords; no signature is inspected.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pairedge.core.errors import BackendError, InputError
+from pairedge.core.errors import BackendError
 from pairedge.runtime._registry import availability, load_registered
-from pairedge.runtime.flow.base import FlowBackend
+from pairedge.runtime.flow.base import FlowBackend, FlowOptions
 
 #: name -> "module:Class". Read-only; the first entry is the CPU default.
 FLOW_BACKENDS: Mapping[str, str] = MappingProxyType(
@@ -40,26 +41,23 @@ def available_flow_backends() -> dict[str, str | None]:
     return availability(FLOW_BACKENDS, lambda name: flow_backend_class(name).unavailable_reason())
 
 
-def get_flow_backend(name: str = "auto", **options: Any) -> FlowBackend:
+def get_flow_backend(name: str = "auto", options: FlowOptions | None = None, **given: Any) -> FlowBackend:
     """Create a flow backend by name.
 
     Args:
         name: a registered name ("dis", "farneback", ...) or "auto" for :data:`DEFAULT_FLOW_BACKEND`.
-        options: keyword arguments of that backend, e.g. ``preset="fast", scale=0.5`` for DIS.
+        options: that backend's ``Options`` (e.g. ``DISFlow.Options(preset="fast", scale=0.5)``; for a
+            pipeline's flow settings ``flow_backend_class(name).options_for(scale, preset)``), or None and
+            the options as keywords, e.g. ``preset="fast", scale=0.5`` for DIS.
 
     Raises:
-        InputError: unknown name or option. BackendError: the backend cannot run on this machine.
+        InputError: unknown name or option, options of another backend. BackendError: the backend cannot
+            run on this machine with these options (the CUDA one's ``api``: a GPU or the emulated device).
     """
     resolved = DEFAULT_FLOW_BACKEND if name == "auto" else name
     cls = flow_backend_class(resolved)
-    # a backend whose availability depends on an option (the CUDA one's ``api``: a GPU or the emulated
-    # device) takes that option in ``unavailable_reason`` too
-    asks = inspect.signature(cls.unavailable_reason).parameters
-    reason = cls.unavailable_reason(**{k: v for k, v in options.items() if k in asks})
+    checked = cls.make_options(options, **given)
+    reason = cls.unavailable_reason(checked)
     if reason is not None:
         raise BackendError(f"flow backend {resolved!r} is not available on this machine: {reason}")
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise InputError(f"flow backend {resolved!r}: unknown option(s) {unknown}; accepted: {accepted}")
-    return cls(**options)
+    return cls(checked)

@@ -8,10 +8,15 @@ it returns None and says why in :attr:`FlowStream.reason`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import cv2
 import numpy as np
 from pairedge.core.errors import InputError, PairedgeError
 from pairedge.runtime.flow.base import FlowBackend
+
+T = TypeVar("T")
 
 
 class FlowStream:
@@ -36,6 +41,11 @@ class FlowStream:
     def scale(self) -> float:
         return self.backend.scale
 
+    @property
+    def primed(self) -> bool:
+        """The stream holds a previous frame: the next push of a frame of the same size gives flow."""
+        return self._has_prev
+
     def reset(self) -> None:
         """Forget the previous frame (after a dropped frame or a cut)."""
         self._has_prev = False
@@ -51,6 +61,10 @@ class FlowStream:
             for the first frame, after :meth:`reset`, when the resolution changed, for a frame below the
             backend's minimum size after scaling, or when the backend failed (:attr:`reason` says which).
         """
+        return self._push(image, self.backend.compute_scaled)
+
+    def _push(self, image: np.ndarray, compute: Callable[[np.ndarray, np.ndarray], T]) -> T | None:
+        """Add a frame; ``compute(previous scaled frame, this scaled frame)`` when there is a previous one."""
         shape = (int(image.shape[0]), int(image.shape[1]))
         if shape != self._shape:
             self._allocate(shape)
@@ -64,7 +78,7 @@ class FlowStream:
             self.reason = "no previous frame: flow not available for this frame"
             return None
         try:
-            flow = self.backend.compute_scaled(self._slots[self._cur ^ 1], self._slots[self._cur])
+            flow = compute(self._slots[self._cur ^ 1], self._slots[self._cur])
         except PairedgeError as exc:  # defensive: sizes are checked above; the flow restarts next frame
             self._has_prev = False
             self.reason = f"flow failed ({type(exc).__name__}: {exc}); no flow for this frame"

@@ -16,7 +16,7 @@ from pairedge.core.errors import BackendError
 from pairedge.core.features.flowpool import pooled_reference
 from pairedge.runtime.flow.cuda import backend as cuda_backend
 from pairedge.runtime.flow.lk_reference import lk_flow
-from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest, flow_gpu_ms
+from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest
 
 EMULATION_REASON = emulation_skip_reason()
 pytestmark = pytest.mark.skipif(EMULATION_REASON is not None, reason=str(EMULATION_REASON))
@@ -57,7 +57,7 @@ def test_orchestration_computes_the_reference_bit_for_bit(devices, shape, graphs
     a, b = _pair(*shape)
     got = flow.compute_scaled(a, b).copy()
     np.testing.assert_array_equal(got, lk_flow(a, b, flow.params))  # no FMA, same operation order
-    assert flow.last_gpu_ms is not None and flow.emulated and flow_gpu_ms(flow) is None  # no fake GPU time
+    assert flow.last_gpu_ms is not None and flow.emulated and flow.gpu_ms() is None  # no fake GPU time
     assert devices[0].launches["median3"] == 2 * len(flow._levels)
     assert "EMULATED" in repr(flow) and flow.compile_info["device"] == "hip-cpu (emulated)"
     flow.close()

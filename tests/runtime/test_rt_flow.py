@@ -135,7 +135,7 @@ def test_stream_full_resolution_keeps_its_own_copy() -> None:
 
 def test_unavailable_backend_reason_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     cls = type(get_flow_backend("dis"))
-    monkeypatch.setattr(cls, "unavailable_reason", classmethod(lambda c: "no GPU"))
+    monkeypatch.setattr(cls, "unavailable_reason", classmethod(lambda c, options=None: "no GPU"))
     assert available_flow_backends()["dis"] == "no GPU"
     with pytest.raises(BackendError, match="no GPU"):
         get_flow_backend("dis")

@@ -12,7 +12,7 @@ from pairedge.core.features.flowpool import PooledFlow, check_pooled, pooled_ref
 from pairedge.core.types import Detections
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.flow.lk_reference import LKParams, box_sum, level_shapes, lk_flow, median3, pyramid
-from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest, fuses_pooling
+from pairedge.runtime.flow.pooling import PooledFlowStream, PoolRequest
 from rt_scenes import scene
 
 
@@ -106,7 +106,7 @@ def test_features_same_from_dense_and_pooled_reference_flow(ego):
 
 def test_pooled_stream_and_mismatched_boxes():
     backend = get_flow_backend("reference", scale=0.5, pooled=True)
-    assert fuses_pooling(backend) and not fuses_pooling(get_flow_backend("dis"))
+    assert backend.fuses_pooling and not get_flow_backend("dis").fuses_pooling
     stream = PooledFlowStream(backend)
     boxes = np.array([[10, 10, 30, 60], [300, 300, 10, 10]], np.float64)  # the second is outside the frame
     request = PoolRequest(boxes, (0.15, 0.05), 8)

@@ -17,6 +17,7 @@ report as GPU time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,11 +25,10 @@ from pairedge.core.errors import BackendError
 from pairedge.core.features.egomotion import grid_axes
 from pairedge.core.features.flowpool import PooledFlow, pool_rects
 from pairedge.gpu.cuda import Device, Kernel, open_device, unavailable_reason
-from pairedge.runtime.flow.base import FlowBackend, check_gray
+from pairedge.runtime.flow.base import FlowBackend, FlowOptions, PoolRequest, check_gray
 from pairedge.runtime.flow.cuda import KERNEL_FILES
 from pairedge.runtime.flow.cuda.kernels import FUNCTIONS, RULES, kernel_source
 from pairedge.runtime.flow.lk_reference import LKParams, level_shapes
-from pairedge.runtime.flow.pooling import PoolRequest
 
 B2 = (16, 16)  # 2-D block
 B1 = 256  # 1-D block (also the pooling block: a power of two <= 256, see pool.cu)
@@ -56,39 +56,58 @@ class CudaFlow(FlowBackend):
     """CUDA flow with fused pooling.
 
     Args:
-        scale: resize factor in (0, 1] (default 0.5).
-        params: algorithm parameters (those of the CPU reference, :class:`LKParams`).
-        device: CUDA device ordinal.
-        api: the CUDA layer's implementation (:mod:`pairedge.gpu.cuda`): "auto" (the emulated device when
-            ``PAIREDGE_CUDA_EMULATION=hip-cpu`` is set, else cuda-python, else pycuda), "cuda-python",
-            "pycuda" or "hip-cpu" (the emulated device: the kernels on the CPU through HIP-CPU).
-        pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.
-        graphs: replay each frame's uploads and flow kernels as one CUDA graph (cuda-python; captured on the
-            first frame of a size, about 130 launches become one; the emulated device records and replays
-            them); falls back to one launch per kernel.
+        options: :class:`CudaFlow.Options`, or None and its fields as keywords.
 
     Raises:
         BackendError: no GPU / driver, the kernels do not compile or load (a driver too old for them: the
             message says how to fix it). MissingDependencyError: neither cuda-python nor pycuda.
     """
 
+    @dataclass(frozen=True, kw_only=True)
+    class Options(FlowOptions):
+        """CUDA flow options.
+
+        Attributes:
+            scale: resize factor in (0, 1] (default 0.5).
+            params: algorithm parameters (those of the CPU reference; None: :class:`LKParams`' defaults).
+            device: CUDA device ordinal.
+            api: the CUDA layer's implementation (:mod:`pairedge.gpu.cuda`): "auto" (the emulated device when
+                ``PAIREDGE_CUDA_EMULATION=hip-cpu`` is set, else cuda-python, else pycuda), "cuda-python",
+                "pycuda" or "hip-cpu" (the emulated device: the kernels on the CPU through HIP-CPU).
+            pooled: when True (default) the runtime asks for pooled statistics instead of the dense field.
+            graphs: replay each frame's uploads and flow kernels as one CUDA graph (cuda-python; captured on
+                the first frame of a size, about 130 launches become one; the emulated device records and
+                replays them); falls back to one launch per kernel.
+        """
+
+        scale: float = 0.5
+        params: LKParams | None = None
+        device: int = 0
+        api: str = "auto"
+        pooled: bool = True
+        graphs: bool = True
+
     name = "cuda"
+    options: CudaFlow.Options
 
     def __init__(
         self,
-        scale: float = 0.5,
+        options: CudaFlow.Options | None = None,
+        *,
+        scale: float | None = None,
         params: LKParams | None = None,
-        device: int = 0,
-        api: str = "auto",
-        pooled: bool = True,
-        graphs: bool = True,
+        device: int | None = None,
+        api: str | None = None,
+        pooled: bool | None = None,
+        graphs: bool | None = None,
     ) -> None:
-        super().__init__(scale)
-        self.graphs = bool(graphs)
+        super().__init__(options, scale=scale, params=params, device=device, api=api, pooled=pooled, graphs=graphs)
+        opts = self.options
+        self.graphs = bool(opts.graphs)
         self._graphs: dict[tuple[int, bool], Any] = {}
-        self.params = params or LKParams()
-        self.fuses_pooling = bool(pooled)
-        self.api = open_device(api, device)
+        self.params = opts.params or LKParams()
+        self.fuses_pooling = bool(opts.pooled)
+        self.api = open_device(opts.api, opts.device)
         self.graphs = self.graphs and self.api.supports_graphs
         self._fn: dict[str, Kernel] = {}
         self.compile_info: dict[str, str] = {"device": self.api.kind + (" (emulated)" if self.emulated else "")}
@@ -103,6 +122,7 @@ class CudaFlow(FlowBackend):
             self.api.close()
             raise
         self._arena = self.api.mark()  # per-frame-size buffers are allocated after this point
+        #: Device time of the last call (CUDA events), ms; on the emulated device the CPU's emulation time.
         self.last_gpu_ms: float | None = None
         self._shape: tuple[int, int] | None = None
         self._levels: list[_Level] = []
@@ -115,9 +135,15 @@ class CudaFlow(FlowBackend):
         """True on the HIP-CPU emulated device: the flow is computed on the CPU, timings are not GPU ones."""
         return bool(self.api.emulated)
 
+    def gpu_ms(self) -> float | None:
+        """:attr:`last_gpu_ms` on a GPU; None on the emulated device (its events time the CPU's emulation)."""
+        return None if self.emulated or self.last_gpu_ms is None else float(self.last_gpu_ms)
+
     @classmethod
-    def unavailable_reason(cls, api: str = "auto") -> str | None:
-        """None when a device of ``api`` can run the flow here (a GPU, or the emulated device's toolchain)."""
+    def unavailable_reason(cls, options: FlowOptions | None = None) -> str | None:
+        """None when a device of ``options.api`` can run the flow here (a GPU, or the emulated device's
+        toolchain); None options: ``api="auto"``."""
+        api = options.api if isinstance(options, CudaFlow.Options) else "auto"
         return unavailable_reason(api)
 
     # ------------------------------------------------------------------------------------------ buffers
