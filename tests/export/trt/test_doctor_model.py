@@ -55,6 +55,10 @@ def test_engines_are_judged_against_this_machine(full_model_dir: Path) -> None:
     assert "this GPU is 7.2 (Xavier)" in str(xavier.reason) and "pairedge build" in str(xavier.reason)
     newer = option(inspect_model_folder(full_model_dir, gpu=LocalGpu("10.4.0.1", "Orin", "8.7")), "fp16", "tensorrt")
     assert "this machine runs 10.4.0.1" in str(newer.reason)
+    # engine rows are the table's engine files (pairedge.core.artefacts): a stray .engine is no option
+    (next(full_model_dir.glob("engines/*/")) / "stage1.bf16.engine").write_bytes(b"x")
+    engines = [o for o in inspect_model_folder(full_model_dir, gpu=ORIN).options if o.backend.startswith("tensorrt (")]
+    assert [o.precision for o in engines] == ["fp16"]
     # a corrupt engine is a broken file: reported, never deserialised, and the option does not run
     engine = next(full_model_dir.glob("engines/*/stage2.fp16.engine"))
     blob = bytearray(engine.read_bytes())
