@@ -392,13 +392,14 @@ def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple
 
 
 def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]:
-    """Agreement of every precision with fp32 on the report rows (stage 2 also on the gated ones)."""
+    """Agreement of every precision of ``models`` (precision -> ModelProto, in the report's order) with its
+    fp32 model on the report rows (stage 2 also on the gated ones)."""
     from pairedge.calibration.infer import agreement, logits, session
 
     stage, rows = plan.samples.stage, plan.report
     reference = logits(session(models["fp32"]), rows.X)
     out: dict[str, Any] = {}
-    for name in ("int8", "fp16"):
+    for name in (n for n in models if n != "fp32"):
         got = logits(session(models[name]), rows.X)
         out[name] = agreement(stage, reference, got, tau).to_dict()
         if stage == 2 and rows.gated is not None:

@@ -139,7 +139,7 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
 
     path = Path(folder).expanduser().absolute()
     if not path.is_dir():
-        raise ModelError(f"{folder}: not a model folder (expected a directory with stage1.onnx and stage2.onnx)")
+        raise ModelError(f"{folder}: not a model folder (expected a directory with {' and '.join(artefacts.stage_files())})")
     integrity, problems = _integrity(path)
     # a backend this machine lacks is one row ("all" precisions), not one per precision
     absent = {b: r for b in ORT_BACKENDS if (r := backend_class(b).unavailable_reason()) is not None}
@@ -264,8 +264,9 @@ def _engines(path: Path, gpu: LocalGpu | None) -> tuple[list[RunOption], list[st
     options: list[RunOption] = []
     problems: list[str] = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-        # the precisions of the table's engine files here (files it does not name are not engines of a stage)
-        found = {a.precision for e in sub.glob("*.engine") if (a := artefacts.find(e.name)) is not None}
+        # the precisions with an engine file of the table here (other files are no stage's engines)
+        found = [p for p in artefacts.PRECISIONS
+                 if any(os.path.lexists(sub / a.engine) for a in artefacts.stage_artefacts(p))]  # fmt: skip
         for precision in sorted(found):
             files = tuple(a.engine_path(sub.name) for a in artefacts.stage_artefacts(precision))
             reasons = [r for r in (_engine_reason(path, path / f, s, gpu, problems) for s, f in
