@@ -9,7 +9,6 @@ without a manifest (exports from before manifests existed, or two loose files) s
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,6 @@ from pairedge.runtime.backends.model import ModelFile, load_model
 from pairedge.runtime.config import PipelineConfig, check_confirm_s
 from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_backend
 
-DEFAULT_DIS_PRESET = "fast"
 #: The fp32 stage files, named in the messages of a folder that lacks them.
 _FP32 = " and ".join(stage_files("fp32"))
 
@@ -322,7 +320,5 @@ def make_flow_backend(
     if name == "auto":
         name = spec.flow_backend
     scale = config.flow.scale if config.flow.scale is not None else spec.default_flow_scale
-    options: dict[str, Any] = {"scale": scale}
-    if "preset" in inspect.signature(flow_backend_class(name).__init__).parameters:
-        options["preset"] = config.flow.preset or DEFAULT_DIS_PRESET
-    return get_flow_backend(name, **options)
+    # the backend's own typed options for these settings (DIS takes the preset, the others ignore it)
+    return get_flow_backend(name, flow_backend_class(name).options_for(scale, config.flow.preset))
