@@ -1,19 +1,23 @@
 """The streaming runtime a robot embeds: pipeline, flow backends, classifier backends.
 
->>> from pairedge.runtime import Pipeline
+>>> from pairedge.runtime import Deployment, Pipeline
 >>> with Pipeline.load("model_dir") as pipe:          # stage1.onnx + stage2.onnx
 ...     result = pipe.step(frame_bgr, detections, timestamp)
 ...     result.interactions, result.groups, result.timings_ms
+>>> with Deployment("model_dir", precision="int8", backend="auto").load() as pipe:  # the same, as one value
+...     ...
 
 Never imports torch; TensorRT / CUDA bindings are imported lazily by the backends that need them.
 """
 
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig, ValidationConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig
 from pairedge.runtime.types import Diagnostics, FrameResult, Group, Interaction
 
 __all__ = [
+    "Deployment",
     "Diagnostics",
     "FlowConfig",
     "FrameResult",

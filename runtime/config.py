@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 from pairedge.core.errors import InputError
@@ -98,7 +98,9 @@ class PipelineConfig:
             :mod:`pairedge.runtime.boxshape`): "auto" sets them to the model's training mean once the
             detector is seen to draw every box at one ratio (a sliding-window detector such as ACF or HOG,
             whose box shape says nothing about the person), "off" always uses them, "ignore" never does.
-        backend_options: options object of the classifier backend (e.g. ``OrtOptions``); None = defaults.
+        backend_options: the classifier backend's frozen options dataclass, its ``Backend.options_type``
+            (``OrtOptions`` for the ONNX Runtime backends, ``TensorRTOptions`` for ``tensorrt``); None = the
+            backend's defaults. An instance of another backend's type is refused when the backend is made.
     """
 
     tau_interact: float | None = None
@@ -113,7 +115,7 @@ class PipelineConfig:
     max_people: int | None = 100
     features: Mapping[str, Any] | None = None
     box_shape: str = "auto"
-    backend_options: Any = None
+    backend_options: object | None = None
 
     def __post_init__(self) -> None:
         if self.tracker not in ("auto", "always", "never"):
@@ -129,6 +131,12 @@ class PipelineConfig:
         point = self.operating_point
         if point is not None and (not isinstance(point, str) or not point.strip()):
             raise InputError(f"operating_point: expected a name ('auto', 'default' or the model's), got {point!r}")
+        options = self.backend_options
+        if options is not None and (isinstance(options, type) or not is_dataclass(options)):
+            raise InputError(
+                f"backend_options: expected the backend's options dataclass (OrtOptions, TensorRTOptions) or "
+                f"None, got {type(options).__name__}"
+            )
         cap = self.max_people
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 2):
             raise InputError(
@@ -142,7 +150,6 @@ MAX_CONFIRM_S = 60.0
 
 def check_confirm_s(value: object, where: str) -> float:
     """``value`` as a float in [0, :data:`MAX_CONFIRM_S`] seconds, else :class:`InputError` naming ``where``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or not 0.0 <= float(value) <= MAX_CONFIRM_S:  # NaN fails the comparison
-        raise InputError(f"{where}: expected seconds in [0, {MAX_CONFIRM_S:g}], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= MAX_CONFIRM_S:
+        raise InputError(f"{where}: expected seconds in [0, {MAX_CONFIRM_S:g}], got {value!r}")  # NaN too
     return float(value)

@@ -25,6 +25,7 @@ from pairedge.core.errors import BackendError
 from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
 from pairedge.runtime.sources import DetectionFile, FrameSource, read_detections
@@ -256,19 +257,18 @@ def run_stream(
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Options of :func:`run_files` (``pairedge run``).
+    """Options of :func:`run_files` (``pairedge run``) beside the :class:`Deployment` it runs.
 
     Attributes:
-        model: model directory (``stage1.onnx`` + ``stage2.onnx``); None = the bundled default model.
-        backend: classifier backend ("auto", "onnxruntime", ...).
-        flow: flow backend ("auto", "dis", "farneback", "none").
+        deployment: the model folder, precision, classifier backend and flow backend
+            (:class:`~pairedge.runtime.deployment.Deployment`); default: the bundled model at fp32, "auto"
+            backends.
         flow_preset: DIS preset; None = the default ("fast").
         flow_scale: flow resize factor; None = the feature spec's default.
         max_frames: stop after this many frames (None: the whole video).
         video: write the annotated video.
         fps: frame rate for timestamps; None = the video's (image folders: 30).
         tracker: "auto" (track detections without ids), "always" or "never".
-        precision: "fp32", "fp16" or "int8" model files of the folder (``pairedge calibrate`` makes them).
         max_people: at most this many detections per frame (the most confident); None = no cap.
         confirm_s: seconds a link must hold before it is reported; None = the model's (see
             :class:`PipelineConfig`).
@@ -278,21 +278,37 @@ class RunOptions:
         box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
     """
 
-    model: Path | None = None
-    backend: str = "auto"
-    flow: str = "auto"
+    deployment: Deployment = field(default_factory=Deployment)
     flow_preset: str | None = None
     flow_scale: float | None = None
     max_frames: int | None = None
     video: bool = True
     fps: float | None = None
     tracker: str = "auto"
-    precision: str = "fp32"
     max_people: int | None = 100
     confirm_s: float | None = None
     operating_point: str | None = None
     coast_frames: int | None = None
     box_shape: str = "auto"
+
+    # Read-only views of ``deployment`` for code written before it (pairedge.apps.ros.bag.run_log); new code
+    # reads ``options.deployment``.
+    @property
+    def model(self) -> Path:
+        """The resolved model folder (``deployment.folder``)."""
+        return self.deployment.folder
+
+    @property
+    def backend(self) -> str:
+        return self.deployment.backend
+
+    @property
+    def flow(self) -> str:
+        return self.deployment.flow
+
+    @property
+    def precision(self) -> str:
+        return self.deployment.precision
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -396,16 +412,14 @@ def run_files(
     source = video if isinstance(video, FrameSource) else FrameSource(video, options.fps)
     try:
         dets = read_detections(detections)
-        model = resolve_model(options.model)
+        deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
             raise BackendError(f"--out: expected a folder, got the existing file {folder}")
         folder.mkdir(parents=True, exist_ok=True)
-        with Pipeline.load(
-            model, options.backend, options.flow, options.pipeline_config(), precision=options.precision
-        ) as pipe:
+        with deployment.load(options.pipeline_config()) as pipe:
             header = {"source": str(source.path), "detections": str(dets.path), "fps": source.fps,
-                      "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
+                      "model": describe_model(deployment.folder), "pipeline": pipe.describe_start()}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}
             writer = open_video_writer(folder, "annotated", source.fps) if options.video else None
             if writer is not None:
@@ -421,7 +435,7 @@ def run_files(
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe) + stale_note(folder, stale),
+                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
                 error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
@@ -430,14 +444,16 @@ def run_files(
     return summary
 
 
-def pipeline_notes(pipe: Pipeline) -> list[str]:
-    """What the pipeline decided or met on its own that a user should know: which model ran, an unverified
-    model, the emulated CUDA device, operating-point switches (frame, new thresholds), a flow that never ran,
-    box shape ignored."""
-    notes = [f"model: {describe_model(pipe.models.stage1.path.parent)}"]
+def pipeline_notes(pipe: Pipeline, deployment: Deployment | None = None) -> list[str]:
+    """What the pipeline decided or met on its own that a user should know: which model ran (with
+    ``deployment``: :meth:`Deployment.describe`, else the model folder alone), an unverified model, the
+    emulated CUDA device, operating-point switches (frame, new thresholds), a flow that never ran, box shape
+    ignored."""
+    model = deployment.describe() if deployment is not None else describe_model(pipe.models.stage1.path.parent)
+    notes = [f"model: {model}"]
     if not pipe.models.verified:
         notes.append(pipe.models.integrity)
-    if getattr(pipe.flow, "emulated", False):
+    if pipe.flow is not None and pipe.flow.emulated:
         notes.append(
             "flow: the CUDA kernels ran on the EMULATED device (HIP-CPU on the CPU, PAIREDGE_CUDA_EMULATION="
             "hip-cpu): the results are the kernels' own, its times are CPU times, not GPU times"

@@ -32,11 +32,30 @@ class Backend(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: The frozen options dataclass this backend takes (``PipelineConfig.backend_options``, the ``options``
+    #: of :func:`~pairedge.runtime.backends.registry.get_backend`), e.g. ``OrtOptions``; None: not declared
+    #: (the backend checks what it is given itself).
+    options_type: ClassVar[type | None] = None
 
     def __init__(self, model: ModelFile) -> None:
         self.model = model
         self._active = False
         self._empty = np.zeros((0, model.num_classes), np.float32)
+
+    @classmethod
+    def check_options(cls, options: object | None) -> object | None:
+        """``options`` when it is None (the defaults) or an instance of :attr:`options_type`.
+
+        Raises:
+            InputError: options of another type (another backend's, a dict, ...), naming the expected one.
+        """
+        expected = cls.options_type
+        if options is None or expected is None or isinstance(options, expected):
+            return options
+        raise InputError(
+            f"classifier backend {cls.name or cls.__name__!r}: expected options of type {expected.__name__} "
+            f"({expected.__module__}), got {type(options).__name__}; pass {expected.__name__}(...) or None"
+        )
 
     # -- availability -------------------------------------------------------------------------------------
     @classmethod

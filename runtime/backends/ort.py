@@ -84,11 +84,13 @@ class OnnxRuntimeBackend(Backend):
     """
 
     name = "onnxruntime"
+    options_type = OrtOptions
     #: The provider that must be present; later entries are fallbacks for unsupported operators.
     providers: ClassVar[tuple[str, ...]] = ("CPUExecutionProvider",)
 
     def __init__(self, model: ModelFile, options: OrtOptions | None = None) -> None:
         super().__init__(model)
+        self.check_options(options)
         self.options = options or OrtOptions()
         self._session: Any = None
         self._binding: Any = None

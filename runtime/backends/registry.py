@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
@@ -75,21 +74,24 @@ def resolve_backend_name(name: str = "auto") -> str:
     raise BackendError(f"no classifier backend can run here: {reasons}")
 
 
-def get_backend(name: str, model: ModelFile | str | Path, options: Any = None) -> Backend:
+def get_backend(name: str, model: ModelFile | str | Path, options: object | None = None) -> Backend:
     """Create (not activate) a classifier backend.
 
     Args:
         name: a registered name, an alias (:data:`ALIASES`) or "auto".
         model: a :class:`ModelFile` or the path of an .onnx file (checked with :func:`load_model`).
-        options: the backend's options dataclass (e.g. :class:`~pairedge.runtime.backends.ort.OrtOptions`).
+        options: the backend's options dataclass, its :attr:`Backend.options_type` (e.g.
+            :class:`~pairedge.runtime.backends.ort.OrtOptions` for the ONNX Runtime backends); None: defaults.
 
     Raises:
-        InputError: unknown name. BackendError: not available on this machine. ModelError: bad model.
+        InputError: unknown name, or options of another type. BackendError: not available on this machine.
+        ModelError: bad model.
     """
     resolved = resolve_backend_name(name)
     cls = backend_class(resolved)
     reason = cls.unavailable_reason()
     if reason is not None:
         raise BackendError(f"classifier backend {resolved!r} is not available on this machine: {reason}")
+    cls.check_options(options)  # before the model file is read: a wrong options type is one line
     model_file = model if isinstance(model, ModelFile) else load_model(model)
     return cls(model_file, options) if options is not None else cls(model_file)

@@ -32,6 +32,7 @@ import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.labels import PAPER3, SIM7
 from pairedge.core.metrics.report import ScoreReport
+from pairedge.runtime.deployment import Deployment
 
 TOGETHER = frozenset(PAPER3.classes)
 #: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held out).
@@ -79,6 +80,11 @@ class DemoOptions:
             raise InputError(f"demo boxes: expected 'detections' or 'truth', got {self.boxes!r}")
         if self.frames < 2:
             raise InputError(f"demo frames: expected at least 2, got {self.frames}")
+
+    def deployment(self) -> Deployment:
+        """What the demo runs: ``model`` (the bundled one by default) at fp32 on ONNX Runtime CPU, with the
+        model's own flow backend (the demo promises a CPU run; no backend option)."""
+        return Deployment(self.model, backend="onnxruntime")
 
 
 @dataclass(frozen=True)
@@ -261,7 +267,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         ModelError: the bundled model is missing (or ``options.model`` is not a valid model folder).
         InputError: bad options (unknown preset, ...).
     """
-    from pairedge.runtime.run import remove_stale_outputs, resolve_model, stale_note
+    from pairedge.runtime.run import remove_stale_outputs, stale_note
 
     start = time.perf_counter()
     options = options or DemoOptions()
@@ -269,8 +275,8 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out: expected a folder, got the existing file {folder}; choose another")
     folder.mkdir(parents=True, exist_ok=True)
-    model = resolve_model(options.model)
-    scene = scene_info(options, model)
+    deployment = options.deployment()
+    scene = scene_info(options, deployment.folder)
     earlier = remove_stale_outputs(folder, DEMO_OUTPUTS, ())
     stream = _SceneStream(options, folder)
     wanted = set(example_frames(options.frames, options.examples))
@@ -283,7 +289,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         if on_frame is not None:
             on_frame(result)
 
-    stats, labels, describe, files, pipe_notes = _run(model, scene, folder, stream, collect)
+    stats, labels, describe, files, pipe_notes = _run(deployment, scene, folder, stream, collect)
     notes = [f"boxes: {options.boxes}", *pipe_notes]
     report, passed = _score(folder, labels, notes, scene)
     if report is not None:
@@ -303,23 +309,25 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
 
 
 def _run(
-    model: Path, scene: SceneInfo, folder: Path, stream: _SceneStream, collect: Any
+    deployment: Deployment, scene: SceneInfo, folder: Path, stream: _SceneStream, collect: Any
 ) -> tuple[Any, tuple[str, ...], dict[str, Any], dict[str, str], list[str]]:
-    """Run the bundled model on ONNX Runtime CPU over the scene; (stats, labels, describe, files, notes).
+    """Run the deployment (:meth:`DemoOptions.deployment`) over the scene; (stats, labels, describe, files,
+    notes).
 
     ``notes``: what the pipeline decided a user should know (:func:`pairedge.runtime.run.pipeline_notes`:
     an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
     from pairedge.core.bundled import describe_model
-    from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
+    from pairedge.runtime import FlowConfig, PipelineConfig
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import open_video_writer, pipeline_notes, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
     options = stream.options
     config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
-    with Pipeline.load(model, backend="onnxruntime", config=config) as pipe:
+    with deployment.load(config) as pipe:
         header = {"source": f"simulator preset {scene.preset} seed {scene.seed}", "boxes": scene.boxes,
-                  "scene": scene.to_dict(), "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
+                  "scene": scene.to_dict(), "model": describe_model(deployment.folder),
+                  "pipeline": pipe.describe_start()}  # fmt: skip
         writer = open_video_writer(folder, "demo", stream.scene.fps) if options.video else None
         try:
             with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:
@@ -332,7 +340,7 @@ def _run(
             files["video"] = str(writer.path)
         files["gt_sim7"] = str(folder / "pairs_gt.jsonl")
         files["gt_paper3"] = str(folder / "pairs_gt_paper3.jsonl")
-        return stats, pipe.labels, pipe.describe(), files, pipeline_notes(pipe)
+        return stats, pipe.labels, pipe.describe(), files, pipeline_notes(pipe, deployment)
 
 
 def _score(

@@ -245,13 +245,14 @@ def test_manifest_is_readable_by_others(folder: Path) -> None:
 def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
     """`pairedge run` (run_files) says when a model folder has no manifest, and records the check."""
     from pairedge.core.sim.output import write_scene
+    from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.run import RunOptions, run_files
 
     files = write_scene("static", 3, 4, tmp_path / "sim")
     model = tmp_path / "model"
     write_toy_model(model / "stage1.onnx", 1, spec_name="pairedge", seed=1)
     write_toy_model(model / "stage2.onnx", 2, spec_name="pairedge", seed=2)
-    options = RunOptions(model=model, video=False)
+    options = RunOptions(Deployment(model), video=False)
     run = run_files(
         tmp_path / "sim" / files.video, tmp_path / "sim" / "gt" / "gt.txt", tmp_path / "a", options
     )

@@ -139,10 +139,11 @@ def reference_rows(model: Path, sources: Sequence[Any], frames: int | None,
     """fp32 ONNX Runtime CPU replay of every source through the streaming pipeline (``frames`` per source)."""
     from pairedge.compare.parity.build import pair_truth
     from pairedge.compare.parity.pack import PairRows
-    from pairedge.compare.parity.replay import load_pipeline, replay
+    from pairedge.compare.parity.replay import replay
+    from pairedge.runtime.deployment import Deployment
 
     parts, inter, label, taus, names = [], [], [], [], []
-    with load_pipeline(model, backend="onnxruntime") as pipe:
+    with Deployment(model, backend="onnxruntime").load() as pipe:
         for src in sources:
             progress(f"reference: fp32 pipeline on {src.name}")
             truths: list[Any] = []

@@ -39,7 +39,9 @@ from pairedge.apps.bench.measure import (
     pipeline_fps,
 )
 from pairedge.compare.parity.report import json_safe
+from pairedge.core.artefacts import PRECISIONS, check_precision, stage_files
 from pairedge.core.errors import BackendError, InputError, ModelError
+from pairedge.runtime.deployment import Deployment
 
 #: Held-out scenes: seeds 2000+ are used by no training recipe (0-11) and no calibration set.
 DEFAULT_DATA = "sim:static+moving+noisy:seeds=2000:frames=150"
@@ -50,7 +52,7 @@ Progress = Callable[[str], None]
 class BenchOptions:
     """What to measure. ``backends`` are registry names or aliases (``pairedge.runtime.backends.ALIASES``)."""
 
-    precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
+    precisions: tuple[str, ...] = PRECISIONS
     backends: tuple[str, ...] = ("onnxruntime",)
     data: str = DEFAULT_DATA
     frames: int | None = None
@@ -142,14 +144,13 @@ def check_options(opts: BenchOptions) -> tuple[BenchOptions, list[Any]]:
     from dataclasses import replace
 
     from pairedge.apps.evaluation.sources import parse_sources
-    from pairedge.runtime.loading import stage_file_names
 
     if not opts.backends:
         raise InputError("--backends: expected at least one classifier backend, e.g. onnxruntime")
     backends = _unique(resolve_backend(b) for b in opts.backends)
     precisions = _unique(p.strip().lower() for p in opts.precisions)
     for p in precisions:
-        stage_file_names(p)  # an unknown precision: one line naming the accepted ones
+        check_precision(p)  # an unknown precision: one line naming the accepted ones
     if "fp32" not in precisions:
         raise InputError("--precisions must include fp32: the gate and the agreement are measured against it")
     sources = parse_sources(opts.data, frames=opts.frames)  # simulator work bounded (pairedge.core.limits)
@@ -183,6 +184,11 @@ def run_bench(
                        memory)  # fmt: skip
 
 
+def variants(folder: Path, opts: BenchOptions) -> list[Deployment]:
+    """Every backend x precision of ``opts`` on ``folder`` (backend-major, the order of the rows)."""
+    return [Deployment(folder, precision=p, backend=b) for b in opts.backends for p in opts.precisions]
+
+
 def _measure_all(folder: Path, reference: Reference, opts: BenchOptions,
                  say: Progress) -> tuple[list[BenchRow], float | None]:  # fmt: skip
     """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; with the GPU
@@ -194,12 +200,11 @@ def _measure_all(folder: Path, reference: Reference, opts: BenchOptions,
     gpu_mib = None
     ref = reference.rows
     with ExitStack() as stack:
-        for b in opts.backends:
-            for p in opts.precisions:
-                row, pipe = _open(folder, b, p, reference, opts.gate, say)
-                rows.append(row)
-                if pipe is not None:
-                    pipes.append((row, stack.enter_context(pipe)))
+        for deployment in variants(folder, opts):
+            row, pipe = _open(deployment, reference, opts.gate, say)
+            rows.append(row)
+            if pipe is not None:
+                pipes.append((row, stack.enter_context(pipe)))
         live = [r for r, _ in pipes]
         if live:
             say(f"classifier latency, {len(live)} variant(s) interleaved")
@@ -219,14 +224,13 @@ def _measure_all(folder: Path, reference: Reference, opts: BenchOptions,
     return rows, gpu_mib
 
 
-def _open(folder: Path, backend: str, precision: str, reference: Reference, gate: Gate,
-          say: Progress) -> tuple[BenchRow, Any]:  # fmt: skip
+def _open(deployment: Deployment, reference: Reference, gate: Gate, say: Progress) -> tuple[BenchRow, Any]:
     """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
-    from pairedge.compare.parity.replay import load_pipeline, model_only_logits
-    from pairedge.runtime.loading import stage_file_names
+    from pairedge.compare.parity.replay import model_only_logits
 
+    folder, backend, precision = deployment.folder, deployment.backend, deployment.precision
     row = BenchRow(backend, precision, "ok")
-    files = [folder / n for n in stage_file_names(precision)]
+    files = [folder / n for n in stage_files(precision)]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         row.status, row.reason = (
@@ -237,7 +241,7 @@ def _open(folder: Path, backend: str, precision: str, reference: Reference, gate
     row.size_bytes = sum(f.stat().st_size for f in files)
     say(f"{backend} {precision}: accuracy and agreement")
     try:
-        pipe = load_pipeline(folder, precision=precision, backend=backend)
+        pipe = deployment.load()
     except BackendError as exc:
         row.status, row.reason = "unavailable", str(exc)
         return row, None

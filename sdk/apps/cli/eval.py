@@ -57,18 +57,16 @@ def eval_command(
     from pairedge.apps.evaluation.fleet_eval import evaluate_many
     from pairedge.apps.evaluation.report import summary_table, write_eval
     from pairedge.apps.evaluation.sources import parse_sources
-    from pairedge.core.bundled import describe_model, resolve_model_dir
+    from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.loading import find_models
 
-    folder = resolve_model_dir(str(model))
-    find_models(folder, precision)  # a wrong model folder: one line now, not once per source after the work
+    deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
+    find_models(deployment.folder, deployment.precision)  # a wrong model folder: one line now, not once per source
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
-    console.print(f"model: {escape(describe_model(folder))}, precision {escape(precision)}", highlight=False,
-                  soft_wrap=True)  # fmt: skip
+    console.print(f"model: {escape(deployment.describe())}", highlight=False, soft_wrap=True)
     with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
-        result = evaluate_many(folder, sources, precision=precision, backend=backend, flow=flow, max_frames=frames,
-                               executor=executor, address=address, workers=workers,
-                               on_done=lambda _: advance())  # fmt: skip
+        result = evaluate_many(deployment, sources, max_frames=frames, executor=executor, address=address,
+                               workers=workers, on_done=lambda _: advance())  # fmt: skip
     failures = result.failures
     if result.report is None:
         raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")

@@ -83,7 +83,8 @@ def pack_command(
     """
     from pairedge.compare.parity.build import build_pack
     from pairedge.core import limits
-    from pairedge.core.bundled import describe_model, resolve_model_dir
+    from pairedge.core.bundled import describe_model
+    from pairedge.runtime.deployment import Deployment
 
     limits.check_sim_work(1, start + frames, "--start + --frames")  # before any clip is opened or model loaded
     given = [x for x in (scene, video, cad, log) if x is not None]
@@ -93,11 +94,13 @@ def pack_command(
         raise fail("--detections goes with --video; a --scene, --log or --cad clip brings its own")
     if video is None and log is None and gold is not None:
         raise fail("--gold goes with --video or --log; a --scene or --cad clip brings its own truth")
-    folder = resolve_model_dir(str(model))
+    reference = Deployment(str(model), backend=backend, flow=flow)  # the fp32 files: a pack's reference
+    folder = reference.folder
     source = _clip_source(scene, video, detections, gold, cad, log, start + frames, boxes.value)
     with stage_progress(f"packing {printable(source.name)}", start + frames) as advance:
-        pack = build_pack(folder, source, out, frames=frames, backend=backend, flow=flow, on_frame=advance,
-                          start=start, box_shape=box_shape.value, operating_point=operating_point)  # fmt: skip
+        pack = build_pack(folder, source, out, frames=frames, backend=reference.backend, flow=reference.flow,
+                          on_frame=advance, start=start, box_shape=box_shape.value,
+                          operating_point=operating_point)  # fmt: skip
     size = out.stat().st_size / 1e6
     where = f"frames {start}-{start + pack.num_frames - 1}" if start else f"{pack.num_frames} frames"
     console.print(
@@ -156,18 +159,16 @@ def check_command(
 ) -> None:
     """Replay the pack through this device's pipeline; PASS (exit 0) or FAIL (exit 1) over four levels."""
     from pairedge.compare.parity import CheckOptions, check_pack, load_pack
-    from pairedge.core.bundled import resolve_model_dir
+    from pairedge.runtime.deployment import Deployment
 
     tol = read_tolerances(tolerances)  # before the pack: a bad option costs nothing
-    folder = resolve_model_dir(str(model))
+    deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
     pk = load_pack(pack)
-    options = CheckOptions(
-        backend=backend, flow=flow, precision=precision, model_only=model_only, tolerances=tol
-    )
+    options = CheckOptions(model_only=model_only, tolerances=tol)
     with stage_progress(
         f"replaying {printable(pack.name)}", None if model_only else pk.num_frames
     ) as advance:
-        report = check_pack(pk, folder, options, on_frame=advance)
+        report = check_pack(pk, deployment, options, on_frame=advance)
     if json_out is not None:
         report.write_json(json_out)
     if md_out is not None:

@@ -152,6 +152,7 @@ def run(
     says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
     """
     from pairedge.core.errors import FormatError
+    from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.memory import tune_allocator
     from pairedge.runtime.run import RunOptions, run_files
     from pairedge.runtime.sources import FrameSource
@@ -161,8 +162,8 @@ def run(
                           "log (a rosbag2 folder, an .mcap or .db3 file)")  # fmt: skip
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = RunOptions(
-        model=model, backend=backend, flow=flow, flow_preset=flow_preset, flow_scale=flow_scale,
-        max_frames=max_frames, video=not no_video, fps=fps, precision=precision, max_people=max_people,
+        deployment=Deployment(model, precision=precision, backend=backend, flow=flow), flow_preset=flow_preset,
+        flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
         box_shape=box_shape.value,
     )  # fmt: skip

@@ -22,6 +22,8 @@ from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise import metrics_from_confusion
 from pairedge.core.metrics.pairwise_groups import DetectionScore
 from pairedge.core.metrics.pairwise_report import scored_accuracy
+from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.deployment import Deployment
 
 _STAGES = ("flow", "features", "stage1", "stage2", "total")
 
@@ -31,7 +33,9 @@ class EvalReport:
     """Counts and settings of one evaluation (one source, or several pooled).
 
     Attributes:
-        model, precision, backend, flow: what ran. labels: (C,) stage-2 class names.
+        model, precision, backend, flow: what ran (the model folder and precision of the
+            :class:`~pairedge.runtime.deployment.Deployment`, the backends the pipeline resolved).
+            labels: (C,) stage-2 class names.
         sources: the source names. frames: frames processed. pairs: pair-frames scored by stage 1.
         confusion: (C, C) int64 rows = truth; missing: (C,) true interacting pairs without a prediction.
         stage1: TP / FP / FN of interacting pairs. group_activity: {"scored", "correct"} or None.
@@ -101,29 +105,31 @@ def _json_floats(values: dict[str, float]) -> dict[str, float | None]:
 
 
 def evaluate(
-    model: str | Path,
+    deployment: Deployment | str | Path,
     source: StreamSource | str,
     *,
-    precision: str = "fp32",
-    backend: str = "auto",
-    flow: str = "auto",
     max_frames: int | None = None,
     on_frame: Callable[[], None] | None = None,
-    config: Any = None,
+    config: PipelineConfig | None = None,
 ) -> EvalReport:
-    """Evaluate ``model`` on ONE source (a :class:`StreamSource`, or text that names exactly one).
+    """Evaluate a deployment on ONE source (a :class:`StreamSource`, or text that names exactly one).
 
-    ``config``: a :class:`~pairedge.runtime.config.PipelineConfig` for the pipeline (None: the defaults).
+    Args:
+        deployment: the model folder, precision and backends
+            (:class:`~pairedge.runtime.deployment.Deployment`); a folder path alone runs it at fp32 on the
+            "auto" backends.
+        config: a :class:`~pairedge.runtime.config.PipelineConfig` for the pipeline (None: the defaults).
 
     Raises:
         InputError: the text names several sources (evaluate each, then :func:`pool`).
         ModelError, BackendError, FormatError: from the model, the backends and the source.
     """
-    from pairedge.compare.parity.replay import load_pipeline
     from pairedge.core.metrics.pairwise import score_files
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import run_stream
 
+    if not isinstance(deployment, Deployment):
+        deployment = Deployment(deployment)
     if isinstance(source, str):
         found = parse_sources(source)
         if len(found) != 1:
@@ -132,8 +138,7 @@ def evaluate(
             )
         source = found[0]
     notes: list[str] = []
-    with load_pipeline(model, precision=precision, backend=backend, flow=flow, config=config) as pipe, \
-            tempfile.TemporaryDirectory() as tmp:  # fmt: skip
+    with deployment.load(config) as pipe, tempfile.TemporaryDirectory() as tmp:
         labels = pipe.labels
         gold_lines: list[dict[str, Any]] = []
         if source.box_only and pipe.flow is not None:
@@ -161,7 +166,8 @@ def evaluate(
         notes.append(f"{source.name}: no ground truth; only run statistics")
     c = len(labels)
     report = EvalReport(
-        model=str(model), precision=precision, backend=str(describe["stage1"]), flow=str(describe["flow"]),
+        model=str(deployment.folder), precision=deployment.precision, backend=str(describe["stage1"]),
+        flow=str(describe["flow"]),
         labels=tuple(labels), sources=(source.name,), frames=run.frames, pairs=run.pairs,
         confusion=counts["confusion"] if counts else np.zeros((c, c), np.int64),
         missing=counts["missing"] if counts else np.zeros(c, np.int64),

@@ -17,25 +17,21 @@ from pairedge.apps.evaluation.evaluate import EvalReport, evaluate, pool
 from pairedge.apps.evaluation.sources import StreamSource
 from pairedge.apps.fleet import Outcome, run_tasks
 from pairedge.core.errors import InputError
+from pairedge.runtime.deployment import Deployment
 
 
 @dataclass(frozen=True)
 class EvalTask:
     """Everything one worker needs to evaluate one source (plain, picklable values)."""
 
-    model: str
+    deployment: Deployment
     source: StreamSource
-    precision: str = "fp32"
-    backend: str = "auto"
-    flow: str = "auto"
     max_frames: int | None = None
 
 
 def evaluate_task(task: EvalTask) -> dict[str, Any]:
     """Evaluate one source; the report as a dict (module level, so Ray ships it by reference)."""
-    report = evaluate(task.model, task.source, precision=task.precision, backend=task.backend, flow=task.flow,
-                      max_frames=task.max_frames)  # fmt: skip
-    return report.to_dict()
+    return evaluate(task.deployment, task.source, max_frames=task.max_frames).to_dict()
 
 
 @dataclass(frozen=True)
@@ -52,26 +48,26 @@ class FleetResult:
 
 
 def evaluate_many(
-    model: str | Path,
+    deployment: Deployment | str | Path,
     sources: Sequence[StreamSource],
     *,
-    precision: str = "fp32",
-    backend: str = "auto",
-    flow: str = "auto",
     max_frames: int | None = None,
     executor: str = "local",
     address: str | None = None,
     workers: int | None = None,
     on_done: Callable[[Outcome[dict[str, Any]]], None] | None = None,
 ) -> FleetResult:
-    """Evaluate ``model`` on every source (one task each) and pool the reports.
+    """Evaluate a deployment (:func:`evaluate`: a folder path alone runs at fp32 on the "auto" backends) on
+    every source (one task each) and pool the reports.
 
     Raises:
         InputError: no sources; MissingDependencyError: Ray requested but not installed.
     """
     if not sources:
         raise InputError("nothing to evaluate: no sources")
-    tasks = [EvalTask(str(model), s, precision, backend, flow, max_frames) for s in sources]
+    if not isinstance(deployment, Deployment):
+        deployment = Deployment(deployment)
+    tasks = [EvalTask(deployment, s, max_frames) for s in sources]
     outcomes = run_tasks(evaluate_task, tasks, [s.name for s in sources], executor=executor, address=address,
                          workers=workers, on_done=on_done)  # fmt: skip
     reports = [EvalReport.from_dict(o.value) for o in outcomes if o.ok and o.value is not None]

@@ -46,15 +46,15 @@ def build_node(rclpy: Any) -> Any:
     class PairedgeNode(Node):  # type: ignore[misc]
         def __init__(self) -> None:
             super().__init__("pairedge")
-            from pairedge.runtime.pipeline import Pipeline
-            from pairedge.runtime.run import resolve_model
+            from pairedge.runtime.deployment import Deployment
 
             p = {name: self.declare_parameter(name, default).value for name, default in (
                 ("image_topic", "/camera/image_raw"), ("detections_topic", "/detections"), ("model", ""),
                 ("backend", "auto"), ("flow", "auto"), ("tolerance", 0.01), ("classes", ""),
                 ("compressed", False))}  # fmt: skip
             classes = frozenset(c.strip() for c in str(p["classes"]).split(",") if c.strip()) or None
-            self.pipe = Pipeline.load(resolve_model(p["model"] or None), p["backend"], p["flow"])
+            self.deployment = Deployment(p["model"] or None, backend=p["backend"], flow=p["flow"])
+            self.pipe = self.deployment.load()
             self.store = make_typestore()
             self.runner = RosRunner(self.pipe, self.store, tolerance_s=float(p["tolerance"]), classes=classes)
             self.results = self.create_publisher(String, RESULTS_TOPIC, 10)

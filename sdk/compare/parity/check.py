@@ -6,7 +6,7 @@ Runs on the robot: numpy, OpenCV and the deployed backends only (no torch, no tr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,14 @@ from pairedge.compare.parity.replay import (
     ReplayItem,
     StreamStart,
     flow_description,
-    load_pipeline,
     model_only_logits,
     replay,
 )
 from pairedge.compare.parity.report import ParityReport
 from pairedge.core.bundled import describe_model
-from pairedge.runtime.config import PipelineConfig, SmoothingConfig
+from pairedge.core.errors import InputError
+from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.pipeline import Pipeline, interact_probability
 
 
@@ -43,9 +44,10 @@ class CheckOptions:
     """Options of :func:`check_pack`.
 
     Attributes:
-        backend: classifier backend registry name ("auto", "onnxruntime", "tensorrt", ...).
-        flow: flow backend registry name; "auto" = the flow backend the pack's reference used.
-        precision: "fp32", "fp16", "int8" (files of the model folder); the logit tolerance follows it.
+        backend, flow, precision: the candidate's classifier backend, flow backend and precision when
+            :func:`check_pack` is given a model folder (given a :class:`Deployment`, leave them at their
+            defaults: it names all three). ``flow`` "auto" = the flow backend the pack's reference used; the
+            logit tolerance follows the precision.
         model_only: features from the pack, no frames, no flow (levels 2-4 and the definition check of 1).
         tolerances: the pass thresholds.
     """
@@ -56,14 +58,34 @@ class CheckOptions:
     model_only: bool = False
     tolerances: Tolerances = Tolerances()
 
+    def candidate(self, model: str | Path | Deployment) -> Deployment:
+        """The deployment to check: ``model`` itself when it is a :class:`Deployment`, else that folder with
+        these options' precision and backends.
+
+        Raises:
+            InputError: a Deployment and backend / flow / precision options besides it (said twice), or an
+                unknown precision or backend name.
+        """
+        if not isinstance(model, Deployment):
+            return Deployment(model, precision=self.precision, backend=self.backend, flow=self.flow)
+        if (self.backend, self.flow, self.precision) != ("auto", "auto", "fp32"):
+            raise InputError(
+                "check_pack: the Deployment names the backends and the precision; leave CheckOptions' backend, "
+                "flow and precision at their defaults"
+            )
+        return model
+
 
 def check_pack(
     pack: str | Path | ParityPack,
-    model: str | Path,
+    model: str | Path | Deployment,
     options: CheckOptions | None = None,
     on_frame: Callable[[], None] | None = None,
 ) -> ParityReport:
-    """Check ``model`` (a deployed model folder) against ``pack``.
+    """Check a deployed model against ``pack``.
+
+    ``model``: the :class:`Deployment` (model folder, precision, backends; flow "auto" = the flow backend
+    of the pack's reference), or a model folder with the precision and backends of ``options``.
 
     A candidate that is neither the pack's model nor derived from it (``relation`` "unverified": other
     files, no recorded fp32 source) is compared but never passes (:attr:`ParityReport.passed`).
@@ -74,20 +96,16 @@ def check_pack(
     """
     opts = options or CheckOptions()
     pk = pack if isinstance(pack, ParityPack) else load_pack(pack)
-    ref_flow = pk.reference.get("flow", {})
-    flow, preset, scale = opts.flow, None, None
-    if flow == "auto" and ref_flow.get("name") not in (None, "none"):
-        flow, preset, scale = ref_flow["name"], ref_flow.get("preset"), ref_flow.get("scale")
-    config = reference_config(pk.reference)
-    with load_pipeline(model, precision=opts.precision, backend=opts.backend, flow=flow, config=config,
-                       flow_preset=preset, flow_scale=scale) as pipe:  # fmt: skip
+    deployment = opts.candidate(model)
+    deployment, config = reference_flow(deployment, pk.reference, reference_config(pk.reference))
+    with deployment.load(config) as pipe:
         rel, rel_note = relation(pk.identity, pipe.models)
         cand_id = model_identity(pipe.models, pipe.feature_config)
-        precision = getattr(pipe.models, "precision", opts.precision)
+        precision = pipe.models.precision
         levels = _levels(pk, pipe, cand_id, precision, opts, on_frame)
-        candidate = {"model": str(Path(model).expanduser()), "name": describe_model(Path(model).expanduser()),
+        candidate = {"model": str(deployment.folder), "name": describe_model(deployment.folder),
                      "precision": precision, "relation": rel,
-                     "identity_note": rel_note, "integrity": getattr(pipe.models, "integrity", ""),
+                     "identity_note": rel_note, "integrity": pipe.models.integrity,
                      "pipeline": pipe.describe(), "flow": flow_description(pipe)}  # fmt: skip
     return ParityReport(
         pack={
@@ -103,6 +121,20 @@ def check_pack(
         levels=tuple(levels),
         tolerances=opts.tolerances.to_dict(),
     )
+
+
+def reference_flow(
+    deployment: Deployment, reference: dict[str, Any], config: PipelineConfig
+) -> tuple[Deployment, PipelineConfig]:
+    """A candidate with flow "auto" runs the flow backend the pack's reference ran (its name, preset and
+    scale); any other flow, or a reference without flow, leaves both as they are."""
+    ref_flow = reference.get("flow", {})
+    if deployment.flow != "auto" or ref_flow.get("name") in (None, "none"):
+        return deployment, config
+    preset, scale = ref_flow.get("preset"), ref_flow.get("scale")
+    flow = FlowConfig(backend=config.flow.backend, preset=preset or config.flow.preset,
+                      scale=scale if scale is not None else config.flow.scale)  # fmt: skip
+    return replace(deployment, flow=ref_flow["name"]), replace(config, flow=flow)
 
 
 def reference_config(reference: dict[str, Any]) -> PipelineConfig:

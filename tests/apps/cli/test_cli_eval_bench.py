@@ -13,6 +13,7 @@ import pytest
 from pairedge.apps.cli import app
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import InputError
+from pairedge.runtime.deployment import Deployment
 from parity_helpers import box_only_toy
 from typer.testing import CliRunner
 
@@ -40,7 +41,7 @@ def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
     from pairedge.runtime import Pipeline
     from pairedge.runtime.output import JsonlWriter
 
-    report = evaluate(default_model_dir(), SCENE, backend="onnxruntime")
+    report = evaluate(Deployment(default_model_dir(), backend="onnxruntime"), SCENE)
     gold = [json.dumps({"labels": list(PAPER3.classes)})]
     with (
         Pipeline.load(default_model_dir(), "onnxruntime") as pipe,
@@ -382,7 +383,7 @@ def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: 
 
     from pairedge.runtime import PipelineConfig
 
-    report = evaluate(default_model_dir(), "sim:moving:seeds=2000:frames=5", backend="onnxruntime",
+    report = evaluate(Deployment(default_model_dir(), backend="onnxruntime"), "sim:moving:seeds=2000:frames=5",
                       config=PipelineConfig(confirm_s=0.0))  # 5 frames: report links at once  # fmt: skip
     assert report.has_truth and not any("no ground truth" in n for n in report.notes)
     assert report.stage1["tp"] == report.stage1["fn"] == 0 and report.stage1["fp"] > 0

@@ -13,6 +13,7 @@ from pairedge.apps.cli import app
 from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.io.mot import read_mot
 from pairedge.core.sim.output import write_scene
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.run import RunOptions, resolve_model, run_files
 from pairedge.runtime.sources import FrameSource, read_detections
 from run_demo_helpers import toy_model, video_frames
@@ -65,7 +66,7 @@ def test_run_mot_ground_truth(scene: tuple[Path, Path, Path], tmp_path: Path) ->
 
 def test_results_score_directly(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
     sim, video, model = scene
-    run_files(video, sim / "gt/gt.txt", tmp_path, RunOptions(model=model, video=False))
+    run_files(video, sim / "gt/gt.txt", tmp_path, RunOptions(Deployment(model), video=False))
     gold = sim / "pairs_gt_paper3.jsonl"
     result = runner.invoke(app, ["score", "--protocol", "pairwise", "--pred", str(tmp_path / "results.jsonl"),
                                  "--gold", str(gold)])  # fmt: skip
@@ -78,7 +79,7 @@ def test_run_raw_detections_go_through_the_tracker(scene: tuple[Path, Path, Path
     sim, video, model = scene
     assert not read_detections(sim / "det/det.txt").with_ids
     summary = run_files(
-        video, sim / "det/det.txt", tmp_path, RunOptions(model=model, video=False, max_frames=8)
+        video, sim / "det/det.txt", tmp_path, RunOptions(Deployment(model), video=False, max_frames=8)
     )
     assert summary.frames == 8
     assert any("built-in tracker" in n for n in summary.notes)
@@ -97,7 +98,7 @@ def test_run_image_folder_and_jrdb(scene: tuple[Path, Path, Path], tmp_path: Pat
         assert image is not None
         cv2.imwrite(str(frames / f"{k:06d}.png"), image)
     summary = run_files(frames, sim / "labels_2d_activity_social_stitched.json", tmp_path / "out",
-                        RunOptions(model=model, fps=15.0))  # fmt: skip
+                        RunOptions(Deployment(model), fps=15.0))  # fmt: skip
     assert summary.frames == FRAMES and summary.error is None
     assert video_frames(Path(summary.files["video"])) == FRAMES
     jrdb = read_detections(sim / "labels_2d_activity_social_stitched.json")

@@ -18,6 +18,7 @@ from pairedge.apps.cli import app
 from pairedge.core import limits
 from pairedge.core.errors import FormatError
 from pairedge.core.sim.output import write_scene
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.run import RunOptions, run_files
 from pairedge.runtime.sources import FrameSource
 from run_demo_helpers import toy_model
@@ -70,7 +71,7 @@ def test_an_image_bomb_in_a_folder_is_a_dropped_frame_with_its_reason(
     (frames / "000003.png").write_bytes(png_bomb(20_000, 20_000))  # 1.2 GB decoded
     (frames / "000005.png").unlink()
     os.mkfifo(frames / "000005.png")  # a FIFO would block a reader that opens it
-    summary = run_files(frames, sim / "gt/gt.txt", tmp_path / "out", RunOptions(model=model, video=False))
+    summary = run_files(frames, sim / "gt/gt.txt", tmp_path / "out", RunOptions(Deployment(model), video=False))
     assert summary.frames == FRAMES and summary.frames_scored == FRAMES - 2
     reasons = " | ".join(summary.frames_dropped)
     assert "000003.png" in reasons and "20000 x 20000" in reasons and "MAX_FRAME_PIXELS" in reasons
@@ -173,7 +174,7 @@ def test_a_flow_that_never_ran_is_said_in_the_summary(scene: tuple[Path, Path, P
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["flow_frames"] == 0 and summary["frames_scored"] == FRAMES
     assert "1x1 px" in summary["pipeline"]["flow_problem"]
-    normal = run_files(video, sim / "gt/gt.txt", tmp_path / "n", RunOptions(model=model, video=False))
+    normal = run_files(video, sim / "gt/gt.txt", tmp_path / "n", RunOptions(Deployment(model), video=False))
     assert normal.flow_frames == FRAMES - 1 and not any("never ran" in n for n in normal.notes)
 
 
