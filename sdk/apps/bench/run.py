@@ -339,7 +339,7 @@ def _cpu_notes(rows: list[BenchRow], opts: BenchOptions) -> list[str]:
     """int8 vs fp16 vs fp32 on ONNX Runtime CPU, said with the numbers measured."""
     cpu = {r.precision: r for r in rows if r.backend == "onnxruntime" and r.status == "ok"}
     base = cpu.get("fp32")
-    others = [p for p in ("fp16", "int8") if p in cpu]
+    others = [p for p in PRECISIONS if p != "fp32" and p in cpu]
     if base is None or not others or not np.isfinite(base.speed_ms):
         return []
     ratios = ", ".join(
