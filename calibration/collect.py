@@ -8,7 +8,8 @@ Three sources, one result (:class:`Collected`: stage-1 and stage-2 :class:`Stage
 - features ``.npz`` files in the training format (one stage each, ``pairedge.core.io.featurefile``).
 
 Frames go through the fp32 pipeline exactly as at run time; the features each frame produced are recorded
-by wrapping the pipeline's extractor (no second feature implementation). Stage-1 rows are every scored
+by the pipeline's feature observer (:meth:`~pairedge.runtime.Pipeline.observe_features`; no second feature
+implementation). Stage-1 rows are every scored
 pair; stage-2 rows are the pairs the stage-1 gate passed plus the truth-labelled pairs. The class of a row
 is its truth where known, else the fp32 model's prediction (filled in by :func:`fill_predictions`).
 """
@@ -22,8 +23,8 @@ from typing import Any
 
 import numpy as np
 from pairedge.calibration.samples import StageSamples, motion_of
-from pairedge.compare.parity.replay import RecordingExtractor
 from pairedge.core.errors import InputError
+from pairedge.runtime.observers import LastFeatures
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
 #: frame's pairs as ``(pairs (M, 2) int64, label names (M,))`` or None.
@@ -101,21 +102,19 @@ def collect_frames(
     labels2 = tuple(pipe.models.stage2.labels)
     labels1 = tuple(pipe.models.stage1.labels)
     positive = positive if positive is not None else _stage1_positive_names()
-    recorder = RecordingExtractor(pipe.extractor)
-    pipe.extractor = recorder
+    seen = LastFeatures()
     rows1: list[tuple[np.ndarray, ...]] = []
     rows2: list[tuple[np.ndarray, ...]] = []
-    try:
+    with pipe.observe_features(seen):
         for k, (image, dets, timestamp, truth) in enumerate(items):
-            recorder.last = None
+            seen.clear()
             result = pipe.step(image, dets, timestamp, image_size=image_size)
-            feats = recorder.last
+            feats = seen.features  # finite rows only: the pipeline drops the others before classifying
             if k % stride or feats is None or not len(result.pairs):
                 continue
-            finite = np.isfinite(feats.stage1).all(axis=1) & np.isfinite(feats.stage2).all(axis=1)
-            x1, x2 = feats.stage1[finite], feats.stage2[finite]
-            if len(x1) != len(result.pairs) or not np.array_equal(feats.pairs[finite], result.pairs):
-                continue  # defensive: the recorded features do not belong to this result
+            if len(feats) != len(result.pairs) or not np.array_equal(feats.pairs, result.pairs):
+                continue  # the classifiers dropped pairs whose logits were not finite
+            x1, x2 = feats.stage1, feats.stage2
             motion = motion_of(x2, spec.stage2_names, 2)
             if np.isnan(motion).all():
                 motion = motion_of(x1, spec.stage1_names, 1)
@@ -125,8 +124,6 @@ def collect_frames(
             rows1.append((x1, t1, motion))
             keep = result.interacting | (t2 >= 0)
             rows2.append((x2[keep], t2[keep], motion[keep], np.asarray(result.interacting, bool)[keep]))
-    finally:
-        pipe.extractor = recorder.inner
     return Collected(
         _stack(1, rows1, spec.stage1_dim, labels1, group),
         _stack(2, rows2, spec.stage2_dim, labels2, group),

@@ -8,15 +8,19 @@ its fixed value still moves the model (on PETS S2.L1 raw detections it is what l
 "sitting together"). :class:`AspectMonitor` recognises such a detector from the stream's own boxes, and
 :func:`neutral_columns` gives the values that replace those columns: the model's training mean, the value
 at which a z-scored input carries no evidence (as ``--ignore-features`` does inside a model).
+:class:`BoxShapePolicy` is the pipeline's use of both (``PipelineConfig.box_shape``).
 
 The state is a fixed-size ring of the latest box ratios, so the cost per frame is bounded.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
+from pairedge.core.errors import InputError
+from pairedge.core.features import FeatureSpec, PairFeatures
 
 #: ``PipelineConfig.box_shape`` values: neutralise when the detector is fixed-ratio, never, or always.
 MODES = ("auto", "off", "ignore")
@@ -98,3 +102,76 @@ def neutral_columns(
     if not len(cols) or len(norm_mean) != len(stage2_names):
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     return cols, np.asarray(norm_mean, np.float32)[cols]
+
+
+class BoxShapePolicy:
+    """``PipelineConfig.box_shape`` for one stream: whether stage 2's box-shape columns are set to the
+    model's training mean ("ignore" always, "off" never, "auto" once the detector is judged fixed-ratio).
+
+    Args:
+        mode: one of :data:`MODES`.
+        spec: the model's feature spec (``stage2_names``, ``box_shape_names``).
+        norm_mean: (F,) the stage-2 model's z-score means.
+
+    Raises:
+        InputError: ``mode="ignore"`` for a model without box-shape columns with training means.
+    """
+
+    def __init__(self, mode: str, spec: FeatureSpec, norm_mean: Sequence[float]) -> None:
+        self.mode = mode
+        self.columns, self.means = neutral_columns(spec.stage2_names, spec.box_shape_names, norm_mean)
+        if mode == "ignore" and not len(self.columns):
+            raise InputError(
+                f"box_shape='ignore': the model ({spec.name} v{spec.version}) has no box-shape "
+                "columns with training means to use instead; use 'auto' or 'off'"
+            )
+        #: Detects a fixed-ratio detector (``mode="auto"`` and a model with box-shape columns), else None.
+        self.monitor = AspectMonitor() if mode == "auto" and len(self.columns) else None
+        self._given: tuple[bool, float] | None = None  # a replay's (ignored, aspect) for this frame
+
+    @property
+    def fixed_ratio(self) -> float | None:
+        """The width / height ratio at which the detector draws every box once judged fixed-ratio (box
+        shape then ignored); None otherwise."""
+        if self._given is not None:  # a replay: the reference's verdict
+            return self._given[1] if math.isfinite(self._given[1]) else None
+        return self.monitor.aspect if self.monitor is not None and self.monitor.fixed else None
+
+    @property
+    def ignored(self) -> bool:
+        """The box-shape columns are set to the training mean for the current frame."""
+        if self._given is not None:
+            return self._given[0]
+        return self.mode == "ignore" or self.fixed_ratio is not None
+
+    def observe(self, boxes: np.ndarray, image_size: tuple[int, int] | None) -> str | None:
+        """Judge a frame's (N, 4) ``x y w h`` detector boxes (validated, no coasted ones); the diagnostics
+        note when the verdict changed, else None."""
+        self._given = None
+        if self.monitor is None or not self.monitor.update(boxes, image_size):
+            return None
+        if self.fixed_ratio is not None:
+            return (
+                f"detector draws every box at one width/height ratio ({self.fixed_ratio:.3f}): box-shape "
+                "features set to the model's training mean"
+            )
+        return "detector box shapes vary again: box-shape features used"
+
+    def give(self, ignored: bool, aspect: float) -> None:
+        """A replay's frame: the reference's verdict (``aspect`` NaN: not fixed-ratio); the monitor rests."""
+        self._given = (bool(ignored), float(aspect))
+
+    def neutralise(self, features: PairFeatures) -> None:
+        """In place: the box-shape columns of ``features.stage2`` at the training mean when ignored."""
+        if len(features) and self.ignored:
+            features.stage2[:, self.columns] = self.means
+
+    def reset(self) -> None:
+        """A new stream: forget the boxes judged and any replayed verdict."""
+        if self.monitor is not None:
+            self.monitor.reset()
+        self._given = None
+
+    def describe(self) -> str:
+        """The mode, and whether it is ignoring box shape now: ``"auto (now ignored: fixed-ratio detector)"``."""
+        return self.mode + (" (now ignored: fixed-ratio detector)" if self.fixed_ratio is not None else "")

@@ -12,7 +12,6 @@ The gate sees the *smoothed* stage-1 probability, so a pair does not flicker in 
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from pathlib import Path
 from time import perf_counter_ns
@@ -25,27 +24,23 @@ from pairedge.core.features import PairFeatures
 from pairedge.core.types import Detections
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
-from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
+from pairedge.runtime.boxshape import BoxShapePolicy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.flow import FlowBackend
 from pairedge.runtime.flow.pooling import make_stream, pool_settings, push_frame
 from pairedge.runtime.groups import groups_from_index
 from pairedge.runtime.loading import ModelPair, find_models, make_flow_backend, spec_uses_flow
+from pairedge.runtime.observers import FeatureObserver, FeatureObservers, Subscription
+from pairedge.runtime.operating_point import OperatingPointPolicy
+from pairedge.runtime.repair import InputRepair
 from pairedge.runtime.smoothing import PairSmoother
-from pairedge.runtime.streamstate import FrameState, StreamSnapshot, capture, restore
+from pairedge.runtime.streamstate import FrameState, StreamSnapshot, capture, decode, encode, restore
 from pairedge.runtime.tracker import IoUTracker, with_coasted
 from pairedge.runtime.types import Diagnostics, FrameResult
-from pairedge.runtime.validate import (
-    cap_people,
-    image_size_problem,
-    shorten,
-    validate_detections,
-    validate_frame,
-)
-from pairedge.runtime.viewpoint import AutoOperatingPoint, SwitchLog
+from pairedge.runtime.validate import shorten, validate_frame
+from pairedge.runtime.viewpoint import SwitchLog
 
 STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth", "groups")
-NOMINAL_DT = 1.0 / 30.0
 #: :meth:`Pipeline.describe` keys that change while a stream runs (not part of a results header).
 RUN_KEYS = ("flow_frames", "flow_problem", "operating_point_switches")
 
@@ -81,6 +76,11 @@ class Pipeline:
     """A per-stream pipeline. Instances are independent (no global state) and not thread-safe.
 
     Build it with :meth:`load`; use it as a context manager or call :meth:`close` to release the backends.
+    The step runs three named policies, each owning its state: :attr:`repair` (input repair:
+    :class:`~pairedge.runtime.repair.InputRepair`), :attr:`box_shape` (the fixed-ratio detector monitor:
+    :class:`~pairedge.runtime.boxshape.BoxShapePolicy`) and :attr:`points` (operating-point switching:
+    :class:`~pairedge.runtime.operating_point.OperatingPointPolicy`). :meth:`observe_features` shows the
+    features each step classifies.
     """
 
     def __init__(
@@ -97,45 +97,60 @@ class Pipeline:
         self._owns_flow = False  # set by load(), which builds the flow backend from a name
         self.labels = models.labels
         cfg = self.config
-        main = {"p_interact": models.threshold("p_interact"), "confirm_s": models.confirm_seconds()}
-        name = cfg.operating_point or "auto"
-        point = models.operating_point(name) if name not in ("auto", "default") else main
-        auto_points = models.auto_operating_points() if name == "auto" else {}
-        self._auto = AutoOperatingPoint(main, auto_points) if auto_points else None
-        self.operating_point = name if self._auto is not None or name != "auto" else "default"
-        self.tau_interact = cfg.tau_interact if cfg.tau_interact is not None else point["p_interact"]
+        self.points = OperatingPointPolicy(models, cfg)
         self.tau_group = cfg.tau_group if cfg.tau_group is not None else models.threshold("tau_group")
-        self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else point["confirm_s"]
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
         self._pool = pool_settings(models.spec.make_config(self.feature_config))  # None: dense flow features
         self._stream = make_stream(flow, self._pool) if flow is not None else None
-        self._box_cols, self._box_means = neutral_columns(
-            models.spec.stage2_names, models.spec.box_shape_names, models.stage2.metadata.norm_mean
-        )
-        if cfg.box_shape == "ignore" and not len(self._box_cols):
-            raise InputError(
-                f"box_shape='ignore': the model ({models.spec.name} v{models.spec.version}) has no box-shape "
-                "columns with training means to use instead; use 'auto' or 'off'"
-            )
-        use_monitor = cfg.box_shape == "auto" and len(self._box_cols) > 0
-        self._aspect = AspectMonitor() if use_monitor else None  # detects a fixed-ratio detector
-        self._given: FrameState | None = None  # this frame's decisions when a replay gives them (step(state=))
+        self.box_shape = BoxShapePolicy(cfg.box_shape, models.spec, models.stage2.metadata.norm_mean)
+        self.repair = InputRepair(cfg.validation, cfg.max_people)
+        self._observers = FeatureObservers()
         self._tracker = IoUTracker(cfg.tracker_config)
         self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
-        self._frames = 0
-        self._last_t: float | None = None
-        self._t0: float | None = None  # the stream's first timestamp: stages see seconds since it
-        self._image_size: tuple[int, int] | None = None
         #: Frames whose flow field was computed, since load (0 when the flow never ran; see ``flow_problem``).
         self.flow_frames = 0
         #: Why the flow was last unavailable (a frame below the backend's minimum size, ...), or None.
         self.flow_problem: str | None = None
-        #: The changes of the automatic operating point (``operating_point="auto"``) since load.
-        self.switches = SwitchLog(self._auto.name if self._auto is not None else None)
         # last: everything above may refuse the model or the config without sessions left open
         self.stage1, self.stage2 = stage1.activate(), stage2.activate()
+
+    # -- the policies' decisions, as attributes of the pipeline -------------------------------------------
+    @property
+    def tau_interact(self) -> float:
+        """The stage-1 gate threshold in force (the operating point's, or the config's)."""
+        return self.points.tau_interact
+
+    @property
+    def confirm_s(self) -> float:
+        """The link confirmation time in force, seconds."""
+        return self.points.confirm_s
+
+    @property
+    def operating_point(self) -> str:
+        """The configured operating point ("auto", "default" or a model's point name)."""
+        return self.points.name
+
+    @property
+    def switches(self) -> SwitchLog:
+        """The changes of the automatic operating point (``operating_point="auto"``) since load."""
+        return self.points.switches
+
+    @property
+    def fixed_ratio_detector(self) -> float | None:
+        """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has judged
+        it a fixed-ratio detector (box shape then ignored); None otherwise."""
+        return self.box_shape.fixed_ratio
+
+    def observe_features(self, observer: FeatureObserver) -> Subscription:
+        """Call ``observer(detections, features)`` once per step that computes features, with the features
+        stage 1 and stage 2 are given (see :data:`~pairedge.runtime.observers.FeatureObserver` for shapes).
+
+        Returns:
+            The handle that unregisters it: ``.remove()``, or use it as a context manager.
+        """
+        return self._observers.add(observer)
 
     @classmethod
     def load(
@@ -205,21 +220,16 @@ class Pipeline:
         self._tracker.reset()
         self._tracking = False
         self._smoother.reset()
-        if self._aspect is not None:
-            self._aspect.reset()
-        self._last_t = None
-        self._t0 = None
-        self._given = None
-        if self._auto is not None:
-            self._auto.reset()
-            self._apply_point(self._auto.current)
+        self.repair.restart_clock()
+        self.box_shape.reset()
+        self.points.reset()
 
     # -- exact replay (parity): the decisions of a frame and the stream state at a point -----------------
     def frame_state(self) -> FrameState:
         """The decisions in force for the last frame stepped: box shape ignored or not (and the detector's
         fixed ratio), gate threshold and confirmation time. A replay gives them back with ``step(state=)``."""
-        ratio = self.fixed_ratio_detector
-        return FrameState(self._box_shape_ignored(), float("nan") if ratio is None else ratio,
+        ratio = self.box_shape.fixed_ratio
+        return FrameState(self.box_shape.ignored, float("nan") if ratio is None else ratio,
                           float(self.tau_interact), float(self.confirm_s))  # fmt: skip
 
     def snapshot(self) -> StreamSnapshot:
@@ -230,7 +240,7 @@ class Pipeline:
         features and outputs of the stream itself (the tracker and the monitors are not part of it: their
         results are what a replay is given).
         """
-        values = {"clock.t0": _clock(self._t0), "clock.last_t": _clock(self._last_t)}
+        values = {"clock.t0": _clock(self.repair.t0), "clock.last_t": _clock(self.repair.last_t)}
         arrays: dict[str, np.ndarray] = {}
         for prefix, obj in (("extractor", self.extractor), ("smoother", self._smoother)):
             v, a = capture(obj, prefix)
@@ -247,13 +257,11 @@ class Pipeline:
             InputError: the snapshot does not fit this pipeline (another spec or version), or the previous
                 frame is missing or not a frame.
         """
-        from pairedge.runtime.streamstate import decode
-
         self.reset()
         restore(self.extractor, "extractor", snapshot.values, snapshot.arrays)
         restore(self._smoother, "smoother", snapshot.values, snapshot.arrays)
         t0, last = (decode(snapshot.values.get(k)) for k in ("clock.t0", "clock.last_t"))
-        self._t0, self._last_t = _clock_value(t0, "t0"), _clock_value(last, "last_t")
+        self.repair.t0, self.repair.last_t = _clock_value(t0, "t0"), _clock_value(last, "last_t")
         if self._stream is None or not snapshot.flow_primed:
             return
         image, reason = validate_frame(previous, self.config.validation)
@@ -261,79 +269,27 @@ class Pipeline:
             raise InputError(f"restore: the stream's flow had a previous frame; give it ({reason})")
         push_frame(self._stream, image, Detections.empty(), self._pool)
 
-    def _observe_camera(self, dets: Detections, size: tuple[int, int] | None, notes: list[str]) -> None:
-        """``operating_point="auto"``: refresh the camera-height estimate; switch points when it says so."""
-        auto = self._auto
-        note = auto.observe(dets.boxes, size) if auto is not None else None
-        if auto is not None and note is not None:
-            notes.append(note)
-            self._apply_point(auto.current)
-
-    def _aspect_note(self) -> str:
-        """The diagnostics note when the fixed-ratio verdict on the detector changes."""
-        if self.fixed_ratio_detector is not None:
-            return (
-                f"detector draws every box at one width/height ratio ({self.fixed_ratio_detector:.3f}): box-shape "
-                "features set to the model's training mean"
-            )
-        return "detector box shapes vary again: box-shape features used"
-
-    @property
-    def fixed_ratio_detector(self) -> float | None:
-        """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has judged
-        it a fixed-ratio detector (box shape then ignored); None otherwise."""
-        if self._given is not None:  # a replay: the reference's verdict
-            return self._given.aspect if math.isfinite(self._given.aspect) else None
-        return self._aspect.aspect if self._aspect is not None and self._aspect.fixed else None
-
-    def _box_shape_ignored(self) -> bool:
-        if self._given is not None:
-            return self._given.box_shape_ignored
-        return self.config.box_shape == "ignore" or self.fixed_ratio_detector is not None
-
-    def _give(self, state: FrameState) -> None:
-        """A replay's frame: the reference's decisions instead of the monitors' (which do not run)."""
-        self._given = state
-        self.tau_interact, self.confirm_s = float(state.tau_interact), float(state.confirm_s)
-
-    def _neutralise_box_shape(self, features: PairFeatures) -> None:
-        """In place: the box-shape columns of stage 2 at the model's training mean when they are ignored."""
-        if len(features) and self._box_shape_ignored():
-            features.stage2[:, self._box_cols] = self._box_means
-
-    def _apply_point(self, point: dict[str, float]) -> None:
-        """Use an operating point's threshold and confirmation time (explicit config values still win)."""
-        cfg = self.config
-        self.tau_interact = cfg.tau_interact if cfg.tau_interact is not None else float(point["p_interact"])
-        self.confirm_s = cfg.confirm_s if cfg.confirm_s is not None else float(point["confirm_s"])
-
     def describe_start(self) -> dict[str, Any]:
         """:meth:`describe` for a results header written before the stream: without the labels and the
         :data:`RUN_KEYS`, and an automatic operating point said as where it starts."""
         out = {k: v for k, v in self.describe().items() if k not in (*RUN_KEYS, "labels")}
-        if self._auto is not None:
-            out["operating_point"] = (
-                f"auto (starts at {self._auto.name}; a frame record with an 'operating_point' key marks each "
-                "switch and the thresholds from that frame on)"
-            )
+        out["operating_point"] = self.points.describe_start()
         return out
 
     def describe(self) -> dict[str, Any]:
         """What this pipeline runs and, for summaries, what it did: ``flow_frames`` (frames with a flow field
         since load; None without flow), ``flow_problem``, ``operating_point_switches``."""
-        fixed = self.fixed_ratio_detector is not None
         return {
             "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
             "flow": repr(self.flow) if self.flow is not None else "none",
             "stage1": repr(self.stage1),
             "stage2": repr(self.stage2),
             "labels": list(self.labels),
-            "operating_point": self.operating_point
-            + (f" (now {self._auto.name})" if self._auto is not None else ""),
+            "operating_point": self.points.describe(),
             "tau_interact": self.tau_interact,
             "tau_group": self.tau_group,
             "confirm_s": self.confirm_s,
-            "box_shape": self.config.box_shape + (" (now ignored: fixed-ratio detector)" if fixed else ""),
+            "box_shape": self.box_shape.describe(),
             "precision": self.models.precision,
             "model_integrity": self.models.integrity,
             "flow_frames": self.flow_frames if self._stream is not None else None,
@@ -375,32 +331,12 @@ class Pipeline:
         """
         clock = _Clock()
         notes: list[str] = []
-        index = self._frame_index(frame_index, notes)
-        self._frames += 1
-        timestamp = self._timestamp(timestamp, notes)
-        elapsed = self._elapsed(timestamp)
-        size = self._image_size
+        index, timestamp, elapsed = self.repair.clock(frame_index, timestamp, notes)
         try:
-            image, frame_reason = validate_frame(frame, self.config.validation)
-            size = self._size(image, image_size, notes)
-            if frame is None and frame_problem is not None:
-                frame_reason = shorten(frame_problem, 300, text=True)
-            if frame is None and self._stream is None:
-                if frame_problem is not None:
-                    notes.append(f"{frame_reason} (not needed: box-only features)")
-                frame_reason = None  # box-only: no frame expected
-            dets, dropped = validate_detections(detections, size, self.config.validation)
-            dets, over = cap_people(dets, self.config.max_people)
-            if over:
-                dropped[f"over max_people={self.config.max_people} (kept the most confident)"] = over
-            if state is not None:
-                self._give(state)
-            else:
-                self._given = None
-                if self._auto is not None:
-                    self._observe_camera(dets, size, notes)
-                if self._aspect is not None and self._aspect.update(dets.boxes, size):
-                    notes.append(self._aspect_note())
+            box_only = self._stream is None
+            image, frame_reason, size = self.repair.frame(frame, image_size, frame_problem, box_only, notes)
+            dets, dropped = self.repair.detections(detections, size)
+            self._decide(dets, size, state, notes)
             clock.lap("validate")
             clock.stage = "track"
             dets, coasted = self._assign_ids(dets, elapsed, dropped, size)
@@ -411,7 +347,6 @@ class Pipeline:
             clock.gpu_ms = self.flow.gpu_ms() if flow is not None and self.flow is not None else None
             clock.stage = "features"
             features = self._features(dets, elapsed, size, flow, notes)
-            self._neutralise_box_shape(features)
             clock.lap("features")
             clock.stage = "stage1"
             features, p, label_ids, probs, pending, non_finite = self._classify(features, elapsed, clock)
@@ -420,10 +355,9 @@ class Pipeline:
                 features.index, dets.track_ids, p, label_ids, probs, self.tau_group, self.labels, pending
             )
             clock.lap("groups")
-            self.switches.record(index, self._auto.name if self._auto is not None else None,
-                                 self.tau_interact, self.confirm_s)  # fmt: skip
+            self.points.record(index)
         except Exception as exc:  # noqa: BLE001 - last resort: report the frame as dropped, keep the stream
-            return self._failed(index, timestamp, size, clock, notes, exc)
+            return self._failed(index, timestamp, clock, notes, exc)
         diagnostics = Diagnostics(
             frame_dropped=frame_reason, dropped=dropped, notes=tuple(notes), non_finite_outputs=non_finite
         )
@@ -444,11 +378,23 @@ class Pipeline:
             diagnostics=diagnostics,
         )
 
+    def _decide(
+        self, dets: Detections, size: tuple[int, int] | None, state: FrameState | None, notes: list[str]
+    ) -> None:
+        """This frame's policy decisions: the replay's ``state`` when given, else the operating point and the
+        box-shape monitor judge the validated detector boxes (not the tracker's coasted ones)."""
+        if state is not None:
+            self.box_shape.give(state.box_shape_ignored, state.aspect)
+            self.points.give(state.tau_interact, state.confirm_s)
+            return
+        for note in (self.points.observe(dets.boxes, size), self.box_shape.observe(dets.boxes, size)):
+            if note is not None:
+                notes.append(note)
+
     def _failed(
         self,
         index: int,
         timestamp: float,
-        size: tuple[int, int] | None,
         clock: _Clock,
         notes: list[str],
         exc: Exception,
@@ -460,7 +406,7 @@ class Pipeline:
         """
         stage = clock.stage
         self.reset()
-        self._last_t = timestamp
+        self.repair.restart_clock(last_t=timestamp)
         message = shorten(exc, 200, text=True)
         error = f"{stage}: {type(exc).__name__}: {message}; frame dropped, stream state reset"
         empty = self._no_pairs()
@@ -482,63 +428,6 @@ class Pipeline:
                 frame_dropped=error, notes=tuple(notes), stage_error=f"{stage}: {type(exc).__name__}"
             ),
         )
-
-    def _frame_index(self, frame_index: Any, notes: list[str]) -> int:
-        """The caller's frame index when it is a whole number, else the frame counter (reported)."""
-        if frame_index is None:
-            return self._frames
-        try:
-            if isinstance(frame_index, bool):
-                raise TypeError("a bool")
-            if isinstance(frame_index, numbers.Integral):
-                return int(frame_index)
-            value = float(frame_index)
-            if value.is_integer() and not isinstance(frame_index, str | bytes):
-                return int(value)
-        except Exception:  # noqa: BLE001, S110 - any failure of a caller's object falls through to the report
-            pass
-        notes.append(f"frame_index {shorten(frame_index)} is not a whole number; used {self._frames}")
-        return self._frames
-
-    def _timestamp(self, timestamp: Any, notes: list[str]) -> float:
-        problem = None
-        try:
-            t = float(timestamp)
-        except OverflowError:
-            t, problem = math.nan, "is beyond the float range"
-        except Exception as exc:  # noqa: BLE001 - TypeError, ValueError or whatever a caller's __float__ raises
-            t, problem = math.nan, f"is not a number ({type(exc).__name__})"
-        if problem is None and not math.isfinite(t):
-            problem = "is not finite"
-        elif problem is None and self._last_t is not None and t < self._last_t:
-            problem = f"is before the previous one ({self._last_t:.6f})"
-        if problem is not None:
-            t = 0.0 if self._last_t is None else self._last_t + NOMINAL_DT
-            notes.append(f"timestamp {shorten(timestamp)} {problem}; used {t:.6f}")
-        self._last_t = t
-        return t
-
-    def _elapsed(self, timestamp: float) -> float:
-        """Seconds since the stream's first frame (since :meth:`reset`): the time every stage works in.
-
-        Float seconds since the epoch are only good to 2.4e-7 s near 1.7e9; differences of such stamps
-        came out a little short of a hold time that the same clip from 0 met exactly.
-        """
-        if self._t0 is None:
-            self._t0 = timestamp
-        return timestamp - self._t0
-
-    def _size(self, image: np.ndarray | None, image_size: Any, notes: list[str]) -> tuple[int, int] | None:
-        if image is not None:
-            self._image_size = (int(image.shape[1]), int(image.shape[0]))
-        elif image_size is not None:
-            checked = image_size_problem(image_size)
-            if isinstance(checked, str):
-                known = f"kept {self._image_size}" if self._image_size is not None else "no size known"
-                notes.append(f"{checked}; {known}")
-            else:
-                self._image_size = checked
-        return self._image_size
 
     def _assign_ids(
         self, dets: Detections, timestamp: float, dropped: dict[str, int], size: tuple[int, int] | None
@@ -595,6 +484,8 @@ class Pipeline:
         flow: np.ndarray | None,
         notes: list[str],
     ) -> PairFeatures:
+        """The pairs' features as stage 1 and stage 2 get them: pairs with non-finite features dropped, box
+        shape neutralised when ignored; shown to the feature observers. No pairs when none can be computed."""
         if size is None:
             if len(dets) > 1:
                 notes.append("image size unknown (no frame and no image_size): pairs skipped")
@@ -605,12 +496,14 @@ class Pipeline:
         except PairedgeError as exc:  # defensive: validated input should never get here
             notes.append(f"features failed ({exc}); frame skipped")
             return self._no_pairs()
-        if all_finite(features.stage1) and all_finite(features.stage2):
-            return features
-        finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
-        if not finite.all():
-            notes.append(f"{int((~finite).sum())} pair(s) with non-finite features dropped")
-            features = _subset(features, finite)
+        if not (all_finite(features.stage1) and all_finite(features.stage2)):
+            finite = np.isfinite(features.stage1).all(axis=1) & np.isfinite(features.stage2).all(axis=1)
+            if not finite.all():
+                notes.append(f"{int((~finite).sum())} pair(s) with non-finite features dropped")
+                features = _subset(features, finite)
+        self.box_shape.neutralise(features)
+        if self._observers:
+            self._observers.notify(dets, features)
         return features
 
     def _no_pairs(self) -> PairFeatures:
@@ -670,8 +563,6 @@ class Pipeline:
 
 
 def _clock(t: float | None) -> Any:
-    from pairedge.runtime.streamstate import encode
-
     return encode(None if t is None else float(t))
 
 

@@ -3,10 +3,11 @@
 A parity pack (``pairedge parity pack``) records both, so ``parity check`` reproduces the reference run bit
 for bit instead of deciding again on other boxes:
 
-* :class:`FrameState`, per frame: the decisions of the stream's monitors. Whether the box-shape columns
+* :class:`FrameState`, per frame: the decisions of the stream's policies. Whether the box-shape columns
   were set to the model's training mean (``box_shape="ignore"``, or ``"auto"`` once the detector was judged
-  fixed-ratio, :mod:`pairedge.runtime.boxshape`) and that ratio; the thresholds of the operating point in
-  force (``operating_point="auto"`` switches them, :mod:`pairedge.runtime.viewpoint`). The monitors judge
+  fixed-ratio: :class:`~pairedge.runtime.boxshape.BoxShapePolicy`) and that ratio; the thresholds of the
+  operating point in force (``operating_point="auto"`` switches them:
+  :class:`~pairedge.runtime.operating_point.OperatingPointPolicy`). The monitors judge
   the raw detector boxes, which a replay does not see (the tracker removed duplicates and added coasted
   people), and over frames a clip cut from a longer stream does not hold; so the replay is *given* them.
 * :class:`StreamSnapshot`, at the first frame of a clip that starts mid-stream: the stream clock, the

@@ -61,7 +61,7 @@ def build_pack(
     config = PipelineConfig(box_shape=box_shape, operating_point=operating_point)
     with load_pipeline(model, backend=backend, flow=flow, config=config) as pipe:
         clip = _Clip(source, start, frames, on_frame)
-        size = getattr(source, "image_size", None)  # (W, H) of box-only sources, else the first frame's
+        size = source.image_size  # (W, H) of box-only sources, else None: the first frame's
         stream = iter(source.open(pipe.labels, max_frames=start + frames))
         begin = _warm_up(pipe, stream, clip, size)
         result = replay(pipe, clip.items(stream), image_size=size, reset=start == 0, start=None)

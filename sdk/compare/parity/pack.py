@@ -55,6 +55,7 @@ inflated (:mod:`pairedge.compare.parity.layout`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,11 +192,11 @@ def save_pack(pack: ParityPack, path: str | Path) -> Path:
         "frame_offsets": pack.frame_offsets.astype(np.int64),
         "timestamps": pack.timestamps.astype(np.float64),
         "det_frame": det_frame,
-        "det_boxes": _concat(pack.detections, "boxes", (4,), np.float32),
-        "det_ids": _concat(pack.detections, "track_ids", (), np.int64),
-        "det_scores": _concat(pack.detections, "scores", (), np.float32),
-        "det_orientation": _concat(pack.detections, "orientation", (), np.float32, np.nan),
-        "det_orientation_conf": _concat(pack.detections, "orientation_conf", (), np.float32),
+        "det_boxes": _concat(pack.detections, lambda d: d.boxes, (4,), np.float32),
+        "det_ids": _concat(pack.detections, lambda d: d.track_ids, (), np.int64),
+        "det_scores": _concat(pack.detections, lambda d: d.scores, (), np.float32),
+        "det_orientation": _concat(pack.detections, lambda d: d.orientation, (), np.float32, np.nan),
+        "det_orientation_conf": _concat(pack.detections, lambda d: d.orientation_conf, (), np.float32),
         "pair_frame": r.frame.astype(np.int64),
         "pairs": r.pairs.astype(np.int64).reshape(-1, 2),
         "stage1_features": r.stage1_features.astype(np.float32),
@@ -236,12 +237,17 @@ def _state_arrays(pack: ParityPack) -> dict[str, np.ndarray]:
 
 
 def _concat(
-    dets: tuple[Detections, ...], name: str, width: tuple[int, ...], dtype: Any, missing: float = 0.0
+    dets: tuple[Detections, ...],
+    get: Callable[[Detections], np.ndarray | None],
+    width: tuple[int, ...],
+    dtype: Any,
+    missing: float = 0.0,
 ) -> np.ndarray:
-    """One attribute of every frame's detections stacked: (D, *width) of ``dtype``; ``missing`` fills the
-    frames whose optional attribute (orientation) is None."""
-    parts = [np.full((len(d), *width), missing, dtype) if getattr(d, name) is None
-             else np.asarray(getattr(d, name), dtype).reshape(-1, *width) for d in dets]  # fmt: skip
+    """One field of every frame's detections stacked: (D, *width) of ``dtype``; ``missing`` fills the
+    frames whose optional field (orientation) is None."""
+    values = [get(d) for d in dets]
+    parts = [np.full((len(d), *width), missing, dtype) if v is None
+             else np.asarray(v, dtype).reshape(-1, *width) for d, v in zip(dets, values, strict=True)]  # fmt: skip
     return np.concatenate(parts) if parts else np.zeros((0, *width), dtype)
 
 

@@ -3,8 +3,8 @@
 :func:`load_pipeline` builds the pipeline a robot would run (model folder, precision, classifier backend and
 flow backend chosen by their registry names, so TensorRT engines and a CUDA flow plug in by name).
 :func:`replay` steps it over the frames exactly as :meth:`Pipeline.step` does (validation, tracking, flow,
-features, stage 1, smoothing, gate, stage 2, groups) and records, through a transparent wrapper around the
-pipeline's feature extractor, the features each pair got; it then runs both classifiers on every pair
+features, stage 1, smoothing, gate, stage 2, groups) and records, through the pipeline's feature observer
+(:meth:`Pipeline.observe_features`), the features each pair got; it then runs both classifiers on every pair
 (stage 2 included, gated or not) to get comparable logits.
 """
 
@@ -21,6 +21,7 @@ from pairedge.core.errors import BackendError, InputError
 from pairedge.core.features import PairFeatures
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
+from pairedge.runtime.observers import LastFeatures
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.streamstate import FrameState, StreamSnapshot
 
@@ -59,33 +60,7 @@ def flow_description(pipe: Pipeline) -> dict[str, Any]:
     if f is None:
         return {"name": "none", "scale": None, "preset": None, "repr": "none"}
     return {"name": type(f).name or type(f).__name__, "scale": float(f.scale),
-            "preset": getattr(f, "preset", None), "repr": repr(f)}  # fmt: skip
-
-
-class RecordingExtractor:
-    """Forwards to a pipeline's extractor and keeps the last :class:`PairFeatures` it returned.
-
-    Put it in place of ``pipe.extractor`` to see the exact features a pipeline classifies (parity replay,
-    calibration data collection) without a second feature implementation; the pipeline is unchanged.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.last: PairFeatures | None = None
-        self.last_detections: Detections | None = None  # what the extractor saw (orientation included)
-
-    def step(self, *args: Any, **kwargs: Any) -> PairFeatures:
-        self.last_detections = args[0] if args else kwargs.get("detections")
-        self.last = self.inner.step(*args, **kwargs)
-        return self.last
-
-    def reset(self) -> None:
-        self.last = None
-        self.last_detections = None
-        self.inner.reset()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+            "preset": f.preset, "repr": repr(f)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,7 +94,7 @@ def replay(
     """Step ``pipe`` over ``items`` and record every pair-frame.
 
     Args:
-        pipe: the pipeline; its extractor is wrapped for the duration of the call.
+        pipe: the pipeline; a feature observer is registered on it for the duration of the call.
         items: the frames in order; an image of None needs ``image_size`` (box-only clips).
         image_size: ``(W, H)`` for box-only clips.
         states: the decisions of each frame (by position in ``items``) as a recorded run had them: an exact
@@ -134,33 +109,31 @@ def replay(
     Raises:
         InputError: ``states`` shorter than the clip, or a ``start`` that does not fit this pipeline.
     """
-    recorder = RecordingExtractor(pipe.extractor)
+    seen = LastFeatures()
     parts: list[tuple[np.ndarray, ...]] = []
     kept: list[Detections] = []
     decided: list[FrameState] = []
     if reset:
         pipe.reset()
     if start is not None:
-        pipe.restore(start.snapshot, start.previous)  # before the wrapper: the state is the extractor's own
-    pipe.extractor = recorder  # type: ignore[assignment]
-    try:
+        pipe.restore(start.snapshot, start.previous)
+    with pipe.observe_features(seen):
         for pos, (index, image, dets, t) in enumerate(items):
-            recorder.last, recorder.last_detections = None, None
+            seen.clear()
             given = _state_at(states, pos)
             result = pipe.step(image, dets, t, frame_index=index, image_size=image_size, state=given)
             decided.append(pipe.frame_state())
-            seen = recorder.last_detections
-            same = seen is not None and np.array_equal(seen.track_ids, result.track_ids)
-            kept.append(seen if same else Detections.from_arrays(result.boxes, result.track_ids))
+            people = seen.detections  # what the extractor saw (orientation included)
+            if people is None or not np.array_equal(people.track_ids, result.track_ids):
+                people = Detections.from_arrays(result.boxes, result.track_ids)
+            kept.append(people)
             if not len(result.pairs):
                 continue
-            feats = _aligned(recorder.last, result.pairs, index)
+            feats = _aligned(seen.features, result.pairs, index)
             logits1 = pipe.stage1.infer(feats.stage1)
             logits2 = pipe.stage2.infer(np.ascontiguousarray(feats.stage2))
             parts.append((np.full(len(result.pairs), index, np.int64), result.pairs, feats.stage1, feats.stage2,
                           logits1, logits2, result.p_interact, result.label_ids))  # fmt: skip
-    finally:
-        pipe.extractor = recorder.inner
     return ReplayResult(_stack(parts, pipe), tuple(kept), tuple(decided))
 
 
@@ -173,15 +146,12 @@ def _state_at(states: Sequence[FrameState] | None, pos: int) -> FrameState | Non
 
 
 def _aligned(feats: PairFeatures | None, pairs: np.ndarray, index: int) -> PairFeatures:
-    """The extractor's rows of exactly ``pairs`` (the pipeline drops pairs with non-finite features)."""
+    """The observed features of exactly ``pairs`` (stage 1 or 2 drop pairs whose logits are not finite)."""
     if feats is None:
-        raise BackendError(f"frame {index}: the pipeline scored pairs without calling its feature extractor")
+        raise BackendError(f"frame {index}: the pipeline scored pairs without computing features")
     if len(feats.pairs) == len(pairs) and np.array_equal(feats.pairs, pairs):
         return feats
-    keep = np.isfinite(feats.stage1).all(axis=1) & np.isfinite(feats.stage2).all(axis=1)
-    if not np.array_equal(feats.pairs[keep], pairs):
-        raise BackendError(f"frame {index}: the pipeline's pairs do not match its extractor's")
-    return PairFeatures(feats.pairs[keep], feats.index[keep], feats.stage1[keep], feats.stage2[keep])
+    raise BackendError(f"frame {index}: the pipeline's pairs do not match the features it computed")
 
 
 def _stack(parts: Sequence[tuple[np.ndarray, ...]], pipe: Pipeline) -> PairRows:

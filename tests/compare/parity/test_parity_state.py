@@ -114,7 +114,7 @@ def test_given_state_replaces_the_monitors() -> None:
         given = FrameState(True, 0.44, 0.0, 0.0)  # gate always open, no confirmation
         out = [pipe.step(f.image, f.detections, f.timestamp, state=given) for f in frames]
         assert pipe.frame_state() == dataclasses.replace(given, aspect=0.44)
-        assert pipe.fixed_ratio_detector == 0.44 and not pipe._aspect.fixed
+        assert pipe.fixed_ratio_detector == 0.44 and not pipe.box_shape.monitor.fixed
         assert pipe.describe()["tau_interact"] == 0.0
     assert all((r.label_ids >= 0).all() for r in out[1:]) and len(out[-1].pairs) == len(plain[-1].pairs)
 
