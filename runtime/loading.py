@@ -35,9 +35,6 @@ from pairedge.runtime.flow import FlowBackend, flow_backend_class, get_flow_back
 #: The fp32 stage files, named in the messages of a folder that lacks them.
 _FP32 = " and ".join(stage_files("fp32"))
 
-#: The table's :func:`~pairedge.core.artefacts.stage_files`, under its old name (``pairedge bench`` imports it).
-stage_file_names = stage_files
-
 
 @dataclass(frozen=True)
 class ModelPair:
