@@ -35,6 +35,7 @@ from pairedge.core.bundled import default_model_dir
 from pairedge.core.io.mot import read_mot
 from pairedge.core.sim.flowcheck import summary as error_summary
 from pairedge.runtime import FlowConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.run import RunOptions, RunSummary, run_files
@@ -48,7 +49,7 @@ INSET = (0.15, 0.05)
 def run_case(video: Path, detections: Path, model: Path, flow: FlowConfig) -> dict[str, Any]:
     """One full ``pairedge run`` over the video; the summary without file paths."""
     with tempfile.TemporaryDirectory() as tmp:
-        options = RunOptions(model=model, video=False, flow=flow.backend, flow_preset=flow.preset,
+        options = RunOptions(Deployment(model, flow=flow.backend), video=False, flow_preset=flow.preset,
                              flow_scale=flow.scale)  # fmt: skip
         summary: RunSummary = run_files(video, detections, tmp, options)
     out = summary.to_dict()

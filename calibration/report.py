@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.core.artefacts import CALIBRATION_FILE, CALIBRATION_REPORT_FILE
 from pairedge.core.modelmeta import INPUT_NAME
 
 
@@ -163,8 +164,8 @@ def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
 
 def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``calibration.json`` and ``calibration.md`` into ``folder``."""
-    js = folder / "calibration.json"
-    md = folder / "calibration.md"
+    js = folder / CALIBRATION_FILE
+    md = folder / CALIBRATION_REPORT_FILE
     js.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     md.write_text(markdown(report))
     return js, md

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from pairedge.core.artefacts import artefact
 from pairedge.core.errors import InputError
 from pairedge.export.checkpoint import save_checkpoint
 from pairedge.export.data import FeatureData
@@ -118,5 +119,5 @@ def train_to_dir(
     ckpt = checkpoint_of(result, data)
     save_checkpoint(ckpt, out)
     report = write_report(result, out, title or f"{spec} stage {result.stage} training report")
-    exported = export_checkpoint(ckpt, out / f"stage{result.stage}.onnx") if export else None
+    exported = export_checkpoint(ckpt, out / artefact(result.stage, "fp32").onnx) if export else None
     return TrainOutputs(result=result, checkpoint_dir=out, report=report, export=exported)

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
+from pairedge.core.artefacts import artefact
 from pairedge.core.errors import InputError, ModelError
-from pairedge.core.modelfolder import STAGE_FILES, Manifest, register_files
+from pairedge.core.modelfolder import Manifest, register_files
 from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 from pairedge.export.checkpoint import Checkpoint, check_finite
 from pairedge.export.models import count_parameters, get_normalization
@@ -231,10 +232,10 @@ def register_export(result: ExportResult) -> Manifest | None:
     :func:`pairedge.runtime.loading.find_models` only picks ``stage1.onnx`` / ``stage2.onnx``.
     """
     name = result.path.name
-    role = f"stage{result.metadata.stage}"
-    if name != STAGE_FILES[role]:
+    fp32 = artefact(result.metadata.stage, "fp32")
+    if name != fp32.onnx:
         return None
-    return register_files(result.path.parent, {name: role})
+    return register_files(result.path.parent, {name: fp32.role})
 
 
 def export_checkpoint(ckpt: Checkpoint, out: str | Path, **kwargs: object) -> ExportResult:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.core.artefacts import artefact, stage_artefacts
 from pairedge.export.data import split_by_sequence
 from pairedge.export.qat import Int8File, config_of, export_int8, import_fp32, stage_info
 from pairedge.export.qat_data import RecipeRows, check_fingerprints, recipe_rows
@@ -30,7 +31,7 @@ from pairedge.export.qat_train import finetune
 from pairedge.export.train import predict_logits
 
 #: Manifest roles of the files this step writes.
-INT8_ROLES = {"stage1.int8.onnx": "stage1.int8", "stage2.int8.onnx": "stage2.int8"}
+INT8_ROLES = {a.onnx: a.role for a in stage_artefacts("int8")}
 #: Rows ONNX Runtime and the fake-quantized model are compared on after export (per stage).
 CHECK_ROWS = 20_000
 
@@ -97,8 +98,8 @@ def build_int8(
         X_train, X_val = splits[key]
         result = finetune(models[key], number, X_train, X_val, config_of(qat_recipe, key), tau)
         check = X_val[:: max(1, len(X_val) // CHECK_ROWS)]
-        out = folder / f"{key}.int8.onnx"
-        files[key] = export_int8(folder / f"{key}.onnx", result, out, stage_info(qat_recipe, key, result), check)
+        out = folder / artefact(number, "int8").onnx
+        files[key] = export_int8(folder / artefact(number, "fp32").onnx, result, out, stage_info(qat_recipe, key, result), check)
     register_files(folder, INT8_ROLES)
     return {
         "qat_recipe": qat_recipe,

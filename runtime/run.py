@@ -291,25 +291,6 @@ class RunOptions:
     coast_frames: int | None = None
     box_shape: str = "auto"
 
-    # Read-only views of ``deployment`` for code written before it (pairedge.apps.ros.bag.run_log); new code
-    # reads ``options.deployment``.
-    @property
-    def model(self) -> Path:
-        """The resolved model folder (``deployment.folder``)."""
-        return self.deployment.folder
-
-    @property
-    def backend(self) -> str:
-        return self.deployment.backend
-
-    @property
-    def flow(self) -> str:
-        return self.deployment.flow
-
-    @property
-    def precision(self) -> str:
-        return self.deployment.precision
-
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
         tracker = TrackerConfig()

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core import limits
+from pairedge.core.artefacts import CALIBRATION_FILE, find
 from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
 
@@ -123,7 +124,7 @@ def check_model(
                     f"the rule could not run on this graph ({type(exc).__name__}: {exc})",
                 )
             )
-    cal = Path(calibration) if calibration else file.parent / "calibration.json"
+    cal = Path(calibration) if calibration else file.parent / CALIBRATION_FILE
     if cal.exists():
         found += _check_calibration_ranges(cal, file, is_fp16)
     return CheckReport(file, target, tuple(found))
@@ -391,7 +392,8 @@ def _check_calibration_ranges(path: Path, model_path: Path, is_fp16: bool) -> li
         ]
     except (ValueError, RecursionError) as exc:
         return [Finding("warning", "fp16-range", path.name, f"calibration report not readable ({exc})")]
-    stage = model_path.name.split(".")[0] if model_path.name.startswith("stage") else None
+    known = find(model_path.name)
+    stage = known.role.split(".")[0] if known is not None else None
     return [
         Finding(
             "error" if is_fp16 else "warning",

@@ -75,6 +75,8 @@ class TensorRTBackend(Backend):
     name = "tensorrt"
     engine_path: Path | None
 
+    options_type = TensorRTOptions
+
     def __init__(
         self, model: ModelFile, options: TensorRTOptions | None = None, *, trt: Any = None, memory: Any = None
     ) -> None:

@@ -157,7 +157,9 @@ def resolve_model_dir(model: str | Path | None) -> Path:
     if model is not None and str(model) != BUNDLED_NAME:
         return Path(model).expanduser()
     folder = default_model_dir()
-    missing = [n for n in ("stage1.onnx", "stage2.onnx") if not (folder / n).is_file()]
+    from pairedge.core.artefacts import stage_files
+
+    missing = [n for n in stage_files("fp32") if not (folder / n).is_file()]
     if missing:
         raise ModelError(
             f"the bundled default model is missing ({', '.join(missing)} not in {folder}); pass --model DIR "

@@ -97,9 +97,9 @@ def test_model_files_are_checked_by_load(tmp_path: Path) -> None:
 def test_run_options_hold_the_deployment_once() -> None:
     options = RunOptions(Deployment(backend="ort-cpu", precision="fp16"), video=False)
     assert options.deployment.backend == "onnxruntime"
-    # the read-only views older callers read (pairedge.apps.ros.bag) are the deployment's
-    assert (options.model, options.backend, options.flow, options.precision) == (
-        default_model_dir(), "onnxruntime", "auto", "fp16"
+    assert (options.deployment.folder, options.deployment.flow, options.deployment.precision) == (
+        default_model_dir(), "auto", "fp16"
     )
+    assert not hasattr(options, "model") and not hasattr(options, "precision")  # no second copy of the settings
     assert RunOptions().deployment == Deployment()
     assert "precision" not in RunOptions.__dataclass_fields__  # typed once: in the Deployment

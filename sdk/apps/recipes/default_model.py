@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.core.artefacts import RECIPE_FILE, RECIPE_ROLE, artefact, stage_artefacts
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.modelfolder import write_manifest
@@ -49,7 +50,7 @@ from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, tr
 
 TASK_STAGE = {"stage1": 1, "paper3": 2}
 #: The files of the default model folder and their roles in its ``manifest.json``.
-MANIFEST_ROLES = {"stage1.onnx": "stage1", "stage2.onnx": "stage2", "recipe.json": "recipe"}
+MANIFEST_ROLES = {**{a.onnx: a.role for a in stage_artefacts("fp32")}, RECIPE_FILE: RECIPE_ROLE}
 #: Training seeds whose rows' fingerprints ``recipe.json`` records as a fast reproducibility check.
 CHECK_SEEDS = "0"
 
@@ -234,7 +235,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
             ckpt = replace(ckpt, thresholds={**ckpt.thresholds, "p_interact": tau})
         if number == 1:
             stage1_ckpt = ckpt
-        exported = export_checkpoint(ckpt, out / f"stage{number}.onnx")
+        exported = export_checkpoint(ckpt, out / artefact(number, "fp32").onnx)
         held_out = {}
         for preset, sets in tests.items():
             test = sets[task]
@@ -261,7 +262,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         }
     if "confirm" in recipe:  # the runtime's link confirmation times, chosen on validation clips
         extra, summary["confirm"] = link_settings(out, recipe)
-        export_checkpoint(replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / "stage1.onnx")
+        export_checkpoint(replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / artefact(1, "fp32").onnx)
     summary["check"] = check_fingerprints(recipe)
     for name in INT8_ROLES:  # made from the fp32 files just written, never left from an older model
         (out / name).unlink(missing_ok=True)

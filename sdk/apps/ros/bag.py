@@ -150,7 +150,6 @@ def run_log(
     """
     from pairedge.core.bundled import describe_model
     from pairedge.runtime.output import JsonlWriter
-    from pairedge.runtime.pipeline import Pipeline
     from pairedge.runtime.run import (
         RUN_OUTPUTS,
         RunOptions,
@@ -158,7 +157,6 @@ def run_log(
         open_video_writer,
         pipeline_notes,
         remove_stale_outputs,
-        resolve_model,
         stale_note,
         switch_record,
     )
@@ -173,10 +171,11 @@ def run_log(
         images = pick_topic(reader, topics.image, (IMAGE, COMPRESSED_IMAGE), "image", "--image-topic")
         dets = pick_topic(reader, topics.detections, (DETECTION_ARRAY,), "detections", "--detections-topic")
         store = make_typestore(reader.connections)
-        model = resolve_model(options.model)
+        deployment = options.deployment
+        model = deployment.folder
         folder.mkdir(parents=True, exist_ok=True)
         config = options.pipeline_config()
-        with Pipeline.load(model, options.backend, options.flow, config, precision=options.precision) as pipe:
+        with deployment.load(config) as pipe:
             stats = RunStats(pipe.labels)
             header = {"source": str(log), "image_topic": images[0].topic, "detections_topic": dets[0].topic,
                       "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
@@ -222,7 +221,7 @@ def run_log(
                      f"paired by header stamp within {topics.tolerance_s * 1000:g} ms; timestamps are seconds "
                      "since the first frame (stamp_ns: the header stamp)"]  # fmt: skip
             notes += [f"{count} message(s) dropped: {reason}" for reason, count in sorted(dropped.items())]
-            notes += pipeline_notes(pipe) + stale_note(folder, stale)
+            notes += pipeline_notes(pipe, deployment) + stale_note(folder, stale)
             summary = stats.summary(notes=notes, files=files, pipeline=pipe.describe())
     merged = dict(summary.detections_dropped)
     for reason, count in dropped.items():
