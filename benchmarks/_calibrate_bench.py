@@ -10,6 +10,7 @@ import numpy as np
 from pairedge.calibration.collect import Collected
 from pairedge.calibration.infer import agreement, logits, session
 from pairedge.core.metrics.pairwise import classification_metrics
+from pairedge.runtime.deployment import Deployment
 
 PRECISIONS = ("fp16", "int8")
 SIZES = (1, 64, 512, 4950)
@@ -122,7 +123,7 @@ def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray], 
 def parity_checks(model: Path, folder: Path, scenes: list[str], work: Path, frames: int = 60) -> dict[str, Any]:
     """``parity pack`` of each held-out scene (fp32 ``model``) and ``parity check`` of ``folder``'s int8 / fp16."""
     from pairedge.apps.evaluation.sources import parse_scene
-    from pairedge.compare.parity import CheckOptions, check_pack
+    from pairedge.compare.parity import check_pack
     from pairedge.compare.parity.build import build_pack
 
     work.mkdir(parents=True, exist_ok=True)
@@ -132,7 +133,7 @@ def parity_checks(model: Path, folder: Path, scenes: list[str], work: Path, fram
         if not pack.is_file():
             build_pack(model, parse_scene(scene, frames, "detections"), pack, frames=frames)
         for precision in ("int8", "fp16"):
-            report = check_pack(pack, folder, CheckOptions(backend="onnxruntime", precision=precision))
+            report = check_pack(pack, Deployment(folder, precision=precision, backend="onnxruntime"))
             levels = {lv.name: lv for lv in report.levels}
             logit, label = levels["logits"].metrics, levels["labels"].metrics
             out[f"{scene}/{precision}"] = {

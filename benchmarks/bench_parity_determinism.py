@@ -36,11 +36,12 @@ from typing import Any
 import numpy as np
 from pairedge.apps.bench.env import environment
 from pairedge.apps.evaluation.sources import parse_scene, parse_sources
-from pairedge.compare.parity import CheckOptions, ParityPack, check_pack, load_pack
+from pairedge.compare.parity import ParityPack, check_pack, load_pack
 from pairedge.compare.parity.build import build_pack
 from pairedge.compare.parity.check import reference_config, replay_pack
 from pairedge.compare.parity.replay import load_pipeline
 from pairedge.core.bundled import default_model_dir
+from pairedge.runtime.deployment import Deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -95,7 +96,7 @@ def cases(data: Path) -> list[Case]:
 def rows_of(pk: ParityPack, exact: bool) -> Any:
     flow = pk.reference["flow"]
     name = flow["name"] if flow["name"] != "none" else "auto"
-    with load_pipeline(default_model_dir(), backend="onnxruntime", flow=name, config=reference_config(pk.reference),
+    with load_pipeline(Deployment(default_model_dir(), backend="onnxruntime", flow=name), config=reference_config(pk.reference),
                        flow_preset=flow.get("preset"), flow_scale=flow.get("scale")) as pipe:  # fmt: skip
         return replay_pack(pk, pipe, exact=exact)
 
@@ -127,7 +128,7 @@ def run_case(case: Case, frames: int, tmp: Path) -> dict[str, Any]:
     build_pack(default_model_dir(), source, tmp / "pack.npz", frames=n, **case.options)
     t1 = time.perf_counter()
     pk = load_pack(tmp / "pack.npz")
-    report = check_pack(pk, default_model_dir(), CheckOptions(backend="onnxruntime"))
+    report = check_pack(pk, Deployment(default_model_dir(), backend="onnxruntime"))
     t2 = time.perf_counter()
     columns = report.levels[0].metrics.get("columns", {})
     states = pk.frame_states

@@ -45,6 +45,7 @@ from pairedge.compare.comparator import AgreementTolerances
 from pairedge.compare.parity.replay import load_pipeline, model_only_logits
 from pairedge.compare.parity.report import json_safe
 from pairedge.core.bundled import default_model_dir
+from pairedge.runtime.deployment import Deployment
 
 HERE = Path(__file__).resolve().parent
 HELD_OUT = "sim:static+moving+noisy:seeds=4000-4001:frames=150"
@@ -92,7 +93,7 @@ def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any]]:
     out: dict[str, Any] = {}
     pipes = []
     for name, (folder, precision, kind) in variants(tmp).items():
-        pipe = load_pipeline(folder, precision=precision, backend="onnxruntime")
+        pipe = load_pipeline(Deployment(folder, precision=precision, backend="onnxruntime"))
         logits = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
         t = TARGETS[kind]
         v = reference.score(logits, Gate(t.max_mpca_drop, t.min_top1_agreement, t.min_gate_agreement))

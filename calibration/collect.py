@@ -186,7 +186,7 @@ def collect_scenes(
     from pairedge.core import limits
     from pairedge.core.labels import SIM7
     from pairedge.core.sim import simulate
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import Deployment
 
     if boxes not in ("detections", "truth"):
         raise InputError(f"boxes: expected 'detections' or 'truth', got {boxes!r}")
@@ -197,7 +197,7 @@ def collect_scenes(
     for preset, seeds in scenes:
         for seed in seeds:
             group = f"{preset}-{seed}"
-            with Pipeline.load(model, backend="onnxruntime") as pipe:
+            with Deployment(model, backend="onnxruntime").load() as pipe:
                 items = (
                     (
                         f.image,
@@ -223,12 +223,12 @@ def collect_video(
     fps: float | None = None,
 ) -> Collected:
     """Samples of a video (or image folder) with a MOT / JRDB / CVML detection file (no truth)."""
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import Deployment
     from pairedge.runtime.run import file_items
     from pairedge.runtime.sources import FrameSource, read_detections
 
     dets = read_detections(detections)
-    with FrameSource(video, fps) as source, Pipeline.load(model, backend="onnxruntime") as pipe:
+    with FrameSource(video, fps) as source, Deployment(model, backend="onnxruntime").load() as pipe:
         items = ((image, d, t, None) for _, image, d, t, *_ in file_items(source, dets, max_frames))
         return collect_frames(pipe, items, Path(video).name, stride)
 
@@ -244,13 +244,13 @@ def collect_cad(model: str | Path, path: str | Path, *, stride: int = 5) -> Coll
     """
     from pairedge.core.io.cad import read_cad_dir, read_cad_mat
     from pairedge.core.labels import CAD8, CAD_TOGETHER
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import Deployment
 
     p = Path(path)
     sequences = read_cad_dir(p) if p.is_dir() else [read_cad_mat(p)]
     parts = []
     for seq in sequences:
-        with Pipeline.load(model, backend="onnxruntime", flow="none") as pipe:
+        with Deployment(model, backend="onnxruntime", flow="none").load() as pipe:
             items = (
                 (None, dets, t, _cad_truth(seq, frame, CAD8.classes)) for frame, t, dets in seq.frames()
             )

@@ -98,8 +98,7 @@ def pack_command(
     folder = reference.folder
     source = _clip_source(scene, video, detections, gold, cad, log, start + frames, boxes.value)
     with stage_progress(f"packing {printable(source.name)}", start + frames) as advance:
-        pack = build_pack(folder, source, out, frames=frames, backend=reference.backend, flow=reference.flow,
-                          on_frame=advance, start=start, box_shape=box_shape.value,
+        pack = build_pack(reference, source, out, frames=frames, on_frame=advance, start=start, box_shape=box_shape.value,
                           operating_point=operating_point)  # fmt: skip
     size = out.stat().st_size / 1e6
     where = f"frames {start}-{start + pack.num_frames - 1}" if start else f"{pack.num_frames} frames"

@@ -1,7 +1,7 @@
 """The on-device evaluator: a portable parity pack made on the workstation, checked on the robot.
 
 >>> from pairedge.compare.parity import check_pack
->>> report = check_pack("pack.npz", "model_dir", CheckOptions(precision="int8"))
+>>> report = check_pack("pack.npz", Deployment("model_dir", precision="int8"))
 >>> report.passed, report.verdict()
 
 :mod:`~pairedge.compare.parity.pack` (file format), :mod:`~pairedge.compare.parity.build` (``parity pack``),

@@ -13,6 +13,7 @@ from pairedge.compare.parity.replay import ReplayItem, flow_description, load_pi
 from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.streamstate import StreamSnapshot
 
 #: The default clip length: long enough for flow and track history to settle, small enough to copy around.
@@ -20,13 +21,11 @@ DEFAULT_FRAMES = 30
 
 
 def build_pack(
-    model: str | Path,
+    model: str | Path | Deployment,
     source: Any,
     out: str | Path,
     *,
     frames: int = DEFAULT_FRAMES,
-    backend: str = "onnxruntime",
-    flow: str = "auto",
     on_frame: Callable[[], None] | None = None,
     start: int = 0,
     box_shape: str = "auto",
@@ -35,12 +34,13 @@ def build_pack(
     """Replay ``frames`` frames of ``source`` through the fp32 pipeline of ``model`` and write the pack.
 
     Args:
-        model: the fp32 model folder (``stage1.onnx`` + ``stage2.onnx``).
+        model: the reference: a fp32 :class:`~pairedge.runtime.deployment.Deployment` (its classifier and flow
+            backends; flow "auto": the model's own flow backend), or the fp32 model folder (``stage1.onnx`` +
+            ``stage2.onnx``) on ONNX Runtime CPU.
         source: a :class:`pairedge.apps.evaluation.sources.StreamSource` (simulator scene, video + detections
             [+ gold pairs], a ROS 2 log, or a box-only CAD sequence).
         out: the ``.npz`` to write (written atomically).
         frames: clip length (>= 2: flow needs a previous frame).
-        backend, flow: the reference's classifier and flow backends ("auto": the model's own flow backend).
         start: the clip's first frame in the stream: frames before it run through the pipeline as the
             stream would (tracker, monitors, history) but are not stored; the pack keeps the stream state at
             ``start`` and the frame before it instead.
@@ -59,7 +59,10 @@ def build_pack(
         raise InputError(f"--start: expected a frame number >= 0, got {start}")
     limits.check_sim_work(1, start + frames, "--start + --frames")
     config = PipelineConfig(box_shape=box_shape, operating_point=operating_point)
-    with load_pipeline(model, backend=backend, flow=flow, config=config) as pipe:
+    reference = model if isinstance(model, Deployment) else Deployment(model, backend="onnxruntime")
+    if reference.precision != "fp32":
+        raise InputError(f"a parity pack's reference runs the fp32 files, got precision {reference.precision}")
+    with load_pipeline(reference, config=config) as pipe:
         clip = _Clip(source, start, frames, on_frame)
         size = source.image_size  # (W, H) of box-only sources, else None: the first frame's
         stream = iter(source.open(pipe.labels, max_frames=start + frames))

@@ -33,7 +33,6 @@ from pairedge.compare.parity.replay import (
 )
 from pairedge.compare.parity.report import ParityReport
 from pairedge.core.bundled import describe_model
-from pairedge.core.errors import InputError
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.pipeline import Pipeline, interact_probability
@@ -41,39 +40,16 @@ from pairedge.runtime.pipeline import Pipeline, interact_probability
 
 @dataclass(frozen=True)
 class CheckOptions:
-    """Options of :func:`check_pack`.
+    """Options of :func:`check_pack` (what to check and how strictly; the candidate itself is a
+    :class:`~pairedge.runtime.deployment.Deployment`).
 
     Attributes:
-        backend, flow, precision: the candidate's classifier backend, flow backend and precision when
-            :func:`check_pack` is given a model folder (given a :class:`Deployment`, leave them at their
-            defaults: it names all three). ``flow`` "auto" = the flow backend the pack's reference used; the
-            logit tolerance follows the precision.
         model_only: features from the pack, no frames, no flow (levels 2-4 and the definition check of 1).
         tolerances: the pass thresholds.
     """
 
-    backend: str = "auto"
-    flow: str = "auto"
-    precision: str = "fp32"
     model_only: bool = False
     tolerances: Tolerances = Tolerances()
-
-    def candidate(self, model: str | Path | Deployment) -> Deployment:
-        """The deployment to check: ``model`` itself when it is a :class:`Deployment`, else that folder with
-        these options' precision and backends.
-
-        Raises:
-            InputError: a Deployment and backend / flow / precision options besides it (said twice), or an
-                unknown precision or backend name.
-        """
-        if not isinstance(model, Deployment):
-            return Deployment(model, precision=self.precision, backend=self.backend, flow=self.flow)
-        if (self.backend, self.flow, self.precision) != ("auto", "auto", "fp32"):
-            raise InputError(
-                "check_pack: the Deployment names the backends and the precision; leave CheckOptions' backend, "
-                "flow and precision at their defaults"
-            )
-        return model
 
 
 def check_pack(
@@ -85,7 +61,7 @@ def check_pack(
     """Check a deployed model against ``pack``.
 
     ``model``: the :class:`Deployment` (model folder, precision, backends; flow "auto" = the flow backend
-    of the pack's reference), or a model folder with the precision and backends of ``options``.
+    of the pack's reference), or a model folder (``Deployment(folder)``: fp32, the backends "auto").
 
     A candidate that is neither the pack's model nor derived from it (``relation`` "unverified": other
     files, no recorded fp32 source) is compared but never passes (:attr:`ParityReport.passed`).
@@ -96,7 +72,7 @@ def check_pack(
     """
     opts = options or CheckOptions()
     pk = pack if isinstance(pack, ParityPack) else load_pack(pack)
-    deployment = opts.candidate(model)
+    deployment = model if isinstance(model, Deployment) else Deployment(model)
     deployment, config = reference_flow(deployment, pk.reference, reference_config(pk.reference))
     with deployment.load(config) as pipe:
         rel, rel_note = relation(pk.identity, pipe.models)

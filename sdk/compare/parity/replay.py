@@ -11,8 +11,7 @@ features, stage 1, smoothing, gate, stage 2, groups) and records, through the pi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from pairedge.core.errors import BackendError, InputError
 from pairedge.core.features import PairFeatures
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
+from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.observers import LastFeatures
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.streamstate import FrameState, StreamSnapshot
@@ -30,28 +30,24 @@ ReplayItem = tuple[int, np.ndarray | None, Detections, float]
 
 
 def load_pipeline(
-    model: str | Path,
+    deployment: Deployment,
     *,
-    precision: str = "fp32",
-    backend: str = "auto",
-    flow: str = "auto",
     config: PipelineConfig | None = None,
     flow_preset: str | None = None,
     flow_scale: float | None = None,
 ) -> Pipeline:
-    """The pipeline of ``model`` at ``precision`` on ``backend`` with ``flow`` (registry names or "auto").
+    """The pipeline of ``deployment`` with ``config``, its flow preset and scale replaced where given (a pack's
+    reference records them).
 
     Raises:
         ModelError (missing precision files, integrity), BackendError (backend unavailable), InputError.
     """
     config = config or PipelineConfig()
     if flow_preset is not None or flow_scale is not None:
-        from dataclasses import replace
-
         flow_cfg = FlowConfig(backend=config.flow.backend, preset=flow_preset or config.flow.preset,
                               scale=flow_scale if flow_scale is not None else config.flow.scale)  # fmt: skip
         config = replace(config, flow=flow_cfg)
-    return Pipeline.load(Path(model).expanduser(), backend, flow, config, precision=precision)
+    return deployment.load(config)
 
 
 def flow_description(pipe: Pipeline) -> dict[str, Any]:

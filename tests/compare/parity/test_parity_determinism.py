@@ -19,6 +19,7 @@ from pairedge.compare.parity.check import reference_config, replay_pack
 from pairedge.compare.parity.pack import PairRows
 from pairedge.compare.parity.replay import load_pipeline
 from pairedge.core.bundled import default_model_dir
+from pairedge.runtime.deployment import Deployment
 
 COLUMNS = ("stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact", "label")
 
@@ -27,7 +28,7 @@ def device_rows(pk: ParityPack, exact: bool = True) -> PairRows:
     """The pack replayed through the bundled model as ``parity check`` sets it up."""
     flow = pk.reference["flow"]
     name = flow["name"] if flow["name"] != "none" else "auto"
-    with load_pipeline(default_model_dir(), backend="onnxruntime", flow=name, config=reference_config(pk.reference),
+    with load_pipeline(Deployment(default_model_dir(), backend="onnxruntime", flow=name), config=reference_config(pk.reference),
                        flow_preset=flow.get("preset"), flow_scale=flow.get("scale")) as pipe:  # fmt: skip
         return replay_pack(pk, pipe, exact=exact)
 
@@ -43,7 +44,7 @@ def assert_self_check_exact(path: Path) -> ParityPack:
     """The check PASSes with zero drift in every feature column, and every replayed row is identical; its
     report says what it replayed as packed."""
     pk = load_pack(path)
-    report = check_pack(pk, default_model_dir(), CheckOptions(backend="onnxruntime"))
+    report = check_pack(pk, Deployment(default_model_dir(), backend="onnxruntime"))
     assert report.passed, report.verdict()
     features = report.levels[0].metrics
     assert features["coverage"] == 1.0 and features["pairs_device"] == len(pk.rows)
@@ -124,7 +125,7 @@ def test_clip_that_starts_after_the_switch(surveillance: tuple[Path, Path]) -> N
     """The clip's monitors would need 15 frames to decide: the pack gives the decision and the state."""
     pk = assert_self_check_exact(surveillance[1])
     assert _thresholds(pk) == [0.65] * 6 and pk.reference["start"] == 18
-    report = check_pack(pk, default_model_dir(), CheckOptions(backend="onnxruntime", model_only=True))
+    report = check_pack(pk, Deployment(default_model_dir(), backend="onnxruntime"), CheckOptions(model_only=True))
     assert report.passed and "the clip starts at frame 18 of the stream" in report.markdown()
     assert pk.snapshot is not None and pk.snapshot.flow_primed and len(pk.lead_png)
     assert pk.image(0).shape == pk.lead_image().shape

@@ -14,6 +14,7 @@ from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import InputError, ModelError
 from pairedge.core.features import get_spec
 from pairedge.core.modelmeta import ModelMetadata
+from pairedge.runtime.deployment import Deployment
 from parity_helpers import box_only_toy, make_candidate, set_extra, set_initializer
 
 
@@ -137,7 +138,7 @@ def test_other_feature_spec_fails_at_features(pack_path: Path, tmp_path: Path) -
 
 
 def test_different_flow_backend_fails_at_features(pack_path: Path) -> None:
-    report = check_pack(pack_path, default_model_dir(), CheckOptions(flow="farneback"))
+    report = check_pack(pack_path, Deployment(default_model_dir(), flow="farneback"))
     assert _first(report) == "features"
     assert _status(report)["logits"] == "PASS"
     problem = report.first_failure.problems[0]
@@ -206,12 +207,12 @@ def test_fp16_variant_stamped_like_calibrate_passes_as_derived(pack_path: Path, 
         onnx.save(
             onnx.load(str(default_model_dir() / f"stage{stage}.onnx")), str(tmp_path / f"stage{stage}.onnx")
         )
-    report = check_pack(pack_path, tmp_path, CheckOptions(precision="fp16"))
+    report = check_pack(pack_path, Deployment(tmp_path, precision="fp16"))
     assert report.passed, report.verdict()
     assert report.candidate["relation"] == "derived" and report.candidate["precision"] == "fp16"
     assert 0.0 < report.levels[1].metrics["stage2"]["max"] <= 0.1
-    strict = CheckOptions(precision="fp16", tolerances=Tolerances.from_dict({"logit_max": {"fp16": 1e-6}}))
-    assert check_pack(pack_path, tmp_path, strict).first_failure.name == "logits"
+    strict = CheckOptions(tolerances=Tolerances.from_dict({"logit_max": {"fp16": 1e-6}}))
+    assert check_pack(pack_path, Deployment(tmp_path, precision="fp16"), strict).first_failure.name == "logits"
 
 
 def test_tolerance_overrides_are_checked() -> None:
