@@ -89,8 +89,8 @@ from pairedge.export.data import sequence_folds, split_by_sequence
 from pairedge.export.datasets.cad import cad_features
 from pairedge.export.datasets.cad_context import AUGMENTATIONS
 from pairedge.export.datasets.sim_cad import sim_cad_sequence
-from pairedge.export.report import confusion_markdown
 from pairedge.export.train import TrainConfig, predict_logits
+from pairedge.export.train_report import confusion_markdown
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
 CONTEXT_SPEC = "3"

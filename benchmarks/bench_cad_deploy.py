@@ -93,7 +93,7 @@ def train(sequences: Path, work: Path, epochs: int) -> tuple[Path, dict[str, Any
 
 def features(sequences: Path, model: Path, out: Path) -> list[Path]:
     """The rows of ``sequences`` (no augmented copies) with the model's own spec version and feature options."""
-    from pairedge.export.datasets.sources import load_with_copies
+    from pairedge.export.datasets.training_data import load_with_copies
     from pairedge.runtime.loading import find_models
 
     meta = find_models(model).stage2.metadata

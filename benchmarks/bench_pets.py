@@ -37,9 +37,9 @@ from pairedge.core.sim.flowcheck import summary as error_summary
 from pairedge.runtime import FlowConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.flow import FlowStream, get_flow_backend
+from pairedge.runtime.inputs import FrameSource
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.run import RunOptions, RunSummary, run_files
-from pairedge.runtime.sources import FrameSource
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"

@@ -43,7 +43,7 @@ from pairedge.apps.bench.run import BenchOptions, reference_rows, run_bench
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.compare.comparator import AgreementTolerances
 from pairedge.compare.parity.replay import load_pipeline, model_only_logits
-from pairedge.compare.parity.report import json_safe
+from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.bundled import default_model_dir
 from pairedge.runtime.deployment import Deployment
 

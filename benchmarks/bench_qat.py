@@ -43,7 +43,7 @@ from pairedge.compare.comparator import (
     judge,
     metric_delta,
 )
-from pairedge.compare.parity.report import json_safe
+from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.export.qat_data import RecipeRows, scene_rows
 

@@ -224,8 +224,8 @@ def collect_video(
 ) -> Collected:
     """Samples of a video (or image folder) with a MOT / JRDB / CVML detection file (no truth)."""
     from pairedge.runtime import Deployment
+    from pairedge.runtime.inputs import FrameSource, read_detections
     from pairedge.runtime.run import file_items
-    from pairedge.runtime.sources import FrameSource, read_detections
 
     dets = read_detections(detections)
     with FrameSource(video, fps) as source, Deployment(model, backend="onnxruntime").load() as pipe:

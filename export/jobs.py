@@ -11,8 +11,8 @@ from pairedge.core.errors import InputError
 from pairedge.export.checkpoint import save_checkpoint
 from pairedge.export.data import FeatureData
 from pairedge.export.onnx_export import ExportResult, export_checkpoint
-from pairedge.export.report import write_report
 from pairedge.export.train import TrainConfig, TrainResult, checkpoint_of, train
+from pairedge.export.train_report import write_report
 
 SPECS = ("liang2026", "pairedge")
 

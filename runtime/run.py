@@ -4,7 +4,7 @@
 result to the optional JSON Lines and annotated-video writers and accumulates a :class:`RunSummary` (people,
 pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped, how many frames were
 scored and had optical flow). :func:`run_files` does the same for a video file or image folder plus a MOT /
-JRDB / CVML detection file (see :mod:`pairedge.runtime.sources` for how frame numbers are mapped) and writes
+JRDB / CVML detection file (see :mod:`pairedge.runtime.inputs` for how frame numbers are mapped) and writes
 :data:`RUN_OUTPUTS` into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4
 codec is missing; neither with ``video=False``) and ``summary.json``. Those of an earlier run in the same
 folder that this run does not rewrite are removed (and said in the notes); no other file is touched.
@@ -26,9 +26,9 @@ from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import STAGES, Pipeline
-from pairedge.runtime.sources import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.types import FrameResult
 

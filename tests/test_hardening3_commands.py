@@ -94,7 +94,7 @@ def test_eval_frames_option_is_bounded_too(tmp_path: Path) -> None:
 def test_sim_scenes_counts_presets_times_seeds_times_frames() -> None:
     from pairedge.apps.evaluation.sources import parse_scene
     from pairedge.export.datasets.sim import SimDataset
-    from pairedge.export.datasets.sources import parse_sim_scenes
+    from pairedge.export.datasets.training_data import parse_sim_scenes
 
     sc = parse_sim_scenes("sim:static+moving:seeds=0-9:frames=50", frames=None)
     assert (sc.presets, len(sc.seeds), sc.frames) == (("static", "moving"), 10, 50)
@@ -115,7 +115,7 @@ def test_sim_scenes_counts_presets_times_seeds_times_frames() -> None:
 
 
 def test_a_raised_ceiling_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.export.datasets.sources import parse_sim_scenes
+    from pairedge.export.datasets.training_data import parse_sim_scenes
 
     monkeypatch.setattr(limits, "MAX_SIM_TOTAL_FRAMES", 10)
     with pytest.raises(InputError, match="ceiling of 10 in all"):
@@ -401,7 +401,7 @@ def _fits(text: str, width: int = 80) -> None:
 
 def test_column_groups_split_a_wide_table_whole() -> None:
     from pairedge.apps.cli.score import column_groups, rich_tables
-    from pairedge.core.metrics.report import Table
+    from pairedge.core.metrics.result import Table
     from rich.console import Console
 
     names = tuple(f"a_long_class_name_{k}" for k in range(8))

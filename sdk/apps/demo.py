@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.labels import PAPER3, SIM7
-from pairedge.core.metrics.report import ScoreReport
+from pairedge.core.metrics.result import ScoreReport
 from pairedge.runtime.deployment import Deployment
 
 TOGETHER = frozenset(PAPER3.classes)

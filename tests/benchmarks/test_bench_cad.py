@@ -168,7 +168,7 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
 def test_the_printed_train_command_is_the_benchmarked_recipe(monkeypatch, tmp_path, name):
     """`pairedge train` parses the command the report prints into the training config, features (spec
     version, track history, orientation, stride), augmentation and refit the benchmark uses."""
-    import pairedge.export.datasets.sources as sources
+    import pairedge.export.datasets.training_data as sources
     import pairedge.export.jobs as jobs
     from pairedge.apps.cli import app
     from typer.testing import CliRunner

@@ -56,7 +56,7 @@ def test_parity_summary_reads_a_report(tmp_path: Path) -> None:
 def test_scored_seeds_are_held_out() -> None:
     """The held-out scenes and pack: no calibration (0-3), training (0-11), test (1000-1007) or link-setting
     (2000-2003) seed."""
-    from pairedge.export.datasets.sources import parse_sim_scenes
+    from pairedge.export.datasets.training_data import parse_sim_scenes
 
     seeds = set(parse_sim_scenes(bench_precisions.HELD_OUT, None).seeds) | {int(bench_precisions.PACK_SCENE.split(":")[1])}
     used = set(range(12)) | set(range(1000, 1008)) | set(range(2000, 2004)) | set(range(3000, 3003))

@@ -107,7 +107,7 @@ def test_cli_augments_a_cad_folder(tmp_path: Path, shared_data: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     assert doc["feature_spec_version"] == "3" and doc["extra"]["augmented_rows"] > 0
-    from pairedge.export.datasets.sources import load_with_copies
+    from pairedge.export.datasets.training_data import load_with_copies
 
     for orientation in (True, False):
         data, copies = load_with_copies(str(small), spec="pairedge", stage=2, augment=("mirror",),

@@ -12,7 +12,7 @@ from pairedge.core.labels import CAD8, PAPER3, SIM7, STAGE1
 from pairedge.core.seeds import parse_seeds
 from pairedge.export.datasets.cad import cad_features
 from pairedge.export.datasets.sim import SimDataset, match_labels, sim_features
-from pairedge.export.datasets.sources import load_source, parse_sim_source
+from pairedge.export.datasets.training_data import load_source, parse_sim_source
 
 
 def test_match_labels_by_track_ids() -> None:

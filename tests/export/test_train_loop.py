@@ -22,8 +22,8 @@ from pairedge.export.data import (  # noqa: E402
 )
 from pairedge.export.evaluation import classification_metrics  # noqa: E402
 from pairedge.export.losses import FocalLoss  # noqa: E402
-from pairedge.export.report import write_report  # noqa: E402
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train  # noqa: E402
+from pairedge.export.train_report import write_report  # noqa: E402
 
 
 def _toy(n: int = 1200, classes: int = 3, features: int = 7, seed: int = 0, **kw: object) -> FeatureData:

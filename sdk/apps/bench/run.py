@@ -38,7 +38,7 @@ from pairedge.apps.bench.measure import (
     peak_rss_mib,
     pipeline_fps,
 )
-from pairedge.compare.parity.report import json_safe
+from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.artefacts import PRECISIONS, check_precision, stage_files
 from pairedge.core.errors import BackendError, InputError, ModelError
 from pairedge.runtime.deployment import Deployment

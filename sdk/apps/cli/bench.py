@@ -78,8 +78,8 @@ def bench_command(
     out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
 ) -> None:
     """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
-    from pairedge.apps.bench.report import terminal_legend, terminal_lines, write_bench
     from pairedge.apps.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
+    from pairedge.apps.bench.table import terminal_legend, terminal_lines, write_bench
     from pairedge.core.bundled import describe_model, resolve_model_dir
 
     opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,

@@ -119,7 +119,7 @@ def calibrate(
 
 def _print(result: object) -> None:
     from pairedge.apps.cli.score import print_table
-    from pairedge.core.metrics.report import Table
+    from pairedge.core.metrics.result import Table
 
     report = result.report  # type: ignore[attr-defined]
     rows = []

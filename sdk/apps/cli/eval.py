@@ -54,8 +54,8 @@ def eval_command(
 
     from pairedge.apps.cli.progress import stage_progress
     from pairedge.apps.cli.score import print_table
+    from pairedge.apps.evaluation.files import summary_table, write_eval
     from pairedge.apps.evaluation.fleet_eval import evaluate_many
-    from pairedge.apps.evaluation.report import summary_table, write_eval
     from pairedge.apps.evaluation.sources import parse_sources
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.loading import find_models

@@ -153,9 +153,9 @@ def run(
     """
     from pairedge.core.errors import FormatError
     from pairedge.runtime.deployment import Deployment
+    from pairedge.runtime.inputs import FrameSource
     from pairedge.runtime.memory import tune_allocator
     from pairedge.runtime.run import RunOptions, run_files
-    from pairedge.runtime.sources import FrameSource
 
     if not source.exists():  # before any option is judged: the first thing wrong is the path itself
         raise FormatError(source, "no such file or folder; expected a video file, an image folder or a ROS 2 "

@@ -14,7 +14,7 @@ from pairedge.core.errors import InputError
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.core.metrics.report import ScoreReport, Table
+    from pairedge.core.metrics.result import ScoreReport, Table
 
 
 class Protocol(str, Enum):
@@ -261,7 +261,7 @@ def rich_tables(table: Table, width: int) -> list[Any]:
 
 
 def print_table(table: Table, out: Any = None) -> None:
-    """Print ``table`` (:class:`pairedge.core.metrics.report.Table`) to fit ``out`` (default: the CLI console)."""
+    """Print ``table`` (:class:`pairedge.core.metrics.result.Table`) to fit ``out`` (default: the CLI console)."""
     out = out or console
     for part in rich_tables(table, out.width):
         out.print(part)
@@ -280,7 +280,7 @@ def _par_settings(report: ScoreReport) -> str | None:
 
 def print_report(report: ScoreReport) -> None:
     """Print a report's summary, tables and notes; every table fits the terminal (see :func:`rich_tables`)."""
-    from pairedge.core.metrics.report import Table
+    from pairedge.core.metrics.result import Table
 
     rows = tuple((summary_label(name), value) for name, value in report.summary.items())
     print_table(Table(f"{report.protocol}: summary", ("metric", "value"), rows))

@@ -97,7 +97,7 @@ def train_command(
 
     require("torch", purpose="pairedge train")
     from pairedge.core.errors import InputError
-    from pairedge.export.datasets.sources import load_with_copies
+    from pairedge.export.datasets.training_data import load_with_copies
     from pairedge.export.jobs import train_to_dir
     from pairedge.export.train import TrainConfig
 

@@ -127,7 +127,7 @@ def parse_sources(
     if data.startswith("sim:"):
         _refuse_files(data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold)
         from pairedge.core.sim import get_preset
-        from pairedge.export.datasets.sources import parse_sim_scenes
+        from pairedge.export.datasets.training_data import parse_sim_scenes
 
         ds = parse_sim_scenes(data, frames)  # presets x seeds x frames bounded before any rendering
         for preset in ds.presets:
@@ -230,7 +230,7 @@ def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
 
 
 def _video_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.runtime.sources import FrameSource, read_detections
+    from pairedge.runtime.inputs import FrameSource, read_detections
 
     dets = read_detections(params["detections"])
     truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None

@@ -31,7 +31,7 @@ from pairedge.compare.parity.replay import (
     model_only_logits,
     replay,
 )
-from pairedge.compare.parity.report import ParityReport
+from pairedge.compare.parity.verdict import ParityReport
 from pairedge.core.bundled import describe_model
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
 from pairedge.runtime.deployment import Deployment

@@ -50,7 +50,7 @@ from pairedge.core.metrics.pairwise_groups import (
 )
 from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 from pairedge.core.metrics.pairwise_report import build_report
-from pairedge.core.metrics.report import ScoreReport
+from pairedge.core.metrics.result import ScoreReport
 
 __all__ = [
     "DetectionScore",

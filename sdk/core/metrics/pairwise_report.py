@@ -1,4 +1,4 @@
-"""Turn the pairwise protocol's results into a :class:`~pairedge.core.metrics.report.ScoreReport`."""
+"""Turn the pairwise protocol's results into a :class:`~pairedge.core.metrics.result.ScoreReport`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pairedge.core.metrics.pairwise_groups import (
     GroupActivityScore,
     GroupDetectionScore,
 )
-from pairedge.core.metrics.report import ScoreReport, Table
+from pairedge.core.metrics.result import ScoreReport, Table
 
 NAN = float("nan")
 

@@ -26,7 +26,7 @@ from pairedge.core.metrics.par_flat import (
     order_predictions,
     true_group_labels,
 )
-from pairedge.core.metrics.report import ScoreReport, Table
+from pairedge.core.metrics.result import ScoreReport, Table
 
 VARIANTS = ("official", "corrected")
 __all__ = ["VARIANTS", "ParThresholds", "score_files", "score_frames"]

@@ -27,7 +27,7 @@ from pairedge.core.metrics.pcp_core import (
     stickman_windows,
     strict_correct,
 )
-from pairedge.core.metrics.report import ScoreReport, Table
+from pairedge.core.metrics.result import ScoreReport, Table
 
 MODES = ("loose", "strict")
 

@@ -108,7 +108,7 @@ def test_png_written_without_matplotlib(tmp_path: Path, monkeypatch: pytest.Monk
     """The PNG is drawn with OpenCV (a core dependency): a plain install without matplotlib still gets it."""
     import cv2
     from pairedge.apps.evaluation.evaluate import evaluate
-    from pairedge.apps.evaluation.report import write_eval
+    from pairedge.apps.evaluation.files import write_eval
 
     report = evaluate(default_model_dir(), "sim:static:seeds=1000:frames=4:boxes=truth")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
@@ -296,8 +296,8 @@ def _rows(cls, z1: np.ndarray, z2: np.ndarray):  # type: ignore[no-untyped-def]
 
 def test_terminal_table_fits_80_columns_with_every_row() -> None:
     """One row per backend x precision, the widest registry name and every status, within 80 columns."""
-    from pairedge.apps.bench.report import terminal_lines
     from pairedge.apps.bench.run import BenchResult, BenchRow
+    from pairedge.apps.bench.table import terminal_lines
 
     rows = []
     for backend in ("onnxruntime", "onnxruntime-tensorrt", "tensorrt"):

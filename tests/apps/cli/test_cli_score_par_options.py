@@ -18,7 +18,7 @@ from pairedge.apps.cli.score import ParVariant, _par_settings, print_report
 from pairedge.core.io.par import ParFrame, write_par
 from pairedge.core.metrics import par
 from pairedge.core.metrics.par import ParThresholds
-from pairedge.core.metrics.report import ScoreReport
+from pairedge.core.metrics.result import ScoreReport
 from typer.testing import CliRunner
 
 runner = CliRunner()

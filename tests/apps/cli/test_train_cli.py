@@ -122,7 +122,7 @@ def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: P
     """A Collective Activity folder: the rows and their augmented copies see the given track history."""
     from cad_synth import person, write_mat
     from pairedge.core.errors import InputError
-    from pairedge.export.datasets.sources import load_with_copies
+    from pairedge.export.datasets.training_data import load_with_copies
 
     folder = tmp_path / "cad"
     folder.mkdir()

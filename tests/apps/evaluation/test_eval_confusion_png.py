@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pairedge.apps.evaluation.confusion_png import ascii_text, fit, render, shade, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
-from pairedge.apps.evaluation.report import confusion_png, write_eval
+from pairedge.apps.evaluation.files import confusion_png, write_eval
 from pairedge.core.errors import InputError
 from pairedge.core.labels import SIM7
 

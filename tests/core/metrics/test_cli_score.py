@@ -11,7 +11,7 @@ from typing import Any
 import pairedge.core.metrics
 import pytest
 from pairedge.apps.cli import app
-from pairedge.core.metrics.report import ScoreReport, Table
+from pairedge.core.metrics.result import ScoreReport, Table
 from typer.testing import CliRunner
 
 runner = CliRunner()

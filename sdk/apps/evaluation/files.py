@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from pairedge.apps.evaluation.confusion_png import render, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
-from pairedge.core.metrics.report import Table
+from pairedge.core.metrics.result import Table
 
 METRICS = ("accuracy", "accuracy_scored", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
            "group_activity_accuracy", "group_f1")  # fmt: skip
