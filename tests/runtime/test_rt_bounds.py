@@ -21,7 +21,7 @@ from pairedge.core.types import Detections
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.inputs import FrameSource, iso_bmff_problem, read_detections
-from pairedge.runtime.run import MAX_REASONS, RunStats
+from pairedge.runtime.run_stats import MAX_REASONS, RunStats
 from pairedge.runtime.validate import cap_people
 from rt_onnx_models import toy_metadata, toy_proto, toy_weights, write_toy_model
 from rt_scenes import scene
