@@ -48,6 +48,7 @@ PAR_THRESHOLD_OPTIONS = {
 OPTION_PROTOCOL = {
     "--tau": Protocol.pairwise,
     "--labels": Protocol.pairwise,
+    "--match-boxes": Protocol.pairwise,
     "--mode": Protocol.pcp,
     "--threshold": Protocol.pcp,
     "--par-variant": Protocol.par,
@@ -96,6 +97,13 @@ def score(
         help="pairwise: label set when the files have no header: a name (paper3, cad8, ...) or a "
         "comma-separated list of class names.",
     ),
+    match_boxes: Path | None = typer.Option(
+        None,
+        "--match-boxes",
+        help="pairwise: a MOT ground-truth file (gt.txt) with the true boxes: match PRED's people (the tracks "
+        "of a pairedge run results.jsonl) to the true people per frame (Hungarian, IoU >= 0.5) before scoring "
+        "pairs; unmatched predicted people make false-positive pairs, unmatched true people misses.",
+    ),
     mode: PcpMode | None = typer.Option(
         None, "--mode", help="pcp: loose (Buffy official; the default) or strict."
     ),
@@ -133,6 +141,7 @@ def score(
     given = {
         "--tau": tau,
         "--labels": labels,
+        "--match-boxes": match_boxes,
         "--mode": mode.value if mode is not None else None,
         "--threshold": threshold,
         "--par-variant": par_variant.value if par_variant is not None else None,
@@ -148,6 +157,7 @@ def score(
         gold,
         tau=DEFAULT_TAU if tau is None else tau,
         labels=labels,
+        match_boxes=match_boxes,
         mode=(mode or PcpMode.loose).value,
         threshold=DEFAULT_PCP_THRESHOLD if threshold is None else threshold,
         par_options={k: v for k, v in given.items() if OPTION_PROTOCOL[k] is Protocol.par},
@@ -178,6 +188,7 @@ def _dispatch(
     tau: float,
     labels: str | None,
     mode: str,
+    match_boxes: Path | None = None,
     threshold: float,
     par_options: dict[str, Any] | None = None,
 ) -> ScoreReport:
@@ -187,7 +198,7 @@ def _dispatch(
         label_arg: str | list[str] | None = labels
         if labels is not None and "," in labels:
             label_arg = [name.strip() for name in labels.split(",") if name.strip()]
-        return pairwise.score_files(pred, gold, tau=tau, labels=label_arg)
+        return pairwise.score_files(pred, gold, tau=tau, labels=label_arg, match_boxes=match_boxes)
     if protocol is Protocol.pcp:
         from pairedge.core.metrics import pcp
 

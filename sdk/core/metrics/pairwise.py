@@ -81,6 +81,7 @@ def score_files(
     tau: float = 0.5,
     labels: str | Sequence[str] | None = None,
     allow_empty: bool = False,
+    match_boxes: str | Path | None = None,
 ) -> ScoreReport:
     """Score a prediction file against a ground-truth file (JSON Lines or CSV).
 
@@ -91,15 +92,25 @@ def score_files(
         labels: the label set when neither file has a header: a known name (``"paper3"``) or class names.
         allow_empty: score a ground truth without any interacting pair or group (its false positives
             still count; ``pairedge eval`` pools such sources with others) instead of refusing it.
+        match_boxes: a MOT ground-truth file with the true boxes: match the prediction's people (its
+            ``tracks``) to the true people per frame first (:mod:`pairedge.core.metrics.pairwise_boxes`).
 
     Raises:
         FormatError: a file is malformed (names the file, line and problem).
         InputError: no label set is known, or ``tau`` is not in [0, 1].
     """
     names = resolve_labels(pred, gold, labels)
-    return score(
-        read_pairwise_file(pred, names), read_pairwise_file(gold, names), tau=tau, allow_empty=allow_empty
-    )
+    predicted, truth = read_pairwise_file(pred, names), read_pairwise_file(gold, names)
+    if match_boxes is None:
+        return score(predicted, truth, tau=tau, allow_empty=allow_empty)
+    from dataclasses import replace
+
+    from pairedge.core.metrics import pairwise_boxes as pb
+
+    mapping = pb.match_ids(pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes), truth.frames)
+    report = score(pb.remap(predicted, mapping), truth, tau=tau, allow_empty=allow_empty)
+    details, note = pb.matching_summary(mapping, match_boxes)
+    return replace(report, details={**report.details, **details}, notes=(*report.notes, note))
 
 
 def resolve_labels(
