@@ -21,6 +21,7 @@ class Protocol(str, Enum):
     pairwise = "pairwise"
     pcp = "pcp"
     par = "par"
+    mot = "mot"
 
 
 class PcpMode(str, Enum):
@@ -84,7 +85,9 @@ def _finite_threshold(ctx: typer.Context, param: typer.CallbackParam, value: flo
 @app.command()
 @handle_errors
 def score(
-    protocol: Protocol = typer.Option(..., "--protocol", "-p", help="Evaluation protocol."),
+    protocol: Protocol = typer.Option(
+        ..., "--protocol", "-p", help="Evaluation protocol (mot: tracking metrics of MOT files)."
+    ),
     pred: Path = typer.Option(..., "--pred", help="Prediction file."),
     gold: Path = typer.Option(..., "--gold", help="Ground-truth file."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full report as JSON here."),
@@ -133,7 +136,9 @@ def score(
         help="par: global-activity label when the raw logit > this (default 0.5, the released value).",
     ),
 ) -> None:
-    """Score PRED against GOLD (pairwise | pcp | par) and print the summary and tables.
+    """Score PRED against GOLD (pairwise | pcp | par | mot) and print the summary and tables.
+
+    mot: tracking metrics (MOTA, ID switches, IDF1) of a tracker's MOT file against a MOT ground truth.
 
     File formats: docs/formats.md. A malformed file stops with one line naming the file, record and problem;
     a ground truth with nothing to score is an error too.
@@ -203,6 +208,10 @@ def _dispatch(
         from pairedge.core.metrics import pcp
 
         return pcp.score_files(pred, gold, mode=mode, threshold=threshold)
+    if protocol is Protocol.mot:
+        from pairedge.core.metrics import tracking
+
+        return tracking.score_files(pred, gold)
     from pairedge.core.metrics import par
 
     # Only what was given is passed: everything else keeps the API's defaults (official, 0.6 / 0.6 / 0.5).
