@@ -65,6 +65,46 @@ class Detections:
         return cls(b, ids, sc, ori, conf)
 
     @classmethod
+    def from_ultralytics(cls, result: Any, person_class: int | None = 0) -> Detections:
+        """The detections of one Ultralytics ``Results`` (duck-typed: ``ultralytics`` is never imported).
+
+        Reads ``result.boxes.xyxy`` (N, 4), ``.conf`` (N,), ``.cls`` (N,) and ``.id`` (N,) when tracking (None
+        otherwise: ids -1); each may be a numpy array or a tensor with ``.cpu().numpy()`` / ``.numpy()``.
+        Keeps class ``person_class`` (COCO's person = 0; None keeps every class).
+
+        Raises:
+            InputError: ``result`` has no ``boxes.xyxy`` / ``.conf`` / ``.cls``.
+        """
+        boxes = getattr(result, "boxes", None)
+        if boxes is None or not all(hasattr(boxes, k) for k in ("xyxy", "conf", "cls")):
+            raise InputError(
+                f"from_ultralytics: expected an Ultralytics Results with boxes.xyxy, .conf and .cls, got "
+                f"{type(result).__name__}"
+            )
+        ids = getattr(boxes, "id", None)
+        return _from_xyxy(_array(boxes.xyxy), _array(boxes.conf), _array(boxes.cls),
+                          None if ids is None else _array(ids), person_class, "from_ultralytics")  # fmt: skip
+
+    @classmethod
+    def from_supervision(cls, detections: Any, person_class: int | None = 0) -> Detections:
+        """The detections of a ``supervision.Detections`` (duck-typed: ``supervision`` is never imported).
+
+        Reads ``.xyxy`` (N, 4), ``.confidence`` (N,) or None (scores 1), ``.class_id`` (N,) or None (every box
+        kept) and ``.tracker_id`` (N,) or None (ids -1). Keeps class ``person_class`` (None: every class).
+
+        Raises:
+            InputError: no ``.xyxy``.
+        """
+        if not hasattr(detections, "xyxy"):
+            raise InputError(
+                f"from_supervision: expected a supervision.Detections with .xyxy, got {type(detections).__name__}"
+            )
+        xyxy = _array(detections.xyxy)
+        conf, cls_id, ids = (getattr(detections, k, None) for k in ("confidence", "class_id", "tracker_id"))
+        return _from_xyxy(xyxy, None if conf is None else _array(conf), None if cls_id is None else _array(cls_id),
+                          None if ids is None else _array(ids), person_class, "from_supervision")  # fmt: skip
+
+    @classmethod
     def empty(cls) -> Detections:
         return cls.from_arrays(np.zeros((0, 4), np.float32))
 
@@ -83,6 +123,35 @@ class Detections:
             self.orientation[keep],
             None if conf is None else conf[keep],
         )
+
+
+def _array(value: Any) -> np.ndarray:
+    """A numpy view of an array or tensor (``.cpu().numpy()``, ``.numpy()``, or anything ``np.asarray`` takes)."""
+    if hasattr(value, "cpu") and callable(value.cpu):
+        value = value.cpu()
+    if hasattr(value, "numpy") and callable(value.numpy):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+def _from_xyxy(
+    xyxy: np.ndarray, scores: np.ndarray | None, classes: np.ndarray | None, ids: np.ndarray | None,
+    person_class: int | None, who: str,
+) -> Detections:  # fmt: skip
+    """Detections from ``x1 y1 x2 y2`` (N, 4), keeping ``person_class`` rows when ``classes`` is given."""
+    b = _floats(xyxy, "xyxy").reshape(-1, 4) if np.size(xyxy) else np.zeros((0, 4))
+    n = len(b)
+    for name, value in (("scores", scores), ("class ids", classes), ("track ids", ids)):
+        if value is not None and np.size(value) != n:
+            raise InputError(f"{who}: expected {n} {name} for {n} boxes, got {np.size(value)}")
+    keep = np.ones(n, bool)
+    if classes is not None and person_class is not None:
+        keep = _floats(classes, "class ids").reshape(-1) == person_class
+    xywh = np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1)[keep]
+    return Detections.from_arrays(
+        xywh, None if ids is None else np.asarray(ids).reshape(-1)[keep],
+        None if scores is None else np.asarray(scores).reshape(-1)[keep],
+    )  # fmt: skip
 
 
 def _check_real(boxes: Any, track_ids: Any, scores: Any) -> None:

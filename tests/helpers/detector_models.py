@@ -1,0 +1,71 @@
+"""ONNX person detectors built with ``onnx.helper`` that emit known boxes, one per accepted layout.
+
+Each graph takes a real image input (so the detector's pre-processing runs) and returns constant outputs
+plus ``0 * ReduceMean(image)``, so the output depends on the input graph-wise and ONNX Runtime cannot fold
+the input away.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _graph_outputs(
+    consts: dict[str, np.ndarray], size: tuple[int, int], extra_inputs: list | None = None, image_shape=None
+) -> onnx.GraphProto:
+    h, w = size
+    shape = image_shape if image_shape is not None else [1, 3, h, w]
+    inputs = [helper.make_tensor_value_info("images", TensorProto.FLOAT, shape), *(extra_inputs or [])]
+    nodes = [helper.make_node("ReduceMean", ["images"], ["mean"], keepdims=0), helper.make_node("Mul", ["mean", "zero"], ["nil"])]
+    inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero")]
+    outputs = []
+    for name, value in consts.items():
+        inits.append(numpy_helper.from_array(value, f"{name}_const"))
+        if value.dtype == np.float32:
+            nodes.append(helper.make_node("Add", [f"{name}_const", "nil"], [name]))
+        else:
+            nodes.append(helper.make_node("Identity", [f"{name}_const"], [name]))
+        elem = TensorProto.FLOAT if value.dtype == np.float32 else TensorProto.INT64
+        outputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
+    return helper.make_graph(nodes, "detector", inputs, outputs, inits)
+
+
+def save(graph: onnx.GraphProto, path: Path, metadata: dict[str, str] | None = None) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    for key, value in (metadata or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def ultralytics_model(path: Path, rows: np.ndarray, size=(320, 320), metadata: bool = True) -> Path:
+    """``rows`` (N, 4 + C): cx cy w h + class scores in network pixels -> output0 [1, 4 + C, N]."""
+    out = np.ascontiguousarray(rows.T[None].astype(np.float32))
+    meta = {"names": "{0: 'person', 1: 'car'}", "stride": "32", "imgsz": str(list(size))} if metadata else None
+    return save(_graph_outputs({"output0": out}, size), path, meta)
+
+
+def yolox_model(path: Path, rows: np.ndarray, size=(320, 320)) -> Path:
+    """``rows`` (N, 5 + C): cx cy w h, objectness, class scores -> output [1, N, 5 + C]."""
+    return save(_graph_outputs({"output": rows[None].astype(np.float32)}, size), path)
+
+
+def detr_model(path: Path, boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, size=(320, 320),
+               size_input: bool = True, metadata: dict[str, str] | None = None) -> Path:  # fmt: skip
+    """DETR outputs boxes [1, N, 4], scores [1, N], labels [1, N]; with RT-DETR's orig_target_sizes input."""
+    extra = [helper.make_tensor_value_info("orig_target_sizes", TensorProto.INT64, [1, 2])] if size_input else []
+    consts = {"labels": labels[None].astype(np.int64), "boxes": boxes[None].astype(np.float32),
+              "scores": scores[None].astype(np.float32)}  # fmt: skip
+    return save(_graph_outputs(consts, size, extra), path, metadata)
+
+
+def raw_model(path: Path, outputs: dict[str, np.ndarray], size=(320, 320)) -> Path:
+    """Any constant float outputs (for layouts that must be refused)."""
+    return save(_graph_outputs({k: v.astype(np.float32) for k, v in outputs.items()}, size), path)
