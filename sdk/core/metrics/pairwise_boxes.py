@@ -13,7 +13,9 @@ id it matched. Then the pairs are scored as usual (:mod:`pairedge.core.metrics.p
 - a true pair whose people no prediction matched has no prediction: a miss.
 
 Frames: MOT frames are 1-based, so MOT frame ``k + 1`` is the run's frame ``k`` (as ``pairedge run`` maps a
-MOT detection file). Ground-truth rows with ``conf`` 0 (MOT's "not considered") are left out.
+MOT detection file). Every ground-truth row is used, ``conf`` 0 ones ("not considered" by the tracking
+metrics) included: the pairwise ground truth decides which pairs count, and a person it names must be
+findable by box even where the tracking benchmark ignores them (PETS ``gt.txt`` has 174 such rows).
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ def read_run_tracks(path: str | Path) -> dict[int, FrameBoxes]:
 
 
 def read_truth_boxes(path: str | Path) -> dict[int, FrameBoxes]:
-    """The true people of each frame of a MOT ground-truth file, keyed by the run's frame (MOT frame - 1).
+    """The true people of each frame of a MOT ground-truth file (every row, whatever its ``conf``), keyed by
+    the run's frame (MOT frame - 1).
 
     Raises:
         FormatError: a malformed MOT file; InputError: a row without a track id (a detection file).
@@ -103,7 +106,7 @@ def read_truth_boxes(path: str | Path) -> dict[int, FrameBoxes]:
     from pairedge.core.io.mot import read_mot
 
     table = read_mot(path)
-    keep = table.scores != 0
+    keep = np.ones(len(table), bool)
     if (table.track_id[keep] < 0).any():
         raise InputError(
             f"{path}: rows with id -1 (a detection file?); --match-boxes needs ground truth with track ids "

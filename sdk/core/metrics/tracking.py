@@ -1,7 +1,8 @@
 """Tracking metrics of a tracker's boxes against MOT ground truth: CLEAR MOT (MOTA, ID switches) and IDF1.
 
 Both files are MOT Challenge text (``frame,id,left,top,w,h,conf,...``, :mod:`pairedge.core.io.mot`); the
-prediction's ids must be >= 0 (a tracker's output), ground-truth rows with ``conf`` 0 are left out. A
+prediction's ids must be >= 0 (a tracker's output), ground-truth rows with ``conf`` 0 are left out (as
+TrackEval does for MOT15: a predicted box on such a person is a false positive). A
 predicted and a true box can correspond when their IoU is >= ``min_iou`` (0.5, the MOT convention).
 
 **CLEAR MOT** (Bernardin & Stiefelhagen 2008, as py-motmetrics computes it). Frame by frame: a true person

@@ -56,8 +56,8 @@ def test_pairs_scored_after_matching(tmp_path: Path) -> None:
     # classification on the true pairs: walking right, standing missing, walking labelled standing
     assert rep.summary["accuracy"] == pytest.approx(1 / 3)
     bm = rep.details["box_matching"]
-    # frame 0: 3 predicted, 2 matched, 3 true; frame 1: 2 predicted, 2 matched, 2 true (id 3's conf 0 row dropped)
-    assert (bm["pred"], bm["matched"], bm["pred_unmatched"], bm["truth"], bm["truth_unmatched"]) == (5, 4, 1, 5, 1)
+    # frame 0: 3 predicted, 2 matched, 3 true; frame 1: 2 predicted, 2 matched, 3 true (a conf 0 row counts)
+    assert (bm["pred"], bm["matched"], bm["pred_unmatched"], bm["truth"], bm["truth_unmatched"]) == (5, 4, 1, 6, 2)
     assert any("box matching" in n for n in rep.notes)
 
 
@@ -103,5 +103,5 @@ def test_truth_needs_ids(tmp_path: Path) -> None:
     gt = tmp_path / "gt.txt"
     gt.write_text(GT_MOT)
     truth = read_truth_boxes(gt)
-    assert sorted(truth) == [0, 1] and truth[1].ids.tolist() == [1, 2]
+    assert sorted(truth) == [0, 1] and truth[1].ids.tolist() == [1, 2, 3]
     np.testing.assert_array_equal(truth[0].boxes[1], [20, 0, 10, 20])

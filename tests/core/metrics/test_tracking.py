@@ -73,3 +73,14 @@ def test_cli_protocol_mot(tmp_path: Path) -> None:
     rep = json.loads(out.read_text())
     assert rep["summary"]["mota"] == pytest.approx(0.75) and rep["details"]["id_switches"] == 1
     assert "idf1" in res.output
+
+
+def test_pets_truth_against_itself(shared_data: Path) -> None:
+    gt = shared_data / "pets09_s2l1" / "mot15" / "gt" / "gt.txt"
+    m = tracking_metrics(gt, gt)
+    # 4,650 rows, 174 of them conf 0: left out of the truth, so the same boxes as predictions are 174 FPs
+    assert (m["gt_boxes"], m["pred_boxes"], m["false_positives"], m["misses"], m["id_switches"]) == (
+        4476, 4650, 174, 0, 0)  # fmt: skip
+    assert m["mota"] == pytest.approx(1 - 174 / 4476)
+    assert m["idf1"] == pytest.approx(2 * 4476 / (4476 + 4650))
+    assert (m["gt_tracks"], m["mostly_tracked"]) == (19, 19)
