@@ -4,7 +4,8 @@
 result to the optional JSON Lines and annotated-video writers and accumulates a :class:`~pairedge.runtime.run_stats.RunSummary` (people,
 pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped, how many frames were
 scored and had optical flow). :func:`run_files` does the same for a video file or image folder plus a MOT /
-JRDB / CVML detection file (see :mod:`pairedge.runtime.inputs` for how frame numbers are mapped) and writes
+JRDB / CVML detection file (see :mod:`pairedge.runtime.inputs` for how frame numbers are mapped), or without
+one a person detector (:mod:`pairedge.runtime.detectors`: OpenCV's HOG by default, or an ONNX model), and writes
 :data:`RUN_OUTPUTS` into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4
 codec is missing; neither with ``video=False``) and ``summary.json``. Those of an earlier run in the same
 folder that this run does not rewrite are removed (and said in the notes); no other file is touched.
@@ -13,6 +14,7 @@ folder that this run does not rewrite are removed (and said in the notes); no ot
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +27,7 @@ from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.detectors import Detector
 from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
@@ -101,6 +104,10 @@ class RunOptions:
         coast_frames: frames the built-in tracker keeps a missed person at the predicted box
             (``TrackerConfig.coast_frames``); None = the tracker's default.
         box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
+        detector: without a detection file, the person detector: "hog" (OpenCV's built-in, the default) or
+            the path of an ``.onnx`` detector (:mod:`pairedge.runtime.detectors.layouts`).
+        detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
+            "onnxruntime-cuda" or "onnxruntime-tensorrt".
     """
 
     deployment: Deployment = field(default_factory=Deployment)
@@ -115,6 +122,8 @@ class RunOptions:
     operating_point: str | None = None
     coast_frames: int | None = None
     box_shape: str = "auto"
+    detector: str | Path = "hog"
+    detector_backend: str = "onnxruntime"
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -194,14 +203,61 @@ def file_items(
         yield index, image, detections.get(index), index / source.fps, problem
 
 
+class DetectorTimer:
+    """Runs a detector on each frame of a source and keeps its time (for the run notes)."""
+
+    def __init__(self, detector: Detector) -> None:
+        self.detector = detector
+        self.frames = 0
+        self.seconds = 0.0
+        self.boxes = 0
+
+    def __call__(self, image: np.ndarray | None) -> Detections:
+        if image is None:
+            return Detections.empty()
+        start = time.perf_counter()
+        found = self.detector.detect(image)
+        self.seconds += time.perf_counter() - start
+        self.frames += 1
+        self.boxes += len(found)
+        return found
+
+    def notes(self) -> list[str]:
+        ms = 1000 * self.seconds / max(self.frames, 1)
+        return [f"no detection file: people found by {self.detector.describe()}",
+                f"detector: {ms:.1f} ms per frame (mean of {self.frames} frames, {self.boxes} boxes); ids "
+                "assigned by the built-in tracker"]  # fmt: skip
+
+
+def open_run_detector(options: RunOptions) -> Detector:
+    """The detector of :attr:`RunOptions.detector`, keeping at most ``max_people`` boxes per frame (the most
+    confident; :data:`~pairedge.runtime.detectors.postprocess.MAX_DETECTIONS` when uncapped)."""
+    from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
+    from pairedge.runtime.detectors.registry import DEFAULT_DETECTOR, detector_class, open_detector
+
+    is_hog = str(options.detector).strip().lower() == DEFAULT_DETECTOR
+    cls = detector_class(DEFAULT_DETECTOR if is_hog else options.detector_backend)
+    cap = min(options.max_people or MAX_DETECTIONS, MAX_DETECTIONS)
+    return open_detector(options.detector, options.detector_backend, cls.options_type(max_detections=cap))
+
+
+def detector_items(source: FrameSource, timer: DetectorTimer, max_frames: int | None) -> Iterator[StreamItem]:
+    """The stream of a frame source whose detections come from a detector (timestamps ``index / fps``)."""
+    for index, image, problem in source.frames():
+        if max_frames is not None and index >= max_frames:
+            break
+        yield index, image, timer(image), index / source.fps, problem
+
+
 def run_files(
     video: str | Path | FrameSource,
-    detections: str | Path,
+    detections: str | Path | None,
     out: str | Path,
     options: RunOptions | None = None,
     on_frame: Callable[[FrameResult], None] | None = None,
 ) -> RunSummary:
-    """Run the pipeline over a video (or image folder) with a detection file; write results to ``out``.
+    """Run the pipeline over a video (or image folder) with a detection file, or with ``detections`` None
+    the person detector of ``options.detector`` (HOG by default); write results to ``out``.
 
     ``video`` may be an open :class:`FrameSource` (its ``fps`` is then used as opened).
 
@@ -216,15 +272,19 @@ def run_files(
     """
     options = options or RunOptions()
     source = video if isinstance(video, FrameSource) else FrameSource(video, options.fps)
+    timer: DetectorTimer | None = None
     try:
-        dets = read_detections(detections)
+        dets = read_detections(detections) if detections is not None else None
+        if dets is None:
+            timer = DetectorTimer(open_run_detector(options).activate())
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
             raise BackendError(f"--out: expected a folder, got the existing file {folder}")
         folder.mkdir(parents=True, exist_ok=True)
         with deployment.load(options.pipeline_config()) as pipe:
-            header = {"source": str(source.path), "detections": str(dets.path), "fps": source.fps,
+            found = {"detections": str(dets.path)} if timer is None else {"detector": timer.detector.describe()}
+            header = {"source": str(source.path), **found, "fps": source.fps,
                       "model": describe_model(deployment.folder), "pipeline": pipe.describe_start()}  # fmt: skip
             files = {"results": str(folder / "results.jsonl")}
             writer = open_video_writer(folder, "annotated", source.fps) if options.video else None
@@ -234,18 +294,21 @@ def run_files(
             stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
             try:
                 with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:
-                    items = file_items(source, dets, options.max_frames)
+                    items = (file_items(source, dets, options.max_frames) if dets is not None
+                             else detector_items(source, timer, options.max_frames))  # fmt: skip
                     stats = run_stream(pipe, items, jsonl=jsonl, video=writer, on_result=on_frame)
             finally:
                 if writer is not None:
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, stats.frames) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
+                notes=_notes(source, dets, timer, stats.frames) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
                 error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
         source.close()
+        if timer is not None:
+            timer.detector.deactivate()
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
     return summary
 
@@ -299,7 +362,9 @@ def flow_never_ran(problem: str | None) -> str:
     )
 
 
-def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
+def _notes(source: FrameSource, dets: DetectionFile | None, timer: DetectorTimer | None, frames: int) -> list[str]:
+    if dets is None:
+        return (timer.notes() if timer is not None else []) + _source_notes(source)
     notes = [f"{dets.format} detections ({dets.boxes} boxes): {dets.note}"]
     if not dets.with_ids:
         notes.append("detections carry no track ids (-1): ids assigned by the built-in tracker")
@@ -313,6 +378,11 @@ def _notes(source: FrameSource, dets: DetectionFile, frames: int) -> list[str]:
         notes.append(
             "no detection frame falls inside the processed video frames: check the file and the video"
         )
+    return notes + _source_notes(source)
+
+
+def _source_notes(source: FrameSource) -> list[str]:
+    notes: list[str] = []
     if source.unreadable:
         notes.append(
             f"{len(source.unreadable)} image file(s) refused or undecodable (frames dropped), the first: "

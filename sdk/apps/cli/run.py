@@ -1,4 +1,5 @@
-"""``pairedge run``: the streaming runtime over a video (or image folder) with a detection file."""
+"""``pairedge run``: the streaming runtime over a video (or image folder) with a detection file, or with a
+person detector (OpenCV's HOG by default, ``--detector MODEL.onnx``) when there is none."""
 
 from __future__ import annotations
 
@@ -39,7 +40,21 @@ def run(
         "--detections",
         "-d",
         help="Boxes per frame: MOT .txt (1-based frames), JRDB .json or CVML .xml. Id -1 = no identity: "
-        "the built-in tracker assigns ids. Required for videos; a ROS 2 log uses --detections-topic.",
+        "the built-in tracker assigns ids. Without it a video runs --detector; a ROS 2 log uses "
+        "--detections-topic.",
+    ),  # fmt: skip
+    detector: str | None = typer.Option(
+        None,
+        "--detector",
+        help="Person detector when there is no --detections: 'hog' (OpenCV's built-in, no weights file; the "
+        "default) or an exported .onnx detector (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR "
+        "boxes-scores-labels; COCO class 0 kept).",
+    ),  # fmt: skip
+    detector_backend: str = typer.Option(
+        "onnxruntime",
+        "--detector-backend",
+        help="ONNX Runtime provider of an .onnx --detector: onnxruntime (CPU), onnxruntime-cuda, "
+        "onnxruntime-tensorrt.",
     ),  # fmt: skip
     image_topic: str | None = typer.Option(
         None,
@@ -165,7 +180,7 @@ def run(
         deployment=Deployment(model, precision=precision, backend=backend, flow=flow), flow_preset=flow_preset,
         flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
-        box_shape=box_shape.value,
+        box_shape=box_shape.value, detector=detector or "hog", detector_backend=detector_backend,
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 
@@ -179,10 +194,11 @@ def run(
     if list_topics or out_bag is not None or image_topic or detections_topic:
         raise fail(f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
                    "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)")  # fmt: skip
-    if detections is None:
-        raise fail(
-            "--detections is required for a video or image folder (a MOT .txt, JRDB .json or CVML .xml)"
-        )
+    if detections is not None and detector is not None:
+        raise fail("--detections and --detector exclude each other: boxes come from a file or from a detector")
+    if detections is None and detector is None:
+        console.print("[dim]note:[/] no --detections: people are found by OpenCV's HOG people detector "
+                      "(--detector MODEL.onnx for a better one)", highlight=False)  # fmt: skip
     frames = FrameSource(source, fps)
     total = frames.frame_count
     if total is not None and max_frames is not None:

@@ -1,0 +1,90 @@
+"""``pairedge run`` without a detection file: an ONNX --detector built to emit known boxes, and the HOG default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from detector_models import detr_model, raw_model, ultralytics_model
+from pairedge.apps.cli import app
+from pairedge.runtime.detectors.hog import HogDetector
+from run_demo_helpers import toy_model
+from typer.testing import CliRunner
+
+runner = CliRunner()
+#: Frame-pixel x1 y1 x2 y2 of three people (480 x 640 frames -> 320 x 320 input: scale 0.5, pad_y 40).
+PEOPLE = np.array([[100, 100, 160, 260], [300, 50, 360, 200], [450, 200, 520, 380]], np.float32)
+DUPLICATE = PEOPLE[0] + 3
+
+
+def frames(folder: Path, n: int = 4) -> Path:
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        cv2.imwrite(str(folder / f"{i:04d}.png"), rng.integers(0, 255, (480, 640, 3), np.uint8))
+    return folder
+
+
+def network(xyxy: np.ndarray) -> np.ndarray:
+    return xyxy * 0.5 + np.array([0, 40, 0, 40], np.float32)
+
+
+def tracks(out: Path) -> list[np.ndarray]:
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return [np.array(sorted(t["box"] for t in r["tracks"])) for r in lines[1:]]
+
+
+def expected() -> np.ndarray:
+    return np.array(sorted(np.concatenate([PEOPLE[:, :2], PEOPLE[:, 2:] - PEOPLE[:, :2]], axis=1).tolist()))
+
+
+@pytest.mark.parametrize("layout", ["ultralytics", "detr"])
+def test_run_with_an_onnx_detector_reports_the_encoded_boxes(tmp_path: Path, layout: str) -> None:
+    boxes = network(np.concatenate([PEOPLE, DUPLICATE[None]]))
+    scores = np.array([0.9, 0.85, 0.8, 0.7], np.float32)
+    if layout == "ultralytics":
+        cxcywh = np.concatenate([(boxes[:, :2] + boxes[:, 2:]) / 2, boxes[:, 2:] - boxes[:, :2]], axis=1)
+        model = ultralytics_model(tmp_path / "det.onnx", np.concatenate([cxcywh, scores[:, None]], axis=1))
+    else:
+        model = detr_model(tmp_path / "det.onnx", boxes, scores, np.zeros(4, np.int64))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", str(frames(tmp_path / "img")), "--detector", str(model), "--model",
+                                 str(toy_model(tmp_path / "model")), "--no-video", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    found = tracks(out)
+    assert len(found) == 4
+    for boxes_of_frame in found:
+        np.testing.assert_allclose(boxes_of_frame, expected(), atol=0.02)
+    summary = json.loads((out / "summary.json").read_text())
+    assert any("no detection file: people found by ONNX detector det.onnx" in n for n in summary["notes"])
+    assert any("ms per frame" in n for n in summary["notes"])
+
+
+def test_run_with_a_bad_detector_is_one_line(tmp_path: Path) -> None:
+    model = raw_model(tmp_path / "bad.onnx", {"out": np.zeros((1, 84))})
+    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "--detector", str(model),
+                                 "--model", str(toy_model(tmp_path / "model")), "--out", str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 1
+    assert "unknown detector layout" in result.output and "Traceback" not in result.output
+
+
+def test_detections_and_detector_exclude_each_other(tmp_path: Path) -> None:
+    mot = tmp_path / "d.txt"
+    mot.write_text("1,-1,10,10,20,40,1,-1,-1,-1\n")
+    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "-d", str(mot), "--detector", "hog"])
+    assert result.exit_code == 1 and "exclude each other" in result.output
+
+
+@pytest.mark.skipif(HogDetector.unavailable_reason() is not None, reason=str(HogDetector.unavailable_reason()))
+def test_run_video_without_detections_uses_hog(tmp_path: Path, shared_data: Path) -> None:
+    out = tmp_path / "out"
+    video = shared_data / "pets09_s2l1" / "vtest.avi"
+    result = runner.invoke(app, ["run", str(video), "--max-frames", "3", "--no-video", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "OpenCV's HOG people detector" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert any("OpenCV HOG people detector" in n for n in summary["notes"])
+    assert summary["people_per_frame"] >= 3
