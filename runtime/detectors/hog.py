@@ -111,7 +111,8 @@ class HogDetector(Detector):
     def describe(self) -> str:
         o: Any = self.options
         return (f"OpenCV HOG people detector (no weights file; upscale {o.upscale:g}, stride {o.win_stride}, "
-                f"pyramid {o.scale:g}): " + super().describe().split(": ", 1)[1])  # fmt: skip
+                f"pyramid {o.scale:g}): SVM margin >= {o.score_threshold:g}, NMS IoU {o.nms_iou:g}, at most "
+                f"{o.max_detections} per frame")  # fmt: skip
 
     def __repr__(self) -> str:
         return "HogDetector()"
