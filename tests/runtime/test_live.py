@@ -1,0 +1,134 @@
+"""Live sources: the latest-frame policy, capture timestamps, bounded reconnection, and a real MJPEG stream
+served on the loopback address."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cv2
+import numpy as np
+import pytest
+from mjpeg_server import mjpeg_server
+from pairedge.core.errors import FormatError, InputError
+from pairedge.runtime.live import LiveOptions, LiveSource, is_live, live_target
+
+
+class FakeCapture:
+    """A capture that delivers ``frames`` frames (``gap_s`` apart), then fails; ``shape`` per frame."""
+
+    def __init__(self, frames: int, gap_s: float = 0.0, shape: tuple[int, ...] = (48, 64, 3)) -> None:
+        self.left, self.gap_s, self.shape, self.released = frames, gap_s, shape, False
+
+    def isOpened(self) -> bool:  # noqa: N802 (OpenCV's API)
+        return not self.released
+
+    def read(self) -> tuple[bool, np.ndarray | None]:
+        if self.left <= 0:
+            return False, None
+        self.left -= 1
+        time.sleep(self.gap_s)
+        return True, np.full(self.shape, self.left % 255, np.uint8)
+
+    def release(self) -> None:
+        self.released = True
+
+
+def test_targets() -> None:
+    assert live_target(0).kind == "camera" and live_target("2").target == 2
+    assert live_target("/dev/video3").target == 3 and live_target("/dev/video3").api == cv2.CAP_V4L2
+    assert live_target("rtsp://user:pw@cam/stream").describe() == "stream rtsp://***@cam/stream"
+    assert live_target("http://127.0.0.1:8080/x.mjpg").api == cv2.CAP_FFMPEG
+    gst = live_target("nvarguscamerasrc ! nvvidconv ! video/x-raw,format=BGRx ! videoconvert ! appsink")
+    assert gst is not None and gst.api == cv2.CAP_GSTREAMER
+    assert live_target("walk.mp4") is None and live_target("frames/") is None
+    assert not is_live("walk.mp4") and is_live("0")
+
+
+def test_not_live_and_unopenable_are_one_line_errors() -> None:
+    with pytest.raises(InputError, match="not a live source"):
+        LiveSource("walk.mp4")
+
+    class Closed(FakeCapture):
+        def isOpened(self) -> bool:  # noqa: N802
+            return False
+
+    with pytest.raises(FormatError, match="cannot open it"):
+        LiveSource("0", capture_factory=lambda t, a: Closed(0)).open()
+    with pytest.raises(FormatError, match="stopped delivering"):  # opens, but never a frame
+        LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: FakeCapture(0)).open()
+    with pytest.raises(InputError, match="reconnect attempts"):
+        LiveOptions(reconnect_attempts=-1)
+
+
+def test_a_busy_consumer_gets_the_latest_frame_and_the_rest_are_counted() -> None:
+    source = LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: FakeCapture(40, 0.002))
+    got = []
+    with source:
+        for index, _image, stamp in source:
+            got.append((index, stamp))
+            time.sleep(0.01)  # slower than the camera
+    s = source.stats
+    assert s.captured == 40 and s.delivered == len(got) and s.dropped == 40 - len(got) > 0
+    indices, stamps = zip(*got, strict=True)
+    assert list(indices) == sorted(indices) and indices[-1] == 39  # the newest frame always wins
+    assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))  # capture time, increasing
+    assert "stopped delivering" in s.ended
+
+
+def test_reconnection_is_bounded_and_counted() -> None:
+    opened = []
+
+    def factory(target: int | str, api: int) -> FakeCapture:
+        opened.append(target)
+        return FakeCapture(5 if len(opened) <= 3 else 0)  # back twice, then gone for good
+
+    source = LiveSource("0", LiveOptions(reconnect_attempts=2, reconnect_delay_s=0.01), capture_factory=factory)
+    with source:
+        frames = [index for index, _, _ in source]
+    # 3 openings that deliver, then 2 consecutive reopenings that do not: the bound is on failures in a row
+    assert len(opened) == 5 and source.stats.reconnects == 2 and source.stats.captured == 15
+    assert frames[-1] == 14 and "2 reconnection(s) tried" in source.stats.ended
+
+
+def test_oversize_and_malformed_frames_cost_only_themselves() -> None:
+    shapes = iter([(48, 64, 3), (48, 64), (20_000, 20_000, 3), (48, 64, 3)])
+
+    class Mixed(FakeCapture):
+        def read(self) -> tuple[bool, np.ndarray | None]:
+            shape = next(shapes, None)
+            if shape is None:
+                return False, None
+            if shape[0] == 20_000:  # do not allocate 1.2 GB: a view with that shape
+                return True, np.lib.stride_tricks.as_strided(np.zeros(3, np.uint8), shape, (0, 0, 1))
+            return True, np.zeros(shape, np.uint8)
+
+    source = LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: Mixed(0))
+    with source:
+        got = [image.shape for _, image, _ in source]
+    assert source.stats.refused == 2 and source.stats.captured == 4 and len(got) >= 1
+
+
+def test_close_stops_a_running_camera_promptly() -> None:
+    source = LiveSource("0", capture_factory=lambda t, a: FakeCapture(10**9, 0.001))
+    with source:
+        for index, _, _ in source:
+            if index >= 5:
+                break
+    assert source.stats.ended == "closed" and not any(t.name == "pairedge-live" for t in threading.enumerate())
+
+
+def test_loopback_mjpeg_stream_with_drops_and_a_stream_that_dies() -> None:
+    start = time.monotonic()
+    with mjpeg_server(frames=40, fps=50.0) as url:
+        source = LiveSource(url, LiveOptions(reconnect_attempts=1, reconnect_delay_s=0.05, open_timeout_s=10))
+        with source:
+            got = []
+            for _index, image, _stamp in source:
+                got.append(image.shape)
+                time.sleep(0.05)  # a step slower than the camera's 20 ms
+    s = source.stats
+    assert got and all(shape == (120, 160, 3) for shape in got)
+    assert s.captured >= 30 and s.dropped > 0 and s.delivered + s.dropped == s.captured
+    assert "stopped delivering" in s.ended  # the server served once; the reconnection was refused
+    assert time.monotonic() - start < 30
