@@ -52,6 +52,7 @@ def run_stream(
     jsonl: JsonlWriter | None = None,
     video: AnnotatedVideoWriter | None = None,
     on_result: Callable[[FrameResult], None] | None = None,
+    stats: RunStats | None = None,
 ) -> RunStats:
     """Step ``pipe`` over ``items`` and write every result.
 
@@ -63,11 +64,12 @@ def run_stream(
             operating point changed carries ``"operating_point": {"name", "p_interact", "confirm_s"}``.
         video: annotated-video writer, or None.
         on_result: called after each frame (progress bars, live printing).
+        stats: statistics to add to (the caller keeps them when the loop is interrupted); None: new ones.
 
     Returns:
         The accumulated statistics (call :meth:`RunStats.summary`).
     """
-    stats = RunStats(pipe.labels)
+    stats = stats if stats is not None else RunStats(pipe.labels)
     for item in items:
         index, image, detections, timestamp = item[:4]
         problem = item[4] if len(item) > 4 else None

@@ -132,3 +132,38 @@ def test_loopback_mjpeg_stream_with_drops_and_a_stream_that_dies() -> None:
     assert s.captured >= 30 and s.dropped > 0 and s.delivered + s.dropped == s.captured
     assert "stopped delivering" in s.ended  # the server served once; the reconnection was refused
     assert time.monotonic() - start < 30
+
+
+def test_pairedge_run_on_a_loopback_stream_writes_the_summary(tmp_path) -> None:
+    """`pairedge run http://...` with an ONNX detector: every delivered frame scored, drops in the notes, and
+    a stream that dies mid-run still ends with its summary (exit 0)."""
+    import json
+
+    from detector_models import ultralytics_model
+    from pairedge.apps.cli import app
+    from run_demo_helpers import toy_model
+    from typer.testing import CliRunner
+
+    rows = np.array([[60, 60, 30, 80, 0.9], [120, 60, 30, 80, 0.8]], np.float32)  # cx cy w h score (160 px)
+    model = ultralytics_model(tmp_path / "det.onnx", rows, size=(160, 160))
+    out = tmp_path / "out"
+    with mjpeg_server(frames=30, fps=30.0) as url:
+        result = CliRunner().invoke(app, ["run", url, "--detector", str(model), "--model", str(toy_model(tmp_path / "m")),
+                                          "--no-video", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    notes = " ".join(summary["notes"])
+    assert "live stream http://127.0.0.1" in notes and "the source ended" in notes and "captured" in notes
+    assert 0 < summary["frames"] <= 30 and summary["frames_scored"] == summary["frames"]
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["live"] is True and len(lines) == summary["frames"] + 1
+
+
+def test_pairedge_run_live_refuses_a_detection_file(tmp_path) -> None:
+    from pairedge.apps.cli import app
+    from typer.testing import CliRunner
+
+    mot = tmp_path / "d.txt"
+    mot.write_text("1,-1,10,10,20,40,1,-1,-1,-1\n")
+    result = CliRunner().invoke(app, ["run", "rtsp://127.0.0.1:9/none", "-d", str(mot)])
+    assert result.exit_code == 1 and "a live source has no detection file" in result.output

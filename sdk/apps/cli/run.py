@@ -15,7 +15,7 @@ from pairedge.core.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.runtime.run import RunSummary
+    from pairedge.runtime.run import RunOptions, RunSummary
     from rich.console import RenderableType
 
 
@@ -30,10 +30,12 @@ class BoxShape(str, Enum):
 @app.command()
 @handle_errors
 def run(
-    source: Path = typer.Argument(
+    source_text: str = typer.Argument(
         ...,
-        help="Video file (anything OpenCV decodes), a folder of images, or a ROS 2 log (rosbag2 folder, "
-        ".mcap or .db3 file).",
+        metavar="SOURCE",
+        help="Video file (anything OpenCV decodes), a folder of images, a ROS 2 log (rosbag2 folder, "
+        ".mcap or .db3 file), or a live source: a camera index (0) or /dev/videoN, an rtsp:// or http:// "
+        "stream, a GStreamer pipeline ending in appsink.",
     ),  # fmt: skip
     detections: Path | None = typer.Option(
         None,
@@ -169,10 +171,13 @@ def run(
     from pairedge.core.errors import FormatError
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.inputs import FrameSource
+    from pairedge.runtime.live import is_live
     from pairedge.runtime.memory import tune_allocator
     from pairedge.runtime.run import RunOptions, run_files
 
-    if not source.exists():  # before any option is judged: the first thing wrong is the path itself
+    source = Path(source_text)
+    live = is_live(source_text)
+    if not live and not source.exists():  # before any option is judged: the first thing wrong is the path
         raise FormatError(source, "no such file or folder; expected a video file, an image folder or a ROS 2 "
                           "log (a rosbag2 folder, an .mcap or .db3 file)")  # fmt: skip
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
@@ -184,6 +189,9 @@ def run(
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 
+    if live:
+        run_live_command(source_text, options, detections, out)
+        return
     if is_log(source):
         from pairedge.apps.cli.run_log import run_log_command
         from pairedge.apps.ros.bag import LogTopics
@@ -208,6 +216,23 @@ def run(
     print_summary(summary, f"pairedge run {source.name}")
     if summary.error:
         raise fail(summary.error)
+    check_scored(summary)
+
+
+def run_live_command(spec: str, options: RunOptions, detections: Path | None, out: Path) -> None:
+    """``pairedge run`` on a camera or stream: until it ends, --max-frames, or Ctrl-C; then the summary."""
+    from pairedge.runtime.live import live_target
+    from pairedge.runtime.run_live import run_live
+
+    if detections is not None:
+        raise fail("--detections: a live source has no detection file; people come from --detector")
+    where = live_target(spec)
+    assert where is not None
+    console.print(escape(f"live {where.describe()}: Ctrl-C ends the run (the summary is still written)"),
+                  highlight=False)  # fmt: skip
+    with frame_progress(f"running {printable(where.describe())}", options.max_frames) as advance:
+        summary = run_live(where, out, options, on_frame=advance)
+    print_summary(summary, f"pairedge run {where.describe()}")
     check_scored(summary)
 
 
