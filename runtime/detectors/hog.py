@@ -68,7 +68,8 @@ class HogDetector(Detector):
 
         if not hasattr(cv2, "HOGDescriptor"):
             return (f"OpenCV {cv2.__version__} has no HOGDescriptor (OpenCV 5 moved it out of the main module); "
-                    "pip install 'opencv-python-headless>=4.8,<5', or pass --detector MODEL.onnx")  # fmt: skip
+                    "pairedge depends on opencv-contrib-python-headless, which has it: pip uninstall "
+                    "opencv-python-headless && pip install opencv-contrib-python-headless, or pass --detector MODEL.onnx")  # fmt: skip
         return None
 
     def _activate(self) -> None:

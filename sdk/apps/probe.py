@@ -151,7 +151,7 @@ def probe() -> Probe:
     checks = [
         Check("python", True, f"{platform.python_version()} ({platform.machine()}, {platform.system()})"),
         _module_check("numpy", "numpy"),
-        _module_check("opencv", "cv2", "opencv-python-headless", "opencv-python"),
+        _module_check("opencv", "cv2", "opencv-contrib-python-headless", "opencv-python-headless", "opencv-python"),
         *_onnxruntime_checks(),
         _module_check("onnx", "onnx"),
         _torch_check(),
