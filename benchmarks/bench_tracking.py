@@ -1,9 +1,10 @@
 """The built-in tracker on PETS 2009 S2.L1: tracking metrics and pair F1 after box matching.
 
 For each input (``det``: the raw ACF detections ``mot15/det/det.txt``, ids assigned by the built-in tracker;
-``gt``: the ground-truth tracks ``mot15/gt/gt.txt`` as a reference, ids given), this runs the real CLI::
+``gt``: the ground-truth tracks ``mot15/gt/gt.txt`` as a reference, ids given; ``hog``, with ``--inputs``: no
+detection file, people found by the HOG default detector), this runs the real CLI::
 
-    pairedge run vtest.avi --detections <file> --out <tmp>/<input> --no-video
+    pairedge run vtest.avi [--detections <file>] --out <tmp>/<input> --no-video
 
 then
 
@@ -116,10 +117,12 @@ def independent_pairs(records: list[dict[str, Any]], truth: dict[int, Any], toge
     return {"precision": p, "recall": rec, "f1": 2 * p * rec / (p + rec) if p + rec else 0.0}
 
 
-def run_input(name: str, video: Path, detections: Path, gt: Path, work: Path, together: np.ndarray,
+def run_input(name: str, video: Path, detections: Path | None, gt: Path, work: Path, together: np.ndarray,
               speeds: np.ndarray, truth: dict[int, Any], rule: Together) -> dict[str, Any]:  # fmt: skip
+    """One ``pairedge run`` (``detections`` None: no detection file, the HOG default detector) and its scores."""
     out = work / name
-    cmd = [*pairedge_cli(), "run", str(video), "--detections", str(detections), "--out", str(out), "--no-video"]
+    found = ["--detections", str(detections)] if detections is not None else []
+    cmd = [*pairedge_cli(), "run", str(video), *found, "--out", str(out), "--no-video"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     results = out / "results.jsonl"
     header = json.loads(results.open().readline())
@@ -193,12 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--inputs", default="det,gt", help="det, gt or both")
+    ap.add_argument("--inputs", default="det,gt",
+                    help="det (det.txt + the built-in tracker), gt (gt.txt tracks), hog (no detection file: the HOG "
+                         "default detector + the built-in tracker, about 4 minutes); comma-separated")  # fmt: skip
     args = ap.parse_args(argv)
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
     video, gt = args.data / "vtest.avi", args.data / "mot15" / "gt" / "gt.txt"
-    files = {"det": args.data / "mot15" / "det" / "det.txt", "gt": gt}
+    files: dict[str, Path | None] = {"det": args.data / "mot15" / "det" / "det.txt", "gt": gt, "hog": None}
     rule = Together()
     pos, _ = ground_positions(gt)
     together = together_matrix(pos, FPS, rule)
