@@ -9,13 +9,13 @@ the model, and calls the protected :meth:`Backend._infer` that subclasses write.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from types import TracebackType
+from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
 from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime.backends.model import ModelFile
+from pairedge.runtime.lifecycle import Lifecycle
 
 
 def all_finite(x: np.ndarray) -> bool:
@@ -24,7 +24,7 @@ def all_finite(x: np.ndarray) -> bool:
     return bool(np.isfinite(x.sum())) or bool(np.isfinite(x).all())
 
 
-class Backend(ABC):
+class Backend(Lifecycle):
     """Runs one pairwise classifier: (N, F) float32 features -> (N, C) float32 logits.
 
     Args:
@@ -63,31 +63,6 @@ class Backend(ABC):
         """None when this backend can run on this machine, else why not."""
         return None
 
-    # -- lifecycle ----------------------------------------------------------------------------------------
-    @property
-    def is_active(self) -> bool:
-        return self._active
-
-    def activate(self) -> Backend:
-        """Create the session / engine context. Idempotent; returns self."""
-        if not self._active:
-            self._activate()
-            self._active = True
-        return self
-
-    def deactivate(self) -> None:
-        """Release the session / engine context. Idempotent."""
-        if self._active:
-            self._active = False
-            self._deactivate()
-
-    def __enter__(self) -> Backend:
-        return self.activate()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.deactivate()
 
     @property
     def num_features(self) -> int:

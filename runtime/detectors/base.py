@@ -11,17 +11,17 @@ threshold, NMS, cap) so every detector keeps boxes the same way.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from types import TracebackType
+from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
 from pairedge.core.errors import BackendError, InputError
 from pairedge.core.types import Detections
 from pairedge.runtime.detectors.postprocess import DetectorOptions, select, to_detections
+from pairedge.runtime.lifecycle import Lifecycle
 
 
-class Detector(ABC):
+class Detector(Lifecycle):
     """Finds people in one frame: (H, W, 3) uint8 BGR -> :class:`Detections` (``x y w h`` pixels, ids -1).
 
     Args:
@@ -57,31 +57,6 @@ class Detector(ABC):
         """None when this detector can run on this machine, else why not."""
         return None
 
-    # -- lifecycle ----------------------------------------------------------------------------------------
-    @property
-    def is_active(self) -> bool:
-        return self._active
-
-    def activate(self) -> Detector:
-        """Create the session / descriptor. Idempotent; returns self."""
-        if not self._active:
-            self._activate()
-            self._active = True
-        return self
-
-    def deactivate(self) -> None:
-        """Release what :meth:`activate` created. Idempotent."""
-        if self._active:
-            self._active = False
-            self._deactivate()
-
-    def __enter__(self) -> Detector:
-        return self.activate()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.deactivate()
 
     # -- detection ----------------------------------------------------------------------------------------
     def detect(self, image: np.ndarray) -> Detections:
