@@ -139,7 +139,16 @@ CaptureFactory = Callable[[int | str, int], Any]
 
 
 def _open_capture(target: int | str, api: int) -> Any:
-    return cv2.VideoCapture(target, api)
+    # a failed open makes OpenCV print its own warnings; pairedge says why in one line instead
+    log = getattr(getattr(cv2, "utils", None), "logging", None)
+    level = log.getLogLevel() if log is not None else None
+    if log is not None:
+        log.setLogLevel(log.LOG_LEVEL_ERROR)
+    try:
+        return cv2.VideoCapture(target, api)
+    finally:
+        if log is not None:
+            log.setLogLevel(level)
 
 
 class LiveSource:

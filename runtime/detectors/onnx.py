@@ -68,12 +68,12 @@ def check_model_path(path: str | Path) -> Path:
         FormatError: missing, not a file, not ``.onnx``, or too large.
     """
     p = Path(path).expanduser()
-    if not p.is_file():
+    if not p.exists():
         raise FormatError(p, "no such detector model file; expected an .onnx file (or 'hog' for the built-in one)")
+    # a folder / FIFO / device, or over the ceiling: refused without opening it
+    limits.regular_file(p, "an .onnx detector model file", limits.MAX_MODEL_BYTES)
     if p.suffix.lower() != ".onnx":
         raise FormatError(p, f"expected an .onnx detector model, got a {p.suffix or 'suffix-less'} file")
-    if p.stat().st_size > limits.MAX_MODEL_BYTES:
-        raise FormatError(p, f"larger than {limits.MAX_MODEL_BYTES} bytes (pairedge.core.limits.MAX_MODEL_BYTES)")
     return p
 
 
