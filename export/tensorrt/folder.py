@@ -5,6 +5,7 @@ Layout (SPEC section 5)::
     MODEL_DIR/stage{1,2}.onnx | stage{1,2}.fp16.onnx | stage{1,2}.int8.onnx (+ calibration.json)
     MODEL_DIR/engines/<device>-sm<cc>-trt<version>/stage{1,2}.<precision>.engine
                                                   /stage{1,2}.<precision>.engine.json   (engine manifest)
+    MODEL_DIR/engines/<device>-sm<cc>-trt<version>-dla<N>/...     (--dla-core N: DLA engines apart)
 
 Both engine files and their manifests are registered in ``MODEL_DIR/manifest.json`` (role "engine" /
 "engine-manifest") so the folder a robot team copies stays verifiable. Every name and role here is
@@ -27,7 +28,13 @@ from pairedge.core.version import __version__
 from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt
-from pairedge.runtime.backends.tensorrt_loader import EngineManifest, environment, manifest_path, sha256_file
+from pairedge.runtime.backends.tensorrt_loader import (
+    EngineManifest,
+    engine_folder,
+    environment,
+    manifest_path,
+    sha256_file,
+)
 
 
 def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
@@ -72,18 +79,21 @@ def build_model_folder(
     Args:
         model_dir: the model folder.
         settings: precision, profile, workspace, timing cache.
-        out: engine folder; default ``model_dir/engines/<device>-sm<cc>-trt<version>``.
+        out: engine folder; default ``model_dir/engines/<device>-sm<cc>-trt<version>`` (``...-dla<N>`` for a
+            DLA build, :func:`~pairedge.runtime.backends.tensorrt_loader.engine_folder`).
         trt: the ``tensorrt`` module (default: imported, or a one-line error saying how to get it).
         memory: a CUDA memory layer used to read the device (default: cuda-python / pycuda).
         progress: stage -> progress sink for that stage's build.
 
     Raises:
         MissingDependencyError: no TensorRT / no cuda-python. DeviceUnavailableError: no GPU.
-        ModelError: missing ONNX files. BuildError: the parser or builder failed.
+        ModelError: missing ONNX files. BuildError: the parser or builder failed, or a layer cannot run
+        on the DLA. InputError: a DLA build with a dynamic profile or a DLA core the device lacks.
     """
     from pairedge.runtime.backends.cudamem import open_cuda_memory
     from pairedge.runtime.backends.model import load_model
 
+    settings.check_dla_profile()  # before anything is loaded
     onnx_files = stage_onnx_files(model_dir, settings.precision)
     models = [load_model(p, stage=s) for s, p in zip(artefacts.STAGES, onnx_files, strict=True)]
     trt = trt if trt is not None else load_tensorrt()
@@ -94,7 +104,7 @@ def build_model_folder(
     finally:
         if own_memory:
             memory.close()
-    engine_dir = out if out is not None else model_dir / artefacts.ENGINES_DIR / env.tag
+    engine_dir = out if out is not None else model_dir / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
     engine_dir.mkdir(parents=True, exist_ok=True)
     calibration = model_dir / artefacts.CALIBRATION_FILE
     built: list[BuiltEngine] = []
@@ -137,6 +147,8 @@ def build_model_folder(
                 "timing_cache_bytes": result.timing_cache_saved,
             },
             pairedge_version=__version__,
+            dla_core=settings.dla_core,
+            gpu_fallback=settings.gpu_fallback,
         )
         manifest.write(engine)
         built.append(BuiltEngine(stage, engine, manifest, result))

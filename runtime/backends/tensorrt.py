@@ -5,8 +5,8 @@ Lifecycle (Polygraphy's runner style, as :class:`~pairedge.runtime.backends.base
 ``activate()``
     find the engine of this model file (``MODEL_DIR/engines/<device>-sm<cc>-trt<ver>/stage{n}.<precision>.engine``
     or :attr:`TensorRTOptions.engine`), read its manifest and refuse a mismatch (TensorRT version, compute
-    capability, ONNX SHA-256) *before* touching the engine, check the file's size and SHA-256, then
-    ``Runtime.deserialize_cuda_engine``; one ``IExecutionContext``; one stream; device buffers sized to the
+    capability, ONNX SHA-256, DLA core) *before* touching the engine, check the file's size and SHA-256, then
+    (for a DLA engine, ``runtime.DLA_core = N`` first) ``Runtime.deserialize_cuda_engine``; one ``IExecutionContext``; one stream; device buffers sized to the
     profile's max pairs; pinned host buffers of the same size; tensor addresses set once.
 ``infer(features)``
     per chunk of at most ``max`` pairs (more pairs are split into several chunks; fewer than the profile's
@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 from pairedge.core import artefacts
-from pairedge.core.errors import BackendError, InputError, ModelError
+from pairedge.core.errors import BackendError, DeviceUnavailableError, InputError, ModelError
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
 from pairedge.runtime.backends.model import ModelFile
+from pairedge.runtime.backends.tensorrt_loader import device_label, dla_arguments, engine_folder
 
 _NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT8": np.int8}
 
@@ -47,6 +48,9 @@ class TensorRTOptions:
             ONNX file (``stage1.fp16.onnx`` -> fp16; a file the table does not name -> fp32).
         device_id: CUDA device ordinal.
         memory: the CUDA layer's implementation: "auto" (cuda-python, else pycuda), "cuda-python" or "pycuda".
+        dla_core: run on this DLA core of a Jetson Orin (the engine ``pairedge build --dla-core N`` made, in
+            ``engines/<device tag>-dla<N>/``); None: the GPU. An engine whose manifest records another device
+            is refused with the rebuild command.
     """
 
     engine: str | None = None
@@ -54,10 +58,14 @@ class TensorRTOptions:
     precision: str | None = None
     device_id: int = 0
     memory: str = "auto"
+    dla_core: int | None = None
 
     def __post_init__(self) -> None:
         if self.memory not in KINDS:
             raise InputError(f"memory: expected one of {', '.join(KINDS)}, got {self.memory!r}")
+        core = self.dla_core
+        if core is not None and (isinstance(core, bool) or not isinstance(core, int) or core < 0):
+            raise InputError(f"dla_core: expected a DLA core index >= 0 or None (the GPU), got {core!r}")
         if self.precision is not None:
             artefacts.check_precision(self.precision)
 
@@ -127,6 +135,8 @@ class TensorRTBackend(Backend):
                 trt
             )  # TensorRT keeps a raw pointer to it: it lives as long as the runtime
             runtime = trt.Runtime(self._logger)
+            if self.options.dla_core is not None:
+                use_dla_core(runtime, self.options.dla_core, engine_path)
             engine = runtime.deserialize_cuda_engine(blob)
             if engine is None:
                 raise BackendError(
@@ -156,14 +166,15 @@ class TensorRTBackend(Backend):
         folder = (
             Path(self.options.engine_dir).expanduser()
             if self.options.engine_dir
-            else self.model.path.parent / artefacts.ENGINES_DIR / env.tag
+            else self.model.path.parent / artefacts.ENGINES_DIR / engine_folder(env.tag, self.options.dla_core)
         )
         path = folder / artefacts.artefact(self.model.metadata.stage, precision).engine
         if not path.is_file():
             raise ModelError(
                 f"{path}: no {precision} engine for this device ({env.device_name}, compute capability "
-                f"{env.compute_capability}, TensorRT {env.tensorrt_version}); build it here with: pairedge build "
-                f"{self.model.path.parent} --precision {precision}"
+                f"{env.compute_capability}, TensorRT {env.tensorrt_version}, {device_label(self.options.dla_core)}); "
+                f"build it here with: pairedge build {self.model.path.parent} --precision {precision}"
+                + "".join(f" {a}" for a in dla_arguments(self.options.dla_core, False))
             )
         return path
 
@@ -187,6 +198,7 @@ class TensorRTBackend(Backend):
             onnx_sha256=sha256_file(self.model.path),
             model_dir=self.model.path.parent,
             engine=engine_path,
+            dla_core=self.options.dla_core,
         )
         self.manifest = manifest
         return read_verified_engine(engine_path, manifest)
@@ -279,3 +291,18 @@ class TensorRTBackend(Backend):
     def __repr__(self) -> str:
         where = self.engine_path.name if self.engine_path else self.model.path.name
         return f"{type(self).__name__}({where})"
+
+
+def use_dla_core(runtime: Any, core: int, engine_path: Path) -> None:
+    """Point a ``trt.Runtime`` at DLA core ``core`` (before ``deserialize_cuda_engine``, as TensorRT needs).
+
+    Raises:
+        DeviceUnavailableError: this device has no such DLA core (``runtime.num_DLA_cores``).
+    """
+    cores = int(runtime.num_DLA_cores)
+    if core >= cores:
+        raise DeviceUnavailableError(
+            f"{engine_path}: built for DLA core {core}, but this device has "
+            + (f"{cores} DLA cores (0..{cores - 1})" if cores else "no DLA")
+        )
+    runtime.DLA_core = core

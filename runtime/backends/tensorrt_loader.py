@@ -11,7 +11,7 @@ and only describes the ONNX file it was built from. ``stage1.fp16.engine`` comes
      "calibration": {"file": "calibration.json", "sha256": "..."} | null,
      "engine": {"file": "stage1.fp16.engine", "sha256": "...", "size": 67890},
      "labels": [...], "feature_spec": "pairedge", "feature_spec_version": "1", "num_features": 25,
-     "input_name": "features", "output_name": "logits",
+     "input_name": "features", "output_name": "logits", "dla_core": null, "gpu_fallback": false,
      "build": {"built_at": "2026-...Z", "seconds": 12.3, "workspace_mib": 1024, "generation": "...",
                "network_flags": 2, "builder_flags": ["FP16"], "timing_cache": "...", "timing_cache_bytes": 0}}
 
@@ -20,6 +20,11 @@ Before any deserialisation the loader checks, in this order: the manifest reads 
 version, the device's compute capability and the ONNX file's SHA-256 match (all differences are listed,
 with the exact ``pairedge build`` command that rebuilds the engine); the engine file's size and SHA-256 match
 (a truncated or corrupt file never reaches ``deserialize_cuda_engine``).
+
+A DLA engine (``pairedge build --dla-core N``) records ``"dla_core": N`` (``null``: a GPU engine; manifests
+written before the field existed read as GPU engines) and whether layers may fall back to the GPU; it lives
+in its own folder ``<device>-sm<cc>-trt<version>-dla<N>`` (:func:`engine_folder`). A runner that asks for
+another DLA core (or the GPU) than the manifest records is refused with the rebuild command.
 """
 
 from __future__ import annotations
@@ -58,6 +63,15 @@ def device_tag(device_name: str, compute_capability: str, tensorrt_version: str)
     """The engine folder name ``<device>-sm<cc>-trt<version>``, e.g. ``orin-sm87-trt10.3.0``."""
     short = ".".join(tensorrt_version.split(".")[:3])
     return f"{slug(device_name)}-sm{compute_capability.replace('.', '')}-trt{short}"
+
+
+def engine_folder(tag: str, dla_core: int | None) -> str:
+    """The engine folder of a device tag: ``tag`` for GPU engines, ``tag-dla<N>`` for DLA core N's."""
+    return tag if dla_core is None else f"{tag}-dla{dla_core}"
+
+
+#: ``check_compatible(dla_core=ANY_DEVICE)``: accept the engine's device (GPU or any DLA core) as recorded.
+ANY_DEVICE = "any"
 
 
 def manifest_path(engine: Path) -> Path:
@@ -108,6 +122,8 @@ class EngineManifest:
     calibration: Mapping[str, Any] | None = None
     build: Mapping[str, Any] = field(default_factory=dict)
     pairedge_version: str = ""
+    dla_core: int | None = None
+    gpu_fallback: bool = False
     format: int = FORMAT
 
     # -- files --------------------------------------------------------------------------------------------
@@ -158,8 +174,9 @@ class EngineManifest:
         return cls(**values)
 
     # -- commands -----------------------------------------------------------------------------------------
-    def rebuild_command(self, model_dir: Path | str) -> str:
-        """The exact ``pairedge build`` command that rebuilds this engine from ``model_dir``."""
+    def rebuild_command(self, model_dir: Path | str, *, dla_core: int | None | str = ANY_DEVICE) -> str:
+        """The exact ``pairedge build`` command that rebuilds this engine from ``model_dir`` (for ``dla_core``:
+        None the GPU, N DLA core N; :data:`ANY_DEVICE`: the device the manifest records)."""
         p = self.profile
         parts = [
             "pairedge",
@@ -172,7 +189,25 @@ class EngineManifest:
         ]
         if self.build.get("workspace_mib"):
             parts += ["--workspace", str(self.build["workspace_mib"])]
-        return shlex.join(parts)
+        core = self.dla_core if dla_core == ANY_DEVICE else dla_core
+        return shlex.join(parts + dla_arguments(core, self.gpu_fallback))  # type: ignore[arg-type]
+
+    @property
+    def device_label(self) -> str:
+        """``"the GPU"`` or ``"DLA core N"``."""
+        return device_label(self.dla_core)
+
+
+def device_label(dla_core: int | None) -> str:
+    """``"the GPU"`` (None) or ``"DLA core N"``."""
+    return "the GPU" if dla_core is None else f"DLA core {dla_core}"
+
+
+def dla_arguments(dla_core: int | None, gpu_fallback: bool) -> list[str]:
+    """The ``pairedge build`` arguments of a device: ``[]``, ``["--dla-core", "N"]`` (+ ``--gpu-fallback``)."""
+    if dla_core is None:
+        return []
+    return ["--dla-core", str(dla_core), *(["--gpu-fallback"] if gpu_fallback else [])]
 
 
 #: field -> (accepted types, what the message calls it) of the engine manifest's fields the checks use.
@@ -190,6 +225,7 @@ _TYPES: Mapping[str, tuple[tuple[type, ...], str]] = {
     "num_features": ((int,), "an integer"),
     "calibration": ((dict, type(None)), "an object or null"),
     "build": ((dict,), "an object"),
+    "dla_core": ((int, type(None)), "a DLA core index or null"),
 }
 
 
@@ -200,6 +236,14 @@ def _check_types(path: Path, values: Mapping[str, Any]) -> None:
             raise EngineFileError(
                 f"{path}: {key!r}: expected {what}, got {values[key]!r}; rebuild with `pairedge build`"
             )
+    if not isinstance(values.get("gpu_fallback", False), bool):
+        raise EngineFileError(
+            f"{path}: 'gpu_fallback': expected true or false, got {values['gpu_fallback']!r}; rebuild with "
+            "`pairedge build`"
+        )
+    core = values.get("dla_core")
+    if isinstance(core, int) and core < 0:
+        raise EngineFileError(f"{path}: 'dla_core': expected an index >= 0 or null, got {core}")
     if not all(isinstance(v, str) for v in values.get("labels", [])):
         raise EngineFileError(f"{path}: 'labels': expected a list of strings; rebuild with `pairedge build`")
     size = values.get("engine", {}).get("size")
@@ -222,13 +266,16 @@ def check_compatible(
     onnx_sha256: str | None,
     model_dir: Path,
     engine: Path,
+    dla_core: int | None | str = ANY_DEVICE,
 ) -> None:
-    """Refuse an engine built for another TensorRT, GPU or ONNX file.
+    """Refuse an engine built for another TensorRT, GPU, ONNX file, or DLA core.
 
     Args:
         onnx_sha256: SHA-256 of the ONNX file in the model folder this engine must come from (None: skip).
         model_dir: the model folder, for the rebuild command.
         engine: the engine path, for the message.
+        dla_core: the device the caller will run it on: None the GPU, N DLA core N; :data:`ANY_DEVICE`
+            (the default, for reports that only list engines): whatever the manifest records.
 
     Raises:
         EngineMismatchError: listing every difference and the rebuild command.
@@ -248,10 +295,13 @@ def check_compatible(
             f"built from {manifest.onnx.get('file')} with SHA-256 {str(manifest.onnx.get('sha256'))[:12]}…, the "
             f"model folder's file has {onnx_sha256[:12]}… (the model changed since the build)"
         )
+    wanted = manifest.dla_core if dla_core == ANY_DEVICE else dla_core
+    if wanted != manifest.dla_core:
+        diffs.append(f"built for {device_label(manifest.dla_core)}, requested for {device_label(wanted)}")  # type: ignore[arg-type]
     if diffs:
         raise EngineMismatchError(
             f"{engine}: refusing this engine: {'; '.join(diffs)}. Rebuild it on this device with: "
-            f"{manifest.rebuild_command(model_dir)}"
+            f"{manifest.rebuild_command(model_dir, dla_core=wanted)}"
         )
 
 

@@ -60,6 +60,18 @@ def build_command(
         help="pairedge check target (default: the installed TensorRT's, else tensorrt-10.3).",
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Forward TensorRT's verbose log."),
+    dla_core: int | None = typer.Option(
+        None,
+        "--dla-core",
+        min=0,
+        help="Build for this DLA core of a Jetson Orin (fp16 or int8, a fixed --profile N,N,N); the engines go "
+        "to engines/<device>-sm<cc>-trt<version>-dla<N>/ and run with the tensorrt backend's dla_core option.",
+    ),
+    gpu_fallback: bool = typer.Option(
+        False,
+        "--gpu-fallback",
+        help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, named).",
+    ),
 ) -> None:
     """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU)."""
     from pairedge.apps.cli.check import run_checks
@@ -78,7 +90,11 @@ def build_command(
                 "into the model folder, never into the package: copy the model first (pairedge calibrate "
                 "default --out ~/model, or cp -r the folder) and build that copy"
             )
-    settings = BuildSettings(precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose)
+    settings = BuildSettings(
+        precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose, dla_core=dla_core,
+        gpu_fallback=gpu_fallback,
+    )  # fmt: skip
+    settings.check_dla_profile()
     files = stage_onnx_files(model_dir, precision)
     trt = _installed_tensorrt()
     chosen = target or _default_target(trt)
@@ -104,9 +120,17 @@ def build_command(
         console.print(
             f"stage {b.stage}: {escape(str(b.engine))} ({m.engine['size']} bytes, {m.precision}, TensorRT "
             f"{escape(m.tensorrt_version)}, {escape(m.device_name)} sm{m.compute_capability.replace('.', '')}, "
-            f"profile {m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, built in {b.output.seconds:.1f} s)",
+            f"profile {m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, {_device(m.dla_core, m.gpu_fallback)}, "
+            f"built in {b.output.seconds:.1f} s)",
             highlight=False,
         )
+
+
+def _device(dla_core: int | None, gpu_fallback: bool) -> str:
+    """``"GPU"``, ``"DLA core 0"`` or ``"DLA core 0 + GPU fallback"``."""
+    if dla_core is None:
+        return "GPU"
+    return f"DLA core {dla_core}" + (" + GPU fallback" if gpu_fallback else "")
 
 
 def _installed_tensorrt() -> Any:

@@ -152,16 +152,21 @@ def network_flags(trt: Any, version: TrtVersion) -> int:
     return 0
 
 
-def precision_flags(trt: Any, version: TrtVersion, precision: str) -> list[Any]:
+def precision_flags(trt: Any, version: TrtVersion, precision: str, *, dla: bool = False) -> list[Any]:
     """The ``BuilderFlag`` members to set for ``precision`` (empty on strongly typed generations).
 
     Weakly typed 10.x: fp16 -> ``[FP16]``; int8 from a Q/DQ ONNX -> ``[INT8]`` (explicit quantization needs
-    the flag there; layers outside Q/DQ pairs stay fp32); fp32 -> ``[]``.
+    the flag there; layers outside Q/DQ pairs stay fp32); fp32 -> ``[]``. For a DLA build (``dla``) int8 is
+    ``[INT8, FP16]``: the DLA runs nothing in fp32, so the layers outside Q/DQ pairs must be allowed fp16
+    (what ``trtexec --useDLACore --int8 --fp16`` does). Strongly typed generations take the types from the
+    ONNX graph, DLA or not.
     """
     check_precision(precision)
     if not generation(version).precision_flags or precision == "fp32":
         return []
-    return [trt.BuilderFlag.FP16] if precision == "fp16" else [trt.BuilderFlag.INT8]
+    if precision == "fp16":
+        return [trt.BuilderFlag.FP16]
+    return [trt.BuilderFlag.INT8, trt.BuilderFlag.FP16] if dla else [trt.BuilderFlag.INT8]
 
 
 def has_progress_monitor(trt: Any) -> bool:

@@ -43,6 +43,8 @@ def make_fake_tensorrt(
     unsupported_ops: frozenset[str] = frozenset(),
     fail_build: bool = False,
     memory: FakeCudaMemory | None = None,
+    dla_cores: int = 0,
+    dla_unsupported_ops: frozenset[str] = frozenset(),
 ) -> types.ModuleType:
     """A fresh fake ``tensorrt`` module.
 
@@ -51,6 +53,12 @@ def make_fake_tensorrt(
         unsupported_ops: ONNX op types the fake parser rejects (to test parser errors).
         fail_build: ``build_serialized_network`` returns None after logging an error.
         memory: the fake device memory that ``execute_async_v3`` reads and writes.
+        dla_cores: ``Builder.num_DLA_cores`` / ``Runtime.num_DLA_cores`` (0 as on x86; 2 on AGX Orin).
+        dla_unsupported_ops: ONNX op types whose layers ``IBuilderConfig.can_run_on_DLA`` says no to; a DLA
+            build holding one fails without ``GPU_FALLBACK``, as TensorRT's does.
+
+    One layer per ONNX node (named after the node); a DLA build's plan records the DLA core, and the fake
+    runtime deserialises it only after ``Runtime.DLA_core`` is set to that core.
     """
     mod = types.ModuleType("tensorrt")
     mod.__version__ = version
@@ -87,7 +95,8 @@ def make_fake_tensorrt(
     )
     mod.MemoryPoolType = enum.IntEnum("MemoryPoolType", {"WORKSPACE": 0, "TACTIC_SHARED_MEMORY": 5})
     mod.TensorIOMode = enum.IntEnum("TensorIOMode", {"NONE": 0, "INPUT": 1, "OUTPUT": 2})
-    mod.DataType = enum.IntEnum("DataType", {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3})
+    mod.DataType = enum.IntEnum("DataType", {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3, "INT64": 4})
+    mod.DeviceType = enum.IntEnum("DeviceType", {"GPU": 0, "DLA": 1})
 
     class ILogger:
         Severity = enum.IntEnum(
@@ -140,12 +149,25 @@ def make_fake_tensorrt(
             self.name = name
             self.shape = shape
 
+    class ILayer:
+        def __init__(self, name: str, op: str) -> None:
+            self.name = name
+            self._op = op
+
     class INetworkDefinition:
         def __init__(self, flags: int) -> None:
             self.flags = flags
             self._inputs: list[ITensor] = []
             self._outputs: list[ITensor] = []
+            self._layers: list[ILayer] = []
             self.onnx_path = ""
+
+        @property
+        def num_layers(self) -> int:
+            return len(self._layers)
+
+        def get_layer(self, index: int) -> ILayer:
+            return self._layers[index]
 
         @property
         def num_inputs(self) -> int:
@@ -191,6 +213,8 @@ def make_fake_tensorrt(
                 self._network._inputs.append(ITensor(vi.name, dims))
             for vi in proto.graph.output:
                 self._network._outputs.append(ITensor(vi.name, (-1, -1)))
+            for i, node in enumerate(proto.graph.node):
+                self._network._layers.append(ILayer(node.name or f"{node.op_type}_{i}", node.op_type))
             self._network.onnx_path = model
             return True
 
@@ -232,6 +256,8 @@ def make_fake_tensorrt(
             self._cache: Any = None  # TensorRT holds raw pointers: the fake holds weak references
             self._progress: Any = None
             self._level = 3
+            self._device = mod.DeviceType.GPU
+            self._dla_core = -1
 
         def set_memory_pool_limit(self, pool: Any, pool_size: int) -> None:
             rec("IBuilderConfig.set_memory_pool_limit", pool.name, pool_size)
@@ -284,6 +310,28 @@ def make_fake_tensorrt(
             self._progress = weakref.ref(value)
 
         @property
+        def default_device_type(self) -> Any:
+            return self._device
+
+        @default_device_type.setter
+        def default_device_type(self, value: Any) -> None:
+            rec("IBuilderConfig.default_device_type=", value.name)
+            self._device = value
+
+        @property
+        def DLA_core(self) -> int:  # noqa: N802 (TensorRT's name)
+            return self._dla_core
+
+        @DLA_core.setter
+        def DLA_core(self, value: int) -> None:  # noqa: N802
+            rec("IBuilderConfig.DLA_core=", value)
+            self._dla_core = value
+
+        def can_run_on_DLA(self, layer: ILayer) -> bool:  # noqa: N802
+            rec("IBuilderConfig.can_run_on_DLA", layer.name)
+            return layer._op not in dla_unsupported_ops
+
+        @property
         def builder_optimization_level(self) -> int:
             return self._level
 
@@ -302,6 +350,11 @@ def make_fake_tensorrt(
             logger = self._logger_ref()
             assert logger is not None, "the logger was freed while TensorRT still logs to it"
             return logger
+
+        @property
+        def num_DLA_cores(self) -> int:  # noqa: N802 (TensorRT's name)
+            rec("Builder.num_DLA_cores")
+            return dla_cores
 
         def create_network(self, flags: int = 0) -> INetworkDefinition:
             rec("Builder.create_network", flags)
@@ -327,24 +380,38 @@ def make_fake_tensorrt(
             if fail_build:
                 self._logger.log(ILogger.Severity.ERROR, "fake: out of workspace memory")
                 return None
+            on_dla = config._device == mod.DeviceType.DLA
+            if on_dla:
+                assert 0 <= config._dla_core < dla_cores, "DLA core out of range"
+                fallback = config.flags & (1 << int(mod.BuilderFlag.GPU_FALLBACK))
+                refused = [la.name for la in network._layers if la._op in dla_unsupported_ops]
+                if refused and not fallback:
+                    self._logger.log(ILogger.Severity.ERROR, f"fake: {refused[0]} cannot run on DLA")
+                    return None
             if config._held_cache is not None:
                 config._held_cache.entries["builds"] = config._held_cache.entries.get("builds", 0) + 1
-            ((name, (lo, opt, hi)),) = config.profiles[0].shapes.items()
+            shapes = config.profiles[0].shapes
+            name, (lo, opt, hi) = next(iter(shapes.items()))
             plan = {
                 "onnx": network.onnx_path,
                 "input": name,
                 "min": lo,
                 "opt": opt,
                 "max": hi,
+                "shapes": {n: list(s) for n, s in shapes.items()},
                 "network_flags": network.flags,
                 "builder_flags": config.flags,
                 "version": version,
+                "dla_core": config._dla_core if on_dla else None,
             }
             return IHostMemory(PLAN_MAGIC + json.dumps(plan).encode())
 
     mod.Builder = Builder
 
     # -- runtime ------------------------------------------------------------------------------------------
+    ort_types = {"tensor(float)": "FLOAT", "tensor(float16)": "HALF", "tensor(int64)": "INT64", "tensor(int32)": "INT32"}
+    np_types = {"FLOAT": np.float32, "HALF": np.float16, "INT64": np.int64, "INT32": np.int32, "INT8": np.int8}
+
     class IExecutionContext:
         def __init__(self, engine: ICudaEngine) -> None:
             self._engine = engine
@@ -359,8 +426,11 @@ def make_fake_tensorrt(
         def set_input_shape(self, name: str, shape: Any) -> bool:
             shape = tuple(shape)
             rec("IExecutionContext.set_input_shape", name, shape)
-            plan = self._engine.plan
-            if name != plan["input"] or not plan["min"][0] <= shape[0] <= plan["max"][0]:
+            profile = self._engine.plan["shapes"].get(name)
+            if profile is None or len(shape) != len(profile[0]):
+                return False
+            lo, _, hi = profile
+            if not all(a <= d <= b for a, d, b in zip(lo, shape, hi, strict=True)):
                 return False
             self._shapes[name] = shape
             return True
@@ -369,12 +439,15 @@ def make_fake_tensorrt(
             rec("IExecutionContext.execute_async_v3", stream_handle)
             runtime = self._engine.runtime_ref()
             assert runtime is not None and runtime.logger_ref() is not None, "runtime or its logger was freed"
-            plan = self._engine.plan
-            n, width = self._shapes[plan["input"]]
-            x = memory.read(self._addresses[plan["input"]], (n, width), np.float32)
-            out_name = self._engine.output_name
-            y = self._engine.session.run([out_name], {plan["input"]: x})[0].astype(np.float32)
-            memory.write(self._addresses[out_name], y)
+            engine = self._engine
+            feeds = {}
+            for name, _, static in engine.inputs:
+                shape = self._shapes.get(name, static)
+                assert all(d >= 0 for d in shape), f"input shape of {name!r} not set"
+                feeds[name] = memory.read(self._addresses[name], shape, np_types[engine.dtypes[name]])
+            names = [n for n, _, _ in engine.outputs]
+            for name, value in zip(names, engine.session.run(names, feeds), strict=True):
+                memory.write(self._addresses[name], np.ascontiguousarray(value, np_types[engine.dtypes[name]]))
             return True
 
     class ICudaEngine:
@@ -384,12 +457,15 @@ def make_fake_tensorrt(
             self.runtime_ref = weakref.ref(runtime)
             self.plan = plan
             self.session = onnxruntime.InferenceSession(plan["onnx"], providers=["CPUExecutionProvider"])
-            self.output_name = self.session.get_outputs()[0].name
-            classes = self.session.get_outputs()[0].shape[1]
-            self._io = [
-                (plan["input"], mod.TensorIOMode.INPUT, (-1, plan["max"][1])),
-                (self.output_name, mod.TensorIOMode.OUTPUT, (-1, classes)),
-            ]
+
+            def io(args: Any, mode: Any) -> list[tuple[str, Any, tuple[int, ...]]]:
+                return [(a.name, mode, tuple(d if isinstance(d, int) else -1 for d in a.shape)) for a in args]
+
+            self.inputs = io(self.session.get_inputs(), mod.TensorIOMode.INPUT)
+            self.outputs = io(self.session.get_outputs(), mod.TensorIOMode.OUTPUT)
+            self.dtypes = {a.name: ort_types[a.type] for a in [*self.session.get_inputs(), *self.session.get_outputs()]}
+            self.output_name = self.outputs[0][0]
+            self._io = self.inputs + self.outputs
 
         @property
         def num_io_tensors(self) -> int:
@@ -406,14 +482,14 @@ def make_fake_tensorrt(
             return {n: m for n, m, _ in self._io}[name]
 
         def get_tensor_dtype(self, name: str) -> Any:
-            return mod.DataType.FLOAT
+            return getattr(mod.DataType, self.dtypes[name])
 
         def get_tensor_shape(self, name: str) -> tuple[int, ...]:
             return {n: s for n, _, s in self._io}[name]
 
         def get_tensor_profile_shape(self, name: str, profile_index: int) -> list[tuple[int, ...]]:
             rec("ICudaEngine.get_tensor_profile_shape", name, profile_index)
-            return [tuple(self.plan["min"]), tuple(self.plan["opt"]), tuple(self.plan["max"])]
+            return [tuple(s) for s in self.plan["shapes"][name]]
 
         def create_execution_context(self) -> IExecutionContext:
             rec("ICudaEngine.create_execution_context")
@@ -423,13 +499,33 @@ def make_fake_tensorrt(
         def __init__(self, logger: Any) -> None:
             rec("Runtime.__init__", isinstance(logger, ILogger))
             self.logger_ref = weakref.ref(logger)
+            self._dla_core = -1
+
+        @property
+        def num_DLA_cores(self) -> int:  # noqa: N802 (TensorRT's name)
+            return dla_cores
+
+        @property
+        def DLA_core(self) -> int:  # noqa: N802
+            return self._dla_core
+
+        @DLA_core.setter
+        def DLA_core(self, value: int) -> None:  # noqa: N802
+            rec("Runtime.DLA_core=", value)
+            assert 0 <= value < dla_cores, "DLA core out of range"
+            self._dla_core = value
 
         def deserialize_cuda_engine(self, serialized_engine: bytes) -> ICudaEngine | None:
             rec("Runtime.deserialize_cuda_engine", len(serialized_engine))
             blob = bytes(serialized_engine)
             if not blob.startswith(PLAN_MAGIC):
                 return None
-            return ICudaEngine(json.loads(blob[len(PLAN_MAGIC) :]), self)
+            plan = json.loads(blob[len(PLAN_MAGIC) :])
+            core = plan.get("dla_core")
+            if core is not None and self._dla_core != core:
+                self.logger_ref().log(ILogger.Severity.ERROR, f"fake: a DLA core {core} engine, Runtime.DLA_core unset")
+                return None
+            return ICudaEngine(plan, self)
 
     mod.Runtime = Runtime
     # names the surface test maps back to TensorRT classes
@@ -438,6 +534,7 @@ def make_fake_tensorrt(
         "IProgressMonitor": IProgressMonitor,
         "ParserError": ParserError,
         "ITensor": ITensor,
+        "ILayer": ILayer,
         "INetworkDefinition": INetworkDefinition,
         "OnnxParser": OnnxParser,
         "IOptimizationProfile": IOptimizationProfile,

@@ -15,11 +15,11 @@ import pytest
 import stub_surface
 from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
 from pairedge.core.artefacts import PRECISIONS
-from pairedge.export.tensorrt.builder import BuildSettings
+from pairedge.export.tensorrt.builder import BuildSettings, Profile
 from pairedge.export.tensorrt.folder import build_model_folder
 from pairedge.gpu.tensorrt import versions
 from pairedge.runtime.backends import load_model
-from pairedge.runtime.backends.tensorrt import TensorRTBackend
+from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = (sorted((ROOT / "export" / "tensorrt").glob("*.py")) + sorted((ROOT / "sdk" / "gpu" / "tensorrt").glob("*.py"))
@@ -68,6 +68,7 @@ def test_fake_offers_nothing_the_stubs_lack() -> None:
             "MemoryPoolType",
             "TensorIOMode",
             "DataType",
+            "DeviceType",
         ):
             enum_cls = getattr(trt, name)
             assert all(_has(f"{name}.{m.name}") for m in enum_cls), name
@@ -109,6 +110,18 @@ def _full_run(version: str, model_dir: Path) -> list[tuple]:
             with backend:
                 backend.infer(np.zeros((3, backend.num_features), np.float32))
             calls += trt.calls
+    for fallback in (False, True):  # DLA core 1, with and without GPU fallback, built and run
+        trt = make_fake_tensorrt(version, dla_cores=2)
+        settings = BuildSettings("fp16", Profile(8, 8, 8), dla_core=1, gpu_fallback=fallback)
+        build_model_folder(model_dir, settings, trt=trt, memory=FakeCudaMemory())
+        calls += trt.calls
+        memory = FakeCudaMemory()
+        trt = make_fake_tensorrt(version, memory=memory, dla_cores=2)
+        backend = TensorRTBackend(load_model(model_dir / "stage1.fp16.onnx"), TensorRTOptions(dla_core=1), trt=trt,
+                                  memory=memory)  # fmt: skip
+        with backend:
+            backend.infer(np.zeros((3, backend.num_features), np.float32))
+        calls += trt.calls
     return calls
 
 
@@ -116,6 +129,7 @@ def _full_run(version: str, model_dir: Path) -> list[tuple]:
 def test_every_recorded_call_exists_in_the_stubs(version: str, full_model_dir: Path) -> None:
     names = {c[0].rstrip("=") for c in _full_run(version, full_model_dir)}
     assert "IExecutionContext.execute_async_v3" in names and "Builder.build_serialized_network" in names
+    assert {"IBuilderConfig.can_run_on_DLA", "IBuilderConfig.DLA_core", "Runtime.DLA_core"} <= names
     missing = sorted(n for n in names if not _has(n))
     assert not missing, f"calls absent from the 10.13 stubs: {missing}"
     removed = sorted(n for n in names if n in versions.REMOVED_IN_11)
@@ -159,6 +173,7 @@ VARIABLE_CLASS = {
     "builder": "Builder", "network": "INetworkDefinition", "parser": "OnnxParser", "config": "IBuilderConfig",
     "profile": "IOptimizationProfile", "tensor": "ITensor", "engine": "ICudaEngine", "context": "IExecutionContext",
     "runtime": "Runtime", "err": "ParserError", "_engine": "ICudaEngine", "_context": "IExecutionContext",
+    "layer": "ILayer",
 }  # fmt: skip
 #: (class, method) -> class of what it returns, for chained calls.
 RETURNS = {
@@ -166,6 +181,7 @@ RETURNS = {
     ("INetworkDefinition", "get_output"): "ITensor", ("OnnxParser", "get_error"): "ParserError",
     ("Runtime", "deserialize_cuda_engine"): "ICudaEngine", ("ICudaEngine", "create_execution_context"):
     "IExecutionContext", ("Builder", "create_network"): "INetworkDefinition",
+    ("INetworkDefinition", "get_layer"): "ILayer",
 }  # fmt: skip
 
 
@@ -190,7 +206,10 @@ def test_every_member_used_on_a_tensorrt_object_exists() -> None:
             if isinstance(node, ast.Attribute) and (owner := _class_of(node.value)):
                 used.add(f"{owner}.{node.attr}")
     expected = {"IBuilderConfig.set_memory_pool_limit", "ITimingCache.serialize", "IExecutionContext.execute_async_v3",
-                "ParserError.node_operator", "ICudaEngine.get_tensor_profile_shape", "ITensor.shape"}  # fmt: skip
+                "ParserError.node_operator", "ICudaEngine.get_tensor_profile_shape", "ITensor.shape",
+                "Builder.num_DLA_cores", "IBuilderConfig.can_run_on_DLA", "IBuilderConfig.default_device_type",
+                "IBuilderConfig.DLA_core", "INetworkDefinition.num_layers", "ILayer.name", "Runtime.DLA_core",
+                "Runtime.num_DLA_cores"}  # fmt: skip
     assert expected <= used, expected - used
     missing = sorted(u for u in used if not _has(u))
     assert not missing, f"members used on TensorRT objects but absent from the 10.13 stubs: {missing}"
