@@ -9,6 +9,7 @@ from typing import Any
 from pairedge.core.errors import InputError
 from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
 from pairedge.runtime.tracker import TrackerConfig
+from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, check_tracker_name
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ class PipelineConfig:
             ``confirm_s``, when given, still win.
         tracker: "auto" (track when the detections carry no ids), "always" (ignore given ids) or "never".
         tracker_config: options of the built-in tracker.
+        tracker_backend: which tracker gives the ids (:mod:`pairedge.runtime.tracker_backends`): "iou" (the
+            built-in one, the default), "bytetrack", "ocsort" or "botsort" (camera-motion compensation; these
+            three need the ``trackers`` library and run with its defaults; ``tracker_config`` is the built-in
+            one's only).
         flow: optical-flow options.
         smoothing: per-pair smoothing options.
         validation: input sanitising options.
@@ -109,6 +114,7 @@ class PipelineConfig:
     operating_point: str | None = None
     tracker: str = "auto"
     tracker_config: TrackerConfig = field(default_factory=TrackerConfig)
+    tracker_backend: str = DEFAULT_TRACKER
     flow: FlowConfig = field(default_factory=FlowConfig)
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
@@ -120,6 +126,7 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if self.tracker not in ("auto", "always", "never"):
             raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
+        object.__setattr__(self, "tracker_backend", check_tracker_name(self.tracker_backend))
         if self.box_shape not in BOX_SHAPE_MODES:
             raise InputError(f"box_shape: expected one of {', '.join(BOX_SHAPE_MODES)}, got {self.box_shape!r}")
         for name in ("tau_interact", "tau_group"):

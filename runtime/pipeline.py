@@ -35,7 +35,8 @@ from pairedge.runtime.operating_point import OperatingPointPolicy
 from pairedge.runtime.repair import InputRepair
 from pairedge.runtime.smoothing import PairSmoother
 from pairedge.runtime.streamstate import FrameState, StreamSnapshot, capture, decode, encode, restore
-from pairedge.runtime.tracker import IoUTracker, with_coasted
+from pairedge.runtime.tracker import with_coasted
+from pairedge.runtime.tracker_backends import make_tracker
 from pairedge.runtime.types import Diagnostics, FrameResult
 from pairedge.runtime.validate import shorten, validate_frame
 from pairedge.runtime.viewpoint import SwitchLog
@@ -106,7 +107,7 @@ class Pipeline:
         self.box_shape = BoxShapePolicy(cfg.box_shape, models.spec, models.stage2.metadata.norm_mean)
         self.repair = InputRepair(cfg.validation, cfg.max_people)
         self._observers = FeatureObservers()
-        self._tracker = IoUTracker(cfg.tracker_config)
+        self._tracker = make_tracker(cfg.tracker_backend, cfg.tracker_config)
         self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
         #: Frames whose flow field was computed, since load (0 when the flow never ran; see ``flow_problem``).
@@ -339,7 +340,7 @@ class Pipeline:
             self._decide(dets, size, state, notes)
             clock.lap("validate")
             clock.stage = "track"
-            dets, coasted = self._assign_ids(dets, elapsed, dropped, size)
+            dets, coasted = self._assign_ids(dets, elapsed, dropped, size, image)
             clock.lap("track")
             clock.stage = "flow"
             flow = self._flow(image, notes, dets)
@@ -430,7 +431,12 @@ class Pipeline:
         )
 
     def _assign_ids(
-        self, dets: Detections, timestamp: float, dropped: dict[str, int], size: tuple[int, int] | None
+        self,
+        dets: Detections,
+        timestamp: float,
+        dropped: dict[str, int],
+        size: tuple[int, int] | None,
+        image: np.ndarray | None = None,
     ) -> tuple[Detections, np.ndarray]:
         """Ids from the built-in tracker when the detections carry none, plus the tracks it coasts through a
         short detection gap (``TrackerConfig.coast_frames``).
@@ -443,7 +449,7 @@ class Pipeline:
         missing = dets.track_ids < 0
         untracked = len(dets) == 0 and self._tracking  # an empty frame still ages the tracks
         if mode == "always" or (mode == "auto" and (untracked or (len(dets) > 0 and missing.all()))):
-            ids = self._tracker.step(dets.boxes, timestamp, dets.scores)
+            ids = self._tracker.step(dets.boxes, timestamp, dets.scores, image)  # image: camera-motion comp.
             self._tracking = True
             dets = Detections(dets.boxes, ids, dets.scores, dets.orientation, dets.orientation_conf)
             missing = ids < 0

@@ -99,6 +99,8 @@ class RunOptions:
         video: write the annotated video.
         fps: frame rate for timestamps; None = the video's (image folders: 30).
         tracker: "auto" (track detections without ids), "always" or "never".
+        tracker_backend: the tracker that gives ids: "iou" (built in, the default), "bytetrack", "ocsort"
+            or "botsort" (``PipelineConfig.tracker_backend``).
         max_people: at most this many detections per frame (the most confident); None = no cap.
         confirm_s: seconds a link must hold before it is reported; None = the model's (see
             :class:`PipelineConfig`).
@@ -119,6 +121,7 @@ class RunOptions:
     video: bool = True
     fps: float | None = None
     tracker: str = "auto"
+    tracker_backend: str = "iou"
     max_people: int | None = 100
     confirm_s: float | None = None
     operating_point: str | None = None
@@ -133,7 +136,7 @@ class RunOptions:
         if self.coast_frames is not None:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
-            tracker=self.tracker, tracker_config=tracker, flow=flow, max_people=self.max_people,
+            tracker=self.tracker, tracker_config=tracker, tracker_backend=self.tracker_backend, flow=flow, max_people=self.max_people,
             confirm_s=self.confirm_s, operating_point=self.operating_point, box_shape=self.box_shape,
         )  # fmt: skip
 

@@ -16,10 +16,11 @@ and every miss would cut that person's pairs for a frame and restart their link 
 been unseen for at most ``coast_frames`` frames, with their constant-velocity predicted boxes, so the
 pipeline can keep those people (marked ``coasted``) through short gaps.
 
-Limits (use a real tracker such as ByteTrack or OC-SORT when they matter): greedy assignment, not
+Limits (the ``bytetrack``, ``ocsort`` and ``botsort`` backends of :mod:`pairedge.runtime.tracker_backends`
+run real trackers when they matter): greedy assignment, not
 optimal (Hungarian); no appearance model, so people who cross while fully overlapping can swap ids and a
 person who reappears after ``max_age`` frames gets a new id; a constant-velocity model only (no camera
-motion compensation: on a fast-turning robot lower ``min_iou`` or raise ``max_center_jump``); no
+motion compensation: on a fast-turning robot use ``botsort``, or lower ``min_iou`` / raise ``max_center_jump``); no
 confirmation period, so a single false detection gets an id for one frame.
 """
 
@@ -176,13 +177,17 @@ class IoUTracker:
             slots, boxes = slots[free], boxes[free]
         return self._ids[slots].copy(), boxes
 
-    def step(self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None) -> np.ndarray:
+    def step(
+        self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None, frame: np.ndarray | None = None
+    ) -> np.ndarray:
         """Track one frame.
 
         Args:
             boxes: (N, 4) float ``x y w h`` pixels, finite with positive size (validated upstream).
             timestamp: seconds, non-decreasing.
             scores: (N,) detector scores, or None (all 1).
+            frame: the image; unused (no camera-motion compensation here: the ``botsort`` backend of
+                :mod:`pairedge.runtime.tracker_backends` has it).
 
         Returns:
             (N,) int64 track ids; -1 for a detection that matched no track and did not start one.

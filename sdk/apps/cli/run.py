@@ -140,6 +140,13 @@ def run(
         "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
         "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
     ),  # fmt: skip
+    tracker: str = typer.Option(
+        "iou",
+        "--tracker",
+        help="Tracker for detections without ids: iou (built in, the default), bytetrack, ocsort, or botsort "
+        "(camera-motion compensation, for a moving camera); the last three need pip install "
+        "'pairedge[trackers]' and run with the trackers library's defaults.",
+    ),  # fmt: skip
     box_shape: BoxShape = typer.Option(
         BoxShape.auto,
         "--box-shape",
@@ -186,6 +193,7 @@ def run(
         flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
         box_shape=box_shape.value, detector=detector or "hog", detector_backend=detector_backend,
+        tracker_backend=tracker,
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 
