@@ -30,7 +30,8 @@ def doctor(
     ),
 ) -> None:
     """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU, the emulated CUDA
-    device (HIP-CPU) and nvcc."""
+    device (HIP-CPU) and nvcc; on a Jetson the L4T / JetPack version, power mode and clocks; where OpenCV and
+    numpy come from (a pip build shadowing JetPack's is flagged); rosbags and ray."""
     from pairedge.apps.probe import probe
 
     found = probe()
