@@ -145,23 +145,12 @@ class EngineManifest:
         Raises:
             EngineFileError: missing, not JSON, another format, or missing keys.
         """
-        path = manifest_path(engine)
-        if not path.exists():
+        path, data = read_manifest_json(engine)
+        if data.get("kind", "classifier") != "classifier":
             raise EngineFileError(
-                f"{path}: engine manifest not found beside {engine.name}; an engine without its manifest cannot "
-                "be checked — rebuild it with `pairedge build`"
+                f"{path}: a {data.get('kind')!r} engine, not a classifier stage; a detector engine runs with "
+                "`pairedge run VIDEO --detector ENGINE`"
             )
-        try:
-            data = json.loads(
-                limits.read_text(path, "an engine manifest (.engine.json)", limits.MAX_SIDECAR_BYTES)
-            )
-        except FormatError as exc:
-            raise EngineFileError(f"not a readable engine manifest: {exc}") from None
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers beyond int()'s digit limit
-            raise EngineFileError(f"{path}: not a readable engine manifest ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            got = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise EngineFileError(f"{path}: expected engine manifest format {FORMAT}, got {got!r}")
         known = set(cls.__dataclass_fields__)
         missing = sorted(k for k, f in cls.__dataclass_fields__.items() if k not in data and _required(f))
         if missing:
@@ -251,6 +240,44 @@ def _check_types(path: Path, values: Mapping[str, Any]) -> None:
         raise EngineFileError(
             f"{path}: 'engine.size': expected a byte count, got {size!r}; rebuild with `pairedge build`"
         )
+
+
+def read_manifest_json(engine: Path) -> tuple[Path, dict[str, Any]]:
+    """``(manifest path, its JSON object)`` of ``engine``: bounded read, format checked (any engine kind).
+
+    Raises:
+        EngineFileError: missing, unreadable, not a JSON object, or another format.
+    """
+    path = manifest_path(engine)
+    if not path.exists():
+        raise EngineFileError(
+            f"{path}: engine manifest not found beside {engine.name}; an engine without its manifest cannot "
+            "be checked — rebuild it with `pairedge build`"
+        )
+    try:
+        data = json.loads(limits.read_text(path, "an engine manifest (.engine.json)", limits.MAX_SIDECAR_BYTES))
+    except FormatError as exc:
+        raise EngineFileError(f"not a readable engine manifest: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers beyond int()'s digit limit
+        raise EngineFileError(f"{path}: not a readable engine manifest ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise EngineFileError(f"{path}: expected engine manifest format {FORMAT}, got {got!r}")
+    return path, data
+
+
+def check_device_fields(path: Path, values: Mapping[str, Any]) -> None:
+    """Refuse wrong JSON types in the fields every engine manifest shares (versions, device, files, DLA).
+
+    Raises:
+        EngineFileError: naming the field.
+    """
+    _check_types(path, {k: v for k, v in values.items() if k in _SHARED})
+
+
+#: The fields of :data:`_TYPES` that detector engine manifests share with the classifier's.
+_SHARED = ("precision", "tensorrt_version", "cuda_version", "device_name", "compute_capability", "onnx", "engine",
+           "build", "dla_core", "gpu_fallback")  # fmt: skip
 
 
 def _required(f: Any) -> bool:

@@ -1,7 +1,8 @@
 """Person detectors by name, imported lazily (the classifier backends' registry, for detectors).
 
 ``open_detector("hog")`` is the zero-download default; ``open_detector("model.onnx", "onnxruntime-cuda")``
-an exported detector on a chosen ONNX Runtime provider.
+an exported detector on a chosen ONNX Runtime provider; ``open_detector("model.fp16.engine")`` the engine
+``pairedge build --detector`` made, on native TensorRT (chosen by the ``.engine`` suffix, whatever backend).
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ DETECTORS: Mapping[str, str] = MappingProxyType(
         "onnxruntime": "pairedge.runtime.detectors.onnx:OnnxDetector",
         "onnxruntime-cuda": "pairedge.runtime.detectors.onnx:OnnxCudaDetector",
         "onnxruntime-tensorrt": "pairedge.runtime.detectors.onnx:OnnxTensorRTDetector",
+        "tensorrt": "pairedge.runtime.detectors.tensorrt:TensorRTDetector",
     }
 )
+#: The suffix of a serialized engine: such a ``spec`` always runs on the native ``tensorrt`` detector.
+ENGINE_SUFFIX = ".engine"
 #: The name of the default detector (no weights file).
 DEFAULT_DETECTOR = "hog"
 
@@ -46,20 +50,27 @@ def open_detector(
     """Create (not activate) a detector.
 
     Args:
-        spec: ``"hog"`` (OpenCV's built-in people detector) or the path of an ``.onnx`` detector.
+        spec: ``"hog"`` (OpenCV's built-in people detector), the path of an ``.onnx`` detector, or of a
+            ``.engine`` from ``pairedge build --detector`` (native TensorRT).
         backend: for an ``.onnx`` file, the ONNX Runtime detector: ``onnxruntime`` (CPU), ``onnxruntime-cuda``,
-            ``onnxruntime-tensorrt`` (or their aliases ``ort-cpu``, ``ort-cuda``, ``ort-trt``).
-        options: the detector's options (``HogOptions``, ``OnnxDetectorOptions``); None: defaults.
+            ``onnxruntime-tensorrt`` (or their aliases ``ort-cpu``, ``ort-cuda``, ``ort-trt``). A ``.engine``
+            runs on ``tensorrt`` (``onnxruntime``, the default, is taken to mean "not chosen").
+        options: the detector's options (``HogOptions``, ``OnnxDetectorOptions``, ``TensorRTDetectorOptions``);
+            None: defaults. For a ``.engine``, ONNX detector options keep their shared fields (threshold, NMS,
+            person class, cap) and the GPU index.
 
     Raises:
-        InputError: unknown backend, or options of another type. BackendError: not available here.
-        FormatError: the model file is missing or not ``.onnx``.
+        InputError: unknown backend, options of another type, a ``.engine`` with an ONNX Runtime GPU backend,
+            or an ``.onnx`` with the ``tensorrt`` backend (build its engine first). BackendError: not
+            available here. FormatError: the model file is missing or of another suffix.
     """
     is_hog = str(spec).strip().lower() == DEFAULT_DETECTOR
     name = DEFAULT_DETECTOR if is_hog else backend
+    if not is_hog:
+        name, options = _engine_choice(Path(spec), backend, options)
     if not is_hog and detector_class(name) is detector_class(DEFAULT_DETECTOR):
         raise InputError(f"backend {backend!r} is not an ONNX Runtime detector; expected onnxruntime, "
-                         "onnxruntime-cuda or onnxruntime-tensorrt")  # fmt: skip
+                         "onnxruntime-cuda, onnxruntime-tensorrt or tensorrt")  # fmt: skip
     cls = detector_class(name)
     reason = cls.unavailable_reason()
     if reason is not None:
@@ -68,3 +79,29 @@ def open_detector(
     if is_hog:
         return cls(checked)
     return cls(Path(spec), checked)  # type: ignore[call-arg]
+
+
+def _engine_choice(
+    spec: Path, backend: str, options: DetectorOptions | None
+) -> tuple[str, DetectorOptions | None]:
+    """The detector name and options for a model file: a ``.engine`` -> ``tensorrt`` (ONNX detector options
+    carried over), an ``.onnx`` -> ``backend``."""
+    is_engine = spec.suffix.lower() == ENGINE_SUFFIX
+    chosen = detector_class(backend)
+    native = detector_class("tensorrt")
+    if not is_engine:
+        if chosen is native:
+            raise InputError(
+                f"{spec}: the tensorrt detector runs an engine; build it with `pairedge build --detector {spec}` "
+                "and pass the .engine it writes"
+            )
+        return backend, options
+    if chosen is not native and chosen is not detector_class("onnxruntime"):
+        raise InputError(f"{spec}: a TensorRT engine runs on the tensorrt detector, not {backend!r}")
+    if options is not None and not isinstance(options, native.options_type):
+        shared = {f: getattr(options, f) for f in DetectorOptions.__dataclass_fields__}
+        ort = getattr(options, "ort", None)
+        if ort is not None:
+            shared["device_id"] = ort.device_id
+        options = native.options_type(**shared)
+    return "tensorrt", options

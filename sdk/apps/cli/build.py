@@ -1,4 +1,5 @@
-"""``pairedge build``: a model folder's ONNX stages -> TensorRT engines with engine manifests."""
+"""``pairedge build``: a model folder's ONNX stages (or, with ``--detector``, a person detector's ONNX) ->
+TensorRT engines with engine manifests."""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ class _RichSink:
 @app.command("build")
 @handle_errors
 def build_command(
-    model_dir: Path = typer.Argument(
-        ..., help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx); not the installed bundled model."
+    model_dir: Path | None = typer.Argument(
+        None,
+        help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx); not the installed bundled model. "
+        "Leave it out with --detector.",
     ),
     precision: str = typer.Option(
         "fp32", "--precision", help="fp32, fp16 or int8 (Q/DQ from pairedge calibrate)."
     ),
-    profile: str = typer.Option(
-        "1,64,512", "--profile", help="Pairs per call MIN,OPT,MAX of the optimization profile."
+    profile: str | None = typer.Option(
+        None, "--profile", help="Pairs per call MIN,OPT,MAX of the optimization profile (default 1,64,512)."
     ),
     workspace: int = typer.Option(256, "--workspace", min=1, help="Builder workspace limit in MiB."),
     timing_cache: Path | None = typer.Option(
@@ -72,8 +75,16 @@ def build_command(
         "--gpu-fallback",
         help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, named).",
     ),
+    detector: Path | None = typer.Option(
+        None,
+        "--detector",
+        help="Build a person detector's ONNX instead (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR; "
+        "input [1, 3, H, W] of a fixed size): MODEL.<precision>.engine in DIR/engines/<device tag>/ beside it, "
+        "run with `pairedge run VIDEO --detector MODEL.<precision>.engine`.",
+    ),
 ) -> None:
-    """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU)."""
+    """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU);
+    with --detector, the engine of a person detector."""
     from pairedge.apps.cli.check import run_checks
     from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_model_dir
     from pairedge.core.errors import InputError
@@ -82,6 +93,15 @@ def build_command(
     from pairedge.gpu.tensorrt import load_tensorrt
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if detector is not None:
+        if model_dir is not None or profile is not None:
+            raise InputError("--detector: builds one detector ONNX at its fixed input size; pass no MODEL_DIR and "
+                             "no --profile")  # fmt: skip
+        _build_detector(detector, precision, workspace, timing_cache, out, target, verbose, dla_core, gpu_fallback)
+        return
+    if model_dir is None:
+        raise InputError("pairedge build: expected MODEL_DIR (a model folder), or --detector MODEL.onnx")
+    profile = profile or "1,64,512"
     model_dir = resolve_model_dir(model_dir) if str(model_dir) == BUNDLED_NAME else model_dir
     for folder, what in ((model_dir, "MODEL_DIR"), (out, "--out")):
         if folder is not None and in_installed_package(folder) is not None:
@@ -124,6 +144,34 @@ def build_command(
             f"built in {b.output.seconds:.1f} s)",
             highlight=False,
         )
+
+
+def _build_detector(
+    onnx: Path, precision: str, workspace: int, timing_cache: Path | None, out: Path | None, target: str | None,
+    verbose: bool, dla_core: int | None, gpu_fallback: bool,
+) -> None:  # fmt: skip
+    """``pairedge build --detector``: check, then build one detector engine and print what was written."""
+    from pairedge.apps.cli.check import run_checks
+    from pairedge.export.tensorrt.builder import BuildSettings
+    from pairedge.export.tensorrt.detector import build_detector, read_detector_graph
+    from pairedge.gpu.tensorrt import load_tensorrt
+
+    settings = BuildSettings(precision, workspace_mib=workspace, timing_cache=timing_cache, verbose=verbose,
+                             dla_core=dla_core, gpu_fallback=gpu_fallback)  # fmt: skip
+    read_detector_graph(onnx)  # a file that is no detector is refused before the check and TensorRT
+    trt = _installed_tensorrt()
+    if not run_checks([onnx], target or _default_target(trt)):
+        raise typer.Exit(code=1)
+    built = build_detector(onnx, settings, out=out, trt=trt or load_tensorrt())
+    m = built.manifest
+    h, w = m.input_size
+    console.print(
+        f"detector: {escape(str(built.engine))} ({m.engine['size']} bytes, {m.precision}, {m.layout['kind']} "
+        f"layout, input {w}x{h}, TensorRT {escape(m.tensorrt_version)}, {escape(m.device_name)} "
+        f"sm{m.compute_capability.replace('.', '')}, {_device(m.dla_core, m.gpu_fallback)}, built in "
+        f"{built.output.seconds:.1f} s); run it with: pairedge run VIDEO --detector {escape(str(built.engine))}",
+        highlight=False,
+    )
 
 
 def _device(dla_core: int | None, gpu_fallback: bool) -> str:

@@ -23,7 +23,7 @@ from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = (sorted((ROOT / "export" / "tensorrt").glob("*.py")) + sorted((ROOT / "sdk" / "gpu" / "tensorrt").glob("*.py"))
-           + [ROOT / "runtime" / "backends" / "tensorrt.py"])  # fmt: skip  (tensorrt_loader.py only reads manifests: its `engine` is a Path)
+           + [ROOT / "runtime" / "backends" / "tensorrt.py", ROOT / "runtime" / "detectors" / "tensorrt.py"])  # fmt: skip  (tensorrt_loader.py only reads manifests: its `engine` is a Path)
 SURFACE = stub_surface.load()["surface"]
 
 
@@ -122,7 +122,26 @@ def _full_run(version: str, model_dir: Path) -> list[tuple]:
         with backend:
             backend.infer(np.zeros((3, backend.num_features), np.float32))
         calls += trt.calls
+    calls += _detector_run(version, model_dir)
     return calls
+
+
+def _detector_run(version: str, folder: Path) -> list[tuple]:
+    """An RT-DETR-style detector (two inputs, int64 labels) built and run on one frame."""
+    from detector_models import detr_model
+    from pairedge.export.tensorrt.detector import build_detector
+    from pairedge.runtime.detectors.tensorrt import TensorRTDetector
+
+    boxes = np.array([[10, 10, 50, 90]], np.float32)
+    onnx = detr_model(folder / "rtdetr.onnx", boxes, np.array([0.9]), np.array([0]))
+    trt = make_fake_tensorrt(version)
+    built = build_detector(onnx, BuildSettings(), trt=trt, memory=FakeCudaMemory())
+    calls = list(trt.calls)
+    memory = FakeCudaMemory()
+    trt = make_fake_tensorrt(version, memory=memory)
+    with TensorRTDetector(built.engine, trt=trt, memory=memory) as det:
+        assert len(det.detect(np.zeros((320, 320, 3), np.uint8))) == 1
+    return calls + trt.calls
 
 
 @pytest.mark.parametrize("version", ["10.3.0.30", "10.13.0.35", "11.1.0.8"])
