@@ -24,6 +24,7 @@ Contract (the runtime, the trainer and the exporter rely on it):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -229,6 +230,16 @@ def usable_rows(detections: Detections) -> np.ndarray:
     return rows[first].astype(np.int64)
 
 
+@functools.lru_cache(maxsize=64)
+def pair_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(n, k=1)``: the rows ``(ia, ib)`` (M,) int64 of all unordered pairs of ``n`` people in
+    pair order; cached per ``n`` (a stream's head count changes rarely) and read-only."""
+    ia, ib = np.triu_indices(n, k=1)
+    for a in (ia, ib):
+        a.flags.writeable = False
+    return ia, ib
+
+
 def frame_pairs(detections: Detections) -> tuple[np.ndarray, np.ndarray]:
     """All unordered pairs of usable detections (see :func:`usable_rows`), vectorised.
 
@@ -237,7 +248,7 @@ def frame_pairs(detections: Detections) -> tuple[np.ndarray, np.ndarray]:
         index: (M, 2) int64 detection rows of A and B.
     """
     rows = usable_rows(detections)
-    ia, ib = np.triu_indices(len(rows), k=1)
+    ia, ib = pair_rows(len(rows))
     index = np.stack([rows[ia], rows[ib]], axis=1).astype(np.int64).reshape(-1, 2)
     pairs = np.asarray(detections.track_ids, dtype=np.int64)[index].reshape(-1, 2)
     return pairs, index

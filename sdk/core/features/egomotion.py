@@ -18,6 +18,8 @@ view), all grid samples are used.
 
 from __future__ import annotations
 
+import functools
+
 import cv2
 import numpy as np
 from pairedge.core.errors import InputError
@@ -63,7 +65,8 @@ def background_samples(
         points: (P, 2) float32 sample positions ``x, y`` in flow pixels; vectors: (P, 2) float32 flow there.
     """
     ys, xs = grid_axes(flow.shape[0], flow.shape[1], step)
-    return grid_background(flow[np.ix_(ys, xs)], ys, xs, boxes, scale, min_points)
+    first = step // 2  # the grid's rows and columns as a strided view (the same samples as np.ix_(ys, xs))
+    return grid_background(flow[first::step, first::step], ys, xs, boxes, scale, min_points)
 
 
 def grid_axes(height: int, width: int, step: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,15 +83,23 @@ def grid_background(
     Args:
         grid: (len(ys), len(xs), 2) float32 flow at rows ``ys`` and columns ``xs`` (:func:`grid_axes`).
     """
-    gx, gy = np.meshgrid(xs, ys)
-    px, py = gx.ravel(), gy.ravel()
-    keep: np.ndarray = np.ones(len(px), bool)
+    every = _grid_points(np.asarray(ys, np.int64).tobytes(), np.asarray(xs, np.int64).tobytes())
+    vectors = grid.reshape(-1, 2)
     if len(boxes):
         keep = np.logical_not(_grid_inside_boxes(xs, ys, boxes, scale).ravel())
-        if keep.sum() < min_points:
-            keep = np.ones(len(px), bool)
-    points = np.stack([px[keep], py[keep]], axis=1).astype(np.float32)
-    return points, grid.reshape(-1, 2)[keep].astype(np.float32)
+        if np.count_nonzero(keep) >= min_points:
+            return every[keep], vectors[keep].astype(np.float32, copy=False)
+    return every.copy(), vectors.astype(np.float32)
+
+
+@functools.lru_cache(maxsize=8)
+def _grid_points(ys: bytes, xs: bytes) -> np.ndarray:
+    """(len(ys) * len(xs), 2) float32 ``x, y`` of the grid with rows ``ys`` and columns ``xs`` (int64 bytes),
+    row by row (``np.meshgrid`` order); cached: a stream samples the same grid every frame (read-only)."""
+    gx, gy = np.meshgrid(np.frombuffer(xs, np.int64), np.frombuffer(ys, np.int64))
+    points = np.stack([gx.ravel(), gy.ravel()], axis=1).astype(np.float32)
+    points.flags.writeable = False
+    return points
 
 
 def estimate(

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.features import egomotion
 from pairedge.core.features.base import check_flow
-from pairedge.core.features.integral import integral, pixel_rects, rect_area, rect_sums
+from pairedge.core.features.integral import pixel_rects, rect_area
 
 EPS = 1e-6
 
@@ -110,6 +111,21 @@ SLICING_MAX_BOXES = 32
 SLICING_MAX_COVER = 0.35
 
 
+def _slice_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
+    """:func:`flow_moments` box by box: OpenCV's per-channel mean and standard deviation of each rectangle
+    (accumulated in float64; one call per box instead of a float64 copy of its pixels), turned back into sums
+    ``n * mean`` and ``n * (std^2 + mean^2)``; equal to direct float64 sums within a few ulp."""
+    out = np.zeros((len(rects), 4), np.float64)
+    for i, (x0, y0, x1, y1) in enumerate(rects.tolist()):
+        n = (x1 - x0) * (y1 - y0)
+        if n > 0:
+            mean, std = cv2.meanStdDev(flow[y0:y1, x0:x1])
+            mean, std = mean[:, 0], std[:, 0]
+            out[i, :2] = n * mean
+            out[i, 2:] = n * (std * std + mean * mean)
+    return out
+
+
 def flow_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
     """Sums of ``fx, fy, fx^2, fy^2`` over pixel rectangles, accumulated in float64.
 
@@ -127,15 +143,13 @@ def flow_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
     h, w = flow.shape[:2]
     cover = float(rect_area(rects).sum()) / max(h * w, 1)
     if len(rects) <= SLICING_MAX_BOXES and cover <= SLICING_MAX_COVER:
-        out = np.zeros((len(rects), 4), np.float64)
-        for i, (x0, y0, x1, y1) in enumerate(rects.tolist()):
-            patch = flow[y0:y1, x0:x1].reshape(-1, 2)
-            if len(patch):
-                out[i, :2] = patch.sum(axis=0, dtype=np.float64)
-                out[i, 2:] = np.einsum("ij,ij->j", patch, patch, dtype=np.float64)
-        return out
-    fx, fy = flow[:, :, 0].astype(np.float64), flow[:, :, 1].astype(np.float64)
-    return rect_sums(integral([fx, fy, fx * fx, fy * fy]), rects)
+        return _slice_moments(flow, rects)
+    # one pass for both channels' sums and sums of squares, accumulated in float64 (cv2.integral2)
+    sums, squares = cv2.integral2(np.ascontiguousarray(flow), sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+    x0, y0, x1, y1 = rects.T
+    return np.concatenate(
+        [t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1
+    )
 
 
 def pool_flow_reference(

@@ -170,7 +170,7 @@ class TrackHistory:
         dev = np.where(valid[..., None], step_v - mean_v[:, None, :], 0.0)
         unsteady = np.sqrt((dev**2).sum(axis=(1, 2)) / np.maximum(nv, 1))
         last = np.where(valid[:, -1:], step_v[:, -1], 0.0)
-        fill = (cnt - 1).clip(0) / (k - 1)
+        fill = np.maximum(cnt - 1, 0) / (k - 1)
         return TrackMotion(
             velocity, last, np.where(nv >= 2, unsteady, 0.0), scale_rate, fill.astype(np.float64)
         )

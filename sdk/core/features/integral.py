@@ -49,10 +49,11 @@ def pixel_rects(boxes: np.ndarray, scale: float, width: int, height: int) -> np.
     y0 = np.trunc(b[:, 1] * scale)
     x1 = np.trunc((b[:, 0] + b[:, 2]) * scale)
     y1 = np.trunc((b[:, 1] + b[:, 3]) * scale)
-    x0 = np.clip(x0, 0, width)
-    x1 = np.clip(x1, x0, width)
-    y0 = np.clip(y0, 0, height)
-    y1 = np.clip(y1, y0, height)
+    # np.minimum(np.maximum(...)) is np.clip without its Python-level dispatch (this runs every frame)
+    x0 = np.minimum(np.maximum(x0, 0), width)
+    x1 = np.minimum(np.maximum(x1, x0), width)
+    y0 = np.minimum(np.maximum(y0, 0), height)
+    y1 = np.minimum(np.maximum(y1, y0), height)
     return np.stack([x0, y0, x1, y1], axis=1).astype(np.int64)
 
 

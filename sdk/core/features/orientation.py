@@ -159,3 +159,36 @@ def box_pair_values(
     bottom = boxes[:, 1] + boxes[:, 3]
     delta = np.stack([wrap_delta(cx[ib] - cx[ia], width), bottom[ib] - bottom[ia]], axis=1)
     return pair_values(vec[ia], conf[ia], vec[ib], conf[ib], delta)
+
+
+def frame_pair_values(
+    boxes: np.ndarray,
+    facing: tuple[np.ndarray, np.ndarray],
+    ia: np.ndarray,
+    ib: np.ndarray,
+    width: float | None = None,
+) -> list[np.ndarray]:
+    """:func:`box_pair_values` as 6 contiguous (M,) float64 columns, the per-person rows gathered once
+    (cheaper at thousands of pairs; the same values)."""
+    vec, conf = facing
+    person = np.stack([boxes[:, 0] + boxes[:, 2] / 2, boxes[:, 1] + boxes[:, 3], vec[:, 0], vec[:, 1], conf])
+    (cxa, ba, fax, fay, ca), (cxb, bb, fbx, fby, cb) = np.take(person, ia, axis=1), np.take(person, ib, axis=1)
+    dx, dy = wrap_delta(cxb - cxa, width), bb - ba
+    dist = np.maximum(np.hypot(dx, dy), EPS)
+    ux, uy = dx / dist, dy / dist
+    known = np.minimum(ca, cb)
+    unknown = ~(known > 0)
+    a_to_b = fax * ux + fay * uy
+    b_to_a = -(fbx * ux + fby * uy)
+    cos = np.minimum(np.maximum(fax * fbx + fay * fby, -1.0), 1.0)  # np.clip, without its dispatch cost
+    columns = [
+        np.maximum(a_to_b, b_to_a),
+        np.minimum(a_to_b, b_to_a),
+        cos,
+        np.arccos(cos) / np.pi,
+        (np.abs(a_to_b) + np.abs(b_to_a)) / 2,
+    ]
+    if unknown.any():
+        for c in columns:
+            c[unknown] = 0.0
+    return columns + [known]

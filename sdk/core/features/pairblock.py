@@ -85,6 +85,16 @@ class Scene:
     centres: np.ndarray
 
 
+def _median(x: np.ndarray) -> float:
+    """``np.median`` of a (N,) float64 array without NaN, N >= 1 (the same value; a sort is far cheaper
+    than ``np.median``'s generic machinery for a frame's few people)."""
+    s = np.sort(x)
+    if np.isnan(s[-1]):  # sorted last; np.median's answer then
+        return float("nan")
+    k = len(s) // 2
+    return float(s[k]) if len(s) % 2 else float((s[k - 1] + s[k]) / 2)
+
+
 def scene_context(person: np.ndarray, boxes: np.ndarray) -> Scene:
     """The :class:`Scene` of a frame from everyone's person block (N, Fp) and boxes (N, 4) ``x y w h``."""
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
@@ -92,7 +102,7 @@ def scene_context(person: np.ndarray, boxes: np.ndarray) -> Scene:
     if n == 0:
         return Scene(np.zeros(3), np.zeros(2), np.zeros((0, 2)))
     speed = person[:, SPEED]
-    values = np.array([n / 10.0, float(np.median(speed)), float((speed > MOVING_SPEED).mean())])
+    values = np.array([n / 10.0, _median(speed), float(np.count_nonzero(speed > MOVING_SPEED)) / n])
     return Scene(values, person[:, VX : VY + 1].mean(axis=0), b[:, :2] + b[:, 2:] / 2)
 
 
@@ -102,41 +112,75 @@ def neighbours(centre_a, delta, mean_h, scene: Scene, width: float | None) -> li
     return count_neighbours(centre_a, delta, mean_h, scene.centres, width)
 
 
-def _geometry(a: np.ndarray, b: np.ndarray, delta: np.ndarray, mean_h: np.ndarray, size: tuple[float, float]):
-    ha, hb = a[:, 3], b[:, 3]
-    dist = np.hypot(delta[:, 0], delta[:, 1])
-    overlap_y = np.maximum(0.0, np.minimum(a[:, 1] + ha, b[:, 1] + hb) - np.maximum(a[:, 1], b[:, 1]))
-    overlap_x = np.maximum(
-        0.0, np.minimum(a[:, 0] + a[:, 2], b[:, 0] + b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
-    )
+#: Per-person rows gathered for every pair (:func:`_people`): box edges and size, centre, and the person
+#: block's velocities turned into pixels per second.
+_ROWS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx", "vy", "speed", "px_vx", "px_vy",
+         "hist_px_vx", "hist_px_vy")  # fmt: skip
+
+
+def _people(boxes: np.ndarray, person: np.ndarray) -> np.ndarray:
+    """(len(_ROWS), N) float64: one row per quantity of :data:`_ROWS`, one column per person."""
+    b = boxes.T
+    x, y, w, h = b
+    v = person.T
+    return np.stack([x, y, w, h, x + w, y + h, w * h, x + w / 2, y + h / 2, v[VX], v[VY], v[SPEED],
+                     v[VX] * h, v[VY] * h, v[HIST_VX] * h, v[HIST_VY] * h])  # fmt: skip
+
+
+class _Side:
+    """One side (A or B) of every pair: each :data:`_ROWS` quantity as a contiguous (M,) float64 array."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        for name, row in zip(_ROWS, rows, strict=True):
+            setattr(self, name, row)
+
+    x: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    h: np.ndarray
+    right: np.ndarray
+    bottom: np.ndarray
+    area: np.ndarray
+    cx: np.ndarray
+    cy: np.ndarray
+    vx: np.ndarray
+    vy: np.ndarray
+    speed: np.ndarray
+    px_vx: np.ndarray
+    px_vy: np.ndarray
+    hist_px_vx: np.ndarray
+    hist_px_vy: np.ndarray
+
+
+def _geometry(a: _Side, b: _Side, dx, dy, mean_h, size: tuple[float, float]) -> list[np.ndarray]:
+    dist = np.hypot(dx, dy)
+    overlap_y = np.maximum(0.0, np.minimum(a.bottom, b.bottom) - np.maximum(a.y, b.y))
+    overlap_x = np.maximum(0.0, np.minimum(a.right, b.right) - np.maximum(a.x, b.x))
     inter = overlap_x * overlap_y
-    union = a[:, 2] * ha + b[:, 2] * hb - inter
+    union = a.area + b.area - inter
+    low, high = np.minimum(a.h, b.h), np.maximum(a.h, b.h)
     return [
         dist / mean_h,
-        np.abs(delta[:, 0]) / mean_h,
-        np.abs((a[:, 1] + ha) - (b[:, 1] + hb)) / mean_h,
-        np.minimum(ha, hb) / np.maximum(np.maximum(ha, hb), EPS),
-        overlap_y / np.maximum(np.minimum(ha, hb), EPS),
+        np.abs(dx) / mean_h,
+        np.abs(a.bottom - b.bottom) / mean_h,
+        low / np.maximum(high, EPS),
+        overlap_y / np.maximum(low, EPS),
         inter / np.maximum(union, EPS),
         mean_h / size[1],
-        ((a[:, 1] + ha) + (b[:, 1] + hb)) / 2 / size[1],
-        (a[:, 2] + b[:, 2]) / 2 / size[0],
+        (a.bottom + b.bottom) / 2 / size[1],
+        (a.w + b.w) / 2 / size[0],
     ]
 
 
-def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: float):
+def _motion(a: _Side, b: _Side, dx, dy, mean_h, min_speed: float):
     """Relative-motion values (list of (M,) arrays), mean velocity ``(x, y)`` and its norm (for the crowd
-    alignment); ``delta`` = centre B - centre A in pixels. Velocities are per the person's own height: turned
+    alignment); ``dx, dy`` = centre B - centre A in pixels. Velocities are per the person's own height: turned
     into pixels (``v * h``) and divided by the pair's mean height."""
-    va = pa[:, VX], pa[:, VY]
-    vb = pb[:, VX], pb[:, VY]
-    sa, sb = pa[:, SPEED], pb[:, SPEED]
-    px_a, px_b = (va[0] * ha, va[1] * ha), (vb[0] * hb, vb[1] * hb)  # pixels/s
-    rel = (px_b[0] - px_a[0]) / mean_h, (px_b[1] - px_a[1]) / mean_h  # main motion, pair heights/s
-    rel_h = tuple(
-        (pb[:, c] * hb - pa[:, c] * ha) / mean_h for c in (HIST_VX, HIST_VY)
-    )  # history motion, pair heights/s
-    dp = delta[:, 0] / mean_h, delta[:, 1] / mean_h  # heights
+    va, vb = (a.vx, a.vy), (b.vx, b.vy)
+    sa, sb = a.speed, b.speed
+    rel = (b.px_vx - a.px_vx) / mean_h, (b.px_vy - a.px_vy) / mean_h  # main motion, pair heights/s
+    rel_h = (b.hist_px_vx - a.hist_px_vx) / mean_h, (b.hist_px_vy - a.hist_px_vy) / mean_h  # history motion
+    dp = dx / mean_h, dy / mean_h  # heights
     dist = np.maximum(np.hypot(dp[0], dp[1]), EPS)
     unit = dp[0] / dist, dp[1] / dist
     n_unit = np.hypot(unit[0], unit[1])
@@ -144,14 +188,14 @@ def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: fl
     t_star = np.where(
         rel2 > min_speed**2, -(dp[0] * rel_h[0] + dp[1] * rel_h[1]) / np.maximum(rel2, EPS), 0.0
     )
-    t_star = np.clip(t_star, -MAX_TIME, MAX_TIME)
+    t_star = np.minimum(np.maximum(t_star, -MAX_TIME), MAX_TIME)  # np.clip, without its dispatch cost
     ahead = np.maximum(t_star, 0.0)
     miss = _norm(dp[0] + rel_h[0] * ahead, dp[1] + rel_h[1] * ahead)
     na, nb = np.hypot(*va), np.hypot(*vb)
     toward_a = _cos(va, unit, na, n_unit, 0.0) * (sa > min_speed)
     toward_b = _cos(vb, (-unit[0], -unit[1]), nb, n_unit, 0.0) * (sb > min_speed)
     twice_h = 2 * mean_h
-    mean_v = (px_a[0] + px_b[0]) / twice_h, (px_a[1] + px_b[1]) / twice_h
+    mean_v = (a.px_vx + b.px_vx) / twice_h, (a.px_vy + b.px_vy) / twice_h
     n_mean = np.hypot(*mean_v)
     return [
         _norm(*rel),
@@ -168,40 +212,42 @@ def _motion(pa: np.ndarray, pb: np.ndarray, ha, hb, delta, mean_h, min_speed: fl
 
 
 def pair_block(
-    boxes_a: np.ndarray,
-    boxes_b: np.ndarray,
-    person_a: np.ndarray,
-    person_b: np.ndarray,
+    boxes: np.ndarray,
+    person: np.ndarray,
+    ia: np.ndarray,
+    ib: np.ndarray,
     size: tuple[float, float],
-    scene: Scene | None = None,
+    scene: Scene,
     min_speed: float = 0.05,
     wrap: bool = False,
-) -> np.ndarray:
-    """Pair values (:data:`PAIR_NAMES`).
+) -> list[np.ndarray]:
+    """Pair values (:data:`PAIR_NAMES`) of the pairs ``(ia[k], ib[k])`` of a frame's people.
+
+    Per-person quantities are computed once (O(N)) and gathered for both sides of every pair in one call
+    each, so every pair value is an operation on contiguous (M,) arrays.
 
     Args:
-        boxes_a, boxes_b: (M, 4) float ``x y w h`` in pixels.
-        person_a, person_b: (M, Fp) person blocks of A and B.
+        boxes: (N, 4) float ``x y w h`` in pixels; person: (N, Fp) person blocks.
+        ia, ib: (M,) int64 rows of A and B.
         size: image ``(W, H)``.
-        scene: :func:`scene_context` of the frame (None: computed from the pairs' people only).
+        scene: :func:`scene_context` of the frame (everyone in it).
         min_speed: heights/s below which a velocity has no direction (cosines become 0).
         wrap: 360-degree panorama (horizontal differences wrap around).
 
     Returns:
-        (M, 25) float64, unclamped.
+        25 (M,) float64 columns, unclamped.
     """
-    a, b = np.asarray(boxes_a, np.float64).reshape(-1, 4), np.asarray(boxes_b, np.float64).reshape(-1, 4)
-    ha, hb = a[:, 3], b[:, 3]
-    mean_h = np.maximum((ha + hb) / 2, EPS)
-    delta = (b[:, :2] + b[:, 2:] / 2) - (a[:, :2] + a[:, 2:] / 2)
-    delta[:, 0] = wrap_delta(delta[:, 0], size[0] if wrap else None)
-    motion, (mean_v, n_mean) = _motion(person_a, person_b, ha, hb, delta, mean_h, min_speed)
-    if scene is None:
-        scene = scene_context(np.concatenate([person_a, person_b]), np.concatenate([a, b]))
-    m = len(a)
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    table = _people(boxes, person)
+    a, b = _Side(np.take(table, ia, axis=1)), _Side(np.take(table, ib, axis=1))
+    mean_h = np.maximum((a.h + b.h) / 2, EPS)
+    dx = wrap_delta(b.cx - a.cx, size[0] if wrap else None)
+    dy = b.cy - a.cy
+    motion, (mean_v, n_mean) = _motion(a, b, dx, dy, mean_h, min_speed)
+    m = len(ia)
     cv = scene.crowd_velocity
     crowd = _cos(mean_v, (cv[0], cv[1]), n_mean, np.hypot(cv[0], cv[1]), min_speed)
-    centre_a = a[:, :2] + a[:, 2:] / 2
     context = [np.full(m, v) for v in scene.values] + [crowd]
-    context += neighbours(centre_a, delta, mean_h, scene, size[0] if wrap else None)
-    return np.stack(_geometry(a, b, delta, mean_h, size) + motion + context, axis=1)
+    centre_a = np.stack([a.cx, a.cy], axis=1)
+    context += neighbours(centre_a, np.stack([dx, dy], axis=1), mean_h, scene, size[0] if wrap else None)
+    return _geometry(a, b, dx, dy, mean_h, size) + motion + context

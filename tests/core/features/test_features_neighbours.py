@@ -13,6 +13,12 @@ def _pairs(centres: np.ndarray, heights: np.ndarray):
     return centres[ia], centres[ib] - centres[ia], (heights[ia] + heights[ib]) / 2
 
 
+@pytest.fixture(autouse=True)
+def _filter_always(monkeypatch):
+    """Every frame through the float32 filter (small ones otherwise take the definition directly)."""
+    monkeypatch.setattr(neighbours, "DIRECT_MAX", 0)
+
+
 def _assert_same(centres: np.ndarray, heights: np.ndarray) -> None:
     ca, delta, mean_h = _pairs(centres, heights)
     fast = neighbours.neighbours(ca, delta, mean_h, centres, None)
@@ -20,6 +26,25 @@ def _assert_same(centres: np.ndarray, heights: np.ndarray) -> None:
     for f, r in zip(fast, ref, strict=True):
         assert f.dtype == np.float64
         np.testing.assert_array_equal(f, r)
+
+
+def test_small_frames_take_the_definition_and_large_ones_the_filter(monkeypatch):
+    monkeypatch.setattr(neighbours, "DIRECT_MAX", 16384)
+    calls: list[int] = []
+    real = neighbours.neighbours_reference
+
+    def spy(centre_a, *args):
+        calls.append(len(centre_a))
+        return real(centre_a, *args)
+
+    monkeypatch.setattr(neighbours, "neighbours_reference", spy)
+    rng = np.random.default_rng(1)
+    for n in (10, 60):
+        centres, heights = rng.uniform(0, 640, (n, 2)), rng.uniform(40, 160, n)
+        ca, delta, mean_h = _pairs(centres, heights)
+        neighbours.neighbours(ca, delta, mean_h, centres, None)
+    assert calls[0] == 45  # 45 pairs x 10 people: the definition, whole
+    assert all(c < 60 * 59 // 2 for c in calls[1:])  # 60 people: the filter (at most a few pairs recomputed)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -234,3 +234,19 @@ def test_cad_features_without_orientation_record_it_for_the_runtime(shared_data)
     data = cad_features(seqs, stage=2, orientation=False)
     assert json.loads(data.feature_config)["orientation_input"] == "ignore"
     assert "orientation_input" not in json.loads(cad_features(seqs, stage=2, orientation=True).feature_config)
+
+
+def test_frame_pair_values_equal_box_pair_values():
+    """The gathered-columns version used per frame gives the definition's values (unknown facings included)."""
+    rng = np.random.default_rng(4)
+    n = 12
+    boxes = np.column_stack([rng.uniform(0, 600, (n, 2)), rng.uniform(10, 60, n), rng.uniform(40, 160, n)])
+    angle = rng.uniform(-np.pi, np.pi, n)
+    facing = (np.stack([np.cos(angle), np.sin(angle)], axis=1), rng.choice([0.0, 0.4, 1.0], n))
+    facing[0][facing[1] == 0] = 0.0
+    ia, ib = np.triu_indices(n, k=1)
+    for width in (None, 640.0):
+        want = ori.box_pair_values(boxes, facing, ia, ib, width)
+        got = np.stack(ori.frame_pair_values(boxes, facing, ia, ib, width), axis=1)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+        assert (want[:, -1] == 0).any() and (want[:, -1] > 0).any()
