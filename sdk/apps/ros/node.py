@@ -1,95 +1,153 @@
-"""A ROS 2 node: camera images and detections in, pairedge's interactions and markers out.
+"""The pairedge ROS 2 node: camera images (and detections) in; interactions, markers, pairs and diagnostics out.
 
-A thin shell around :class:`~pairedge.apps.ros.runner.RosRunner` (the same code the bag path runs and the tests
-exercise). It imports ``rclpy`` only when started, so it needs a sourced ROS 2 installation (Humble or
-later) with ``vision_msgs`` and ``visualization_msgs``; pairedge itself is pip-installed into that Python::
+Installed as the ``pairedge_node`` executable of the ament_python package ``ros2/pairedge_ros`` (build it with
+colcon and start it with ``ros2 launch pairedge_ros pairedge.launch.py``, see docs/ros2.md); pairedge itself
+is pip-installed into the Python that ROS 2 runs. ``python -m pairedge.apps.ros.node --ros-args ...`` runs the
+same node without the package. It imports ``rclpy`` only when started.
 
-    source /opt/ros/humble/setup.bash
-    pip install 'pairedge[ros]'
-    python -m pairedge.apps.ros.node --ros-args -p image_topic:=/camera/image_raw -p detections_topic:=/detections \\
-        -p model:=/path/to/model_dir
+Parameters: :data:`pairedge.apps.ros.node_params.PARAMETERS` (one table: the node declares it, the package's
+YAML and the docs are checked against it). Inputs are subscribed with the sensor-data QoS by default (best
+effort; ``qos:=reliable`` for reliable publishers that must not lose a message).
 
-Parameters: ``image_topic`` (sensor_msgs/Image; ``compressed:=true`` for CompressedImage),
-``detections_topic`` (vision_msgs/Detection2DArray), ``model`` (folder; empty = the bundled model),
-``backend``, ``flow``, ``tolerance`` (seconds, default 0.01), ``classes`` (comma-separated class ids to
-keep; empty = all). Publishes ``/pairedge/interactions`` (std_msgs/String, the JSON record of each frame)
-and ``/pairedge/markers`` (visualization_msgs/MarkerArray in the image frame).
+Threads: the subscription callbacks only pair stamps and put the newest pair into a one-slot buffer; one
+worker thread decodes, runs the detector (when ``detector`` is set), steps the pipeline and publishes
+(:mod:`pairedge.apps.ros.node_core`). A pair replaced before the worker took it is counted as dropped.
 
-Stamps follow :mod:`pairedge.apps.ros.matching`: the first results are published once three distinct header
-stamps agree (about 0.1 s at 30 fps), and a stamp that jumps is held until the messages after it confirm it.
-Drops are counted per reason and logged when the node shuts down.
+Publishes (reliable, keep last ``output_depth``):
 
-Output messages are built by the runner as rosbags messages and handed to rclpy through their CDR bytes,
-which both sides define identically; that keeps one message builder for logs and live topics.
+- ``/pairedge/interactions`` ``std_msgs/String``: the JSON record of each frame (``results.jsonl`` schema
+  plus ``stamp_ns``);
+- ``/pairedge/markers`` ``visualization_msgs/MarkerArray`` in the image frame;
+- ``/pairedge/pairs`` ``vision_msgs/Detection2DArray``: one detection per interacting pair
+  (:func:`pairedge.apps.ros.outputs.pairs_msg` gives the encoding);
+- ``/diagnostics`` ``diagnostic_msgs/DiagnosticArray`` every ``diagnostics_period`` seconds: frames, time per
+  frame, drops per reason.
+
+Messages are built directly as rclpy messages (:mod:`pairedge.apps.ros.outputs`), with no CDR round trip. At
+shutdown the worker thread is joined (the frame in hand finishes) and the summary is logged.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pairedge.apps.ros.bag import MARKERS_TOPIC, RESULTS_TOPIC
-from pairedge.apps.ros.msgdefs import MARKER_ARRAY, STRING, make_typestore
-from pairedge.apps.ros.runner import Output, RosRunner
-from pairedge.core.errors import MissingDependencyError
+from pairedge.apps.ros.node_core import NodeCore
+from pairedge.apps.ros.node_params import PARAMETERS, NodeConfig
+from pairedge.apps.ros.outputs import (
+    MessageTypes,
+    diagnostics_msg,
+    header_msg,
+    marker_specs,
+    markers_msg,
+    pairs_msg,
+    string_msg,
+)
+from pairedge.apps.ros.qos import input_qos, output_qos
+from pairedge.apps.ros.runner import Output
+from pairedge.core.errors import MissingDependencyError, PairedgeError
+
+#: Node name (the YAML's top-level key), and the output topics.
+NODE_NAME = "pairedge"
+RESULTS_TOPIC = "/pairedge/interactions"
+MARKERS_TOPIC = "/pairedge/markers"
+PAIRS_TOPIC = "/pairedge/pairs"
+DIAGNOSTICS_TOPIC = "/diagnostics"
+
+
+def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
+    """The pipeline of ``config``, its activated person detector when ``config.detector`` is set (else None),
+    and one line that says what runs (for the log).
+
+    Raises:
+        InputError, ModelError, BackendError: as :meth:`Deployment.load` and :func:`open_run_detector`.
+    """
+    from pairedge.runtime.config import PipelineConfig
+    from pairedge.runtime.deployment import Deployment
+    from pairedge.runtime.run import RunOptions, open_run_detector
+
+    deployment = Deployment(config.model or None, precision=config.precision, backend=config.backend,
+                            flow=config.flow)  # fmt: skip
+    pipe = deployment.load(PipelineConfig(tracker=config.tracker_mode, max_people=config.max_people))
+    if not config.uses_detector:
+        return pipe, None, deployment.describe()
+    try:
+        options = RunOptions(deployment=deployment, detector=config.detector.strip(),
+                             detector_backend=config.detector_backend, max_people=config.max_people)  # fmt: skip
+        detector = open_run_detector(options).activate()
+        return pipe, detector, f"{deployment.describe()}, detector {detector.describe()}"
+    except BaseException:
+        pipe.close()
+        raise
 
 
 def build_node(rclpy: Any) -> Any:
-    """The node class (defined here so importing this module never needs rclpy)."""
+    """The node class (defined here so that importing this module never needs rclpy)."""
+    import rclpy.qos as qos
+    from pairedge.core.palette import label_colours
+    from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.node import Node
-    from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import CompressedImage, Image
-    from std_msgs.msg import String
     from vision_msgs.msg import Detection2DArray
-    from visualization_msgs.msg import MarkerArray
 
     class PairedgeNode(Node):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__("pairedge")
-            from pairedge.runtime.deployment import Deployment
+        """pairedge on a robot (module docstring of :mod:`pairedge.apps.ros.node`)."""
 
-            p = {name: self.declare_parameter(name, default).value for name, default in (
-                ("image_topic", "/camera/image_raw"), ("detections_topic", "/detections"), ("model", ""),
-                ("backend", "auto"), ("flow", "auto"), ("tolerance", 0.01), ("classes", ""),
-                ("compressed", False))}  # fmt: skip
-            classes = frozenset(c.strip() for c in str(p["classes"]).split(",") if c.strip()) or None
-            self.deployment = Deployment(p["model"] or None, backend=p["backend"], flow=p["flow"])
-            self.pipe = self.deployment.load()
-            self.store = make_typestore()
-            self.runner = RosRunner(self.pipe, self.store, tolerance_s=float(p["tolerance"]), classes=classes)
-            self.results = self.create_publisher(String, RESULTS_TOPIC, 10)
-            self.markers = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
-            self._types = (String, MarkerArray)
-            image_type = CompressedImage if p["compressed"] else Image
-            self.create_subscription(image_type, p["image_topic"], self._on_image, 5)
-            self.create_subscription(Detection2DArray, p["detections_topic"], self._on_detections, 5)
+        def __init__(self, **node_options: Any) -> None:
+            super().__init__(NODE_NAME, **node_options)
+            values = {
+                p.name: self.declare_parameter(
+                    p.name, p.default, ParameterDescriptor(description=p.description, read_only=True)
+                ).value
+                for p in PARAMETERS
+            }
+            self.config = config = NodeConfig.from_values(values)
+            self.types = MessageTypes.load()
+            pipe, detector, what = open_pipeline(config)
+            self.colours = label_colours(pipe.labels)
+            out = output_qos(qos, config.output_depth)
+            self.results = self.create_publisher(self.types.String, RESULTS_TOPIC, out)
+            self.markers = self.create_publisher(self.types.MarkerArray, MARKERS_TOPIC, out)
+            self.pairs = self.create_publisher(self.types.Detection2DArray, PAIRS_TOPIC, out)
+            self.diagnostics = self.create_publisher(self.types.DiagnosticArray, DIAGNOSTICS_TOPIC, out)
+            self.core = NodeCore(config, pipe, self._publish, detector, log=self.get_logger().warning)
+            inputs = input_qos(qos, config.qos, config.qos_depth)
+            self.create_subscription(CompressedImage if config.compressed else Image, config.image_topic,
+                                     self.core.on_image, inputs)  # fmt: skip
+            if not config.uses_detector:
+                self.create_subscription(Detection2DArray, config.detections_topic, self.core.on_detections, inputs)
+            self.timer = self.create_timer(config.diagnostics_period, self._diagnose)
+            source = "the detector" if config.uses_detector else config.detections_topic
+            self.get_logger().info(f"pairedge: {what}; images from {config.image_topic}, boxes from {source}, "
+                                   f"QoS {config.qos} depth {config.qos_depth}")  # fmt: skip
 
-        def _on_image(self, msg: Any) -> None:
-            self._publish(self.runner.image(msg))
+        def _publish(self, output: Output) -> None:
+            """The worker thread's output: one frame's three messages."""
+            header = header_msg(self.types, output.stamp, output.frame_id)
+            self.results.publish(string_msg(self.types, output.record))
+            self.markers.publish(markers_msg(self.types, marker_specs(output.result, self.colours), header))
+            self.pairs.publish(pairs_msg(self.types, output.result, header))
 
-        def _on_detections(self, msg: Any) -> None:
-            self._publish(self.runner.detections(msg))
-
-        def _publish(self, outputs: list[Output]) -> None:
-            string_type, markers_type = self._types
-            for out in outputs:
-                cdr = bytes(self.store.serialize_cdr(out.string, STRING))
-                self.results.publish(deserialize_message(cdr, string_type))
-                cdr = bytes(self.store.serialize_cdr(out.markers, MARKER_ARRAY))
-                self.markers.publish(deserialize_message(cdr, markers_type))
+        def _diagnose(self) -> None:
+            report = self.core.report()
+            stamp = int(self.get_clock().now().nanoseconds)
+            self.diagnostics.publish(diagnostics_msg(self.types, stamp, report.level, report.message, report.values))
 
         def destroy_node(self) -> None:
-            dropped = self.runner.finish()
-            if dropped:
-                self.get_logger().info(f"dropped: {dict(dropped)}")
-            self.pipe.close()
+            joined, drops = self.core.shutdown()
+            logger = self.get_logger()
+            if not joined:
+                logger.warning("pairedge: the inference thread did not finish its frame in time; left running")
+            listed = "; ".join(f"{reason}: {n}" for reason, n in drops.most_common()) or "none"
+            logger.info(f"pairedge: {self.core.frames} frames published; dropped {sum(drops.values())} ({listed})")
             super().destroy_node()
 
     return PairedgeNode
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: ``python -m pairedge.apps.ros.node --ros-args -p name:=value ...``."""
+    """Entry point of ``pairedge_node`` and ``python -m pairedge.apps.ros.node --ros-args -p name:=value``."""
     try:
         import rclpy
     except ImportError as exc:
@@ -98,13 +156,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             "(Humble or later) with vision_msgs, then `source /opt/ros/<distro>/setup.bash` and run it again"
         ) from exc
     rclpy.init(args=list(argv) if argv is not None else None)
-    node = build_node(rclpy)()
+    node = None
     try:
+        node = build_node(rclpy)()
         rclpy.spin(node)
     except KeyboardInterrupt:
         pass
+    except PairedgeError as exc:  # a bad parameter, model or backend: one line, exit status 1
+        print(f"pairedge_node: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
     finally:
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
 
 
