@@ -69,7 +69,8 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
 
     deployment = Deployment(config.model or None, precision=config.precision, backend=config.backend,
                             flow=config.flow)  # fmt: skip
-    pipe = deployment.load(PipelineConfig(tracker=config.tracker_mode, max_people=config.max_people))
+    pipe = deployment.load(PipelineConfig(tracker=config.tracker_mode, tracker_backend=config.tracker,
+                                          max_people=config.max_people))  # fmt: skip
     if not config.uses_detector:
         return pipe, None, deployment.describe()
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pairedge.core.errors import InputError
+from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
 
 #: QoS profiles of the input subscriptions: "sensor_data" (best effort, keep last ``qos_depth``: what
 #: camera drivers publish with) or "reliable" (reliable, keep last ``qos_depth``: a reliable publisher
@@ -24,8 +25,6 @@ from pairedge.core.errors import InputError
 QOS_PROFILES: tuple[str, ...] = ("sensor_data", "reliable")
 #: Tracker modes (``PipelineConfig.tracker``): track detections without ids, always, or never.
 TRACKER_MODES: tuple[str, ...] = ("auto", "always", "never")
-#: Trackers the runtime has today: its built-in IoU tracker (:mod:`pairedge.runtime.tracker`).
-TRACKERS: tuple[str, ...] = ("builtin",)
 #: Most classes a ``classes`` filter may name, and the longest string parameter (bounded configuration).
 MAX_CLASSES, MAX_TEXT = 1000, 4096
 
@@ -62,8 +61,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               ".onnx detector path = run that detector on each image and subscribe to the image only"),
     Parameter("detector_backend", "onnxruntime", "ONNX Runtime provider of an .onnx detector: onnxruntime, "
               "onnxruntime-cuda or onnxruntime-tensorrt"),
-    Parameter("tracker", "builtin", "tracker that gives ids to detections without them: builtin (the runtime's "
-              "IoU tracker)"),
+    Parameter("tracker", DEFAULT_TRACKER, f"tracker backend that gives ids: {', '.join(TRACKER_NAMES)} "
+              f"(pairedge.runtime.tracker_backends; {DEFAULT_TRACKER} is built in, the others need the trackers "
+              "library)"),
     Parameter("tracker_mode", "auto", "auto = track detections that carry no id, always = ignore given ids, "
               "never = use the detector's ids as they are"),
     Parameter("image_topic", "image", "sensor_msgs/Image input (CompressedImage when compressed is true); a "
@@ -101,7 +101,7 @@ class NodeConfig:
     flow: str = "auto"
     detector: str = ""
     detector_backend: str = "onnxruntime"
-    tracker: str = "builtin"
+    tracker: str = DEFAULT_TRACKER
     tracker_mode: str = "auto"
     image_topic: str = "image"
     detections_topic: str = "detections"
@@ -128,7 +128,10 @@ class NodeConfig:
                 raise InputError(f"parameter {f.name}: expected at most {MAX_TEXT} characters, got {len(value)}")
         _choice("qos", self.qos, QOS_PROFILES)
         _choice("tracker_mode", self.tracker_mode, TRACKER_MODES)
-        _choice("tracker", self.tracker, TRACKERS)
+        try:
+            object.__setattr__(self, "tracker", check_tracker_name(self.tracker))
+        except InputError as exc:
+            raise InputError(f"parameter tracker: {exc}") from None
         for name in ("image_topic", "detections_topic"):
             if not getattr(self, name).strip():
                 raise InputError(f"parameter {name}: expected a topic name, got an empty string")

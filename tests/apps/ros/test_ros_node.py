@@ -129,11 +129,21 @@ def test_reliable_qos_depth_and_compressed_images_when_asked(make_node: Any) -> 
 def test_node_runs_the_deployment_its_parameters_name(make_node: Any) -> None:
     node = make_node(precision="fp32", max_people=7, tracker_mode="always")
     assert node.core.pipe.flow is None and node.core.runner.pipe is node.core.pipe
-    assert node.core.pipe.config.max_people == 7 and node.core.pipe.config.tracker == "always"
+    config = node.core.pipe.config
+    assert (config.max_people, config.tracker, config.tracker_backend) == (7, "always", "iou")
     assert any("precision fp32" in text for level, text in node.logged if level == "info")
     node.destroy_node()
     assert node.destroyed and not node.core.pipe.stage1.is_active
     assert Deployment(backend="ort-cpu", flow="none").backend == "onnxruntime"
+
+
+def test_node_hands_its_tracker_to_the_runtime(make_node: Any) -> None:
+    pytest.importorskip("trackers")
+    from pairedge.runtime.tracker_backends import LibraryTracker
+
+    node = make_node(tracker="botsort")
+    assert node.core.pipe.config.tracker_backend == "botsort"
+    assert isinstance(node.core.pipe._tracker, LibraryTracker)
 
 
 def test_every_pipeline_step_runs_on_the_worker_thread(make_node: Any, fake: Any, frames20: list[Any]) -> None:

@@ -22,12 +22,15 @@ def test_config_fields_are_the_table() -> None:
 
 
 def test_values_are_checked() -> None:
-    cfg = NodeConfig.from_values({"classes": " person, 1 ,,", "stamp_tolerance": 0, "detector": "hog"})
+    cfg = NodeConfig.from_values({"classes": " person, 1 ,,", "stamp_tolerance": 0, "detector": "hog",
+                                  "tracker": " BoTSORT"})  # fmt: skip
+    assert cfg.tracker == "botsort"  # the runtime's registry judges and spells the name
     assert cfg.class_set() == frozenset({"person", "1"}) and cfg.uses_detector
     assert cfg.stamp_tolerance == 0.0 and type(cfg.stamp_tolerance) is float  # an int for a double is taken
     bad = {
         "qos": ("best_effort", "parameter qos: expected one of sensor_data, reliable, got 'best_effort'"),
-        "tracker": ("bytetrack", "parameter tracker: expected one of builtin, got 'bytetrack'"),
+        "tracker": ("sort", "parameter tracker: tracker backend: expected one of iou, bytetrack, ocsort, botsort, "
+                    "got 'sort'"),
         "tracker_mode": ("sometimes", "parameter tracker_mode: expected one of auto, always, never"),
         "stamp_tolerance": (-0.1, r"parameter stamp_tolerance: expected a number in \[0, 10\], got -0.1"),
         "max_people": (1, r"parameter max_people: expected a number in \[2, 100000\], got 1"),
