@@ -33,6 +33,7 @@ from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.run_stats import RunStats, RunSummary
 from pairedge.runtime.tracker import TrackerConfig
+from pairedge.runtime.tracker_backends import tracker_phrase
 from pairedge.runtime.types import FrameResult
 
 #: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds, and
@@ -211,8 +212,9 @@ def file_items(
 class DetectorTimer:
     """Runs a detector on each frame of a source and keeps its time (for the run notes)."""
 
-    def __init__(self, detector: Detector) -> None:
+    def __init__(self, detector: Detector, tracker: str = "iou") -> None:
         self.detector = detector
+        self.tracker = tracker  # the tracker backend that gives the ids (for the notes)
         self.frames = 0
         self.seconds = 0.0
         self.boxes = 0
@@ -231,7 +233,7 @@ class DetectorTimer:
         ms = 1000 * self.seconds / max(self.frames, 1)
         return [f"no detection file: people found by {self.detector.describe()}",
                 f"detector: {ms:.1f} ms per frame (mean of {self.frames} frames, {self.boxes} boxes); ids "
-                "assigned by the built-in tracker"]  # fmt: skip
+                f"assigned by {tracker_phrase(self.tracker)}"]  # fmt: skip
 
 
 def open_run_detector(options: RunOptions) -> Detector:
@@ -281,7 +283,7 @@ def run_files(
     try:
         dets = read_detections(detections) if detections is not None else None
         if dets is None:
-            timer = DetectorTimer(open_run_detector(options).activate())
+            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker_backend)
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
@@ -307,7 +309,7 @@ def run_files(
                     writer.close()
             files["summary"] = str(folder / "summary.json")
             summary = stats.summary(
-                notes=_notes(source, dets, timer, stats.frames) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
+                notes=_notes(source, dets, timer, stats.frames, options.tracker_backend) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
                 error=source.error, files=files, pipeline=pipe.describe(),
             )  # fmt: skip
     finally:
@@ -367,12 +369,13 @@ def flow_never_ran(problem: str | None) -> str:
     )
 
 
-def _notes(source: FrameSource, dets: DetectionFile | None, timer: DetectorTimer | None, frames: int) -> list[str]:
+def _notes(source: FrameSource, dets: DetectionFile | None, timer: DetectorTimer | None, frames: int,
+           tracker: str = "iou") -> list[str]:  # fmt: skip
     if dets is None:
         return (timer.notes() if timer is not None else []) + _source_notes(source)
     notes = [f"{dets.format} detections ({dets.boxes} boxes): {dets.note}"]
     if not dets.with_ids:
-        notes.append("detections carry no track ids (-1): ids assigned by the built-in tracker")
+        notes.append(f"detections carry no track ids (-1): ids assigned by {tracker_phrase(tracker)}")
     beyond = [k for k in dets.frames if k >= frames]
     if beyond and source.error is None and (source.frame_count is None or frames >= source.frame_count):
         notes.append(

@@ -15,8 +15,10 @@ name        what
             every track's Kalman state before matching; Aharon et al. 2022): the one for a moving robot
 =========== ========================================================================================
 
-The library trackers run with the library's defaults (nothing chosen on any benchmark), and with the
-pipeline's timestamps, so their lost-track budget (``lost_track_buffer`` 30 reference frames = 1 s) and
+The library trackers run with the library's defaults (no library parameter chosen on any benchmark) on the
+boxes left after the built-in tracker's duplicate suppression (``TrackerConfig.nms_iou``, 0.35 by default:
+a raw detector's duplicate boxes would each start a track; on PETS's raw ACF boxes the suppression lifts
+BoT-SORT's IDF1 from 0.43 to 0.67, see ``benchmarks/bench_tracking.py``), and with the pipeline's timestamps, so their lost-track budget (``lost_track_buffer`` 30 reference frames = 1 s) and
 Kalman steps follow real time at any frame rate. Their confidence thresholds (``track_activation_threshold``
 0.7, ``high_conf_det_threshold`` 0.6) assume detector scores in [0, 1] (an ONNX detector's); a detector
 whose scores are margins (PETS's ACF, 0 to 139; OpenCV's HOG) makes nearly every box "high". They coast no
@@ -36,6 +38,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from pairedge.core.boxes import nms_keep
 from pairedge.core.errors import InputError
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig
 
@@ -88,12 +91,19 @@ def check_tracker_name(name: object) -> str:
     return key
 
 
+def tracker_phrase(name: str) -> str:
+    """How run notes name the tracker: "the built-in tracker" or "the <name> tracker (trackers library)"."""
+    key = check_tracker_name(name)
+    return "the built-in tracker" if key == DEFAULT_TRACKER else f"the {key} tracker (trackers library)"
+
+
 def make_tracker(name: str = DEFAULT_TRACKER, config: TrackerConfig | None = None) -> TrackerBackend:
     """A new tracker backend by name.
 
     Args:
         name: one of :data:`TRACKER_NAMES`.
-        config: the built-in tracker's options (``iou`` only; the library trackers use the library's defaults).
+        config: the built-in tracker's options (the library trackers take only its ``nms_iou``, the duplicate
+            suppression before tracking; their own parameters stay the library's defaults).
 
     Raises:
         InputError: unknown name. MissingDependencyError: a library tracker without ``trackers`` installed.
@@ -101,7 +111,7 @@ def make_tracker(name: str = DEFAULT_TRACKER, config: TrackerConfig | None = Non
     key = check_tracker_name(name)
     if key == DEFAULT_TRACKER:
         return IoUTracker(config)
-    return LibraryTracker(key)
+    return LibraryTracker(key, nms_iou=(config or TrackerConfig()).nms_iou)
 
 
 def _library() -> Any:
@@ -116,6 +126,8 @@ class LibraryTracker:
 
     Args:
         name: ``bytetrack``, ``ocsort`` or ``botsort``.
+        nms_iou: a box overlapping a higher-scored box of the frame by more than this IoU is a duplicate and
+            gets id -1 without reaching the library (as :class:`TrackerConfig`'s); None passes every box.
         **params: keyword arguments of the library class (its defaults otherwise), e.g.
             ``lost_track_buffer=60``; a name the class does not take is refused.
 
@@ -123,7 +135,7 @@ class LibraryTracker:
         InputError: unknown name or parameter. MissingDependencyError: ``trackers`` is not installed.
     """
 
-    def __init__(self, name: str, **params: Any) -> None:
+    def __init__(self, name: str, nms_iou: float | None = TrackerConfig.nms_iou, **params: Any) -> None:
         key = check_tracker_name(name)
         if key not in LIBRARY_TRACKERS:
             raise InputError(f"tracker backend {name!r} is built in, not a trackers-library one; use make_tracker")
@@ -136,6 +148,7 @@ class LibraryTracker:
         if unknown:
             raise InputError(f"tracker {key}: unknown parameter(s) {unknown}; expected some of {sorted(accepted)}")
         self.name = key
+        self.nms_iou = TrackerConfig(nms_iou=nms_iou).nms_iou  # validated as the built-in tracker's
         self._sv = sv
         self._impl = cls(**params)
         #: whether the tracker reads the image (BoT-SORT's camera-motion compensation)
@@ -161,12 +174,17 @@ class LibraryTracker:
                 ignored by the others; None: no compensation this frame.
 
         Returns:
-            (N,) int64 ids (>= 1), -1 for a box that got none (not yet confirmed, or unmatched low-score).
+            (N,) int64 ids (>= 1), -1 for a box that got none (a duplicate, not yet confirmed, or an unmatched
+            low-score box).
         """
         det = np.asarray(boxes, np.float64).reshape(-1, 4)
-        xyxy = np.concatenate([det[:, :2], det[:, :2] + det[:, 2:]], axis=1).astype(np.float32)
         conf = None if scores is None else np.asarray(scores, np.float32).reshape(-1)
-        sv_dets = self._sv.Detections(xyxy=xyxy, confidence=conf, data={"row": np.arange(len(det))})
+        rows = np.arange(len(det))
+        if self.nms_iou is not None and len(det):
+            rows = np.flatnonzero(nms_keep(det, np.ones(len(det)) if conf is None else conf, self.nms_iou))
+        kept = det[rows]
+        xyxy = np.concatenate([kept[:, :2], kept[:, :2] + kept[:, 2:]], axis=1).astype(np.float32)
+        sv_dets = self._sv.Detections(xyxy=xyxy, confidence=None if conf is None else conf[rows], data={"row": rows})
         image = self._bgr(frame) if self.uses_frame else None
         out = self._impl.update(sv_dets, frame=image, timestamp=float(timestamp))
         ids = np.full(len(det), -1, np.int64)

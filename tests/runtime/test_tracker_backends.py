@@ -134,3 +134,20 @@ def test_pipeline_runs_a_library_tracker(tmp_path: Path, name: str) -> None:
     if name == "bytetrack":  # a new track gets its id on its second frame (minimum_consecutive_frames 2)
         assert len(results[0].track_ids) == 0
         assert dict(results[0].diagnostics.dropped) == {"suppressed by the tracker (duplicate or low score)": 2}
+
+
+def test_duplicates_are_suppressed_before_the_library() -> None:
+    """A raw detector's second box on one person (IoU 0.6 > nms_iou 0.35) gets -1 instead of a track of its
+    own; with nms_iou None both reach the library and both get tracks."""
+    pytest.importorskip("trackers", reason="Roboflow's trackers library is not installed")
+    frames = [np.array([[50 + 8 * k, 100, 40, 100], [58 + 8 * k, 100, 40, 100], [350, 100, 40, 100]], np.float64)
+              for k in range(6)]  # fmt: skip
+    scores = np.array([0.9, 0.8, 0.9])
+    dedup, raw = make_tracker("botsort", TrackerConfig(nms_iou=0.35)), LibraryTracker("botsort", nms_iou=None)
+    assert dedup.nms_iou == 0.35
+    last = [dedup.step(b, k / 10, scores) for k, b in enumerate(frames)][-1]
+    assert last[1] == -1 and last[0] >= 1 and last[2] >= 1
+    both = [raw.step(b, k / 10, scores) for k, b in enumerate(frames)][-1]
+    assert (both >= 1).all() and len(set(both.tolist())) == 3
+    with pytest.raises(InputError, match="nms_iou"):
+        LibraryTracker("botsort", nms_iou=1.5)

@@ -26,6 +26,18 @@ def eval_command(
         None, "--detections", help="Detections of a video (MOT, JRDB, CVML)."
     ),
     gold: Path | None = typer.Option(None, "--gold", help="Ground-truth pairs of a video (pairwise schema)."),
+    match_boxes: Path | None = typer.Option(
+        None,
+        "--match-boxes",
+        help="A MOT ground-truth file (gt.txt) with the true boxes of the video (or ROS 2 log): match the run's "
+        "people to the true people per frame (Hungarian, IoU >= 0.5) before scoring pairs, as pairedge score "
+        "--match-boxes does; for tracker ids on raw detections.",
+    ),  # fmt: skip
+    tracker: str = typer.Option(
+        "iou",
+        "--tracker",
+        help="Tracker for detections without ids: iou (built in), bytetrack, ocsort, botsort (see pairedge run).",
+    ),
     precision: str = typer.Option(
         "fp32", "--precision", help="fp32, fp16 or int8 files of the model folder."
     ),
@@ -59,14 +71,19 @@ def eval_command(
     from pairedge.apps.evaluation.sources import parse_sources
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.loading import find_models
+    from pairedge.runtime.tracker_backends import check_tracker_name
 
+    check_tracker_name(tracker)
     deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
     find_models(deployment.folder, deployment.precision)  # a wrong model folder: one line now, not once per source
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
+    if match_boxes is not None:
+        check_match_boxes(match_boxes, sources)
     console.print(f"model: {escape(deployment.describe())}", highlight=False, soft_wrap=True)
     with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
         result = evaluate_many(deployment, sources, max_frames=frames, executor=executor, address=address,
-                               workers=workers, on_done=lambda _: advance())  # fmt: skip
+                               workers=workers, on_done=lambda _: advance(), tracker=tracker,
+                               match_boxes=match_boxes)  # fmt: skip
     failures = result.failures
     if result.report is None:
         raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")
@@ -81,3 +98,19 @@ def eval_command(
     if failures:
         raise fail(f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
                    f"first: {failures[0][0]}: {failures[0][1]}")  # fmt: skip
+
+
+def check_match_boxes(path: Path, sources: list) -> None:
+    """``--match-boxes`` names a readable MOT file and the data is one video or ROS 2 log (one file of true
+    boxes describes one recording; simulator scenes and CAD sequences bring their own ids).
+
+    Raises:
+        typer.Exit: code 1 with one line; FormatError: an unreadable MOT file.
+    """
+    from pairedge.core.metrics.pairwise_boxes import read_truth_boxes
+
+    kinds = {s.kind for s in sources}
+    if len(sources) != 1 or not kinds <= {"video", "log"}:
+        raise fail(f"--match-boxes: expected one video or ROS 2 log source, got {len(sources)} source(s) of kind "
+                   f"{', '.join(sorted(kinds))}; simulator scenes and CAD bring their own ids")  # fmt: skip
+    read_truth_boxes(path)  # a missing or malformed file: one line now, not after the run

@@ -111,6 +111,7 @@ def evaluate(
     max_frames: int | None = None,
     on_frame: Callable[[], None] | None = None,
     config: PipelineConfig | None = None,
+    match_boxes: str | Path | None = None,
 ) -> EvalReport:
     """Evaluate a deployment on ONE source (a :class:`StreamSource`, or text that names exactly one).
 
@@ -119,6 +120,10 @@ def evaluate(
             (:class:`~pairedge.runtime.deployment.Deployment`); a folder path alone runs it at fp32 on the
             "auto" backends.
         config: a :class:`~pairedge.runtime.config.PipelineConfig` for the pipeline (None: the defaults).
+        match_boxes: a MOT ground-truth file with the true boxes (``gt.txt``, 1-based frames: MOT frame
+            ``k + 1`` is the source's frame ``k``): the run's people are matched to the true people per frame
+            by box IoU (Hungarian, IoU >= 0.5) before its pairs are scored, as ``pairedge score --match-boxes``
+            does (:mod:`pairedge.core.metrics.pairwise_boxes`): for a tracker's ids on raw detections.
 
     Raises:
         InputError: the text names several sources (evaluate each, then :func:`pool`).
@@ -161,7 +166,9 @@ def evaluate(
                 stats = run_stream(pipe, items(), jsonl=jsonl)
         run = stats.summary()
         describe = pipe.describe()
-        counts = _score(pred, gold_lines, labels, Path(tmp), score_files, pipe.tau_interact)
+        counts = _score(pred, gold_lines, labels, Path(tmp), score_files, pipe.tau_interact, match_boxes)
+    if counts is not None and counts["note"]:
+        notes.append(f"{source.name}: {counts['note']}")
     if counts is None:
         notes.append(f"{source.name}: no ground truth; only run statistics")
     c = len(labels)
@@ -192,8 +199,9 @@ def _run_sized(pipe: Any, items: Any, jsonl: Any, size: tuple[int, int]) -> Any:
 
 
 def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], tmp: Path, score_files: Any,
-           tau: float) -> dict[str, Any] | None:  # fmt: skip
-    """The counts behind the pairwise metrics, or None when the source has no truth.
+           tau: float, match_boxes: str | Path | None = None) -> dict[str, Any] | None:  # fmt: skip
+    """The counts behind the pairwise metrics (and the box-matching note, or None), or None when the source
+    has no truth.
 
     A truth without any interacting pair is still scored: the predicted interactions there are false positives.
     """
@@ -206,7 +214,8 @@ def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], 
         fh.write(json.dumps({"labels": list(labels)}) + "\n")
         for rec in gold_lines:
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
-    d = score_files(pred, gold, tau=tau, allow_empty=True).details
+    rep = score_files(pred, gold, tau=tau, allow_empty=True, match_boxes=match_boxes)
+    d = rep.details
     s1 = d["stage1"]
     ga, gd = d.get("group_activity"), d.get("group_detection")
     return {
@@ -214,6 +223,7 @@ def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], 
         "stage1": {k: int(s1[k]) for k in ("tp", "fp", "fn")},
         "group_activity": {"scored": int(ga["scored"]), "correct": int(ga["correct"])} if ga else None,
         "group_detection": {k: int(gd["overall"][k]) for k in ("tp", "fp", "fn")} if gd else None,
+        "note": rep.notes[-1] if match_boxes is not None and rep.notes else None,
     }  # fmt: skip
 
 

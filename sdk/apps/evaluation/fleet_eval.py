@@ -17,6 +17,7 @@ from pairedge.apps.evaluation.evaluate import EvalReport, evaluate, pool
 from pairedge.apps.evaluation.sources import StreamSource
 from pairedge.apps.fleet import Outcome, run_tasks
 from pairedge.core.errors import InputError
+from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 
 
@@ -27,11 +28,15 @@ class EvalTask:
     deployment: Deployment
     source: StreamSource
     max_frames: int | None = None
+    tracker: str = "iou"
+    match_boxes: str | None = None
 
 
 def evaluate_task(task: EvalTask) -> dict[str, Any]:
     """Evaluate one source; the report as a dict (module level, so Ray ships it by reference)."""
-    return evaluate(task.deployment, task.source, max_frames=task.max_frames).to_dict()
+    config = None if task.tracker == "iou" else PipelineConfig(tracker_backend=task.tracker)
+    return evaluate(task.deployment, task.source, max_frames=task.max_frames, config=config,
+                    match_boxes=task.match_boxes).to_dict()  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,14 @@ def evaluate_many(
     address: str | None = None,
     workers: int | None = None,
     on_done: Callable[[Outcome[dict[str, Any]]], None] | None = None,
+    tracker: str = "iou",
+    match_boxes: str | Path | None = None,
 ) -> FleetResult:
     """Evaluate a deployment (:func:`evaluate`: a folder path alone runs at fp32 on the "auto" backends) on
     every source (one task each) and pool the reports.
+
+    ``tracker``: the tracker backend for detections without ids (``PipelineConfig.tracker_backend``);
+    ``match_boxes``: a MOT ground truth the run's people are matched to by box before scoring (:func:`evaluate`).
 
     Raises:
         InputError: no sources; MissingDependencyError: Ray requested but not installed.
@@ -67,7 +77,10 @@ def evaluate_many(
         raise InputError("nothing to evaluate: no sources")
     if not isinstance(deployment, Deployment):
         deployment = Deployment(deployment)
-    tasks = [EvalTask(deployment, s, max_frames) for s in sources]
+    from pairedge.runtime.tracker_backends import check_tracker_name
+
+    boxes = None if match_boxes is None else str(match_boxes)
+    tasks = [EvalTask(deployment, s, max_frames, check_tracker_name(tracker), boxes) for s in sources]
     outcomes = run_tasks(evaluate_task, tasks, [s.name for s in sources], executor=executor, address=address,
                          workers=workers, on_done=on_done)  # fmt: skip
     reports = [EvalReport.from_dict(o.value) for o in outcomes if o.ok and o.value is not None]

@@ -38,6 +38,9 @@ def test_run_with_each_tracker(scene: tuple[Path, Path, Path], tmp_path: Path, n
     records = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()[1:]]
     ids = {t["id"] for r in records for t in r["tracks"]}
     assert len(ids) >= 3 and min(ids) >= 1
+    notes = json.loads((tmp_path / "summary.json").read_text())["notes"]
+    who = "the built-in tracker" if name == "iou" else f"the {name} tracker (trackers library)"
+    assert any(n.endswith(f"ids assigned by {who}") for n in notes), notes
 
 
 def test_unknown_tracker_is_one_line(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
