@@ -42,6 +42,10 @@ class InvalidParameterTypeException(Exception):
     """rclpy.exceptions' error for an override whose type differs from the declared default's."""
 
 
+class ExternalShutdownException(Exception):
+    """rclpy.executors' error that ends ``spin`` when the context is shut down (Ctrl-C on Iron and later)."""
+
+
 def _check(classes: dict[str, type], typename: str, name: str, desc: Any, value: Any) -> None:
     kind = getattr(desc[0], "name", str(desc[0]))
     rest = desc[1]
@@ -295,6 +299,7 @@ def install(monkeypatch: Any) -> FakeRclpy:
                "qos_profile_sensor_data": QoSProfile(5, reliability=ReliabilityPolicy.BEST_EFFORT)}  # fmt: skip
     modules.update({"rclpy.node": {"Node": FakeNode}, "rclpy.qos": qos_mod,
                     "rclpy.exceptions": {"InvalidParameterTypeException": InvalidParameterTypeException},
+                    "rclpy.executors": {"ExternalShutdownException": ExternalShutdownException},
                     "rcl_interfaces": {},
                     "rcl_interfaces.msg": {"ParameterDescriptor": types.SimpleNamespace}})  # fmt: skip
     monkeypatch.setitem(sys.modules, "rclpy", rclpy_mod)

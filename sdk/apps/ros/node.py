@@ -48,7 +48,7 @@ from pairedge.apps.ros.qos import input_qos, output_qos
 from pairedge.apps.ros.runner import Output
 from pairedge.core.errors import MissingDependencyError, PairedgeError
 
-#: Node name (the YAML's top-level key), and the output topics.
+#: Node name (the launch file names it the same), and the output topics.
 NODE_NAME = "pairedge"
 RESULTS_TOPIC = "/pairedge/interactions"
 MARKERS_TOPIC = "/pairedge/markers"
@@ -156,12 +156,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"the pairedge ROS 2 node needs rclpy, which comes with ROS 2, not from pip ({exc}); install ROS 2 "
             "(Humble or later) with vision_msgs, then `source /opt/ros/<distro>/setup.bash` and run it again"
         ) from exc
+    try:  # Iron and later end spin on Ctrl-C with this; Humble raises KeyboardInterrupt
+        from rclpy.executors import ExternalShutdownException as shutdown_error
+    except ImportError:
+        shutdown_error = KeyboardInterrupt
     rclpy.init(args=list(argv) if argv is not None else None)
     node = None
     try:
         node = build_node(rclpy)()
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, shutdown_error):
         pass
     except PairedgeError as exc:  # a bad parameter, model or backend: one line, exit status 1
         print(f"pairedge_node: {exc}", file=sys.stderr)

@@ -188,14 +188,19 @@ def yaml_scalar(value: str | bool | int | float) -> str:
     return repr(value)
 
 
-def render_yaml(node_name: str = "pairedge") -> str:
+#: The parameter file's node key: ``/**`` matches the node under any name and namespace (a launch file that
+#: puts it in a namespace or renames it still gives it its parameters).
+YAML_NODE_KEY = "/**"
+
+
+def render_yaml(node_key: str = YAML_NODE_KEY) -> str:
     """The parameter file ``ros2/pairedge_ros/config/pairedge.yaml``: every parameter at its default, each
     with its description (and ROS type) as the comment above it."""
     lines = [
         "# Parameters of the pairedge ROS 2 node (pairedge_ros/pairedge_node), every one at its default.",
         "# Generated from pairedge.apps.ros.node_params.PARAMETERS; tests/apps/ros/test_ros_package.py holds",
         "# this file to that table. Types are ROS parameter types: write 0.5, not 0, for a double.",
-        f"{node_name}:",
+        f"{node_key}:",
         "  ros__parameters:",
     ]
     for p in PARAMETERS:

@@ -277,11 +277,17 @@ def test_main_spins_the_node_and_shuts_down(
     from pairedge.apps.ros.node import main
 
     monkeypatch.setattr(FakeNode, "OVERRIDES", dict(FAST))
-    fake.spin.append(lambda node: feed(fake, node, sim_frames))
+
+    def run_then_ctrl_c(node: Any) -> None:
+        feed(fake, node, sim_frames, wait=True)
+        raise fake_rclpy.ExternalShutdownException()  # what spin raises on Ctrl-C (Iron and later)
+
+    fake.spin.append(run_then_ctrl_c)
     main(["--ros-args"])
     (node,) = fake.nodes
     assert node.destroyed and not node.core.worker.thread.is_alive() and fake.shutdown == [True]
-    assert node.core.frames >= 1
+    assert node.core.frames == len(sim_frames) - 2
+    fake.spin.clear()
     monkeypatch.setattr(FakeNode, "OVERRIDES", {**FAST, "precision": "int4"})
     with pytest.raises(SystemExit) as exc:
         main([])
