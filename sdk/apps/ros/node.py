@@ -33,6 +33,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from pairedge.apps.ros.bagcopy import MARKERS_TOPIC, RESULTS_TOPIC
 from pairedge.apps.ros.node_core import NodeCore
 from pairedge.apps.ros.node_params import PARAMETERS, NodeConfig
 from pairedge.apps.ros.outputs import (
@@ -48,10 +49,8 @@ from pairedge.apps.ros.qos import input_qos, output_qos
 from pairedge.apps.ros.runner import Output
 from pairedge.core.errors import MissingDependencyError, PairedgeError
 
-#: Node name (the launch file names it the same), and the output topics.
+#: Node name (the launch file names it the same), and the output topics beyond the bag path's two.
 NODE_NAME = "pairedge"
-RESULTS_TOPIC = "/pairedge/interactions"
-MARKERS_TOPIC = "/pairedge/markers"
 PAIRS_TOPIC = "/pairedge/pairs"
 DIAGNOSTICS_TOPIC = "/diagnostics"
 
