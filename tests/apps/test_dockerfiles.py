@@ -9,12 +9,16 @@ import re
 import shlex
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from install_docs import EXTRAS, JETSON, PENDING_EXTRAS, ROOT, bash_blocks, command_of, commands, docs_text
 
 DOCKER = ROOT / "docker"
+#: ROS 2 packages that ros-<distro>-ros-base brings (ros_core: rclpy, launch, common_interfaces, ...)
+ROS_BASE = {"rclpy", "rcl_interfaces", "builtin_interfaces", "std_msgs", "geometry_msgs", "sensor_msgs",
+            "visualization_msgs", "diagnostic_msgs", "launch", "launch_ros", "ament_index_python"}  # fmt: skip
 FILES = {"jetson": DOCKER / "Dockerfile.jetson", "x86": DOCKER / "Dockerfile.x86-cuda"}
 
 
@@ -131,7 +135,12 @@ def test_jetson_image_builds_the_ros_package_with_the_venv_python() -> None:
     assert ["test", "-f", "ros2/pairedge_ros/package.xml"] in before  # a missing package fails the build loudly
     if not (ROOT / "ros2" / "pairedge_ros").is_dir():
         pytest.skip("ros2/pairedge_ros is not in this tree yet (issue 29 item 1)")
-    assert (ROOT / "ros2" / "pairedge_ros" / "package.xml").is_file()
+    # every run-time ROS dependency of the package is in ros-base or installed by name
+    xml = ET.parse(ROOT / "ros2" / "pairedge_ros" / "package.xml").getroot()
+    needed = {e.text for e in xml.iter() if e.tag in ("depend", "exec_depend") and e.text}
+    apt = {w for s in steps if s[:2] == ["apt-get", "install"] for w in s if w.startswith("ros-humble-")}
+    by_name = {w.removeprefix("ros-humble-").replace("-", "_") for w in apt}
+    assert needed and needed - ROS_BASE <= by_name, needed - ROS_BASE - by_name
 
 
 def test_copy_sources_exist_and_the_context_ignores_local_builds() -> None:
