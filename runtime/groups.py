@@ -14,6 +14,26 @@ from __future__ import annotations
 import numpy as np
 from pairedge.runtime.types import Group
 
+#: Up to this many edges a plain union-find is cheaper than the vectorised propagation (a frame's links: a few).
+SMALL_GRAPH = 64
+
+
+def _components_small(edges: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """:func:`connected_components` by union-find in Python (the same labels: each component's smallest node)."""
+    parent = label.tolist()
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in edges.tolist():
+        ra, rb = root(a), root(b)
+        if ra != rb:  # the smaller index becomes the root, so every root is its component's minimum
+            parent[max(ra, rb)] = min(ra, rb)
+    return np.array([root(i) for i in range(len(parent))], np.int64)
+
 
 def connected_components(edges: np.ndarray, num_nodes: int) -> np.ndarray:
     """Component label of every node (the smallest node index in its component), vectorised.
@@ -28,6 +48,8 @@ def connected_components(edges: np.ndarray, num_nodes: int) -> np.ndarray:
     label = np.arange(num_nodes, dtype=np.int64)
     if len(edges) == 0:
         return label
+    if len(edges) <= SMALL_GRAPH:
+        return _components_small(edges, label)
     ends = np.concatenate([edges[:, 0], edges[:, 1]])
     order = np.argsort(ends, kind="stable")
     nodes, starts = np.unique(ends[order], return_index=True)  # segments of `order` per node

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pairedge.core.errors import InputError
+from pairedge.runtime import groups as groups_module
 from pairedge.runtime.config import SmoothingConfig
 from pairedge.runtime.groups import connected_components, find_groups
 from pairedge.runtime.smoothing import PairSmoother, pair_keys
@@ -109,9 +110,16 @@ def _reference_components(edges: list[tuple[int, int]], n: int) -> list[int]:
     )
 )
 def test_connected_components_match_a_reference(case: tuple[int, list[tuple[int, int]]]) -> None:
+    """Both ways: union-find for small graphs, vectorised propagation for large ones."""
     n, edges = case
-    got = connected_components(np.array(edges, np.int64).reshape(-1, 2), n)
-    assert got.tolist() == _reference_components(edges, n)
+    want = _reference_components(edges, n)
+    for small in (groups_module.SMALL_GRAPH, 0):
+        saved, groups_module.SMALL_GRAPH = groups_module.SMALL_GRAPH, small
+        try:
+            got = connected_components(np.array(edges, np.int64).reshape(-1, 2), n)
+        finally:
+            groups_module.SMALL_GRAPH = saved
+        assert got.tolist() == want
 
 
 def test_groups_majority_vote_and_share() -> None:
