@@ -231,3 +231,29 @@ def test_cli_build_dla(full_model_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert refused.exit_code != 0 and "--profile 64,64,64" in refused.output
     fp32 = CliRunner().invoke(app, ["build", str(full_model_dir), "--dla-core", "0", "--profile", "8,8,8"])
     assert fp32.exit_code != 0 and "not fp32" in fp32.output
+
+
+def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PipelineConfig(backend_options=TensorRTOptions(dla_core=0))`` with backend "tensorrt": both stages'
+    DLA engines from ``engines/<tag>-dla0/``, the core set on each runtime before deserialising."""
+    from pairedge.runtime import Pipeline, PipelineConfig
+    from pairedge.runtime.backends import cudamem
+
+    _dla_folder(full_model_dir, "fp16")
+    memory = FakeCudaMemory()
+    fake = make_fake_tensorrt("10.3.0.30", memory=memory, dla_cores=2)
+    monkeypatch.setitem(sys.modules, "tensorrt", fake)
+    monkeypatch.setattr(cudamem, "open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr("pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr(TensorRTBackend, "unavailable_reason", classmethod(lambda cls: None))
+    config = PipelineConfig(backend_options=TensorRTOptions(dla_core=0))
+    pipeline = Pipeline.load(full_model_dir, "tensorrt", "none", config, precision="fp16")
+    try:
+        names = [c[0] for c in fake.calls if c[0] in ("Runtime.DLA_core=", "Runtime.deserialize_cuda_engine")]
+        assert names == ["Runtime.DLA_core=", "Runtime.deserialize_cuda_engine"] * 2
+        assert ("Runtime.DLA_core=", 0) in fake.calls
+        described = pipeline.describe()
+        assert (described["stage1"], described["stage2"]) == ("TensorRTBackend(stage1.fp16.engine)",
+                                                              "TensorRTBackend(stage2.fp16.engine)")  # fmt: skip
+    finally:
+        pipeline.close()
