@@ -100,7 +100,11 @@ class TensorRTDetector(Detector):
         self.layout: Layout | None = None
         self.input_size = (0, 0)
         self._memory: Any = None
-        self._logger = self._runtime = self._engine = self._context = self._stream = None
+        self._logger: Any = None
+        self._runtime: Any = None
+        self._engine: Any = None
+        self._context: Any = None
+        self._stream: Any = None
         self._host: dict[str, np.ndarray] = {}
         self._device: dict[str, int] = {}
         self._handle = 0
