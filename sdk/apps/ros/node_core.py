@@ -147,13 +147,12 @@ class NodeCore:
 
     def on_image(self, msg: Any) -> None:
         """Image callback: pair by stamp, put the newest pair in the slot."""
-        for match in self.pairing.image(msg):
-            self.slot.put(match)
+        self.slot.put_all(self.pairing.image(msg))
 
     def on_detections(self, msg: Any) -> None:
-        """Detections callback: pair by stamp, put the newest pair in the slot."""
-        for match in self.pairing.detections(msg):
-            self.slot.put(match)
+        """Detections callback: pair by stamp, put the newest pair in the slot (a callback that completes
+        several, as at the start of a stream, keeps only the newest)."""
+        self.slot.put_all(self.pairing.detections(msg))
 
     # --- the worker thread ---
 

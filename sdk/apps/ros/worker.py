@@ -33,13 +33,19 @@ class LatestSlot(Generic[T]):
 
     def put(self, item: T) -> bool:
         """Offer ``item``, replacing one not yet taken; False (and nothing kept) once closed."""
+        return self.put_all([item])
+
+    def put_all(self, items: list[T]) -> bool:
+        """Offer several items at once (oldest first): only the last is kept, the others count as replaced,
+        as they would be had they come one by one faster than the consumer. False once closed."""
+        if not items:
+            return True
         with self._cond:
             if self._closed:
                 return False
-            self.offered += 1
-            if self._full:
-                self.replaced += 1
-            self._item, self._full = item, True
+            self.offered += len(items)
+            self.replaced += len(items) - 1 + (1 if self._full else 0)
+            self._item, self._full = items[-1], True
             self._cond.notify()
             return True
 

@@ -20,6 +20,15 @@ def test_slot_keeps_the_newest_item_and_counts_replacements() -> None:
     assert slot.put(10) is False and slot.offered == 6
 
 
+def test_put_all_keeps_the_last_item_only() -> None:
+    slot: LatestSlot[int] = LatestSlot()
+    assert slot.put_all([]) and slot.offered == 0
+    slot.put_all([1, 2, 3])
+    assert (slot.offered, slot.replaced) == (3, 2)
+    slot.put_all([4, 5])  # 3 was still waiting
+    assert (slot.offered, slot.replaced) == (5, 4) and slot.take(0) == (True, 5)
+
+
 def test_worker_runs_items_on_its_thread_survives_errors_and_joins() -> None:
     slot: LatestSlot[int] = LatestSlot()
     seen: list[tuple[int, str]] = []
