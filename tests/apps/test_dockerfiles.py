@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from install_docs import EXTRAS, JETSON, PENDING_EXTRAS, ROOT, bash_blocks, command_of, commands, docs_text
+from install_docs import EXTRAS, JETSON, ROOT, bash_blocks, command_of, commands, docs_text
 
 DOCKER = ROOT / "docker"
 #: ROS 2 packages that ros-<distro>-ros-base brings (ros_core: rclpy, launch, common_interfaces, ...)
@@ -100,7 +100,6 @@ def test_x86_base_image_and_extras_are_one_cuda_major() -> None:
     assert f"`{base}`" in docs_text()
 
 
-@PENDING_EXTRAS
 def test_x86_extras_exist_in_pyproject() -> None:
     (step,) = [s for s in run_steps(FILES["x86"]) if s[:2] == ["pip", "install"]]
     wanted = re.fullmatch(r"\.\[([\w,-]+)\]", step[-1]).group(1).split(",")  # type: ignore[union-attr]

@@ -26,7 +26,6 @@ from install_docs import (
     GPU_EXTRA,
     JETSON,
     OPENCV,
-    PENDING_EXTRAS,
     PYPROJECT,
     ROOT,
     all_commands,
@@ -94,7 +93,6 @@ def test_readme_and_docs_use_the_same_steps() -> None:
 
 
 # -- the files agree with pyproject.toml --------------------------------------------------------------------
-@PENDING_EXTRAS
 @pytest.mark.parametrize("jetpack", ["jp6", "jp7"])
 def test_requirements_are_pyproject_less_opencv_plus_the_gpu_extra(jetpack: str) -> None:
     want = [Requirement(r) for r in PYPROJECT["project"]["dependencies"]] + [

@@ -25,11 +25,6 @@ EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
 OPENCV = ("opencv-python", "opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless")
 #: JetPack -> the gpu extra of its CUDA major
 GPU_EXTRA = {"jp6": "gpu-cu12", "jp7": "gpu-cu13"}
-PENDING_EXTRAS = pytest.mark.xfail(
-    not {"gpu-cu12", "gpu-cu13", "tensorrt-cu12"} <= set(EXTRAS),
-    reason="pyproject.toml's gpu-cu12 / gpu-cu13 / tensorrt-cu12 extras (issue 29) are not in yet",
-    strict=True,
-)
 
 
 def readme_section() -> str:
