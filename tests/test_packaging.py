@@ -83,7 +83,7 @@ def test_runtime_import_does_not_import_torch() -> None:
 def test_ruff_lint_passes() -> None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
-        pytest.skip("ruff not installed (pip install 'pairedge[dev]')")
+        pytest.skip("ruff not installed (pip install -e '.[dev]')")
     result = subprocess.run([ruff, "check", str(ROOT)], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -91,7 +91,7 @@ def test_ruff_lint_passes() -> None:
 def test_ruff_bans_module_level_torch_outside_export(tmp_path: Path) -> None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
-        pytest.skip("ruff not installed (pip install 'pairedge[dev]')")
+        pytest.skip("ruff not installed (pip install -e '.[dev]')")
     bad = ROOT / "runtime" / "_ruff_probe_tmp.py"
     bad.write_text("import torch\n\n\ndef f():\n    return torch\n")
     try:

@@ -1,7 +1,7 @@
 """ament_python package of the pairedge ROS 2 node (``colcon build --packages-select pairedge_ros``).
 
 The node itself is ``pairedge.apps.ros.node`` in the pip package ``pairedge``, installed into the same Python
-(``pip install 'pairedge[ros]'`` from a clone); this package gives ROS 2 its executable, launch file and
+(``pip install '.[ros]'`` from a clone); this package gives ROS 2 its executable, launch file and
 parameter file, so ``ros2 run pairedge_ros pairedge_node`` and ``ros2 launch pairedge_ros pairedge.launch.py`` work.
 """
 

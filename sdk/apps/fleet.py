@@ -2,7 +2,7 @@
 
 ``pairedge eval --executor ray`` uses it to score a fleet's logs in parallel. Each item's outcome (value or
 error) comes back in input order, so a failed log is reported with its error while the others are still
-scored, and the pooled result equals the serial run's. Ray is optional (``pip install 'pairedge[fleet]'``);
+scored, and the pooled result equals the serial run's. Ray is optional (``pip install '.[fleet]'``);
 without an ``address`` a local Ray instance with ``workers`` CPUs is started for the call and shut down
 after it, with an address the tasks go to that existing cluster (``ray://host:10001`` or ``auto``).
 """

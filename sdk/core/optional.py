@@ -18,6 +18,8 @@ EXTRA_OF: dict[str, str] = {
     "rosbags": "ros",
     "ray": "fleet",
     "sklearn": "dev",
+    "trackers": "trackers",
+    "supervision": "trackers",
 }
 
 _JETPACK = "sudo apt install nvidia-jetpack"
@@ -34,7 +36,8 @@ PLATFORM_NOTES: dict[str, str] = {
 
 
 def install_hint(module: str, *, extra: str | None = None, note: str | None = None) -> str:
-    """How to get ``module``: ``pip install 'pairedge[<extra>]'``, then its platform note if it has one.
+    """How to get ``module``: ``pip install '.[<extra>]'`` in the pairedge clone (pairedge is installed from its
+    source folder, not from a package index), then its platform note if it has one.
 
     Args:
         module: dotted module name; its top-level name picks the extra and the note when they are omitted.
@@ -43,7 +46,7 @@ def install_hint(module: str, *, extra: str | None = None, note: str | None = No
     """
     top = module.split(".")[0]
     extra = extra or EXTRA_OF.get(top)
-    how = f"pip install 'pairedge[{extra}]'" if extra else f"pip install {top}"
+    how = f"pip install '.[{extra}]' in the pairedge folder" if extra else f"pip install {top}"
     note = PLATFORM_NOTES.get(top, "") if note is None else note
     return f"{how}; {note}" if note else how
 

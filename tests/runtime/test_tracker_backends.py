@@ -49,7 +49,7 @@ def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(MissingDependencyError) as err:
         make_tracker("bytetrack")
     text = str(err.value)
-    assert "pip install 'pairedge[trackers]'" in text and "--no-deps" in text and "\n" not in text
+    assert "pip install '.[trackers]'" in text and "--no-deps" in text and "\n" not in text
     assert isinstance(make_tracker("iou"), IoUTracker)  # the default needs nothing
 
 

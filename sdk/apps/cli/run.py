@@ -145,7 +145,7 @@ def run(
         "--tracker",
         help="Tracker for detections without ids: iou (built in, the default), bytetrack, ocsort, or botsort "
         "(camera-motion compensation, for a moving camera); the last three need pip install "
-        "'pairedge[trackers]' and run with the trackers library's defaults.",
+        "'.[trackers]' (see docs/tracking.md) and run with the trackers library's defaults.",
     ),  # fmt: skip
     box_shape: BoxShape = typer.Option(
         BoxShape.auto,

@@ -1,7 +1,7 @@
 """pairedge on ROS 2: read robot logs (rosbag2 sqlite3 / MCAP), write results back, and a live node.
 
 Everything here but :mod:`pairedge.apps.ros.node` works without a ROS installation through the pure-Python
-``rosbags`` library (``pip install 'pairedge[ros]'``): :mod:`~pairedge.apps.ros.bag` runs a log through the
+``rosbags`` library (``pip install '.[ros]'``): :mod:`~pairedge.apps.ros.bag` runs a log through the
 runtime (``pairedge run LOG``), :mod:`~pairedge.apps.ros.write` records frames and detections as a log,
 :mod:`~pairedge.apps.ros.runner` is the ROS-free core that the bag path and the node share, and
 :mod:`~pairedge.apps.ros.node` is the rclpy node shell for a robot (started by the ament_python package in

@@ -1,6 +1,6 @@
 """``pairedge run LOG``: a ROS 2 log (rosbag2 folder, ``.mcap`` or ``.db3`` file) through the runtime.
 
-Read with the pure-Python ``rosbags`` library (``pip install 'pairedge[ros]'``; no ROS installation), after
+Read with the pure-Python ``rosbags`` library (``pip install '.[ros]'``; no ROS installation), after
 :func:`pairedge.apps.ros.storage.check_log` has checked that every file is a regular file within the ceilings
 (an MCAP file's record framing is walked first, chunks inflate with a bound). Frames come from
 ``--image-topic`` (``sensor_msgs/Image`` or ``CompressedImage``), boxes from ``--detections-topic``

@@ -293,7 +293,7 @@ def read_cad_mat(
             ``isolate`` is the loader's).
 
     Raises:
-        MissingDependencyError: scipy is not installed (``pip install 'pairedge[data]'``).
+        MissingDependencyError: scipy is not installed (``pip install '.[data]'``).
         FormatError: the file is not a MATLAB file with the ``anno`` struct described above (names the record).
     """
     return _read(Path(path), loader or MatLoader(isolate, PURPOSE), frame_size, fps)

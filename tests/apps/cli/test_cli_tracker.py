@@ -55,4 +55,4 @@ def test_missing_library_is_one_line_naming_the_extra(
     monkeypatch.setitem(sys.modules, "trackers", None)
     res = _run(scene, tmp_path, "--tracker", "bytetrack")
     assert res.exit_code == 1
-    assert "pip install 'pairedge[trackers]'" in " ".join(res.output.split())
+    assert "pip install '.[trackers]'" in " ".join(res.output.split())

@@ -118,7 +118,7 @@ def test_simulate_bag_without_rosbags_fails_before_rendering(tmp_path: Path, mon
         app, ["simulate", "--frames", "3", "--out", str(tmp_path / "s"), "--bag", "mcap"]
     )
     lines = _lines(res.output)
-    assert res.exit_code == 1 and len(lines) == 1 and "pip install 'pairedge[ros]'" in lines[0]
+    assert res.exit_code == 1 and len(lines) == 1 and "pip install '.[ros]'" in lines[0]
     assert not (tmp_path / "s").exists()  # nothing rendered
     res = CliRunner().invoke(app, ["simulate", "--frames", "1000000000", "--out", str(tmp_path / "s")])
     assert res.exit_code == 1 and "ceiling" in res.output and not (tmp_path / "s").exists()

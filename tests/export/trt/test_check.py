@@ -182,7 +182,7 @@ def test_cli_build_without_tensorrt_fails_fast_after_the_check(model_dir: Path) 
     assert re.search(r"stage2\.onnx\s*│\s*tensorrt-10\.3", out), out
     assert out.index("stage2.onnx") < out.index("TensorRT is not installed")
     error_lines = [line for line in out.splitlines() if line.startswith("error:")]
-    assert len(error_lines) == 1 and "JetPack" in error_lines[0] and "pip install 'pairedge[tensorrt]'" in out
+    assert len(error_lines) == 1 and "JetPack" in error_lines[0] and "pip install '.[tensorrt]'" in out
 
 
 def test_cli_build_stops_at_check_errors(model_dir: Path, tmp_path: Path) -> None:

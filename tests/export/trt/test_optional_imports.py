@@ -15,8 +15,8 @@ import pytest
 from pairedge.core.errors import MissingDependencyError, PairedgeError
 from pairedge.core.optional import install_hint, require
 
-TRT_EXTRA = "pip install 'pairedge[tensorrt]'"
-GPU_EXTRA = "pip install 'pairedge[gpu]'"
+TRT_EXTRA = "pip install '.[tensorrt]' in the pairedge folder"
+GPU_EXTRA = "pip install '.[gpu]' in the pairedge folder"
 CUDA_PYTHON = ("cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.bindings.runtime", "cuda.cudart")
 
 
@@ -41,13 +41,13 @@ def _assert_tensorrt_hint(message: str) -> None:
 
 # -- the helper ---------------------------------------------------------------------------------------------
 def test_install_hint_names_the_extra_and_the_platform_note() -> None:
-    assert install_hint("scipy.io") == "pip install 'pairedge[data]'"
+    assert install_hint("scipy.io") == "pip install '.[data]' in the pairedge folder"
     assert install_hint("tensorrt").startswith(TRT_EXTRA + "; on a Jetson")
     assert install_hint("tensorrt", note="") == TRT_EXTRA
     assert install_hint("pycuda.driver").startswith(GPU_EXTRA) and "JetPack" in install_hint("pycuda.driver")
     assert install_hint("cuda.bindings.runtime").startswith(GPU_EXTRA)
     assert install_hint("somepkg.sub") == "pip install somepkg"
-    assert install_hint("somepkg", extra="dev", note="a note") == "pip install 'pairedge[dev]'; a note"
+    assert install_hint("somepkg", extra="dev", note="a note") == "pip install '.[dev]' in the pairedge folder; a note"
 
 
 def test_require_message_forms() -> None:
@@ -56,7 +56,7 @@ def test_require_message_forms() -> None:
     assert str(info.value).startswith(
         "pairedge_missing_mod is required for reading things but is not installed ("
     )
-    assert str(info.value).endswith("; install it with: pip install 'pairedge[data]'")
+    assert str(info.value).endswith("; install it with: pip install '.[data]' in the pairedge folder")
     with pytest.raises(MissingDependencyError) as info:
         require("pairedge_missing_mod", name="Missing", note="on a robot: ask")
     assert str(info.value).startswith("Missing is not installed (")
@@ -167,7 +167,7 @@ def test_runtime_tensorrt_paths_never_import_torch() -> None:
         "from pairedge.runtime.backends import available_backends\n"
         "from pairedge.runtime.backends.tensorrt import TensorRTBackend\n"
         "reason = TensorRTBackend.unavailable_reason()\n"
-        'assert reason and "pairedge[tensorrt]" in reason, reason\n'
+        'assert reason and "\'.[tensorrt]\'" in reason, reason\n'
         "available_backends()\n"
         "print('torch' in sys.modules)\n"
     )
