@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.bundled import describe_model, resolve_model_dir
-from pairedge.core.errors import BackendError
+from pairedge.core.errors import BackendError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
@@ -113,6 +113,8 @@ class RunOptions:
             the path of an ``.onnx`` detector (:mod:`pairedge.runtime.detectors.layouts`).
         detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
             "onnxruntime-cuda" or "onnxruntime-tensorrt".
+        dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the ones
+            ``pairedge build --dla-core N`` made, ``engines/<tag>-dla<N>/``); None = the GPU's.
     """
 
     deployment: Deployment = field(default_factory=Deployment)
@@ -130,6 +132,7 @@ class RunOptions:
     box_shape: str = "auto"
     detector: str | Path = "hog"
     detector_backend: str = "onnxruntime"
+    dla_core: int | None = None
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -137,9 +140,23 @@ class RunOptions:
         if self.coast_frames is not None:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
-            tracker=self.tracker, tracker_config=tracker, tracker_backend=self.tracker_backend, flow=flow, max_people=self.max_people,
-            confirm_s=self.confirm_s, operating_point=self.operating_point, box_shape=self.box_shape,
+            tracker=self.tracker, tracker_config=tracker, tracker_backend=self.tracker_backend, flow=flow,
+            max_people=self.max_people, confirm_s=self.confirm_s, operating_point=self.operating_point,
+            box_shape=self.box_shape, backend_options=self._backend_options(),
         )  # fmt: skip
+
+    def _backend_options(self) -> object | None:
+        """``TensorRTOptions(dla_core=...)`` when a DLA core is asked for (only the tensorrt backend has one)."""
+        if self.dla_core is None:
+            return None
+        if self.deployment.backend != "tensorrt":
+            raise InputError(
+                f"--dla-core: needs --backend tensorrt (the engines pairedge build --dla-core N made), "
+                f"got --backend {self.deployment.backend}"
+            )
+        from pairedge.runtime.backends.tensorrt import TensorRTOptions
+
+        return TensorRTOptions(dla_core=self.dla_core)
 
 
 def resolve_model(model: str | Path | None) -> Path:

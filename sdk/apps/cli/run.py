@@ -49,14 +49,21 @@ def run(
         None,
         "--detector",
         help="Person detector when there is no --detections: 'hog' (OpenCV's built-in, no weights file; the "
-        "default) or an exported .onnx detector (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR "
-        "boxes-scores-labels; COCO class 0 kept).",
+        "default), an exported .onnx detector (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR "
+        "boxes-scores-labels; COCO class 0 kept) or the .engine pairedge build --detector made from one.",
     ),  # fmt: skip
     detector_backend: str = typer.Option(
         "onnxruntime",
         "--detector-backend",
         help="ONNX Runtime provider of an .onnx --detector: onnxruntime (CPU), onnxruntime-cuda, "
         "onnxruntime-tensorrt.",
+    ),  # fmt: skip
+    dla_core: int | None = typer.Option(
+        None,
+        "--dla-core",
+        min=0,
+        help="With --backend tensorrt: run the classifiers on this Jetson DLA core, with the engines "
+        "pairedge build --dla-core N made (engines/<tag>-dla<N>/).",
     ),  # fmt: skip
     image_topic: str | None = typer.Option(
         None,
@@ -193,7 +200,7 @@ def run(
         flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
         box_shape=box_shape.value, detector=detector or "hog", detector_backend=detector_backend,
-        tracker_backend=tracker,
+        tracker_backend=tracker, dla_core=dla_core,
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 

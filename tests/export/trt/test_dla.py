@@ -257,3 +257,52 @@ def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch:
                                                               "TensorRTBackend(stage2.fp16.engine)")  # fmt: skip
     finally:
         pipeline.close()
+
+
+def test_run_options_dla_core_needs_the_tensorrt_backend() -> None:
+    from pairedge.runtime.deployment import Deployment
+    from pairedge.runtime.run import RunOptions
+
+    config = RunOptions(deployment=Deployment(backend="tensorrt"), dla_core=1).pipeline_config()
+    assert config.backend_options == TensorRTOptions(dla_core=1)
+    assert RunOptions(deployment=Deployment(backend="tensorrt")).pipeline_config().backend_options is None
+    with pytest.raises(InputError, match="--dla-core: needs --backend tensorrt"):
+        RunOptions(deployment=Deployment(backend="onnxruntime"), dla_core=0).pipeline_config()
+
+
+def test_cli_run_on_dla_engines(full_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pairedge build --dla-core 0`` then ``pairedge run --backend tensorrt --dla-core 0``: the run loads the
+    dla0 engines (Runtime.DLA_core set); without --backend tensorrt --dla-core is refused in one line."""
+    import cv2
+    from pairedge.apps.cli import app
+    from pairedge.runtime.backends import cudamem
+    from typer.testing import CliRunner
+
+    memory = FakeCudaMemory()
+    trt = make_fake_tensorrt("10.3.0.30", memory=memory, dla_cores=2)
+    monkeypatch.setitem(sys.modules, "tensorrt", trt)
+    monkeypatch.setattr(cudamem, "open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr("pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr(TensorRTBackend, "unavailable_reason", classmethod(lambda cls: None))
+    runner = CliRunner()
+    built = runner.invoke(app, ["build", str(full_model_dir), "--precision", "fp16", "--dla-core", "0",
+                                "--gpu-fallback", "--profile", "16,16,16"])  # fmt: skip
+    assert built.exit_code == 0, built.output
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    pixels = np.random.default_rng(0).integers(0, 255, (4, 120, 160, 3), dtype=np.uint8)
+    for k, image in enumerate(pixels):
+        cv2.imwrite(str(frames / f"{k:06d}.png"), image)
+    det = tmp_path / "det.txt"
+    det.write_text("".join(f"{f},{i},{10 + 40 * i},30,20,50,1,-1,-1,-1\n" for f in range(1, 5) for i in (1, 2, 3)))
+    args = ["run", str(frames), "--detections", str(det), "--model", str(full_model_dir), "--precision", "fp16",
+            "--no-video", "--out", str(tmp_path / "out")]  # fmt: skip
+    ran = runner.invoke(app, [*args, "--backend", "tensorrt", "--dla-core", "0"])
+    assert ran.exit_code == 0, ran.output
+    assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 5  # header + 4 frames
+    loaded = [c for c in trt.calls if c[0] in ("Runtime.DLA_core=", "Runtime.deserialize_cuda_engine")]
+    assert [c[0] for c in loaded] == ["Runtime.DLA_core=", "Runtime.deserialize_cuda_engine"] * 2
+    assert ("Runtime.DLA_core=", 0) in trt.calls
+    refused = runner.invoke(app, [*args, "--backend", "onnxruntime", "--dla-core", "0"])
+    lines = refused.stderr.splitlines()
+    assert refused.exit_code == 1 and len(lines) == 1 and "--dla-core: needs --backend tensorrt" in lines[0]
