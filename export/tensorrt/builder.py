@@ -394,3 +394,18 @@ def _configure_dla(trt: Any, network: Any, config: Any, settings: BuildSettings,
 
 def _flag_name(flag: Any) -> str:
     return str(getattr(flag, "name", flag)).split(".")[-1]
+
+
+def build_record(settings: BuildSettings, result: BuildOutput | NetworkBuild) -> dict[str, Any]:
+    """The ``build`` entry of an engine manifest: when and how the engine was built (classifier or detector)."""
+    return {
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": round(result.seconds, 3),
+        "workspace_mib": settings.workspace_mib,
+        "optimization_level": settings.optimization_level,
+        "generation": result.generation,
+        "network_flags": result.network_flags,
+        "builder_flags": list(result.builder_flags),
+        "timing_cache": str(settings.timing_cache) if settings.timing_cache else None,
+        "timing_cache_bytes": result.timing_cache_saved,
+    }

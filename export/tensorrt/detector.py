@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,13 @@ from typing import Any
 from pairedge.core import artefacts
 from pairedge.core.errors import InputError, ModelError
 from pairedge.core.version import __version__
-from pairedge.export.tensorrt.builder import BuildError, BuildSettings, NetworkBuild, build_network
+from pairedge.export.tensorrt.builder import (
+    BuildError,
+    BuildSettings,
+    NetworkBuild,
+    build_network,
+    build_record,
+)
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt, versions
 from pairedge.runtime.backends.tensorrt_loader import engine_folder, environment, sha256_file
@@ -218,17 +223,7 @@ def build_detector(
         size_input=graph.size_input,
         dla_core=settings.dla_core,
         gpu_fallback=settings.gpu_fallback,
-        build={
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "seconds": round(result.seconds, 3),
-            "workspace_mib": settings.workspace_mib,
-            "optimization_level": settings.optimization_level,
-            "generation": result.generation,
-            "network_flags": result.network_flags,
-            "builder_flags": list(result.builder_flags),
-            "timing_cache": str(settings.timing_cache) if settings.timing_cache else None,
-            "timing_cache_bytes": result.timing_cache_saved,
-        },
+        build=build_record(settings, result),
         pairedge_version=__version__,
     )
     manifest.write(engine_path)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 from pairedge.core import artefacts
 from pairedge.core.errors import ModelError
 from pairedge.core.version import __version__
-from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_serialized
+from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_record, build_serialized
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt
 from pairedge.runtime.backends.tensorrt_loader import (
@@ -135,17 +134,7 @@ def build_model_folder(
                 if settings.precision == "int8" and calibration.is_file()
                 else None
             ),
-            build={
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "seconds": round(result.seconds, 3),
-                "workspace_mib": settings.workspace_mib,
-                "optimization_level": settings.optimization_level,
-                "generation": result.generation,
-                "network_flags": result.network_flags,
-                "builder_flags": list(result.builder_flags),
-                "timing_cache": str(settings.timing_cache) if settings.timing_cache else None,
-                "timing_cache_bytes": result.timing_cache_saved,
-            },
+            build=build_record(settings, result),
             pairedge_version=__version__,
             dla_core=settings.dla_core,
             gpu_fallback=settings.gpu_fallback,

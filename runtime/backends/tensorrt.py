@@ -32,9 +32,7 @@ from pairedge.core.errors import BackendError, DeviceUnavailableError, InputErro
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
 from pairedge.runtime.backends.model import ModelFile
-from pairedge.runtime.backends.tensorrt_loader import device_label, dla_arguments, engine_folder
-
-_NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT8": np.int8}
+from pairedge.runtime.backends.tensorrt_loader import device_label, dla_arguments, engine_folder, tensor_dtype
 
 
 @dataclass(frozen=True)
@@ -219,8 +217,8 @@ class TensorRTBackend(Backend):
             raise ModelError(
                 f"{engine_path}: the engine takes {width} features, the model {self.model.path.name} {self.num_features}"
             )
-        dtype_in = self._dtype(trt, engine, self._input)
-        dtype_out = self._dtype(trt, engine, self._output)
+        dtype_in = tensor_dtype(trt, engine, self._input)
+        dtype_out = tensor_dtype(trt, engine, self._output)
         context = engine.create_execution_context()
         if context is None:
             raise BackendError(f"{engine_path}: could not create an execution context (GPU memory?)")
@@ -234,14 +232,6 @@ class TensorRTBackend(Backend):
         context.set_tensor_address(self._input, dev_in)
         context.set_tensor_address(self._output, dev_out)
         self._engine, self._context = engine, context
-
-    @staticmethod
-    def _dtype(trt: Any, engine: Any, name: str) -> Any:
-        dt = engine.get_tensor_dtype(name)
-        for key, np_type in _NUMPY_DTYPES.items():
-            if dt == getattr(trt.DataType, key):
-                return np_type
-        raise BackendError(f"engine tensor {name!r} has TensorRT type {dt}, which pairedge does not bind")
 
     def _release(self) -> None:
         self._context = None

@@ -38,9 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pairedge.core import limits
 from pairedge.core.artefacts import ENGINE_MANIFEST_SUFFIX
-from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.errors import BackendError, FormatError, ModelError
 from pairedge.core.modelfolder import sha256_file  # noqa: F401  (re-exported: engine manifests hash with it)
 
 FORMAT = 1
@@ -373,3 +374,16 @@ def environment(trt: Any, memory: Any) -> EngineEnvironment:
         device_name=info.name,
         compute_capability=info.compute_capability,
     )
+
+
+#: TensorRT tensor types pairedge binds, by ``trt.DataType`` member name.
+NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "INT8": np.int8}
+
+
+def tensor_dtype(trt: Any, engine: Any, name: str) -> Any:
+    """The numpy dtype of an engine's I/O tensor ``name``; BackendError for a type pairedge does not bind."""
+    dt = engine.get_tensor_dtype(name)
+    for key, np_type in NUMPY_DTYPES.items():
+        if dt == getattr(trt.DataType, key, None):
+            return np_type
+    raise BackendError(f"engine tensor {name!r} has TensorRT type {dt}, which pairedge does not bind")

@@ -30,11 +30,11 @@ import numpy as np
 from pairedge.core import limits
 from pairedge.core.errors import BackendError, FormatError, InputError, ModelError
 from pairedge.runtime.backends.cudamem import KINDS, open_cuda_memory
+from pairedge.runtime.backends.tensorrt_loader import tensor_dtype
 from pairedge.runtime.detectors.base import Detector
 from pairedge.runtime.detectors.layouts import Layout, decode
 from pairedge.runtime.detectors.postprocess import DetectorOptions, letterbox
 
-_NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "INT8": np.int8}
 #: ``TensorRTDetectorOptions.dla_core``: run on the device the engine's manifest records.
 RECORDED = "recorded"
 
@@ -167,7 +167,7 @@ class TensorRTDetector(Detector):
         self._handle = memory.stream_handle(self._stream)
         for name in names:
             shape = self._shape(engine, name, manifest.inputs.get(name))
-            self._host[name] = memory.alloc_pinned(shape, self._dtype(trt, engine, name))
+            self._host[name] = memory.alloc_pinned(shape, tensor_dtype(trt, engine, name))
             self._device[name] = memory.alloc_device(self._host[name].nbytes)
             context.set_tensor_address(name, self._device[name])
         for name in inputs:
@@ -188,14 +188,6 @@ class TensorRTDetector(Detector):
             raise ModelError(f"{self.path}: output {name!r} has dynamic dimensions {list(shape)}; export the "
                              "detector with fixed output shapes")  # fmt: skip
         return shape
-
-    @staticmethod
-    def _dtype(trt: Any, engine: Any, name: str) -> Any:
-        dt = engine.get_tensor_dtype(name)
-        for key, np_type in _NUMPY_DTYPES.items():
-            if dt == getattr(trt.DataType, key):
-                return np_type
-        raise BackendError(f"engine tensor {name!r} has TensorRT type {dt}, which pairedge does not bind")
 
     def _release(self) -> None:
         self._context = self._engine = self._runtime = self._logger = None

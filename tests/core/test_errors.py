@@ -18,6 +18,6 @@ def test_format_error_names_file_and_record() -> None:
 
 
 def test_require_names_the_extra() -> None:
-    with pytest.raises(MissingDependencyError, match=r"pip install 'pairedge\[tensorrt\]'"):
+    with pytest.raises(MissingDependencyError, match=r"pip install '\.\[tensorrt\]' in the pairedge folder"):
         require("tensorrt_definitely_missing", extra="tensorrt", purpose="building engines")
     assert require("json").dumps([1]) == "[1]"

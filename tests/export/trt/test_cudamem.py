@@ -319,7 +319,7 @@ def test_open_cuda_memory_never_opens_the_emulated_device(monkeypatch: pytest.Mo
         open_cuda_memory("hip-cpu")
     for name in ("cuda", "cuda.bindings", "cuda.bindings.driver", "pycuda", "pycuda.driver"):
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(ImportError, match="neither is importable; install it with: pip install 'pairedge\\[gpu\\]'") as info:
+    with pytest.raises(ImportError, match="neither is importable; install it with: pip install '\\.\\[gpu\\]' in the pairedge folder") as info:
         open_cuda_memory("auto")
     assert "PAIREDGE_CUDA_EMULATION" not in str(info.value)  # no hint towards a device TensorRT cannot use
 
