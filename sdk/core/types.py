@@ -105,6 +105,36 @@ class Detections:
                           None if ids is None else _array(ids), person_class, "from_supervision")  # fmt: skip
 
     @classmethod
+    def from_jetson_inference(cls, detections: Any, person_class: int | None = 1) -> Detections:
+        """The detections ``detectNet.Detect(image)`` returns on a Jetson (jetson-inference; duck-typed, never
+        imported): a sequence of objects with ``Left, Top, Right, Bottom`` (pixels), ``Confidence``, ``ClassID``
+        and, with ``SetTrackingEnabled(True)``, ``TrackID`` (-1: untracked) and ``TrackStatus`` (-1: dropped).
+
+        Keeps class ``person_class``: 1 is "person" in the 91 COCO labels of jetson-inference's SSD models
+        (``ssd-mobilenet-v2``, its default); PeopleNet's person is 0; None keeps every class. Dropped tracks'
+        boxes (``TrackStatus`` -1) are left out.
+
+        Raises:
+            InputError: an item without the box / confidence / class attributes.
+        """
+        rows = []
+        for k, d in enumerate(detections):
+            try:
+                box = [float(d.Left), float(d.Top), float(d.Right), float(d.Bottom)]
+                conf, cls_id = float(d.Confidence), int(d.ClassID)
+            except (AttributeError, TypeError, ValueError):
+                raise InputError(
+                    f"from_jetson_inference: item {k} ({type(d).__name__}) is not a detectNet.Detection: expected "
+                    "Left, Top, Right, Bottom, Confidence and ClassID"
+                ) from None
+            if int(getattr(d, "TrackStatus", 0)) < 0:
+                continue
+            rows.append((*box, conf, cls_id, int(getattr(d, "TrackID", -1))))
+        table = np.array(rows, np.float64).reshape(-1, 7)
+        return _from_xyxy(table[:, :4], table[:, 4], table[:, 5], table[:, 6].astype(np.int64), person_class,
+                          "from_jetson_inference")  # fmt: skip
+
+    @classmethod
     def empty(cls) -> Detections:
         return cls.from_arrays(np.zeros((0, 4), np.float32))
 

@@ -1,4 +1,5 @@
-"""Detections.from_ultralytics / from_supervision on stand-in objects (neither library is imported)."""
+"""Detections.from_ultralytics / from_supervision / from_jetson_inference on stand-in objects (no library is
+imported)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,29 @@ def test_adapters_refuse_other_objects() -> None:
         Detections.from_supervision({"xyxy": XYXY})
     with pytest.raises(InputError, match="expected 3 scores"):
         Detections.from_supervision(SimpleNamespace(xyxy=XYXY, confidence=np.ones(2), class_id=None, tracker_id=None))
+
+
+def _det(left, top, right, bottom, conf, cls_id, **track):
+    """A stand-in of jetson-inference's ``detectNet.Detection`` (attribute names as in its Python bindings)."""
+    return SimpleNamespace(Left=left, Top=top, Right=right, Bottom=bottom, Width=right - left, Height=bottom - top,
+                           Confidence=conf, ClassID=cls_id, **track)  # fmt: skip
+
+
+def test_from_jetson_inference_untracked_and_tracked() -> None:
+    plain = [_det(10, 20, 50, 120, 0.9, 1), _det(100, 30, 130, 90, 0.8, 3), _det(200, 0, 260, 40, 0.7, 1)]
+    d = Detections.from_jetson_inference(plain)  # COCO-91 person = 1; class 3 (car) left out
+    np.testing.assert_allclose(d.boxes, [[10, 20, 40, 100], [200, 0, 60, 40]])
+    np.testing.assert_allclose(d.scores, [0.9, 0.7])
+    assert (d.track_ids == -1).all()
+    tracked = [_det(10, 20, 50, 120, 0.9, 0, TrackID=4, TrackStatus=1),
+               _det(60, 20, 90, 120, 0.6, 0, TrackID=5, TrackStatus=0),
+               _det(300, 20, 340, 120, 0.5, 0, TrackID=2, TrackStatus=-1)]  # fmt: skip
+    t = Detections.from_jetson_inference(tracked, person_class=0)  # PeopleNet: person = 0; dropped track left out
+    assert t.track_ids.tolist() == [4, 5]
+    assert len(Detections.from_jetson_inference([])) == 0
+    assert len(Detections.from_jetson_inference(plain, person_class=None)) == 3
+
+
+def test_from_jetson_inference_refuses_other_items() -> None:
+    with pytest.raises(InputError, match="item 1 .* not a detectNet.Detection"):
+        Detections.from_jetson_inference([_det(0, 0, 1, 1, 0.5, 1), SimpleNamespace(Left=0)])
