@@ -27,9 +27,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from pairedge.apps.ros.matching import DropCounts, Match, StampMatcher
-from pairedge.apps.ros.messages import stamp_ns
 from pairedge.apps.ros.node_params import NodeConfig
-from pairedge.apps.ros.runner import Frame, FrameDecoder, Output, RosRunner
+from pairedge.apps.ros.runner import Frame, FrameDecoder, Output, RosRunner, header_stamp
 from pairedge.apps.ros.worker import LatestSlot, Worker
 from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
@@ -90,12 +89,7 @@ class Pairing:
             return _merge(self.matcher.dropped, self.dropped)
 
     def _stamp(self, msg: Any, what: str) -> int | None:
-        try:
-            return stamp_ns(msg.header)
-        except Exception as exc:  # a garbage header: this message only
-            reason = str(exc) if isinstance(exc, InputError) else f"no valid header stamp ({type(exc).__name__})"
-            self.dropped[f"{what} message: {reason}"] += 1
-            return None
+        return header_stamp(msg, what, self.dropped)
 
 
 @dataclass(frozen=True)

@@ -129,12 +129,7 @@ class FrameDecoder:
         return merged
 
     def _stamp(self, msg: Any, what: str) -> int | None:
-        try:
-            return stamp_ns(msg.header)
-        except Exception as exc:  # a garbage header: this message only
-            reason = str(exc) if isinstance(exc, InputError) else f"no valid header stamp ({type(exc).__name__})"
-            self.dropped[f"{what} message: {reason}"] += 1
-            return None
+        return header_stamp(msg, what, self.dropped)
 
     def _decode(self, matches: list[Match]) -> list[Frame]:
         frames = []
@@ -226,3 +221,14 @@ class RosRunner:
             string = result_to_string(self.store, record)
             markers = result_to_markers(self.store, result, frame.stamp, frame.frame_id, self.colours)
         return Output(frame.stamp, frame.frame_id, frame.image, result, record, string, markers)
+
+
+def header_stamp(msg: Any, what: str, dropped: Any) -> int | None:
+    """``msg.header``'s stamp in ns, or None with the reason counted in ``dropped[...]`` (a garbage header costs
+    only its own message); ``what`` is "image" or "detections". Shared by the bag runner and the live node."""
+    try:
+        return stamp_ns(msg.header)
+    except Exception as exc:  # a garbage header: this message only
+        reason = str(exc) if isinstance(exc, InputError) else f"no valid header stamp ({type(exc).__name__})"
+        dropped[f"{what} message: {reason}"] += 1
+        return None
