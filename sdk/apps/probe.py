@@ -322,11 +322,13 @@ def numpy_origin_check(root: Path) -> Check:
     return Check("numpy build", True, detail)
 
 
-def package_check(name: str, extra: str, purpose: str) -> Check:
-    """A row for an optional package, from its metadata (never imported: ray takes seconds to import)."""
+def package_check(name: str, extra: str, purpose: str, how: str | None = None) -> Check:
+    """A row for an optional package, from its metadata (never imported: ray takes seconds to import);
+    ``how``: the install line when it is not just the extra."""
     version = _dist_version(name)
     if version is None:
-        return Check(name, False, f"not installed ({purpose}: pip install -e '.[{extra}]' in the clone)")
+        how = how or f"pip install -e '.[{extra}]'"
+        return Check(name, False, f"not installed ({purpose}: {how} in the clone)")
     return Check(name, True, version)
 
 
@@ -340,6 +342,8 @@ def jetson_checks(root: Path = Path("/"), runner: Runner = subprocess.run) -> li
         numpy_origin_check(root),
         package_check("rosbags", "ros", "reading ROS 2 bags"),
         package_check("ray", "fleet", "pairedge eval --executor ray"),
+        package_check("trackers", "trackers", "--tracker bytetrack / ocsort / botsort",
+                      "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'"),
     ]
 
 

@@ -190,4 +190,13 @@ def test_real_probe_has_the_rows_and_never_raises() -> None:
     """On this machine (whatever it is): every row present, in order, each a (bool, str)."""
     names = [c.name for c in pj.jetson_checks()]
     assert names == ["Jetson L4T / JetPack", "Jetson power mode", "clocks", "OpenCV build", "numpy build",
-                     "rosbags", "ray"]  # fmt: skip
+                     "rosbags", "ray", "trackers"]  # fmt: skip
+
+
+def test_trackers_row_names_the_two_step_install(monkeypatch) -> None:
+    """The library trackers go in without their dependencies: the row says both commands when missing."""
+    monkeypatch.setattr(pj, "_dist_version", lambda name: None)
+    row = [c for c in pj.jetson_checks(Path("/nonexistent-root")) if c.name == "trackers"][0]
+    assert not row.ok and "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'" in row.detail
+    monkeypatch.setattr(pj, "_dist_version", lambda name: "2.6.1")
+    assert pj.package_check("trackers", "trackers", "x", "y") == pj.Check("trackers", True, "2.6.1")

@@ -14,7 +14,7 @@ from pairedge.apps.cli import app
 from typer.testing import CliRunner
 
 runner = CliRunner()
-JETSON_ROWS = ("Jetson L4T / JetPack", "Jetson power mode", "clocks", "OpenCV build", "numpy build", "rosbags", "ray")
+JETSON_ROWS = ("Jetson L4T / JetPack", "Jetson power mode", "clocks", "OpenCV build", "numpy build", "rosbags", "ray", "trackers")
 
 
 def fake_orin(root: Path) -> None:
