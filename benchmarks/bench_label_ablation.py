@@ -83,9 +83,9 @@ def per_class(confusion: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]
     return out
 
 
-def run(data: Path, groups: list[str]) -> dict[str, Any]:
+def run(data: Path, groups: list[str], model: Path) -> dict[str, Any]:
     spec = get_spec("pairedge")
-    models = find_models(default_model_dir())
+    models = find_models(model)
     mean = np.asarray(models.stage2.metadata.norm_mean, np.float32)
     video, mot = data / "vtest.avi", data / "mot15"
     pos, _ = ground_positions(mot / "gt" / "gt.txt")
@@ -94,7 +94,7 @@ def run(data: Path, groups: list[str]) -> dict[str, Any]:
     together, speeds = together_matrix(pos, fps, rule), ground_speeds(pos, fps, rule.window)
     truth = read_mot(mot / "gt" / "gt.txt").by_frame()
     cases = {"gt": mot / "gt" / "gt.txt", "det": mot / "det" / "det.txt"}
-    res: dict[str, Any] = {"together_rule": rule.__dict__, "groups": {}}
+    res: dict[str, Any] = {"model": str(model), "together_rule": rule.__dict__, "groups": {}}
     for group in groups:
         cols = np.array([spec.stage2_names.index(n) for n in GROUPS[group]], np.int64)
         original, patched = neutralising(cols, mean[cols])
@@ -102,7 +102,7 @@ def run(data: Path, groups: list[str]) -> dict[str, Any]:
         try:
             rows = {}
             for key, path in cases.items():
-                m, _ = run_case(video, path, default_model_dir(), truth, together, pos, None, "auto",
+                m, _ = run_case(video, path, model, truth, together, pos, None, "auto",
                                 TrackerConfig(), "auto", speeds, rule)  # fmt: skip
                 rows[key] = {
                     "precision": m["precision"], "recall": m["recall"], "agreement": m["motion"]["agreement"],
@@ -125,7 +125,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# Walking vs standing on PETS S2.L1: which stage-2 inputs are to blame (issue 27)",
         "",
-        "`python benchmarks/bench_label_ablation.py` — the bundled model through the runtime on `gt.txt` tracks (gt) "
+        f"`python benchmarks/bench_label_ablation.py` — model `{res['model']}` through the runtime on `gt.txt` tracks (gt) "
         "and raw `det.txt` detections + the built-in tracker (det); each row sets one group of stage-2 columns to "
         "the model's training mean. Agreement: labels of the correct links vs the ground-plane motion (walking: "
         "both > 0.5 m/s; standing: both < 0.3 m/s). Per class: the share of the truly walking (W) / truly "
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--groups", default=",".join(GROUPS), help=f"comma-separated, from {', '.join(GROUPS)}")
+    ap.add_argument("--model", type=Path, default=default_model_dir(), help="model folder (default: the bundled)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"error: unknown group(s) {unknown}; expected some of {', '.join(GROUPS)}")
     start = time.perf_counter()
-    res = run(args.data, groups)
+    res = run(args.data, groups, args.model)
     res["seconds"] = time.perf_counter() - start
     text = markdown(res)
     write("bench_label_ablation", res, text, args.out)
