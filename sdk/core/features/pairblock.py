@@ -86,8 +86,8 @@ class Scene:
 
 
 def _median(x: np.ndarray) -> float:
-    """``np.median`` of a (N,) float64 array without NaN, N >= 1 (the same value; a sort is far cheaper
-    than ``np.median``'s generic machinery for a frame's few people)."""
+    """``np.median`` of a (N,) float64 array, N >= 1: the same value (NaN when any value is NaN), from one sort,
+    far cheaper than ``np.median``'s generic machinery for a frame's few people."""
     s = np.sort(x)
     if np.isnan(s[-1]):  # sorted last; np.median's answer then
         return float("nan")
