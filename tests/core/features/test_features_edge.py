@@ -379,3 +379,13 @@ def test_neighbour_counts_match_their_definition():
             exp_inline += across < pairblock.INLINE and half + 0.25 < along < half + 2.0
         assert (near[k], inline[k]) == (exp_near, exp_inline)
     assert near.max() > 0 and inline.max() > 0
+
+
+def test_scene_median_equals_numpy_median():
+    from pairedge.core.features.pairblock import _median
+
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 3, 10, 11):
+        x = rng.normal(size=n)
+        assert _median(x) == float(np.median(x))
+    assert np.isnan(_median(np.array([1.0, np.nan, 0.5])))

@@ -251,12 +251,3 @@ def test_frame_pair_values_equal_box_pair_values():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
         assert (want[:, -1] == 0).any() and (want[:, -1] > 0).any()
 
-
-def test_scene_median_equals_numpy_median():
-    from pairedge.core.features.pairblock import _median
-
-    rng = np.random.default_rng(2)
-    for n in (1, 2, 3, 10, 11):
-        x = rng.normal(size=n)
-        assert _median(x) == float(np.median(x))
-    assert np.isnan(_median(np.array([1.0, np.nan, 0.5])))
