@@ -103,6 +103,10 @@ class PipelineConfig:
             :mod:`pairedge.runtime.boxshape`): "auto" sets them to the model's training mean once the
             detector is seen to draw every box at one ratio (a sliding-window detector such as ACF or HOG,
             whose box shape says nothing about the person), "off" always uses them, "ignore" never does.
+        pair_radius: pairs whose box centres are farther apart than this many mean box heights get no features
+            and no classifier call, and are not in the frame's results (``pairedge`` spec only); None (the
+            default) = every pair. A work bound for sparse crowds: ``benchmarks/bench_pair_radius.py`` measures
+            which radius loses no link of the full pipeline (docs/runtime.md).
         backend_options: the classifier backend's frozen options dataclass, its ``Backend.options_type``
             (``OrtOptions`` for the ONNX Runtime backends, ``TensorRTOptions`` for ``tensorrt``); None = the
             backend's defaults. An instance of another backend's type is refused when the backend is made.
@@ -122,6 +126,7 @@ class PipelineConfig:
     features: Mapping[str, Any] | None = None
     box_shape: str = "auto"
     backend_options: object | None = None
+    pair_radius: float | None = None
 
     def __post_init__(self) -> None:
         if self.tracker not in ("auto", "always", "never"):
@@ -149,6 +154,11 @@ class PipelineConfig:
             raise InputError(
                 f"max_people: expected an integer >= 2 (or None for no cap), got {cap!r}; the default is 100"
             )
+        radius = self.pair_radius
+        if radius is not None and (
+            isinstance(radius, bool) or not isinstance(radius, int | float) or not 0 < radius < float("inf")
+        ):
+            raise InputError(f"pair_radius: expected a positive number of body heights (or None), got {radius!r}")
 
 
 #: The longest link confirmation accepted (seconds).

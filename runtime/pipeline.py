@@ -102,6 +102,7 @@ class Pipeline:
         self.tau_group = cfg.tau_group if cfg.tau_group is not None else models.threshold("tau_group")
         self.feature_config = cfg.features if cfg.features is not None else models.feature_config()
         self.extractor = models.spec.make_extractor(self.feature_config)
+        apply_pair_radius(self.extractor, models.spec.name, cfg.pair_radius)
         self._pool = pool_settings(models.spec.make_config(self.feature_config))  # None: dense flow features
         self._stream = make_stream(flow, self._pool) if flow is not None else None
         self.box_shape = BoxShapePolicy(cfg.box_shape, models.spec, models.stage2.metadata.norm_mean)
@@ -566,6 +567,20 @@ class Pipeline:
             features, p, label_ids, probs = _subset(features, keep), p[keep], label_ids[keep], probs[keep]
             pending = pending[keep]
         return features, p, label_ids, probs, pending, non_finite
+
+
+def apply_pair_radius(extractor: Any, spec_name: str, radius: float | None) -> None:
+    """Give ``extractor`` the config's ``pair_radius`` (only the ``pairedge`` spec's extractor takes one).
+
+    Raises:
+        InputError: a radius for a spec that computes every pair.
+    """
+    if radius is None:
+        return
+    if not hasattr(extractor, "pair_radius"):
+        raise InputError(f"pair_radius: the {spec_name!r} feature spec computes every pair; only the pairedge "
+                         "spec takes a radius")  # fmt: skip
+    extractor.pair_radius = float(radius)
 
 
 def _clock(t: float | None) -> Any:

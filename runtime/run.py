@@ -113,6 +113,8 @@ class RunOptions:
             the path of an ``.onnx`` detector (:mod:`pairedge.runtime.detectors.layouts`).
         detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
             "onnxruntime-cuda" or "onnxruntime-tensorrt".
+        pair_radius: ``PipelineConfig.pair_radius`` (pairs farther apart than this many mean box heights are
+            skipped); None = every pair.
         dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the ones
             ``pairedge build --dla-core N`` made, ``engines/<tag>-dla<N>/``); None = the GPU's.
     """
@@ -133,6 +135,7 @@ class RunOptions:
     detector: str | Path = "hog"
     detector_backend: str = "onnxruntime"
     dla_core: int | None = None
+    pair_radius: float | None = None
 
     def pipeline_config(self) -> PipelineConfig:
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
@@ -142,7 +145,7 @@ class RunOptions:
         return PipelineConfig(
             tracker=self.tracker, tracker_config=tracker, tracker_backend=self.tracker_backend, flow=flow,
             max_people=self.max_people, confirm_s=self.confirm_s, operating_point=self.operating_point,
-            box_shape=self.box_shape, backend_options=self._backend_options(),
+            box_shape=self.box_shape, backend_options=self._backend_options(), pair_radius=self.pair_radius,
         )  # fmt: skip
 
     def _backend_options(self) -> object | None:

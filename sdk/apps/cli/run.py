@@ -58,6 +58,13 @@ def run(
         help="ONNX Runtime provider of an .onnx --detector: onnxruntime (CPU), onnxruntime-cuda, "
         "onnxruntime-tensorrt.",
     ),  # fmt: skip
+    pair_radius: float | None = typer.Option(
+        None,
+        "--pair-radius",
+        help="Skip pairs whose box centres are more than this many mean box heights apart (no features, no "
+        "classifier call; they are not in the results). Default: every pair. See "
+        "benchmarks/results/bench_pair_radius.md for a radius that lost no link.",
+    ),  # fmt: skip
     dla_core: int | None = typer.Option(
         None,
         "--dla-core",
@@ -200,7 +207,7 @@ def run(
         flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
         box_shape=box_shape.value, detector=detector or "hog", detector_backend=detector_backend,
-        tracker_backend=tracker, dla_core=dla_core,
+        tracker_backend=tracker, dla_core=dla_core, pair_radius=pair_radius,
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 

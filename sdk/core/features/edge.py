@@ -51,7 +51,7 @@ from pairedge.core.features.flowpool import (
     pool_flow_reference,
     pool_pooled,
 )
-from pairedge.core.features.history import TrackHistory, TrackMotion
+from pairedge.core.features.history import TrackHistory, TrackMotion, wrap_delta
 from pairedge.core.features.pairblock import PAIR_NAMES, pair_block, scene_context
 from pairedge.core.types import Detections
 
@@ -219,6 +219,23 @@ def person_block(
     )
 
 
+def within_radius(
+    boxes: np.ndarray, ia: np.ndarray, ib: np.ndarray, radius: float, width: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``(ia, ib)`` (M,) whose box centres are at most ``radius`` mean box heights apart (the pair
+    block's ``distance`` column, before clamping), in their order.
+
+    Args:
+        boxes: (N, 4) float64 ``x y w h``; width: a panorama's width (horizontal distances wrap), else None.
+    """
+    cx, cy = boxes[:, 0] + boxes[:, 2] / 2, boxes[:, 1] + boxes[:, 3] / 2
+    dx = wrap_delta(np.take(cx, ib) - np.take(cx, ia), width)
+    dy = np.take(cy, ib) - np.take(cy, ia)
+    mean_h = np.maximum((np.take(boxes[:, 3], ia) + np.take(boxes[:, 3], ib)) / 2, EPS)
+    keep = np.hypot(dx, dy) <= radius * mean_h
+    return ia[keep], ib[keep]
+
+
 def finish(x: np.ndarray) -> np.ndarray:
     """C-contiguous float32 copy with NaN -> 0 and everything clamped to [-10, 10] (+-inf -> +-10)."""
     out = x.astype(np.float32, order="C")
@@ -252,6 +269,9 @@ class PairedgeExtractor:
         self._fq = len(PAIR_NAMES_V3 if context else PAIR_NAMES_V2 if orientation else PAIR_NAMES_V1)
         self._pool = pooling
         self.history = TrackHistory(config.history, config.evict_after)
+        #: a runtime work bound, not a feature option: pairs farther apart than this many mean box heights
+        #: (centre distance / mean height) get no features and are not returned; None = every pair
+        self.pair_radius: float | None = None
         self._last_t: float | None = None
         self._frame = 0
         self.last_ego = egomotion.identity()  # diagnostics: ego-motion of the last frame
@@ -321,6 +341,8 @@ class PairedgeExtractor:
             person = np.concatenate([person, ori.person_values(*facing)], axis=1)
         fp, fq = self._fp, self._fq
         ia, ib = pair_rows(len(rows))
+        if self.pair_radius is not None and len(ia):
+            ia, ib = within_radius(boxes, ia, ib, self.pair_radius, float(w) if cfg.wrap else None)
         context = None
         if self.context is not None:  # every frame, pairs or not: it records the observations
             context = self.context.step(ids, boxes, timestamp, dt, ia, ib, float(w) if cfg.wrap else None)

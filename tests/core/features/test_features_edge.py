@@ -389,3 +389,34 @@ def test_scene_median_equals_numpy_median():
         x = rng.normal(size=n)
         assert _median(x) == float(np.median(x))
     assert np.isnan(_median(np.array([1.0, np.nan, 0.5])))
+
+
+def test_pair_radius_keeps_exactly_the_near_pairs_with_unchanged_features():
+    """A pair radius drops the far pairs; every kept pair's features equal those of the unpruned run (they read
+    the whole frame: scene context and neighbour counts include everyone)."""
+    from pairedge.core.features import get_spec
+    from pairedge.core.features.edge import within_radius
+    from pairedge.core.types import Detections
+
+    rng = np.random.default_rng(3)
+    n = 12
+    boxes = np.column_stack([rng.uniform(0, 900, (n, 2)), rng.uniform(20, 40, n), rng.uniform(60, 120, n)])
+    full_ex, near_ex = get_spec("pairedge").make_extractor(), get_spec("pairedge").make_extractor()
+    near_ex.pair_radius = 2.5
+    for t in range(3):
+        moved = boxes.copy()
+        moved[:, :2] += t * 3.0
+        d = Detections.from_arrays(moved, np.arange(1, n + 1))
+        full = full_ex.step(d, t / 10, (1000, 1000))
+        near = near_ex.step(d, t / 10, (1000, 1000))
+    boxes = np.asarray(d.boxes, np.float64)
+    c = boxes[:, :2] + boxes[:, 2:] / 2
+    ia, ib = full.index[:, 0], full.index[:, 1]
+    dist = np.hypot(*(c[ib] - c[ia]).T) / ((boxes[ia, 3] + boxes[ib, 3]) / 2)
+    keep = dist <= 2.5
+    assert 0 < keep.sum() < len(keep)
+    np.testing.assert_array_equal(near.pairs, full.pairs[keep])
+    np.testing.assert_array_equal(near.stage1, full.stage1[keep])
+    np.testing.assert_array_equal(near.stage2, full.stage2[keep])
+    ka, kb = within_radius(boxes, ia, ib, 2.5)
+    np.testing.assert_array_equal(np.stack([ka, kb], 1), full.index[keep])
