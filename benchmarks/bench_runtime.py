@@ -253,7 +253,7 @@ def criteria(by_n: dict[int, dict[str, Any]]) -> dict[str, float] | None:
 
 
 def sweep(model: Path, flow: FlowConfig, args: argparse.Namespace) -> dict[str, Any]:
-    config = PipelineConfig(flow=flow, backend_options=OrtOptions(intra_op_threads=1))
+    config = PipelineConfig(flow=flow, backend_options=OrtOptions(intra_op_threads=1), pair_radius=args.pair_radius)
     people = [
         bench_people(model, int(n), args.frames, args.warmup, config, args.sim)
         for n in args.people.split(",")
@@ -270,7 +270,7 @@ def default_allocator_run(model: Path, args: argparse.Namespace) -> dict[str, An
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, __file__, "--model", str(model), "--allocator", "default", "--no-accuracy",
                "--flows", args.flows.split(",")[0], "--people", "10,100", "--frames", str(args.frames),
-               "--out", tmp]  # fmt: skip
+               "--out", tmp] + ([] if args.pair_radius is None else ["--pair-radius", str(args.pair_radius)])  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(done.stderr[-2000:], file=sys.stderr)
@@ -296,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--accuracy-scenes", default="static:1000,moving:1000,noisy:1000")
     ap.add_argument("--accuracy-frames", type=int, default=150)
     ap.add_argument("--long-frames", type=int, default=0, help="also run the memory check over N frames")
+    ap.add_argument("--pair-radius", type=float, default=None,
+                    help="PipelineConfig.pair_radius for the latency sweeps (default: every pair)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
