@@ -19,8 +19,6 @@ calibration set for detectors.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +33,10 @@ from pairedge.export.tensorrt.builder import (
     build_network,
     build_record,
 )
+from pairedge.export.tensorrt.engine_files import build_environment, file_record, write_engine
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt, versions
-from pairedge.runtime.backends.tensorrt_loader import engine_folder, environment, sha256_file
+from pairedge.runtime.backends.tensorrt_loader import engine_folder
 from pairedge.runtime.detectors.engine_manifest import DetectorEngineManifest
 from pairedge.runtime.detectors.layouts import find_layout
 from pairedge.runtime.detectors.onnx import check_model_path
@@ -181,19 +180,11 @@ def build_detector(
         InputError: a precision this ONNX cannot give here, a DLA core the device lacks.
         BuildError: the parser, a DLA layer check or the build failed.
     """
-    from pairedge.runtime.backends.cudamem import open_cuda_memory
-
     graph = read_detector_graph(onnx_path)
     trt = trt if trt is not None else load_tensorrt()
     strongly_typed = versions.generation(versions.TrtVersion.of(trt)).strongly_typed
     check_detector_precision(graph, settings.precision, strongly_typed, onnx_path.name)
-    own_memory = memory is None
-    memory = memory if memory is not None else open_cuda_memory("auto")
-    try:
-        env = environment(trt, memory)
-    finally:
-        if own_memory:
-            memory.close()
+    env = build_environment(trt, memory)
 
     def image_profile(network: Any) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         names = [str(network.get_input(i).name) for i in range(network.num_inputs)]
@@ -205,17 +196,15 @@ def build_detector(
     engine_dir = out if out is not None else onnx_path.parent / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
     engine_dir.mkdir(parents=True, exist_ok=True)
     engine_path = engine_dir / engine_name(onnx_path, settings.precision)
-    tmp = engine_path.with_name(engine_path.name + ".partial")
-    tmp.write_bytes(result.plan)
-    os.replace(tmp, engine_path)
+    engine_record = write_engine(engine_path, result.plan)
     manifest = DetectorEngineManifest(
         precision=settings.precision,
         tensorrt_version=env.tensorrt_version,
         cuda_version=env.cuda_version,
         device_name=env.device_name,
         compute_capability=env.compute_capability,
-        onnx={"file": onnx_path.name, "sha256": sha256_file(onnx_path), "size": onnx_path.stat().st_size},
-        engine={"file": engine_path.name, "sha256": hashlib.sha256(result.plan).hexdigest(), "size": len(result.plan)},
+        onnx=file_record(onnx_path),
+        engine=engine_record,
         image_input=graph.image_input,
         inputs=graph.shapes,
         input_size=graph.input_size,

@@ -14,8 +14,6 @@ Both engine files and their manifests are registered in ``MODEL_DIR/manifest.jso
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +23,12 @@ from pairedge.core import artefacts
 from pairedge.core.errors import ModelError
 from pairedge.core.version import __version__
 from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_record, build_serialized
+from pairedge.export.tensorrt.engine_files import build_environment, file_record, write_engine
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt
 from pairedge.runtime.backends.tensorrt_loader import (
     EngineManifest,
     engine_folder,
-    environment,
     manifest_path,
     sha256_file,
 )
@@ -89,20 +87,13 @@ def build_model_folder(
         ModelError: missing ONNX files. BuildError: the parser or builder failed, or a layer cannot run
         on the DLA. InputError: a DLA build with a dynamic profile or a DLA core the device lacks.
     """
-    from pairedge.runtime.backends.cudamem import open_cuda_memory
     from pairedge.runtime.backends.model import load_model
 
     settings.check_dla_profile()  # before anything is loaded
     onnx_files = stage_onnx_files(model_dir, settings.precision)
     models = [load_model(p, stage=s) for s, p in zip(artefacts.STAGES, onnx_files, strict=True)]
     trt = trt if trt is not None else load_tensorrt()
-    own_memory = memory is None
-    memory = memory if memory is not None else open_cuda_memory("auto")
-    try:
-        env = environment(trt, memory)
-    finally:
-        if own_memory:
-            memory.close()
+    env = build_environment(trt, memory)
     engine_dir = out if out is not None else model_dir / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
     engine_dir.mkdir(parents=True, exist_ok=True)
     calibration = model_dir / artefacts.CALIBRATION_FILE
@@ -111,7 +102,7 @@ def build_model_folder(
         sink = progress(stage) if progress is not None else None
         result = build_serialized(trt, onnx_path, settings, progress=sink)
         engine = engine_dir / artefacts.artefact(stage, settings.precision).engine
-        _write_atomic(engine, result.plan)
+        engine_record = write_engine(engine, result.plan)
         meta = model.metadata
         manifest = EngineManifest(
             stage=stage,
@@ -121,8 +112,8 @@ def build_model_folder(
             device_name=env.device_name,
             compute_capability=env.compute_capability,
             profile=settings.profile.as_dict(),
-            onnx={"file": onnx_path.name, "sha256": sha256_file(onnx_path), "size": onnx_path.stat().st_size},
-            engine={"file": engine.name, "sha256": hashlib.sha256(result.plan).hexdigest(), "size": len(result.plan)},
+            onnx=file_record(onnx_path),
+            engine=engine_record,
             labels=tuple(meta.labels),
             feature_spec=meta.feature_spec,
             feature_spec_version=meta.feature_spec_version,
@@ -143,12 +134,6 @@ def build_model_folder(
         built.append(BuiltEngine(stage, engine, manifest, result))
     _register(model_dir, [b.engine for b in built])
     return built
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _register(model_dir: Path, engines: list[Path]) -> None:
