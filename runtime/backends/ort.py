@@ -75,6 +75,21 @@ def _ort() -> Any:
     return onnxruntime
 
 
+def provider_unavailable(provider: str) -> str | None:
+    """Why ONNX Runtime cannot run ``provider`` here (not importable, or not one of its providers), else None.
+    Shared by the classifier and the detector sessions."""
+    try:
+        available = _ort().get_available_providers()
+    except ImportError as exc:
+        return f"onnxruntime is not importable ({exc}); pip install onnxruntime"
+    if provider not in available:
+        return (
+            f"{provider} is not offered by this onnxruntime (available: {', '.join(available)}); "
+            "for GPU providers: pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
+        )
+    return None
+
+
 class OnnxRuntimeBackend(Backend):
     """ONNX Runtime on the CPU execution provider.
 
@@ -97,16 +112,7 @@ class OnnxRuntimeBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        try:
-            available = _ort().get_available_providers()
-        except ImportError as exc:
-            return f"onnxruntime is not importable ({exc}); pip install onnxruntime"
-        if cls.providers[0] not in available:
-            return (
-                f"{cls.providers[0]} is not offered by this onnxruntime (available: {', '.join(available)}); "
-                "for GPU providers: pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
-            )
-        return None
+        return provider_unavailable(cls.providers[0])
 
     def _provider_list(self) -> list[Any]:
         return list(self.providers)

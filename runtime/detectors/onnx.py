@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pairedge.core import limits
 from pairedge.core.errors import BackendError, FormatError, InputError, ModelError
-from pairedge.runtime.backends.ort import _LEVELS, OrtOptions
+from pairedge.runtime.backends.ort import _LEVELS, OrtOptions, provider_unavailable
 from pairedge.runtime.detectors.base import Detector
 from pairedge.runtime.detectors.layouts import LAYOUTS, Layout, decode, find_layout
 from pairedge.runtime.detectors.postprocess import DetectorOptions, letterbox
@@ -101,14 +101,7 @@ class OnnxDetector(Detector):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        try:
-            available = _ort().get_available_providers()
-        except ImportError as exc:
-            return f"onnxruntime is not importable ({exc}); pip install onnxruntime"
-        if cls.providers[0] not in available:
-            return (f"{cls.providers[0]} is not offered by this onnxruntime (available: {', '.join(available)}); "
-                    "for GPU providers: pip uninstall -y onnxruntime && pip install onnxruntime-gpu")  # fmt: skip
-        return None
+        return provider_unavailable(cls.providers[0])
 
     def _provider_list(self) -> list[Any]:
         return list(self.providers)
