@@ -89,7 +89,7 @@ def read_detector_graph(path: Path) -> DetectorGraph:
     inputs = [vi for vi in g.input if vi.name not in inits]
     images = [vi for vi in inputs if vi.name != SIZE_INPUT]
     size_input = SIZE_INPUT if any(vi.name == SIZE_INPUT for vi in inputs) else None
-    got = ", ".join(f"{vi.name} {dims(vi)}" for vi in inputs)
+    got = ", ".join(f"{vi.name} {dims(vi)}" for vi in inputs) or "no input at all (an empty or non-ONNX file?)"
     if len(images) != 1 or len(dims(images[0])) != 4:
         raise ModelError(f"{path.name}: expected one image input [1, 3, H, W] (plus RT-DETR's {SIZE_INPUT}), got {got}")
     n, c, h, w = dims(images[0])
