@@ -33,10 +33,12 @@ import numpy as np
 from _train_bench import write
 from bench_real_video import (
     DEFAULT_DATA,
+    KEYED,
     FrameSource,
     Together,
     ground_positions,
     ground_speeds,
+    label_stability,
     read_mot,
     run_case,
     together_matrix,
@@ -100,10 +102,11 @@ def run(data: Path, groups: list[str], model: Path) -> dict[str, Any]:
         original, patched = neutralising(cols, mean[cols])
         boxshape.BoxShapePolicy.neutralise = patched  # type: ignore[method-assign]
         try:
-            rows = {}
+            rows, keyed = {}, {}
             for key, path in cases.items():
                 m, _ = run_case(video, path, model, truth, together, pos, None, "auto",
                                 TrackerConfig(), "auto", speeds, rule)  # fmt: skip
+                keyed[key] = m.pop(KEYED)
                 rows[key] = {
                     "precision": m["precision"], "recall": m["recall"], "agreement": m["motion"]["agreement"],
                     "shares": {k: v["share"] for k, v in m["labels"].items()},
@@ -113,7 +116,8 @@ def run(data: Path, groups: list[str], model: Path) -> dict[str, Any]:
                       f"{rows[key]['shares'].get('walking_together', 0):.3f}", flush=True)  # fmt: skip
         finally:
             boxshape.BoxShapePolicy.neutralise = original  # type: ignore[method-assign]
-        res["groups"][group] = {"columns": list(GROUPS[group]), **rows}
+        stable = label_stability(keyed["gt"], keyed["det"], list(models.labels))
+        res["groups"][group] = {"columns": list(GROUPS[group]), **rows, "label_stability": stable}
     return res
 
 
@@ -129,19 +133,25 @@ def markdown(res: dict[str, Any]) -> str:
         "and raw `det.txt` detections + the built-in tracker (det); each row sets one group of stage-2 columns to "
         "the model's training mean. Agreement: labels of the correct links vs the ground-plane motion (walking: "
         "both > 0.5 m/s; standing: both < 0.3 m/s). Per class: the share of the truly walking (W) / truly "
-        "standing (S) linked pair-frames labelled walking / standing. Nothing is chosen here.",
+        "standing (S) linked pair-frames labelled walking / standing. Common: the pair-frames both runs link "
+        "(same two ground-truth people), their walking share in this run and the share of them both runs label "
+        "alike. Nothing is chosen here.",
         "",
-        "| neutralised | run | P / R | agreement | walking share | W -> walking | S -> standing | W / S pair-frames |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| neutralised | run | P / R | agreement | walking share | W -> walking | S -> standing | W / S pair-frames "
+        "| common: walking share | common: same label |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for group, g in res["groups"].items():
-        for key in ("gt", "det"):
+        stable = g["label_stability"]
+        for side, key in enumerate(("gt", "det")):
             r = g[key]
             pc = r["per_class"]
+            common = stable["shares"]["walking_together"][side]
             lines.append(
                 f"| {group} | {key} | {r['precision']:.3f} / {r['recall']:.3f} | {_p(r['agreement'])} | "
                 f"{_p(r['shares'].get('walking_together'))} | {_p(pc['walking']['walking_together'])} | "
-                f"{_p(pc['standing']['standing_together'])} | {pc['walking']['n']} / {pc['standing']['n']} |"
+                f"{_p(pc['standing']['standing_together'])} | {pc['walking']['n']} / {pc['standing']['n']} | "
+                f"{_p(common)} ({stable['common_pair_frames']}) | {_p(stable['same_label'])} |"
             )
     lines += ["", f"Run time {res['seconds']:.0f} s.", ""]
     return "\n".join(lines)

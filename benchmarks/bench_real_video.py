@@ -175,6 +175,7 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     # frame, label, heights, metres, together, ground motion of a together pair ("walking" / "standing" / "")
     linked_rows: list[tuple[int, str, float, float, bool, str]] = []
     recalled: set[tuple[int, int, int]] = set()
+    keyed: dict[tuple[int, int, int], str] = {}  # (frame, truth id, truth id) -> label of a linked pair
     scored_together = 0
     picture = None
     config = PipelineConfig(operating_point=operating_point, tracker_config=tracker or TrackerConfig(),
@@ -199,6 +200,8 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                     continue
                 if is_together:
                     recalled.add((index, min(ga, gb), max(ga, gb)))
+                if known:
+                    keyed[(index, min(ga, gb), max(ga, gb))] = labels[lab]
                 ba, bb = boxes[row_of[a]], boxes[row_of[b]]
                 heights = float(
                     np.hypot(*((ba[:2] + ba[2:] / 2) - (bb[:2] + bb[2:] / 2))) / ((ba[3] + bb[3]) / 2)
@@ -215,7 +218,27 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
         point = {"operating_point": pipe.describe()["operating_point"], "tau_interact": pipe.tau_interact,
                  "confirm_s": pipe.confirm_s, "switched_at_frame": switched}  # fmt: skip
     truth_total = int(np.triu(together, 1).sum())
-    return {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}, picture
+    metrics = {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}
+    return {**metrics, KEYED: keyed}, picture
+
+
+#: run_case's key for the labels of its linked pairs by ground-truth ids (not written to the results).
+KEYED = "_labels_by_truth_pair"
+
+
+def label_stability(first: dict[tuple[int, int, int], str], second: dict[tuple[int, int, int], str],
+                    labels: list[str]) -> dict[str, Any]:  # fmt: skip
+    """Labels of two runs (two box sources) on the pair-frames BOTH linked, keyed by ground-truth ids: each
+    run's label shares there and the share of those pair-frames given the same label. Separates labelling
+    from linking: the runs' overall shares also differ when one links pairs the other misses."""
+    common = sorted(set(first) & set(second))
+    a = np.array([first[k] for k in common]) if common else np.zeros(0, str)
+    b = np.array([second[k] for k in common]) if common else np.zeros(0, str)
+    share = {lab: [float((a == lab).mean()) if common else None, float((b == lab).mean()) if common else None]
+             for lab in labels}  # fmt: skip
+    return {"common_pair_frames": len(common), "shares": share,
+            "same_label": float((a == b).mean()) if common else None,
+            "max_share_gap": max((abs(x - y) for x, y in share.values() if x is not None), default=None)}  # fmt: skip
 
 
 def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndarray,
@@ -409,6 +432,18 @@ def markdown(res: dict[str, Any]) -> str:
         conf = mo["confusion"]
         lines.append(f"| {name} | {mo['judged']} / {mo['together_linked']} | {_f(mo['agreement'])} | "
                      f"{conf.get('walking', {})} | {conf.get('standing', {})} |")  # fmt: skip
+    if res.get("label_stability"):
+        lines += ["", "**Label stability across box sources**: the pair-frames linked in BOTH runs (same frame, "
+                  "same two ground-truth people), each run's label shares there and the share given the same "
+                  "label (the overall shares above also differ by what each run links):", "",
+                  "| operating point | common pair-frames | walking share gt / det | standing share gt / det "
+                  "| sitting share gt / det | largest gap | same label |", "|---|---:|---|---|---|---:|---:|"]
+        for op, st in res["label_stability"].items():
+            sh = st["shares"]
+            cells = " | ".join(f"{_f(sh.get(k, [None, None])[0])} / {_f(sh.get(k, [None, None])[1])}"
+                               for k in ("walking_together", "standing_together", "sitting_together"))
+            lines.append(f"| {op} | {st['common_pair_frames']} | {cells} | {_f(st['max_share_gap'])} | "
+                         f"{_f(st['same_label'])} |")  # fmt: skip
     for name, r in res["runs"].items():
         lines += ["", f"## {name}: predicted labels", "",
                   "| label | pair-frames | share of linked | median body heights | median m | together |",
@@ -499,7 +534,9 @@ def main(argv: list[str] | None = None) -> int:
             points.append(op)
         except ModelError:
             print(f"skipping operating point {op!r}: the model has none by that name")
+    res["label_stability"] = {}
     for op in points:
+        keyed: dict[str, dict[tuple[int, int, int], str]] = {}
         for key in args.runs.split(","):
             name, path = cases[key.strip()]
             want_png = args.png is not None and key.strip() == "gt" and op == points[0]
@@ -507,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
                 video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op,
                 tracker, args.box_shape, speeds, rule,
             )
+            keyed[key.strip()] = metrics.pop(KEYED)
             res["runs"][name if op == "auto" else f"{name}, {op}"] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
                   f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})} "
@@ -514,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
             if picture is not None:
                 args.png.parent.mkdir(parents=True, exist_ok=True)
                 cv2.imwrite(str(args.png), picture)
+        if {"gt", "det"} <= set(keyed):
+            res["label_stability"][op] = label_stability(keyed["gt"], keyed["det"], list(models.labels))
     text = markdown(res)
     write("bench_real_video", res, text, args.out)
     print(text)

@@ -5,7 +5,8 @@ exactly as :func:`pairedge.apps.recipes.default_model.training_sets` renders the
 the stage-1 features, the stage-2 features and the SIM7 label. From them:
 
 - ``stage1``: the stage-1 training rows (task ``stage1``), identical to the fp32 model's;
-- ``stage2``: the stage-2 training rows (task ``paper3``: the together pairs), identical to the fp32 model's;
+- ``stage2``: the stage-2 training rows (task ``paper3``: the together pairs), identical to the fp32 model's
+  (with the recipe's ``stage2.aspect_swap`` applied, as the fp32 run applied it);
 - ``stage2_all``: stage-2 features of *every* pair (task ``sim7``), row-aligned with ``stage1``: the runtime
   runs stage 2 on whatever stage 1 gates, strangers included, so the int8 stage 2 must follow fp32 there too.
 
@@ -22,6 +23,7 @@ import numpy as np
 from pairedge.core.errors import ModelError
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.seeds import parse_seeds
+from pairedge.export.aspect_swap import borrow_standing_aspect
 from pairedge.export.datasets import FeatureData
 from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 
@@ -91,6 +93,9 @@ def scene_rows(recipe: dict[str, Any], parts: list[tuple[str, list[str]]]) -> Re
     )
     if not np.array_equal(stage1.groups, sim7.groups):  # pragma: no cover - one pass makes both
         raise ModelError("stage-1 and stage-2 rows of the recipe's scenes are not aligned")
+    swap = recipe.get("stage2", {}).get("aspect_swap")
+    if swap:  # the fp32 stage 2 trained on these rows with some walking rows' box aspects swapped
+        paper3, _ = borrow_standing_aspect(paper3, float(swap["fraction"]), int(swap["seed"]))
     return RecipeRows(stage1, paper3, sim7.X)
 
 

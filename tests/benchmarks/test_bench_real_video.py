@@ -13,6 +13,7 @@ from bench_real_video import (  # noqa: E402
     Together,
     detector_coverage,
     ground_speeds,
+    label_stability,
     match_to_truth,
     motion_agreement,
     motion_class,
@@ -74,6 +75,24 @@ def test_detector_coverage_by_hand(tmp_path: Path) -> None:
     cov = detector_coverage(det, truth, together, lags=(0, 1, 3))
     # K=0: frames 0, 3, 5; K=1 adds 1 (2 seen in 0) and 4 (1 seen in 3); K=3 adds 2 (2 seen in 0)
     assert cov == pytest.approx({"K=0": 3 / 6, "K=1": 5 / 6, "K=3": 1.0})
+
+
+def test_label_stability_compares_only_pairs_both_runs_link() -> None:
+    labels = ["walking_together", "standing_together", "sitting_together"]
+    gt = {(0, 1, 2): "walking_together", (1, 1, 2): "walking_together", (1, 3, 4): "standing_together",
+          (2, 3, 4): "standing_together"}  # fmt: skip
+    # det misses frame 2's pair and links one of its own; of the 3 common pair-frames it labels 2 alike
+    det = {(0, 1, 2): "walking_together", (1, 1, 2): "standing_together", (1, 3, 4): "standing_together",
+           (5, 6, 7): "sitting_together"}  # fmt: skip
+    st = label_stability(gt, det, labels)
+    assert st["common_pair_frames"] == 3
+    assert st["same_label"] == pytest.approx(2 / 3)
+    assert st["shares"]["walking_together"] == pytest.approx([2 / 3, 1 / 3])
+    assert st["shares"]["standing_together"] == pytest.approx([1 / 3, 2 / 3])
+    assert st["shares"]["sitting_together"] == [0.0, 0.0]
+    assert st["max_share_gap"] == pytest.approx(1 / 3)
+    empty = label_stability(gt, {}, labels)
+    assert empty["common_pair_frames"] == 0 and empty["same_label"] is None and empty["max_share_gap"] is None
 
 
 def test_ground_speed_and_walking_vs_standing() -> None:

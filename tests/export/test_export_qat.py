@@ -224,6 +224,33 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
     assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-3
 
 
+def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_computes_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pairedge.calibration.infer as infer
+
+    path, result, X = _quantized(tmp_path, MLP, 2, 1, True)
+    real = infer.logits
+
+    def shifted(rows: int, by: float):
+        def fake(sess, x):  # ONNX Runtime's logits, with the first `rows` rows moved by `by`
+            out = np.array(real(sess, x), copy=True)
+            out[:rows] += by
+            return out
+
+        return fake
+
+    monkeypatch.setattr(infer, "logits", shifted(1, 0.1))  # one row of 1,000 a few ties apart: accepted
+    written = export_int8(path, result, tmp_path / "a.int8.onnx", stage_info({}, "stage1", result), X[:1000])
+    assert 0.09 < written.export_max_abs_diff < 0.11 and written.export_p999_abs_diff < 1e-3
+    for rows, by, what in ((1000, 0.06, "percentile"), (1, 0.3, "at worst")):
+        monkeypatch.setattr(infer, "logits", shifted(rows, by))
+        out = tmp_path / f"b{rows}.int8.onnx"
+        with pytest.raises(ModelError, match=what):
+            export_int8(path, result, out, stage_info({}, "stage1", result), X[:1000])
+        assert not out.exists()
+
+
 def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path) -> None:
     """build_int8 on a small folder: both int8 files written beside the fp32 ones, registered in the manifest
     (verified), loadable as the folder's int8 precision, and the record names rows, epochs and checks."""

@@ -17,7 +17,9 @@ only, as far as the other presets' validation MPCA allows (:func:`constrained_th
 stage-1 metrics use it. ``confirm`` chooses the runtime's link confirmation time on simulator validation
 clips (:mod:`pairedge.apps.recipes.link_policy`) and stores it in stage 1's metadata (``extra["confirm_s"]``);
 ``stage1.operating_points`` adds named operating points (threshold and confirmation chosen together by the
-pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]``). The last step makes
+pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]``). ``stage2.aspect_swap``
+gives a fraction of stage 2's walking rows the box aspects of standing rows before training
+(:mod:`pairedge.export.aspect_swap`; validation rows included, held-out rows never). The last step makes
 ``stage{1,2}.int8.onnx`` from the final fp32 files by quantization-aware training
 (:data:`pairedge.core.bundled.QAT_RECIPE`, :mod:`pairedge.export.qat_build`; every Gemm in int8) and records it
 in ``recipe.json["int8"]``; ``--int8-only`` redoes only that step for an existing folder (minutes, no fp32
@@ -39,6 +41,7 @@ from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.modelfolder import write_manifest
 from pairedge.core.seeds import parse_seeds
+from pairedge.export.aspect_swap import borrow_standing_aspect
 from pairedge.export.datasets import FeatureData
 from pairedge.export.datasets.fingerprint import blas_info, value_summary
 from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
@@ -226,6 +229,11 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
         stage = recipe[key]
         task, number = stage["task"], TASK_STAGE[stage["task"]]
         data = resolve_data(train_sets[task], spec, number)
+        swapped = None
+        if "aspect_swap" in stage:  # stage 2's walking rows borrow standing rows' box aspects (some of them)
+            swap = stage["aspect_swap"]
+            data, rows = borrow_standing_aspect(data, float(swap["fraction"]), int(swap["seed"]))
+            swapped = {**swap, "rows": rows}
         result = train(data, train_config(stage), progress=progress)
         ckpt = checkpoint_of(result, data)
         ckpt = replace(ckpt, label_set=data.label_set, extra={**ckpt.extra, "recipe": recipe})
@@ -253,6 +261,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
             "onnx_bytes": exported.onnx_bytes,
             "onnx_max_abs_diff": exported.max_abs_diff,
             "best_epoch": result.best_epoch,
+            "aspect_swap": swapped,
             "p_interact_threshold": tau if number == 1 else None,
             "threshold_calibration": calibration,
             "validation": {k: result.val_metrics[k] for k in ("accuracy", "mpca", "macro_f1")},
