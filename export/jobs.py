@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pairedge.core.artefacts import artefact
@@ -99,9 +100,11 @@ def train_to_dir(
     spec_version: str | None = None,
     copies: list[FeatureData] | None = None,
     refit: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> TrainOutputs:
     """Train on ``data`` and write ``model.pt`` + ``model.json``, ``report.{json,md}``, ``curves.png`` and
-    (with ``export``) ``stage{N}.onnx`` into ``out``; ``spec_version`` as in :func:`resolve_data`.
+    (with ``export``) ``stage{N}.onnx`` into ``out``; ``spec_version`` as in :func:`resolve_data`; ``extra``
+    is added to the checkpoint's (and the ONNX file's) ``extra`` metadata.
 
     ``copies`` (augmented rows of the same sequences) and ``refit`` train with
     :func:`pairedge.export.augmented.train_augmented`: copies of validation sequences are left out while the
@@ -117,6 +120,8 @@ def train_to_dir(
         result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
     out = Path(out)
     ckpt = checkpoint_of(result, data)
+    if extra:
+        ckpt = replace(ckpt, extra={**ckpt.extra, **extra})
     save_checkpoint(ckpt, out)
     report = write_report(result, out, title or f"{spec} stage {result.stage} training report")
     exported = export_checkpoint(ckpt, out / artefact(result.stage, "fp32").onnx) if export else None

@@ -89,6 +89,15 @@ def train_command(
         "copies for the chosen number of epochs; the reported validation numbers are then the "
         "early-stopped model's.",
     ),
+    aspect_swap: float = typer.Option(
+        0.0,
+        "--aspect-swap",
+        min=0.0,
+        max=1.0,
+        help="Stage 2 with walking_together / standing_together labels: give this fraction of the walking "
+        "rows the box aspects of a random standing row, so motion rather than box width says walking "
+        "(simulator walkers have wide boxes, real annotated ones do not; the bundled recipe uses 0.5).",
+    ),
     export: bool = typer.Option(True, "--export/--no-export", help="Also write stage{N}.onnx."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -124,8 +133,18 @@ def train_command(
     rows, copies = load_with_copies(data, spec=spec.value, stage=stage, labels=labels, spec_version=spec_version,
                                     augment=names, orientation=orientation,
                                     feature_config=feature_options(spec, history))  # fmt: skip
+    extra = {}
+    if aspect_swap > 0:
+        from pairedge.export.aspect_swap import borrow_standing_aspect
+
+        if stage != 2:
+            raise InputError("--aspect-swap: stage 2 only (stage 1 has no box-aspect column)")
+        rows, swapped = borrow_standing_aspect(rows, aspect_swap, seed)
+        extra["aspect_swap"] = {"fraction": aspect_swap, "seed": seed, "rows": swapped}
+        console.print(f"aspect swap: {swapped} walking rows took a standing row's box aspects", highlight=False)
     outputs = train_to_dir(rows, out, spec=spec.value, stage=stage, config=config, export=export,
-                           progress=progress, spec_version=spec_version, copies=copies, refit=refit)  # fmt: skip
+                           progress=progress, spec_version=spec_version, copies=copies, refit=refit,
+                           extra=extra)  # fmt: skip
     result, val = outputs.result, outputs.result.val_metrics
     console.print(
         f"stage {result.stage} {result.model_config.architecture} ({result.num_parameters} parameters), "

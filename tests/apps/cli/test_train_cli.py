@@ -139,3 +139,31 @@ def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: P
     assert rows.X[:, fill].tolist() != default.X[:, fill].tolist()  # 6 samples fill a history of 2, not of 8
     with pytest.raises(InputError, match="is a features file"):
         load_with_copies(str(_npz(tmp_path / "f.npz")), spec="pairedge", stage=2, feature_config={"history": 2})
+
+
+def test_aspect_swap_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Path) -> None:
+    from pairedge.core.features import get_spec
+
+    names = get_spec("pairedge").stage2_names
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 600)
+    X = rng.normal(size=(600, len(names))).astype(np.float32)
+    X[:, 0] += 1.5 * y
+    X[:, [names.index("a_aspect"), names.index("b_aspect")]] = 0.3 + 0.1 * (y == 0)[:, None]
+    groups = np.array([f"s{i // 50}" for i in range(600)])
+    path = tmp_path / "p.npz"
+    FeatureData.from_arrays(X, y, groups, PAPER3.classes, feature_spec="pairedge", feature_names=names,
+                            stage=2).save(path)  # fmt: skip
+    args = ["train", "--data", str(path), "--spec", "pairedge", "--epochs", "2", "--patience", "2", "--no-progress"]
+    ok = runner.invoke(app, [*args, "--stage", "2", "--out", str(tmp_path / "m"), "--aspect-swap", "0.5"])
+    assert ok.exit_code == 0, ok.output
+    swap = json.loads((tmp_path / "m" / "model.json").read_text())["extra"]["aspect_swap"]
+    walking = int((y == 0).sum())
+    assert swap["fraction"] == 0.5 and swap["seed"] == 0 and 0.3 * walking < swap["rows"] < 0.7 * walking
+    assert f"aspect swap: {swap['rows']} walking rows" in ok.output
+    stage1 = runner.invoke(app, [*args, "--stage", "1", "--out", str(tmp_path / "s1"), "--aspect-swap", "0.5"])
+    assert stage1.exit_code == 1 and "stage 2 only" in stage1.output and "Traceback" not in stage1.output
+    liang = runner.invoke(app, ["train", "--data", str(_npz(tmp_path / "l.npz")), "--out", str(tmp_path / "l"),
+                                *ARGS, "--aspect-swap", "0.5"])  # fmt: skip
+    assert liang.exit_code == 1 and "no a_aspect" in liang.output and "Traceback" not in liang.output
+    assert runner.invoke(app, [*args, "--stage", "2", "--out", str(tmp_path / "x"), "--aspect-swap", "2"]).exit_code == 2
