@@ -112,7 +112,7 @@ def test_demo_never_imports_torch(tmp_path: Path) -> None:
 @pytest.mark.skipif(not BUNDLED, reason=f"the bundled default model is not in {default_model_dir()} yet")
 def test_demo_with_the_bundled_model(tmp_path: Path) -> None:
     """The README's first command: the default, held-out scene with the shipped model finds the simulated
-    pairs (seed 1000 with ground-truth boxes: pair F1 0.77, accuracy 0.70, MPCA 0.72 when measured)."""
+    pairs (seed 1000 with ground-truth boxes: pair F1 0.78, accuracy 0.76, MPCA 0.70 when measured)."""
     result = runner.invoke(app, ["demo", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "metrics.json").read_text())

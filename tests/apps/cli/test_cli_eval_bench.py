@@ -12,6 +12,7 @@ import onnx
 import pytest
 from pairedge.apps.cli import app
 from pairedge.core.bundled import default_model_dir
+from pairedge.runtime.loading import find_models
 from pairedge.core.errors import InputError
 from pairedge.runtime.deployment import Deployment
 from parity_helpers import box_only_toy
@@ -179,7 +180,8 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     )
     assert "Recommended:" in res.output and data["environment"]["cpu"]
     assert fp32["agreement"]["top1_scope"] == "gated by the fp32 reference"
-    assert data["reference"]["tau_interact"] == 0.55  # the bundled model's threshold, held over the scene
+    main = find_models(default_model_dir()).stage1.metadata.thresholds["p_interact"]
+    assert data["reference"]["tau_interact"] == main  # the bundled model's threshold, held over the scene
     assert fp32["comparison"]["top1"]["decision"]["rows"] == fp32["agreement"]["top1_rows"] > 0
     assert fp32["mpca_drop"] == 0.0 and fp32["gate_passed"] and fp32["gate_problems"] == []
     table = res.output[res.output.index("backend  "):].splitlines()[:8]  # header, rule, 6 rows

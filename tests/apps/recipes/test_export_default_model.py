@@ -131,9 +131,10 @@ def test_a_real_feature_change_fails_the_slice_check(slice_check: dict) -> None:
     relabelled[:3] = (relabelled[:3] + 1) % len(data.labels)
     for X, y in ((scaled, None), (shifted, None), (swapped, None), (None, relabelled)):
         assert problems(X, y), "a real change of the features passed the check"
-    # a real change of the code's output: one sample less of track history (8 -> 7) moves only the
-    # history-derived columns, and only a little
-    shorter = {**RECIPE, "feature_config": {**RECIPE["feature_config"], "history": 7}}
+    # a real change of the code's output: one sample less of track history moves only the history-derived
+    # columns, and only a little
+    history = int(RECIPE["feature_config"].get("history", 8))
+    shorter = {**RECIPE, "feature_config": {**RECIPE["feature_config"], "history": history - 1}}
     changed = feature_sets(shorter, "0", list(RECIPE["presets"]))[RECIPE["stage2"]["task"]]
     assert compare_summaries(recorded, value_summary(changed))
 
@@ -237,7 +238,7 @@ def test_recipe_json_records_the_qat_step() -> None:
     assert record["qat_recipe"] == QAT_RECIPE
     assert record["training_data_matches_fp32"] == {"stage1": True, "stage2": True}
     for key, stage in record["stages"].items():
-        assert stage["file"] == f"{key}.int8.onnx" and stage["export_max_abs_diff"] < 0.05
+        assert stage["file"] == f"{key}.int8.onnx" and stage["export_p999_abs_diff"] <= 0.05 and stage["export_max_abs_diff"] <= 0.25
         assert stage["validation"]["agreement"] >= 0.99, key  # the training scenes' validation sequences
         assert stage["best_epoch"] == max(stage["history"], key=lambda h: (h["agreement"], -h["p99_abs"]))["epoch"]
 

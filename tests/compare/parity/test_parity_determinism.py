@@ -19,6 +19,7 @@ from pairedge.compare.parity.check import reference_config, replay_pack
 from pairedge.compare.parity.pack import PairRows
 from pairedge.compare.parity.replay import load_pipeline
 from pairedge.core.bundled import default_model_dir
+from pairedge.runtime.loading import find_models
 from pairedge.runtime.deployment import Deployment
 
 COLUMNS = ("stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact", "label")
@@ -116,7 +117,8 @@ def surveillance(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_operating_point_switch_inside_the_clip(surveillance: tuple[Path, Path]) -> None:
     pk = assert_self_check_exact(surveillance[0])
     tau = _thresholds(pk)
-    assert tau[13] == 0.55 and tau[14:] == [0.65] * 4  # the main point, then 'surveillance'
+    main = find_models(default_model_dir()).stage1.metadata.thresholds["p_interact"]
+    assert tau[13] == main and tau[14:] == [0.65] * 4  # the main point, then 'surveillance'
     assert pk.snapshot is None and not len(pk.lead_png)
 
 

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from pairedge.compare.parity import CheckOptions, Tolerances, check_pack, load_pack
-from pairedge.core.bundled import default_model_dir
+from pairedge.core.bundled import RECIPE, default_model_dir
 from pairedge.core.errors import InputError, ModelError
 from pairedge.core.features import get_spec
 from pairedge.core.modelmeta import ModelMetadata
@@ -87,7 +87,7 @@ def test_other_normalisation_fails_at_logits_naming_it(pack_path: Path, tmp_path
 
 def test_other_feature_options_fail_at_features(pack_path: Path, tmp_path: Path) -> None:
     def median(m: onnx.ModelProto, props: dict[str, str]) -> None:
-        set_extra(props, feature_config={"ego_motion": "median"})
+        set_extra(props, feature_config={**RECIPE["feature_config"], "ego_motion": "median"})
 
     report = check_pack(pack_path, make_candidate(tmp_path, {1: median, 2: median}))
     assert _first(report) == "features"
