@@ -47,6 +47,9 @@ class QatConfig:
             (:class:`~pairedge.export.qat_fake.QuantLinear`); 1: the plain input.
         hidden_copies: the same for every other layer.
         input_percentile: the activation range of the first layers' (z-scored) input; None: ``percentile``.
+        input_headroom, hidden_headroom: each calibrated range of the first layers' / the other layers'
+            input is multiplied by this (>= 1), so rows beyond the training rows' extremes (a detector
+            glitch) are not clipped; the copies win the resolution back (as ``pairedge calibrate``'s).
         offset: quantize never-negative inputs (ReLU outputs) over ``[0, range]`` with the offset rewrite.
         gate_floor: stage 2 only: its rows are the together pairs plus every pair the fp32 stage 1 gives at
             least this ``p_interact`` (what the runtime's stage 2 sees, with a margin below the threshold).
@@ -69,6 +72,8 @@ class QatConfig:
     hidden_copies: int = 1
     input_percentile: float | None = None
     offset: bool = True
+    input_headroom: float = 1.0
+    hidden_headroom: float = 1.0
 
     def __post_init__(self) -> None:
         if self.calibration not in qat_fake.CALIBRATIONS:
@@ -78,6 +83,12 @@ class QatConfig:
                 f"QAT config: expected epochs >= 0, lr > 0, batch_size >= 2, percentile in (50, 100] and "
                 f"input_copies >= 1, got {self.epochs}, {self.lr}, {self.batch_size}, {self.percentile}, "
                 f"{self.input_copies}"
+            )
+
+        if not (1.0 <= self.input_headroom < float("inf") and 1.0 <= self.hidden_headroom < float("inf")):
+            raise InputError(
+                f"QAT config: expected input_headroom and hidden_headroom >= 1 (finite), got "
+                f"{self.input_headroom}, {self.hidden_headroom}"
             )
 
     @classmethod
@@ -144,6 +155,9 @@ def finetune(
                 layer.split(copies)
         wide = {} if config.input_percentile is None else dict.fromkeys(first, config.input_percentile)
         ranges = qat_fake.calibrate(student, X_train, config.calibration, config.percentile, config.offset, wide)
+        for path, layer in layers.items():  # headroom beyond the calibrated extremes
+            ranges[path] *= config.input_headroom if path in first else config.hidden_headroom
+            layer.amax.fill_(ranges[path])
         t_train = torch.from_numpy(predict_logits(teacher, X_train))
         t_val = predict_logits(teacher, X_val)
         history: list[dict[str, Any]] = [{"epoch": 0, "loss": None, **score(stage, t_val, predict_logits(student, X_val), tau)}]

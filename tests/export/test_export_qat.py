@@ -285,3 +285,29 @@ def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path
 
     pair = find_models(tmp_path, precision="int8")
     assert pair.precision == "int8" and pair.stage2.path.name == "stage2.int8.onnx"
+
+
+def test_headroom_widens_every_range_and_keeps_rows_beyond_the_extremes_in_range(tmp_path: Path) -> None:
+    from pairedge.export.qat_train import first_layer_paths
+
+    path = _fp32(tmp_path, *RELATION)
+    X = _rows(14, 1200, seed=5)
+    plain, wide = (
+        finetune(import_fp32(path)[0], 2, X, X[:300], QatConfig(epochs=0, calibration="max", input_headroom=i,
+                                                                hidden_headroom=h))  # fmt: skip
+        for i, h in ((1.0, 1.0), (4.0, 2.0))
+    )
+    first = first_layer_paths(plain.model)
+    assert plain.ranges.keys() == wide.ranges.keys() and first
+    for name, r in plain.ranges.items():
+        assert wide.ranges[name] == pytest.approx(r * (4.0 if name in first else 2.0), rel=1e-6)
+        assert float(qat_fake.quant_layers(wide.model)[name].amax) == pytest.approx(wide.ranges[name], rel=1e-6)
+    # a row 3x beyond the training extremes: clipped without headroom, inside the range with it
+    glitch = X[:50] * 3.0
+    teacher = predict_logits(import_fp32(path)[0], glitch)
+    err = [np.abs(predict_logits(r.model, glitch) - teacher).max() for r in (plain, wide)]
+    assert err[1] < err[0]
+    with pytest.raises(InputError, match="headroom"):
+        QatConfig(input_headroom=0.5)
+    with pytest.raises(InputError, match="headroom"):
+        QatConfig(hidden_headroom=float("nan"))
