@@ -75,8 +75,8 @@ class QuantConfig:
     offset: bool = True
     input_copies: int = 64
     hidden_copies: int = 16
-    input_headroom: float = 8.0
-    hidden_headroom: float = 6.0
+    input_headroom: float = 2.0
+    hidden_headroom: float = 2.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

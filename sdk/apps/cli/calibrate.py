@@ -51,7 +51,7 @@ def calibrate(
     ),
     headroom: str | None = typer.Option(
         None, "--headroom", help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
-        "e.g. '8,6' (the default; '1,1': the calibration rows' extremes saturate).",
+        "e.g. '2,2' (the default; '1,1': the calibration rows' extremes saturate).",
     ),
     no_equalize: bool = typer.Option(
         False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."

@@ -12,9 +12,9 @@ import onnx
 import pytest
 from pairedge.apps.cli import app
 from pairedge.core.bundled import default_model_dir
-from pairedge.runtime.loading import find_models
 from pairedge.core.errors import InputError
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.loading import find_models
 from parity_helpers import box_only_toy
 from typer.testing import CliRunner
 

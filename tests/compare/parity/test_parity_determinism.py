@@ -19,8 +19,8 @@ from pairedge.compare.parity.check import reference_config, replay_pack
 from pairedge.compare.parity.pack import PairRows
 from pairedge.compare.parity.replay import load_pipeline
 from pairedge.core.bundled import default_model_dir
-from pairedge.runtime.loading import find_models
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.loading import find_models
 
 COLUMNS = ("stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact", "label")
 
