@@ -36,6 +36,7 @@ from bench_real_video import (
     KEYED,
     FrameSource,
     Together,
+    _f,
     ground_positions,
     ground_speeds,
     label_stability,
@@ -121,10 +122,6 @@ def run(data: Path, groups: list[str], model: Path) -> dict[str, Any]:
     return res
 
 
-def _p(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
 def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# Walking vs standing on PETS S2.L1: which stage-2 inputs are to blame (issue 27)",
@@ -148,10 +145,10 @@ def markdown(res: dict[str, Any]) -> str:
             pc = r["per_class"]
             common = stable["shares"]["walking_together"][side]
             lines.append(
-                f"| {group} | {key} | {r['precision']:.3f} / {r['recall']:.3f} | {_p(r['agreement'])} | "
-                f"{_p(r['shares'].get('walking_together'))} | {_p(pc['walking']['walking_together'])} | "
-                f"{_p(pc['standing']['standing_together'])} | {pc['walking']['n']} / {pc['standing']['n']} | "
-                f"{_p(common)} ({stable['common_pair_frames']}) | {_p(stable['same_label'])} |"
+                f"| {group} | {key} | {r['precision']:.3f} / {r['recall']:.3f} | {_f(r['agreement'])} | "
+                f"{_f(r['shares'].get('walking_together'))} | {_f(pc['walking']['walking_together'])} | "
+                f"{_f(pc['standing']['standing_together'])} | {pc['walking']['n']} / {pc['standing']['n']} | "
+                f"{_f(common)} ({stable['common_pair_frames']}) | {_f(stable['same_label'])} |"
             )
     lines += ["", f"Run time {res['seconds']:.0f} s.", ""]
     return "\n".join(lines)

@@ -198,10 +198,11 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                 scored_together += is_together
                 if lab < 0:
                     continue
+                key = (index, min(ga, gb), max(ga, gb))
                 if is_together:
-                    recalled.add((index, min(ga, gb), max(ga, gb)))
+                    recalled.add(key)
                 if known:
-                    keyed[(index, min(ga, gb), max(ga, gb))] = labels[lab]
+                    keyed[key] = labels[lab]
                 ba, bb = boxes[row_of[a]], boxes[row_of[b]]
                 heights = float(
                     np.hypot(*((ba[:2] + ba[2:] / 2) - (bb[:2] + bb[2:] / 2))) / ((ba[3] + bb[3]) / 2)
