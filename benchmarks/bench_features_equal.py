@@ -1,5 +1,7 @@
 """Do the ``pairedge`` features of this tree equal those of an earlier revision? (issue 26: speed without drift)
 
+The tree's pair block is the compiled kernel when it is built (``pairkernel.implementation()``, printed).
+
 The streaming runtime runs the bundled model's feature spec on
 
 * the latency bench scenes (``bench_runtime.py``: exactly N textured boxes moving at 640 x 480, N = 2, 10, 100;
@@ -158,7 +160,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# pairedge features: this tree vs an earlier revision (issue 26)",
         "",
-        f"Baseline `{res['baseline']}`, this tree `{res['head']}`; inputs recorded once through the runtime "
+        f"Baseline `{res['baseline']}`, this tree `{res['head']}` (pair block: {res['pair_block']}); inputs recorded once through the runtime "
         "(DIS fast, scale 0.5) and replayed through both feature implementations. Acceptance: pairs identical "
         f"and every value within {TOLERANCE:g} relative.",
         "",
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from pairedge.apps.bench.measure import boxes_scene
     from pairedge.core.bundled import default_model_dir
+    from pairedge.core.features import pairkernel
 
     model = default_model_dir()
     streams: dict[str, list[tuple[Any, ...]]] = {}
@@ -206,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     res = {
         "baseline": args.baseline,
         "head": head.stdout.strip() + (" (+ uncommitted)" if _dirty() else ""),
+        "pair_block": pairkernel.implementation(),  # compiled kernel or numpy (PAIREDGE_PAIR_KERNEL=numpy)
         "streams": {name: compare(v[1:], old[name]) for name, v in streams.items()},
         "seconds": round(time.perf_counter() - start, 1),
         "command": "python benchmarks/bench_features_equal.py" + ("" if args.data is None else " --data ../shared/data"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 try:
     import tomllib
@@ -51,7 +52,7 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
     shutil.copytree(
         ROOT,
         src,
-        ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "out"),
+        ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "out", "*.so"),
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(src)],
@@ -66,6 +67,8 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
     for name in ("stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "recipe.json", "manifest.json"):
         assert f"pairedge/models/default/{name}" in names, name
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
+    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):  # the optional C extension (setup.py)
+        assert any(n.startswith("pairedge/core/features/_pairkernel.") for n in names), "compiled pair block missing"
 
 
 def test_runtime_import_does_not_import_torch() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import importlib.util
+import os
 import platform
 import re
 import shutil
@@ -367,9 +368,21 @@ def probe() -> Probe:
         *_cuda_checks(),
         _nvcc_check(),
         _flow_backends_check(),
+        _pair_block_check(),
         *jetson_checks(),
     ]
     return Probe(tuple(checks))
+
+
+def _pair_block_check() -> Check:
+    """Whether the pair features run compiled (``_pairkernel``, built by pip where a C compiler is) or by numpy."""
+    from pairedge.core.features import pairkernel
+
+    if pairkernel.implementation() == "compiled":
+        return Check("pair features", True, "compiled kernel (_pairkernel)")
+    forced = os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy"
+    why = "PAIREDGE_PAIR_KERNEL=numpy" if forced else "not built: no C compiler when pip installed pairedge"
+    return Check("pair features", False, f"numpy ({why}); the same values, slower with crowds")
 
 
 def gpu_skip_reason(*, need_tensorrt: bool = False, need_cuda_python: bool = False) -> str | None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.features import context as ctx
-from pairedge.core.features import egomotion
+from pairedge.core.features import egomotion, pairkernel
 from pairedge.core.features import orientation as ori
 from pairedge.core.features.base import (
     FeatureSpec,
@@ -52,7 +52,8 @@ from pairedge.core.features.flowpool import (
     pool_pooled,
 )
 from pairedge.core.features.history import TrackHistory, TrackMotion, wrap_delta
-from pairedge.core.features.pairblock import PAIR_NAMES, pair_block, scene_context
+from pairedge.core.features.pairblock import PAIR_NAMES, Scene, pair_block, scene_context
+from pairedge.core.features.pairkernel import finish
 from pairedge.core.types import Detections
 
 CLAMP = 10.0
@@ -236,15 +237,6 @@ def within_radius(
     return ia[keep], ib[keep]
 
 
-def finish(x: np.ndarray) -> np.ndarray:
-    """C-contiguous float32 copy with NaN -> 0 and everything clamped to [-10, 10] (+-inf -> +-10)."""
-    out = x.astype(np.float32, order="C")
-    np.maximum(out, -CLAMP, out=out)  # +-inf -> +-10; NaN stays NaN (cheaper than np.nan_to_num first)
-    np.minimum(out, CLAMP, out=out)
-    np.copyto(out, 0.0, where=np.isnan(out))
-    return out
-
-
 class PairedgeExtractor:
     """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
 
@@ -272,6 +264,9 @@ class PairedgeExtractor:
         #: a runtime work bound, not a feature option: pairs farther apart than this many mean box heights
         #: (centre distance / mean height) get no features and are not returned; None = every pair
         self.pair_radius: float | None = None
+        #: the compiled pair block (:mod:`pairedge.core.features.pairkernel`), or None for the numpy one (the same
+        #: values; tests and benchmarks set None to compare the two)
+        self.kernel = pairkernel.KERNEL
         self._last_t: float | None = None
         self._frame = 0
         self.last_ego = egomotion.identity()  # diagnostics: ego-motion of the last frame
@@ -349,9 +344,33 @@ class PairedgeExtractor:
         if len(ia) == 0:
             return PairFeatures.empty(fq, 2 * fp + fq)
         scene = scene_context(person, boxes)
-        columns = pair_block(boxes, person, ia, ib, (w, h), scene, cfg.min_speed, cfg.wrap)
+        if pairkernel.supports(fq, cfg.wrap, self.kernel):
+            stage1, stage2 = pairkernel.pair_rows_compiled(
+                boxes, person, facing, ia, ib, (w, h), scene, cfg.min_speed, fq, self.kernel
+            )
+        else:
+            stage1, stage2 = self._numpy_rows(boxes, person, facing, ia, ib, (w, h), scene, context)
+        index = np.stack([np.take(rows, ia), np.take(rows, ib)], axis=1).astype(np.int64)
+        return PairFeatures(np.stack([np.take(ids, ia), np.take(ids, ib)], axis=1), index, stage1, stage2)
+
+    def _numpy_rows(
+        self,
+        boxes: np.ndarray,
+        person: np.ndarray,
+        facing: tuple[np.ndarray, np.ndarray] | None,
+        ia: np.ndarray,
+        ib: np.ndarray,
+        size: tuple[int, int],
+        scene: Scene,
+        context: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Stage-1 (M, Fq) and stage-2 (M, 2 Fp + Fq) float32 rows by numpy: the definition of the pair block
+        (and the path of the panorama wrap and the version-3 context columns, which the kernel lacks)."""
+        cfg, fp, fq = self.config, self._fp, self._fq
+        width = size[0] if cfg.wrap else None
+        columns = pair_block(boxes, person, ia, ib, size, scene, cfg.min_speed, cfg.wrap)
         if facing is not None:
-            columns += ori.frame_pair_values(boxes, facing, ia, ib, w if cfg.wrap else None)
+            columns += ori.frame_pair_values(boxes, facing, ia, ib, width)
         pair = np.array(columns).T  # (M, Fq) view of the (Fq, M) columns
         if context is not None:
             pair = np.concatenate([pair, context], 1)
@@ -361,8 +380,7 @@ class PairedgeExtractor:
         np.take(person32, ia, axis=0, out=stage2[:, :fp])
         np.take(person32, ib, axis=0, out=stage2[:, fp : 2 * fp])
         stage2[:, 2 * fp :] = stage1
-        index = np.stack([np.take(rows, ia), np.take(rows, ib)], axis=1).astype(np.int64)
-        return PairFeatures(np.stack([np.take(ids, ia), np.take(ids, ib)], axis=1), index, stage1, stage2)
+        return stage1, stage2
 
 
 class PairedgeSpec(FeatureSpec):

@@ -1,0 +1,332 @@
+/* The pair block of the ``pairedge`` feature spec (versions 1 and 2), compiled: one pass over the pairs of a
+ * frame instead of dozens of numpy calls, and the O(pairs x people) neighbour counts in one tight loop.
+ *
+ * It computes exactly the formulas of pairedge/core/features/pairblock.py, neighbours.py and orientation.py
+ * (frame_pair_values), in the same float64 operations, and writes the finished float32 rows of stage 1 and
+ * stage 2 (clamped to [-10, 10], NaN -> 0, as edge.finish). pairkernel.py is its Python side (argument checks,
+ * the numpy fallback, the exact fallback of the neighbour counts); tests/core/features/test_pairkernel.py holds
+ * it to the numpy implementation.
+ *
+ * Neighbour counts are thresholded, so a rounding difference could flip one. Every comparison is therefore made
+ * twice, against the threshold shrunk and grown by a bound on the float64 rounding error of either
+ * implementation (TOL_ULPS ulps of the terms' magnitude); a pair where the two answers differ (someone lies
+ * within that bound of a boundary: practically never, except on crafted input) is flagged in ``ambiguous`` and
+ * its counts are recomputed by the Python reference, so the counts are the reference's.
+ *
+ * No numpy headers: arrays arrive through the buffer protocol; the GIL is released while it computes.
+ * Built with -ffp-contract=off (no fused multiply-add, so the products round as numpy's do).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Columns of the per-person table (pairkernel.PERSON_COLUMNS, the same order). */
+enum { C_X, C_Y, C_W, C_H, C_RIGHT, C_BOTTOM, C_AREA, C_CX, C_CY, C_VX, C_VY, C_SPEED, C_PVX, C_PVY, C_HVX,
+       C_HVY, C_FX, C_FY, C_FCONF, NCOL };
+/* Entries of the per-frame parameter vector (pairkernel.PARAMS). */
+enum { P_WIDTH, P_HEIGHT, P_MIN_SPEED, P_MIN_SPEED2, P_SCENE_COUNT, P_SCENE_MEDIAN, P_SCENE_MOVING, P_CROWD_VX,
+       P_CROWD_VY, P_CROWD_NORM, P_ORIENTATION, NPARAM };
+
+#define EPS 1e-6
+#define CLAMP 10.0f
+#define MAX_TIME 10.0
+#define NEAR 1.5
+#define INLINE 0.3
+#define START 0.25
+#define END 2.0
+#define PI 3.14159265358979323846
+/* float64 rounding-error bound of along / across / half, in ulps (2^-52) of their terms' magnitude: both
+ * implementations are within ~10 ulps of the exact values; 256 leaves a wide margin. */
+#define TOL_ULPS 256.0
+#define NCOLUMNS_V1 25
+#define NCOLUMNS_V2 31
+
+/* numpy's maximum / minimum: NaN in either argument gives NaN (fmax / fmin would drop it). */
+static inline double np_max(double a, double b) { return (a != a) ? a : (b != b) ? b : (a >= b ? a : b); }
+static inline double np_min(double a, double b) { return (a != a) ? a : (b != b) ? b : (a <= b ? a : b); }
+
+/* |(x, y)|: sqrt(x^2 + y^2), within an ulp of hypot (numpy's np.hypot) and several times cheaper; hypot
+ * itself where the squares could overflow or underflow. Only for values: a comparison of a norm with a
+ * threshold goes through norm_above, so no comparison differs from numpy's. */
+static inline double norm(double x, double y) {
+    const double s = sqrt(x * x + y * y);
+    return (s > 1e-150 && s < 1e150) ? s : hypot(x, y);
+}
+
+/* hypot(x, y) > threshold, given s = norm(x, y): s decides unless it lies within a few ulps of the
+ * threshold, where hypot does. */
+static inline int norm_above(double s, double x, double y, double threshold) {
+    if (fabs(s - threshold) <= 8 * DBL_EPSILON * threshold) return hypot(x, y) > threshold;
+    return s > threshold;
+}
+
+/* pairblock._cos: cosine of u and v with norms nu, nv; 0 where either norm is not above min_norm. */
+static inline double cosine(double ux, double uy, double vx, double vy, double nu, double nv, double min_norm) {
+    return (norm_above(nu, ux, uy, min_norm) && norm_above(nv, vx, vy, min_norm))
+               ? (ux * vx + uy * vy) / np_max(nu * nv, EPS)
+               : 0.0;
+}
+
+/* edge.finish of one value: float32, clamped to [-10, 10], NaN -> 0. */
+static inline float finish(double v) {
+    float f = (float)v;
+    if (f != f) return 0.0f;
+    return f > CLAMP ? CLAMP : (f < -CLAMP ? -CLAMP : f);
+}
+
+typedef struct {
+    int64_t near_sure, near_maybe, line_sure, line_maybe;
+} Counts;
+
+/* Near / inline tests of everyone (xs, ys: n centres) against one pair, each with a sure and a maybe bound.
+ * Branch-free so the compiler vectorises it; on x86-64 an AVX2 clone is picked at load time when the CPU has
+ * it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static Counts count_people(const double *xs, const double *ys, Py_ssize_t n, double midx, double midy, double rr,
+                           double ri, double half, const double *bounds) {
+    const double near_in = bounds[0], near_out = bounds[1], line_in = bounds[2], line_out = bounds[3];
+    const double start_in = half + bounds[4], start_out = half + bounds[5];
+    const double end_in = half + bounds[6], end_out = half + bounds[7];
+    int64_t ns = 0, nm = 0, ls = 0, lm = 0;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        const double qx = xs[j] - midx, qy = ys[j] - midy;
+        const double along = qx * rr - qy * ri; /* real part of (q) * conj(unit) / mh */
+        const double across = qx * ri + qy * rr;
+        const double d2 = along * along + across * across;
+        const double a = fabs(along), c2 = across * across;
+        ns += d2 < near_in;
+        nm += d2 < near_out;
+        ls += (c2 < line_in) & (a > start_in) & (a < end_in);
+        lm += (c2 < line_out) & (a > start_out) & (a < end_out);
+    }
+    Counts out = {ns, nm, ls, lm};
+    return out;
+}
+
+/* The neighbour counts of one pair (neighbours.neighbours_reference); *ambiguous set when a bound decides. */
+static void neighbours(const double *xs, const double *ys, Py_ssize_t n, double reach, const double *pa, double dx,
+                       double dy, double mh, double *near, double *line, uint8_t *ambiguous) {
+    const double dist = norm(dx, dy);
+    const double half = dist / mh / 2;
+    const int apart = norm_above(dist, dx, dy, EPS);
+    const double midx = pa[C_CX] + dx / 2, midy = pa[C_CY] + dy / 2;
+    /* conj(unit A->B) / mh as (rr, ri): along = Re(q * rot), across = Im(q * rot) */
+    const double ur = apart ? dx / dist : 1.0, ui = apart ? -dy / dist : 0.0;
+    const double rr = ur / mh, ri = ui / mh;
+    const double mag = (reach + fabs(midx) + fabs(midy)) * (fabs(rr) + fabs(ri)) + half + 1.0;
+    const double tol = TOL_ULPS * 2.220446049250313e-16 * mag;
+    if (!(tol < 0.05)) { /* non-finite or huge positions: no bound is meaningful, the reference decides */
+        *near = 0.0;
+        *line = 0.0;
+        *ambiguous = 1;
+        return;
+    }
+    const double near_lo = NEAR - 2 * tol, near_hi = NEAR + 2 * tol; /* hypot error <= sqrt(2) tol */
+    const double line_lo = INLINE - tol, line_hi = INLINE + tol;
+    const double bounds[8] = {near_lo * near_lo, near_hi * near_hi, line_lo * line_lo, line_hi * line_hi,
+                              START + tol,       START - tol,       END - tol,         END + tol};
+    const Counts c = count_people(xs, ys, n, midx, midy, rr, ri, half, bounds);
+    /* A and B lie at `half` from the midpoint: the reference counts them, then subtracts them */
+    const double self = (double)(2 * (half < NEAR));
+    const int self_sure = (half < NEAR - 2 * tol) || !(half < NEAR + 2 * tol);
+    *near = (double)c.near_sure - self;
+    *line = apart ? (double)c.line_sure : 0.0;
+    *ambiguous = (c.near_sure != c.near_maybe) || (c.line_sure != c.line_maybe) || !self_sure;
+}
+
+/* pairblock.pair_block (+ orientation.frame_pair_values when prm[P_ORIENTATION]) of one pair, as float64. */
+static void pair_values(const double *pa, const double *pb, const double *prm, double *v) {
+    const double ws = prm[P_WIDTH], hs = prm[P_HEIGHT], ms = prm[P_MIN_SPEED], ms2 = prm[P_MIN_SPEED2];
+    const double mh = np_max((pa[C_H] + pb[C_H]) / 2, EPS);
+    const double dx = pb[C_CX] - pa[C_CX], dy = pb[C_CY] - pa[C_CY];
+    /* geometry */
+    const double dist = norm(dx, dy);
+    const double oy = np_max(0.0, np_min(pa[C_BOTTOM], pb[C_BOTTOM]) - np_max(pa[C_Y], pb[C_Y]));
+    const double ox = np_max(0.0, np_min(pa[C_RIGHT], pb[C_RIGHT]) - np_max(pa[C_X], pb[C_X]));
+    const double inter = ox * oy;
+    const double uni = pa[C_AREA] + pb[C_AREA] - inter;
+    const double low = np_min(pa[C_H], pb[C_H]), high = np_max(pa[C_H], pb[C_H]);
+    v[0] = dist / mh;
+    v[1] = fabs(dx) / mh;
+    v[2] = fabs(pa[C_BOTTOM] - pb[C_BOTTOM]) / mh;
+    v[3] = low / np_max(high, EPS);
+    v[4] = oy / np_max(low, EPS);
+    v[5] = inter / np_max(uni, EPS);
+    v[6] = mh / hs;
+    v[7] = (pa[C_BOTTOM] + pb[C_BOTTOM]) / 2 / hs;
+    v[8] = (pa[C_W] + pb[C_W]) / 2 / ws;
+    /* relative motion */
+    const double relx = (pb[C_PVX] - pa[C_PVX]) / mh, rely = (pb[C_PVY] - pa[C_PVY]) / mh;
+    const double rhx = (pb[C_HVX] - pa[C_HVX]) / mh, rhy = (pb[C_HVY] - pa[C_HVY]) / mh;
+    const double dpx = dx / mh, dpy = dy / mh;
+    const double dd = np_max(norm(dpx, dpy), EPS);
+    const double ux = dpx / dd, uy = dpy / dd;
+    const double n_unit = norm(ux, uy);
+    const double rel2 = rhx * rhx + rhy * rhy;
+    double t_star = rel2 > ms2 ? -(dpx * rhx + dpy * rhy) / np_max(rel2, EPS) : 0.0;
+    t_star = np_min(np_max(t_star, -MAX_TIME), MAX_TIME);
+    const double ahead = np_max(t_star, 0.0);
+    const double missx = dpx + rhx * ahead, missy = dpy + rhy * ahead;
+    const double na = norm(pa[C_VX], pa[C_VY]), nb = norm(pb[C_VX], pb[C_VY]);
+    const double toward_a = cosine(pa[C_VX], pa[C_VY], ux, uy, na, n_unit, 0.0) * (double)(pa[C_SPEED] > ms);
+    const double toward_b = cosine(pb[C_VX], pb[C_VY], -ux, -uy, nb, n_unit, 0.0) * (double)(pb[C_SPEED] > ms);
+    const double twice_h = 2 * mh;
+    const double mvx = (pa[C_PVX] + pb[C_PVX]) / twice_h, mvy = (pa[C_PVY] + pb[C_PVY]) / twice_h;
+    const double n_mean = norm(mvx, mvy);
+    v[9] = sqrt(relx * relx + rely * rely);
+    v[10] = fabs(pa[C_SPEED] - pb[C_SPEED]);
+    v[11] = cosine(pa[C_VX], pa[C_VY], pb[C_VX], pb[C_VY], na, nb, ms);
+    v[12] = rhx * ux + rhy * uy;
+    v[13] = sqrt(missx * missx + missy * missy);
+    v[14] = t_star;
+    v[15] = np_max(toward_a, toward_b);
+    v[16] = np_min(toward_a, toward_b);
+    v[17] = fabs(cosine(mvx, mvy, ux, uy, n_mean, n_unit, ms));
+    v[18] = (pa[C_SPEED] + pb[C_SPEED]) / 2;
+    /* scene context (v[23], v[24]: the neighbour counts, filled by the caller) */
+    v[19] = prm[P_SCENE_COUNT];
+    v[20] = prm[P_SCENE_MEDIAN];
+    v[21] = prm[P_SCENE_MOVING];
+    v[22] = cosine(mvx, mvy, prm[P_CROWD_VX], prm[P_CROWD_VY], n_mean, prm[P_CROWD_NORM], ms);
+    if (prm[P_ORIENTATION] == 0.0) return;
+    /* body orientation: displacement = centre x difference and box-bottom difference */
+    const double obx = pb[C_BOTTOM] - pa[C_BOTTOM];
+    const double odist = np_max(norm(dx, obx), EPS);
+    const double oux = dx / odist, ouy = obx / odist;
+    const double known = np_min(pa[C_FCONF], pb[C_FCONF]);
+    const double a_to_b = pa[C_FX] * oux + pa[C_FY] * ouy;
+    const double b_to_a = -(pb[C_FX] * oux + pb[C_FY] * ouy);
+    const double cs = np_min(np_max(pa[C_FX] * pb[C_FX] + pa[C_FY] * pb[C_FY], -1.0), 1.0);
+    if (known > 0) {
+        v[25] = np_max(a_to_b, b_to_a);
+        v[26] = np_min(a_to_b, b_to_a);
+        v[27] = cs;
+        v[28] = acos(cs) / PI;
+        v[29] = (fabs(a_to_b) + fabs(b_to_a)) / 2;
+    } else {
+        v[25] = v[26] = v[27] = v[28] = v[29] = 0.0;
+    }
+    v[30] = known;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, Py_ssize_t count,
+                      const char *what) {
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->itemsize != itemsize || view->len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "pair kernel: %s has %zd bytes of %zd-byte items, expected %zd items", what,
+                     view->len, view->itemsize, count);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(pair_block_doc,
+             "pair_block(people, ia, ib, params, person32, stage1, stage2, ambiguous) -> int\n\n"
+             "people (N, NCOL) float64; ia, ib (M,) int64 rows; params (NPARAM,) float64; person32 (N, Fp) float32;\n"
+             "stage1 (M, Fq) and stage2 (M, 2 Fp + Fq) float32, written; ambiguous (M,) uint8, written (1 = the\n"
+             "neighbour counts of that pair need the reference). Returns the number of ambiguous pairs.");
+
+static PyObject *pair_block(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_people, *o_ia, *o_ib, *o_params, *o_person32, *o_s1, *o_s2, *o_amb;
+    Py_ssize_t n, m, fp, fq;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOnnnn", &o_people, &o_ia, &o_ib, &o_params, &o_person32, &o_s1, &o_s2,
+                          &o_amb, &n, &m, &fp, &fq))
+        return NULL;
+    if (n < 0 || m < 0 || fp < 0 || (fq != NCOLUMNS_V1 && fq != NCOLUMNS_V2)) {
+        PyErr_Format(PyExc_ValueError, "pair kernel: bad sizes n=%zd m=%zd fp=%zd fq=%zd", n, m, fp, fq);
+        return NULL;
+    }
+    Py_buffer b_people, b_ia, b_ib, b_params, b_person32, b_s1, b_s2, b_amb;
+    Py_buffer *held[8];
+    int nheld = 0;
+    PyObject *result = NULL;
+#define GET(obj, view, w, size, count, what)                                                                      \
+    if (get_buffer(obj, view, w, size, count, what) < 0) goto done;                                              \
+    held[nheld++] = view;
+    GET(o_people, &b_people, 0, 8, n * NCOL, "people")
+    GET(o_ia, &b_ia, 0, 8, m, "ia")
+    GET(o_ib, &b_ib, 0, 8, m, "ib")
+    GET(o_params, &b_params, 0, 8, NPARAM, "params")
+    GET(o_person32, &b_person32, 0, 4, n * fp, "person32")
+    GET(o_s1, &b_s1, 1, 4, m * fq, "stage1")
+    GET(o_s2, &b_s2, 1, 4, m * (2 * fp + fq), "stage2")
+    GET(o_amb, &b_amb, 1, 1, m, "ambiguous")
+#undef GET
+    {
+        const double *people = (const double *)b_people.buf, *prm = (const double *)b_params.buf;
+        const int64_t *ia = (const int64_t *)b_ia.buf, *ib = (const int64_t *)b_ib.buf;
+        const float *person32 = (const float *)b_person32.buf;
+        float *s1 = (float *)b_s1.buf, *s2 = (float *)b_s2.buf;
+        uint8_t *amb = (uint8_t *)b_amb.buf;
+        for (Py_ssize_t k = 0; k < m; ++k) {
+            if (ia[k] < 0 || ia[k] >= n || ib[k] < 0 || ib[k] >= n) {
+                PyErr_Format(PyExc_IndexError, "pair kernel: pair %zd has rows (%lld, %lld) outside 0..%zd", k,
+                             (long long)ia[k], (long long)ib[k], n - 1);
+                goto done;
+            }
+        }
+        double *xs = (double *)PyMem_RawMalloc((size_t)(2 * n + 1) * sizeof(double));
+        if (xs == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        double *ys = xs + n;
+        double reach = 0.0; /* max |x| + |y| of everyone's centre */
+        for (Py_ssize_t j = 0; j < n; ++j) {
+            xs[j] = people[j * NCOL + C_CX];
+            ys[j] = people[j * NCOL + C_CY];
+            const double r = fabs(xs[j]) + fabs(ys[j]);
+            reach = r > reach ? r : reach; /* NaN never wins: its pairs are caught by tol's finiteness test */
+        }
+        Py_ssize_t ambiguous = 0;
+        const Py_ssize_t f2 = 2 * fp + fq;
+        Py_BEGIN_ALLOW_THREADS;
+        double v[NCOLUMNS_V2];
+        for (Py_ssize_t k = 0; k < m; ++k) {
+            const double *pa = people + ia[k] * NCOL, *pb = people + ib[k] * NCOL;
+            pair_values(pa, pb, prm, v);
+            const double mh = np_max((pa[C_H] + pb[C_H]) / 2, EPS);
+            neighbours(xs, ys, n, reach, pa, pb[C_CX] - pa[C_CX], pb[C_CY] - pa[C_CY], mh, &v[23], &v[24], &amb[k]);
+            ambiguous += amb[k];
+            float *row1 = s1 + k * fq, *row2 = s2 + k * f2;
+            for (Py_ssize_t c = 0; c < fq; ++c) row1[c] = finish(v[c]);
+            memcpy(row2, person32 + ia[k] * fp, (size_t)fp * sizeof(float));
+            memcpy(row2 + fp, person32 + ib[k] * fp, (size_t)fp * sizeof(float));
+            memcpy(row2 + 2 * fp, row1, (size_t)fq * sizeof(float));
+        }
+        Py_END_ALLOW_THREADS;
+        PyMem_RawFree(xs);
+        result = PyLong_FromSsize_t(ambiguous);
+    }
+done:
+    while (nheld > 0) PyBuffer_Release(held[--nheld]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"pair_block", pair_block, METH_VARARGS, pair_block_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_pairkernel",
+    "The pair block of the pairedge feature spec, compiled (see pairedge.core.features.pairkernel).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__pairkernel(void) {
+    PyObject *mod = PyModule_Create(&module);
+    if (mod == NULL) return NULL;
+    if (PyModule_AddIntConstant(mod, "NCOL", NCOL) < 0 || PyModule_AddIntConstant(mod, "NPARAM", NPARAM) < 0 ||
+        PyModule_AddIntConstant(mod, "ABI", 1) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

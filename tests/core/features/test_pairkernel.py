@@ -1,0 +1,164 @@
+"""The compiled pair block (``_pairkernel.c``) against its definition, the numpy pair block.
+
+Every value must equal the numpy one within 1e-5 relative (in practice bit for bit), the neighbour counts
+exactly, on random crowds, boundary cases and degenerate boxes; bad buffers are refused, not read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+from pairedge.core.features import get_spec, pairkernel
+from pairedge.core.features.base import pair_rows
+from pairedge.core.features.neighbours import INLINE, NEAR
+from pairedge.core.features.pairblock import scene_context
+from pairedge.core.types import Detections
+
+
+def _compiler() -> str | None:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc)
+
+
+def test_the_kernel_is_built_where_a_compiler_is():
+    """`pip install` builds it (setup.py) wherever a C compiler is; only a machine without one runs numpy."""
+    if _compiler() is None:
+        pytest.skip("no C compiler on this machine: the numpy pair block is in use (and correct)")
+    assert pairkernel.KERNEL is not None, "a C compiler is present but _pairkernel is not built: reinstall"
+    assert pairkernel.implementation() == "compiled"
+
+
+needs_kernel = pytest.mark.skipif(
+    pairkernel.KERNEL is None, reason="_pairkernel is not built (no C compiler)"
+)
+
+
+def _crowd(rng: np.random.Generator, n: int, size: float = 640.0) -> Detections:
+    boxes = np.column_stack([rng.uniform(0, size, n), rng.uniform(0, size * 0.75, n), rng.uniform(8, 60, n)])
+    boxes = np.column_stack([boxes, boxes[:, 2] * rng.uniform(1.5, 3.5, n)])
+    ids = rng.permutation(1000)[:n]
+    orientation = np.where(rng.random(n) < 0.5, rng.uniform(-np.pi, np.pi, n), np.nan)
+    return Detections.from_arrays(boxes, ids, orientation=orientation)
+
+
+def _extractors(version: str = "2", **config):
+    spec = get_spec("pairedge").for_version(version)
+    compiled, numpy = spec.make_extractor(config or None), spec.make_extractor(config or None)
+    numpy.kernel = None
+    return compiled, numpy
+
+
+def _assert_equal(a, b) -> None:
+    np.testing.assert_array_equal(a.pairs, b.pairs)
+    np.testing.assert_array_equal(a.index, b.index)
+    for x, y in ((a.stage1, b.stage1), (a.stage2, b.stage2)):
+        assert x.dtype == np.float32 and x.flags.c_contiguous and x.shape == y.shape
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    near, line = pairkernel.NEAR_COLUMN, pairkernel.INLINE_COLUMN
+    np.testing.assert_array_equal(a.stage1[:, near : line + 1], b.stage1[:, near : line + 1])
+
+
+def _flow(rng: np.random.Generator, h: int = 240, w: int = 320) -> np.ndarray:
+    base = rng.normal(0, 0.3, 2).astype(np.float32)
+    return (base + rng.normal(0, 1.0, (h, w, 2))).astype(np.float32)
+
+
+@needs_kernel
+@pytest.mark.parametrize("version", ["1", "2"])
+@pytest.mark.parametrize("n", [2, 3, 12, 70])
+def test_compiled_rows_equal_numpy_on_moving_crowds(version: str, n: int):
+    rng = np.random.default_rng(n)
+    compiled, numpy = _extractors(version, history=6)
+    dets = _crowd(rng, n)
+    for k in range(8):  # people move; some frames without flow (history motion), some with
+        boxes = dets.boxes + rng.normal(0, 3, dets.boxes.shape) * [1, 1, 0, 0]
+        dets = Detections.from_arrays(boxes, dets.track_ids, orientation=dets.orientation)
+        flow = _flow(rng) if k % 3 else None
+        _assert_equal(
+            compiled.step(dets, k / 10, (640, 480), flow, 0.5),
+            numpy.step(dets, k / 10, (640, 480), flow, 0.5),
+        )
+
+
+@needs_kernel
+def test_compiled_rows_equal_numpy_on_boundaries_and_degenerate_boxes():
+    """People exactly on the neighbour thresholds (the kernel flags them; the reference decides), coincident
+    people, identical boxes, huge and tiny boxes, values beyond the clamp."""
+    h = 100.0
+    centres = [(200.0, 300.0), (300.0, 300.0), (250.0 + NEAR * h, 300.0), (300.0 + 0.25 * h, 300.0),
+               (300.0 + 2.0 * h, 300.0), (200.0 - 0.25 * h, 300.0 + INLINE * h), (250.0, 300.0 + NEAR * h),
+               (200.0, 300.0), (250.0, 300.0)]  # fmt: skip
+    boxes = np.array([[cx - 20, cy - h / 2, 40, h] for cx, cy in centres])
+    boxes = np.vstack([boxes, boxes[:2], [[0, 0, 1e-3, 1e-3], [-5e4, -5e4, 1e5, 2e5], [1e6, 1e6, 3, 9]]])
+    dets = Detections.from_arrays(boxes, np.arange(len(boxes)))
+    compiled, numpy = _extractors()
+    for k in range(3):
+        _assert_equal(compiled.step(dets, k / 30, (640, 480)), numpy.step(dets, k / 30, (640, 480)))
+
+
+@needs_kernel
+def test_pairs_on_a_threshold_are_flagged_and_recomputed(monkeypatch):
+    """Direct call: a person exactly NEAR mean heights from a pair's midpoint makes the pair ambiguous."""
+    boxes = np.array([[180.0, 250, 40, 100], [280.0, 250, 40, 100], [230.0 + NEAR * 100, 250, 40, 100]])
+    person = np.zeros((3, 15))
+    ia, ib = pair_rows(3)
+    calls = []
+    real = pairkernel._exact_counts
+    monkeypatch.setattr(pairkernel, "_exact_counts", lambda *a: calls.append(a[3].copy()) or real(*a))
+    facing = (np.zeros((3, 2)), np.zeros(3))
+    s1, _ = pairkernel.pair_rows_compiled(boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes),
+                                          0.05, 31)  # fmt: skip
+    assert len(calls) == 1 and calls[0][0]  # pair (0, 1): person 2 on its near circle
+    assert (
+        s1[0, pairkernel.NEAR_COLUMN] == 0.0
+    )  # "< NEAR": on the circle is not near (the reference's answer)
+
+
+@needs_kernel
+def test_version_3_and_panoramas_use_numpy():
+    assert not pairkernel.supports(45, False)  # layout 3: context columns
+    assert not pairkernel.supports(31, True)  # panorama wrap
+    assert pairkernel.supports(31, False) and pairkernel.supports(25, False)
+    rng = np.random.default_rng(4)
+    compiled, numpy = _extractors("2", wrap=True)
+    dets = _crowd(rng, 9)
+    _assert_equal(compiled.step(dets, 0.0, (640, 480)), numpy.step(dets, 0.0, (640, 480)))
+
+
+@needs_kernel
+def test_bad_buffers_are_refused():
+    k = pairkernel.KERNEL
+    n, m, fp, fq = 3, 3, 15, 31
+    people = np.zeros((n, len(pairkernel.PERSON_COLUMNS)))
+    params = np.zeros(len(pairkernel.PARAMS))
+    person32 = np.zeros((n, fp), np.float32)
+    s1, s2, amb = np.zeros((m, fq), np.float32), np.zeros((m, 2 * fp + fq), np.float32), np.zeros(m, np.uint8)
+    ia, ib = (np.ascontiguousarray(a) for a in pair_rows(n))
+    assert k.pair_block(people, ia, ib, params, person32, s1, s2, amb, n, m, fp, fq) == 0
+    with pytest.raises(IndexError, match="outside"):
+        k.pair_block(people, ia, ib + 5, params, person32, s1, s2, amb, n, m, fp, fq)
+    with pytest.raises(ValueError, match="people"):
+        k.pair_block(people[:2], ia, ib, params, person32, s1, s2, amb, n, m, fp, fq)
+    with pytest.raises(ValueError, match="stage1"):
+        k.pair_block(people, ia, ib, params, person32, s1[:2], s2, amb, n, m, fp, fq)
+    with pytest.raises(ValueError, match="bad sizes"):
+        k.pair_block(people, ia, ib, params, person32, s1, s2, amb, n, m, fp, 30)
+    with pytest.raises(ValueError, match="contiguous"):
+        k.pair_block(people, ia, ib, params, person32, s1[:, ::2], s2, amb, n, m, fp, fq)
+    read_only = s1.copy()
+    read_only.flags.writeable = False
+    with pytest.raises((BufferError, ValueError, TypeError)):
+        k.pair_block(people, ia, ib, params, person32, read_only, s2, amb, n, m, fp, fq)
+
+
+def test_environment_forces_the_numpy_pair_block():
+    code = "from pairedge.core.features import pairkernel; print(pairkernel.implementation())"
+    env = {**os.environ, "PAIREDGE_PAIR_KERNEL": "numpy"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "numpy"
