@@ -316,8 +316,15 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_pairkernel",
-    "The pair block of the pairedge feature spec, compiled (see pairedge.core.features.pairkernel).", -1, methods,
+    PyModuleDef_HEAD_INIT,
+    "_pairkernel",
+    "The pair block of the pairedge feature spec, compiled (see pairedge.core.features.pairkernel).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__pairkernel(void) {

@@ -162,3 +162,46 @@ def test_environment_forces_the_numpy_pair_block():
     env = {**os.environ, "PAIREDGE_PAIR_KERNEL": "numpy"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "numpy"
+
+
+def _setup_flags() -> list[str]:
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[3] / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "UNIX_FLAGS":
+            return list(ast.literal_eval(node.value))
+    raise AssertionError("setup.py defines no UNIX_FLAGS")
+
+
+@pytest.mark.parametrize("compiler", ["host", "aarch64-linux-gnu-gcc"])
+def test_the_kernel_compiles_without_warnings_and_without_fused_multiply_add(tmp_path, compiler):
+    """setup.py's flags, -Wall -Wextra -Werror; for the Jetson's Arm cores (a cross compiler, where installed) no
+    fused multiply-add instruction may appear (it would round differently from numpy)."""
+    from pathlib import Path
+
+    cc = _compiler() if compiler == "host" else shutil.which(compiler)
+    if cc is None:
+        pytest.skip(f"{compiler}: no such compiler here")
+    source = Path(pairkernel.__file__).with_name("_pairkernel.c")
+    obj = tmp_path / "k.o"
+    include = sysconfig.get_paths()["include"]
+    flags = [*_setup_flags(), "-fPIC", "-Wall", "-Wextra", "-Werror"]
+    done = subprocess.run(
+        [cc, *flags, f"-I{include}", "-c", str(source), "-o", str(obj)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    if compiler != "host":
+        dump = subprocess.run(
+            [compiler.replace("gcc", "objdump"), "-d", str(obj)], capture_output=True, text=True
+        )
+        fused = (
+            "fmadd",
+            "fmsub",
+            "fnmadd",
+            "fnmsub",
+            "fmla",
+            "fmls",
+        )  # gcc emits them without -ffp-contract=off
+        assert dump.returncode == 0 and not [op for op in fused if f"\t{op}" in dump.stdout]
