@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 from pairedge.core.errors import InputError
@@ -240,6 +241,11 @@ def within_radius(
 class PairedgeExtractor:
     """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
 
+    #: The compiled pair block (:mod:`pairedge.core.features.pairkernel`), or None for the numpy one (the same
+    #: values; tests set None on an instance to compare the two). A class attribute, not stream state: a stream
+    #: snapshot (parity packs) must restore on a machine that runs the other implementation.
+    kernel: ModuleType | None = pairkernel.KERNEL
+
     def __init__(
         self,
         config: PairedgeConfig,
@@ -264,9 +270,6 @@ class PairedgeExtractor:
         #: a runtime work bound, not a feature option: pairs farther apart than this many mean box heights
         #: (centre distance / mean height) get no features and are not returned; None = every pair
         self.pair_radius: float | None = None
-        #: the compiled pair block (:mod:`pairedge.core.features.pairkernel`), or None for the numpy one (the same
-        #: values; tests and benchmarks set None to compare the two)
-        self.kernel = pairkernel.KERNEL
         self._last_t: float | None = None
         self._frame = 0
         self.last_ego = egomotion.identity()  # diagnostics: ego-motion of the last frame

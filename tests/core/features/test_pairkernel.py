@@ -205,3 +205,24 @@ def test_the_kernel_compiles_without_warnings_and_without_fused_multiply_add(tmp
             "fmls",
         )  # gcc emits them without -ffp-contract=off
         assert dump.returncode == 0 and not [op for op in fused if f"\t{op}" in dump.stdout]
+
+
+def test_the_implementation_is_not_stream_state(monkeypatch):
+    """A snapshot (parity pack) taken where one implementation runs restores where the other does."""
+    from pairedge.core.features.edge import PairedgeExtractor
+    from pairedge.runtime.streamstate import capture, restore
+
+    spec = get_spec("pairedge")
+    compiled = spec.make_extractor()
+    dets = _crowd(np.random.default_rng(2), 6)
+    for k in range(3):
+        compiled.step(dets, k / 10, (640, 480))
+    values, arrays = capture(compiled, "extractor")
+    assert not [path for path in (*values, *arrays) if "kernel" in path]
+    compiled.kernel = (
+        pairkernel.KERNEL
+    )  # this one stays compiled; new extractors (the "other machine") are numpy
+    monkeypatch.setattr(PairedgeExtractor, "kernel", None)
+    numpy = spec.make_extractor()
+    restore(numpy, "extractor", values, arrays)
+    _assert_equal(compiled.step(dets, 0.3, (640, 480)), numpy.step(dets, 0.3, (640, 480)))
