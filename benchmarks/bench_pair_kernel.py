@@ -55,7 +55,7 @@ def markdown(res: dict[str, Any]) -> str:
         f"`python benchmarks/bench_pair_kernel.py --rounds {res['rounds']}`: `bench_runtime.py {' '.join(COMMAND)}` "
         "in alternating subprocesses (one thread: `OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`), the numpy pair block "
         "forced with `PAIREDGE_PAIR_KERNEL=numpy`. Same features (bench_features_equal.md); targets: step / flow "
-        "<= 1.5x at 10 people, <= 2.0x at 100.",
+        "<= 1.5x at 10 people, <= 2.0x at 100. The median rows take each column's median over the rounds.",
         "",
         "| round | pair block | step / flow, 10 people | step / flow, 100 people | features p50, 10 | features p50, 100 "
         "| step p50, 10 | step p50, 100 | step allocations, 100 |",

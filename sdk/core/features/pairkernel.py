@@ -29,7 +29,7 @@ PERSON_COLUMNS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx
 PARAMS = ("width", "height", "min_speed", "min_speed2", "scene_count", "scene_median_speed", "scene_moving_fraction",
           "crowd_vx", "crowd_vy", "crowd_norm", "orientation")  # fmt: skip
 #: The kernel's interface version (its module constant ``ABI``); a build of another version is not used.
-ABI = 1
+ABI = 2
 NEAR_COLUMN, INLINE_COLUMN = 23, 24  # the neighbour counts in the pair block
 LAYOUT_COLUMNS = {25: False, 31: True}  # pair-block width -> with the orientation columns
 CLAMP = 10.0
@@ -145,6 +145,23 @@ def pair_rows_compiled(
     if kernel.pair_block(table, ia, ib, params, person32, stage1, stage2, ambiguous, n, m, fp, pair_dim):
         _exact_counts(table, ia, ib, ambiguous.view(bool), stage1, stage2, 2 * fp)
     return stage1, stage2
+
+
+def rect_moments(flow: np.ndarray, rects: np.ndarray, kernel: ModuleType | None = KERNEL) -> np.ndarray:
+    """Sums of ``fx, fy, fx^2, fy^2`` over pixel rectangles, (M, 4) float64, by the kernel: what
+    :func:`pairedge.core.features.flowpool.flow_moments` computes (it calls this when the kernel is built),
+    summed directly in float64 in row-major order like :func:`~pairedge.core.features.flowpool.pooled_reference`.
+
+    Args:
+        flow: (h, w, 2) float32; rects: (M, 4) int64 clipped ``x0 y0 x1 y1``.
+    """
+    if kernel is None:
+        raise ValueError("pair kernel: not built, no rect_moments")
+    flow = np.ascontiguousarray(flow, np.float32)
+    rects = np.ascontiguousarray(rects, np.int64).reshape(-1, 4)
+    out = np.empty((len(rects), 4), np.float64)
+    kernel.rect_moments(flow, rects, out, flow.shape[0], flow.shape[1], len(rects))
+    return out
 
 
 def _exact_counts(table, ia, ib, ambiguous, stage1, stage2, offset: int) -> None:

@@ -30,6 +30,8 @@ def test_the_kernel_is_built_where_a_compiler_is():
     """`pip install` builds it (setup.py) wherever a C compiler is; only a machine without one runs numpy."""
     if _compiler() is None:
         pytest.skip("no C compiler on this machine: the numpy pair block is in use (and correct)")
+    if os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy":
+        pytest.skip("PAIREDGE_PAIR_KERNEL=numpy: the numpy pair block is asked for")
     assert pairkernel.KERNEL is not None, "a C compiler is present but _pairkernel is not built: reinstall"
     assert pairkernel.implementation() == "compiled"
 
@@ -226,3 +228,47 @@ def test_the_implementation_is_not_stream_state(monkeypatch):
     numpy = spec.make_extractor()
     restore(numpy, "extractor", values, arrays)
     _assert_equal(compiled.step(dets, 0.3, (640, 480)), numpy.step(dets, 0.3, (640, 480)))
+
+
+@needs_kernel
+def test_rect_moments_equal_the_direct_float64_sums():
+    """The kernel's per-box flow sums are pooled_reference's (direct float64 sums), and within float64 rounding
+    of the two numpy / OpenCV methods flow_moments used before (per-box slicing, integral images)."""
+    from pairedge.core.features import flowpool
+
+    rng = np.random.default_rng(8)
+    flow = rng.normal(0, 2, (240, 320, 2)).astype(np.float32)
+    boxes = np.column_stack([rng.uniform(-50, 640, 60), rng.uniform(-50, 480, 60), rng.uniform(0, 200, 60)])
+    boxes = np.column_stack([boxes, boxes[:, 2] * 2.5])
+    rects = flowpool.pool_rects(boxes, 0.5, flow.shape[:2], (0.15, 0.05))
+    got = pairkernel.rect_moments(flow, rects)
+    direct = flowpool.pooled_reference(flow, boxes, 0.5, (0.15, 0.05), 8).moments
+    np.testing.assert_allclose(got, direct, rtol=1e-12, atol=1e-9)
+    assert (rect_area := (rects[:, 2] - rects[:, 0]) * (rects[:, 3] - rects[:, 1])).min() == 0  # empty ones too
+    np.testing.assert_array_equal(got[rect_area == 0], 0.0)
+    sums, squares = cv2_integrals(flow)
+    x0, y0, x1, y1 = rects.T
+    integral = np.concatenate([t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1)
+    np.testing.assert_allclose(got, integral, rtol=1e-9, atol=1e-6)
+
+
+def cv2_integrals(flow: np.ndarray):
+    import cv2
+
+    return cv2.integral2(np.ascontiguousarray(flow), sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+
+
+@needs_kernel
+def test_rect_moments_refuse_unclipped_rectangles_and_bad_buffers():
+    flow = np.zeros((10, 20, 2), np.float32)
+    out = np.empty((1, 4))
+    k = pairkernel.KERNEL
+    for bad in ([-1, 0, 5, 5], [0, 0, 21, 5], [6, 0, 5, 5], [0, 0, 5, 11]):
+        with pytest.raises(IndexError, match="not clipped"):
+            k.rect_moments(flow, np.array([bad], np.int64), out, 10, 20, 1)
+    with pytest.raises(ValueError, match="flow"):
+        k.rect_moments(flow[:5], np.zeros((1, 4), np.int64), out, 10, 20, 1)
+    with pytest.raises(ValueError, match="out"):
+        k.rect_moments(flow, np.zeros((1, 4), np.int64), np.empty((1, 3)), 10, 20, 1)
+    with pytest.raises(ValueError, match="bad sizes"):
+        k.rect_moments(flow, np.zeros((1, 4), np.int64), out, 0, 20, 1)
