@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import importlib.util
-import os
 import platform
 import re
 import shutil
@@ -376,12 +375,11 @@ def probe() -> Probe:
 
 def _pair_block_check() -> Check:
     """Whether the pair features run compiled (``_pairkernel``, built by pip where a C compiler is) or by numpy."""
-    from pairedge.core.features import pairkernel
+    from pairedge.core.features import compiled
 
-    if pairkernel.implementation() == "compiled":
+    if compiled.implementation() == "compiled":
         return Check("pair features", True, "compiled kernel (_pairkernel)")
-    forced = os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy"
-    why = "PAIREDGE_PAIR_KERNEL=numpy" if forced else "not built: no C compiler when pip installed pairedge"
+    why = "PAIREDGE_PAIR_KERNEL=numpy" if compiled.forced_numpy() else "not built: no C compiler when pip installed pairedge"
     return Check("pair features", False, f"numpy ({why}); the same values, slower with crowds")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pairedge.core.features import compiled
 
 DIV_EPS = 1e-6
 
@@ -141,7 +142,19 @@ class TrackHistory:
         self.count[gone] = 0
 
     def motion(self, slots: np.ndarray, wrap_width: float | None = None) -> TrackMotion:
-        """History-derived motion of the given slots (see :class:`TrackMotion`)."""
+        """History-derived motion of the given slots (see :class:`TrackMotion`): by the compiled extension where
+        it is built (not for panoramas), else :meth:`motion_numpy`; the two agree to float64 rounding."""
+        kernel = compiled.KERNEL
+        if kernel is None or wrap_width is not None:
+            return self.motion_numpy(slots, wrap_width)
+        slots = np.ascontiguousarray(slots, np.int64)
+        out = np.empty((len(slots), 7))
+        kernel.track_motion(self.pos, self.height, self.time, self.count, slots, out, self.length, len(self.ids),
+                            len(slots))  # fmt: skip
+        return TrackMotion(out[:, 0:2], out[:, 2:4], out[:, 4], out[:, 5], out[:, 6])
+
+    def motion_numpy(self, slots: np.ndarray, wrap_width: float | None = None) -> TrackMotion:
+        """:meth:`motion` by numpy: the definition."""
         k = self.length
         n = len(slots)
         pos, hgt, tim = self.pos[slots], self.height[slots], self.time[slots]

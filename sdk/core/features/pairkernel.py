@@ -9,16 +9,16 @@ and the (pairs x people) temporaries of the neighbour counts. Values equal the n
 the reference's exactly (the kernel flags pairs whose counts depend on rounding and they are recomputed here).
 
 The kernel covers layouts 1 and 2 without panorama wrap; :func:`supports` says when. ``PAIREDGE_PAIR_KERNEL=numpy``
-in the environment (read at import) forces the numpy path (benchmarks before / after, debugging);
-:func:`implementation` says which one a process uses.
+in the environment (read at import, :mod:`pairedge.core.features.compiled`) forces the numpy path (benchmarks
+before / after, debugging); :func:`implementation` says which one a process uses.
 """
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 
 import numpy as np
+from pairedge.core.features import compiled
 from pairedge.core.features.neighbours import neighbours_reference
 from pairedge.core.features.pairblock import HIST_VX, HIST_VY, SPEED, VX, VY, Scene
 
@@ -28,31 +28,15 @@ PERSON_COLUMNS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx
 #: Per-frame parameters, in the kernel's order (``P_*``).
 PARAMS = ("width", "height", "min_speed", "min_speed2", "scene_count", "scene_median_speed", "scene_moving_fraction",
           "crowd_vx", "crowd_vy", "crowd_norm", "orientation")  # fmt: skip
-#: The kernel's interface version (its module constant ``ABI``); a build of another version is not used.
-ABI = 2
 NEAR_COLUMN, INLINE_COLUMN = 23, 24  # the neighbour counts in the pair block
 LAYOUT_COLUMNS = {25: False, 31: True}  # pair-block width -> with the orientation columns
 CLAMP = 10.0
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy":
-        return None
-    try:
-        from pairedge.core.features import _pairkernel  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    if (_pairkernel.ABI, _pairkernel.NCOL, _pairkernel.NPARAM) != (ABI, len(PERSON_COLUMNS), len(PARAMS)):
-        return None  # a stale build from another version of this file: numpy is right, the build is not
-    return _pairkernel
-
-
-KERNEL = _load()
-
-
-def implementation() -> str:
-    """``"compiled"`` when this process computes pair blocks with the kernel, else ``"numpy"``."""
-    return "compiled" if KERNEL is not None else "numpy"
+KERNEL = compiled.KERNEL  # the extension, or None (see pairedge.core.features.compiled)
+implementation = compiled.implementation
+if KERNEL is not None and (KERNEL.NCOL, KERNEL.NPARAM) != (len(PERSON_COLUMNS), len(PARAMS)):
+    raise ImportError("_pairkernel: its person table / parameter layout differs from pairkernel.py (rebuild it)")
 
 
 def supports(pair_dim: int, wrap: bool, kernel: ModuleType | None = KERNEL) -> bool:
@@ -145,23 +129,6 @@ def pair_rows_compiled(
     if kernel.pair_block(table, ia, ib, params, person32, stage1, stage2, ambiguous, n, m, fp, pair_dim):
         _exact_counts(table, ia, ib, ambiguous.view(bool), stage1, stage2, 2 * fp)
     return stage1, stage2
-
-
-def rect_moments(flow: np.ndarray, rects: np.ndarray, kernel: ModuleType | None = KERNEL) -> np.ndarray:
-    """Sums of ``fx, fy, fx^2, fy^2`` over pixel rectangles, (M, 4) float64, by the kernel: what
-    :func:`pairedge.core.features.flowpool.flow_moments` computes (it calls this when the kernel is built),
-    summed directly in float64 in row-major order like :func:`~pairedge.core.features.flowpool.pooled_reference`.
-
-    Args:
-        flow: (h, w, 2) float32; rects: (M, 4) int64 clipped ``x0 y0 x1 y1``.
-    """
-    if kernel is None:
-        raise ValueError("pair kernel: not built, no rect_moments")
-    flow = np.ascontiguousarray(flow, np.float32)
-    rects = np.ascontiguousarray(rects, np.int64).reshape(-1, 4)
-    out = np.empty((len(rects), 4), np.float64)
-    kernel.rect_moments(flow, rects, out, flow.shape[0], flow.shape[1], len(rects))
-    return out
 
 
 def _exact_counts(table, ia, ib, ambiguous, stage1, stage2, offset: int) -> None:

@@ -241,14 +241,18 @@ def test_rect_moments_equal_the_direct_float64_sums():
     boxes = np.column_stack([rng.uniform(-50, 640, 60), rng.uniform(-50, 480, 60), rng.uniform(0, 200, 60)])
     boxes = np.column_stack([boxes, boxes[:, 2] * 2.5])
     rects = flowpool.pool_rects(boxes, 0.5, flow.shape[:2], (0.15, 0.05))
-    got = pairkernel.rect_moments(flow, rects)
+    got = flowpool.flow_moments(flow, rects)  # the kernel's rect_moments
     direct = flowpool.pooled_reference(flow, boxes, 0.5, (0.15, 0.05), 8).moments
     np.testing.assert_allclose(got, direct, rtol=1e-12, atol=1e-9)
-    assert (rect_area := (rects[:, 2] - rects[:, 0]) * (rects[:, 3] - rects[:, 1])).min() == 0  # empty ones too
+    assert (
+        rect_area := (rects[:, 2] - rects[:, 0]) * (rects[:, 3] - rects[:, 1])
+    ).min() == 0  # empty ones too
     np.testing.assert_array_equal(got[rect_area == 0], 0.0)
     sums, squares = cv2_integrals(flow)
     x0, y0, x1, y1 = rects.T
-    integral = np.concatenate([t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1)
+    integral = np.concatenate(
+        [t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1
+    )
     np.testing.assert_allclose(got, integral, rtol=1e-9, atol=1e-6)
 
 
@@ -272,3 +276,48 @@ def test_rect_moments_refuse_unclipped_rectangles_and_bad_buffers():
         k.rect_moments(flow, np.zeros((1, 4), np.int64), np.empty((1, 3)), 10, 20, 1)
     with pytest.raises(ValueError, match="bad sizes"):
         k.rect_moments(flow, np.zeros((1, 4), np.int64), out, 0, 20, 1)
+
+
+@needs_kernel
+@pytest.mark.parametrize("length", [2, 8, 24])
+def test_track_motion_equals_numpy(length: int):
+    """The compiled TrackHistory.motion against motion_numpy: tracks of every age, repeated timestamps (no time
+    step), tracks leaving and coming back, camera warps; within float64 rounding."""
+    from pairedge.core.features.history import TrackHistory
+
+    rng = np.random.default_rng(length)
+    hist = TrackHistory(length, evict_after=3, capacity=2)
+    t = 0.0
+    for frame in range(40):
+        t += 0.0 if frame % 7 == 3 else rng.uniform(0.02, 0.2)
+        ids = np.sort(rng.choice(30, size=rng.integers(1, 20), replace=False))
+        if frame % 5 == 2:
+            hist.warp(np.array([[1.01, 0.02, 3.0], [-0.02, 1.01, -1.0]]))
+        slots = hist.observe(
+            ids, rng.uniform(0, 640, (len(ids), 2)), rng.uniform(20, 200, len(ids)), t, frame
+        )
+        got, want = hist.motion(slots), hist.motion_numpy(slots)
+        for name in ("velocity", "step_velocity", "unsteadiness", "scale_rate", "fill"):
+            np.testing.assert_allclose(
+                getattr(got, name), getattr(want, name), rtol=1e-12, atol=1e-12, err_msg=name
+            )
+        hist.evict(frame)
+
+
+@needs_kernel
+def test_track_motion_refuses_slots_without_observations():
+    from pairedge.core.features.history import TrackHistory
+
+    hist = TrackHistory(4, evict_after=3)
+    slots = hist.observe(np.array([5, 9]), np.zeros((2, 2)), np.ones(2) * 50, 0.0, 0)
+    k = pairkernel.KERNEL
+    out = np.empty((1, 7))
+    for bad in (-1, len(hist.ids), int(np.flatnonzero(hist.ids < 0)[0])):
+        with pytest.raises(IndexError, match="not an observed track"):
+            k.track_motion(
+                hist.pos, hist.height, hist.time, hist.count, np.array([bad]), out, 4, len(hist.ids), 1
+            )
+    with pytest.raises(ValueError, match="pos"):
+        k.track_motion(hist.pos[:1], hist.height, hist.time, hist.count, slots[:1], out, 4, len(hist.ids), 1)
+    with pytest.raises(ValueError, match="bad sizes"):
+        k.track_motion(hist.pos, hist.height, hist.time, hist.count, slots[:1], out, 1, len(hist.ids), 1)
