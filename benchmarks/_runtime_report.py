@@ -143,7 +143,7 @@ def markdown(res: dict[str, Any]) -> str:
         lines += [
             f"## Flow {sweep['flow']}: per-stage latency at 640 x 480, single thread (ms, p50 / p90 / p99)",
             "",
-            f"Pipeline: spec {first['feature_spec']}, pair block {first.get('pair_block', 'numpy')}, flow {first['flow']}, "
+            f"Pipeline: spec {first['feature_spec']}, feature kernels {first.get('feature_kernels', 'numpy')}, flow {first['flow']}, "
             f"classifier {first['stage1']}",
             "",
             *latency_table(sweep),

@@ -1,6 +1,6 @@
 """Do the ``pairedge`` features of this tree equal those of an earlier revision? (issue 26: speed without drift)
 
-The tree's pair block is the compiled kernel when it is built (``pairkernel.implementation()``, printed).
+The tree's feature kernels are the compiled ones when built (``compiled.implementation()``, printed).
 
 The streaming runtime runs the bundled model's feature spec on
 
@@ -160,7 +160,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# pairedge features: this tree vs an earlier revision (issue 26)",
         "",
-        f"Baseline `{res['baseline']}`, this tree `{res['head']}` (pair block: {res['pair_block']}); inputs recorded once through the runtime "
+        f"Baseline `{res['baseline']}`, this tree `{res['head']}` (feature kernels: {res['feature_kernels']}); inputs recorded once through the runtime "
         "(DIS fast, scale 0.5) and replayed through both feature implementations. Acceptance: pairs identical "
         f"and every value within {TOLERANCE:g} relative.",
         "",
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from pairedge.apps.bench.measure import boxes_scene
     from pairedge.core.bundled import default_model_dir
-    from pairedge.core.features import pairkernel
+    from pairedge.core.features import compiled
 
     model = default_model_dir()
     streams: dict[str, list[tuple[Any, ...]]] = {}
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     res = {
         "baseline": args.baseline,
         "head": head.stdout.strip() + (" (+ uncommitted)" if _dirty() else ""),
-        "pair_block": pairkernel.implementation(),  # compiled kernel or numpy (PAIREDGE_PAIR_KERNEL=numpy)
+        "feature_kernels": compiled.implementation(),  # compiled or numpy (PAIREDGE_PAIR_KERNEL=numpy)
         "streams": {name: compare(v[1:], old[name]) for name, v in streams.items()},
         "seconds": round(time.perf_counter() - start, 1),
         "command": "python benchmarks/bench_features_equal.py" + ("" if args.data is None else " --data ../shared/data"),

@@ -1,7 +1,7 @@
-"""The compiled pair block against the numpy one, in the streaming runtime (issue 26).
+"""The compiled feature kernels (pair block, per-box flow sums, track history) against numpy, in the runtime (issue 26).
 
 Runs ``bench_runtime.py --flows dis:fast:0.5 --people 2,10,100 --no-accuracy`` (the issue's command) in
-alternating subprocesses, once with the compiled kernel and once with ``PAIREDGE_PAIR_KERNEL=numpy``, for
+alternating subprocesses, once with the compiled extension and once with ``PAIREDGE_PAIR_KERNEL=numpy``, for
 ``--rounds`` rounds, so both see the same machine load; every subprocess runs with ``OMP_NUM_THREADS=1`` and
 ``OPENBLAS_NUM_THREADS=1`` (one thread, as the latency bench means it: numpy's BLAS would otherwise start a
 second thread for the numpy neighbour counts). Reports per round and as the median over rounds: the whole step
@@ -41,23 +41,23 @@ def run_once(implementation: str, out: Path) -> dict[str, Any]:
     res = json.loads((out / "bench_runtime.json").read_text())
     sweep = res["sweeps"][0]
     by_n = {p["people"]: p for p in sweep["people"]}
-    got = by_n[100]["pipeline"].get("pair_block", "numpy")
+    got = by_n[100]["pipeline"].get("feature_kernels", "numpy")
     if got != implementation:
-        raise SystemExit(f"asked for the {implementation} pair block, the runtime used {got}")
+        raise SystemExit(f"asked for the {implementation} feature kernels, the runtime used {got}")
     return {**{k: sweep["criteria"][k] for k in KEYS}, "alloc_100_mib": by_n[100]["step_peak_alloc_mib"],
             "load": res["machine"]}  # fmt: skip
 
 
 def markdown(res: dict[str, Any]) -> str:
     lines = [
-        "# Pair block: compiled kernel vs numpy in the streaming runtime (issue 26)",
+        "# Feature kernels: compiled (`_pairkernel`) vs numpy in the streaming runtime (issue 26)",
         "",
         f"`python benchmarks/bench_pair_kernel.py --rounds {res['rounds']}`: `bench_runtime.py {' '.join(COMMAND)}` "
-        "in alternating subprocesses (one thread: `OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`), the numpy pair block "
-        "forced with `PAIREDGE_PAIR_KERNEL=numpy`. Same features (bench_features_equal.md); targets: step / flow "
+        "in alternating subprocesses (one thread: `OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`), numpy (pair block, "
+        "flow sums, track history) forced with `PAIREDGE_PAIR_KERNEL=numpy`. Same features (bench_features_equal.md); targets: step / flow "
         "<= 1.5x at 10 people, <= 2.0x at 100. The median rows take each column's median over the rounds.",
         "",
-        "| round | pair block | step / flow, 10 people | step / flow, 100 people | features p50, 10 | features p50, 100 "
+        "| round | features | step / flow, 10 people | step / flow, 100 people | features p50, 10 | features p50, 100 "
         "| step p50, 10 | step p50, 100 | step allocations, 100 |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from pairedge.core.features import pairkernel
 
     if pairkernel.KERNEL is None:
-        raise SystemExit("the compiled pair block is not built here (pip install needs a C compiler)")
+        raise SystemExit("the compiled feature kernels are not built here (pip install needs a C compiler)")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.rounds):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pairedge.core.errors import InputError, PairedgeError
 from pairedge.core.features import PairFeatures
-from pairedge.core.features.pairkernel import implementation as pair_block_implementation
+from pairedge.core.features.compiled import implementation as feature_kernels
 from pairedge.core.types import Detections
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
@@ -284,7 +284,7 @@ class Pipeline:
         since load; None without flow), ``flow_problem``, ``operating_point_switches``."""
         return {
             "feature_spec": f"{self.models.spec.name} v{self.models.spec.version}",
-            "pair_block": pair_block_implementation(),
+            "feature_kernels": feature_kernels(),
             "flow": repr(self.flow) if self.flow is not None else "none",
             "stage1": repr(self.stage1),
             "stage2": repr(self.stage2),

@@ -374,11 +374,12 @@ def probe() -> Probe:
 
 
 def _pair_block_check() -> Check:
-    """Whether the pair features run compiled (``_pairkernel``, built by pip where a C compiler is) or by numpy."""
+    """Whether the features' hot loops run compiled (``_pairkernel``, built by pip where a C compiler is) or by
+    numpy."""
     from pairedge.core.features import compiled
 
     if compiled.implementation() == "compiled":
-        return Check("pair features", True, "compiled kernel (_pairkernel)")
+        return Check("pair features", True, "compiled (_pairkernel: pair block, flow sums, track history)")
     why = "PAIREDGE_PAIR_KERNEL=numpy" if compiled.forced_numpy() else "not built: no C compiler when pip installed pairedge"
     return Check("pair features", False, f"numpy ({why}); the same values, slower with crowds")
 
