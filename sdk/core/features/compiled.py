@@ -16,8 +16,13 @@ from types import ModuleType
 ABI = 3
 
 
+def forced_numpy() -> bool:
+    """Whether ``PAIREDGE_PAIR_KERNEL=numpy`` asked for numpy."""
+    return os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy"
+
+
 def _load() -> ModuleType | None:
-    if os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy":
+    if forced_numpy():
         return None
     try:
         from pairedge.core.features import _pairkernel  # type: ignore[attr-defined]
@@ -29,11 +34,6 @@ def _load() -> ModuleType | None:
 
 
 KERNEL = _load()
-
-
-def forced_numpy() -> bool:
-    """Whether ``PAIREDGE_PAIR_KERNEL=numpy`` asked for numpy."""
-    return os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy"
 
 
 def implementation() -> str:

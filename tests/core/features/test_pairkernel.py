@@ -14,7 +14,7 @@ import sysconfig
 
 import numpy as np
 import pytest
-from pairedge.core.features import get_spec, pairkernel
+from pairedge.core.features import compiled, get_spec, pairkernel
 from pairedge.core.features.base import pair_rows
 from pairedge.core.features.neighbours import INLINE, NEAR
 from pairedge.core.features.pairblock import scene_context
@@ -30,7 +30,7 @@ def test_the_kernel_is_built_where_a_compiler_is():
     """`pip install` builds it (setup.py) wherever a C compiler is; only a machine without one runs numpy."""
     if _compiler() is None:
         pytest.skip("no C compiler on this machine: the numpy pair block is in use (and correct)")
-    if os.environ.get("PAIREDGE_PAIR_KERNEL", "").strip().lower() == "numpy":
+    if compiled.forced_numpy():
         pytest.skip("PAIREDGE_PAIR_KERNEL=numpy: the numpy pair block is asked for")
     assert pairkernel.KERNEL is not None, "a C compiler is present but _pairkernel is not built: reinstall"
     assert pairkernel.implementation() == "compiled"
