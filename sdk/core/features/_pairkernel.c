@@ -44,6 +44,8 @@ enum { P_WIDTH, P_HEIGHT, P_MIN_SPEED, P_MIN_SPEED2, P_SCENE_COUNT, P_SCENE_MEDI
 /* float64 rounding-error bound of along / across / half, in ulps (2^-52) of their terms' magnitude: both
  * implementations are within ~10 ulps of the exact values; 256 leaves a wide margin. */
 #define TOL_ULPS 256.0
+/* the same for the float32 pass, in float32 ulps (2^-24 relative rounding): ~10 are needed */
+#define TOL32_ULPS 64.0
 #define NCOLUMNS_V1 25
 #define NCOLUMNS_V2 31
 
@@ -88,7 +90,7 @@ typedef struct {
  * Branch-free so the compiler vectorises it; on x86-64 an AVX2 clone is picked at load time when the CPU has
  * it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static Counts count_people(const double *xs, const double *ys, Py_ssize_t n, double midx, double midy, double rr,
                            double ri, double half, const double *bounds) {
@@ -111,9 +113,53 @@ static Counts count_people(const double *xs, const double *ys, Py_ssize_t n, dou
     return out;
 }
 
+typedef struct {
+    int32_t near_sure, near_maybe, line_sure, line_maybe;
+} Counts32;
+
+/* count_people in float32, twice the lanes: the first pass of every pair (see neighbours()). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static Counts32 count_people32(const float *xs, const float *ys, Py_ssize_t n, float midx, float midy, float rr,
+                               float ri, float half, const float *bounds) {
+    const float near_in = bounds[0], near_out = bounds[1], line_in = bounds[2], line_out = bounds[3];
+    const float start_in = half + bounds[4], start_out = half + bounds[5];
+    const float end_in = half + bounds[6], end_out = half + bounds[7];
+    int32_t ns = 0, nm = 0, ls = 0, lm = 0;
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        const float qx = xs[j] - midx, qy = ys[j] - midy;
+        const float along = qx * rr - qy * ri;
+        const float across = qx * ri + qy * rr;
+        const float d2 = along * along + across * across;
+        const float a = fabsf(along), c2 = across * across;
+        ns += d2 < near_in;
+        nm += d2 < near_out;
+        ls += (c2 < line_in) & (a > start_in) & (a < end_in);
+        lm += (c2 < line_out) & (a > start_out) & (a < end_out);
+    }
+    Counts32 out = {ns, nm, ls, lm};
+    return out;
+}
+
+/* The sure / maybe bounds of the tests for a rounding-error bound tol: (NEAR -+ 2 tol)^2 (the error of a norm is
+ * <= sqrt(2) tol), (INLINE -+ tol)^2, START +- tol, END -+ tol. */
+static void test_bounds(double tol, double *b) {
+    const double near_lo = NEAR - 2 * tol, near_hi = NEAR + 2 * tol, line_lo = INLINE - tol, line_hi = INLINE + tol;
+    b[0] = near_lo * near_lo;
+    b[1] = near_hi * near_hi;
+    b[2] = line_lo * line_lo;
+    b[3] = line_hi * line_hi;
+    b[4] = START + tol;
+    b[5] = START - tol;
+    b[6] = END - tol;
+    b[7] = END + tol;
+}
+
 /* The neighbour counts of one pair (neighbours.neighbours_reference); *ambiguous set when a bound decides. */
-static void neighbours(const double *xs, const double *ys, Py_ssize_t n, double reach, const double *pa, double dx,
-                       double dy, double mh, double *near, double *line, uint8_t *ambiguous) {
+static void neighbours(const double *xs, const double *ys, const float *xs32, const float *ys32, Py_ssize_t n,
+                       double reach, const double *pa, double dx, double dy, double mh, double *near, double *line,
+                       uint8_t *ambiguous) {
     const double dist = norm(dx, dy);
     const double half = dist / mh / 2;
     const int apart = norm_above(dist, dx, dy, EPS);
@@ -122,24 +168,36 @@ static void neighbours(const double *xs, const double *ys, Py_ssize_t n, double 
     const double ur = apart ? dx / dist : 1.0, ui = apart ? -dy / dist : 0.0;
     const double rr = ur / mh, ri = ui / mh;
     const double mag = (reach + fabs(midx) + fabs(midy)) * (fabs(rr) + fabs(ri)) + half + 1.0;
-    const double tol = TOL_ULPS * 2.220446049250313e-16 * mag;
-    if (!(tol < 0.05)) { /* non-finite or huge positions: no bound is meaningful, the reference decides */
-        *near = 0.0;
-        *line = 0.0;
-        *ambiguous = 1;
-        return;
-    }
-    const double near_lo = NEAR - 2 * tol, near_hi = NEAR + 2 * tol; /* hypot error <= sqrt(2) tol */
-    const double line_lo = INLINE - tol, line_hi = INLINE + tol;
-    const double bounds[8] = {near_lo * near_lo, near_hi * near_hi, line_lo * line_lo, line_hi * line_hi,
-                              START + tol,       START - tol,       END - tol,         END + tol};
-    const Counts c = count_people(xs, ys, n, midx, midy, rr, ri, half, bounds);
     /* A and B lie at `half` from the midpoint: the reference counts them, then subtracts them */
     const double self = (double)(2 * (half < NEAR));
-    const int self_sure = (half < NEAR - 2 * tol) || !(half < NEAR + 2 * tol);
+    *near = 0.0;
+    *line = 0.0;
+    *ambiguous = 1;
+    /* float32 first (bound: TOL32_ULPS float32 ulps of the terms), float64 where that cannot decide */
+    const double tol32 = TOL32_ULPS * 5.9604644775390625e-08 * mag;
+    if (tol32 < 0.01 && ((half < NEAR - 2 * tol32) || !(half < NEAR + 2 * tol32))) {
+        double b[8];
+        float b32[8];
+        test_bounds(tol32, b);
+        for (int i = 0; i < 8; ++i) b32[i] = (float)b[i];
+        const Counts32 c = count_people32(xs32, ys32, n, (float)midx, (float)midy, (float)rr, (float)ri, (float)half,
+                                          b32);
+        if (c.near_sure == c.near_maybe && c.line_sure == c.line_maybe) {
+            *near = (double)c.near_sure - self;
+            *line = apart ? (double)c.line_sure : 0.0;
+            *ambiguous = 0;
+            return;
+        }
+    }
+    const double tol = TOL_ULPS * 2.220446049250313e-16 * mag;
+    if (!(tol < 0.05)) return; /* non-finite or huge positions: no bound is meaningful, the reference decides */
+    if (!((half < NEAR - 2 * tol) || !(half < NEAR + 2 * tol))) return;
+    double bounds[8];
+    test_bounds(tol, bounds);
+    const Counts c = count_people(xs, ys, n, midx, midy, rr, ri, half, bounds);
     *near = (double)c.near_sure - self;
     *line = apart ? (double)c.line_sure : 0.0;
-    *ambiguous = (c.near_sure != c.near_maybe) || (c.line_sure != c.line_maybe) || !self_sure;
+    *ambiguous = (c.near_sure != c.near_maybe) || (c.line_sure != c.line_maybe);
 }
 
 /* pairblock.pair_block (+ orientation.frame_pair_values when prm[P_ORIENTATION]) of one pair, as float64. */
@@ -275,16 +333,19 @@ static PyObject *pair_block(PyObject *self, PyObject *args) {
                 goto done;
             }
         }
-        double *xs = (double *)PyMem_RawMalloc((size_t)(2 * n + 1) * sizeof(double));
+        double *xs = (double *)PyMem_RawMalloc((size_t)(3 * n + 1) * sizeof(double));
         if (xs == NULL) {
             PyErr_NoMemory();
             goto done;
         }
         double *ys = xs + n;
+        float *xs32 = (float *)(ys + n), *ys32 = xs32 + n; /* the last n doubles hold 2 n floats */
         double reach = 0.0; /* max |x| + |y| of everyone's centre */
         for (Py_ssize_t j = 0; j < n; ++j) {
             xs[j] = people[j * NCOL + C_CX];
             ys[j] = people[j * NCOL + C_CY];
+            xs32[j] = (float)xs[j];
+            ys32[j] = (float)ys[j];
             const double r = fabs(xs[j]) + fabs(ys[j]);
             reach = r > reach ? r : reach; /* NaN never wins: its pairs are caught by tol's finiteness test */
         }
@@ -296,7 +357,7 @@ static PyObject *pair_block(PyObject *self, PyObject *args) {
             const double *pa = people + ia[k] * NCOL, *pb = people + ib[k] * NCOL;
             pair_values(pa, pb, prm, v);
             const double mh = np_max((pa[C_H] + pb[C_H]) / 2, EPS);
-            neighbours(xs, ys, n, reach, pa, pb[C_CX] - pa[C_CX], pb[C_CY] - pa[C_CY], mh, &v[23], &v[24], &amb[k]);
+            neighbours(xs, ys, xs32, ys32, n, reach, pa, pb[C_CX] - pa[C_CX], pb[C_CY] - pa[C_CY], mh, &v[23], &v[24], &amb[k]);
             ambiguous += amb[k];
             float *row1 = s1 + k * fq, *row2 = s2 + k * f2;
             for (Py_ssize_t c = 0; c < fq; ++c) row1[c] = finish(v[c]);

@@ -123,6 +123,31 @@ def test_pairs_on_a_threshold_are_flagged_and_recomputed(monkeypatch):
 
 
 @needs_kernel
+@pytest.mark.parametrize("offset", [-1e-6, 1e-6])
+def test_float32_pass_defers_to_float64_near_a_threshold(monkeypatch, offset: float):
+    """A person 1e-6 heights inside / outside a pair's near circle: the float32 pass cannot decide, the float64
+    pass can (no Python fallback), and the count is the definition's."""
+    from pairedge.core.features.neighbours import neighbours_reference
+
+    r = (NEAR + offset) * 100
+    boxes = np.array([[180.0, 250, 40, 100], [280.0, 250, 40, 100], [230.0 + r, 250, 40, 100]])
+    person = np.zeros((3, 15))
+    ia, ib = pair_rows(3)
+    calls = []
+    monkeypatch.setattr(pairkernel, "_exact_counts", lambda *a: calls.append(a))
+    facing = (np.zeros((3, 2)), np.zeros(3))
+    s1, _ = pairkernel.pair_rows_compiled(boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes),
+                                          0.05, 31)  # fmt: skip
+    assert calls == []
+    centres = boxes[:, :2] + boxes[:, 2:] / 2
+    near, _ = neighbours_reference(
+        centres[ia], centres[ib] - centres[ia], np.full(len(ia), 100.0), centres, None
+    )
+    np.testing.assert_array_equal(s1[:, pairkernel.NEAR_COLUMN], near)
+    assert s1[0, pairkernel.NEAR_COLUMN] == (1.0 if offset < 0 else 0.0)
+
+
+@needs_kernel
 def test_version_3_and_panoramas_use_numpy():
     assert not pairkernel.supports(45, False)  # layout 3: context columns
     assert not pairkernel.supports(31, True)  # panorama wrap
