@@ -379,9 +379,9 @@ def _pair_block_check() -> Check:
     from pairedge.core.features import compiled
 
     if compiled.implementation() == "compiled":
-        return Check("pair features", True, "compiled (_pairkernel: pair block, flow sums, track history)")
+        return Check("feature kernels", True, "compiled (_pairkernel: pair block, flow sums, track history)")
     why = "PAIREDGE_PAIR_KERNEL=numpy" if compiled.forced_numpy() else "not built: no C compiler when pip installed pairedge"
-    return Check("pair features", False, f"numpy ({why}); the same values, slower with crowds")
+    return Check("feature kernels", False, f"numpy ({why}); the same values, slower with crowds")
 
 
 def gpu_skip_reason(*, need_tensorrt: bool = False, need_cuda_python: bool = False) -> str | None:

@@ -346,3 +346,11 @@ def test_track_motion_refuses_slots_without_observations():
         k.track_motion(hist.pos[:1], hist.height, hist.time, hist.count, slots[:1], out, 4, len(hist.ids), 1)
     with pytest.raises(ValueError, match="bad sizes"):
         k.track_motion(hist.pos, hist.height, hist.time, hist.count, slots[:1], out, 1, len(hist.ids), 1)
+
+
+def test_doctor_says_which_feature_kernels_run():
+    from pairedge.apps.probe import probe
+
+    check = probe().get("feature kernels")
+    assert check.ok == (compiled.KERNEL is not None)
+    assert check.detail.startswith("compiled" if check.ok else "numpy")
