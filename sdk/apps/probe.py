@@ -367,13 +367,13 @@ def probe() -> Probe:
         *_cuda_checks(),
         _nvcc_check(),
         _flow_backends_check(),
-        _pair_block_check(),
+        _feature_kernels_check(),
         *jetson_checks(),
     ]
     return Probe(tuple(checks))
 
 
-def _pair_block_check() -> Check:
+def _feature_kernels_check() -> Check:
     """Whether the features' hot loops run compiled (``_pairkernel``, built by pip where a C compiler is) or by
     numpy."""
     from pairedge.core.features import compiled

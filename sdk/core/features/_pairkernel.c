@@ -10,10 +10,11 @@
  * it to the numpy implementation.
  *
  * Neighbour counts are thresholded, so a rounding difference could flip one. Every comparison is therefore made
- * twice, against the threshold shrunk and grown by a bound on the float64 rounding error of either
- * implementation (TOL_ULPS ulps of the terms' magnitude); a pair where the two answers differ (someone lies
- * within that bound of a boundary: practically never, except on crafted input) is flagged in ``ambiguous`` and
- * its counts are recomputed by the Python reference, so the counts are the reference's.
+ * twice, against the threshold shrunk and grown by a bound on the rounding error: first in float32 (TOL32_ULPS
+ * float32 ulps of the terms' magnitude), then, for a pair that pass cannot decide, in float64 (TOL_ULPS, which
+ * covers numpy's own rounding too); a pair neither decides (someone within 1e-13 or so of a boundary: crafted
+ * input) is flagged in ``ambiguous`` and its counts are recomputed by the Python reference, so the counts are
+ * the reference's.
  *
  * No numpy headers: arrays arrive through the buffer protocol; the GIL is released while it computes.
  * Built with -ffp-contract=off (no fused multiply-add, so the products round as numpy's do).
@@ -48,6 +49,7 @@ enum { P_WIDTH, P_HEIGHT, P_MIN_SPEED, P_MIN_SPEED2, P_SCENE_COUNT, P_SCENE_MEDI
 #define TOL32_ULPS 64.0
 #define NCOLUMNS_V1 25
 #define NCOLUMNS_V2 31
+#define ABI 3 /* pairedge.core.features.compiled.ABI: bump with every interface change */
 
 /* numpy's maximum / minimum: NaN in either argument gives NaN (fmax / fmin would drop it). */
 static inline double np_max(double a, double b) { return (a != a) ? a : (b != b) ? b : (a >= b ? a : b); }
@@ -82,65 +84,45 @@ static inline float finish(double v) {
     return f > CLAMP ? CLAMP : (f < -CLAMP ? -CLAMP : f);
 }
 
+/* How many people pass the near and inline tests, by the shrunk ("sure") and the grown ("maybe") bounds. */
 typedef struct {
     int64_t near_sure, near_maybe, line_sure, line_maybe;
 } Counts;
 
-/* Near / inline tests of everyone (xs, ys: n centres) against one pair, each with a sure and a maybe bound.
- * Branch-free so the compiler vectorises it; on x86-64 an AVX2 clone is picked at load time when the CPU has
- * it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
 #endif
-static Counts count_people(const double *xs, const double *ys, Py_ssize_t n, double midx, double midy, double rr,
-                           double ri, double half, const double *bounds) {
-    const double near_in = bounds[0], near_out = bounds[1], line_in = bounds[2], line_out = bounds[3];
-    const double start_in = half + bounds[4], start_out = half + bounds[5];
-    const double end_in = half + bounds[6], end_out = half + bounds[7];
-    int64_t ns = 0, nm = 0, ls = 0, lm = 0;
-    for (Py_ssize_t j = 0; j < n; ++j) {
-        const double qx = xs[j] - midx, qy = ys[j] - midy;
-        const double along = qx * rr - qy * ri; /* real part of (q) * conj(unit) / mh */
-        const double across = qx * ri + qy * rr;
-        const double d2 = along * along + across * across;
-        const double a = fabs(along), c2 = across * across;
-        ns += d2 < near_in;
-        nm += d2 < near_out;
-        ls += (c2 < line_in) & (a > start_in) & (a < end_in);
-        lm += (c2 < line_out) & (a > start_out) & (a < end_out);
-    }
-    Counts out = {ns, nm, ls, lm};
-    return out;
-}
 
-typedef struct {
-    int32_t near_sure, near_maybe, line_sure, line_maybe;
-} Counts32;
-
-/* count_people in float32, twice the lanes: the first pass of every pair (see neighbours()). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static Counts32 count_people32(const float *xs, const float *ys, Py_ssize_t n, float midx, float midy, float rr,
-                               float ri, float half, const float *bounds) {
-    const float near_in = bounds[0], near_out = bounds[1], line_in = bounds[2], line_out = bounds[3];
-    const float start_in = half + bounds[4], start_out = half + bounds[5];
-    const float end_in = half + bounds[6], end_out = half + bounds[7];
-    int32_t ns = 0, nm = 0, ls = 0, lm = 0;
-    for (Py_ssize_t j = 0; j < n; ++j) {
-        const float qx = xs[j] - midx, qy = ys[j] - midy;
-        const float along = qx * rr - qy * ri;
-        const float across = qx * ri + qy * rr;
-        const float d2 = along * along + across * across;
-        const float a = fabsf(along), c2 = across * across;
-        ns += d2 < near_in;
-        nm += d2 < near_out;
-        ls += (c2 < line_in) & (a > start_in) & (a < end_in);
-        lm += (c2 < line_out) & (a > start_out) & (a < end_out);
+/* Near / inline tests of everyone (xs, ys: n centres) against one pair (midpoint, conj(unit A->B) / mh as
+ * (rr, ri), half its length), each with a sure and a maybe bound (test_bounds). Branch-free so the compiler
+ * vectorises it; on x86-64 an AVX-512 or AVX2 clone is picked at load time when the CPU has it. One definition
+ * for float64 (count_people) and float32 (count_people32, twice the lanes, int32 sums). */
+#define DEFINE_COUNT_PEOPLE(NAME, REAL, SUM, ABS)                                                                 \
+    CLONES static Counts NAME(const REAL *xs, const REAL *ys, Py_ssize_t n, REAL midx, REAL midy, REAL rr,         \
+                              REAL ri, REAL half, const REAL *bounds) {                                           \
+        const REAL near_in = bounds[0], near_out = bounds[1], line_in = bounds[2], line_out = bounds[3];          \
+        const REAL start_in = half + bounds[4], start_out = half + bounds[5];                                     \
+        const REAL end_in = half + bounds[6], end_out = half + bounds[7];                                         \
+        SUM ns = 0, nm = 0, ls = 0, lm = 0;                                                                       \
+        for (Py_ssize_t j = 0; j < n; ++j) {                                                                      \
+            const REAL qx = xs[j] - midx, qy = ys[j] - midy;                                                      \
+            const REAL along = qx * rr - qy * ri; /* Re(q * conj(unit) / mh) */                                   \
+            const REAL across = qx * ri + qy * rr;                                                                \
+            const REAL d2 = along * along + across * across;                                                      \
+            const REAL a = ABS(along), c2 = across * across;                                                      \
+            ns += d2 < near_in;                                                                                   \
+            nm += d2 < near_out;                                                                                  \
+            ls += (c2 < line_in) & (a > start_in) & (a < end_in);                                                 \
+            lm += (c2 < line_out) & (a > start_out) & (a < end_out);                                              \
+        }                                                                                                         \
+        Counts out = {ns, nm, ls, lm};                                                                            \
+        return out;                                                                                               \
     }
-    Counts32 out = {ns, nm, ls, lm};
-    return out;
-}
+DEFINE_COUNT_PEOPLE(count_people, double, int64_t, fabs)
+DEFINE_COUNT_PEOPLE(count_people32, float, int32_t, fabsf)
+#undef DEFINE_COUNT_PEOPLE
 
 /* The sure / maybe bounds of the tests for a rounding-error bound tol: (NEAR -+ 2 tol)^2 (the error of a norm is
  * <= sqrt(2) tol), (INLINE -+ tol)^2, START +- tol, END -+ tol. */
@@ -156,10 +138,17 @@ static void test_bounds(double tol, double *b) {
     b[7] = END + tol;
 }
 
-/* The neighbour counts of one pair (neighbours.neighbours_reference); *ambiguous set when a bound decides. */
+/* Whether `half` (A's and B's distance from the midpoint) is clear of NEAR by more than the bound: then whether
+ * the reference counts A and B as near (and subtracts them again) is known. */
+static inline int self_decided(double half, double tol) { return half < NEAR - 2 * tol || !(half < NEAR + 2 * tol); }
+
+/* The neighbour counts of one pair (neighbours.neighbours_reference) into *near, *line; *ambiguous = 1 (counts
+ * 0) when neither pass can decide them. */
 static void neighbours(const double *xs, const double *ys, const float *xs32, const float *ys32, Py_ssize_t n,
-                       double reach, const double *pa, double dx, double dy, double mh, double *near, double *line,
+                       double reach, const double *pa, const double *pb, double *near, double *line,
                        uint8_t *ambiguous) {
+    const double dx = pb[C_CX] - pa[C_CX], dy = pb[C_CY] - pa[C_CY];
+    const double mh = np_max((pa[C_H] + pb[C_H]) / 2, EPS);
     const double dist = norm(dx, dy);
     const double half = dist / mh / 2;
     const int apart = norm_above(dist, dx, dy, EPS);
@@ -168,36 +157,28 @@ static void neighbours(const double *xs, const double *ys, const float *xs32, co
     const double ur = apart ? dx / dist : 1.0, ui = apart ? -dy / dist : 0.0;
     const double rr = ur / mh, ri = ui / mh;
     const double mag = (reach + fabs(midx) + fabs(midy)) * (fabs(rr) + fabs(ri)) + half + 1.0;
-    /* A and B lie at `half` from the midpoint: the reference counts them, then subtracts them */
-    const double self = (double)(2 * (half < NEAR));
-    *near = 0.0;
-    *line = 0.0;
-    *ambiguous = 1;
-    /* float32 first (bound: TOL32_ULPS float32 ulps of the terms), float64 where that cannot decide */
-    const double tol32 = TOL32_ULPS * 5.9604644775390625e-08 * mag;
-    if (tol32 < 0.01 && ((half < NEAR - 2 * tol32) || !(half < NEAR + 2 * tol32))) {
-        double b[8];
-        float b32[8];
-        test_bounds(tol32, b);
-        for (int i = 0; i < 8; ++i) b32[i] = (float)b[i];
-        const Counts32 c = count_people32(xs32, ys32, n, (float)midx, (float)midy, (float)rr, (float)ri, (float)half,
-                                          b32);
-        if (c.near_sure == c.near_maybe && c.line_sure == c.line_maybe) {
-            *near = (double)c.near_sure - self;
-            *line = apart ? (double)c.line_sure : 0.0;
-            *ambiguous = 0;
-            return;
-        }
-    }
-    const double tol = TOL_ULPS * 2.220446049250313e-16 * mag;
-    if (!(tol < 0.05)) return; /* non-finite or huge positions: no bound is meaningful, the reference decides */
-    if (!((half < NEAR - 2 * tol) || !(half < NEAR + 2 * tol))) return;
     double bounds[8];
-    test_bounds(tol, bounds);
-    const Counts c = count_people(xs, ys, n, midx, midy, rr, ri, half, bounds);
-    *near = (double)c.near_sure - self;
-    *line = apart ? (double)c.line_sure : 0.0;
-    *ambiguous = (c.near_sure != c.near_maybe) || (c.line_sure != c.line_maybe);
+    Counts c = {0, 0, 0, 0};
+    int decided = 0;
+    const double tol32 = TOL32_ULPS * 5.9604644775390625e-08 * mag; /* float32 first: 2^-24 per ulp */
+    if (tol32 < 0.01 && self_decided(half, tol32)) {
+        float b32[8];
+        test_bounds(tol32, bounds);
+        for (int i = 0; i < 8; ++i) b32[i] = (float)bounds[i];
+        c = count_people32(xs32, ys32, n, (float)midx, (float)midy, (float)rr, (float)ri, (float)half, b32);
+        decided = c.near_sure == c.near_maybe && c.line_sure == c.line_maybe;
+    }
+    const double tol = TOL_ULPS * 2.220446049250313e-16 * mag; /* then float64, where float32 could not */
+    /* !(tol < 0.05): non-finite or huge positions, no bound is meaningful: the reference decides */
+    if (!decided && tol < 0.05 && self_decided(half, tol)) {
+        test_bounds(tol, bounds);
+        c = count_people(xs, ys, n, midx, midy, rr, ri, half, bounds);
+        decided = c.near_sure == c.near_maybe && c.line_sure == c.line_maybe;
+    }
+    /* A and B lie at `half` from the midpoint: the reference counts them, then subtracts them */
+    *near = decided ? (double)c.near_sure - (double)(2 * (half < NEAR)) : 0.0;
+    *line = decided && apart ? (double)c.line_sure : 0.0;
+    *ambiguous = (uint8_t)!decided;
 }
 
 /* pairblock.pair_block (+ orientation.frame_pair_values when prm[P_ORIENTATION]) of one pair, as float64. */
@@ -275,8 +256,17 @@ static void pair_values(const double *pa, const double *pb, const double *prm, d
     v[30] = known;
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, Py_ssize_t count,
-                      const char *what) {
+/* The buffers an entry point holds; release_all gives every one back, on every path. */
+typedef struct {
+    Py_buffer views[8];
+    int held;
+} Held;
+
+/* Take obj's buffer (C-contiguous, writable if asked) into *buf, checking its item size and count; -1 with a
+ * Python error (and nothing more held) when it does not fit. */
+static int hold(Held *h, PyObject *obj, int writable, Py_ssize_t itemsize, Py_ssize_t count, const char *what,
+                void *buf) {
+    Py_buffer *view = &h->views[h->held];
     if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->itemsize != itemsize || view->len != itemsize * count) {
         PyErr_Format(PyExc_ValueError, "pair kernel: %s has %zd bytes of %zd-byte items, expected %zd items", what,
@@ -284,7 +274,13 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t i
         PyBuffer_Release(view);
         return -1;
     }
+    ++h->held;
+    memcpy(buf, &view->buf, sizeof(void *)); /* buf: the address of a pointer of the item type */
     return 0;
+}
+
+static void release_all(Held *h) {
+    while (h->held > 0) PyBuffer_Release(&h->views[--h->held]);
 }
 
 PyDoc_STRVAR(pair_block_doc,
@@ -304,28 +300,21 @@ static PyObject *pair_block(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "pair kernel: bad sizes n=%zd m=%zd fp=%zd fq=%zd", n, m, fp, fq);
         return NULL;
     }
-    Py_buffer b_people, b_ia, b_ib, b_params, b_person32, b_s1, b_s2, b_amb;
-    Py_buffer *held[8];
-    int nheld = 0;
+    Held held = {.held = 0};
     PyObject *result = NULL;
-#define GET(obj, view, w, size, count, what)                                                                      \
-    if (get_buffer(obj, view, w, size, count, what) < 0) goto done;                                              \
-    held[nheld++] = view;
-    GET(o_people, &b_people, 0, 8, n * NCOL, "people")
-    GET(o_ia, &b_ia, 0, 8, m, "ia")
-    GET(o_ib, &b_ib, 0, 8, m, "ib")
-    GET(o_params, &b_params, 0, 8, NPARAM, "params")
-    GET(o_person32, &b_person32, 0, 4, n * fp, "person32")
-    GET(o_s1, &b_s1, 1, 4, m * fq, "stage1")
-    GET(o_s2, &b_s2, 1, 4, m * (2 * fp + fq), "stage2")
-    GET(o_amb, &b_amb, 1, 1, m, "ambiguous")
-#undef GET
+    const double *people, *prm;
+    const int64_t *ia, *ib;
+    const float *person32;
+    float *s1, *s2;
+    uint8_t *amb;
+    if (hold(&held, o_people, 0, 8, n * NCOL, "people", &people) < 0 || hold(&held, o_ia, 0, 8, m, "ia", &ia) < 0 ||
+        hold(&held, o_ib, 0, 8, m, "ib", &ib) < 0 || hold(&held, o_params, 0, 8, NPARAM, "params", &prm) < 0 ||
+        hold(&held, o_person32, 0, 4, n * fp, "person32", &person32) < 0 ||
+        hold(&held, o_s1, 1, 4, m * fq, "stage1", &s1) < 0 ||
+        hold(&held, o_s2, 1, 4, m * (2 * fp + fq), "stage2", &s2) < 0 ||
+        hold(&held, o_amb, 1, 1, m, "ambiguous", &amb) < 0)
+        goto done;
     {
-        const double *people = (const double *)b_people.buf, *prm = (const double *)b_params.buf;
-        const int64_t *ia = (const int64_t *)b_ia.buf, *ib = (const int64_t *)b_ib.buf;
-        const float *person32 = (const float *)b_person32.buf;
-        float *s1 = (float *)b_s1.buf, *s2 = (float *)b_s2.buf;
-        uint8_t *amb = (uint8_t *)b_amb.buf;
         for (Py_ssize_t k = 0; k < m; ++k) {
             if (ia[k] < 0 || ia[k] >= n || ib[k] < 0 || ib[k] >= n) {
                 PyErr_Format(PyExc_IndexError, "pair kernel: pair %zd has rows (%lld, %lld) outside 0..%zd", k,
@@ -356,8 +345,7 @@ static PyObject *pair_block(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = 0; k < m; ++k) {
             const double *pa = people + ia[k] * NCOL, *pb = people + ib[k] * NCOL;
             pair_values(pa, pb, prm, v);
-            const double mh = np_max((pa[C_H] + pb[C_H]) / 2, EPS);
-            neighbours(xs, ys, xs32, ys32, n, reach, pa, pb[C_CX] - pa[C_CX], pb[C_CY] - pa[C_CY], mh, &v[23], &v[24], &amb[k]);
+            neighbours(xs, ys, xs32, ys32, n, reach, pa, pb, &v[23], &v[24], &amb[k]);
             ambiguous += amb[k];
             float *row1 = s1 + k * fq, *row2 = s2 + k * f2;
             for (Py_ssize_t c = 0; c < fq; ++c) row1[c] = finish(v[c]);
@@ -370,7 +358,7 @@ static PyObject *pair_block(PyObject *self, PyObject *args) {
         result = PyLong_FromSsize_t(ambiguous);
     }
 done:
-    while (nheld > 0) PyBuffer_Release(held[--nheld]);
+    release_all(&held);
     return result;
 }
 
@@ -390,20 +378,15 @@ static PyObject *rect_moments(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "rect moments: bad sizes h=%zd w=%zd n=%zd", h, w, n);
         return NULL;
     }
-    Py_buffer b_flow, b_rects, b_out;
-    if (get_buffer(o_flow, &b_flow, 0, 4, h * w * 2, "flow") < 0) return NULL;
-    if (get_buffer(o_rects, &b_rects, 0, 8, n * 4, "rects") < 0) {
-        PyBuffer_Release(&b_flow);
+    Held held = {.held = 0};
+    const float *flow;
+    const int64_t *rects;
+    double *out;
+    if (hold(&held, o_flow, 0, 4, h * w * 2, "flow", &flow) < 0 || hold(&held, o_rects, 0, 8, n * 4, "rects", &rects) < 0 ||
+        hold(&held, o_out, 1, 8, n * 4, "out", &out) < 0) {
+        release_all(&held);
         return NULL;
     }
-    if (get_buffer(o_out, &b_out, 1, 8, n * 4, "out") < 0) {
-        PyBuffer_Release(&b_flow);
-        PyBuffer_Release(&b_rects);
-        return NULL;
-    }
-    const float *flow = (const float *)b_flow.buf;
-    const int64_t *rects = (const int64_t *)b_rects.buf;
-    double *out = (double *)b_out.buf;
     PyObject *result = Py_None;
     for (Py_ssize_t i = 0; i < n; ++i) {
         const int64_t *r = rects + 4 * i;
@@ -437,9 +420,7 @@ static PyObject *rect_moments(PyObject *self, PyObject *args) {
         Py_END_ALLOW_THREADS;
         Py_INCREF(result);
     }
-    PyBuffer_Release(&b_flow);
-    PyBuffer_Release(&b_rects);
-    PyBuffer_Release(&b_out);
+    release_all(&held);
     return result;
 }
 
@@ -460,32 +441,28 @@ static PyObject *track_motion(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "track motion: bad sizes k=%zd cap=%zd n=%zd", k, cap, n);
         return NULL;
     }
-    Py_buffer views[6];
-    int held = 0;
+    Held held = {.held = 0};
     PyObject *result = NULL;
-    if (get_buffer(o_pos, &views[held], 0, 8, cap * k * 2, "pos") < 0) goto done;
-    ++held;
-    if (get_buffer(o_height, &views[held], 0, 8, cap * k, "height") < 0) goto done;
-    ++held;
-    if (get_buffer(o_time, &views[held], 0, 8, cap * k, "time") < 0) goto done;
-    ++held;
-    if (get_buffer(o_count, &views[held], 0, 8, cap, "count") < 0) goto done;
-    ++held;
-    if (get_buffer(o_slots, &views[held], 0, 8, n, "slots") < 0) goto done;
-    ++held;
-    if (get_buffer(o_out, &views[held], 1, 8, n * 7, "out") < 0) goto done;
-    ++held;
+    double *steps = NULL;
+    const double *pos, *hgt, *tim;
+    const int64_t *count, *slots;
+    double *out;
+    if (hold(&held, o_pos, 0, 8, cap * k * 2, "pos", &pos) < 0 || hold(&held, o_height, 0, 8, cap * k, "height", &hgt) < 0 ||
+        hold(&held, o_time, 0, 8, cap * k, "time", &tim) < 0 || hold(&held, o_count, 0, 8, cap, "count", &count) < 0 ||
+        hold(&held, o_slots, 0, 8, n, "slots", &slots) < 0 || hold(&held, o_out, 1, 8, n * 7, "out", &out) < 0)
+        goto done;
     {
-        const double *pos = (const double *)views[0].buf, *hgt = (const double *)views[1].buf;
-        const double *tim = (const double *)views[2].buf;
-        const int64_t *count = (const int64_t *)views[3].buf, *slots = (const int64_t *)views[4].buf;
-        double *out = (double *)views[5].buf;
         for (Py_ssize_t i = 0; i < n; ++i) {
             if (slots[i] < 0 || slots[i] >= cap || count[slots[i]] < 1 || count[slots[i]] > k) {
                 PyErr_Format(PyExc_IndexError, "track motion: slot %lld of row %zd is not an observed track",
                              (long long)slots[i], i);
                 goto done;
             }
+        }
+        steps = (double *)PyMem_RawMalloc((size_t)(2 * k) * sizeof(double));
+        if (steps == NULL) {
+            PyErr_NoMemory();
+            goto done;
         }
         for (Py_ssize_t i = 0; i < n; ++i) {
             const int64_t s = slots[i], cnt = count[s], oldest = k - cnt, last = k - 1;
@@ -499,14 +476,17 @@ static PyObject *track_motion(PyObject *self, PyObject *args) {
             o[1] = ok ? (p[2 * last + 1] - p[2 * oldest + 1]) / span_d / mean_h : 0.0;
             const double ratio = h[last] / np_max(h[oldest], DIV_EPS);
             o[5] = ok ? log(np_max(ratio, DIV_EPS)) / span_d : 0.0;
-            /* per-step velocities: step j from sample j to j + 1, valid when sample j is valid and time moved */
+            /* per-step velocities: step j from sample j to j + 1, valid when sample j is valid and time moved;
+             * the valid ones kept in order in `steps` (their mean, then their spread around it) */
             double sx = 0.0, sy = 0.0, lx = 0.0, ly = 0.0;
             int64_t nv = 0;
-            for (int64_t j = 0; j < last; ++j) {
+            for (int64_t j = oldest; j < last; ++j) {
                 const double dts = t[j + 1] - t[j];
-                if (j >= oldest && dts > 0) {
+                if (dts > 0) {
                     const double d = np_max(dts, DIV_EPS);
                     const double vx = (p[2 * j + 2] - p[2 * j]) / d / mean_h, vy = (p[2 * j + 3] - p[2 * j + 1]) / d / mean_h;
+                    steps[2 * nv] = vx;
+                    steps[2 * nv + 1] = vy;
                     sx += vx;
                     sy += vy;
                     ++nv;
@@ -516,14 +496,9 @@ static PyObject *track_motion(PyObject *self, PyObject *args) {
             const double denom = (double)(nv > 1 ? nv : 1);
             const double mx = sx / denom, my = sy / denom;
             double dev = 0.0;
-            for (int64_t j = oldest; j < last; ++j) {
-                const double dts = t[j + 1] - t[j];
-                if (dts > 0) {
-                    const double d = np_max(dts, DIV_EPS);
-                    const double ex = (p[2 * j + 2] - p[2 * j]) / d / mean_h - mx;
-                    const double ey = (p[2 * j + 3] - p[2 * j + 1]) / d / mean_h - my;
-                    dev += ex * ex + ey * ey;
-                }
+            for (int64_t j = 0; j < nv; ++j) {
+                const double ex = steps[2 * j] - mx, ey = steps[2 * j + 1] - my;
+                dev += ex * ex + ey * ey;
             }
             o[2] = lx;
             o[3] = ly;
@@ -534,7 +509,8 @@ static PyObject *track_motion(PyObject *self, PyObject *args) {
         Py_INCREF(result);
     }
 done:
-    while (held > 0) PyBuffer_Release(&views[--held]);
+    PyMem_RawFree(steps);
+    release_all(&held);
     return result;
 }
 
@@ -561,7 +537,7 @@ PyMODINIT_FUNC PyInit__pairkernel(void) {
     PyObject *mod = PyModule_Create(&module);
     if (mod == NULL) return NULL;
     if (PyModule_AddIntConstant(mod, "NCOL", NCOL) < 0 || PyModule_AddIntConstant(mod, "NPARAM", NPARAM) < 0 ||
-        PyModule_AddIntConstant(mod, "ABI", 3) < 0) {
+        PyModule_AddIntConstant(mod, "ABI", ABI) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

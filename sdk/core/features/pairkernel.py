@@ -20,7 +20,7 @@ from types import ModuleType
 import numpy as np
 from pairedge.core.features import compiled
 from pairedge.core.features.neighbours import neighbours_reference
-from pairedge.core.features.pairblock import HIST_VX, HIST_VY, SPEED, VX, VY, Scene
+from pairedge.core.features.pairblock import EPS, HIST_VX, HIST_VY, SPEED, VX, VY, Scene
 
 #: Columns of the per-person table the kernel reads, in its order (``_pairkernel.c``'s ``C_*``).
 PERSON_COLUMNS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx", "vy", "speed", "px_vx", "px_vy",
@@ -137,7 +137,7 @@ def _exact_counts(table, ia, ib, ambiguous, stage1, stage2, offset: int) -> None
     a, b = ia[ambiguous], ib[ambiguous]
     centre_a = np.stack([cx[a], cy[a]], axis=1)
     delta = np.stack([cx[b] - cx[a], cy[b] - cy[a]], axis=1)
-    mean_h = np.maximum((h[a] + h[b]) / 2, 1e-6)
+    mean_h = np.maximum((h[a] + h[b]) / 2, EPS)
     near, inline = neighbours_reference(centre_a, delta, mean_h, np.stack([cx, cy], axis=1), None)
     counts = finish(np.stack([near, inline], axis=1))
     stage1[ambiguous, NEAR_COLUMN : INLINE_COLUMN + 1] = counts
