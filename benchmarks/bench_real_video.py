@@ -175,6 +175,7 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     # frame, label, heights, metres, together, ground motion of a together pair ("walking" / "standing" / "")
     linked_rows: list[tuple[int, str, float, float, bool, str]] = []
     recalled: set[tuple[int, int, int]] = set()
+    delivered: set[tuple[int, int, int]] = set()  # together pair-frames the pipeline had both people of
     keyed: dict[tuple[int, int, int], str] = {}  # (frame, truth id, truth id) -> label of a linked pair
     scored_together = 0
     picture = None
@@ -196,9 +197,11 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                 known = ga >= 0 and gb >= 0 and ga != gb and index < len(together)
                 is_together = bool(known and together[index, ga, gb])
                 scored_together += is_together
+                key = (index, min(ga, gb), max(ga, gb))
+                if is_together:
+                    delivered.add(key)
                 if lab < 0:
                     continue
-                key = (index, min(ga, gb), max(ga, gb))
                 if is_together:
                     recalled.add(key)
                 if known:
@@ -220,7 +223,36 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                  "confirm_s": pipe.confirm_s, "switched_at_frame": switched}  # fmt: skip
     truth_total = int(np.triu(together, 1).sum())
     metrics = {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}
+    if speeds is not None:
+        metrics["by_motion"] = motion_funnel(together, speeds, rule, delivered, recalled)
     return {**metrics, KEYED: keyed}, picture
+
+
+def together_keys_by_motion(together: np.ndarray, speeds: np.ndarray, rule: Together
+                            ) -> dict[str, list[tuple[int, int, int]]]:  # fmt: skip
+    """The ground truth's together pair-frames ``(frame, i, j)``, i < j, grouped by their ground-plane motion
+    (:func:`motion_class`: ``walking``, ``standing``, ``between`` for in between or unknown)."""
+    out: dict[str, list[tuple[int, int, int]]] = {"walking": [], "standing": [], "between": []}
+    for f, i, j in zip(*np.nonzero(np.triu(together, 1)), strict=True):
+        out[motion_class(speeds[f, i], speeds[f, j], rule) or "between"].append((int(f), int(i), int(j)))
+    return out
+
+
+def motion_funnel(together: np.ndarray, speeds: np.ndarray, rule: Together,
+                  delivered: set[tuple[int, int, int]], linked: set[tuple[int, int, int]]) -> dict[str, Any]:  # fmt: skip
+    """Per ground-plane motion class of the together pair-frames: how many there are, how many the pipeline
+    had both people of (a pair it could classify: boxes matched to the two people), how many it linked."""
+    return {c: {"together": len(keys), "delivered": sum(k in delivered for k in keys),
+                "linked": sum(k in linked for k in keys)}
+            for c, keys in together_keys_by_motion(together, speeds, rule).items()}  # fmt: skip
+
+
+def delivery_bound(funnel: dict[str, Any]) -> float | None:
+    """The walking share among the judged (walking or standing) together pair-frames that a PERFECT classifier
+    would give on this box source: it links every together pair-frame delivered to it, with its true label.
+    The difference between two sources' values is the share gap their boxes alone cause."""
+    w, s = funnel["walking"]["delivered"], funnel["standing"]["delivered"]
+    return w / (w + s) if w + s else None
 
 
 #: run_case's key for the labels of its linked pairs by ground-truth ids (not written to the results).
@@ -239,14 +271,17 @@ def label_stability(first: dict[tuple[int, int, int], str], second: dict[tuple[i
              for lab in labels}  # fmt: skip
     return {"common_pair_frames": len(common), "shares": share,
             "same_label": float((a == b).mean()) if common else None,
-            "max_share_gap": max((abs(x - y) for x, y in share.values() if x is not None), default=None)}  # fmt: skip
+            "max_share_gap": max((abs(x - y) for x, y in share.values() if x is not None and y is not None),
+                                 default=None)}  # fmt: skip
 
 
 def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndarray,
-                      lags: tuple[int, ...] = (0, 3, 8)) -> dict[str, float]:  # fmt: skip
+                      lags: tuple[int, ...] = (0, 3, 8), speeds: np.ndarray | None = None,
+                      rule: Together = Together()) -> dict[str, Any]:  # fmt: skip
     """The detector's ceiling on recall, before any tracker: for each lag K, the share of the together
     pair-frames (f, i, j) whose two people a raw detection matched (IoU >= 0.5, Hungarian) in frame f or in
-    one of the K frames before it (what a perfect K-frame coasting could keep). Keys ``"K=<k>"``."""
+    one of the K frames before it (what a perfect K-frame coasting could keep). Keys ``"K=<k>"``; with
+    ``speeds``, also ``"by_motion"``: ``{class: {"K=<k>": share}}`` per ground-plane motion class."""
     dets = read_detections(detections)
     f_count, t_count = together.shape[:2]
     found = np.zeros((f_count, t_count), bool)
@@ -258,13 +293,20 @@ def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndar
         gids = gids[(gids >= 0) & (gids < t_count)]
         found[f, gids] = True
     fi, ii, jj = np.nonzero(np.triu(together, 1))
-    out = {}
+    out: dict[str, Any] = {}
+    by_motion: dict[str, dict[str, float | None]] = {}
     for k in lags:
         # kept[f, i]: found in f - k .. f (a running window over the frames)
         cum = np.vstack([np.zeros((1, t_count), np.int64), np.cumsum(found, 0)])
         lo = np.maximum(np.arange(f_count) - k, 0)
         kept = (cum[np.arange(f_count) + 1] - cum[lo]) > 0
         out[f"K={k}"] = float((kept[fi, ii] & kept[fi, jj]).mean()) if len(fi) else 0.0
+        if speeds is not None:
+            for c, keys in together_keys_by_motion(together, speeds, rule).items():
+                share = float(np.mean([kept[f, i] & kept[f, j] for f, i, j in keys])) if keys else None
+                by_motion.setdefault(c, {})[f"K={k}"] = share
+    if speeds is not None:
+        out["by_motion"] = by_motion
     return out
 
 
@@ -415,7 +457,7 @@ def markdown(res: dict[str, Any]) -> str:
         cov = res["detector_coverage"]
         lines += ["", "**The detector's ceiling** (raw detections, before any tracker): both people of a together "
                   "pair-frame matched by an ACF detection (IoU >= 0.5) in that frame, or in it or the K frames "
-                  "before (a perfect K-frame coasting): " + ", ".join(f"{k} {v:.3f}" for k, v in cov.items())
+                  "before (a perfect K-frame coasting): " + ", ".join(f"{k} {v:.3f}" for k, v in cov.items() if k.startswith("K="))
                   + ". A tracker that coasts K frames can only keep a box on a person the detector found "
                   "within the last K frames, so recall on raw detections is at most the share at K = "
                   "`coast_frames`, and reaches it only if every such pair-frame is linked, including during "
@@ -445,6 +487,7 @@ def markdown(res: dict[str, Any]) -> str:
                                for k in ("walking_together", "standing_together", "sitting_together"))
             lines.append(f"| {op} | {st['common_pair_frames']} | {cells} | {_f(st['max_share_gap'])} | "
                          f"{_f(st['same_label'])} |")  # fmt: skip
+    lines += funnel_lines(res)
     for name, r in res["runs"].items():
         lines += ["", f"## {name}: predicted labels", "",
                   "| label | pair-frames | share of linked | median body heights | median m | together |",
@@ -456,6 +499,35 @@ def markdown(res: dict[str, Any]) -> str:
             )
     lines += ["", f"Environment: {res['environment']}"]
     return "\n".join(lines) + "\n"
+
+
+def funnel_lines(res: dict[str, Any]) -> list[str]:
+    """The markdown of the label-share comparison across box sources and of what each source delivers."""
+    if not res.get("share_gap"):
+        return []
+    cov = res.get("detector_coverage", {}).get("by_motion", {})
+    lines = ["", "**Label shares across box sources** (the issue's acceptance: within 10 points): the walking "
+             "share of ALL linked pair-frames per run, and what the boxes alone allow: the walking share among "
+             "the judged together pair-frames a perfect classifier would give, linking every together "
+             "pair-frame whose two people the run's boxes delivered (matched, IoU >= 0.5) with its true label:",
+             "", "| operating point | walking share gt / det | gap | perfect classifier on the delivered boxes "
+             "gt / det | gap from the boxes alone |", "|---|---|---:|---|---:|"]  # fmt: skip
+    for op, g in res["share_gap"].items():
+        bound_gap = "-" if g["bound_gap"] is None else f"{100 * g['bound_gap']:.1f}"
+        lines.append(f"| {op} | {_f(g['walking_share'][0])} / {_f(g['walking_share'][1])} | "
+                     f"{100 * g['gap']:.1f} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {bound_gap} |")  # fmt: skip
+    lines += ["", "**What each box source delivers, by ground-plane motion** (together pair-frames of the "
+              "ground truth; detector: both people matched by a raw detection in the frame, K=0, or within the "
+              "tracker's coasting, K=3; delivered: both people in the pipeline's output, matched; linked):", "",
+              "| run | motion | together | detector K=0 / K=3 | delivered | linked |", "|---|---|---:|---|---:|---:|"]
+    for name, r in res["runs"].items():
+        for c, v in r.get("by_motion", {}).items():
+            det = cov.get(c, {}) if "ACF" in name else {}
+            d = f"{_f(det.get('K=0'))} / {_f(det.get('K=3'))}" if det else "-"
+            n = v["together"]
+            lines.append(f"| {name} | {c} | {n} | {d} | {_f(v['delivered'] / n if n else None)} | "
+                         f"{_f(v['linked'] / n if n else None)} |")  # fmt: skip
+    return lines
 
 
 def sitting_share(r: dict[str, Any]) -> float:
@@ -471,6 +543,21 @@ def meets_targets(r: dict[str, Any]) -> bool:
 
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
+
+
+def run_name(source: str, op: str) -> str:
+    """The results' name of one run: the box source, with the operating point unless it is ``auto``."""
+    return source if op == "auto" else f"{source}, {op}"
+
+
+def share_gap(gt: dict[str, Any], det: dict[str, Any]) -> dict[str, Any]:
+    """The walking shares of all linked pair-frames of two runs and their gap, beside the gap the two box
+    sources alone cause (:func:`delivery_bound`)."""
+    shares = [r["labels"].get("walking_together", {}).get("share", 0.0) for r in (gt, det)]
+    bound = [delivery_bound(r["by_motion"]) if "by_motion" in r else None for r in (gt, det)]
+    b_gt, b_det = bound
+    return {"walking_share": shares, "gap": abs(shares[0] - shares[1]), "bound": bound,
+            "bound_gap": abs(b_gt - b_det) if b_gt is not None and b_det is not None else None}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -525,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = {"gt": ("ground-truth tracks (gt.txt)", mot / "gt" / "gt.txt"),
              "det": ("raw ACF detections (det.txt) + built-in tracker", mot / "det" / "det.txt")}  # fmt: skip
     if "det" in [k.strip() for k in args.runs.split(",")]:
-        res["detector_coverage"] = detector_coverage(mot / "det" / "det.txt", truth, together)
+        res["detector_coverage"] = detector_coverage(mot / "det" / "det.txt", truth, together, speeds=speeds,
+                                                     rule=rule)
         print("detector coverage of the together pair-frames:", res["detector_coverage"])
     points = []
     for op in (o.strip() for o in args.operating_points.split(",") if o.strip()):
@@ -546,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                 tracker, args.box_shape, speeds, rule,
             )
             keyed[key.strip()] = metrics.pop(KEYED)
-            res["runs"][name if op == "auto" else f"{name}, {op}"] = metrics
+            res["runs"][run_name(name, op)] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
                   f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})} "
                   f"walking/standing agreement {_f(metrics['motion']['agreement'])}")  # fmt: skip
@@ -555,6 +643,8 @@ def main(argv: list[str] | None = None) -> int:
                 cv2.imwrite(str(args.png), picture)
         if {"gt", "det"} <= set(keyed):
             res["label_stability"][op] = label_stability(keyed["gt"], keyed["det"], list(models.labels))
+            res.setdefault("share_gap", {})[op] = share_gap(*(res["runs"][run_name(cases[k][0], op)]
+                                                              for k in ("gt", "det")))
     text = markdown(res)
     write("bench_real_video", res, text, args.out)
     print(text)

@@ -11,12 +11,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_real_video import (  # noqa: E402
     Together,
+    delivery_bound,
     detector_coverage,
     ground_speeds,
     label_stability,
     match_to_truth,
     motion_agreement,
     motion_class,
+    motion_funnel,
+    share_gap,
+    together_keys_by_motion,
     together_matrix,
 )
 from pairedge.core.types import Detections  # noqa: E402
@@ -75,6 +79,14 @@ def test_detector_coverage_by_hand(tmp_path: Path) -> None:
     cov = detector_coverage(det, truth, together, lags=(0, 1, 3))
     # K=0: frames 0, 3, 5; K=1 adds 1 (2 seen in 0) and 4 (1 seen in 3); K=3 adds 2 (2 seen in 0)
     assert cov == pytest.approx({"K=0": 3 / 6, "K=1": 5 / 6, "K=3": 1.0})
+    # per motion class: person 1 walks, 2 stands in frames 0-2 (walking pair? no: in between), both stand 3-5
+    speeds = np.zeros((6, 3))
+    speeds[:3, 1] = 1.0
+    by = detector_coverage(det, truth, together, lags=(0, 1), speeds=speeds)["by_motion"]
+    # in between: frames 0, 1, 2 (found both in 0 only at K=0; 1 by K=1); standing: frames 3, 4, 5
+    assert by["between"] == pytest.approx({"K=0": 1 / 3, "K=1": 2 / 3})
+    assert by["standing"] == pytest.approx({"K=0": 2 / 3, "K=1": 1.0})
+    assert by["walking"] == {"K=0": None, "K=1": None}
 
 
 def test_label_stability_compares_only_pairs_both_runs_link() -> None:
@@ -93,6 +105,35 @@ def test_label_stability_compares_only_pairs_both_runs_link() -> None:
     assert st["max_share_gap"] == pytest.approx(1 / 3)
     empty = label_stability(gt, {}, labels)
     assert empty["common_pair_frames"] == 0 and empty["same_label"] is None and empty["max_share_gap"] is None
+
+
+def test_motion_funnel_and_the_share_gap_the_boxes_alone_cause() -> None:
+    # 4 people, 10 frames: 0-1 walk together (frames 0-9), 2-3 stand together (frames 0-9)
+    together = np.zeros((10, 4, 4), bool)
+    together[:, 0, 1] = together[:, 1, 0] = together[:, 2, 3] = together[:, 3, 2] = True
+    speeds = np.zeros((10, 4))
+    speeds[:, :2] = 1.2
+    speeds[9, 0] = np.nan  # unknown speed: in between
+    keys = together_keys_by_motion(together, speeds, Together())
+    assert [len(keys[c]) for c in ("walking", "standing", "between")] == [9, 10, 1]
+    # a box source that delivers the walkers in frames 0-8 and the standers in frames 0-1 only, links half
+    delivered = {(f, 0, 1) for f in range(9)} | {(0, 2, 3), (1, 2, 3)}
+    linked = {(f, 0, 1) for f in range(0, 9, 2)} | {(0, 2, 3)}
+    funnel = motion_funnel(together, speeds, Together(), delivered, linked)
+    assert funnel["walking"] == {"together": 9, "delivered": 9, "linked": 5}
+    assert funnel["standing"] == {"together": 10, "delivered": 2, "linked": 1}
+    assert funnel["between"] == {"together": 1, "delivered": 0, "linked": 0}
+    assert delivery_bound(funnel) == pytest.approx(9 / 11)
+    everything = motion_funnel(together, speeds, Together(), delivered | set(keys["standing"]), linked)
+    assert delivery_bound(everything) == pytest.approx(9 / 19)
+    nothing = motion_funnel(together, speeds, Together(), set(), set())
+    assert delivery_bound(nothing) is None
+    gt = {"labels": {"walking_together": {"share": 0.5}}, "by_motion": everything}
+    det = {"labels": {"walking_together": {"share": 0.8}}, "by_motion": funnel}
+    g = share_gap(gt, det)
+    assert g["walking_share"] == [0.5, 0.8] and g["gap"] == pytest.approx(0.3)
+    assert g["bound_gap"] == pytest.approx(9 / 11 - 9 / 19)
+    assert share_gap(gt, {"labels": {}})["bound_gap"] is None
 
 
 def test_ground_speed_and_walking_vs_standing() -> None:
