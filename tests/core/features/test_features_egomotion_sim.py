@@ -57,3 +57,39 @@ def test_standing_people_have_small_motion_on_a_moving_camera():
     if not still_c:
         pytest.skip("no standing person in this scene")
     assert np.median(still_c) < 0.5 * np.median(still_r)
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_background_samples_are_the_grid_points_outside_every_enlarged_box(contiguous: bool) -> None:
+    # the definition, point by point: a grid sample is background unless it lies in a box enlarged by
+    # BOX_MARGIN of its size on each side (x0 <= x < x1, in flow pixels)
+    rng = np.random.default_rng(3)
+    flow = rng.normal(size=(60, 80, 2)).astype(np.float32)
+    boxes = np.array([[10.0, 20.0, 30.0, 60.0], [100.0, 0.0, 20.0, 40.0], [40.0, 50.0, 16.0, 32.0]])
+    scale, step = 0.5, 8
+    ys, xs = egomotion.grid_axes(60, 80, step)
+    grid = flow[step // 2 :: step, step // 2 :: step]
+    if contiguous:  # the layout a device-side reduction hands over (PooledFlow)
+        grid = np.ascontiguousarray(grid)
+    points, vectors = egomotion.grid_background(grid, ys, xs, boxes, scale, min_points=5)
+    want_p, want_v = [], []
+    m = egomotion.BOX_MARGIN
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            inside = any(
+                bx * scale - bw * scale * m <= x < bx * scale + bw * scale + bw * scale * m
+                and by * scale - bh * scale * m <= y < by * scale + bh * scale + bh * scale * m
+                for bx, by, bw, bh in boxes
+            )
+            if not inside:
+                want_p.append((x, y))
+                want_v.append(grid[i, j])
+    assert 5 <= len(want_p) < len(ys) * len(xs)
+    assert points.dtype == np.float32 and vectors.dtype == np.float32
+    np.testing.assert_array_equal(points, np.array(want_p, np.float32))
+    np.testing.assert_array_equal(vectors, np.array(want_v, np.float32))
+    # too few background samples: every grid sample instead
+    allp, allv = egomotion.grid_background(grid, ys, xs, boxes, scale, min_points=len(want_p) + 1)
+    assert len(allp) == len(ys) * len(xs)
+    np.testing.assert_array_equal(allv, np.asarray(grid, np.float32).reshape(-1, 2))
+    np.testing.assert_array_equal(egomotion.background_samples(flow, boxes, scale, step, 5)[1], vectors)
