@@ -124,11 +124,14 @@ def markdown(r: dict[str, Any]) -> str:
     lines += ["", "Per class (right / rows; MPCA averages these recalls, so a class of few rows moves it most):", "",
               "| stage | preset | previous | new |", "|---|---|---|---|"]
     for row in r["rows"]:
-        def cells(m: dict[str, Any] | None) -> str:
-            return ", ".join(f"{k} {a}/{b}" for k, (a, b) in m.get("per_class", {}).items()) if m else "-"
-        lines.append(f"| {row['stage']} | {row['preset']} | {cells(row['old'])} | {cells(row['new'])} |")
+        lines.append(f"| {row['stage']} | {row['preset']} | {_cells(row['old'])} | {_cells(row['new'])} |")
     lines += ["", f"Environment: {r['environment']}"]
     return "\n".join(lines)
+
+
+def _cells(m: dict[str, Any] | None) -> str:
+    """One model's per-class ``right/rows`` of a stage and preset, or ``-``."""
+    return ", ".join(f"{k} {a}/{b}" for k, (a, b) in m.get("per_class", {}).items()) if m else "-"
 
 
 def main(argv: list[str] | None = None) -> None:

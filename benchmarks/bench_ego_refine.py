@@ -34,8 +34,9 @@ from _train_bench import write
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_features_equal as equal  # noqa: E402
+from pairedge.core.features import egomotion  # noqa: E402
 
-RANSAC: dict[str, Any] = {"method": cv2.RANSAC, "ransacReprojThreshold": 1.0, "maxIters": 500, "confidence": 0.99}
+RANSAC: dict[str, Any] = egomotion.RANSAC  # the fit the features make
 
 
 def closed_form(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -63,7 +64,6 @@ def closed_form_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | Non
 
 def capture_fits(model: Path, scenes: list[tuple[str, int]], frames: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """The (points, vectors, scale) of every affine ego-motion fit the runtime makes on ``scenes``."""
-    from pairedge.core.features import egomotion
     from pairedge.core.sim import Scene
     from pairedge.runtime import Pipeline
 
@@ -121,8 +121,6 @@ def measure_fits(fits: list[tuple[np.ndarray, np.ndarray, float]], repeats: int)
 def feature_drift(model: Path, data: Path | None, frames: int) -> dict[str, Any]:
     """The features of ``bench_features_equal``'s moving-camera and PETS streams with the closed-form refinement
     against OpenCV's, compared by that benchmark's :func:`compare`."""
-    from pairedge.core.features import egomotion
-
     original = egomotion.fit
 
     def swapped(points: np.ndarray, vectors: np.ndarray, scale: float, method: str) -> np.ndarray:

@@ -132,7 +132,7 @@ def replay(pkg: Path, inputs: Path, out: Path) -> None:
     for name, (head, *calls) in streams.items():
         config, version = head
         extractor = spec_layout("pairedge", version).make_extractor(config)
-        rows = []
+        rows: list[tuple[np.ndarray, ...]] = []
         for (boxes, ids), t, size, flow, scale, _ in calls:
             f = extractor.step(Detections.from_arrays(boxes, ids), t, size, flow, scale)
             rows.append((f.pairs, f.stage1, f.stage2))

@@ -295,16 +295,16 @@ def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndar
     fi, ii, jj = np.nonzero(np.triu(together, 1))
     out: dict[str, Any] = {}
     by_motion: dict[str, dict[str, float | None]] = {}
+    classes = together_keys_by_motion(together, speeds, rule) if speeds is not None else {}
+    cum = np.vstack([np.zeros((1, t_count), np.int64), np.cumsum(found, 0)])  # found in frames < f, per person
     for k in lags:
         # kept[f, i]: found in f - k .. f (a running window over the frames)
-        cum = np.vstack([np.zeros((1, t_count), np.int64), np.cumsum(found, 0)])
         lo = np.maximum(np.arange(f_count) - k, 0)
         kept = (cum[np.arange(f_count) + 1] - cum[lo]) > 0
         out[f"K={k}"] = float((kept[fi, ii] & kept[fi, jj]).mean()) if len(fi) else 0.0
-        if speeds is not None:
-            for c, keys in together_keys_by_motion(together, speeds, rule).items():
-                share = float(np.mean([kept[f, i] & kept[f, j] for f, i, j in keys])) if keys else None
-                by_motion.setdefault(c, {})[f"K={k}"] = share
+        for c, keys in classes.items():
+            share = float(np.mean([kept[f, i] & kept[f, j] for f, i, j in keys])) if keys else None
+            by_motion.setdefault(c, {})[f"K={k}"] = share
     if speeds is not None:
         out["by_motion"] = by_motion
     return out

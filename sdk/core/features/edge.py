@@ -57,7 +57,6 @@ from pairedge.core.features.pairblock import PAIR_NAMES, Scene, pair_block, scen
 from pairedge.core.features.pairkernel import finish
 from pairedge.core.types import Detections
 
-CLAMP = 10.0
 EPS = 1e-6
 __all__ = [
     "SPEC",

@@ -19,6 +19,7 @@ view), all grid samples are used.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import cv2
 import numpy as np
@@ -26,6 +27,9 @@ from pairedge.core.errors import InputError
 
 METHODS = ("median", "affine", "none")
 BOX_MARGIN = 0.1  # boxes are enlarged by this fraction of their size on each side before masking
+#: ``cv2.estimateAffinePartial2D``'s options of the ``affine`` fit (threshold in flow pixels); OpenCV's default
+#: refinement of the inliers (10 Levenberg-Marquardt iterations) follows the search.
+RANSAC: dict[str, Any] = {"method": cv2.RANSAC, "ransacReprojThreshold": 1.0, "maxIters": 500, "confidence": 0.99}
 
 
 def identity() -> np.ndarray:
@@ -128,14 +132,7 @@ def fit(points: np.ndarray, vectors: np.ndarray, scale: float, method: str) -> n
         return identity()
     m = identity()
     if method == "affine" and len(points) >= 3:
-        model, _ = cv2.estimateAffinePartial2D(
-            points,
-            points + vectors,
-            method=cv2.RANSAC,
-            ransacReprojThreshold=1.0,
-            maxIters=500,
-            confidence=0.99,
-        )
+        model, _ = cv2.estimateAffinePartial2D(points, points + vectors, **RANSAC)
         if model is not None and np.isfinite(model).all():
             m = model.astype(np.float64)
             m[:, 2] /= scale  # translation to full-image pixels; rotation/scale are unit-free
