@@ -119,7 +119,7 @@ def measure_fits(fits: list[tuple[np.ndarray, np.ndarray, float]], repeats: int)
 
 
 def feature_drift(model: Path, data: Path | None, frames: int) -> dict[str, Any]:
-    """The features of ``bench_features_equal``'s moving-camera and PETS streams with the closed-form refinement
+    """The features of ``bench_features_equal``'s moving-camera and (with ``data``) PETS streams with the closed-form refinement
     against OpenCV's, compared by that benchmark's :func:`compare`."""
     original = egomotion.fit
 
@@ -133,7 +133,7 @@ def feature_drift(model: Path, data: Path | None, frames: int) -> dict[str, Any]
         return m
 
     sources = {"simulator moving:1000": lambda: equal.sim_frames(frames)}
-    if data is not None and (data / "pets09_s2l1" / "vtest.avi").is_file():
+    if data is not None:
         sources["PETS S2.L1 gt.txt"] = lambda: equal.pets_frames(data, frames)
     out = {}
     for name, make in sources.items():
@@ -184,6 +184,8 @@ def markdown(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from pairedge.core.bundled import default_model_dir
+    from pairedge.core.errors import PairedgeError
+    from pairedge.runtime.loading import find_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=default_model_dir())
@@ -194,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.frames < 2 or args.repeats < 1:
         ap.error("--frames must be at least 2 and --repeats at least 1")
+    if args.data is not None and not (args.data / "pets09_s2l1" / "vtest.avi").is_file():
+        raise SystemExit(f"error: no PETS clip at {args.data / 'pets09_s2l1' / 'vtest.avi'}; pass the shared data folder")
+    try:
+        find_models(args.model)  # refused in one line, before the scenes run
+    except PairedgeError as exc:
+        raise SystemExit(f"error: {exc}") from None
     cv2.setNumThreads(1)
     scenes = [("static", 1000), ("moving", 1000), ("noisy", 1000)]
     fits = capture_fits(args.model, scenes, args.frames)
@@ -205,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
                        f"OpenCV {cv2.__version__}",
     }  # fmt: skip
     text = markdown(res)
-    print("wrote", *write("bench_ego_refine", res, text, args.out))
+    try:
+        print("wrote", *write("bench_ego_refine", res, text, args.out))
+    except OSError as exc:
+        raise SystemExit(f"error: cannot write the results to {args.out}: {exc.strerror or exc}") from None
     print(text)
     return 0
 

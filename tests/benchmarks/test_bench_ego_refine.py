@@ -58,3 +58,11 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         ego.main(["--frames", "1", "--out", str(tmp_path)])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("flag", ["--model", "--data"])
+def test_missing_model_or_data_is_one_error_line(flag: str, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        ego.main([flag, str(tmp_path / "[missing]"), "--out", str(tmp_path)])
+    assert str(exc.value).startswith("error: ") and "[missing]" in str(exc.value)
+    assert not (tmp_path / "bench_ego_refine.json").exists()
