@@ -166,9 +166,11 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
              pos: np.ndarray, png_frame: int | None = None,
              operating_point: str = "default", tracker: TrackerConfig | None = None,
              box_shape: str = "auto", speeds: np.ndarray | None = None,
-             rule: Together = Together()) -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
+             rule: Together = Together(), gate_all: bool = False) -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
     """One pipeline pass at one of the model's operating points (``tracker``: the built-in tracker's options,
-    None = its defaults); the metrics of the linked pairs and, optionally, the annotated ``png_frame``."""
+    None = its defaults); the metrics of the linked pairs and, optionally, the annotated ``png_frame``.
+    ``gate_all``: stage 1's gate open for every pair (threshold 0, no confirmation), so stage 2 labels every
+    pair the boxes deliver (:func:`perfect_stage1`)."""
     dets = read_detections(detections)
     source = FrameSource(video)
     labels: list[str] = []
@@ -179,8 +181,9 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     keyed: dict[tuple[int, int, int], str] = {}  # (frame, truth id, truth id) -> label of a linked pair
     scored_together = 0
     picture = None
+    gate = {"tau_interact": 0.0, "confirm_s": 0.0} if gate_all else {}
     config = PipelineConfig(operating_point=operating_point, tracker_config=tracker or TrackerConfig(),
-                            box_shape=box_shape)  # fmt: skip
+                            box_shape=box_shape, **gate)  # fmt: skip
     with Pipeline.load(model, config=config) as pipe:
         labels = list(pipe.labels)
         switched = None
@@ -225,6 +228,8 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     metrics = {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}
     if speeds is not None:
         metrics["by_motion"] = motion_funnel(together, speeds, rule, delivered, recalled)
+    if gate_all:
+        metrics["delivered_labels"] = {k: keyed[k] for k in delivered if k in keyed}
     return {**metrics, KEYED: keyed}, picture
 
 
@@ -253,6 +258,29 @@ def delivery_bound(funnel: dict[str, Any]) -> float | None:
     The difference between two sources' values is the share gap their boxes alone cause."""
     w, s = funnel["walking"]["delivered"], funnel["standing"]["delivered"]
     return w / (w + s) if w + s else None
+
+
+def perfect_stage1(gt_labels: dict[tuple[int, int, int], str], det_labels: dict[tuple[int, int, int], str],
+                   judged: set[tuple[int, int, int]] | None = None,
+                   walking: str = "walking_together") -> dict[str, Any]:  # fmt: skip
+    """What a PERFECT stage 1 would give with the model's own stage 2: each source links exactly the together
+    pair-frames its boxes delivered, labelled as stage 2 labels them there (``run_case(gate_all=True)``'s
+    ``delivered_labels``: (frame, truth id, truth id) -> label). Walking shares per source and their gap: what
+    is left of the share gap once stage 1 makes no error; with ``judged`` (the walking or standing together
+    pair-frames), the same on those only, comparable with :func:`delivery_bound`."""
+
+    def share(d: dict[tuple[int, int, int], str]) -> float | None:
+        return sum(v == walking for v in d.values()) / len(d) if d else None
+
+    out: dict[str, Any] = {}
+    for name, keep in (("all", None), ("judged", judged)):
+        if name == "judged" and keep is None:
+            continue
+        runs = [d if keep is None else {k: v for k, v in d.items() if k in keep} for d in (gt_labels, det_labels)]
+        a, b = share(runs[0]), share(runs[1])
+        out[name] = {"pair_frames": [len(r) for r in runs], "walking_share": [a, b],
+                     "gap": abs(a - b) if a is not None and b is not None else None}  # fmt: skip
+    return out
 
 
 #: run_case's key for the labels of its linked pairs by ground-truth ids (not written to the results).
@@ -516,6 +544,16 @@ def funnel_lines(res: dict[str, Any]) -> list[str]:
         bound_gap = "-" if g["bound_gap"] is None else f"{100 * g['bound_gap']:.1f}"
         lines.append(f"| {op} | {_f(g['walking_share'][0])} / {_f(g['walking_share'][1])} | "
                      f"{100 * g['gap']:.1f} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {bound_gap} |")  # fmt: skip
+    if res.get("perfect_stage1"):
+        lines += ["", "With a **perfect stage 1** and the model's own stage 2 (stage 1's gate open for every pair; "
+                  "each run scored on exactly the together pair-frames its boxes delivered, labelled by stage 2): "
+                  "the part of the gap no stage-1 threshold or model can remove:", "",
+                  "| together pair-frames | delivered gt / det | walking share gt / det | gap |", "|---|---|---|---:|"]
+        for name, ps in res["perfect_stage1"].items():
+            gap = "-" if ps["gap"] is None else f"{100 * ps['gap']:.1f}"
+            lines.append(f"| {'all' if name == 'all' else 'judged (walking or standing)'} | {ps['pair_frames'][0]} / "
+                         f"{ps['pair_frames'][1]} | {_f(ps['walking_share'][0])} / {_f(ps['walking_share'][1])} | "
+                         f"{gap} |")  # fmt: skip
     lines += ["", "**What each box source delivers, by ground-plane motion** (together pair-frames of the "
               "ground truth; detector: both people matched by a raw detection in the frame, K=0, or within the "
               "tracker's coasting, K=3; delivered: both people in the pipeline's output, matched; linked):", "",
@@ -645,6 +683,16 @@ def main(argv: list[str] | None = None) -> int:
             res["label_stability"][op] = label_stability(keyed["gt"], keyed["det"], list(models.labels))
             res.setdefault("share_gap", {})[op] = share_gap(*(res["runs"][run_name(cases[k][0], op)]
                                                               for k in ("gt", "det")))
+    if {"gt", "det"} <= {k.strip() for k in args.runs.split(",")}:
+        delivered = {}
+        for key in ("gt", "det"):
+            metrics, _ = run_case(video, cases[key][1], args.model, truth, together, pos, None, "default",
+                                  tracker, args.box_shape, speeds, rule, gate_all=True)  # fmt: skip
+            delivered[key] = metrics["delivered_labels"]
+        by_motion = together_keys_by_motion(together, speeds, rule)
+        judged = set(by_motion["walking"]) | set(by_motion["standing"])
+        res["perfect_stage1"] = perfect_stage1(delivered["gt"], delivered["det"], judged)
+        print("perfect stage 1 (the model's stage 2 on every delivered together pair-frame):", res["perfect_stage1"])
     text = markdown(res)
     write("bench_real_video", res, text, args.out)
     print(text)

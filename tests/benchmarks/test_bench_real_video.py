@@ -19,6 +19,7 @@ from bench_real_video import (  # noqa: E402
     motion_agreement,
     motion_class,
     motion_funnel,
+    perfect_stage1,
     share_gap,
     together_keys_by_motion,
     together_matrix,
@@ -134,6 +135,21 @@ def test_motion_funnel_and_the_share_gap_the_boxes_alone_cause() -> None:
     assert g["walking_share"] == [0.5, 0.8] and g["gap"] == pytest.approx(0.3)
     assert g["bound_gap"] == pytest.approx(9 / 11 - 9 / 19)
     assert share_gap(gt, {"labels": {}})["bound_gap"] is None
+
+
+def test_perfect_stage1_scores_each_source_on_what_it_delivered() -> None:
+    # gt delivered 4 together pair-frames (3 labelled walking), det 2 (both walking); one of gt's is judged out
+    gt = {(0, 0, 1): "walking_together", (1, 0, 1): "walking_together", (0, 2, 3): "standing_together",
+          (2, 0, 1): "walking_together"}  # fmt: skip
+    det = {(0, 0, 1): "walking_together", (1, 0, 1): "walking_together"}
+    judged = {(0, 0, 1), (1, 0, 1), (0, 2, 3)}
+    got = perfect_stage1(gt, det, judged)
+    assert got["all"] == {"pair_frames": [4, 2], "walking_share": [0.75, 1.0], "gap": pytest.approx(0.25)}
+    assert got["judged"]["pair_frames"] == [3, 2]
+    assert got["judged"]["walking_share"] == [pytest.approx(2 / 3), 1.0]
+    assert got["judged"]["gap"] == pytest.approx(1 / 3)
+    assert set(perfect_stage1(gt, det)) == {"all"}
+    assert perfect_stage1(gt, {})["all"] == {"pair_frames": [4, 0], "walking_share": [0.75, None], "gap": None}
 
 
 def test_ground_speed_and_walking_vs_standing() -> None:
