@@ -140,15 +140,25 @@ def levmarq(p0: np.ndarray, src: np.ndarray, dst: np.ndarray, iterations: int = 
     return x, it
 
 
-def replica_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
-    """OpenCV's RANSAC search (its inliers and its model as the start), then :func:`levmarq`; flow pixels."""
-    dst = points + vectors
+def replica(points: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """OpenCV's RANSAC search (its inliers and its model as the start), then :func:`levmarq`: the parameters
+    ``(a, b, tx, ty)`` and the iterations made; flow pixels. None where the search finds no model."""
     model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **RANSAC)
     if model is None or mask is None or int(mask.sum()) < 2:
         return None
     inliers = mask.ravel().astype(bool)
-    p, _ = levmarq(np.array([model[0, 0], model[1, 0], model[0, 2], model[1, 2]]), points[inliers], dst[inliers])
+    return levmarq(np.array([model[0, 0], model[1, 0], model[0, 2], model[1, 2]]), points[inliers], dst[inliers])
+
+
+def similarity(p: np.ndarray) -> np.ndarray:
+    """The (2, 3) matrix ``[[a, -b, tx], [b, a, ty]]`` of the parameters ``(a, b, tx, ty)``."""
     return np.array([[p[0], -p[1], p[2]], [p[1], p[0], p[3]]])
+
+
+def replica_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
+    """:func:`replica` as a (2, 3) matrix (``egomotion.fit``'s form, flow pixels)."""
+    found = replica(points, points + vectors)
+    return None if found is None else similarity(found[0])
 
 
 def opencv_iterations(points: np.ndarray, dst: np.ndarray, full: np.ndarray) -> int:
@@ -157,13 +167,6 @@ def opencv_iterations(points: np.ndarray, dst: np.ndarray, full: np.ndarray) -> 
         if np.array_equal(cv2.estimateAffinePartial2D(points, dst, refineIters=k, **RANSAC)[0], full):
             return k
     return 10
-
-
-def replica_iterations(points: np.ndarray, dst: np.ndarray) -> int:
-    model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **RANSAC)
-    inliers = mask.ravel().astype(bool)
-    p0 = np.array([model[0, 0], model[1, 0], model[0, 2], model[1, 2]])
-    return levmarq(p0, points[inliers], dst[inliers])[1]
 
 
 def capture_fits(model: Path, scenes: list[tuple[str, int]], frames: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -209,26 +212,26 @@ def _worst(opencv: np.ndarray, ours: np.ndarray, points: np.ndarray) -> tuple[fl
 def measure_fits(fits: list[tuple[np.ndarray, np.ndarray, float]], repeats: int) -> dict[str, Any]:
     """Median times, the largest matrix / displacement differences of each refinement against OpenCV's over the
     captured fits, and how often the replica stops after as many iterations as OpenCV."""
-    full, search, closed, replica = [], [], [], []
+    full, search, closed, replicated = [], [], [], []
     worst = {"closed_form": [0.0, 0.0], "replica": [0.0, 0.0]}
     same_iterations = 0
     for points, vectors, _ in fits:
         dst = points + vectors
         opencv, _ = cv2.estimateAffinePartial2D(points, dst, **RANSAC)
-        closed_m, replica_m = closed_form_fit(points, vectors), replica_fit(points, vectors)
-        if opencv is None or closed_m is None or replica_m is None:
+        closed_m, found = closed_form_fit(points, vectors), replica(points, dst)
+        if opencv is None or closed_m is None or found is None:
             continue
-        mine = {"closed_form": closed_m, "replica": replica_m}
+        mine = {"closed_form": closed_m, "replica": similarity(found[0])}
         full.append(_time_us(repeats, cv2.estimateAffinePartial2D, points, dst, **RANSAC))
         search.append(_time_us(repeats, cv2.estimateAffinePartial2D, points, dst, refineIters=0, **RANSAC))
         closed.append(_time_us(repeats, closed_form_fit, points, vectors) - search[-1])
-        replica.append(_time_us(repeats, replica_fit, points, vectors) - search[-1])
+        replicated.append(_time_us(repeats, replica_fit, points, vectors) - search[-1])
         for name, m in mine.items():
             worst[name] = [max(a, b) for a, b in zip(worst[name], _worst(opencv, m, points), strict=True)]
-        same_iterations += opencv_iterations(points, dst, opencv) == replica_iterations(points, dst)
+        same_iterations += opencv_iterations(points, dst, opencv) == found[1]
     return {"fits": len(full), "samples_median": int(np.median([len(f[0]) for f in fits])) if fits else 0,
             "opencv_us": float(np.median(full)), "ransac_search_us": float(np.median(search)),
-            "closed_form_refinement_us": float(np.median(closed)), "replica_refinement_us": float(np.median(replica)),
+            "closed_form_refinement_us": float(np.median(closed)), "replica_refinement_us": float(np.median(replicated)),
             "max_matrix_difference": worst["closed_form"][0], "max_displacement_difference_px": worst["closed_form"][1],
             "replica_max_matrix_difference": worst["replica"][0],
             "replica_max_displacement_difference_px": worst["replica"][1],
