@@ -272,10 +272,11 @@ def perfect_stage1(gt_labels: dict[tuple[int, int, int], str], det_labels: dict[
     def share(d: dict[tuple[int, int, int], str]) -> float | None:
         return sum(v == walking for v in d.values()) / len(d) if d else None
 
+    subsets: dict[str, set[tuple[int, int, int]] | None] = {"all": None}
+    if judged is not None:
+        subsets["judged"] = judged
     out: dict[str, Any] = {}
-    for name, keep in (("all", None), ("judged", judged)):
-        if name == "judged" and keep is None:
-            continue
+    for name, keep in subsets.items():
         runs = [d if keep is None else {k: v for k, v in d.items() if k in keep} for d in (gt_labels, det_labels)]
         a, b = share(runs[0]), share(runs[1])
         out[name] = {"pair_frames": [len(r) for r in runs], "walking_share": [a, b],
