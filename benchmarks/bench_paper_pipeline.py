@@ -77,10 +77,14 @@ NO_SMOOTHING = SmoothingConfig(alpha=1.0)
 def liang_recipe(train_seeds: str) -> dict[str, Any]:
     """The bundled model's recipe with the ``liang2026`` spec and the paper's architectures, without the
     runtime link policies (confirmation time, operating points): the paper's pipeline has none, and choosing
-    them runs hundreds of validation clips through full-image Farneback flow."""
+    them runs hundreds of validation clips through full-image Farneback flow; and without what only the
+    ``pairedge`` spec has: its feature options (the track-history length) and the stage-2 aspect swap (of its
+    ``a_aspect`` / ``b_aspect`` columns)."""
     recipe = json.loads(json.dumps(RECIPE))
     recipe.pop("confirm", None)
+    recipe.pop("feature_config", None)
     recipe["stage1"].pop("operating_points", None)
+    recipe["stage2"].pop("aspect_swap", None)
     recipe.update(name="liang2026-baseline", spec="liang2026", train_seeds=train_seeds)
     recipe["stage1"].update(architecture="paper_adaptive_geometric", hidden=[32, 16])
     recipe["stage2"].update(architecture="residual_mlp", hidden=[256, 128])

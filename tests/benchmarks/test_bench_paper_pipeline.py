@@ -40,3 +40,18 @@ def test_baseline_runs_two_flows_per_pair_and_matches_the_runtime(tmp_path: Path
     passed = [pair for pair, (p, _) in outputs[0].items() if p >= gated.tau]
     assert gated.flows == 2 * len(passed)  # the kinder variant: flows only for pairs that pass stage 1
     assert {pair for pair, (_, probs) in out.items() if probs is not None} == set(passed)
+
+
+def test_liang_recipe_is_the_bundled_recipe_less_what_only_pairedge_has() -> None:
+    # the bundled recipe's pairedge-only options (track history, stage-2 aspect swap) would be refused by the
+    # liang2026 spec; everything that picks the training data stays the same
+    from bench_paper_pipeline import liang_recipe
+    from pairedge.core.bundled import RECIPE
+    from pairedge.core.features import get_spec
+
+    recipe = liang_recipe(RECIPE["train_seeds"])
+    assert recipe["spec"] == "liang2026" and "aspect_swap" not in recipe["stage2"]
+    get_spec("liang2026").make_config(dict(recipe.get("feature_config", {})))  # accepted
+    for key in ("presets", "train_seeds", "test_seeds", "extra_presets", "frames", "stride", "boxes"):
+        assert recipe[key] == RECIPE[key]
+    assert "confirm" not in recipe and "operating_points" not in recipe["stage1"]
