@@ -82,7 +82,7 @@ def liang_recipe(train_seeds: str) -> dict[str, Any]:
     ``a_aspect`` / ``b_aspect`` columns)."""
     recipe = json.loads(json.dumps(RECIPE))
     recipe.pop("confirm", None)
-    recipe.pop("feature_config", None)
+    recipe["feature_config"] = {}
     recipe["stage1"].pop("operating_points", None)
     recipe["stage2"].pop("aspect_swap", None)
     recipe.update(name="liang2026-baseline", spec="liang2026", train_seeds=train_seeds)

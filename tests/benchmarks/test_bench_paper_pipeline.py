@@ -51,7 +51,8 @@ def test_liang_recipe_is_the_bundled_recipe_less_what_only_pairedge_has() -> Non
 
     recipe = liang_recipe(RECIPE["train_seeds"])
     assert recipe["spec"] == "liang2026" and "aspect_swap" not in recipe["stage2"]
-    get_spec("liang2026").make_config(dict(recipe.get("feature_config", {})))  # accepted
+    assert recipe["feature_config"] == {}
+    get_spec("liang2026").make_config(recipe["feature_config"])  # accepted
     for key in ("presets", "train_seeds", "test_seeds", "extra_presets", "frames", "stride", "boxes"):
         assert recipe[key] == RECIPE[key]
     assert "confirm" not in recipe and "operating_points" not in recipe["stage1"]
