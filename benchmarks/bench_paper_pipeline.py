@@ -101,7 +101,7 @@ def ensure_liang_model(folder: Path, recipe: dict[str, Any]) -> dict[str, Any]:
     from pairedge.apps.recipes.default_model import build_default_model  # torch, only when training
 
     folder.mkdir(parents=True, exist_ok=True)
-    return build_default_model(folder, recipe, progress=False)
+    return build_default_model(folder, recipe, progress=False, int8=False)  # run at fp32 only
 
 
 class ReleasedCodePipeline:

@@ -217,8 +217,12 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
     )
 
 
-def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bool = True) -> dict[str, Any]:
-    """Train, export and evaluate both stages into ``out``; returns (and writes) the ``recipe.json`` content."""
+def build_default_model(
+    out: Path, recipe: dict[str, Any] = RECIPE, progress: bool = True, int8: bool = True
+) -> dict[str, Any]:
+    """Train, export and evaluate both stages into ``out``; returns (and writes) the ``recipe.json`` content.
+    ``int8=False`` skips the QAT step (``recipe.json["int8"]`` None): for a baseline that is only run at fp32,
+    or an architecture the QAT import does not take (``residual_mlp``'s BatchNorm counters)."""
     t0 = time.perf_counter()
     (out / "manifest.json").unlink(missing_ok=True)  # stale once any file is rewritten; written again at the end
     spec = str(recipe["spec"])
@@ -275,7 +279,7 @@ def build_default_model(out: Path, recipe: dict[str, Any] = RECIPE, progress: bo
     summary["check"] = check_fingerprints(recipe)
     for name in INT8_ROLES:  # made from the fp32 files just written, never left from an older model
         (out / name).unlink(missing_ok=True)
-    summary["int8"] = build_int8(out, recipe, QAT_RECIPE, say=print if progress else None)
+    summary["int8"] = build_int8(out, recipe, QAT_RECIPE, say=print if progress else None) if int8 else None
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, folder_roles(out))
