@@ -10,7 +10,8 @@ shipped ONNX files run through the runtime's ONNX Runtime backend. Stage 1 is sc
 
 The previous model is the folder in git before the change, e.g.::
 
-    mkdir -p /tmp/prev && git archive 6d0d395^ sdk/models/default   # the model before the last retrain | tar -x -C /tmp/prev
+    # the model before the last retrain (6d0d395):
+    mkdir -p /tmp/prev && git archive 6d0d395^ sdk/models/default | tar -x -C /tmp/prev
     OMP_NUM_THREADS=1 python benchmarks/bench_default_gate.py --old /tmp/prev/sdk/models/default
 
 Writes ``benchmarks/results/bench_default_gate.json`` / ``.md`` (about 7 minutes on 2 cores).

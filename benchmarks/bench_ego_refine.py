@@ -62,13 +62,32 @@ def closed_form(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return m
 
 
-def closed_form_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
-    """OpenCV's RANSAC search (its inliers), then :func:`closed_form` on the inliers; flow pixels."""
-    dst = points + vectors
+def parameters(m: np.ndarray) -> np.ndarray:
+    """``(a, b, tx, ty)`` of a (2, 3) similarity ``[[a, -b, tx], [b, a, ty]]`` (inverse of :func:`similarity`)."""
+    return np.array([m[0, 0], m[1, 0], m[0, 2], m[1, 2]])
+
+
+def similarity(p: np.ndarray) -> np.ndarray:
+    """The (2, 3) matrix ``[[a, -b, tx], [b, a, ty]]`` of the parameters ``(a, b, tx, ty)``."""
+    return np.array([[p[0], -p[1], p[2]], [p[1], p[0], p[3]]])
+
+
+def ransac_start(points: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """OpenCV's RANSAC search alone (``refineIters=0``, the fit's options): its model's parameters and its (K,)
+    bool inliers, what every refinement here starts from; None where it finds no model of 2+ inliers."""
     model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **RANSAC)
     if model is None or mask is None or int(mask.sum()) < 2:
         return None
-    inliers = mask.ravel().astype(bool)
+    return parameters(model), mask.ravel().astype(bool)
+
+
+def closed_form_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
+    """OpenCV's RANSAC search (its inliers), then :func:`closed_form` on the inliers; flow pixels."""
+    dst = points + vectors
+    start = ransac_start(points, dst)
+    if start is None:
+        return None
+    inliers = start[1]
     return closed_form(points[inliers], dst[inliers])
 
 
@@ -143,16 +162,11 @@ def levmarq(p0: np.ndarray, src: np.ndarray, dst: np.ndarray, iterations: int = 
 def replica(points: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, int] | None:
     """OpenCV's RANSAC search (its inliers and its model as the start), then :func:`levmarq`: the parameters
     ``(a, b, tx, ty)`` and the iterations made; flow pixels. None where the search finds no model."""
-    model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **RANSAC)
-    if model is None or mask is None or int(mask.sum()) < 2:
+    start = ransac_start(points, dst)
+    if start is None:
         return None
-    inliers = mask.ravel().astype(bool)
-    return levmarq(np.array([model[0, 0], model[1, 0], model[0, 2], model[1, 2]]), points[inliers], dst[inliers])
-
-
-def similarity(p: np.ndarray) -> np.ndarray:
-    """The (2, 3) matrix ``[[a, -b, tx], [b, a, ty]]`` of the parameters ``(a, b, tx, ty)``."""
-    return np.array([[p[0], -p[1], p[2]], [p[1], p[0], p[3]]])
+    p0, inliers = start
+    return levmarq(p0, points[inliers], dst[inliers])
 
 
 def replica_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:

@@ -542,19 +542,17 @@ def funnel_lines(res: dict[str, Any]) -> list[str]:
              "", "| operating point | walking share gt / det | gap | perfect classifier on the delivered boxes "
              "gt / det | gap from the boxes alone |", "|---|---|---:|---|---:|"]  # fmt: skip
     for op, g in res["share_gap"].items():
-        bound_gap = "-" if g["bound_gap"] is None else f"{100 * g['bound_gap']:.1f}"
         lines.append(f"| {op} | {_f(g['walking_share'][0])} / {_f(g['walking_share'][1])} | "
-                     f"{100 * g['gap']:.1f} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {bound_gap} |")  # fmt: skip
+                     f"{_points(g['gap'])} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {_points(g['bound_gap'])} |")  # fmt: skip
     if res.get("perfect_stage1"):
         lines += ["", "With a **perfect stage 1** and the model's own stage 2 (stage 1's gate open for every pair; "
                   "each run scored on exactly the together pair-frames its boxes delivered, labelled by stage 2): "
                   "the part of the gap no stage-1 threshold or model can remove:", "",
                   "| together pair-frames | delivered gt / det | walking share gt / det | gap |", "|---|---|---|---:|"]
         for name, ps in res["perfect_stage1"].items():
-            gap = "-" if ps["gap"] is None else f"{100 * ps['gap']:.1f}"
             lines.append(f"| {'all' if name == 'all' else 'judged (walking or standing)'} | {ps['pair_frames'][0]} / "
                          f"{ps['pair_frames'][1]} | {_f(ps['walking_share'][0])} / {_f(ps['walking_share'][1])} | "
-                         f"{gap} |")  # fmt: skip
+                         f"{_points(ps['gap'])} |")  # fmt: skip
     lines += ["", "**What each box source delivers, by ground-plane motion** (together pair-frames of the "
               "ground truth; detector: both people matched by a raw detection in the frame, K=0, or within the "
               "tracker's coasting, K=3; delivered: both people in the pipeline's output, matched; linked):", "",
@@ -582,6 +580,11 @@ def meets_targets(r: dict[str, Any]) -> bool:
 
 def _f(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
+
+
+def _points(v: float | None) -> str:
+    """A share difference in percentage points, or ``-``."""
+    return "-" if v is None else f"{100 * v:.1f}"
 
 
 def run_name(source: str, op: str) -> str:
@@ -618,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     for field, default in Together().__dict__.items():
         ap.add_argument(f"--{field.replace('_', '-')}", type=type(default), default=default)
     args = ap.parse_args(argv)
+    runs = [k.strip() for k in args.runs.split(",") if k.strip()]
+    if not runs or set(runs) - {"gt", "det"}:
+        ap.error(f"--runs {args.runs!r}: expected gt, det or both, comma-separated")
     cv2.setNumThreads(1)
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
@@ -650,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     }  # fmt: skip
     cases = {"gt": ("ground-truth tracks (gt.txt)", mot / "gt" / "gt.txt"),
              "det": ("raw ACF detections (det.txt) + built-in tracker", mot / "det" / "det.txt")}  # fmt: skip
-    if "det" in [k.strip() for k in args.runs.split(",")]:
+    if "det" in runs:
         res["detector_coverage"] = detector_coverage(mot / "det" / "det.txt", truth, together, speeds=speeds,
                                                      rule=rule)
         print("detector coverage of the together pair-frames:", res["detector_coverage"])
@@ -665,14 +671,14 @@ def main(argv: list[str] | None = None) -> int:
     res["label_stability"] = {}
     for op in points:
         keyed: dict[str, dict[tuple[int, int, int], str]] = {}
-        for key in args.runs.split(","):
-            name, path = cases[key.strip()]
-            want_png = args.png is not None and key.strip() == "gt" and op == points[0]
+        for key in runs:
+            name, path = cases[key]
+            want_png = args.png is not None and key == "gt" and op == points[0]
             metrics, picture = run_case(
                 video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op,
                 tracker, args.box_shape, speeds, rule,
             )
-            keyed[key.strip()] = metrics.pop(KEYED)
+            keyed[key] = metrics.pop(KEYED)
             res["runs"][run_name(name, op)] = metrics
             print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
                   f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})} "
@@ -684,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
             res["label_stability"][op] = label_stability(keyed["gt"], keyed["det"], list(models.labels))
             res.setdefault("share_gap", {})[op] = share_gap(*(res["runs"][run_name(cases[k][0], op)]
                                                               for k in ("gt", "det")))
-    if {"gt", "det"} <= {k.strip() for k in args.runs.split(",")}:
+    if {"gt", "det"} <= set(runs):
         delivered = {}
         for key in ("gt", "det"):
             metrics, _ = run_case(video, cases[key][1], args.model, truth, together, pos, None, "default",

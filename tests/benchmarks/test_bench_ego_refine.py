@@ -59,27 +59,20 @@ def _noisy_similarity(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return points, dst.astype(np.float32)
 
 
-def _start(points: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **ego.RANSAC)
-    return np.array([model[0, 0], model[1, 0], model[0, 2], model[1, 2]]), mask.ravel().astype(bool)
-
-
-def _params(m: np.ndarray) -> np.ndarray:
-    return np.array([m[0, 0], m[1, 0], m[0, 2], m[1, 2]])
-
-
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_replica_makes_opencvs_first_step(seed: int) -> None:
     # one iteration from RANSAC's model: OpenCV moves ~0.3 from the start; the replica lands within 1e-7 of
     # where OpenCV does, the least-squares optimum (the closed form) ~1e-4 away
     points, dst = _noisy_similarity(seed)
-    p0, inliers = _start(points, dst)
-    opencv = _params(cv2.estimateAffinePartial2D(points, dst, refineIters=1, **ego.RANSAC)[0])
+    start = ego.ransac_start(points, dst)
+    assert start is not None
+    p0, inliers = start
+    opencv = ego.parameters(cv2.estimateAffinePartial2D(points, dst, refineIters=1, **ego.RANSAC)[0])
     p, iterations = ego.levmarq(p0, points[inliers], dst[inliers], iterations=1)
     assert iterations == 1
     assert np.abs(opencv - p0).max() > 1e-2
     assert np.abs(p - opencv).max() < 1e-7
-    assert np.abs(_params(ego.closed_form(points[inliers], dst[inliers])) - opencv).max() > 1e-5
+    assert np.abs(ego.parameters(ego.closed_form(points[inliers], dst[inliers])) - opencv).max() > 1e-5
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
