@@ -603,6 +603,14 @@ def share_gap(gt: dict[str, Any], det: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The benchmark; a bad data folder, detections file or model is one ``error:`` line (exit 1)."""
+    try:
+        return _main(argv)
+    except PairedgeError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--model", type=Path, default=default_model_dir())
@@ -628,11 +636,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
     rule = Together(**{k: getattr(args, k) for k in Together().__dict__})
-    try:
-        tracker = TrackerConfig(nms_iou=args.nms_iou, rescue_suppressed=args.rescue_suppressed,
-                                coast_frames=args.coast_frames)  # fmt: skip
-    except PairedgeError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    tracker = TrackerConfig(nms_iou=args.nms_iou, rescue_suppressed=args.rescue_suppressed,
+                            coast_frames=args.coast_frames)  # fmt: skip
     video, mot = args.data / "vtest.avi", args.data / "mot15"
     pos, _ = ground_positions(mot / "gt" / "gt.txt")
     fps = FrameSource(video).fps or 10.0
@@ -641,10 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     truth = read_mot(mot / "gt" / "gt.txt").by_frame()
     from pairedge.runtime.loading import find_models
 
-    try:
-        models = find_models(args.model)
-    except PairedgeError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    models = find_models(args.model)
     res: dict[str, Any] = {
         "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
         "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,

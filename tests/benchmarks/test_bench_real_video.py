@@ -185,3 +185,16 @@ def test_pets_run_few_frames(shared_data: Path, tmp_path: Path) -> None:
     assert b.main([str(pets), "--out", str(tmp_path), "--runs", "gt"]) == 0
     text = (tmp_path / "bench_real_video.md").read_text()
     assert "precision" in text and "**Walking vs standing**" in text
+
+
+def test_bad_runs_and_data_are_one_line(tmp_path: Path) -> None:
+    import bench_real_video as b
+
+    with pytest.raises(SystemExit) as exc:
+        b.main([str(tmp_path), "--runs", "gt,foo", "--out", str(tmp_path)])
+    assert exc.value.code == 2  # a usage error, before any work
+    (tmp_path / "vtest.avi").write_bytes(b"")  # a video file but no mot15 ground truth beside it
+    with pytest.raises(SystemExit) as exc:
+        b.main([str(tmp_path), "--out", str(tmp_path / "out")])
+    assert str(exc.value).startswith("error: ") and "gt.txt" in str(exc.value)
+    assert not (tmp_path / "out").exists()
