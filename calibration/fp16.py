@@ -35,8 +35,22 @@ def standardization_nodes(model: Any) -> list[str]:
     return names
 
 
-def to_fp16(model: Any, keep_fp32: Iterable[str] | None = None) -> Any:
-    """A float16 copy of an fp32 ModelProto with float32 input/output (see the module docstring)."""
+#: Operands that ONNX types float32 whatever the data's type: (op type, input index). Resize's ``roi`` and
+#: ``scales`` (a detector's upsampling).
+_FLOAT32_OPERANDS = {("Resize", 1), ("Resize", 2), ("Upsample", 1)}
+
+
+def to_fp16(
+    model: Any, keep_fp32: Iterable[str] | None = None, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME
+) -> Any:
+    """A float16 copy of an fp32 ModelProto with float32 input/output (see the module docstring).
+
+    Args:
+        model: the fp32 model, one float input ``input_name`` and one float output ``output_name`` (the
+            classifier's ``features`` / ``logits`` by default; a detector's ``images`` / ``output``).
+        keep_fp32: names of nodes that stay float32; None: the input standardization
+            (:func:`standardization_nodes`; classifiers).
+    """
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -46,7 +60,7 @@ def to_fp16(model: Any, keep_fp32: Iterable[str] | None = None) -> Any:
     const_nodes = {n.output[0]: n for n in g.node if n.op_type == "Constant"}
     inits = {t.name: t for t in g.initializer}
     # Which precision each tensor is produced in.
-    kind: dict[str, str] = {INPUT_NAME: "fp32"}
+    kind: dict[str, str] = {input_name: "fp32"}
     for name in inits:
         kind[name] = "const"
     for n in g.node:
@@ -59,8 +73,9 @@ def to_fp16(model: Any, keep_fp32: Iterable[str] | None = None) -> Any:
     # Constants used by fp16 nodes become fp16 (a copy when fp32 nodes use them too).
     users: dict[str, set[str]] = {}
     for n in compute:
-        for i in n.input:
-            users.setdefault(i, set()).add("fp32" if n.name in keep else "fp16")
+        for k, i in enumerate(n.input):
+            fp32 = n.name in keep or (n.op_type, k) in _FLOAT32_OPERANDS
+            users.setdefault(i, set()).add("fp32" if fp32 else "fp16")
     renamed: dict[str, str] = {}
     for name, who in users.items():
         if kind.get(name) != "const" or "fp16" not in who:
@@ -96,7 +111,7 @@ def to_fp16(model: Any, keep_fp32: Iterable[str] | None = None) -> Any:
     for n in compute:
         region = "fp32" if n.name in keep else "fp16"
         for k, i in enumerate(n.input):
-            if not i:
+            if not i or (n.op_type, k) in _FLOAT32_OPERANDS:
                 continue
             if kind.get(i) == "const":
                 if region == "fp16" and i in renamed:
@@ -107,18 +122,18 @@ def to_fp16(model: Any, keep_fp32: Iterable[str] | None = None) -> Any:
             for a in n.attribute:
                 if a.name == "to" and a.i == TensorProto.FLOAT:
                     a.i = TensorProto.FLOAT16
-    out_kind = kind.get(OUTPUT_NAME)
+    out_kind = kind.get(output_name)
     if out_kind == "fp16":
-        inner = f"{OUTPUT_NAME}__fp16"
+        inner = f"{output_name}__fp16"
         for n in compute:
             for k, o in enumerate(n.output):
-                if o == OUTPUT_NAME:
+                if o == output_name:
                     n.output[k] = inner
             for k, i in enumerate(n.input):
-                if i == OUTPUT_NAME:
+                if i == output_name:
                     n.input[k] = inner
         casts.append(
-            helper.make_node("Cast", [inner], [OUTPUT_NAME], to=TensorProto.FLOAT, name="Cast_logits_fp32")
+            helper.make_node("Cast", [inner], [output_name], to=TensorProto.FLOAT, name=f"Cast_{output_name}_fp32")
         )
     nodes = [n for n in g.node if n.op_type == "Constant"] + casts + compute
     _topological(g, nodes)

@@ -28,6 +28,8 @@ from pairedge.core.types import Detections
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.detectors import Detector
+from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
+from pairedge.runtime.detectors.guard import DetectorGuard, FrameCheck, GuardOptions, guarded
 from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
@@ -109,10 +111,14 @@ class RunOptions:
         coast_frames: frames the built-in tracker keeps a missed person at the predicted box
             (``TrackerConfig.coast_frames``); None = the tracker's default.
         box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
-        detector: without a detection file, the person detector: "hog" (OpenCV's built-in, the default) or
-            the path of an ``.onnx`` detector (:mod:`pairedge.runtime.detectors.layouts`).
+        detector: without a detection file, the person detector: "yolox-nano" (the bundled CNN, the default),
+            "hog" (OpenCV's built-in), the path of an ``.onnx`` detector
+            (:mod:`pairedge.runtime.detectors.layouts`) or of a ``.engine`` from ``pairedge build --detector``.
         detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
             "onnxruntime-cuda" or "onnxruntime-tensorrt".
+        detector_layout: an ``.onnx`` detector's output layout, overriding the one told apart from its graph
+            (:data:`~pairedge.runtime.detectors.layouts.LAYOUTS`); None: tell it apart.
+        guard: how the detector's first frames are judged (:class:`~pairedge.runtime.detectors.guard.GuardOptions`).
         pair_radius: ``PipelineConfig.pair_radius`` (pairs farther apart than this many mean box heights are
             skipped); None = every pair.
         dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the ones
@@ -132,8 +138,10 @@ class RunOptions:
     operating_point: str | None = None
     coast_frames: int | None = None
     box_shape: str = "auto"
-    detector: str | Path = "hog"
+    detector: str | Path = DEFAULT_DETECTOR
     detector_backend: str = "onnxruntime"
+    detector_layout: str | None = None
+    guard: GuardOptions = field(default_factory=GuardOptions)
     dla_core: int | None = None
     pair_radius: float | None = None
 
@@ -230,50 +238,82 @@ def file_items(
 
 
 class DetectorTimer:
-    """Runs a detector on each frame of a source and keeps its time (for the run notes)."""
+    """Runs a detector on each frame of a source, keeps its time and judges its first frames (the run notes,
+    :class:`~pairedge.runtime.detectors.guard.DetectorGuard`)."""
 
-    def __init__(self, detector: Detector, tracker: str = "iou") -> None:
+    def __init__(self, detector: Detector, tracker: str = "iou", guard: GuardOptions | None = None) -> None:
         self.detector = detector
         self.tracker = tracker  # the tracker backend that gives the ids (for the notes)
         self.frames = 0
         self.seconds = 0.0
         self.boxes = 0
+        self.last_check = FrameCheck()
+        self.guard = DetectorGuard(f"{detector.label}, {detector.layout_note()}", guard or GuardOptions())
 
     def __call__(self, image: np.ndarray | None) -> Detections:
         if image is None:
+            self.last_check = FrameCheck()
             return Detections.empty()
         start = time.perf_counter()
         found = self.detector.detect(image)
         self.seconds += time.perf_counter() - start
         self.frames += 1
         self.boxes += len(found)
+        self.last_check = self.detector.last_check
         return found
+
+    def guarded(self, items: Iterable[StreamItem]) -> Iterator[StreamItem]:
+        """``items`` (whose production runs this timer) with the first frames judged before they go on."""
+        return guarded(items, self.guard, lambda: self.last_check, _item_bytes)
 
     def notes(self) -> list[str]:
         ms = 1000 * self.seconds / max(self.frames, 1)
         return [f"no detection file: people found by {self.detector.describe()}",
                 f"detector: {ms:.1f} ms per frame (mean of {self.frames} frames, {self.boxes} boxes); ids "
-                f"assigned by {tracker_phrase(self.tracker)}"]  # fmt: skip
+                f"assigned by {tracker_phrase(self.tracker)}", *self.guard.notes()]  # fmt: skip
+
+
+def _item_bytes(item: StreamItem) -> int:
+    image = item[1]
+    return int(image.nbytes) if image is not None else 0
 
 
 def open_run_detector(options: RunOptions) -> Detector:
     """The detector of :attr:`RunOptions.detector`, keeping at most ``max_people`` boxes per frame (the most
-    confident; :data:`~pairedge.runtime.detectors.postprocess.MAX_DETECTIONS` when uncapped)."""
-    from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
-    from pairedge.runtime.detectors.registry import DEFAULT_DETECTOR, detector_class, open_detector
+    confident; :data:`~pairedge.runtime.detectors.postprocess.MAX_DETECTIONS` when uncapped), in the layout
+    :attr:`RunOptions.detector_layout` forces when given.
 
-    is_hog = str(options.detector).strip().lower() == DEFAULT_DETECTOR
-    cls = detector_class(DEFAULT_DETECTOR if is_hog else options.detector_backend)
+    Raises:
+        InputError: a layout forced on a detector that has none to choose (HOG, a TensorRT engine: its
+        manifest records the layout it was built with).
+    """
+    from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
+    from pairedge.runtime.detectors.registry import ENGINE_SUFFIX, HOG, detector_class, open_detector
+
+    spec = str(options.detector).strip()
+    is_hog = spec.lower() == HOG
+    cls = detector_class(HOG if is_hog else options.detector_backend)
     cap = min(options.max_people or MAX_DETECTIONS, MAX_DETECTIONS)
-    return open_detector(options.detector, options.detector_backend, cls.options_type(max_detections=cap))
+    layout = options.detector_layout
+    if layout is not None and (is_hog or spec.lower().endswith(ENGINE_SUFFIX)):
+        what = "OpenCV's HOG detector has no output layout" if is_hog else (
+            "a TensorRT engine reads the layout its manifest records: rebuild it from the ONNX")  # fmt: skip
+        raise InputError(f"--detector-layout: {what}")
+    extra = {"layout": layout} if layout is not None else {}
+    return open_detector(options.detector, options.detector_backend, cls.options_type(max_detections=cap, **extra))
 
 
 def detector_items(source: FrameSource, timer: DetectorTimer, max_frames: int | None) -> Iterator[StreamItem]:
-    """The stream of a frame source whose detections come from a detector (timestamps ``index / fps``)."""
-    for index, image, problem in source.frames():
-        if max_frames is not None and index >= max_frames:
-            break
-        yield index, image, timer(image), index / source.fps, problem
+    """The stream of a frame source whose detections come from a detector (timestamps ``index / fps``), the
+    first frames judged by the detector guard before any goes on."""
+
+    def items() -> Iterator[StreamItem]:
+        for index, image, problem in source.frames():
+            if max_frames is not None and index >= max_frames:
+                break
+            yield index, image, timer(image), index / source.fps, problem
+
+    return timer.guarded(items())
 
 
 def run_files(
@@ -303,7 +343,7 @@ def run_files(
     try:
         dets = read_detections(detections) if detections is not None else None
         if dets is None:
-            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker_backend)
+            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker_backend, options.guard)
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():

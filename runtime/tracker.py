@@ -1,27 +1,36 @@
-"""A small built-in tracker that gives ids to detections without identities.
+"""The built-in tracker: ids for detections without identities (numpy and OpenCV only).
 
-Method (SORT-like, numpy only): every track keeps its last box and a constant-velocity estimate of its
-centre (pixels per second, smoothed). For a new frame each track's box is predicted forward to the frame's
-timestamp; candidate matches are track/detection pairs whose IoU with the prediction is at least
-``min_iou``, whose centre moved at most ``max_center_jump`` box heights (the gate widens with every frame the
-track went unseen) and whose height changed by at most ``max_scale_change``; candidates are then assigned
-greedily by decreasing IoU; with ``rescue_suppressed``, tracks still unmatched may then take a box duplicate
-suppression removed (two overlapping people). Unmatched detections with ``score >= min_score`` start new
-tracks; a track unseen for more than ``max_age`` frames ends. State lives in fixed arrays of ``max_tracks``
-rows, so memory is bounded; when they are full the longest-unseen track is evicted first.
+Method (ByteTrack's association with a colour appearance cue; Zhang et al. 2022). Every track carries a
+constant-velocity Kalman filter of its box (:mod:`pairedge.runtime.tracking.kalman`, in seconds, so any frame
+rate works) and, when frames come with the boxes, the running colour appearance of its person
+(:mod:`pairedge.runtime.tracking.appearance`). For each frame, after duplicate suppression (``nms_iou``):
 
-Coasting (``coast_frames > 0``): a detector misses people now and then (small, occluded or blurred people),
-and every miss would cut that person's pairs for a frame and restart their link confirmation.
-:meth:`IoUTracker.coasting` gives the tracks that were matched at least ``coast_min_hits`` times and have
-been unseen for at most ``coast_frames`` frames, with their constant-velocity predicted boxes, so the
-pipeline can keep those people (marked ``coasted``) through short gaps.
+1. the boxes scoring at least ``high_score`` are matched to the confirmed and the lost tracks, predicted to
+   the frame's timestamp, by the Hungarian algorithm on ``(1 - w) * IoU + w * appearance`` (``w`` =
+   ``appearance_weight``; IoU alone without frames), among the pairs with IoU >= ``min_iou``;
+2. the confirmed tracks seen in the previous frame and still unmatched take the boxes scoring between
+   ``low_score`` and ``high_score`` (a partly hidden person scores low) at IoU >= ``low_iou``;
+3. tentative tracks (born in an earlier frame, not yet confirmed) take the high boxes left at IoU >=
+   ``new_iou``; a tentative track matched ``confirm_hits`` times in all is confirmed and gets its id, one
+   left unmatched is dropped;
+4. the high boxes still left that score at least ``new_score`` start tentative tracks (confirmed at once in
+   the first frame of a stream, as ByteTrack does); a confirmed track unmatched for more than ``max_age``
+   frames ends.
 
-Limits (the ``bytetrack``, ``ocsort`` and ``botsort`` backends of :mod:`pairedge.runtime.tracker_backends`
-run real trackers when they matter): greedy assignment, not
-optimal (Hungarian); no appearance model, so people who cross while fully overlapping can swap ids and a
-person who reappears after ``max_age`` frames gets a new id; a constant-velocity model only (no camera
-motion compensation: on a fast-turning robot use ``botsort``, or lower ``min_iou`` / raise ``max_center_jump``); no
-confirmation period, so a single false detection gets an id for one frame.
+A box that gets no id (a duplicate, a low-score box no track takes, a tentative track's) gets -1. Scores
+outside [0, 1] (SVM margins: OpenCV's HOG, PETS's ACF detections) are not probabilities: a stream that has
+one is tracked with every box counted as high and able to start a track.
+
+Coasting (``coast_frames > 0``): :meth:`IoUTracker.coasting` gives the confirmed tracks matched at least
+``coast_min_hits`` times and unseen for at most ``coast_frames`` frames, at their predicted boxes, so the
+pipeline keeps those people (marked ``coasted``) through a short detection gap.
+
+State lives in fixed arrays of ``max_tracks`` rows (bounded memory); when they are full the longest-unseen
+track is evicted first. The settings were chosen on the first half of PETS 2009 S2.L1 with the bundled
+detector and on simulator validation scenes; ``benchmarks/bench_camera.py`` reports the other half and
+held-out scenes. Limits: no camera-motion compensation (on a fast-turning robot use ``botsort`` of
+:mod:`pairedge.runtime.tracker_backends`), and a person hidden for more than ``max_age`` frames comes back
+with a new id.
 """
 
 from __future__ import annotations
@@ -29,89 +38,97 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pairedge.core.assignment import max_weight_assignment
 from pairedge.core.boxes import iou_matrix, nms_keep
 from pairedge.core.errors import InputError
 from pairedge.core.types import Detections
+from pairedge.runtime.tracking import appearance, kalman
+
+_TENTATIVE, _TRACKED, _LOST = 0, 1, 2
 
 
 @dataclass(frozen=True)
 class TrackerConfig:
-    """Options of :class:`IoUTracker` (all thresholds inclusive).
+    """Options of :class:`IoUTracker` (thresholds inclusive; see the module docstring for their roles).
 
     Attributes:
-        min_iou: minimum IoU of a detection with a track's predicted box.
-        max_center_jump: maximum centre displacement from the prediction, in track box heights, for a track
-            seen in the previous frame; multiplied by ``1 + frames unseen`` afterwards.
-        max_scale_change: maximum ratio between detection and track box heights.
-        max_age: frames a track survives without a detection.
+        high_score: boxes scoring at least this are matched first and may start tracks.
+        low_score: boxes scoring below this are ignored; between the two they only continue tracks.
+        new_score: a high box left unmatched starts a track when it scores at least this.
+        min_iou: IoU of a high box with a track's predicted box needed to match it.
+        low_iou: the same for a low-score box.
+        new_iou: the same for a tentative track.
+        confirm_hits: matches a new track needs before it is confirmed and gets an id (1: at once).
+        appearance_weight: weight of the colour appearance against IoU in the first match, in [0, 1].
+        appearance_momentum: weight of a track's running appearance against a new box's, in [0, 1).
+        max_age: frames a confirmed track survives without a detection.
         max_tracks: capacity of the state arrays (bounded memory).
-        min_score: detections below this score do not start tracks (they may still continue one).
-        velocity_smoothing: weight of the newest velocity measurement in (0, 1].
         nms_iou: detections overlapping a higher-scored detection of the same frame by more than this IoU
             are duplicates (detectors without non-maximum suppression emit them) and get id -1; None keeps
-            every detection. 0.35 is the safe side for raw detectors (a detector's surviving duplicates sit
-            just under its own suppression: PETS's ACF at IoU 0.35-0.5); with a detector that emits no
-            duplicates, 0.5 or None keeps overlapping group members (docs/runtime.md).
-        coast_frames: a track unseen for at most this many frames is reported by :meth:`IoUTracker.coasting`
-            with its predicted box (0: never; must not exceed ``max_age``). This default (3) and
-            ``SmoothingConfig.grace_frames`` are chosen together on simulator validation scenes
-            (``benchmarks/bench_tracker.py``).
-        coast_min_hits: only tracks matched at least this many times coast (a one-frame false detection
-            does not).
-        rescue_suppressed: after the association, a track left without a detection may take a box that
-            ``nms_iou`` suppressed (same gates), so two overlapping people keep both their tracks. Off by
-            default: it helps where the detector emits no duplicates (simulator, held out: link F1 +0.04 to
-            +0.11), but a duplicate that once started a track of its own then keeps it alive next to the
-            person, a false pair (PETS's raw ACF detections: link precision 0.79 -> 0.62); see
-            docs/runtime.md.
+            every detection. 0.35 is the safe side for raw detector files (PETS's ACF duplicates sit at
+            IoU 0.35-0.5); a pairedge detector, which already suppressed its duplicates, runs with None so
+            that overlapping group members stay.
+        coast_frames: a confirmed track unseen for at most this many frames is reported by
+            :meth:`IoUTracker.coasting` at its predicted box (0: never; must not exceed ``max_age``). This
+            default (3) and ``SmoothingConfig.grace_frames`` are chosen together on simulator validation
+            scenes (``benchmarks/bench_tracker.py``).
+        coast_min_hits: only tracks matched at least this many times coast.
+        noise: the Kalman filter's noise (:class:`~pairedge.runtime.tracking.kalman.MotionNoise`).
     """
 
+    high_score: float = 0.7
+    low_score: float = 0.1
+    new_score: float = 0.8
     min_iou: float = 0.2
-    max_center_jump: float = 0.75
-    max_scale_change: float = 1.5
+    low_iou: float = 0.5
+    new_iou: float = 0.3
+    confirm_hits: int = 2
+    appearance_weight: float = 0.5
+    appearance_momentum: float = 0.9
     max_age: int = 15
     max_tracks: int = 512
-    min_score: float = 0.0
-    velocity_smoothing: float = 0.5
     nms_iou: float | None = 0.35
     coast_frames: int = 3
-    rescue_suppressed: bool = False
     coast_min_hits: int = 3
+    noise: kalman.MotionNoise = kalman.MotionNoise()
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.min_iou <= 1.0 or self.max_center_jump <= 0 or self.max_scale_change < 1.0:
-            raise InputError(f"tracker config: thresholds out of range in {self}")
-        if self.max_age < 0 or self.max_tracks < 1 or not 0.0 < self.velocity_smoothing <= 1.0:
+        for name in ("high_score", "low_score", "new_score", "min_iou", "low_iou", "new_iou", "appearance_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise InputError(f"tracker config: {name} must be a number in [0, 1], got {value!r}")
+        if not self.low_score <= self.high_score <= self.new_score:
             raise InputError(
-                f"tracker config: max_age >= 0, max_tracks >= 1, velocity_smoothing in (0, 1]; got {self}"
+                f"tracker config: expected low_score <= high_score <= new_score, got {self.low_score} / "
+                f"{self.high_score} / {self.new_score}"
             )
+        if not 0.0 <= self.appearance_momentum < 1.0:
+            raise InputError(f"tracker config: appearance_momentum must lie in [0, 1), got {self.appearance_momentum!r}")
+        ints = {"confirm_hits": 1, "max_age": 0, "max_tracks": 1, "coast_min_hits": 1, "coast_frames": 0}
+        for name, least in ints.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InputError(f"tracker config: {name} must be an integer >= {least}, got {value!r}")
         nms = self.nms_iou
-        if nms is not None and (isinstance(nms, bool) or not isinstance(nms, (int, float)) or not 0.0 < nms <= 1.0):
+        if nms is not None and (isinstance(nms, bool) or not isinstance(nms, int | float) or not 0.0 < nms <= 1.0):
             raise InputError(f"tracker config: nms_iou must be an IoU in (0, 1] or None (no suppression), got {nms!r}")
-        if not 0 <= self.coast_frames <= self.max_age or self.coast_min_hits < 1:
-            raise InputError(
-                f"tracker config: expected 0 <= coast_frames <= max_age and coast_min_hits >= 1; got {self}"
-            )
+        if self.coast_frames > self.max_age:
+            raise InputError(f"tracker config: expected coast_frames <= max_age; got {self.coast_frames} > {self.max_age}")
+        if not isinstance(self.noise, kalman.MotionNoise):
+            raise InputError(f"tracker config: noise must be a MotionNoise, got {type(self.noise).__name__}")
 
 
-def greedy_assign(score: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy one-to-one assignment by decreasing ``score`` among ``valid`` (T, N) entries.
-
-    Returns:
-        rows, cols: (K,) int64 matched index pairs.
-    """
-    t_idx, d_idx = np.nonzero(valid)
-    order = np.argsort(-score[t_idx, d_idx], kind="stable")
-    used_t = np.zeros(score.shape[0], bool)
-    used_d = np.zeros(score.shape[1], bool)
-    rows: list[int] = []
-    cols: list[int] = []
-    for t, d in zip(t_idx[order].tolist(), d_idx[order].tolist(), strict=True):  # ~N candidates after gating
-        if not used_t[t] and not used_d[d]:
-            used_t[t] = used_d[d] = True
-            rows.append(t)
-            cols.append(d)
-    return np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+def _assign(iou: np.ndarray, least: float, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Hungarian matching maximising ``weight`` (default ``iou``) among the pairs with ``iou >= least``."""
+    if iou.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    valid = iou >= least
+    if not valid.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    score = iou if weight is None else weight
+    rows, cols = max_weight_assignment(np.where(valid, np.maximum(score, 1e-9), 0.0))
+    ok = valid[rows, cols]
+    return rows[ok], cols[ok]
 
 
 class IoUTracker:
@@ -124,30 +141,34 @@ class IoUTracker:
     def __init__(self, config: TrackerConfig | None = None) -> None:
         self.config = config or TrackerConfig()
         k = self.config.max_tracks
-        self._box = np.zeros((k, 4), np.float64)  # last matched box, x y w h
-        self._vel = np.zeros((k, 2), np.float64)  # centre velocity, px / s
-        self._time = np.zeros(k, np.float64)  # timestamp of the last match
+        self._x = np.zeros((k, 8))  # Kalman state cx cy w h vx vy vw vh
+        self._cov = np.zeros((k, 8, 8))
+        self._emb = np.zeros((k, appearance.SIZE), np.float32)  # running appearance (zero: none yet)
+        self._time = np.zeros(k)  # timestamp the state is predicted to
         self._misses = np.zeros(k, np.int64)  # frames unseen
         self._hits = np.zeros(k, np.int64)  # detections matched (the birth counts)
+        self._state = np.zeros(k, np.int64)
         self._ids = np.full(k, -1, np.int64)
         self._alive = np.zeros(k, bool)
         self._next_id = 1
+        self._fresh = True  # no frame since the start or the last reset: births are confirmed at once
+        self._margins = False  # the stream's scores are not probabilities
 
     @property
     def num_tracks(self) -> int:
-        """Tracks currently alive (seen within ``max_age`` frames)."""
-        return int(self._alive.sum())
+        """Confirmed tracks currently alive (seen within ``max_age`` frames)."""
+        return int((self._alive & (self._state != _TENTATIVE)).sum())
 
     def reset(self) -> None:
         """Forget every track (ids keep increasing)."""
         self._alive[:] = False
+        self._fresh, self._margins = True, False
 
     def predicted_boxes(self, slots: np.ndarray, timestamp: float) -> np.ndarray:
-        """(len(slots), 4) boxes of the given tracks moved with their velocity to ``timestamp``."""
-        dt = np.clip(timestamp - self._time[slots], 0.0, None)[:, None]
-        pred = self._box[slots].copy()
-        pred[:, :2] += self._vel[slots] * dt
-        return pred
+        """(len(slots), 4) boxes ``x y w h`` of the given tracks predicted to ``timestamp`` (state unchanged)."""
+        x = self._x[slots].copy()
+        x[:, 0:4] += x[:, 4:8] * np.clip(timestamp - self._time[slots], 0.0, None)[:, None]
+        return kalman.boxes_of(x)
 
     def coasting(self, timestamp: float, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The tracks to keep through a short detection gap, after :meth:`step` of the frame at ``timestamp``.
@@ -155,17 +176,17 @@ class IoUTracker:
         Args:
             timestamp: the frame's time, seconds.
             present: (N, 4) the frame's kept detections, ``x y w h``: a prediction overlapping one of them by
-                IoU above ``nms_iou`` (its default 0.35 when None) is left out; it would be a second box on one person
-                (e.g. a track that lost its detection to a neighbour's track).
+                IoU above ``nms_iou`` (its default 0.35 when None) is left out (a second box on one person).
 
         Returns:
-            ids: (K,) int64 ids of the live tracks unseen for 1 to ``coast_frames`` frames that were matched at
-            least ``coast_min_hits`` times (K = 0 when ``coast_frames`` is 0).
+            ids: (K,) int64 ids of the confirmed tracks unseen for 1 to ``coast_frames`` frames that were
+            matched at least ``coast_min_hits`` times (K = 0 when ``coast_frames`` is 0).
             boxes: (K, 4) float64 their boxes predicted to ``timestamp``, ``x y w h`` (not clipped).
         """
         cfg = self.config
         slots = np.flatnonzero(
             self._alive
+            & (self._state == _LOST)
             & (self._misses >= 1)
             & (self._misses <= cfg.coast_frames)
             & (self._hits >= cfg.coast_min_hits)
@@ -186,77 +207,117 @@ class IoUTracker:
             boxes: (N, 4) float ``x y w h`` pixels, finite with positive size (validated upstream).
             timestamp: seconds, non-decreasing.
             scores: (N,) detector scores, or None (all 1).
-            frame: the image; unused (no camera-motion compensation here: the ``botsort`` backend of
-                :mod:`pairedge.runtime.tracker_backends` has it).
+            frame: the (H, W, 3) uint8 BGR image for the appearance cue, or None (IoU alone).
 
         Returns:
-            (N,) int64 track ids; -1 for a detection that matched no track and did not start one.
+            (N,) int64 track ids; -1 for a detection no confirmed track holds.
         """
         cfg = self.config
         det = np.asarray(boxes, np.float64).reshape(-1, 4)
         sc = np.ones(len(det)) if scores is None else np.asarray(scores, np.float64).reshape(-1)
         ids = np.full(len(det), -1, np.int64)
-        rows = np.arange(len(det)) if cfg.nms_iou is None else np.flatnonzero(nms_keep(det, sc, cfg.nms_iou))
-        slots = np.flatnonzero(self._alive)
-        matched, cols = self._associate(slots, det, rows, timestamp)
-        if cfg.rescue_suppressed and len(rows) < len(det):
-            # a box NMS suppressed may be a second, overlapping person: a track left without a detection may
-            # take it (same gates). A duplicate of one person stays out unless it once got a track of its own
-            left = np.setdiff1d(slots, matched, assume_unique=True)
-            more, more_cols = self._associate(left, det, np.setdiff1d(np.arange(len(det)), rows), timestamp)
-            matched, cols = np.concatenate([matched, more]), np.concatenate([cols, more_cols])
-        self._update(matched, det[cols], timestamp)
-        ids[cols] = self._ids[matched]
-        unseen = np.setdiff1d(slots, matched, assume_unique=True)
+        if len(sc) and ((sc < 0) | (sc > 1)).any():
+            self._margins = True
+        usable = np.ones(len(det), bool) if cfg.nms_iou is None else nms_keep(det, sc, cfg.nms_iou)
+        high_mask = usable & ((sc >= cfg.high_score) | self._margins)
+        high = np.flatnonzero(high_mask)
+        low = np.flatnonzero(usable & ~high_mask & (sc >= cfg.low_score))
+        emb = self._appearance(frame, det, high)
+        live = np.flatnonzero(self._alive)
+        self._predict(live, timestamp)
+        pred = np.zeros((len(self._x), 4))
+        pred[live] = kalman.boxes_of(self._x[live])
+        matched = np.zeros(len(self._x), bool)
+
+        # 1: confirmed and lost tracks x high boxes, IoU + appearance
+        pool = live[self._state[live] != _TENTATIVE]
+        iou = iou_matrix(pred[pool], det[high])
+        r, c = _assign(iou, cfg.min_iou, self._similarity(pool, emb, iou))
+        self._match(pool[r], high[c], det, emb[c], ids, matched)
+        high_left = np.delete(high, c)
+        emb_left = np.delete(emb, c, axis=0)
+        # 2: tracks seen last frame x low boxes, IoU
+        pool = live[(self._state[live] == _TRACKED) & ~matched[live]]
+        r, c = _assign(iou_matrix(pred[pool], det[low]), cfg.low_iou)
+        self._match(pool[r], low[c], det, None, ids, matched)
+        # 3: tentative tracks x the high boxes left, IoU
+        pool = live[self._state[live] == _TENTATIVE]
+        r, c = _assign(iou_matrix(pred[pool], det[high_left]), cfg.new_iou)
+        self._match(pool[r], high_left[c], det, emb_left[c], ids, matched)
+        high_left, emb_left = np.delete(high_left, c), np.delete(emb_left, c, axis=0)
+
+        unmatched = live[~matched[live]]
+        tentative = unmatched[self._state[unmatched] == _TENTATIVE]
+        self._alive[tentative] = False
+        unseen = unmatched[self._state[unmatched] != _TENTATIVE]
         self._misses[unseen] += 1
+        self._state[unseen] = _LOST
         self._alive[unseen[self._misses[unseen] > cfg.max_age]] = False
-        new = np.setdiff1d(rows, cols, assume_unique=True)
-        new = new[sc[new] >= cfg.min_score]
-        ids[new] = self._birth(det[new], timestamp)
+        born = (sc[high_left] >= cfg.new_score) | self._margins
+        ids[high_left[born]] = self._birth(det[high_left[born]], emb_left[born], timestamp)
+        self._fresh = False
         return ids
 
-    def _associate(
-        self, slots: np.ndarray, det: np.ndarray, rows: np.ndarray, timestamp: float
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Match tracks ``slots`` with detections ``det[rows]``; returns (matched slots, detection rows)."""
-        r, c = self._match(slots, det[rows], timestamp)
-        return slots[r], rows[c]
+    # -- the steps --------------------------------------------------------------------------------------
+    def _appearance(self, frame: np.ndarray | None, det: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), SIZE) appearances of the boxes ``det[rows]`` (zeros without a colour frame or weight)."""
+        if (
+            self.config.appearance_weight == 0.0
+            or not isinstance(frame, np.ndarray)
+            or frame.ndim != 3
+            or frame.shape[2] != 3
+            or frame.dtype != np.uint8
+        ):
+            return np.zeros((len(rows), appearance.SIZE), np.float32)
+        return appearance.embed(frame, det[rows])
 
-    def _match(self, slots: np.ndarray, det: np.ndarray, timestamp: float) -> tuple[np.ndarray, np.ndarray]:
-        cfg = self.config
-        if len(slots) == 0 or len(det) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pred = self.predicted_boxes(slots, timestamp)
-        iou = iou_matrix(pred, det)
-        pc = pred[:, :2] + pred[:, 2:] / 2
-        dc = det[:, :2] + det[:, 2:] / 2
-        jump = np.hypot(pc[:, 0:1] - dc[:, 0], pc[:, 1:2] - dc[:, 1])
-        reach = cfg.max_center_jump * pred[:, 3:4] * (1 + self._misses[slots, None])
-        ratio = det[:, 3] / np.maximum(pred[:, 3:4], 1e-9)
-        valid = (
-            (iou >= cfg.min_iou)
-            & (jump <= reach)
-            & (ratio <= cfg.max_scale_change)
-            & (ratio >= 1.0 / cfg.max_scale_change)
-        )
-        return greedy_assign(iou, valid)
+    def _predict(self, slots: np.ndarray, timestamp: float) -> None:
+        x, cov = self._x[slots], self._cov[slots]
+        kalman.predict(x, cov, timestamp - self._time[slots], self.config.noise)
+        self._x[slots], self._cov[slots], self._time[slots] = x, cov, timestamp
 
-    def _update(self, slots: np.ndarray, det: np.ndarray, timestamp: float) -> None:
+    def _similarity(self, slots: np.ndarray, emb: np.ndarray, iou: np.ndarray) -> np.ndarray:
+        """IoU blended with the appearance (Bhattacharyya coefficient) where both sides have one."""
+        w = self.config.appearance_weight
+        if w == 0.0 or iou.size == 0:
+            return iou
+        track = self._emb[slots]
+        both = (track.any(axis=1)[:, None]) & (emb.any(axis=1)[None, :])
+        return np.where(both, (1 - w) * iou + w * (track @ emb.T), iou)
+
+    def _match(
+        self, slots: np.ndarray, rows: np.ndarray, det: np.ndarray, emb: np.ndarray | None, ids: np.ndarray,
+        matched: np.ndarray,
+    ) -> None:  # fmt: skip
+        """Update the tracks ``slots`` with the boxes ``det[rows]`` (and appearances ``emb``, None: keep)."""
         if len(slots) == 0:
             return
-        dt = timestamp - self._time[slots]
-        old_c = self._box[slots, :2] + self._box[slots, 2:] / 2
-        new_c = det[:, :2] + det[:, 2:] / 2
-        ok = dt > 1e-9
-        measured = np.where(ok[:, None], (new_c - old_c) / np.where(ok, dt, 1.0)[:, None], self._vel[slots])
-        a = self.config.velocity_smoothing
-        self._vel[slots] = a * measured + (1 - a) * self._vel[slots]
-        self._box[slots] = det
-        self._time[slots] = timestamp
+        x, cov = self._x[slots], self._cov[slots]
+        kalman.update(x, cov, det[rows], self.config.noise)
+        self._x[slots], self._cov[slots] = x, cov
         self._misses[slots] = 0
         self._hits[slots] += 1
+        matched[slots] = True
+        tentative = slots[self._state[slots] == _TENTATIVE]
+        confirm = tentative[self._hits[tentative] >= self.config.confirm_hits]
+        self._ids[confirm] = np.arange(self._next_id, self._next_id + len(confirm))
+        self._next_id += len(confirm)
+        self._state[slots] = np.where(self._state[slots] == _TENTATIVE, self._state[slots], _TRACKED)
+        self._state[confirm] = _TRACKED
+        if emb is not None:
+            self._blend(slots, emb)
+        ids[rows] = np.where(self._state[slots] == _TRACKED, self._ids[slots], -1)
 
-    def _birth(self, det: np.ndarray, timestamp: float) -> np.ndarray:
+    def _blend(self, slots: np.ndarray, emb: np.ndarray) -> None:
+        """Running appearance: ``m * old + (1 - m) * new`` re-normalised (a track without one takes the new)."""
+        old = self._emb[slots]
+        have = emb.any(axis=1)
+        m = np.where(old.any(axis=1), self.config.appearance_momentum, 0.0)[:, None]
+        mixed = m * old + (1 - m) * emb
+        norm = np.linalg.norm(mixed, axis=1, keepdims=True)
+        self._emb[slots] = np.where(have[:, None], mixed / np.maximum(norm, 1e-12), old)
+
+    def _birth(self, det: np.ndarray, emb: np.ndarray, timestamp: float) -> np.ndarray:
         n = len(det)
         if n == 0:
             return np.zeros(0, np.int64)
@@ -267,17 +328,20 @@ class IoUTracker:
             self._alive[order[: n - len(free)]] = False
             free = np.flatnonzero(~self._alive)
         slots = free[:n]
-        new_ids = np.arange(self._next_id, self._next_id + len(slots), dtype=np.int64)
-        self._next_id += len(slots)
-        self._box[slots] = det[: len(slots)]
-        self._vel[slots] = 0.0
+        k = len(slots)
+        self._x[slots], self._cov[slots] = kalman.initial(det[:k], self.config.noise)
+        self._emb[slots] = emb[:k]
         self._time[slots] = timestamp
         self._misses[slots] = 0
         self._hits[slots] = 1
-        self._ids[slots] = new_ids
         self._alive[slots] = True
+        now = self._fresh or self.config.confirm_hits <= 1
+        self._state[slots] = _TRACKED if now else _TENTATIVE
+        self._ids[slots] = np.arange(self._next_id, self._next_id + k) if now else -1
+        if now:
+            self._next_id += k
         out = np.full(n, -1, np.int64)
-        out[: len(slots)] = new_ids
+        out[:k] = self._ids[slots]
         return out
 
 

@@ -3,8 +3,8 @@
 The detector takes one image input ``[1, 3, H, W]`` (batch static 1 or dynamic; H and W fixed) and, for
 RT-DETR, the ``orig_target_sizes`` input ``[1, 2]``; the one optimisation profile is that fixed shape (min =
 opt = max, batch 1), so the same build serves the GPU and a DLA core (``--dla-core N``). The output layout
-(:mod:`pairedge.runtime.detectors.layouts`) is found from the ONNX outputs and metadata here, at build time,
-and written into the manifest (:mod:`pairedge.runtime.detectors.engine_manifest`), so the runtime needs only
+(:mod:`pairedge.runtime.detectors.layouts`) is told apart here, at build time, exactly as the runtime tells it
+apart (an ONNX Runtime CPU session of the file and one run), and written into the manifest (:mod:`pairedge.runtime.detectors.engine_manifest`), so the runtime needs only
 the engine and its manifest. Layout::
 
     MODEL_DIR/MODEL.onnx
@@ -38,92 +38,83 @@ from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt, versions
 from pairedge.runtime.backends.tensorrt_loader import engine_folder
 from pairedge.runtime.detectors.engine_manifest import DetectorEngineManifest
-from pairedge.runtime.detectors.layouts import find_layout
-from pairedge.runtime.detectors.onnx import check_model_path
-
-SIZE_INPUT = "orig_target_sizes"
-_QDQ = {"QuantizeLinear", "DequantizeLinear"}
+from pairedge.runtime.detectors.graph import DetectorGraph, read_detector_graph
+from pairedge.runtime.detectors.layouts import layout_record
+from pairedge.runtime.detectors.onnx import OnnxDetector, OnnxDetectorOptions, check_model_path
 
 
 @dataclass(frozen=True)
-class DetectorGraph:
+class BuildGraph:
     """What the builder reads from a detector ONNX before TensorRT sees it.
 
     Attributes:
-        image_input: the image input's name. size_input: RT-DETR's ``orig_target_sizes`` input, or None.
+        graph: the declared interface (:func:`pairedge.runtime.detectors.graph.read_detector_graph`).
         shapes: input name -> the fixed shape of the profile (batch 1).
         input_size: (H, W) of the image input.
-        layout: the :class:`~pairedge.runtime.detectors.layouts.Layout` as a JSON object.
-        has_fp16, has_qdq: float16 tensors / Q/DQ nodes in the graph.
+        layout: the layout told apart exactly as the runtime does it (an ONNX Runtime CPU session and one run
+            of the model: :class:`~pairedge.runtime.detectors.onnx.OnnxDetector`), as a JSON object.
+        has_fp16: float16 tensors in the graph.
     """
 
-    image_input: str
-    size_input: str | None
+    graph: DetectorGraph
     shapes: dict[str, list[int]]
     input_size: tuple[int, int]
     layout: dict[str, Any]
     has_fp16: bool
-    has_qdq: bool
+
+    @property
+    def image_input(self) -> str:
+        return self.graph.image_input
+
+    @property
+    def size_input(self) -> str | None:
+        return self.graph.size_input
+
+    @property
+    def has_qdq(self) -> bool:
+        return self.graph.has_qdq
 
 
-def read_detector_graph(path: Path) -> DetectorGraph:
-    """Inputs, layout and precision hints of a detector ONNX (weights are not loaded).
+def read_build_graph(path: Path, layout: str | None = None) -> BuildGraph:
+    """Inputs, layout and precision hints of a detector ONNX.
+
+    Args:
+        path: the ``.onnx`` detector.
+        layout: a layout forcing the one told apart (``--detector-layout``); None: tell it apart.
 
     Raises:
         FormatError: not a readable ``.onnx`` file within the size ceiling. ModelError: not a detector of an
         accepted layout, several image inputs, or a dynamic H / W.
     """
+    path = check_model_path(path)
+    graph = read_detector_graph(path)
+    size = graph.fixed_size
+    if size is None:
+        raise ModelError(
+            f"{path.name}: the image input {graph.image_input} {list(graph.image_shape)} has a dynamic height or "
+            "width; a TensorRT engine is built for one size: export with a fixed size (Ultralytics: imgsz=640 "
+            "without dynamic=True)"
+        )
+    shapes: dict[str, list[int]] = {graph.image_input: [1, 3, *size]}
+    if graph.size_input is not None:
+        shapes[graph.size_input] = [1, 2]
+    with OnnxDetector(path, OnnxDetectorOptions(layout=layout)) as detector:
+        found = detector.layout
+    assert found is not None
+    return BuildGraph(graph, shapes, size, layout_record(found), _has_fp16(path))
+
+
+def _has_fp16(path: Path) -> bool:
     import onnx
 
-    path = check_model_path(path)
-    try:
-        proto = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # onnx raises DecodeError and others
-        raise ModelError(f"{path}: not a readable ONNX file ({type(exc).__name__})") from None
-    g = proto.graph
-    inits = {t.name for t in g.initializer}
-
-    def dims(vi: Any) -> list[int | str]:
-        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in vi.type.tensor_type.shape.dim]
-
-    inputs = [vi for vi in g.input if vi.name not in inits]
-    images = [vi for vi in inputs if vi.name != SIZE_INPUT]
-    size_input = SIZE_INPUT if any(vi.name == SIZE_INPUT for vi in inputs) else None
-    got = ", ".join(f"{vi.name} {dims(vi)}" for vi in inputs) or "no input at all (an empty or non-ONNX file?)"
-    if len(images) != 1 or len(dims(images[0])) != 4:
-        raise ModelError(f"{path.name}: expected one image input [1, 3, H, W] (plus RT-DETR's {SIZE_INPUT}), got {got}")
-    n, c, h, w = dims(images[0])
-    if (isinstance(n, int) and n != 1) or c != 3:
-        raise ModelError(f"{path.name}: expected an image input [1, 3, H, W] (batch 1 or dynamic), got {got}")
-    if not (isinstance(h, int) and isinstance(w, int) and h > 0 and w > 0):
-        raise ModelError(
-            f"{path.name}: the image input {images[0].name} {dims(images[0])} has a dynamic height or width; a "
-            "TensorRT engine is built for one size: export with a fixed size (Ultralytics: imgsz=640 without "
-            "dynamic=True)"
-        )
-    shapes: dict[str, list[int]] = {images[0].name: [1, 3, h, w]}
-    if size_input is not None:
-        shapes[size_input] = [1, 2]
-    metadata = {p.key: p.value for p in proto.metadata_props}
-    outputs = [(vi.name, tuple(dims(vi))) for vi in g.output]
-    layout = find_layout(outputs, metadata, size_input is not None, path.name)
+    g = onnx.load(str(path), load_external_data=False).graph
     fp16 = onnx.TensorProto.FLOAT16
-    has_fp16 = any(t.data_type == fp16 for t in g.initializer) or any(
+    return any(t.data_type == fp16 for t in g.initializer) or any(
         vi.type.tensor_type.elem_type == fp16 for vi in [*g.input, *g.output, *g.value_info]
     )
-    return DetectorGraph(
-        image_input=images[0].name,
-        size_input=size_input,
-        shapes=shapes,
-        input_size=(h, w),
-        layout={"kind": layout.kind, "outputs": list(layout.outputs), "center": layout.center, "rgb": layout.rgb,
-                "unit_scale": layout.unit_scale, "box_format": layout.box_format},  # fmt: skip
-        has_fp16=has_fp16,
-        has_qdq=any(node.op_type in _QDQ for node in g.node),
-    )
 
 
-def check_detector_precision(graph: DetectorGraph, precision: str, strongly_typed: bool, name: str) -> None:
+def check_detector_precision(graph: BuildGraph, precision: str, strongly_typed: bool, name: str) -> None:
     """Refuse a precision the ONNX cannot give on this TensorRT (see the module docstring).
 
     Raises:
@@ -162,16 +153,20 @@ def build_detector(
     settings: BuildSettings,
     *,
     out: Path | None = None,
+    root: Path | None = None,
     trt: Any = None,
     memory: Any = None,
     progress: ProgressSink | None = None,
+    layout: str | None = None,
 ) -> BuiltDetector:
     """Build the TensorRT engine of a person-detector ONNX and write its manifest.
 
     Args:
         onnx_path: the detector (layouts of :mod:`pairedge.runtime.detectors.layouts`).
+        layout: a layout forcing the one told apart from the graph (``--detector-layout``); None: tell it apart.
         settings: precision, workspace, timing cache, DLA core (the pair profile is not used).
-        out: the engine folder; default ``<onnx folder>/engines/<device tag>[-dla<N>]``.
+        out: the engine folder; default ``<root>/engines/<device tag>[-dla<N>]``.
+        root: the folder under which ``engines/`` goes by default; None: the ONNX's folder.
         trt, memory: the ``tensorrt`` module and a CUDA memory layer (defaults: the installed ones).
         progress: receives the build phases.
 
@@ -180,7 +175,7 @@ def build_detector(
         InputError: a precision this ONNX cannot give here, a DLA core the device lacks.
         BuildError: the parser, a DLA layer check or the build failed.
     """
-    graph = read_detector_graph(onnx_path)
+    graph = read_build_graph(onnx_path, layout)
     trt = trt if trt is not None else load_tensorrt()
     strongly_typed = versions.generation(versions.TrtVersion.of(trt)).strongly_typed
     check_detector_precision(graph, settings.precision, strongly_typed, onnx_path.name)
@@ -193,7 +188,8 @@ def build_detector(
         return {name: (tuple(graph.shapes[name]),) * 3 for name in names}  # type: ignore[misc]
 
     result = build_network(trt, onnx_path, settings, image_profile, progress)
-    engine_dir = out if out is not None else onnx_path.parent / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
+    base = root if root is not None else onnx_path.parent
+    engine_dir = out if out is not None else base / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
     engine_dir.mkdir(parents=True, exist_ok=True)
     engine_path = engine_dir / engine_name(onnx_path, settings.precision)
     engine_record = write_engine(engine_path, result.plan)

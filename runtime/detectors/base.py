@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 from pairedge.core.errors import BackendError, InputError
 from pairedge.core.types import Detections
+from pairedge.runtime.detectors.guard import FrameCheck, frame_check
 from pairedge.runtime.detectors.postprocess import DetectorOptions, select, to_detections
 from pairedge.runtime.lifecycle import Lifecycle
 
@@ -35,6 +36,8 @@ class Detector(Lifecycle):
     def __init__(self, options: DetectorOptions | None = None) -> None:
         self.options = self.check_options(options)
         self._active = False
+        #: What the last :meth:`detect` produced, for :class:`~pairedge.runtime.detectors.guard.DetectorGuard`.
+        self.last_check = FrameCheck()
 
     @classmethod
     def check_options(cls, options: object | None) -> DetectorOptions:
@@ -57,7 +60,6 @@ class Detector(Lifecycle):
         """None when this detector can run on this machine, else why not."""
         return None
 
-
     # -- detection ----------------------------------------------------------------------------------------
     def detect(self, image: np.ndarray) -> Detections:
         """The people of one frame.
@@ -77,9 +79,12 @@ class Detector(Lifecycle):
             got = f"{image.dtype} {image.shape}" if isinstance(image, np.ndarray) else type(image).__name__
             raise InputError(f"detector: expected an (H, W, 3) uint8 BGR image, got {got}")
         if image.shape[0] == 0 or image.shape[1] == 0:
+            self.last_check = FrameCheck()
             return Detections.empty()
         xyxy, scores, classes = self._detect(np.ascontiguousarray(image))
-        keep = select(xyxy, scores, classes, self.options)
+        with np.errstate(invalid="ignore", over="ignore"):
+            keep = select(xyxy, scores, classes, self.options)
+            self.last_check = frame_check(xyxy, scores, keep, image.shape[:2])
         return to_detections(xyxy[keep], scores[keep], image.shape[:2])
 
     @abstractmethod
@@ -94,6 +99,15 @@ class Detector(Lifecycle):
     def _detect(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Raw boxes of a validated C-contiguous (H, W, 3) uint8 frame: ``(x1 y1 x2 y2 (N, 4) float32 in frame
         pixels, scores (N,) float32, class ids (N,) int64 or None when every box is a person)``."""
+
+    @property
+    def label(self) -> str:
+        """How notes and errors name this detector (a file name, a bundled detector's name)."""
+        return getattr(self, "_label", None) or self.name
+
+    def layout_note(self) -> str:
+        """How this detector's output is read (network detectors: the layout and why), for notes and errors."""
+        return "no output layout (a built-in detector)"
 
     def describe(self) -> str:
         """One line for run notes: what ran and how it keeps boxes."""

@@ -10,12 +10,14 @@ to feed the engine and read its outputs without the ONNX file, which a robot may
      "onnx": {"file": "yolo.onnx", "sha256": "...", "size": 123}, "engine": {"file": "yolo.fp16.engine", ...},
      "image_input": "images", "size_input": null | "orig_target_sizes",
      "inputs": {"images": [1, 3, 640, 640]}, "input_size": [640, 640],
-     "layout": {"kind": "ultralytics", "outputs": ["output0"], "center": true, "rgb": true,
-                "unit_scale": true, "box_format": null},
+     "layout": {"kind": "ultralytics", "outputs": ["output0"], "box_format": null, "reason": "...",
+                "resize": "letterbox-center", "rgb": true, "unit_scale": true},
      "dla_core": null, "gpu_fallback": false, "build": {...}, "pairedge_version": "0.1.0"}
 
-``layout`` is the :class:`~pairedge.runtime.detectors.layouts.Layout` found from the ONNX outputs and metadata
-at build time; ``inputs`` are the fixed shapes of the one optimisation profile (batch 1).
+``layout`` is the :class:`~pairedge.runtime.detectors.layouts.Layout` told apart from the ONNX graph at build
+time (:func:`~pairedge.runtime.detectors.layouts.layout_record`; its preprocessing is the layout kind's, the
+``resize`` / ``rgb`` / ``unit_scale`` keys say it for a reader); ``inputs`` are the fixed shapes of the one
+optimisation profile (batch 1).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pairedge.runtime.backends.tensorrt_loader import (
     manifest_path,
     read_manifest_json,
 )
-from pairedge.runtime.detectors.layouts import BOX_FORMATS, LAYOUTS, Layout
+from pairedge.runtime.detectors.layouts import BOX_FORMATS, LAYOUTS, Layout, layout_from_record
 
 KIND = "detector"
 
@@ -80,9 +82,7 @@ class DetectorEngineManifest:
     @property
     def to_layout(self) -> Layout:
         """The recorded :class:`Layout`."""
-        d = dict(self.layout)
-        return Layout(d["kind"], tuple(d["outputs"]), bool(d["center"]), bool(d["rgb"]), bool(d["unit_scale"]),
-                      d.get("box_format"))  # fmt: skip
+        return layout_from_record(self.layout)
 
     @property
     def device(self) -> str:
@@ -154,8 +154,7 @@ def _check_detector_fields(path: Path, values: Mapping[str, Any]) -> None:
         and layout.get("kind") in LAYOUTS
         and isinstance(layout.get("outputs"), list)
         and all(isinstance(o, str) for o in layout["outputs"])
-        and all(isinstance(layout.get(k), bool) for k in ("center", "rgb", "unit_scale"))
         and layout.get("box_format") in (None, *BOX_FORMATS)
     )
     if not ok:
-        raise bad("layout", f"an object with kind ({', '.join(LAYOUTS)}), outputs, center, rgb, unit_scale")
+        raise bad("layout", f"an object with kind ({', '.join(LAYOUTS)}), outputs, box_format")

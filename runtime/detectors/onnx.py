@@ -1,8 +1,10 @@
 """ONNX person detectors on ONNX Runtime: CPU (default), CUDA and TensorRT execution providers.
 
-The output layout (Ultralytics YOLOv8/11, YOLOX, DETR / RT-DETR) is found when the detector is activated
-(:mod:`pairedge.runtime.detectors.layouts` lists what is accepted); frames are letterboxed to the network
-input and the boxes mapped back and filtered in :mod:`pairedge.runtime.detectors.postprocess`. Session
+The output layout is told apart when the detector is activated, from the graph's declared interface
+(:mod:`pairedge.runtime.detectors.graph`) and one warm-up run's output shapes
+(:mod:`pairedge.runtime.detectors.layouts` lists what is accepted); frames go in the way the layout's project
+prepares them (:mod:`pairedge.runtime.detectors.preprocess`) and the boxes are mapped back and filtered in
+:mod:`pairedge.runtime.detectors.postprocess`. Session
 settings are the classifier backends' :class:`~pairedge.runtime.backends.ort.OrtOptions` (threads,
 optimisation level, GPU index, TensorRT fp16 and engine cache).
 """
@@ -19,13 +21,13 @@ from pairedge.core import limits
 from pairedge.core.errors import BackendError, FormatError, InputError, ModelError
 from pairedge.runtime.backends.ort import _LEVELS, OrtOptions, provider_unavailable
 from pairedge.runtime.detectors.base import Detector
-from pairedge.runtime.detectors.layouts import LAYOUTS, Layout, decode, find_layout
-from pairedge.runtime.detectors.postprocess import DetectorOptions, letterbox
+from pairedge.runtime.detectors.graph import DetectorGraph, read_detector_graph
+from pairedge.runtime.detectors.layouts import LAYOUTS, GraphFacts, Layout, decode, forced, identify
+from pairedge.runtime.detectors.postprocess import DetectorOptions
+from pairedge.runtime.detectors.preprocess import letterbox, to_blob
 
 #: The network input side used when the model's input is dynamic and its metadata names no ``imgsz``.
 DEFAULT_INPUT = 640
-_SIZE_INPUT = "orig_target_sizes"
-
 
 @dataclass(frozen=True)
 class OnnxDetectorOptions(DetectorOptions):
@@ -35,7 +37,8 @@ class OnnxDetectorOptions(DetectorOptions):
         ort: ONNX Runtime session options (those of the classifier backends).
         input_size: (height, width) fed to a model whose input is dynamic; None: its metadata ``imgsz``, else
             640 x 640. Ignored for a static input.
-        layout: one of ``ultralytics``, ``yolox``, ``detr`` to override the detected layout; None: detect.
+        layout: one of :data:`~pairedge.runtime.detectors.layouts.LAYOUTS` to override the layout told apart
+            from the graph (``--detector-layout``); None: tell it apart.
     """
 
     ort: OrtOptions = field(default_factory=OrtOptions)
@@ -48,9 +51,11 @@ class OnnxDetectorOptions(DetectorOptions):
             raise InputError(f"ort: expected OrtOptions, got {type(self.ort).__name__}")
         size = self.input_size
         if size is not None and not (
-            isinstance(size, tuple) and len(size) == 2 and all(isinstance(v, int) and 32 <= v <= 4096 for v in size)
+            isinstance(size, tuple) and len(size) == 2 and all(isinstance(v, int) and 32 <= v <= limits.MAX_DETECTOR_INPUT_SIDE for v in size)
         ):
-            raise InputError(f"input_size: expected (height, width), integers in [32, 4096], got {size!r}")
+            raise InputError(
+                f"input_size: expected (height, width), integers in [32, {limits.MAX_DETECTOR_INPUT_SIDE}], got {size!r}"
+            )
         if self.layout is not None and self.layout not in LAYOUTS:
             raise InputError(f"layout: expected one of {', '.join(LAYOUTS)} or None, got {self.layout!r}")
 
@@ -83,19 +88,20 @@ class OnnxDetector(Detector):
     Args:
         model: the ``.onnx`` file.
         options: :class:`OnnxDetectorOptions`; None for the defaults.
+        label: how notes name it (the bundled detector's name); None: the file name.
     """
 
     name = "onnxruntime"
     options_type = OnnxDetectorOptions
     providers: ClassVar[tuple[str, ...]] = ("CPUExecutionProvider",)
 
-    def __init__(self, model: str | Path, options: OnnxDetectorOptions | None = None) -> None:
+    def __init__(self, model: str | Path, options: OnnxDetectorOptions | None = None, label: str | None = None) -> None:
         super().__init__(options)
         self.path = check_model_path(model)
+        self._label = label or self.path.name
         self._session: Any = None
         self.layout: Layout | None = None
-        self._input = ""
-        self._input_type = np.float32
+        self.graph: DetectorGraph | None = None
         self._size_input: str | None = None
         self.input_size = (DEFAULT_INPUT, DEFAULT_INPUT)
 
@@ -109,6 +115,9 @@ class OnnxDetector(Detector):
     def _activate(self) -> None:
         ort = _ort()
         o: Any = self.options
+        graph = read_detector_graph(self.path)  # sizes checked against their ceiling before any session
+        self.input_size = graph.fixed_size or o.input_size or _imgsz(graph.metadata.get("imgsz")) or (
+            DEFAULT_INPUT, DEFAULT_INPUT)  # fmt: skip
         so = ort.SessionOptions()
         so.intra_op_num_threads = o.ort.intra_op_threads
         so.inter_op_num_threads = 1
@@ -122,50 +131,40 @@ class OnnxDetector(Detector):
         if self.providers[0] not in session.get_providers():
             raise BackendError(f"{self!r}: ONNX Runtime fell back to {session.get_providers()} instead of "
                                f"{self.providers[0]}; run `pairedge doctor`")  # fmt: skip
-        self._read_inputs(session)
-        metadata = dict(session.get_modelmeta().custom_metadata_map)
-        outputs = [(a.name, tuple(a.shape)) for a in session.get_outputs()]
-        layout = find_layout(outputs, metadata, self._size_input is not None, self.path.name)
-        if o.layout is not None and o.layout != layout.kind:
-            layout = _forced(o.layout, outputs, self.path.name)
-        self.layout = layout
-        self._session = session
+        self._session, self.graph = session, graph
+        self._size_input = graph.size_input
+        # one run on a grey frame: warms the session and gives the concrete output shapes
+        shapes = self._probe()
+        facts = GraphFacts(self.path.name, tuple((n, shapes[n]) for n, _ in graph.outputs), graph.metadata,
+                           graph.op_types, self.input_size, graph.size_input is not None)  # fmt: skip
+        self.layout = identify(facts) if o.layout is None else forced(o.layout, facts)
 
-    def _read_inputs(self, session: Any) -> None:
-        inputs = session.get_inputs()
-        images = [a for a in inputs if a.name != _SIZE_INPUT]
-        extra = [a.name for a in inputs if a.name == _SIZE_INPUT]
-        shape = tuple(images[0].shape) if len(images) == 1 else ()
-        if len(images) != 1 or len(shape) != 4 or shape[1] not in (3, "3") and isinstance(shape[1], int):
-            got = ", ".join(f"{a.name} {list(a.shape)}" for a in inputs)
-            raise ModelError(f"{self.path.name}: expected one image input [1, 3, H, W] (plus RT-DETR's optional "
-                             f"{_SIZE_INPUT}), got {got}")  # fmt: skip
-        if images[0].type not in ("tensor(float)", "tensor(float16)"):
-            raise ModelError(f"{self.path.name}: expected a float32 or float16 image input, got {images[0].type}")
-        self._input = images[0].name
-        self._input_type = np.float16 if images[0].type == "tensor(float16)" else np.float32
-        self._size_input = extra[0] if extra else None
-        h, w = shape[2], shape[3]
-        if isinstance(h, int) and isinstance(w, int) and h > 0 and w > 0:
-            self.input_size = (h, w)
-        else:
-            o: Any = self.options
-            meta = dict(session.get_modelmeta().custom_metadata_map).get("imgsz")
-            self.input_size = o.input_size or _imgsz(meta) or (DEFAULT_INPUT, DEFAULT_INPUT)
+    def _probe(self) -> dict[str, tuple[int | str, ...]]:
+        """Run the session once on a grey input; output name -> its shape."""
+        assert self.graph is not None
+        h, w = self.input_size
+        feeds = {self.graph.image_input: np.full((1, 3, h, w), 0.5, _DTYPES[self.graph.image_type])}
+        if self._size_input is not None:
+            feeds[self._size_input] = np.array([[w, h]], np.int64)
+        names = [n for n, _ in self.graph.outputs]
+        try:
+            arrays = self._session.run(names, feeds)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelError(f"{self.path}: the detector does not run on a {w}x{h} input ({first})") from None
+        return {n: tuple(int(d) for d in np.shape(a)) for n, a in zip(names, arrays, strict=True)}
 
     def _deactivate(self) -> None:
         self._session = None
         self.layout = None
 
     def _detect(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        layout = self.layout
-        assert layout is not None
-        padded, box = letterbox(image, self.input_size, center=layout.center)
-        x = padded[..., ::-1] if layout.rgb else padded
-        blob = np.ascontiguousarray(x.transpose(2, 0, 1)[None], dtype=np.float32)
-        if layout.unit_scale:
-            blob *= np.float32(1 / 255)
-        feeds: dict[str, np.ndarray] = {self._input: blob.astype(self._input_type, copy=False)}
+        layout, graph = self.layout, self.graph
+        assert layout is not None and graph is not None
+        pre = layout.preprocess
+        canvas, box = letterbox(image, self.input_size, pre.resize, pre.pad)
+        blob = to_blob(canvas, pre.rgb, pre.unit_scale)
+        feeds: dict[str, np.ndarray] = {graph.image_input: blob.astype(_DTYPES[graph.image_type], copy=False)}
         if self._size_input is not None:
             feeds[self._size_input] = np.array([[self.input_size[1], self.input_size[0]]], np.int64)
         try:
@@ -176,24 +175,24 @@ class OnnxDetector(Detector):
         xyxy, scores, classes = decode(layout, arrays, self.input_size, self.path.name)
         return box.undo(xyxy), scores, classes
 
+    def layout_note(self) -> str:
+        """Which layout is read and why (for run notes and errors)."""
+        if self.layout is None:
+            return "layout not read yet"
+        return f"layout {self.layout.kind} ({self.layout.reason})"
+
     def describe(self) -> str:
         kind = self.layout.kind if self.layout is not None else "layout not read yet"
         h, w = self.input_size
-        return f"ONNX detector {self.path.name} ({kind}, input {w}x{h}, {self.name}): " + super().describe().split(": ", 1)[1]
+        extra = self.graph.precision_note() if self.graph is not None else ""
+        rest = super().describe().split(": ", 1)[1]
+        return f"ONNX detector {self._label} ({kind}, input {w}x{h}{extra}, {self.name}): {rest}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path.name})"
 
 
-def _forced(kind: str, outputs: list[tuple[str, tuple[object, ...]]], name: str) -> Layout:
-    """The layout ``kind`` forced by ``OnnxDetectorOptions.layout`` (shapes checked at the first frame)."""
-    if kind == "detr":
-        raise ModelError(f"{name}: layout 'detr' needs outputs named boxes, scores and labels")
-    if len(outputs) != 1:
-        raise ModelError(f"{name}: layout {kind!r} needs exactly one output, got {len(outputs)}")
-    if kind == "yolox":
-        return Layout("yolox", (outputs[0][0],), center=False, rgb=False, unit_scale=False)
-    return Layout("ultralytics", (outputs[0][0],))
+_DTYPES = {"float32": np.float32, "float16": np.float16}
 
 
 def _imgsz(text: str | None) -> tuple[int, int] | None:
@@ -202,11 +201,12 @@ def _imgsz(text: str | None) -> tuple[int, int] | None:
         return None
     try:
         value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     if isinstance(value, int):
         value = [value, value]
-    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int) and 32 <= v <= 4096 for v in value):
+    side = limits.MAX_DETECTOR_INPUT_SIDE
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int) and 32 <= v <= side for v in value):
         return int(value[0]), int(value[1])
     return None
 

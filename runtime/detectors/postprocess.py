@@ -1,17 +1,14 @@
-"""The one place where a detector's raw boxes become a frame's people: letterbox, person filter, threshold,
-NMS and the cap.
+"""The one place where a detector's raw boxes become a frame's people: person filter, threshold, NMS, the
+cap, clipping.
 
-Every detector goes through here, in this order:
+Every detector goes through here (network detectors after :mod:`pairedge.runtime.detectors.preprocess` fitted
+the frame into their input and mapped their boxes back), in this order:
 
-1. :func:`letterbox` (network detectors only): the frame is resized keeping its aspect ratio to fit the
-   network input and padded with grey 114 (centred, the Ultralytics / RT-DETR convention, or at the top-left,
-   YOLOX's); :class:`Letterbox` keeps the scale and offsets, and :meth:`Letterbox.undo` maps boxes back to
-   frame pixels.
-2. :func:`select`: keep the person class (``person_class``, COCO's 0 by default; None keeps every class),
+1. :func:`select`: keep the person class (``person_class``, COCO's 0 by default; None keeps every class),
    drop scores below ``score_threshold``, suppress overlaps with OpenCV's ``cv2.dnn.NMSBoxes`` at IoU
    ``nms_iou`` (class-agnostic: every kept box is a person), keep at most ``max_detections`` (the most
    confident).
-3. :func:`to_detections`: clip to the frame, drop boxes that end up empty or non-finite, and return
+2. :func:`to_detections`: clip to the frame, drop boxes that end up empty or non-finite, and return
    :class:`~pairedge.core.types.Detections` in ``x y w h`` pixels with track ids -1 (the built-in tracker
    assigns identities).
 """
@@ -24,8 +21,6 @@ import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.types import Detections
 
-#: The grey of the letterbox padding (Ultralytics, YOLOX and RT-DETR exports all train with it).
-PAD_VALUE = 114
 #: The ceiling of ``max_detections``: the largest ``--max-people`` that ``pairedge run`` accepts, so that a
 #: detector never hands the pipeline more boxes than it could be told to keep.
 MAX_DETECTIONS = 100_000
@@ -61,52 +56,6 @@ class DetectorOptions:
         cap = self.max_detections
         if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_DETECTIONS:
             raise InputError(f"max_detections: expected an integer in [1, {MAX_DETECTIONS}], got {cap!r}")
-
-
-@dataclass(frozen=True)
-class Letterbox:
-    """How a frame was fitted into the network input.
-
-    Attributes:
-        scale_x, scale_y: resized size / frame size along x and y (equal up to rounding).
-        pad_x, pad_y: pixels of padding left of and above the resized frame.
-    """
-
-    scale_x: float
-    scale_y: float
-    pad_x: int
-    pad_y: int
-
-    def undo(self, xyxy: np.ndarray) -> np.ndarray:
-        """(N, 4) float32 ``x1 y1 x2 y2`` in network-input pixels -> the same in frame pixels."""
-        offset = np.array([self.pad_x, self.pad_y, self.pad_x, self.pad_y], np.float32)
-        scale = np.array([self.scale_x, self.scale_y, self.scale_x, self.scale_y], np.float32)
-        return ((np.asarray(xyxy, np.float32) - offset) / scale).astype(np.float32)
-
-
-def letterbox(image: np.ndarray, size: tuple[int, int], center: bool = True) -> tuple[np.ndarray, Letterbox]:
-    """Fit ``image`` into ``size`` keeping its aspect ratio.
-
-    Args:
-        image: (H, W, 3) uint8.
-        size: (height, width) of the network input.
-        center: pad equally on both sides (True) or only right and below (False, YOLOX).
-
-    Returns:
-        ``(padded (height, width, 3) uint8, Letterbox)``.
-    """
-    import cv2
-
-    h, w = image.shape[:2]
-    out_h, out_w = size
-    r = min(out_h / h, out_w / w)
-    new_w, new_h = max(1, min(out_w, round(w * r))), max(1, min(out_h, round(h * r)))
-    resized = image if (new_w, new_h) == (w, h) else cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
-    pad_x = (out_w - new_w) // 2 if center else 0
-    pad_y = (out_h - new_h) // 2 if center else 0
-    canvas = np.full((out_h, out_w, 3), PAD_VALUE, np.uint8)
-    canvas[pad_y : pad_y + new_h, pad_x : pad_x + new_w] = resized
-    return canvas, Letterbox(new_w / w, new_h / h, pad_x, pad_y)
 
 
 def cxcywh_to_xyxy(boxes: np.ndarray) -> np.ndarray:

@@ -1,8 +1,10 @@
 """Person detectors by name, imported lazily (the classifier backends' registry, for detectors).
 
-``open_detector("hog")`` is the zero-download default; ``open_detector("model.onnx", "onnxruntime-cuda")``
-an exported detector on a chosen ONNX Runtime provider; ``open_detector("model.fp16.engine")`` the engine
-``pairedge build --detector`` made, on native TensorRT (chosen by the ``.engine`` suffix, whatever backend).
+``open_detector()`` is the bundled YOLOX-Nano (:mod:`pairedge.runtime.detectors.bundled`, the default);
+``open_detector("hog")`` OpenCV's built-in HOG people detector (no weights file);
+``open_detector("model.onnx", "onnxruntime-cuda")`` an exported detector on a chosen ONNX Runtime provider;
+``open_detector("model.fp16.engine")`` the engine ``pairedge build --detector`` made, on native TensorRT (chosen
+by the ``.engine`` suffix, whatever backend).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.backends.registry import ALIASES
 from pairedge.runtime.detectors.base import Detector
+from pairedge.runtime.detectors.bundled import BUNDLED_DETECTORS, DEFAULT_DETECTOR, bundled_detector, is_bundled_name
 from pairedge.runtime.detectors.postprocess import DetectorOptions
 
 #: name -> "module:Class". Read-only.
@@ -29,8 +32,8 @@ DETECTORS: Mapping[str, str] = MappingProxyType(
 )
 #: The suffix of a serialized engine: such a ``spec`` always runs on the native ``tensorrt`` detector.
 ENGINE_SUFFIX = ".engine"
-#: The name of the default detector (no weights file).
-DEFAULT_DETECTOR = "hog"
+#: OpenCV's built-in people detector (no weights file).
+HOG = "hog"
 
 
 def detector_class(name: str) -> type[Detector]:
@@ -50,8 +53,9 @@ def open_detector(
     """Create (not activate) a detector.
 
     Args:
-        spec: ``"hog"`` (OpenCV's built-in people detector), the path of an ``.onnx`` detector, or of a
-            ``.engine`` from ``pairedge build --detector`` (native TensorRT).
+        spec: a bundled detector's name (``"yolox-nano"``, the default; its SHA-256 is checked against its
+            manifest), ``"hog"`` (OpenCV's built-in people detector), the path of an ``.onnx`` detector, or of
+            a ``.engine`` from ``pairedge build --detector`` (native TensorRT).
         backend: for an ``.onnx`` file, the ONNX Runtime detector: ``onnxruntime`` (CPU), ``onnxruntime-cuda``,
             ``onnxruntime-tensorrt`` (or their aliases ``ort-cpu``, ``ort-cuda``, ``ort-trt``). A ``.engine``
             runs on ``tensorrt`` (``onnxruntime``, the default, is taken to mean "not chosen").
@@ -64,11 +68,15 @@ def open_detector(
             or an ``.onnx`` with the ``tensorrt`` backend (build its engine first). BackendError: not
             available here. FormatError: the model file is missing or of another suffix.
     """
-    is_hog = str(spec).strip().lower() == DEFAULT_DETECTOR
-    name = DEFAULT_DETECTOR if is_hog else backend
+    is_hog = str(spec).strip().lower() == HOG
+    label = None
+    if is_bundled_name(spec):
+        bundled = bundled_detector(str(spec))
+        label, spec = bundled.describe(), bundled.path("fp32")
+    name = HOG if is_hog else backend
     if not is_hog:
         name, options = _engine_choice(Path(spec), backend, options)
-    if not is_hog and detector_class(name) is detector_class(DEFAULT_DETECTOR):
+    if not is_hog and detector_class(name) is detector_class(HOG):
         raise InputError(f"backend {backend!r} is not an ONNX Runtime detector; expected onnxruntime, "
                          "onnxruntime-cuda, onnxruntime-tensorrt or tensorrt")  # fmt: skip
     cls = detector_class(name)
@@ -78,7 +86,14 @@ def open_detector(
     checked = cls.check_options(options)
     if is_hog:
         return cls(checked)
+    if label is not None:
+        return cls(Path(spec), checked, label=label)  # type: ignore[call-arg]
     return cls(Path(spec), checked)  # type: ignore[call-arg]
+
+
+def detector_names() -> tuple[str, ...]:
+    """The detectors that need no file: the bundled ones (the default first) and ``hog``."""
+    return (DEFAULT_DETECTOR, *(n for n in BUNDLED_DETECTORS if n != DEFAULT_DETECTOR), HOG)
 
 
 def _engine_choice(

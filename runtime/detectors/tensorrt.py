@@ -11,8 +11,8 @@ the ``.engine`` suffix. The lifecycle is the classifier TensorRT backend's
     ``deserialize_cuda_engine``, one execution context, one stream, a pinned host and a device buffer per I/O
     tensor at the profile's fixed shape, addresses and input shapes set once.
 ``detect(frame)``
-    letterbox to the recorded input size (:mod:`pairedge.runtime.detectors.postprocess`), the layout's colour
-    order and scale into the pinned input, host -> device, ``execute_async_v3``, device -> host of every
+    the layout's project preprocessing at the recorded input size (:mod:`pairedge.runtime.detectors.preprocess`)
+    into the pinned input, host -> device, ``execute_async_v3``, device -> host of every
     output, stream synchronise; the recorded layout decodes the outputs
     (:func:`pairedge.runtime.detectors.layouts.decode`) and the shared person filter / threshold / NMS / cap
     keep the boxes, exactly as the ONNX Runtime detector does.
@@ -33,7 +33,8 @@ from pairedge.runtime.backends.cudamem import KINDS, open_cuda_memory
 from pairedge.runtime.backends.tensorrt_loader import tensor_dtype
 from pairedge.runtime.detectors.base import Detector
 from pairedge.runtime.detectors.layouts import Layout, decode
-from pairedge.runtime.detectors.postprocess import DetectorOptions, letterbox
+from pairedge.runtime.detectors.postprocess import DetectorOptions
+from pairedge.runtime.detectors.preprocess import letterbox, to_blob
 
 #: ``TensorRTDetectorOptions.dla_core``: run on the device the engine's manifest records.
 RECORDED = "recorded"
@@ -204,13 +205,10 @@ class TensorRTDetector(Detector):
     def _detect(self, image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         layout, manifest, memory = self.layout, self.manifest, self._memory
         assert layout is not None and manifest is not None and memory is not None
-        padded, box = letterbox(image, self.input_size, center=layout.center)
-        x = padded[..., ::-1] if layout.rgb else padded
-        blob = np.asarray(x.transpose(2, 0, 1), np.float32)  # the ONNX Runtime detector's arithmetic
-        if layout.unit_scale:
-            blob *= np.float32(1 / 255)
+        pre = layout.preprocess
+        canvas, box = letterbox(image, self.input_size, pre.resize, pre.pad)
         host_in = self._host[manifest.image_input]
-        host_in[0] = blob
+        host_in[...] = to_blob(canvas, pre.rgb, pre.unit_scale)  # the ONNX Runtime detector's arithmetic
         memory.htod_async(self._device[manifest.image_input], host_in, self._stream)
         if manifest.size_input is not None:
             sizes = self._host[manifest.size_input]

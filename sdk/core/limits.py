@@ -40,6 +40,10 @@ MAX_JSON_VALUES = 10_000_000
 MAX_RECORDS = 1_000_000
 #: An ONNX model file: protobuf's own ceiling (2 GiB); pairedge's classifiers are well under 1 MiB.
 MAX_MODEL_BYTES = 2 * GiB
+#: The largest side of a detector's declared image input, in pixels, checked before its session or engine is
+#: made: a [1, 3, 4096, 4096] float32 input is 200 MB per frame before the network's own activations (the
+#: common exports are 416 to 1280).
+MAX_DETECTOR_INPUT_SIDE = 4096
 #: A serialized TensorRT engine, a timing cache, a manifest-listed file of a model folder that is read whole.
 MAX_ENGINE_BYTES = 2 * GiB
 #: A small JSON side file read whole (manifest.json, an engine manifest, calibration.json, tolerances).
@@ -269,6 +273,7 @@ CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_JSON_VALUES", "values of a JSON document parsed whole, counted before parsing", "~70 B each"),
     ("MAX_RECORDS", "frames / lines a reader keeps as Python objects (PAR, JRDB, stickmen)", "~1 KB each"),
     ("MAX_MODEL_BYTES", "an ONNX model file", "protobuf's own limit"),
+    ("MAX_DETECTOR_INPUT_SIDE", "a side of a detector's declared image input", "exports are 416-1280"),
     ("MAX_ENGINE_BYTES", "a TensorRT engine or timing cache", "read whole to hash and deserialise"),
     ("MAX_SIDECAR_BYTES", "manifest.json, engine manifests, calibration.json, tolerances", "small JSON"),
     (

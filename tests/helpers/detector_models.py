@@ -2,7 +2,9 @@
 
 Each graph takes a real image input (so the detector's pre-processing runs) and returns constant outputs
 plus ``0 * ReduceMean(image)``, so the output depends on the input graph-wise and ONNX Runtime cannot fold
-the input away.
+the input away. What the layout detection reads is as the real exports declare it
+(``tests/fixtures/detectors/signatures.json``): Ultralytics' metadata keys, one candidate per grid cell
+(``pad_to_grid``), an ``Exp`` node in a decoded YOLOX graph.
 """
 
 from __future__ import annotations
@@ -14,13 +16,31 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+def pad_to_grid(rows: np.ndarray, size: tuple[int, int], per_cell: int = 1) -> np.ndarray:
+    """``rows`` (N, K) followed by zero rows up to ``per_cell`` x the stride-8/16/32 grid cells of ``size``."""
+    cells = per_cell * sum((size[0] // s) * (size[1] // s) for s in (8, 16, 32))
+    return np.concatenate([rows, np.zeros((cells - len(rows), rows.shape[1]), rows.dtype)]).astype(np.float32)
+
+
+#: The metadata keys an Ultralytics export writes (values shortened), as in signatures.json.
+ULTRALYTICS_METADATA = {"description": "Ultralytics YOLOv8n model", "author": "Ultralytics", "version": "8.4.190",
+                        "stride": "32", "task": "detect", "head": "Detect", "batch": "1",
+                        "names": "{0: 'person', 1: 'car'}", "args": "{'batch': 1, 'nms': False}",
+                        "end2end": "False"}  # fmt: skip
+
+
 def _graph_outputs(
-    consts: dict[str, np.ndarray], size: tuple[int, int], extra_inputs: list | None = None, image_shape=None
-) -> onnx.GraphProto:
+    consts: dict[str, np.ndarray], size: tuple[int, int], extra_inputs: list | None = None, image_shape=None,
+    exp: bool = False,
+) -> onnx.GraphProto:  # fmt: skip
     h, w = size
     shape = image_shape if image_shape is not None else [1, 3, h, w]
     inputs = [helper.make_tensor_value_info("images", TensorProto.FLOAT, shape), *(extra_inputs or [])]
-    nodes = [helper.make_node("ReduceMean", ["images"], ["mean"], keepdims=0), helper.make_node("Mul", ["mean", "zero"], ["nil"])]
+    nodes = [helper.make_node("ReduceMean", ["images"], ["mean"], keepdims=0)]
+    if exp:  # a decoded head computes exp(log wh): 0 * exp(mean) keeps the outputs as given
+        nodes += [helper.make_node("Exp", ["mean"], ["e"]), helper.make_node("Mul", ["e", "zero"], ["nil"])]
+    else:
+        nodes.append(helper.make_node("Mul", ["mean", "zero"], ["nil"]))
     inits = [numpy_helper.from_array(np.zeros((), np.float32), "zero")]
     outputs = []
     for name, value in consts.items():
@@ -46,15 +66,16 @@ def save(graph: onnx.GraphProto, path: Path, metadata: dict[str, str] | None = N
 
 
 def ultralytics_model(path: Path, rows: np.ndarray, size=(320, 320), metadata: bool = True) -> Path:
-    """``rows`` (N, 4 + C): cx cy w h + class scores in network pixels -> output0 [1, 4 + C, N]."""
-    out = np.ascontiguousarray(rows.T[None].astype(np.float32))
-    meta = {"names": "{0: 'person', 1: 'car'}", "stride": "32", "imgsz": str(list(size))} if metadata else None
+    """``rows`` (N, 4 + C): cx cy w h + class scores in network pixels -> output0 [1, 4 + C, cells]."""
+    out = np.ascontiguousarray(pad_to_grid(rows, size).T[None])
+    meta = {**ULTRALYTICS_METADATA, "imgsz": str(list(size))} if metadata else None
     return save(_graph_outputs({"output0": out}, size), path, meta)
 
 
-def yolox_model(path: Path, rows: np.ndarray, size=(320, 320)) -> Path:
-    """``rows`` (N, 5 + C): cx cy w h, objectness, class scores -> output [1, N, 5 + C]."""
-    return save(_graph_outputs({"output": rows[None].astype(np.float32)}, size), path)
+def yolox_model(path: Path, rows: np.ndarray, size=(320, 320), decoded: bool = True) -> Path:
+    """``rows`` (N, 5 + C): cx cy w h (decoded; raw: dx dy log_w log_h of the first cells), objectness, class
+    scores -> output [1, cells, 5 + C]."""
+    return save(_graph_outputs({"output": pad_to_grid(rows, size)[None]}, size, exp=decoded), path)
 
 
 def detr_model(path: Path, boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, size=(320, 320),

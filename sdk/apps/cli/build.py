@@ -75,12 +75,19 @@ def build_command(
         "--gpu-fallback",
         help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, named).",
     ),
-    detector: Path | None = typer.Option(
+    detector: str | None = typer.Option(
         None,
         "--detector",
-        help="Build a person detector's ONNX instead (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR; "
+        help="Build a person detector instead: 'yolox-nano' (the bundled one; fp16 from its fp16 ONNX; engine "
+        "in ./engines/<device tag>/ unless --out) or an exported .onnx (the layouts pairedge run --help lists; "
         "input [1, 3, H, W] of a fixed size): MODEL.<precision>.engine in DIR/engines/<device tag>/ beside it, "
         "run with `pairedge run VIDEO --detector MODEL.<precision>.engine`.",
+    ),
+    detector_layout: str | None = typer.Option(
+        None,
+        "--detector-layout",
+        help="With --detector: the output layout, overriding the one told apart from the graph (recorded in "
+        "the engine manifest).",
     ),
 ) -> None:
     """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU);
@@ -97,8 +104,11 @@ def build_command(
         if model_dir is not None or profile is not None:
             raise InputError("--detector: builds one detector ONNX at its fixed input size; pass no MODEL_DIR and "
                              "no --profile")  # fmt: skip
-        _build_detector(detector, precision, workspace, timing_cache, out, target, verbose, dla_core, gpu_fallback)
+        _build_detector(detector, precision, workspace, timing_cache, out, target, verbose, dla_core, gpu_fallback,
+                        detector_layout)  # fmt: skip
         return
+    if detector_layout is not None:
+        raise InputError("--detector-layout: goes with --detector")
     if model_dir is None:
         raise InputError("pairedge build: expected MODEL_DIR (a model folder), or --detector MODEL.onnx")
     profile = profile or "1,64,512"
@@ -147,22 +157,23 @@ def build_command(
 
 
 def _build_detector(
-    onnx: Path, precision: str, workspace: int, timing_cache: Path | None, out: Path | None, target: str | None,
-    verbose: bool, dla_core: int | None, gpu_fallback: bool,
+    spec: str, precision: str, workspace: int, timing_cache: Path | None, out: Path | None, target: str | None,
+    verbose: bool, dla_core: int | None, gpu_fallback: bool, layout: str | None = None,
 ) -> None:  # fmt: skip
     """``pairedge build --detector``: check, then build one detector engine and print what was written."""
     from pairedge.apps.cli.check import run_checks
     from pairedge.export.tensorrt.builder import BuildSettings
-    from pairedge.export.tensorrt.detector import build_detector, read_detector_graph
+    from pairedge.export.tensorrt.detector import build_detector, read_build_graph
     from pairedge.gpu.tensorrt import load_tensorrt
 
+    onnx, root = detector_source(spec, precision)
     settings = BuildSettings(precision, workspace_mib=workspace, timing_cache=timing_cache, verbose=verbose,
                              dla_core=dla_core, gpu_fallback=gpu_fallback)  # fmt: skip
-    read_detector_graph(onnx)  # a file that is no detector is refused before the check and TensorRT
+    read_build_graph(onnx, layout)  # a file that is no detector is refused before the check and TensorRT
     trt = _installed_tensorrt()
     if not run_checks([onnx], target or _default_target(trt)):
         raise typer.Exit(code=1)
-    built = build_detector(onnx, settings, out=out, trt=trt or load_tensorrt())
+    built = build_detector(onnx, settings, out=out, root=root, trt=trt or load_tensorrt(), layout=layout)
     m = built.manifest
     h, w = m.input_size
     console.print(
@@ -172,6 +183,18 @@ def _build_detector(
         f"{built.output.seconds:.1f} s); run it with: pairedge run VIDEO --detector {escape(str(built.engine))}",
         highlight=False,
     )
+
+
+def detector_source(spec: str, precision: str) -> tuple[Path, Path | None]:
+    """The ONNX file of ``--detector SPEC`` and the folder its ``engines/<device tag>/`` goes under: a bundled
+    detector's verified file (fp16: its fp16 copy) under the current folder (the package is not a place for
+    engines), or the given path under its own folder (None)."""
+    from pairedge.runtime.detectors.bundled import bundled_detector, is_bundled_name
+
+    if not is_bundled_name(spec):
+        return Path(spec).expanduser(), None
+    onnx = bundled_detector(spec).path("fp16" if precision == "fp16" else "fp32")
+    return onnx, Path.cwd()
 
 
 def _device(dla_core: int | None, gpu_fallback: bool) -> str:

@@ -48,9 +48,16 @@ def run(
     detector: str | None = typer.Option(
         None,
         "--detector",
-        help="Person detector when there is no --detections: 'hog' (OpenCV's built-in, no weights file; the "
-        "default), an exported .onnx detector (Ultralytics YOLOv8/11, YOLOX decoded, RT-DETR / DETR "
-        "boxes-scores-labels; COCO class 0 kept) or the .engine pairedge build --detector made from one.",
+        help="Person detector when there is no --detections: 'yolox-nano' (the bundled CNN, YOLOX-Nano, "
+        "Apache-2.0; the default), 'hog' (OpenCV's built-in HOG, no weights file), an exported .onnx detector "
+        "(its layout told apart from the graph: YOLOX raw or decoded, YOLOv5, Ultralytics YOLOv8/11 with or "
+        "without NMS, RT-DETR / D-FINE; COCO class 0 kept) or the .engine pairedge build --detector made.",
+    ),  # fmt: skip
+    detector_layout: str | None = typer.Option(
+        None,
+        "--detector-layout",
+        help="Read an .onnx detector's output as this layout instead of the one told apart from its graph: "
+        "yolox-raw, yolox, yolov5, ultralytics, ultralytics-nms, ultralytics-rtdetr, detr (docs/runtime.md).",
     ),  # fmt: skip
     detector_backend: str = typer.Option(
         "onnxruntime",
@@ -191,6 +198,7 @@ def run(
     """
     from pairedge.core.errors import FormatError
     from pairedge.runtime.deployment import Deployment
+    from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
     from pairedge.runtime.inputs import FrameSource
     from pairedge.runtime.live import is_live
     from pairedge.runtime.memory import tune_allocator
@@ -206,7 +214,8 @@ def run(
         deployment=Deployment(model, precision=precision, backend=backend, flow=flow), flow_preset=flow_preset,
         flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
         confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
-        box_shape=box_shape.value, detector=detector or "hog", detector_backend=detector_backend,
+        box_shape=box_shape.value, detector=detector or DEFAULT_DETECTOR, detector_backend=detector_backend,
+        detector_layout=detector_layout,
         tracker_backend=tracker, dla_core=dla_core, pair_radius=pair_radius,
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
@@ -224,11 +233,9 @@ def run(
     if list_topics or out_bag is not None or image_topic or detections_topic:
         raise fail(f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
                    "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)")  # fmt: skip
-    if detections is not None and detector is not None:
-        raise fail("--detections and --detector exclude each other: boxes come from a file or from a detector")
-    if detections is None and detector is None:
-        console.print("[dim]note:[/] no --detections: people are found by OpenCV's HOG people detector "
-                      "(--detector MODEL.onnx for a better one)", highlight=False)  # fmt: skip
+    if detections is not None and (detector is not None or detector_layout is not None):
+        raise fail("--detections and --detector / --detector-layout exclude each other: boxes come from a file "
+                   "or from a detector")  # fmt: skip
     frames = FrameSource(source, fps)
     total = frames.frame_count
     if total is not None and max_frames is not None:

@@ -1,4 +1,5 @@
-"""Detectors on ONNX graphs built to emit known boxes in each accepted layout, and their one-line errors."""
+"""The ONNX Runtime detector on graphs built to emit known boxes in each accepted layout (shapes and metadata
+as the real exports declare them), and its one-line errors."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from detector_models import detr_model, raw_model, ultralytics_model, yolox_mode
 from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.runtime.detectors import DetectorOptions, open_detector
 from pairedge.runtime.detectors.onnx import OnnxDetectorOptions
-from pairedge.runtime.detectors.postprocess import letterbox, select
+from pairedge.runtime.detectors.postprocess import select
+from pairedge.runtime.detectors.preprocess import letterbox
 
 FRAME = np.full((480, 640, 3), 40, np.uint8)  # H 480, W 640 -> 320 x 320 input: scale 0.5, pad_y 40 (centred)
 #: Frame-pixel x1 y1 x2 y2 of two people, a duplicate of the first (suppressed by NMS), a car, a weak box.
@@ -20,6 +22,11 @@ WEAK = np.array([500, 100, 560, 200], np.float32)
 
 def to_network(xyxy: np.ndarray, pad_y: float) -> np.ndarray:
     return xyxy * 0.5 + np.array([0, pad_y, 0, pad_y], np.float32)
+
+
+def to_stretched(xyxy: np.ndarray) -> np.ndarray:
+    """Frame pixels -> the 320 x 320 input of a plain resize (RT-DETR / D-FINE deploy scripts)."""
+    return xyxy * np.array([0.5, 320 / 480, 0.5, 320 / 480], np.float32)
 
 
 def cxcywh(xyxy: np.ndarray) -> np.ndarray:
@@ -35,7 +42,7 @@ def frame_boxes() -> np.ndarray:
 
 
 def test_letterbox_round_trip() -> None:
-    padded, box = letterbox(FRAME, (320, 320))
+    padded, box = letterbox(FRAME, (320, 320), "letterbox-center")
     assert padded.shape == (320, 320, 3) and (box.pad_x, box.pad_y) == (0, 40)
     assert padded[0, 0, 0] == 114 and padded[200, 100, 0] == 40
     np.testing.assert_allclose(box.undo(to_network(PEOPLE, 40)), PEOPLE, atol=1e-4)
@@ -67,7 +74,6 @@ def test_yolox_layout_top_left_letterbox(tmp_path) -> None:
     obj = np.array([[0.95], [0.9], [0.8], [0.9], [0.2]], np.float32)
     cls = np.array([[0.9, 0.0], [0.9, 0.1], [0.9, 0.0], [0.1, 0.99], [0.5, 0.0]], np.float32)
     rows = np.concatenate([net, obj, cls], axis=1)
-    rows = np.concatenate([rows, np.zeros((8, 7), np.float32)])  # N > 5 + C, as in every real export
     path = yolox_model(tmp_path / "yolox.onnx", rows)
     with open_detector(path) as det:
         assert det.layout.kind == "yolox"
@@ -76,8 +82,23 @@ def test_yolox_layout_top_left_letterbox(tmp_path) -> None:
     np.testing.assert_allclose(found.scores, [0.95 * 0.9, 0.9 * 0.9], atol=1e-6)
 
 
+def test_yolox_raw_and_forced_layout(tmp_path) -> None:
+    """A raw export (no Exp) is grid-decoded; forcing it to be read as decoded turns offsets into corner
+    phantoms, and the detector says that the layout was forced."""
+    rows = np.zeros((1, 7), np.float32)
+    rows[0] = [0.5, 0.5, np.log(2.0), np.log(4.0), 0.9, 0.9, 0.0]  # cell (0, 0) of stride 8: centre (4, 4), 16 x 32
+    path = yolox_model(tmp_path / "raw.onnx", rows, decoded=False)
+    with open_detector(path) as det:
+        assert det.layout.kind == "yolox-raw"
+        found = det.detect(FRAME)  # frame 640 x 480 -> scale 0.5 at the top-left
+    np.testing.assert_allclose(found.boxes, [[0, 0, 24, 40]], atol=1e-3)  # x1 y1 -4 -12 (net px): clipped at 0
+    with open_detector(path, options=OnnxDetectorOptions(layout="yolox")) as det:
+        assert det.layout.kind == "yolox" and "forced" in det.layout_note()
+        assert det.detect(FRAME).boxes[:, 2:].max() < 5  # a box a pixel or two wide: a phantom
+
+
 def test_detr_layout_with_rtdetr_size_input(tmp_path) -> None:
-    boxes = to_network(frame_boxes(), 40)
+    boxes = to_stretched(frame_boxes())
     path = detr_model(tmp_path / "rtdetr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
                       np.array([0, 0, 0, 2, 0]))  # fmt: skip
     with open_detector(path) as det:
@@ -88,7 +109,7 @@ def test_detr_layout_with_rtdetr_size_input(tmp_path) -> None:
 
 @pytest.mark.parametrize("fmt", [None, "cxcywh-normalized"])
 def test_detr_layout_normalised_boxes(tmp_path, fmt) -> None:
-    boxes = to_network(frame_boxes(), 40) / 320
+    boxes = to_stretched(frame_boxes()) / 320
     if fmt == "cxcywh-normalized":
         boxes = cxcywh(boxes)
     path = detr_model(tmp_path / "detr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
@@ -104,7 +125,7 @@ def test_detr_layout_normalised_boxes(tmp_path, fmt) -> None:
     [
         ({"out": np.zeros((1, 84))}, "unknown detector layout"),
         ({"a": np.zeros((1, 5, 9)), "b": np.zeros((1, 5, 9))}, "unknown detector layout"),
-        ({"output": np.zeros((1, 9, 4))}, "needs at least 6 values per box"),
+        ({"output": np.zeros((1, 9, 4))}, "cannot tell the detector layout"),
         ({"out": np.zeros((2, 3, 7, 7))}, "unknown detector layout"),
     ],
 )
