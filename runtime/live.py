@@ -7,9 +7,16 @@ undelivered frame, and that frame is counted in :attr:`LiveStats.dropped`. Times
 frame is captured (seconds since the source opened, ``time.monotonic``), never from the frame count, so a
 slow step shows as a gap in time rather than as a slowed-down clock.
 
-A stream that stops delivering (the camera unplugged, the network stream ending) is reopened up to
-:attr:`LiveOptions.reconnect_attempts` times in a row, :attr:`LiveOptions.reconnect_delay_s` apart; after that
-the source ends and :attr:`LiveStats.ended` says why. Each frame is checked against
+A live stream that stops delivering (the camera unplugged, the network or the server gone) is an outage: it
+is reopened with exponential backoff (:attr:`LiveOptions.reconnect_delay_s`, doubling up to
+:attr:`LiveOptions.reconnect_max_delay_s`) for up to :attr:`LiveOptions.reconnect_s` seconds (30 by default);
+when it delivers again that is one reconnection (:attr:`LiveStats.reconnects`, the count that the summary,
+the notes and ``summary.json`` give) and a new *segment* starts (:attr:`LiveSource.segment`: the runner
+starts the pipeline's stream state afresh, so people come back with new ids, as after a scene cut). When the
+outage outlasts the budget the source ends and :attr:`LiveStats.ended` says why. A *finite* source (a video
+file behind an ``http://`` URL: OpenCV reports its frame count) that reaches its last frame ends there and is
+never reopened. A network stream silent for :attr:`LiveOptions.read_timeout_s` counts as stopped (FFmpeg's
+read timeout, set when it is opened). Each frame is checked against
 :func:`pairedge.core.limits.check_frame_size` before it is handed on (an oversize frame costs only itself).
 
 Example::
@@ -90,23 +97,31 @@ class LiveOptions:
     """How a live source behaves.
 
     Attributes:
-        reconnect_attempts: consecutive reopenings tried after the stream stops delivering, before the source
-            ends (0: end at once); a reopening that delivers a frame resets the count.
-        reconnect_delay_s: seconds between reopenings.
-        open_timeout_s: how long to wait for the first frame after (re)opening.
+        reconnect_s: how long an outage may last, seconds, while the stream is reopened, before the source
+            ends (0: end at the first failed read).
+        reconnect_delay_s: the wait before the first reopening of an outage; it doubles after each failed one.
+        reconnect_max_delay_s: the longest wait between two reopenings.
+        open_timeout_s: how long to wait for the first frame after opening.
+        read_timeout_s: a network stream that delivers nothing for this long counts as stopped.
     """
 
-    reconnect_attempts: int = 3
+    reconnect_s: float = 30.0
     reconnect_delay_s: float = 0.5
+    reconnect_max_delay_s: float = 4.0
     open_timeout_s: float = 10.0
+    read_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
-        if not 0 <= self.reconnect_attempts <= 1000:
-            raise InputError(f"reconnect attempts: expected 0 to 1000, got {self.reconnect_attempts}")
-        if not (0 <= self.reconnect_delay_s <= 60 and 0 < self.open_timeout_s <= 600):
+        checks = {"reconnect_s": (0.0, 86400.0), "reconnect_delay_s": (0.0, 60.0), "reconnect_max_delay_s": (0.0, 600.0),
+                  "open_timeout_s": (0.001, 600.0), "read_timeout_s": (0.001, 600.0)}  # fmt: skip
+        for name, (low, high) in checks.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+                raise InputError(f"live {name}: expected seconds in [{low:g}, {high:g}], got {value!r}")
+        if self.reconnect_max_delay_s < self.reconnect_delay_s:
             raise InputError(
-                "reconnect delay / open timeout: expected 0-60 s and (0, 600] s, got "
-                f"{self.reconnect_delay_s} / {self.open_timeout_s}"
+                f"live reconnect_max_delay_s: expected >= reconnect_delay_s ({self.reconnect_delay_s:g}), got "
+                f"{self.reconnect_max_delay_s:g}"
             )
 
 
@@ -117,34 +132,43 @@ class LiveStats:
     Attributes:
         captured: frames read from the source. delivered: frames handed to the consumer. dropped: frames
         replaced by a newer one before the consumer took them (the latest-frame policy). refused: frames
-        over the size ceiling. reconnects: reopenings that delivered again. ended: why the source ended
-        ("" while running).
+        over the size ceiling. outages: times the stream stopped delivering. reconnects: outages after which
+        it delivered again (the reconnections). attempts: reopenings tried, in all outages. ended: why the
+        source ended ("" while running).
     """
 
     captured: int = 0
     delivered: int = 0
     dropped: int = 0
     refused: int = 0
+    outages: int = 0
     reconnects: int = 0
+    attempts: int = 0
     ended: str = ""
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"captured": self.captured, "delivered": self.delivered, "dropped": self.dropped,
-                "refused": self.refused, "reconnects": self.reconnects, "ended": self.ended}  # fmt: skip
+                "refused": self.refused, "outages": self.outages, "reconnects": self.reconnects,
+                "reconnect_attempts": self.attempts, "ended": self.ended}  # fmt: skip
 
 
 #: Opens a capture: ``(target, api) -> cv2.VideoCapture``-like (``isOpened``, ``read``, ``release``).
 CaptureFactory = Callable[[int | str, int], Any]
 
 
-def _open_capture(target: int | str, api: int) -> Any:
+def _open_capture(target: int | str, api: int, timeouts: tuple[float, float] | None = None) -> Any:
+    """``cv2.VideoCapture(target, api)``; for FFmpeg streams with ``timeouts`` (open, read) in seconds."""
     # a failed open makes OpenCV print its own warnings; pairedge says why in one line instead
     log = getattr(getattr(cv2, "utils", None), "logging", None)
     level = log.getLogLevel() if log is not None else None
     if log is not None:
         log.setLogLevel(log.LOG_LEVEL_ERROR)
     try:
+        if timeouts is not None and api == cv2.CAP_FFMPEG:
+            params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, int(timeouts[0] * 1000), cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+                      int(timeouts[1] * 1000)]  # fmt: skip
+            return cv2.VideoCapture(target, api, params)
         return cv2.VideoCapture(target, api)
     finally:
         if log is not None:
@@ -157,7 +181,8 @@ class LiveSource:
     Args:
         spec: what :func:`live_target` accepts (or a :class:`LiveTarget`).
         options: reconnection and timeouts.
-        capture_factory: opens the capture (tests pass a stand-in; the default is ``cv2.VideoCapture``).
+        capture_factory: opens the capture (tests pass a stand-in; the default is ``cv2.VideoCapture`` with
+            the options' timeouts).
 
     Raises:
         InputError: ``spec`` is not a live source. FormatError: it cannot be opened, or gives no frame
@@ -169,7 +194,7 @@ class LiveSource:
         spec: str | int | LiveTarget,
         options: LiveOptions | None = None,
         *,
-        capture_factory: CaptureFactory = _open_capture,
+        capture_factory: CaptureFactory | None = None,
     ) -> None:
         target = spec if isinstance(spec, LiveTarget) else live_target(spec)
         if target is None:
@@ -177,9 +202,13 @@ class LiveSource:
                 f"{spec!r}: not a live source; expected a camera index, /dev/videoN, an rtsp:// or http:// URL, "
                 "or a GStreamer pipeline ending in appsink (files and folders: FrameSource)"
             )
-        self.target, self.options, self._factory = target, options or LiveOptions(), capture_factory
+        self.target, self.options = target, options or LiveOptions()
+        timeouts = (self.options.open_timeout_s, self.options.read_timeout_s)
+        self._factory: CaptureFactory = capture_factory or (lambda t, api: _open_capture(t, api, timeouts))
         self.stats = LiveStats()
-        self._latest: tuple[int, np.ndarray, float] | None = None
+        #: The segment of the frame last delivered: 0, then one more after each reconnection.
+        self.segment = 0
+        self._latest: tuple[int, np.ndarray, float, int] | None = None
         self._done = False
         self._stop = threading.Event()
         self._cond = threading.Condition()
@@ -235,37 +264,57 @@ class LiveSource:
                 if item is None:
                     return
                 self.stats.delivered += 1
-            yield item
+            self.segment = item[3]
+            yield item[0], item[1], item[2]
 
     # -- capture thread -------------------------------------------------------------------------------------
     def _run(self, capture: Any) -> None:
-        index, attempts, reopened = 0, 0, False
+        index, segment = 0, 0
+        down_since: float | None = None  # when the current outage began
+        tries, delay = 0, self.options.reconnect_delay_s
         try:
             while not self._stop.is_set():
                 ok, image = self._read(capture)
                 if ok:
-                    if reopened:  # the stream is back
+                    if down_since is not None:  # the stream is back
+                        segment += 1
                         self.stats.reconnects += 1
-                        self.stats.notes.append(f"{self.target.describe()} delivers again (after {attempts} attempt(s))")
-                    attempts, reopened = 0, False  # the bound is on consecutive failed reopenings
+                        self._note(f"{self.target.describe()} delivers again after {time.monotonic() - down_since:.1f} "
+                                   f"s ({tries} reopening(s))")  # fmt: skip
+                        down_since, tries, delay = None, 0, self.options.reconnect_delay_s
                     if self._accept(image):
-                        self._offer(index, image)
+                        self._offer(index, image, segment)
                         index += 1
                     continue
-                capture.release()
-                capture = None
-                if attempts >= self.options.reconnect_attempts:
-                    self._finish(f"the stream stopped delivering frames ({attempts} reconnection(s) tried)")
+                if down_since is None and _at_end(capture):
+                    self._finish(f"the end of the stream ({_frame_count(capture)} frames)")
                     return
-                attempts += 1
-                if self._stop.wait(self.options.reconnect_delay_s):
+                if capture is not None:
+                    capture.release()
+                    capture = None
+                now = time.monotonic()
+                if down_since is None:
+                    down_since = now
+                    self.stats.outages += 1
+                left = self.options.reconnect_s - (now - down_since)
+                if left <= 0:
+                    self._finish(f"the stream stopped delivering frames: {tries} reopening(s) over "
+                                 f"{now - down_since:.1f} s (reconnect budget {self.options.reconnect_s:g} s)")  # fmt: skip
                     return
+                if self._stop.wait(min(delay, left)):
+                    return
+                delay = min(2 * delay, self.options.reconnect_max_delay_s)
+                tries += 1
+                self.stats.attempts += 1
                 capture = self._factory(self.target.target, self.target.api)
-                reopened = True
         finally:
             if capture is not None:
                 capture.release()
             self._finish(self.stats.ended or "closed")
+
+    def _note(self, text: str) -> None:
+        if len(self.stats.notes) < 20:
+            self.stats.notes.append(text)
 
     def _read(self, capture: Any) -> tuple[bool, np.ndarray | None]:
         if capture is None or not capture.isOpened():
@@ -291,12 +340,12 @@ class LiveSource:
         self.size = self.size or (int(image.shape[1]), int(image.shape[0]))
         return True
 
-    def _offer(self, index: int, image: np.ndarray) -> None:
+    def _offer(self, index: int, image: np.ndarray, segment: int) -> None:
         stamp = time.monotonic() - self._start
         with self._cond:
             if self._latest is not None:
-                self.stats.dropped += 1  # the consumer was busy: the newer frame wins
-            self._latest = (index, image, stamp)
+                self.stats.dropped += 1  # the consumer was busy: the newer frame wins (with its segment)
+            self._latest = (index, image, stamp, segment)
             self._cond.notify_all()
 
     def _finish(self, reason: str) -> None:
@@ -304,6 +353,30 @@ class LiveSource:
             self._done = True
             self.stats.ended = self.stats.ended or reason
             self._cond.notify_all()
+
+
+def _frame_count(capture: Any) -> int:
+    """The frames a finite source reports (a file, also behind http://); 0 for a live stream or a stand-in."""
+    try:
+        count = float(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    except (AttributeError, cv2.error, TypeError, ValueError):
+        return 0
+    return int(count) if np.isfinite(count) and 0 < count < 2**31 else 0
+
+
+def _at_end(capture: Any) -> bool:
+    """Whether a failed read is the end of a finite source: it reports a frame count and its position has
+    reached it (a live stream reports none; a finite one cut mid-way has not reached it)."""
+    if capture is None:
+        return False
+    count = _frame_count(capture)
+    if count == 0:
+        return False
+    try:
+        position = float(capture.get(cv2.CAP_PROP_POS_FRAMES))
+    except (AttributeError, cv2.error, TypeError, ValueError):
+        return False
+    return bool(np.isfinite(position) and position >= count - 1)
 
 
 def is_live(spec: str | Path | int) -> bool:

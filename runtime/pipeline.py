@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
-from pairedge.core.errors import InputError, PairedgeError
+from pairedge.core.errors import BackendError, InputError, PairedgeError
 from pairedge.core.features import PairFeatures
 from pairedge.core.features.compiled import implementation as feature_kernels
 from pairedge.core.types import Detections
@@ -214,6 +214,20 @@ class Pipeline:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    def warm_up(self, frame_size: tuple[int, int] | None = None, pairs: int = 64) -> None:
+        """Run each classifier once on a batch of ``pairs`` zero rows, and the flow backend once on two blank
+        frames of ``frame_size`` (W, H) when given, so that the first frames of a live source do not pay for
+        the backends' first calls (lazy allocation, kernel selection). The stream state is not touched."""
+        for backend, meta in ((self.stage1, self.models.stage1.metadata), (self.stage2, self.models.stage2.metadata)):
+            backend.infer(np.zeros((pairs, meta.num_features), np.float32))
+        if self.flow is not None and frame_size is not None:
+            w, h = frame_size
+            blank = np.zeros((h, w), np.uint8)
+            try:
+                self.flow.compute(blank, blank)
+            except (InputError, BackendError):
+                pass  # the stream's own first frames will say why
 
     def reset(self) -> None:
         """Start a new stream (scene cut): forget flow, tracks, feature history and smoothing."""

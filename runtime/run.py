@@ -38,11 +38,13 @@ from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.tracker_backends import tracker_phrase
 from pairedge.runtime.types import FrameResult
 
-#: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds, and
-#: optionally why the image is None (``Pipeline.step(frame_problem=...)``).
+#: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds,
+#: optionally why the image is None (``Pipeline.step(frame_problem=...)``), and optionally whether the frame
+#: starts a new stream segment (a live source that reconnected: the pipeline is reset before it).
 StreamItem = (
     tuple[int, np.ndarray | None, Detections, float]
     | tuple[int, np.ndarray | None, Detections, float, str | None]
+    | tuple[int, np.ndarray | None, Detections, float, str | None, bool]
 )
 #: The files :func:`run_files` writes into its output folder (the only ones it ever removes).
 RUN_OUTPUTS = ("results.jsonl", "summary.json", "annotated.mp4", "annotated.avi")
@@ -62,7 +64,8 @@ def run_stream(
     Args:
         pipe: the pipeline (its state carries over between calls; call ``pipe.reset()`` for a new stream).
         items: ``(index, image, detections, timestamp)``; image (H, W, 3) uint8 BGR or None; a fifth element
-            may say why the image is None (reported as the frame's drop reason).
+            may say why the image is None (reported as the frame's drop reason), a sixth (True) that the frame
+            starts a new segment of the stream (``pipe.reset()`` first).
         jsonl: JSON Lines writer of the results, or None. The record of a frame where the automatic
             operating point changed carries ``"operating_point": {"name", "p_interact", "confirm_s"}``.
         video: annotated-video writer, or None.
@@ -76,6 +79,8 @@ def run_stream(
     for item in items:
         index, image, detections, timestamp = item[:4]
         problem = item[4] if len(item) > 4 else None
+        if len(item) > 5 and item[5]:
+            pipe.reset()
         switches = pipe.switches.count
         result = pipe.step(image, detections, timestamp, frame_index=index, frame_problem=problem)
         stats.add(result)
@@ -145,9 +150,11 @@ class RunOptions:
     dla_core: int | None = None
     pair_radius: float | None = None
 
-    def pipeline_config(self) -> PipelineConfig:
+    def pipeline_config(self, detector: bool = False) -> PipelineConfig:
+        """The pipeline's configuration; ``detector``: the boxes come from a pairedge detector, which already
+        suppressed its duplicates (the tracker then keeps overlapping people: ``TrackerConfig.nms_iou`` None)."""
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
-        tracker = TrackerConfig()
+        tracker = TrackerConfig(nms_iou=None) if detector else TrackerConfig()
         if self.coast_frames is not None:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
@@ -349,7 +356,7 @@ def run_files(
         if folder.exists() and not folder.is_dir():
             raise BackendError(f"--out: expected a folder, got the existing file {folder}")
         folder.mkdir(parents=True, exist_ok=True)
-        with deployment.load(options.pipeline_config()) as pipe:
+        with deployment.load(options.pipeline_config(detector=timer is not None)) as pipe:
             found = {"detections": str(dets.path)} if timer is None else {"detector": timer.detector.describe()}
             header = {"source": str(source.path), **found, "fps": source.fps,
                       "model": describe_model(deployment.folder), "pipeline": pipe.describe_start()}  # fmt: skip

@@ -43,6 +43,8 @@ class RunSummary:
             model means the flow never ran (``pipeline["flow_problem"]`` says why; a note says so too).
         operating_point_switches: where an automatic operating point changed: ``{"frame",
             "operating_point", "p_interact", "confirm_s"}`` (the thresholds from that frame on).
+        live: a live source's counts (:meth:`pairedge.runtime.live.LiveStats.to_dict`: frames captured,
+            delivered, dropped, refused, outages, reconnects, reconnect_attempts, ended); None otherwise.
     """
 
     frames: int
@@ -64,6 +66,7 @@ class RunSummary:
     frames_scored: int = 0
     flow_frames: int | None = None
     operating_point_switches: tuple[dict[str, Any], ...] = ()
+    live: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (``summary.json``)."""
@@ -133,6 +136,7 @@ class RunStats:
         error: str | None = None,
         files: dict[str, str] | None = None,
         pipeline: dict[str, Any] | None = None,
+        live: dict[str, Any] | None = None,
     ) -> RunSummary:
         """The summary of everything added so far (``pipeline``: :meth:`Pipeline.describe` at the end, which
         also gives the flow and operating-point figures)."""
@@ -176,6 +180,7 @@ class RunStats:
             frames_scored=self._scored,
             flow_frames=pipeline.get("flow_frames"),
             operating_point_switches=tuple(pipeline.get("operating_point_switches") or ()),
+            live=dict(live) if live is not None else None,
         )
 
 

@@ -83,9 +83,9 @@ class TrackerConfig:
     low_iou: float = 0.5
     new_iou: float = 0.3
     confirm_hits: int = 2
-    appearance_weight: float = 0.5
+    appearance_weight: float = 0.7
     appearance_momentum: float = 0.9
-    max_age: int = 15
+    max_age: int = 30
     max_tracks: int = 512
     nms_iou: float | None = 0.35
     coast_frames: int = 3

@@ -32,13 +32,15 @@ class DetectorOptions:
 
     Attributes:
         score_threshold: drop detections scoring below this (the model's confidence; for HOG, the SVM margin).
+            0.1 is the built-in tracker's ``low_score``: boxes between it and the tracker's ``high_score``
+            continue tracks of people already seen (a partly hidden person scores low) but start none.
         nms_iou: suppress a box overlapping a more confident one at IoU above this.
         person_class: the class id kept (COCO's person = 0); None keeps every class.
         max_detections: at most this many detections per frame (the most confident), 1 to
             :data:`MAX_DETECTIONS`.
     """
 
-    score_threshold: float = 0.25
+    score_threshold: float = 0.1
     nms_iou: float = 0.45
     person_class: int | None = 0
     max_detections: int = 300

@@ -64,3 +64,56 @@ def mjpeg_server(frames: int, fps: float = 50.0, *, serve_once: bool = True) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+class RestartableMjpegServer:
+    """An MJPEG camera on 127.0.0.1 that can go away and come back on the same port (an outage): it serves
+    frames at ``fps`` to every client until :meth:`stop`, which also cuts the open connections."""
+
+    def __init__(self, fps: float = 10.0) -> None:
+        self.fps, self.port, self.served = fps, 0, 0
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self._stopping = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/stream.mjpg"
+
+    def start(self) -> RestartableMjpegServer:
+        owner = self
+        self._stopping.clear()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+                self.send_response(200)
+                self.send_header("Content-Type", f"multipart/x-mixed-replace;boundary={BOUNDARY}")
+                self.end_headers()
+                try:
+                    while not owner._stopping.is_set():
+                        data = frame_jpeg(owner.served)
+                        owner.served += 1
+                        self.wfile.write(f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(data)}\r\n\r\n".encode())
+                        self.wfile.write(data + b"\r\n")
+                        self.wfile.flush()
+                        time.sleep(1.0 / owner.fps)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = server
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        time.sleep(2.0 / self.fps)  # the handlers see the flag and close their connections

@@ -1,5 +1,5 @@
-"""Live sources: the latest-frame policy, capture timestamps, bounded reconnection, and a real MJPEG stream
-served on the loopback address."""
+"""Live sources: the latest-frame policy, capture timestamps, reconnection with backoff within a time
+budget, finite sources that end, and a real MJPEG stream served on the loopback address."""
 
 from __future__ import annotations
 
@@ -56,13 +56,15 @@ def test_not_live_and_unopenable_are_one_line_errors() -> None:
     with pytest.raises(FormatError, match="cannot open it"):
         LiveSource("0", capture_factory=lambda t, a: Closed(0)).open()
     with pytest.raises(FormatError, match="stopped delivering"):  # opens, but never a frame
-        LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: FakeCapture(0)).open()
-    with pytest.raises(InputError, match="reconnect attempts"):
-        LiveOptions(reconnect_attempts=-1)
+        LiveSource("0", LiveOptions(reconnect_s=0), capture_factory=lambda t, a: FakeCapture(0)).open()
+    with pytest.raises(InputError, match="reconnect_s"):
+        LiveOptions(reconnect_s=-1)
+    with pytest.raises(InputError, match="reconnect_max_delay_s"):
+        LiveOptions(reconnect_delay_s=2, reconnect_max_delay_s=1)
 
 
 def test_a_busy_consumer_gets_the_latest_frame_and_the_rest_are_counted() -> None:
-    source = LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: FakeCapture(40, 0.002))
+    source = LiveSource("0", LiveOptions(reconnect_s=0), capture_factory=lambda t, a: FakeCapture(40, 0.002))
     got = []
     with source:
         for index, _image, stamp in source:
@@ -76,19 +78,53 @@ def test_a_busy_consumer_gets_the_latest_frame_and_the_rest_are_counted() -> Non
     assert "stopped delivering" in s.ended
 
 
-def test_reconnection_is_bounded_and_counted() -> None:
-    opened = []
+def test_reconnection_backs_off_within_its_budget_and_is_counted_once() -> None:
+    opened: list[float] = []
 
     def factory(target: int | str, api: int) -> FakeCapture:
-        opened.append(target)
-        return FakeCapture(5 if len(opened) <= 3 else 0)  # back twice, then gone for good
+        opened.append(time.monotonic())
+        # delivers, fails twice, delivers (one outage, 2 failed reopenings), then is gone for good
+        return FakeCapture({1: 5, 4: 5}.get(len(opened), 0))
 
-    source = LiveSource("0", LiveOptions(reconnect_attempts=2, reconnect_delay_s=0.01), capture_factory=factory)
+    options = LiveOptions(reconnect_s=0.5, reconnect_delay_s=0.02, reconnect_max_delay_s=0.08)
+    source = LiveSource("0", options, capture_factory=factory)
+    segments = []
+    with source:
+        frames = [(index, source.segment) for index, _, _ in source]
+        segments = sorted({seg for _, seg in frames})
+    s = source.stats
+    assert s.captured == 10 and frames[-1][0] == 9 and segments == [0, 1]  # a new segment after the outage
+    assert s.outages == 2 and s.reconnects == 1 and s.attempts == len(opened) - 1
+    waits = np.diff(opened[4:])  # the last outage: 0.02, 0.04, 0.08, 0.08, ... until 0.5 s are used up
+    assert len(waits) >= 3 and waits[1] > 1.5 * waits[0] and waits.max() < 0.2
+    assert "stopped delivering" in s.ended and "budget 0.5 s" in s.ended
+    assert s.to_dict()["reconnects"] == 1 and s.to_dict()["reconnect_attempts"] == s.attempts
+
+
+def test_a_finite_source_ends_at_its_last_frame() -> None:
+    """A video behind http:// reports its frame count: reaching it is the end, not an outage."""
+
+    class File(FakeCapture):
+        def __init__(self) -> None:
+            super().__init__(6)
+            self.pos = 0
+
+        def read(self) -> tuple[bool, np.ndarray | None]:
+            ok, image = super().read()
+            self.pos += ok
+            return ok, image
+
+        def get(self, prop: int) -> float:
+            return 6.0 if prop == cv2.CAP_PROP_FRAME_COUNT else float(self.pos)
+
+    opened = []
+    source = LiveSource("http://127.0.0.1:9/v.mp4", LiveOptions(reconnect_s=30),
+                        capture_factory=lambda t, a: opened.append(1) or File())  # fmt: skip
+    start = time.monotonic()
     with source:
         frames = [index for index, _, _ in source]
-    # 3 openings that deliver, then 2 consecutive reopenings that do not: the bound is on failures in a row
-    assert len(opened) == 5 and source.stats.reconnects == 2 and source.stats.captured == 15
-    assert frames[-1] == 14 and "2 reconnection(s) tried" in source.stats.ended
+    assert frames[-1] == 5 and len(opened) == 1 and source.stats.outages == 0
+    assert "end of the stream (6 frames)" in source.stats.ended and time.monotonic() - start < 5
 
 
 def test_oversize_and_malformed_frames_cost_only_themselves() -> None:
@@ -103,7 +139,7 @@ def test_oversize_and_malformed_frames_cost_only_themselves() -> None:
                 return True, np.lib.stride_tricks.as_strided(np.zeros(3, np.uint8), shape, (0, 0, 1))
             return True, np.zeros(shape, np.uint8)
 
-    source = LiveSource("0", LiveOptions(reconnect_attempts=0), capture_factory=lambda t, a: Mixed(0))
+    source = LiveSource("0", LiveOptions(reconnect_s=0), capture_factory=lambda t, a: Mixed(0))
     with source:
         got = [image.shape for _, image, _ in source]
     assert source.stats.refused == 2 and source.stats.captured == 4 and len(got) >= 1
@@ -121,7 +157,7 @@ def test_close_stops_a_running_camera_promptly() -> None:
 def test_loopback_mjpeg_stream_with_drops_and_a_stream_that_dies() -> None:
     start = time.monotonic()
     with mjpeg_server(frames=40, fps=50.0) as url:
-        source = LiveSource(url, LiveOptions(reconnect_attempts=1, reconnect_delay_s=0.05, open_timeout_s=10))
+        source = LiveSource(url, LiveOptions(reconnect_s=0.5, reconnect_delay_s=0.05, open_timeout_s=10))
         with source:
             got = []
             for _index, image, _stamp in source:
@@ -149,7 +185,7 @@ def test_pairedge_run_on_a_loopback_stream_writes_the_summary(tmp_path) -> None:
     out = tmp_path / "out"
     with mjpeg_server(frames=30, fps=30.0) as url:
         result = CliRunner().invoke(app, ["run", url, "--detector", str(model), "--model", str(toy_model(tmp_path / "m")),
-                                          "--no-video", "--out", str(out)])  # fmt: skip
+                                          "--no-video", "--out", str(out), "--reconnect-s", "1"])  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     notes = " ".join(summary["notes"])

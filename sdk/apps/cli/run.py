@@ -181,6 +181,15 @@ def run(
         "Those files of an earlier run there that this run does not rewrite are removed.",
     ),  # fmt: skip
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
+    reconnect_s: float = typer.Option(
+        30.0,
+        "--reconnect-s",
+        min=0.0,
+        max=86400.0,
+        help="Live source: how long an outage may last while the stream is reopened (backoff from 0.5 s to 4 s) "
+        "before the run ends; 0 = end at the first failure. A finite source (a file behind http://) ends at "
+        "its last frame.",
+    ),  # fmt: skip
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
     fps: float | None = typer.Option(
         None,
@@ -220,9 +229,16 @@ def run(
     )  # fmt: skip
     from pairedge.apps.ros.bag import is_log
 
+    ros_only = {"--list-topics": list_topics, "--out-bag": out_bag is not None, "--image-topic": image_topic,
+                "--detections-topic": detections_topic}  # fmt: skip
     if live:
-        run_live_command(source_text, options, detections, out)
+        given = [name for name, value in ros_only.items() if value]
+        if given:
+            raise fail(f"{', '.join(given)}: for ROS 2 logs (a rosbag2 folder, an .mcap or .db3 file), not a live source")
+        run_live_command(source_text, options, detections, out, reconnect_s)
         return
+    if reconnect_s != 30.0:
+        raise fail("--reconnect-s: for live sources (a camera, an rtsp:// or http:// stream, a GStreamer pipeline)")
     if is_log(source):
         from pairedge.apps.cli.run_log import run_log_command
         from pairedge.apps.ros.bag import LogTopics
@@ -248,9 +264,11 @@ def run(
     check_scored(summary)
 
 
-def run_live_command(spec: str, options: RunOptions, detections: Path | None, out: Path) -> None:
+def run_live_command(
+    spec: str, options: RunOptions, detections: Path | None, out: Path, reconnect_s: float = 30.0
+) -> None:
     """``pairedge run`` on a camera or stream: until it ends, --max-frames, or Ctrl-C; then the summary."""
-    from pairedge.runtime.live import live_target
+    from pairedge.runtime.live import LiveOptions, live_target
     from pairedge.runtime.run_live import run_live
 
     if detections is not None:
@@ -260,7 +278,7 @@ def run_live_command(spec: str, options: RunOptions, detections: Path | None, ou
     console.print(escape(f"live {where.describe()}: Ctrl-C ends the run (the summary is still written)"),
                   highlight=False)  # fmt: skip
     with frame_progress(f"running {printable(where.describe())}", options.max_frames) as advance:
-        summary = run_live(where, out, options, on_frame=advance)
+        summary = run_live(where, out, options, LiveOptions(reconnect_s=reconnect_s), on_frame=advance)
     print_summary(summary, f"pairedge run {where.describe()}")
     check_scored(summary)
 
