@@ -623,7 +623,6 @@ def _main(argv: list[str] | None) -> int:
                          "one) and the model's named ones (those it lacks are skipped)")  # fmt: skip
     ap.add_argument("--nms-iou", type=float, default=TrackerConfig().nms_iou,
                     help="the built-in tracker's duplicate suppression (raw detections)")
-    ap.add_argument("--rescue-suppressed", action="store_true", help="TrackerConfig.rescue_suppressed on")
     ap.add_argument("--coast-frames", type=int, default=TrackerConfig().coast_frames)
     ap.add_argument("--box-shape", choices=("auto", "off", "ignore"), default="auto")
     for field, default in Together().__dict__.items():
@@ -636,8 +635,7 @@ def _main(argv: list[str] | None) -> int:
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
     rule = Together(**{k: getattr(args, k) for k in Together().__dict__})
-    tracker = TrackerConfig(nms_iou=args.nms_iou, rescue_suppressed=args.rescue_suppressed,
-                            coast_frames=args.coast_frames)  # fmt: skip
+    tracker = TrackerConfig(nms_iou=args.nms_iou, coast_frames=args.coast_frames)
     video, mot = args.data / "vtest.avi", args.data / "mot15"
     pos, _ = ground_positions(mot / "gt" / "gt.txt")
     fps = FrameSource(video).fps or 10.0
@@ -651,8 +649,7 @@ def _main(argv: list[str] | None) -> int:
         "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
         "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,
         "together_pair_frames_gt": int(np.triu(together, 1).sum()), "runs": {},
-        "tracker": {"nms_iou": tracker.nms_iou, "rescue_suppressed": tracker.rescue_suppressed,
-                    "coast_frames": tracker.coast_frames}, "box_shape": args.box_shape,
+        "tracker": {"nms_iou": tracker.nms_iou, "coast_frames": tracker.coast_frames}, "box_shape": args.box_shape,
         "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
                        f"OpenCV {cv2.__version__}",
     }  # fmt: skip

@@ -5,24 +5,21 @@ link confirmation. Two runtime options bridge such gaps: ``TrackerConfig.coast_f
 was matched at least ``coast_min_hits`` times through a gap of up to that many frames, at its predicted box
 (the person stays, marked coasted); ``SmoothingConfig.grace_frames`` keeps a pair's smoothing and
 confirmation state while one of its tracks is missing for up to that many frames (the pair is not reported
-meanwhile, but does not start again from zero). A third option concerns people who overlap:
-``TrackerConfig.rescue_suppressed`` lets a track left without a detection take a box that duplicate
-suppression (``nms_iou``) removed, so two overlapping group members keep both their tracks (a detector's
-duplicate of one person stays out unless it once got a track of its own). This benchmark measures the
-trade-offs where the truth is exact and chooses the defaults of the first two:
+meanwhile, but does not start again from zero). This benchmark measures the trade-offs where the truth is
+exact and chooses the defaults of the two (duplicate suppression, ``nms_iou``, is measured beside them):
 
 * the streaming :class:`Pipeline` (the bundled model, ``operating_point="auto"``, exactly what ``pairedge
   run`` does) runs over simulator scenes of the presets ``static``, ``moving``, ``noisy`` and
   ``surveillance`` on the simulated detector's boxes (jitter, misses that grow with occlusion, false
   positives) with their ids removed, so the built-in tracker assigns them; one pipeline per combination of
-  ``--coast-grid`` x ``--grace-grid`` x ``--rescue-grid`` x ``--nms-grid``, all on the same frames;
+  ``--coast-grid`` x ``--grace-grid`` x ``--nms-grid``, all on the same frames;
 * every output box is matched to a true person of its frame (Hungarian assignment, IoU >= 0.5); a linked
   pair-frame is correct when both boxes matched two people of the same social unit (the stage-1 truth:
   walking, standing or sitting together); recall is over ALL true together pair-frames, including those
   where the detector missed one of the two;
 * the values chosen are the best mean F1 over the four presets on the **validation** seeds
   (``--choose-seeds``, 2000-2003: never used for training the model nor for its held-out numbers; ties: the
-  shorter coast, then the shorter grace, then no rescue, then the looser suppression) and the two detectors;
+  shorter coast, then the shorter grace, then the looser suppression) and the two detectors;
   the **held-out** seeds (``--test-seeds``, 1000-1003) then report every grid point, the chosen one
   included, and chose nothing.
 
@@ -36,22 +33,17 @@ Two detectors are simulated, and every choice is the best mean over both (``--de
   0.45-0.65, the usual range of detectors' defaults), so the duplicates that survive overlap their person by
   less than that, as real ones do. These ranges are set as plausible detector behaviour, not fitted to a
   video. History: the first version (duplicates up to 15 %, drawn afresh every frame, no detector
-  suppression; then with runs) chose ``nms_iou`` 0.5 with the rescue, and PETS's raw detections showed
+  suppression; then with runs) chose ``nms_iou`` 0.5, and PETS's raw detections showed
   what it missed: 938 box pairs of ``det.txt`` overlap by IoU 0.35-0.5 and 47 above 0.5, i.e. ACF's duplicates
   sit just under its own suppression, and tracking with ``nms_iou`` 0.5 gave link precision 0.22. The
   detector suppression was added to the simulator for that reason: a PETS-informed change of the simulator,
   not of any runtime value.
 
-Duplicate suppression (``TrackerConfig.nms_iou``, ``--nms-grid``) and the rescue are measured on the grid
-but not chosen: the choice of coasting and grace is made at the code's values of both (0.35, off). The
-simulator, even with the realistic detector, prefers the looser 0.5 with the rescue, because its people
-overlap their group mates by IoU 0.35-0.5 far more often than its duplicates do harm; on PETS S2.L1 no two
-real people's ACF boxes overlap by 0.35-0.5 while 938 duplicate pairs do, and ``nms_iou`` 0.5 drops link
-precision to 0.22 (``docs/runtime.md`` has the identity-switch table that set 0.35). Which one wins depends on
-the camera and the detector, and the simulator cannot tell which detector a user has. History: without duplicates the rescue was first chosen (validation mean F1 0.620
-vs 0.521), and PETS's raw ACF detections (``bench_real_video.py``) then showed what the simulator could not:
-a duplicate that once started a track keeps it alive beside the person (link precision 0.79 -> 0.64). That
-is why the realistic detector exists.
+Duplicate suppression (``TrackerConfig.nms_iou``, ``--nms-grid``) is measured on the grid but not chosen:
+the choice of coasting and grace is made at the code's value (0.35 for detection files; pairedge's own
+detectors run with None, having suppressed their duplicates). Until the ByteTrack redesign of the tracker
+(issue 37) a fourth option, ``rescue_suppressed``, was on this grid; it is gone with that redesign, and so
+is its history here (``git log`` keeps it).
 
 Also reported per value: the share of coasted boxes that match a true person (a coasted box on nobody is
 a ghost). Writes ``benchmarks/results/bench_tracker.json`` / ``.md``::
@@ -87,7 +79,7 @@ HERE = Path(__file__).resolve().parent
 PRESETS = ("static", "moving", "noisy", "surveillance")
 TOGETHER = np.array([name in PAPER3.classes for name in SIM7.classes])
 DETECTORS = ("simulated", "realistic")
-BASELINE = (0, 0, 0, 0.35)  # no coasting, no grace, no rescue, the code's suppression: always in the grid
+BASELINE = (0, 0, 0.35)  # no coasting, no grace, the code's suppression: always in the grid
 #: ``realistic`` detector: per-scene uniform ranges of the noise options real detectors add.
 REALISTIC = {"miss_persistence": (0.0, 0.7), "duplicate_rate": (0.0, 0.3), "duplicate_persistence": (0.0, 0.9),
              "detector_nms": (0.45, 0.65)}
@@ -123,12 +115,12 @@ def score_frame(result: Any, f: Any, counts: dict[str, int]) -> None:
     counts["fn"] += len(truth_pairs - linked)
 
 
-Point = tuple[int, int, int, float]  # (coast_frames, grace_frames, rescue_suppressed, nms_iou)
+Point = tuple[int, int, float]  # (coast_frames, grace_frames, nms_iou)
 
 
 def config_of(point: Point) -> PipelineConfig:
-    coast, grace, rescue, nms = point
-    tracker = TrackerConfig(coast_frames=coast, rescue_suppressed=bool(rescue), nms_iou=nms)
+    coast, grace, nms = point
+    tracker = TrackerConfig(coast_frames=coast, nms_iou=nms)
     return PipelineConfig(tracker_config=tracker, smoothing=SmoothingConfig(grace_frames=grace))
 
 
@@ -180,8 +172,7 @@ def table(model: Path, seeds: list[int], frames: int, grid: list[Point],
                 print(f"  {detector} {preset}:{seed} {time.perf_counter() - t0:.0f} s", flush=True)
     rows = []
     for c in grid:
-        row: dict[str, Any] = {"coast_frames": c[0], "grace_frames": c[1], "rescue_suppressed": c[2],
-                               "nms_iou": c[3]}  # fmt: skip
+        row: dict[str, Any] = {"coast_frames": c[0], "grace_frames": c[1], "nms_iou": c[2]}
         for d in detectors:
             row[d] = {p: scored(pooled[c][d][p]) for p in PRESETS}
             row[d]["mean_f1"] = float(np.mean([row[d][p]["f1"] for p in PRESETS]))
@@ -191,13 +182,13 @@ def table(model: Path, seeds: list[int], frames: int, grid: list[Point],
 
 
 def point_of(row: dict[str, Any]) -> Point:
-    return (row["coast_frames"], row["grace_frames"], row["rescue_suppressed"], row["nms_iou"])
+    return (row["coast_frames"], row["grace_frames"], row["nms_iou"])
 
 
-def choose(rows: list[dict[str, Any]], nms_iou: float | None, rescue: bool) -> Point:
-    """The best mean F1 among the rows with the given suppression and rescue (the code's: see the module
-    docstring); ties: the shorter coast, then the shorter grace."""
-    fixed = [r for r in rows if r["nms_iou"] == nms_iou and bool(r["rescue_suppressed"]) == rescue] or rows
+def choose(rows: list[dict[str, Any]], nms_iou: float | None) -> Point:
+    """The best mean F1 among the rows with the given suppression (the code's: see the module docstring);
+    ties: the shorter coast, then the shorter grace."""
+    fixed = [r for r in rows if r["nms_iou"] == nms_iou] or rows
     best = max(fixed, key=lambda r: (round(r["mean_f1"], 6), -r["coast_frames"], -r["grace_frames"]))
     return point_of(best)
 
@@ -205,12 +196,12 @@ def choose(rows: list[dict[str, Any]], nms_iou: float | None, rescue: bool) -> P
 def best_overall(rows: list[dict[str, Any]]) -> Point:
     """The best mean F1 over the whole grid (reported: what the simulator alone would pick)."""
     return point_of(max(rows, key=lambda r: (round(r["mean_f1"], 6), -r["coast_frames"], -r["grace_frames"],
-                                             -r["rescue_suppressed"], r["nms_iou"])))  # fmt: skip
+                                             r["nms_iou"])))  # fmt: skip
 
 
 def markdown(res: dict[str, Any]) -> str:
     chosen = tuple(res["chosen"])
-    c = dict(zip(("coast_frames", "grace_frames", "rescue_suppressed", "nms_iou"), chosen, strict=True))
+    c = dict(zip(("coast_frames", "grace_frames", "nms_iou"), chosen, strict=True))
     out = [
         "# The pipeline on simulated raw detections: coasting through misses, pair state through gaps\n",
         f"`{res['command']}` — model `{res['model']}`, {res['frames']} frames per scene, presets "
@@ -220,39 +211,38 @@ def markdown(res: dict[str, Any]) -> str:
         f"IoU {REALISTIC['detector_nms']}); ids removed (the built-in tracker assigns them); a linked pair-frame "
         "is correct when both boxes match (IoU >= 0.5) two people of the same social unit; recall over all "
         "true together pair-frames. Chosen on the validation seeds "
-        f"{res['choose_seeds']} by the mean F1 over presets and detectors, with the code's suppression and "
-        f"rescue (nms_iou {c['nms_iou']}, rescue {bool(c['rescue_suppressed'])}; why: the module docstring): "
+        f"{res['choose_seeds']} by the mean F1 over presets and detectors, with the code's suppression "
+        f"(nms_iou {c['nms_iou']}; why: the module docstring): "
         f"**coast_frames = {c['coast_frames']}, grace_frames = {c['grace_frames']}**; the held-out seeds "
-        f"{res['test_seeds']} chose nothing. The simulator alone would pick (coast, grace, rescue, nms_iou) = "
+        f"{res['test_seeds']} chose nothing. The simulator alone would pick (coast, grace, nms_iou) = "
         f"{tuple(res['simulator_alone_picks'])}. In code: {res['default_in_code']}.\n",
     ]
     for split, seeds in (("validation", res["choose_seeds"]), ("held_out", res["test_seeds"])):
         out.append(f"\n## {split.replace('_', '-')} seeds {seeds}\n")
         dets = res["detectors"]
-        out.append("| coast | grace | rescue | nms_iou | mean F1 | " + " | ".join(f"{d} mean F1" for d in dets)
+        out.append("| coast | grace | nms_iou | mean F1 | " + " | ".join(f"{d} mean F1" for d in dets)
                    + " | coasted boxes on a person |")  # fmt: skip
-        out.append("|---:|---:|---:|---:|---:|" + "---:|" * len(dets) + "---:|")
+        out.append("|---:|---:|---:|---:|" + "---:|" * len(dets) + "---:|")
         for row in res[split]:
             n = sum(row[d][p]["coasted"] for d in dets for p in PRESETS)
             on = sum(row[d][p]["coasted_on_a_person"] for d in dets for p in PRESETS)
             share = f"{on / n:.3f} of {n}" if n else "-"
             mark = " (chosen)" if point_of(row) == chosen else ""
             out.append(
-                f"| {row['coast_frames']}{mark} | {row['grace_frames']} | {'yes' if row['rescue_suppressed'] else 'no'} "
+                f"| {row['coast_frames']}{mark} | {row['grace_frames']} "
                 f"| {row['nms_iou']} | {row['mean_f1']:.3f} | " + " | ".join(f"{row[d]['mean_f1']:.3f}" for d in dets)
                 + f" | {share} |"
             )  # fmt: skip
         for d in dets:
             out.append(f"\n{d} detector, per preset (precision / recall / F1):\n")
-            out.append("| coast | grace | rescue | nms_iou | " + " | ".join(PRESETS) + " |")
-            out.append("|---:|---:|---:|---:|" + "---|" * len(PRESETS))
+            out.append("| coast | grace | nms_iou | " + " | ".join(PRESETS) + " |")
+            out.append("|---:|---:|---:|" + "---|" * len(PRESETS))
             for row in res[split]:
                 cells = " | ".join(
                     f"{row[d][p]['precision']:.3f} / {row[d][p]['recall']:.3f} / {row[d][p]['f1']:.3f}"
                     for p in PRESETS
                 )
-                out.append(f"| {row['coast_frames']} | {row['grace_frames']} | "
-                           f"{'yes' if row['rescue_suppressed'] else 'no'} | {row['nms_iou']} | {cells} |")  # fmt: skip
+                out.append(f"| {row['coast_frames']} | {row['grace_frames']} | {row['nms_iou']} | {cells} |")
     out.append(f"\nEnvironment: {res['environment']}\n")
     return "\n".join(out)
 
@@ -288,15 +278,12 @@ def check_inputs(args: argparse.Namespace) -> tuple[list[Point], list[int], list
         raise ValueError(f"--out {args.out}: cannot create the results folder ({exc.strerror})") from None
     coasts = _ints(args.coast_grid, "--coast-grid")
     graces = _ints(args.grace_grid, "--grace-grid")
-    rescues = _ints(args.rescue_grid, "--rescue-grid")
-    if not set(rescues) <= {0, 1}:
-        raise ValueError(f"--rescue-grid: expected 0 and / or 1, got {args.rescue_grid!r}")
     nms = _floats(args.nms_grid, "--nms-grid")
     detectors = tuple(d.strip() for d in args.detectors.split(",") if d.strip())
     if not detectors or not set(detectors) <= set(DETECTORS):
         raise ValueError(f"--detectors: expected some of {', '.join(DETECTORS)}, got {args.detectors!r}")
     args.detectors = detectors
-    grid = [(c, g, r, n) for c in coasts for g in graces for r in rescues for n in nms]
+    grid = [(c, g, n) for c in coasts for g in graces for n in nms]
     if BASELINE not in grid:
         grid.insert(0, BASELINE)  # what the runtime did before coasting and grace, for comparison
     for point in grid:
@@ -310,7 +297,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=300)
     ap.add_argument("--coast-grid", default="0,3,5,8", help="coast_frames values")
     ap.add_argument("--grace-grid", default="8", help="grace_frames values")
-    ap.add_argument("--rescue-grid", default="0,1", help="rescue_suppressed values (0 = off, 1 = on)")
     ap.add_argument("--nms-grid", default="0.35,0.5", help="nms_iou values (duplicate suppression)")
     ap.add_argument("--detectors", default=",".join(DETECTORS), help="simulated and / or realistic")
     ap.add_argument("--choose-seeds", default="2000-2003", help="validation seeds (choose the value)")
@@ -325,10 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     print("validation", flush=True)
     validation = table(args.model, choose_seeds, args.frames, grid, args.detectors)
     tracker = TrackerConfig()
-    chosen = choose(validation, tracker.nms_iou, tracker.rescue_suppressed)
+    chosen = choose(validation, tracker.nms_iou)
     sim_pick = best_overall(validation)
     best = next(r for r in validation if point_of(r) == chosen)
-    print(f"chosen coast_frames, grace_frames, rescue_suppressed, nms_iou {chosen} "
+    print(f"chosen coast_frames, grace_frames, nms_iou {chosen} "
           f"(validation mean F1 {best['mean_f1']:.3f})", flush=True)  # fmt: skip
     print("held-out", flush=True)
     held_out = table(args.model, test, args.frames, grid, args.detectors)
@@ -338,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "realistic_ranges": REALISTIC, "choose_seeds": args.choose_seeds, "test_seeds": args.test_seeds,
         "chosen": list(chosen), "simulator_alone_picks": list(sim_pick),
         "default_in_code": {"coast_frames": tracker.coast_frames, "grace_frames": SmoothingConfig().grace_frames,
-                            "rescue_suppressed": tracker.rescue_suppressed, "nms_iou": tracker.nms_iou},
+                            "nms_iou": tracker.nms_iou},
         "validation": validation, "held_out": held_out,
         "environment": f"Python {sys.version.split()[0]}, numpy {np.__version__}, OpenCV {cv2.__version__}",
     }  # fmt: skip

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core import limits
-from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.errors import ModelError
 
 #: RT-DETR's second input: the original image size (width, height), int64 ``[1, 2]``.
 SIZE_INPUT = "orig_target_sizes"

@@ -17,7 +17,12 @@ from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime._registry import availability, load_registered
 from pairedge.runtime.backends.registry import ALIASES
 from pairedge.runtime.detectors.base import Detector
-from pairedge.runtime.detectors.bundled import BUNDLED_DETECTORS, DEFAULT_DETECTOR, bundled_detector, is_bundled_name
+from pairedge.runtime.detectors.bundled import (
+    BUNDLED_DETECTORS,
+    DEFAULT_DETECTOR,
+    bundled_detector,
+    is_bundled_name,
+)
 from pairedge.runtime.detectors.postprocess import DetectorOptions
 
 #: name -> "module:Class". Read-only.

@@ -59,7 +59,7 @@ def test_bad_inputs_are_refused_in_one_line_before_any_work(tmp_path: Path, caps
     import pytest
     from bench_tracker import main
 
-    for args in (["--coast-grid", "x"], ["--coast-grid", "99"], ["--rescue-grid", "2"], ["--frames", "0"],
+    for args in (["--coast-grid", "x"], ["--coast-grid", "99"], ["--nms-grid", "2"], ["--frames", "0"],
                  ["--choose-seeds", "zz"], ["--model", str(tmp_path / "[bold]none")]):  # fmt: skip
         with pytest.raises(SystemExit) as exc:
             main([*args, "--out", str(tmp_path / "out")])

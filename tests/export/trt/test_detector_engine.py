@@ -50,12 +50,19 @@ def yolo(tmp_path: Path, image_shape=None) -> Path:
         return ultralytics_model(tmp_path / "yolo.onnx", rows)
     from detector_models import _graph_outputs, save
 
-    out = np.ascontiguousarray(rows.T[None].astype(np.float32))
+    from detector_models import pad_to_grid
+
+    out = np.ascontiguousarray(pad_to_grid(rows, (320, 320)).T[None])  # no metadata: one candidate per grid cell
     return save(_graph_outputs({"output0": out}, (320, 320), image_shape=image_shape), tmp_path / "yolo.onnx")
 
 
+def _stretched(xyxy: np.ndarray) -> np.ndarray:
+    """Frame pixels -> the 320 x 320 input of RT-DETR's plain resize."""
+    return xyxy * np.array([0.5, 320 / 480, 0.5, 320 / 480], np.float32)
+
+
 def rtdetr(tmp_path: Path, size_input: bool = True) -> Path:
-    boxes = _net(BOXES, 40) if size_input else _net(BOXES, 40) / 320
+    boxes = _stretched(BOXES) if size_input else _stretched(BOXES) / 320
     return detr_model(tmp_path / "rtdetr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
                       np.array([0, 0, 0, 2, 0]), size_input=size_input)  # fmt: skip
 

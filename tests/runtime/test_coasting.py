@@ -25,8 +25,8 @@ def test_tracker_coasts_matched_tracks_only_within_the_gap() -> None:
     tracker.step(np.array([_box(400)]), 0.3)  # track 1 missed
     ids, boxes = tracker.coasting(0.3)
     assert ids.tolist() == [1]
-    # velocity smoothed 0.5 per update from 0: 50, then 75 px / s; 20 + 75 * 0.1 = 27.5
-    np.testing.assert_allclose(boxes[0], _box(27.5), atol=1e-9)
+    # the Kalman filter has learnt part of the 100 px / s after three boxes: ahead of x 20, short of 30
+    assert 21 < boxes[0, 0] < 30 and np.allclose(boxes[0, 1:], _box(0)[1:], atol=1.0)
     tracker.step(np.array([_box(400)]), 0.4)
     assert tracker.coasting(0.4)[0].tolist() == [1]
     tracker.step(np.array([_box(400)]), 0.5)  # third missed frame > coast_frames: kept alive, not coasted
@@ -89,8 +89,8 @@ def test_pipeline_keeps_a_missed_person_and_marks_them(tmp_path: Path) -> None:
             if k in (4, 5):
                 assert r.track_ids.tolist() == [1, 2]  # person 3 walked out: not coasted
                 assert r.coasted_mask.tolist() == [False, True]
-                # the prediction lags a little (velocity smoothed from 0 at birth)
-                np.testing.assert_allclose(r.boxes[1], _box(300 + 10 * k), atol=3.0)
+                # the prediction lags a little (the velocity is learnt from 0 at birth)
+                np.testing.assert_allclose(r.boxes[1], _box(300 + 10 * k), atol=10.0)
                 assert len(r.pairs) == 1 and r.pairs.tolist() == [[1, 2]]
                 assert len(base.track_ids) == 1 and not base.coasted_mask.any()
                 tracks = json.loads(json.dumps(r.to_json_dict()))["tracks"]
@@ -100,7 +100,7 @@ def test_pipeline_keeps_a_missed_person_and_marks_them(tmp_path: Path) -> None:
 
 
 def test_coasted_people_respect_max_people_and_get_unknown_orientation(tmp_path: Path) -> None:
-    tracker = TrackerConfig(coast_frames=3, coast_min_hits=1)
+    tracker = TrackerConfig(coast_frames=3, coast_min_hits=1, confirm_hits=1)  # a new person counts at once
     with _pipe(tmp_path, tracker_config=tracker, max_people=2) as pipe:
         two = np.array([_box(20), _box(300)])
         orient = np.array([0.5, 1.0], np.float32)
@@ -117,32 +117,31 @@ def test_coasted_people_respect_max_people_and_get_unknown_orientation(tmp_path:
 def test_coasted_box_is_clipped_to_the_image(tmp_path: Path) -> None:
     tracker = TrackerConfig(coast_frames=2, coast_min_hits=2)
     with _pipe(tmp_path, tracker_config=tracker) as pipe:
-        for k in range(3):  # walking right at 100 px / s, right edge at 600 px of a 640 px image
-            boxes = np.array([_box(20), _box(560 + 10 * k)])
+        for k in range(6):  # walking right at 100 px / s, right edge at 590 px of a 640 px image
+            boxes = np.array([_box(20), _box(500 + 10 * k)])
             pipe.step(None, Detections.from_arrays(boxes), k / 10, image_size=(640, 480))
-        r = pipe.step(None, Detections.from_arrays(np.array([_box(20)])), 0.3, image_size=(640, 480))
+        r = pipe.step(None, Detections.from_arrays(np.array([_box(20)])), 0.6, image_size=(640, 480))
         assert r.coasted_mask.tolist() == [False, True]
-        # velocity 50 then 75 px / s from x 580 at 0.2 s: predicted x 587.5 .. 627.5, inside
-        np.testing.assert_allclose(r.boxes[1], _box(587.5), atol=1e-3)
-        r = pipe.step(None, Detections.from_arrays(np.array([_box(20)])), 0.5, image_size=(640, 480))
-        # 0.3 s after the last match: x 602.5 .. 642.5, cut at 640
-        np.testing.assert_allclose(r.boxes[1], [602.5, 50.0, 37.5, 100.0], atol=1e-3)
+        x = r.boxes[1, 0]
+        assert 550 < x < 560 and r.boxes[1, 2] == pytest.approx(40, abs=1)  # predicted on, still inside
+        r = pipe.step(None, Detections.from_arrays(np.array([_box(20)])), 1.2, image_size=(640, 480))
+        # 0.6 s later, further right: the box is cut at the image's right edge (640)
+        assert r.boxes[1, 0] > x + 40 and r.boxes[1, 0] + r.boxes[1, 2] == pytest.approx(640, abs=1e-3)
+        assert r.boxes[1, 2] < 40
 
 
-def test_rescue_keeps_two_overlapping_people_and_still_drops_a_duplicate() -> None:
-    plain, rescue = (
-        IoUTracker(TrackerConfig(rescue_suppressed=False)),
-        IoUTracker(TrackerConfig(rescue_suppressed=True)),
-    )
+def test_overlapping_people_stay_without_suppression_and_a_duplicate_goes_with_it() -> None:
+    """A pairedge detector already suppressed duplicates (``nms_iou`` None keeps two overlapping people); a
+    raw detection file keeps the default 0.35, which drops a detector's second box on one person."""
+    both, raw = IoUTracker(TrackerConfig(nms_iou=None)), IoUTracker(TrackerConfig())
     for k in range(2):  # two people 30 px apart walk towards each other (IoU 0.14, 0.33)
         two = np.array([_box(100 + 5 * k), _box(130 - 5 * k)])
-        assert plain.step(two, k / 10).tolist() == rescue.step(two, k / 10).tolist() == [1, 2]
-    overlap = np.array([_box(110), _box(120)])  # IoU 0.6 > nms_iou 0.35: suppression keeps one box
+        assert both.step(two, k / 10).tolist() == raw.step(two, k / 10).tolist() == [1, 2]
+    overlap = np.array([_box(110), _box(120)])  # IoU 0.6 > nms_iou 0.35
     scores = np.array([0.9, 0.8])
-    assert plain.step(overlap, 0.2, scores).tolist() == [1, -1]
-    assert rescue.step(overlap, 0.2, scores).tolist() == [1, 2]  # track 2 takes the suppressed box
-    # one person and a detector's duplicate of them: no second track, the duplicate stays out
-    solo = IoUTracker(TrackerConfig(rescue_suppressed=True))
+    assert both.step(overlap, 0.2, scores).tolist() == [1, 2]
+    assert raw.step(overlap, 0.2, scores).tolist() == [1, -1]
+    solo = IoUTracker(TrackerConfig())
     solo.step(np.array([_box(0)]), 0.0)
-    assert solo.step(np.array([_box(0), _box(2)]), 0.1, np.array([0.9, 0.5])).tolist() == [1, -1]
+    assert solo.step(np.array([_box(0), _box(2)]), 0.1, np.array([0.9, 0.85])).tolist() == [1, -1]
     assert solo.num_tracks == 1
