@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from pairedge.runtime.detectors.guard import DetectorGuard, FrameCheck, GuardOpt
 from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
+from pairedge.runtime.prefetch import cores, prefetched
 from pairedge.runtime.run_stats import RunStats, RunSummary
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.tracker_backends import tracker_phrase
@@ -124,6 +126,9 @@ class RunOptions:
         detector_layout: an ``.onnx`` detector's output layout, overriding the one told apart from its graph
             (:data:`~pairedge.runtime.detectors.layouts.LAYOUTS`); None: tell it apart.
         guard: how the detector's first frames are judged (:class:`~pairedge.runtime.detectors.guard.GuardOptions`).
+        overlap: run the detector of the next frame on a second thread while the pipeline steps (a video or
+            image folder with a detector; :mod:`pairedge.runtime.prefetch`); None: when two or more cores are
+            there.
         pair_radius: ``PipelineConfig.pair_radius`` (pairs farther apart than this many mean box heights are
             skipped); None = every pair.
         dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the ones
@@ -147,6 +152,11 @@ class RunOptions:
     detector_backend: str = "onnxruntime"
     detector_layout: str | None = None
     guard: GuardOptions = field(default_factory=GuardOptions)
+    overlap: bool | None = None
+
+    def overlaps(self) -> bool:
+        """Whether a detector stream runs one frame ahead on a second thread (:attr:`overlap`)."""
+        return self.overlap if self.overlap is not None else cores() >= 2
     dla_core: int | None = None
     pair_radius: float | None = None
 
@@ -269,6 +279,14 @@ class DetectorTimer:
         self.last_check = self.detector.last_check
         return found
 
+    def record(self) -> dict[str, Any]:
+        """The detector's figures for ``summary.json``: what ran, its layout, frames, boxes, ms per frame."""
+        layout = getattr(self.detector, "layout", None)
+        return {"detector": self.detector.describe(), "layout": layout.kind if layout is not None else None,
+                "frames": self.frames, "boxes": self.boxes,
+                "ms_per_frame": 1000 * self.seconds / self.frames if self.frames else None,
+                "nonfinite_candidates": self.guard.nonfinite}  # fmt: skip
+
     def guarded(self, items: Iterable[StreamItem]) -> Iterator[StreamItem]:
         """``items`` (whose production runs this timer) with the first frames judged before they go on."""
         return guarded(items, self.guard, lambda: self.last_check, _item_bytes)
@@ -366,19 +384,26 @@ def run_files(
                 files["video"] = str(writer.path)
             written = ["results.jsonl", "summary.json", *([writer.path.name] if writer is not None else [])]
             stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
+            overlap = timer is not None and options.overlaps()
             try:
                 with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:
-                    items = (file_items(source, dets, options.max_frames) if dets is not None
-                             else detector_items(source, timer, options.max_frames))  # fmt: skip
-                    stats = run_stream(pipe, items, jsonl=jsonl, video=writer, on_result=on_frame)
+                    if dets is not None:
+                        items: Iterator[StreamItem] = file_items(source, dets, options.max_frames)
+                    else:
+                        items = detector_items(source, timer, options.max_frames)  # type: ignore[arg-type]
+                    with closing(prefetched(items) if overlap else items) as stream:
+                        stats = run_stream(pipe, stream, jsonl=jsonl, video=writer, on_result=on_frame)
             finally:
                 if writer is not None:
                     writer.close()
             files["summary"] = str(folder / "summary.json")
+            notes = _notes(source, dets, timer, stats.frames, options.tracker_backend)
+            if overlap:
+                notes.append("the detector of the next frame ran on a second thread while the pipeline stepped")
             summary = stats.summary(
-                notes=_notes(source, dets, timer, stats.frames, options.tracker_backend) + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
-                error=source.error, files=files, pipeline=pipe.describe(),
-            )  # fmt: skip
+                notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale), error=source.error,
+                files=files, pipeline=pipe.describe(), detector=timer.record() if timer is not None else None,
+            )
     finally:
         source.close()
         if timer is not None:

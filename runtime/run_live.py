@@ -114,7 +114,8 @@ def run_live(
                 files["summary"] = str(folder / "summary.json")
                 notes = live_notes(source, ended_by, options.max_frames, stats.frames) + timer.notes()
                 summary = stats.summary(notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
-                                        files=files, pipeline=pipe.describe(), live=source.stats.to_dict())  # fmt: skip
+                                        files=files, pipeline=pipe.describe(), detector=timer.record(),
+                                        live=source.stats.to_dict())  # fmt: skip
     finally:
         timer.detector.deactivate()
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")

@@ -43,6 +43,8 @@ class RunSummary:
             model means the flow never ran (``pipeline["flow_problem"]`` says why; a note says so too).
         operating_point_switches: where an automatic operating point changed: ``{"frame",
             "operating_point", "p_interact", "confirm_s"}`` (the thresholds from that frame on).
+        detector: without a detection file, the detector's figures (``DetectorTimer.record``: what ran, its
+            layout, frames, boxes, ms per frame, non-finite candidates); None otherwise.
         live: a live source's counts (:meth:`pairedge.runtime.live.LiveStats.to_dict`: frames captured,
             delivered, dropped, refused, outages, reconnects, reconnect_attempts, ended); None otherwise.
     """
@@ -66,6 +68,7 @@ class RunSummary:
     frames_scored: int = 0
     flow_frames: int | None = None
     operating_point_switches: tuple[dict[str, Any], ...] = ()
+    detector: dict[str, Any] | None = None
     live: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -136,6 +139,7 @@ class RunStats:
         error: str | None = None,
         files: dict[str, str] | None = None,
         pipeline: dict[str, Any] | None = None,
+        detector: dict[str, Any] | None = None,
         live: dict[str, Any] | None = None,
     ) -> RunSummary:
         """The summary of everything added so far (``pipeline``: :meth:`Pipeline.describe` at the end, which
@@ -180,6 +184,7 @@ class RunStats:
             frames_scored=self._scored,
             flow_frames=pipeline.get("flow_frames"),
             operating_point_switches=tuple(pipeline.get("operating_point_switches") or ()),
+            detector=dict(detector) if detector is not None else None,
             live=dict(live) if live is not None else None,
         )
 

@@ -367,10 +367,28 @@ def probe() -> Probe:
         *_cuda_checks(),
         _nvcc_check(),
         _flow_backends_check(),
+        _detector_check(),
         _feature_kernels_check(),
         *jetson_checks(),
     ]
     return Probe(tuple(checks))
+
+
+def _detector_check() -> Check:
+    """The bundled person detector (the default of ``pairedge run`` without detections): what it is, where it
+    comes from, its licence, whether its files match their manifest; and whether HOG runs here."""
+    from pairedge.core.errors import ModelError
+    from pairedge.runtime.detectors.bundled import bundled_detector
+    from pairedge.runtime.detectors.hog import HogDetector
+
+    hog = "HOG available (--detector hog)" if HogDetector.unavailable_reason() is None else "no HOG in this OpenCV"
+    try:
+        b = bundled_detector()
+        b.path("fp32"), b.path("fp16")
+    except ModelError as exc:
+        return Check("detector", False, f"bundled detector unusable: {exc}; {hog}")
+    return Check("detector", True, f"{b.name}: {b.title}, {b.source}; licence {b.licence} (LICENSE and PROVENANCE.md "
+                 f"in {b.folder}); files verified (fp32, fp16); the default without --detections; {hog}")  # fmt: skip
 
 
 def _feature_kernels_check() -> Check:

@@ -65,11 +65,14 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     from pairedge.runtime.config import PipelineConfig
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.run import RunOptions, open_run_detector
+    from pairedge.runtime.tracker import TrackerConfig
 
     deployment = Deployment(config.model or None, precision=config.precision, backend=config.backend,
                             flow=config.flow)  # fmt: skip
+    # a pairedge detector has suppressed its duplicates: the tracker keeps overlapping people (RunOptions does so)
+    tracker = TrackerConfig(nms_iou=None) if config.uses_detector else TrackerConfig()
     pipe = deployment.load(PipelineConfig(tracker=config.tracker_mode, tracker_backend=config.tracker,
-                                          max_people=config.max_people))  # fmt: skip
+                                          tracker_config=tracker, max_people=config.max_people))  # fmt: skip
     if not config.uses_detector:
         return pipe, None, deployment.describe()
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pairedge.core.errors import InputError
+from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
 
 #: QoS profiles of the input subscriptions: "sensor_data" (best effort, keep last ``qos_depth``: what
@@ -57,8 +58,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("backend", "auto", "classifier backend: auto, onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, "
               "tensorrt (or an alias such as ort-cpu, ort-cuda, trt)"),
     Parameter("flow", "auto", "optical flow backend: auto (the model's), dis, farneback, reference, cuda, none"),
-    Parameter("detector", "", "empty = boxes come from detections_topic; 'hog' (OpenCV's people detector) or an "
-              ".onnx detector path = run that detector on each image and subscribe to the image only"),
+    Parameter("detector", DEFAULT_DETECTOR, f"the person detector run on each image (the node then subscribes to "
+              f"the image only): '{DEFAULT_DETECTOR}' (the bundled CNN, the default), 'hog' (OpenCV's people detector), "
+              "an .onnx or .engine detector path; empty = boxes come from detections_topic"),
     Parameter("detector_backend", "onnxruntime", "ONNX Runtime provider of an .onnx detector: onnxruntime, "
               "onnxruntime-cuda or onnxruntime-tensorrt"),
     Parameter("tracker", DEFAULT_TRACKER, f"tracker backend that gives ids: {', '.join(TRACKER_NAMES)} "
@@ -99,7 +101,7 @@ class NodeConfig:
     precision: str = "fp32"
     backend: str = "auto"
     flow: str = "auto"
-    detector: str = ""
+    detector: str = DEFAULT_DETECTOR
     detector_backend: str = "onnxruntime"
     tracker: str = DEFAULT_TRACKER
     tracker_mode: str = "auto"

@@ -62,6 +62,8 @@ def read_tracks(path: str | Path, *, truth: bool) -> dict[int, FrameBoxes]:
             f"line {int(table.line[bad[0]])}",
         )  # fmt: skip
     frame, ids, boxes = table.frame[keep], table.track_id[keep], table.boxes[keep].astype(np.float64)
+    if len(frame) == 0:
+        return {}
     order = np.argsort(frame, kind="stable")
     frames, starts = np.unique(frame[order], return_index=True)
     out: dict[int, FrameBoxes] = {}

@@ -22,7 +22,7 @@ from pairedge.core.errors import InputError  # noqa: E402
 from pairedge.runtime import Deployment  # noqa: E402
 
 #: Fast settings for tests: the bundled model without optical flow.
-FAST = {"flow": "none", "backend": "ort-cpu"}
+FAST = {"flow": "none", "backend": "ort-cpu", "detector": ""}  # boxes from the detections topic
 SECOND = 1_000_000_000
 START = 10 * SECOND
 

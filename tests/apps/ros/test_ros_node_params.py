@@ -18,7 +18,7 @@ def test_config_fields_are_the_table() -> None:
     assert len({p.name for p in PARAMETERS}) == len(PARAMETERS)
     assert all(p.description and "\n" not in p.description for p in PARAMETERS)
     default = NodeConfig()
-    assert default.class_set() is None and not default.uses_detector
+    assert default.class_set() is None and default.uses_detector  # the bundled detector by default
 
 
 def test_values_are_checked() -> None:

@@ -1,0 +1,268 @@
+"""From a camera with a real detector to interactions: PETS 2009 S2.L1 end to end, per detector and tracker.
+
+For each box source (``bundled``: the bundled YOLOX-Nano, no detection file; ``hog``: OpenCV's HOG,
+``--detector hog``; ``det``: PETS's ACF detections ``mot15/det/det.txt``; ``gt``: the ground-truth tracks
+``mot15/gt/gt.txt``, ids given) and tracker (``iou``: built in; ``bytetrack`` / ``botsort``: Roboflow's
+``trackers``, its defaults), this runs exactly what ``pairedge run vtest.avi ...`` runs
+(:func:`pairedge.runtime.run.run_files`, the bundled classifier model) and measures:
+
+* the detector alone: decode + detect every frame on one thread, ms per frame and frames per second;
+* the whole pipeline, end to end (decode, detect, track, flow, features, classifiers, results written), frames
+  per second on one thread (``overlap`` off) and on two (the detector of the next frame on a second thread,
+  :mod:`pairedge.runtime.prefetch`); ``--threads 1,2``; OpenCV on one thread, ONNX Runtime one intra-op
+  thread, so "two" means the two threads of the overlap and nothing more;
+* tracking against ``gt.txt``: MOTA, IDF1, HOTA, ID switches (:func:`pairedge.core.metrics.tracking.tracking_metrics`,
+  every reported person, coasted ones included; cross-checked with py-motmetrics where installed);
+* pairs against the pairs of the ``gt.txt`` run (the same pipeline on the true tracks): pair precision,
+  recall, F1 and the share of correct links whose label (walking / standing together) matches, with the
+  detector's people matched to the true ones first (``pairedge score -p pairwise --pred results.jsonl --gold
+  <gt run>/results.jsonl --match-boxes gt.txt --tau 0``, the same code in process); and, for reference,
+  against the ground-plane "together" truth of ``bench_real_video.py``.
+
+Every figure is given for the first half of the video (frames 0-397: the built-in tracker's settings were
+chosen on it, with simulator validation scenes), the second half (398-794: held out) and the whole. Writes
+``benchmarks/results/bench_camera.json`` / ``.md``::
+
+    python benchmarks/bench_camera.py [/path/to/pets09_s2l1] [--sources bundled,hog,det,gt]
+        [--trackers iou,bytetrack,botsort] [--threads 1,2] [--frames N] [--out DIR] [--work DIR]
+
+About 1 minute a run with the bundled detector, 3 with HOG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from _train_bench import write
+from bench_real_video import Together, ground_positions, ground_speeds, together_matrix
+from bench_tracking import motmetrics_agrees, read_results, tracks_to_mot, write_gold
+from pairedge.core.metrics import pairwise
+from pairedge.core.metrics.tracking import tracking_metrics
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"
+SOURCES = ("bundled", "hog", "det", "gt")
+#: (name, first frame, last frame + 1) of the reported splits; None: to the end.
+SPLITS = (("first half (chosen on)", 0, 398), ("second half (held out)", 398, None), ("whole video", 0, None))
+
+
+def detector_alone(video: Path, spec: str, frames: int | None) -> dict[str, float]:
+    """Decode and detect every frame on one thread: ms per frame of the detector, frames per second of both."""
+    from pairedge.runtime.detectors import open_detector
+
+    cap = cv2.VideoCapture(str(video))
+    times, start, n = [], time.perf_counter(), 0
+    with open_detector(spec) as det:
+        while frames is None or n < frames:
+            ok, image = cap.read()
+            if not ok:
+                break
+            t0 = time.perf_counter()
+            det.detect(image)
+            times.append(time.perf_counter() - t0)
+            n += 1
+    cap.release()
+    wall = time.perf_counter() - start
+    return {"frames": n, "detector_ms_mean": 1000 * float(np.mean(times)), "detector_ms_p50": 1000 * float(np.median(times)),
+            "fps_decode_and_detect": n / wall}  # fmt: skip
+
+
+def run(video: Path, detections: Path | None, detector: str, tracker: str, overlap: bool, out: Path,
+        frames: int | None) -> dict[str, Any]:  # fmt: skip
+    """One ``pairedge run`` in process; its summary figures."""
+    from pairedge.runtime.run import RunOptions, run_files
+
+    options = RunOptions(detector=detector, tracker_backend=tracker, overlap=overlap, video=False, max_frames=frames)
+    start = time.perf_counter()
+    summary = run_files(video, detections, out, options)
+    wall = time.perf_counter() - start
+    return {"frames": summary.frames, "fps_end_to_end": summary.frames / wall, "pipeline_fps": summary.fps,
+            "step_ms_p50": summary.latency_ms["total"]["p50"], "detector": summary.detector, "wall_s": wall}  # fmt: skip
+
+
+def subset_jsonl(path: Path, lo: int, hi: int | None, dest: Path) -> Path:
+    """The header and the frame records of ``path`` with ``lo <= frame < hi``."""
+    with path.open() as src, dest.open("w") as dst:
+        for line in src:
+            obj = json.loads(line)
+            if "frame" not in obj or (obj["frame"] >= lo and (hi is None or obj["frame"] < hi)):
+                dst.write(line)
+    return dest
+
+
+def subset_mot(path: Path, lo: int, hi: int | None, dest: Path) -> Path:
+    """The rows of a MOT file (1-based frames) of video frames ``lo <= frame - 1 < hi``."""
+    rows = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    keep = [ln for ln in rows if lo <= int(float(ln.split(",")[0])) - 1 and (hi is None or int(float(ln.split(",")[0])) - 1 < hi)]
+    dest.write_text("\n".join(keep) + "\n")
+    return dest
+
+
+def scores(work: Path, results: Path, gt_run: Path, gt: Path, together: Path) -> dict[str, Any]:
+    """Tracking and pair figures of one run, per split (cut at the frames the run processed)."""
+    records = read_results(results)
+    mot = work / "tracks.txt"
+    tracks_to_mot(records, mot, coasted=True)
+    processed = max(r["frame"] for r in records) + 1
+    out: dict[str, Any] = {}
+    for name, lo, end in SPLITS:
+        hi = processed if end is None else min(end, processed)
+        if hi <= lo:
+            continue
+        tag = f"{lo}-{hi}"
+        m = tracking_metrics(subset_mot(mot, lo, hi, work / f"tracks_{tag}.txt"), subset_mot(gt, lo, hi, work / f"gt_{tag}.txt"))
+        pred = subset_jsonl(results, lo, hi, work / f"pred_{tag}.jsonl")
+        gold = subset_jsonl(gt_run, lo, hi, work / f"gold_{tag}.jsonl")
+        vs_gt_run = pairwise.score_files(pred, gold, tau=0.0, match_boxes=gt)
+        ground = pairwise.score_files(pred, subset_jsonl(together, lo, hi, work / f"together_{tag}.jsonl"), tau=0.0,
+                                      match_boxes=gt)  # fmt: skip
+        out[name] = {
+            "tracking": {k: m[k] for k in ("mota", "idf1", "hota", "deta", "assa", "id_switches", "false_positives",
+                                           "misses", "pred_tracks", "gt_tracks")},
+            "pairs_vs_gt_run": {k: vs_gt_run.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy_scored")},
+            "pairs_vs_ground_plane": {k: ground.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1")},
+        }  # fmt: skip
+    whole = subset_mot(gt, 0, processed, work / "gt_processed.txt")
+    out["motmetrics_agrees"] = motmetrics_agrees(mot, whole, tracking_metrics(mot, whole))
+    return out
+
+
+def plan(sources: str, trackers: str, threads: str) -> list[tuple[str, str, bool]]:
+    """(source, tracker, overlap) runs: every tracker on the bundled detector, the built-in one on the others,
+    each thread count on the bundled detector with the built-in tracker (the others on one thread)."""
+    names = [s.strip() for s in sources.split(",") if s.strip()]
+    bad = [n for n in names if n not in SOURCES]
+    if bad:
+        raise SystemExit(f"error: unknown source(s) {bad}; expected some of {', '.join(SOURCES)}")
+    counts = sorted({int(t) for t in threads.split(",") if t.strip()})
+    if not counts or not set(counts) <= {1, 2}:
+        raise SystemExit(f"error: --threads: expected 1 and / or 2, got {threads!r}")
+    out = []
+    for name in names:
+        for tracker in ([t.strip() for t in trackers.split(",") if t.strip()] if name == "bundled" else ["iou"]):
+            for n in counts if (name, tracker) == ("bundled", "iou") else [counts[-1]]:
+                out.append((name, tracker, n == 2))
+    return out
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+
+
+def markdown(res: dict[str, Any]) -> str:
+    alone = res["detector_alone"]
+    lines = [
+        "# From a camera to interactions on PETS 2009 S2.L1: detector, tracker, pipeline", "",
+        f"`{res['command']}`. Every run is `pairedge run vtest.avi` in process (`run_files`, the bundled model); "
+        "pairs are scored against the pairs of the `gt.txt` run (the same pipeline on the true tracks; the "
+        "detector's people matched to the true ones by IoU >= 0.5) and against the ground-plane together truth "
+        "of `bench_real_video.py`. Tracking against `gt.txt` (every reported person, coasted ones included). The "
+        "built-in tracker's settings were chosen on the first half (frames 0-397) and simulator validation "
+        "scenes; the second half is held out.", "",
+        "## Detector alone (decode + detect, one thread)", "",
+        "| detector | frames | detector ms mean | p50 | decode + detect fps |", "|---|---:|---:|---:|---:|",
+    ]
+    for name, a in alone.items():
+        lines.append(f"| {name} | {a['frames']} | {a['detector_ms_mean']:.1f} | {a['detector_ms_p50']:.1f} | "
+                     f"{a['fps_decode_and_detect']:.1f} |")  # fmt: skip
+    lines += ["", "## End to end", "",
+              "| source | tracker | threads | fps end to end | vs detector alone | step ms p50 |",
+              "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    for r in res["runs"]:
+        base = alone.get(r["source"], {}).get("fps_decode_and_detect")
+        ratio = f"{r['fps_end_to_end'] / base:.2f}x" if base else "-"
+        lines.append(f"| {r['source']} | {r['tracker']} | {2 if r['overlap'] else 1} | {r['fps_end_to_end']:.1f} | "
+                     f"{ratio} | {r['step_ms_p50']:.2f} |")  # fmt: skip
+    for split in [s[0] for s in SPLITS]:
+        lines += ["", f"## {split}", "",
+                  "| source | tracker | IDF1 | ID switches | MOTA | HOTA | pair P / R / F1 vs gt.txt run | labels right "
+                  "| pair P / R / F1 vs ground plane |", "|---|---|---:|---:|---:|---:|---|---:|---|"]  # fmt: skip
+        seen = set()
+        for r in res["runs"]:
+            key = (r["source"], r["tracker"])
+            if key in seen:
+                continue
+            seen.add(key)
+            s = r["scores"].get(split)
+            if s is None:
+                continue
+            t, p, g = s["tracking"], s["pairs_vs_gt_run"], s["pairs_vs_ground_plane"]
+            lines.append(
+                f"| {r['source']} | {r['tracker']} | {fmt(t['idf1'])} | {t['id_switches']} | {fmt(t['mota'])} | "
+                f"{fmt(t['hota'])} | {fmt(p['pair_precision'])} / {fmt(p['pair_recall'])} / {fmt(p['pair_f1'])} | "
+                f"{fmt(p['accuracy_scored'])} | {fmt(g['pair_precision'])} / {fmt(g['pair_recall'])} / {fmt(g['pair_f1'])} |"
+            )
+    lines += ["", f"py-motmetrics agrees on every run: {res['motmetrics_agrees']}.", "",
+              f"Environment: {res['environment']}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
+    ap.add_argument("--sources", default=",".join(SOURCES), help="bundled, hog, det, gt (comma-separated)")
+    ap.add_argument("--trackers", default="iou,bytetrack,botsort", help="trackers on the bundled detector")
+    ap.add_argument("--threads", default="1,2", help="thread counts of the bundled detector with the built-in tracker")
+    ap.add_argument("--frames", type=int, default=None, help="only the first N frames (a quick run)")
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
+    args = ap.parse_args(argv)
+    if not (args.data / "vtest.avi").is_file():
+        raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
+    if args.frames is not None and args.frames < 2:
+        raise SystemExit(f"error: --frames: expected at least 2, got {args.frames}")
+    runs = plan(args.sources, args.trackers, args.threads)
+    cv2.setNumThreads(1)
+    video, gt, det = args.data / "vtest.avi", args.data / "mot15" / "gt" / "gt.txt", args.data / "mot15" / "det" / "det.txt"
+    from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
+
+    detector_of = {"bundled": DEFAULT_DETECTOR, "hog": "hog"}
+    files: dict[str, Path | None] = {"bundled": None, "hog": None, "det": det, "gt": gt}
+    command = " ".join(["python benchmarks/bench_camera.py", *(sys.argv[1:] if argv is None else argv)])
+    res: dict[str, Any] = {"command": command, "detector_alone": {}, "runs": [],
+                           "environment": f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, "
+                                          f"numpy {np.__version__}, OpenCV {cv2.__version__}"}  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in dict.fromkeys(n for n, _, _ in runs):
+            if name in detector_of:
+                res["detector_alone"][name] = detector_alone(video, detector_of[name], args.frames)
+                print(f"{name} alone: {res['detector_alone'][name]}", flush=True)
+        gt_out = work / "gt-run"
+        run(video, gt, DEFAULT_DETECTOR, "iou", False, gt_out, args.frames)
+        together = work / "together.jsonl"
+        rule = Together()
+        pos, _ = ground_positions(gt)
+        header = json.loads((gt_out / "results.jsonl").open().readline())
+        write_gold(together, together_matrix(pos, 10.0, rule), ground_speeds(pos, 10.0, rule.window), header["labels"],
+                   795 if args.frames is None else args.frames, rule)  # fmt: skip
+        for name, tracker, overlap in runs:
+            out = work / f"{name}-{tracker}-{2 if overlap else 1}"
+            r = run(video, files[name], detector_of.get(name, DEFAULT_DETECTOR), tracker, overlap, out, args.frames)
+            r.update(source=name, tracker=tracker, overlap=overlap)
+            r["scores"] = scores(out, out / "results.jsonl", gt_out / "results.jsonl", gt, together)
+            res["runs"].append(r)
+            whole = r["scores"]["whole video"]  # noqa: F841 - printed below
+            print(f"{name}/{tracker}/{2 if overlap else 1} thread(s): {r['fps_end_to_end']:.1f} fps; IDF1 "
+                  f"{whole['tracking']['idf1']:.3f} switches {whole['tracking']['id_switches']} MOTA "
+                  f"{whole['tracking']['mota']:.3f}; pairs vs gt run P {whole['pairs_vs_gt_run']['pair_precision']:.3f} "
+                  f"R {whole['pairs_vs_gt_run']['pair_recall']:.3f}", flush=True)  # fmt: skip
+    res["motmetrics_agrees"] = all(r["scores"]["motmetrics_agrees"] is not False for r in res["runs"])
+    text = markdown(res)
+    write("bench_camera", res, text, args.out)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
