@@ -42,9 +42,11 @@ from typing import Any
 
 import cv2
 import numpy as np
+from _matching import match_to_truth
 from _train_bench import write
 from bench_real_video import Together, ground_positions, ground_speeds, together_matrix
 from bench_tracking import motmetrics_agrees, read_results, tracks_to_mot, write_gold
+from pairedge.core.io.mot import read_mot
 from pairedge.core.metrics import pairwise
 from pairedge.core.metrics.tracking import tracking_metrics
 
@@ -130,9 +132,65 @@ def scores(work: Path, results: Path, gt_run: Path, gt: Path, together: Path) ->
                                            "misses", "pred_tracks", "gt_tracks")},
             "pairs_vs_gt_run": {k: vs_gt_run.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy_scored")},
             "pairs_vs_ground_plane": {k: ground.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1")},
+            "links": link_breakdown(results, gt_run, gt, lo, hi),
         }  # fmt: skip
     whole = subset_mot(gt, 0, processed, work / "gt_processed.txt")
     out["motmetrics_agrees"] = motmetrics_agrees(mot, whole, tracking_metrics(mot, whole))
+    return out
+
+
+#: A predicted link within this many frames of the gt.txt run's link of the same two people is "early or late".
+NEAR_FRAMES = 10
+
+
+def link_breakdown(results: Path, gt_run: Path, gt: Path, lo: int, hi: int | None) -> dict[str, int]:
+    """Why linked pair-frames are not in the gt.txt run, recomputed independently (scipy matching, IoU >= 0.5):
+    one of the two boxes matches no true person; the gt.txt run links the same two people within
+    :data:`NEAR_FRAMES` frames (early or late); it links them at another time; it never links them. And why
+    the gt run's pair-frames are missed: one person not reported (no matching box), or both reported, not linked."""
+    truth = read_mot(gt).by_frame()
+
+    def links(path: Path, mapped: bool) -> tuple[dict[int, set], dict[int, set]]:
+        out, people = {}, {}
+        for r in read_results(path):
+            f = r["frame"]
+            if f < lo or (hi is not None and f >= hi):
+                continue
+            gid: dict[int, int] = {}
+            t = truth.get(f + 1)
+            if mapped and t is not None and r.get("tracks"):
+                boxes = np.array([tr["box"] for tr in r["tracks"]], np.float64)
+                gid = dict(zip([tr["id"] for tr in r["tracks"]], match_to_truth(boxes, t.boxes, t.track_ids).tolist(),
+                               strict=True))  # fmt: skip
+            people[f] = set(gid.values()) - {-1} if mapped else {tr["id"] for tr in r.get("tracks", [])}
+            pairs = set()
+            for it in r["interactions"]:
+                a, b = (gid.get(i, -1) for i in it["ids"]) if mapped else it["ids"]
+                pairs.add((min(a, b), max(a, b)))
+            out[f] = pairs
+        return out, people
+
+    gold, _ = links(gt_run, False)
+    pred, present = links(results, True)
+    ever = set().union(*gold.values()) if gold else set()
+    out = {"correct": 0, "a box matching no true person": 0, f"early or late (<= {NEAR_FRAMES} frames)": 0,
+           "the two linked at another time": 0, "never linked by the gt.txt run": 0,
+           "missed: a person not reported": 0, "missed: both reported, not linked": 0}  # fmt: skip
+    for f, pairs in pred.items():
+        for p in pairs:
+            if p in gold.get(f, set()):
+                key = "correct"
+            elif -1 in p:
+                key = "a box matching no true person"
+            elif any(p in gold.get(g, set()) for g in range(f - NEAR_FRAMES, f + NEAR_FRAMES + 1)):
+                key = f"early or late (<= {NEAR_FRAMES} frames)"
+            else:
+                key = "the two linked at another time" if p in ever else "never linked by the gt.txt run"
+            out[key] += 1
+    for f, pairs in gold.items():
+        for p in pairs - pred.get(f, set()):
+            both = p[0] in present.get(f, set()) and p[1] in present.get(f, set())
+            out["missed: both reported, not linked" if both else "missed: a person not reported"] += 1
     return out
 
 
@@ -201,6 +259,16 @@ def markdown(res: dict[str, Any]) -> str:
                 f"{fmt(t['hota'])} | {fmt(p['pair_precision'])} / {fmt(p['pair_recall'])} / {fmt(p['pair_f1'])} | "
                 f"{fmt(p['accuracy_scored'])} | {fmt(g['pair_precision'])} / {fmt(g['pair_recall'])} / {fmt(g['pair_f1'])} |"
             )
+    keys = list(res["runs"][0]["scores"]["whole video"]["links"])
+    lines += ["", "## Linked pair-frames against the gt.txt run, whole video (independent recount)", "",
+              "| source | tracker | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]  # fmt: skip
+    seen = set()
+    for r in res["runs"]:
+        if (r["source"], r["tracker"]) in seen:
+            continue
+        seen.add((r["source"], r["tracker"]))
+        b = r["scores"]["whole video"]["links"]
+        lines.append(f"| {r['source']} | {r['tracker']} | " + " | ".join(str(b[k]) for k in keys) + " |")
     lines += ["", f"py-motmetrics agrees on every run: {res['motmetrics_agrees']}.", "",
               f"Environment: {res['environment']}"]  # fmt: skip
     return "\n".join(lines) + "\n"

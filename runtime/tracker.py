@@ -11,10 +11,11 @@ rate works) and, when frames come with the boxes, the running colour appearance 
 2. the confirmed tracks seen in the previous frame and still unmatched take the boxes scoring between
    ``low_score`` and ``high_score`` (a partly hidden person scores low) at IoU >= ``low_iou``;
 3. tentative tracks (born in an earlier frame, not yet confirmed) take the high boxes left at IoU >=
-   ``new_iou``; a tentative track matched ``confirm_hits`` times in all is confirmed and gets its id, one
-   left unmatched is dropped;
-4. the high boxes still left that score at least ``new_score`` start tentative tracks (confirmed at once in
-   the first frame of a stream, as ByteTrack does); a confirmed track unmatched for more than ``max_age``
+   ``new_iou``; one left unmatched is dropped. A tentative track is confirmed, and gets its id, once it was
+   matched ``confirm_hits`` times in all and one of its boxes scored at least ``new_score``: an object a
+   detector keeps scoring just above ``high_score`` (a sign, a bin) stays tentative for ever;
+4. the high boxes still left start tentative tracks (confirmed at once in the first frame of a stream when
+   they score ``new_score``, as ByteTrack does); a confirmed track unmatched for more than ``max_age``
    frames ends.
 
 A box that gets no id (a duplicate, a low-score box no track takes, a tentative track's) gets -1. Scores
@@ -52,9 +53,9 @@ class TrackerConfig:
     """Options of :class:`IoUTracker` (thresholds inclusive; see the module docstring for their roles).
 
     Attributes:
-        high_score: boxes scoring at least this are matched first and may start tracks.
+        high_score: boxes scoring at least this are matched first and may start (tentative) tracks.
         low_score: boxes scoring below this are ignored; between the two they only continue tracks.
-        new_score: a high box left unmatched starts a track when it scores at least this.
+        new_score: a tentative track is confirmed once one of its boxes scored at least this.
         min_iou: IoU of a high box with a track's predicted box needed to match it.
         low_iou: the same for a low-score box.
         new_iou: the same for a tentative track.
@@ -76,7 +77,7 @@ class TrackerConfig:
         noise: the Kalman filter's noise (:class:`~pairedge.runtime.tracking.kalman.MotionNoise`).
     """
 
-    high_score: float = 0.7
+    high_score: float = 0.5
     low_score: float = 0.1
     new_score: float = 0.8
     min_iou: float = 0.2
@@ -147,6 +148,7 @@ class IoUTracker:
         self._time = np.zeros(k)  # timestamp the state is predicted to
         self._misses = np.zeros(k, np.int64)  # frames unseen
         self._hits = np.zeros(k, np.int64)  # detections matched (the birth counts)
+        self._best = np.zeros(k)  # the best score of the boxes matched (a tentative track's confirmation)
         self._state = np.zeros(k, np.int64)
         self._ids = np.full(k, -1, np.int64)
         self._alive = np.zeros(k, bool)
@@ -233,17 +235,17 @@ class IoUTracker:
         pool = live[self._state[live] != _TENTATIVE]
         iou = iou_matrix(pred[pool], det[high])
         r, c = _assign(iou, cfg.min_iou, self._similarity(pool, emb, iou))
-        self._match(pool[r], high[c], det, emb[c], ids, matched)
+        self._match(pool[r], high[c], det, sc, emb[c], ids, matched)
         high_left = np.delete(high, c)
         emb_left = np.delete(emb, c, axis=0)
         # 2: tracks seen last frame x low boxes, IoU
         pool = live[(self._state[live] == _TRACKED) & ~matched[live]]
         r, c = _assign(iou_matrix(pred[pool], det[low]), cfg.low_iou)
-        self._match(pool[r], low[c], det, None, ids, matched)
+        self._match(pool[r], low[c], det, sc, None, ids, matched)
         # 3: tentative tracks x the high boxes left, IoU
         pool = live[self._state[live] == _TENTATIVE]
         r, c = _assign(iou_matrix(pred[pool], det[high_left]), cfg.new_iou)
-        self._match(pool[r], high_left[c], det, emb_left[c], ids, matched)
+        self._match(pool[r], high_left[c], det, sc, emb_left[c], ids, matched)
         high_left, emb_left = np.delete(high_left, c), np.delete(emb_left, c, axis=0)
 
         unmatched = live[~matched[live]]
@@ -253,8 +255,7 @@ class IoUTracker:
         self._misses[unseen] += 1
         self._state[unseen] = _LOST
         self._alive[unseen[self._misses[unseen] > cfg.max_age]] = False
-        born = (sc[high_left] >= cfg.new_score) | self._margins
-        ids[high_left[born]] = self._birth(det[high_left[born]], emb_left[born], timestamp)
+        ids[high_left] = self._birth(det[high_left], sc[high_left], emb_left, timestamp)
         self._fresh = False
         return ids
 
@@ -286,10 +287,11 @@ class IoUTracker:
         return np.where(both, (1 - w) * iou + w * (track @ emb.T), iou)
 
     def _match(
-        self, slots: np.ndarray, rows: np.ndarray, det: np.ndarray, emb: np.ndarray | None, ids: np.ndarray,
-        matched: np.ndarray,
+        self, slots: np.ndarray, rows: np.ndarray, det: np.ndarray, scores: np.ndarray, emb: np.ndarray | None,
+        ids: np.ndarray, matched: np.ndarray,
     ) -> None:  # fmt: skip
-        """Update the tracks ``slots`` with the boxes ``det[rows]`` (and appearances ``emb``, None: keep)."""
+        """Update the tracks ``slots`` with the boxes ``det[rows]`` of ``scores[rows]`` (and appearances ``emb``,
+        None: keep); confirm the tentative ones that qualify."""
         if len(slots) == 0:
             return
         x, cov = self._x[slots], self._cov[slots]
@@ -297,9 +299,10 @@ class IoUTracker:
         self._x[slots], self._cov[slots] = x, cov
         self._misses[slots] = 0
         self._hits[slots] += 1
+        self._best[slots] = np.maximum(self._best[slots], scores[rows])
         matched[slots] = True
         tentative = slots[self._state[slots] == _TENTATIVE]
-        confirm = tentative[self._hits[tentative] >= self.config.confirm_hits]
+        confirm = tentative[self._confirmable(tentative)]
         self._ids[confirm] = np.arange(self._next_id, self._next_id + len(confirm))
         self._next_id += len(confirm)
         self._state[slots] = np.where(self._state[slots] == _TENTATIVE, self._state[slots], _TRACKED)
@@ -317,7 +320,13 @@ class IoUTracker:
         norm = np.linalg.norm(mixed, axis=1, keepdims=True)
         self._emb[slots] = np.where(have[:, None], mixed / np.maximum(norm, 1e-12), old)
 
-    def _birth(self, det: np.ndarray, emb: np.ndarray, timestamp: float) -> np.ndarray:
+    def _confirmable(self, slots: np.ndarray) -> np.ndarray:
+        """Which tentative tracks qualify: matched ``confirm_hits`` times, one of their boxes scoring at least
+        ``new_score`` (any box of a stream of margin scores)."""
+        confident = (self._best[slots] >= self.config.new_score) | self._margins
+        return (self._hits[slots] >= self.config.confirm_hits) & confident
+
+    def _birth(self, det: np.ndarray, scores: np.ndarray, emb: np.ndarray, timestamp: float) -> np.ndarray:
         n = len(det)
         if n == 0:
             return np.zeros(0, np.int64)
@@ -334,12 +343,13 @@ class IoUTracker:
         self._time[slots] = timestamp
         self._misses[slots] = 0
         self._hits[slots] = 1
+        self._best[slots] = scores[:k]
         self._alive[slots] = True
-        now = self._fresh or self.config.confirm_hits <= 1
-        self._state[slots] = _TRACKED if now else _TENTATIVE
-        self._ids[slots] = np.arange(self._next_id, self._next_id + k) if now else -1
-        if now:
-            self._next_id += k
+        now = ((scores[:k] >= self.config.new_score) | self._margins) & (self._fresh or self.config.confirm_hits <= 1)
+        self._state[slots] = np.where(now, _TRACKED, _TENTATIVE)
+        self._ids[slots] = -1
+        self._ids[slots[now]] = np.arange(self._next_id, self._next_id + int(now.sum()))
+        self._next_id += int(now.sum())
         out = np.full(n, -1, np.int64)
         out[:k] = self._ids[slots]
         return out

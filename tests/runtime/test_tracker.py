@@ -40,14 +40,24 @@ def test_scores_decide_who_starts_and_who_continues() -> None:
     cfg = TrackerConfig()
     tracker = IoUTracker(cfg)
     box = np.array([[0, 0, 40, 100]], float)
-    assert tracker.step(box, 0.0, np.array([cfg.new_score - 0.01])).tolist() == [-1]  # too weak to start one
+    # a high box starts a tentative track; it is confirmed once one of its boxes is confident (new_score)
+    assert tracker.step(box, 0.0, np.array([cfg.new_score - 0.01])).tolist() == [-1]
     assert tracker.num_tracks == 0
-    assert tracker.step(box, 0.1, np.array([0.95])).tolist() == [-1]  # not the stream's first frame: tentative
-    assert tracker.step(box, 0.15, np.array([0.95])).tolist() == [1]
+    assert tracker.step(box, 0.1, np.array([cfg.high_score])).tolist() == [-1]  # matched, still not confident
+    assert tracker.step(box, 0.2, np.array([0.95])).tolist() == [1]
     # a partly hidden person scores low: the second stage keeps the track, a low box elsewhere starts nothing
     two = np.array([[1, 0, 40, 100], [300, 0, 40, 100]], float)
-    assert tracker.step(two, 0.2, np.array([0.3, 0.3])).tolist() == [1, -1]  # low: continues, starts nothing
-    assert tracker.step(two, 0.3, np.array([0.05, 0.95])).tolist() == [-1, -1]  # below low_score: ignored
+    assert tracker.step(two, 0.3, np.array([0.3, 0.3])).tolist() == [1, -1]
+    assert tracker.step(two, 0.4, np.array([0.05, 0.95])).tolist() == [-1, -1]  # below low_score: ignored
+    assert tracker.step(two[1:], 0.5, np.array([0.95])).tolist() == [2]  # the new one, matched twice
+
+
+def test_a_persistent_unconfident_object_never_gets_an_id() -> None:
+    """A sign a detector scores 0.6 frame after frame: tentative for ever, never a person."""
+    tracker = IoUTracker(TrackerConfig(high_score=0.5))
+    sign = np.array([[10, 10, 20, 40]], float)
+    assert all(tracker.step(sign, k / 10, np.array([0.6])).tolist() == [-1] for k in range(30))
+    assert tracker.num_tracks == 0
 
 
 def test_margin_scores_count_as_high() -> None:

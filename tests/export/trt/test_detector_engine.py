@@ -48,9 +48,7 @@ def yolo(tmp_path: Path, image_shape=None) -> Path:
     rows = np.concatenate([_cxcywh(_net(BOXES, 40)), scores], axis=1)
     if image_shape is None:
         return ultralytics_model(tmp_path / "yolo.onnx", rows)
-    from detector_models import _graph_outputs, save
-
-    from detector_models import pad_to_grid
+    from detector_models import _graph_outputs, pad_to_grid, save
 
     out = np.ascontiguousarray(pad_to_grid(rows, (320, 320)).T[None])  # no metadata: one candidate per grid cell
     return save(_graph_outputs({"output0": out}, (320, 320), image_shape=image_shape), tmp_path / "yolo.onnx")
