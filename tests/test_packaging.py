@@ -66,6 +66,8 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
     assert "pairedge/py.typed" in names
     for name in ("stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "recipe.json", "manifest.json"):
         assert f"pairedge/models/default/{name}" in names, name
+    for name in ("yolox_nano.onnx", "yolox_nano.fp16.onnx", "manifest.json", "LICENSE", "PROVENANCE.md"):
+        assert f"pairedge/models/detectors/yolox_nano/{name}" in names, name  # the bundled detector and its licence
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
     if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):  # the optional C extension (setup.py)
         assert any(n.startswith("pairedge/core/features/_pairkernel.") for n in names), "compiled pair block missing"

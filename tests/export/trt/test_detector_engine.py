@@ -266,3 +266,19 @@ def test_cli_build_detector_and_run_it(tmp_path: Path, monkeypatch: pytest.Monke
     summary = json.loads((out / "summary.json").read_text())
     assert summary["frames"] == 3 and summary["people_per_frame"] == 2.0  # the two encoded people per frame
     assert sum(op[0] == "htod" for op in memory.ops) == 3  # one image copy per frame, on the run's device
+
+
+def test_the_bundled_detector_builds_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pairedge build --detector yolox-nano --precision fp16``: its verified fp16 copy, engines under the
+    current folder (never inside the package), the raw YOLOX layout in the manifest."""
+    from pairedge.apps.cli.build import detector_source
+    from pairedge.runtime.detectors.bundled import bundled_detector
+
+    monkeypatch.chdir(tmp_path)
+    onnx, root = detector_source("yolox-nano", "fp16")
+    assert onnx == bundled_detector().path("fp16") and root == tmp_path
+    trt = make_fake_tensorrt(VERSION, dla_cores=2)
+    built = build_detector(onnx, BuildSettings("fp16"), root=root, trt=trt, memory=FakeCudaMemory())
+    assert built.engine.parent.parent == tmp_path / "engines" and built.engine.name == "yolox_nano.fp16.engine"
+    assert built.manifest.layout["kind"] == "yolox-raw" and built.manifest.input_size == (416, 416)
+    assert detector_source("model.onnx", "fp16") == (Path("model.onnx"), None)
