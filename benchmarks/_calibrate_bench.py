@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,7 @@ def _float_nodes(folder: Path) -> int:
 
 
 def macs(folder: Path) -> dict[str, Any]:
-    """Multiply-adds per pair of each stage's INT8 engine (shifted copies included) vs fp32, from the report."""
+    """Multiply-adds per pair of each stage's INT8 model (``{fp32, int8, float, int8_share}``), from the report."""
     import json
 
     report = json.loads((folder / "calibration.json").read_text())
@@ -181,23 +180,13 @@ def evaluate(folder: Path, rows: Collected) -> dict[str, Any]:
 
 
 def latency(folder: Path, rows: Collected, repeats: int = 30) -> dict[str, Any]:
-    """Median and p90 ms per call of each stage and precision at 1 / 64 / 512 / 4950 pairs (one thread)."""
-    rng = np.random.default_rng(0)
+    """Per stage, :func:`pairedge.compare.cost.precision_costs` of the folder's fp32 / fp16 / int8 files on real
+    rows: multiply-adds per pair, bytes, ONNX Runtime CPU p50 ms at 1 / 64 / 512 / 4950 pairs (one thread) --
+    the figures ``pairedge calibrate`` and ``pairedge bench`` report, from the same code."""
+    from pairedge.compare.cost import precision_costs
+
     out: dict[str, Any] = {}
     for s, st in ((1, rows.stage1), (2, rows.stage2)):
-        for precision in ("fp32", *PRECISIONS):
-            name = f"stage{s}.onnx" if precision == "fp32" else f"stage{s}.{precision}.onnx"
-            sess = session(folder / name, threads=1)
-            for n in SIZES:
-                X = np.ascontiguousarray(st.X[rng.integers(0, len(st.X), size=n)])
-                feed = {"features": X}
-                for _ in range(3):
-                    sess.run(None, feed)
-                reps = repeats if n < 4950 else max(10, repeats // 3)
-                times = []
-                for _ in range(reps):
-                    t = time.perf_counter_ns()
-                    sess.run(None, feed)
-                    times.append((time.perf_counter_ns() - t) / 1e6)
-                out[f"stage{s}/{precision}/{n}"] = {"p50": float(np.median(times)), "p90": float(np.percentile(times, 90))}
+        files = {p: folder / (f"stage{s}.onnx" if p == "fp32" else f"stage{s}.{p}.onnx") for p in ("fp32", *PRECISIONS)}
+        out[f"stage{s}"] = precision_costs(files, np.ascontiguousarray(st.X, np.float32), SIZES, repeats=repeats)
     return out

@@ -16,7 +16,8 @@ def _g(v: Any, fmt: str = ".3g") -> str:
 
 
 def _macs(m: dict[str, Any]) -> str:
-    parts = [f"{v['int8_engine']:,} ({v['ratio']:.1f}x)" for v in m.values() if v]
+    """``int8 MACs of total (share)`` per stage, e.g. ``2,976 of 2,976 (100 %) / ...``."""
+    parts = [f"{v['int8']:,} of {v['fp32']:,} ({100 * v['int8_share']:.0f} %)" for v in m.values() if v]
     return " / ".join(parts) if parts else "-"
 
 
@@ -28,9 +29,9 @@ def selection_lines(d: dict[str, Any]) -> list[str]:
              "truth-labelled stage-2 rows) and failing windows of a 30-frame parity pack's size (stage 1 + stage 2, "
              f"parity's int8 tolerances at the logits and labels levels). Rule: every agreement >= {100 * d['min_selection_agreement']:.1f} % and every MPCA "
              f"drop <= {d['max_selection_mpca_drop_points']:g} points, then the fewest failing windows, then the "
-             "fewest multiply-adds, then the highest agreement.", "",
+             "highest agreement. Every candidate is plain int8 (the fp32 Gemm shapes, the same cost).", "",
              "| candidate | " + " | ".join(f"{s}: agreement 1 / 2, MPCA drop, failing windows" for s in sets)
-             + " | failing windows | INT8 MACs per pair (stage 1 / 2) |",
+             + " | failing windows | int8 MACs per pair (stage 1 / 2) |",
              "|---|" + "---:|" * (len(sets) + 2)]  # fmt: skip
     for name, e in d["selection"].items():
         cells = []
@@ -69,8 +70,8 @@ def headline_lines(d: dict[str, Any]) -> list[str]:
                 if precision == "fp16" and not name.endswith("/default"):
                     continue
                 lines.append(_line(name, v["test"][seeds], precision, gemms if precision == "int8" else "-"))
-    lines += ["", "Gemms kept in float (no Q/DQ; fp16 on TensorRT) and INT8 multiply-adds per pair (stage 1 / 2, "
-              "x fp32) per variant:", ""]  # fmt: skip
+    lines += ["", "Gemms kept in float (no Q/DQ; fp16 on TensorRT) and the multiply-adds per pair done in int8 "
+              "(stage 1 / 2) per variant:", ""]  # fmt: skip
     lines += [f"- {name}: {v['float_nodes']}; {_macs(v['macs'])}" for name, v in d["results"].items()]
     return lines
 
@@ -90,16 +91,18 @@ def parity_lines(d: dict[str, Any]) -> list[str]:
 
 
 def latency_lines(d: dict[str, Any]) -> list[str]:
-    lines = ["", "## Latency, ONNX Runtime CPU, one thread (ms per call, p50 / p90; readme/default)", "",
-             "| stage | precision | 1 | 64 | 512 | 4950 |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
-    lat = d["latency_ms"]
-    for stage in (1, 2):
-        for precision in ("fp32", "fp16", "int8"):
-            cells = [f"{lat[f'stage{stage}/{precision}/{n}']['p50']:.3f} / {lat[f'stage{stage}/{precision}/{n}']['p90']:.3f}"
-                     for n in SIZES]  # fmt: skip
-            lines.append(f"| {stage} | {precision} | " + " | ".join(cells) + " |")
-    lines += ["", "ONNX Runtime's CPU kernels run the Q/DQ graph's copies, quantize and dequantize as separate "
-              "ops: int8 is slower than fp32 here; the figure that matters is TensorRT's on the Jetson."]  # fmt: skip
+    lines = ["", "## Cost per precision (readme/default; `pairedge.compare.cost.precision_costs`, what calibrate and "
+             "bench print)", "", "ONNX Runtime CPU, one intra-op thread, p50 ms per call of interleaved runs. TensorRT "
+             "and DLA timing are not measured here (no Jetson).", "",
+             "| stage | precision | MACs per pair | in int8 | bytes | " + " | ".join(f"ms @ {n}" for n in SIZES)
+             + " | vs fp32 @ 512 |", "|---|---|---:|---:|---:|" + "---:|" * len(SIZES) + "---:|"]  # fmt: skip
+    for stage, costs in d["latency_ms"].items():
+        for precision, c in costs.items():
+            lat = {int(k): v for k, v in c["latency_ms"].items()}
+            ratio = {int(k): v for k, v in c.get("vs_fp32", {}).items()}.get(512)
+            lines.append(f"| {stage[-1]} | {precision} | {c['macs_per_pair']:,} | {100 * c['int8_share']:.0f} % | "
+                         f"{c['bytes']:,} | " + " | ".join(f"{lat[n]:.3f}" for n in SIZES)
+                         + f" | {'-' if ratio is None else f'{ratio:.2f}x'} |")  # fmt: skip
     return lines
 
 

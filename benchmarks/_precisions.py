@@ -89,6 +89,23 @@ def parity_table(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cost_table(res: dict[str, Any]) -> list[str]:
+    """The per-precision cost (``pairedge.compare.cost.precision_costs``, what calibrate and bench print)."""
+    if not res.get("cost"):
+        return []
+    lines = ["## Cost per precision (held-out rows; ONNX Runtime CPU, one thread, p50 ms; TensorRT and DLA timing "
+             "are not measured here)", "", "| stage | variant | MACs per pair | in int8 | bytes | ms @1 | ms @64 | "
+             "ms @512 | ms @4950 | vs fp32 @512 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for stage, variants in res["cost"].items():
+        for name, c in variants.items():
+            lat = {int(k): v for k, v in c["latency_ms"].items()}
+            ratio = {int(k): v for k, v in c["vs_fp32"].items()}[512]
+            lines.append(f"| {stage[-1]} | {name} | {c['macs_per_pair']:,} | {100 * c['int8_share']:.0f} % | "
+                         f"{c['bytes']:,} | " + " | ".join(f"{lat[n]:.3f}" for n in (1, 64, 512, 4950))
+                         + f" | {ratio:.2f}x |")  # fmt: skip
+    return [*lines, ""]
+
+
 def markdown(res: dict[str, Any]) -> str:
     ref = res["reference"]
     lines = [
@@ -111,6 +128,7 @@ def markdown(res: dict[str, Any]) -> str:
         "## Parity checks on held-out packs (`pairedge parity check --backend onnxruntime`, default tolerances)", "",
         *(f"- {p['label']}: `{' '.join(p['command'])}`" for p in res["parity"]["packs"].values()), "",
         *parity_table(res), "",
+        *cost_table(res),
         f"Total wall time: {res['seconds']:.0f} s ({res['machine']}).", "",
     ]  # fmt: skip
     return "\n".join(lines).replace(res.get("tmp", "\0"), "TMP")

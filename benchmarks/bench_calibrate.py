@@ -6,22 +6,25 @@ The bundled default model (recipe: trained on seeds 0-11, tested on 1000-1007, l
 * **calibration sets**: the README's ``static:0-3,moving:0-3``, the smaller ``static:0-1,moving:0-1`` and the
   default set calibrate takes from the model's recipe when no source is given (training seeds);
 * **selection** (``--val``): seeds 6000-6007 of static / moving / noisy, 6008-6011 of noisy and 6000-6003 of
-  surveillance (calibrate reserves 6000-6999 for choices): every candidate of :data:`CANDIDATES` (shifted
-  copies x range headroom x method, every Gemm in int8) calibrated on each calibration set and scored on
+  surveillance (calibrate reserves 6000-6999 for choices): every candidate of :data:`CANDIDATES` (range
+  method x headroom, plain int8: every Gemm int8, read once) calibrated on each calibration set and scored on
   these rows only: decision agreement with fp32 (stage 2 on the pairs the fp32 gate opens, what parity
   judges), the MPCA drop on the truth-labelled stage-2 rows, and the windows of 30 kept frames (as many
   pair-frames as a 30-frame parity pack; calibrate keeps every 3rd frame) that parity's int8 tolerances
   would fail: logits (max 1.0, p99 0.25) or labels (gate / top-1 agreement >= 99 %, near-ties excepted).
   :func:`select` applies the rule: on every calibration set every agreement >= 99.5 % and an MPCA drop <= 0.25
-  points (half the targets' margins), then the fewest failing windows, then the fewest multiply-adds, then
-  the highest agreement; calibrate's defaults must be the rule's winner (the report says whether);
+  points (half the targets' margins), then the fewest failing windows, then the highest agreement; calibrate's
+  defaults must be the rule's winner (the report says whether). Every candidate has the same cost (the fp32
+  Gemm shapes in int8), so cost is no criterion here; it is reported per variant below;
 * **test**: seeds ``--test-seeds`` (4000-4001, those of ``bench_precisions.py``) and ``--test2-seeds``
   (3000-3002) of static / moving / noisy, and parity packs of held-out scenes (``--packs``, 60 frames,
   default tolerances): the headline, per calibration set. Never used for training, calibration or a choice.
 
 Variants per calibration set: ``naive`` (ONNX Runtime's own Q/DQ placement, MinMax, no equalization, no search:
-what a plain ``quantize_static`` gives), ``plain`` (Q/DQ on the Gemm inputs, equalized, percentile 99.99, no
-copies, offset or headroom: the previous default) and ``default`` (what ``pairedge calibrate`` writes).
+what a plain ``quantize_static`` gives), ``all-int8`` (calibrate's defaults without the mixed-precision sweep:
+every Gemm int8) and ``default`` (what ``pairedge calibrate`` writes: the sweep may keep Gemms worth at most
+10 % of the multiply-adds in fp16). Per variant: multiply-adds per pair, bytes and ONNX Runtime CPU latency
+(:func:`pairedge.compare.cost.precision_costs`, the same code ``calibrate`` and ``bench`` report with).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_calibrate.py --cache /tmp/bench_cal_cache   # ~10 min, 2 cores
     python benchmarks/bench_calibrate.py --quick                                          # fewer candidates
@@ -44,7 +47,6 @@ from _calibrate_bench import evaluate, latency, load_rows, macs, parity_checks, 
 from _calibrate_report import markdown
 from _train_bench import environment, write
 from pairedge.calibration.api import (
-    DEFAULT_COPIES,
     DEFAULT_HEADROOM,
     DEFAULT_METHOD,
     DEFAULT_STRENGTH,
@@ -58,24 +60,21 @@ from pairedge.core.seeds import parse_seeds
 
 CAL_SETS = {"readme": "static:0-3,moving:0-3", "small": "static:0-1,moving:0-1", "default": None}
 SELECTION_ROWS = (("static,moving,noisy", "6000-6007"), ("noisy", "6008-6011"), ("surveillance", "6000-6003"))
-COPIES = ((1, 1), (8, 2), (16, 4), (32, 8), (64, 16))
-HEADROOM = ((1.0, 1.0), (2.0, 2.0), (4.0, 3.0), (4.0, 4.0), (6.0, 4.0), (6.0, 6.0), (8.0, 6.0))
+HEADROOM = ((1.0, 1.0), (1.25, 1.25), (1.5, 1.5), (2.0, 2.0))
 CANDIDATES: dict[str, dict[str, Any]] = {
-    **{f"minmax, copies {c[0]}/{c[1]}, headroom {h[0]:g}/{h[1]:g}": {"method": "minmax", "copies": c, "headroom": h}
-       for c in COPIES for h in HEADROOM},
-    "percentile 99.99, copies 64/16, headroom 8/6": {"method": "percentile", "percentile": 99.99, "copies": (64, 16),
-                                                     "headroom": (8.0, 6.0)},
-    "entropy, copies 64/16, headroom 8/6": {"method": "entropy", "copies": (64, 16), "headroom": (8.0, 6.0)},
+    **{f"minmax, headroom {h[0]:g}/{h[1]:g}": {"method": "minmax", "headroom": h} for h in HEADROOM},
+    **{f"percentile {q:g}": {"method": "percentile", "percentile": q, "headroom": (1.0, 1.0)}
+       for q in (99.9, 99.99, 99.999)},
+    "entropy": {"method": "entropy", "headroom": (1.0, 1.0)},
 }  # fmt: skip
-QUICK = ("minmax, copies 1/1, headroom 1/1", "minmax, copies 32/8, headroom 6/4", "minmax, copies 64/16, headroom 8/6")
+QUICK = ("minmax, headroom 1/1", "percentile 99.99", "minmax, headroom 1.5/1.5")
 #: Every selection agreement (both stages, every calibration set) must reach this, and no MPCA drop exceed
 #: MAX_SELECTION_MPCA_DROP points, for a candidate to be eligible.
 MIN_SELECTION_AGREEMENT, MAX_SELECTION_MPCA_DROP = 0.995, 0.25
-DEFAULT = {"method": DEFAULT_METHOD, "copies": DEFAULT_COPIES, "headroom": DEFAULT_HEADROOM}
+DEFAULT = {"method": DEFAULT_METHOD, "headroom": DEFAULT_HEADROOM}
 VARIANTS = {
     "naive": {"method": "minmax", "placement": "all", "equalize": False, "target_agreement": None},
-    "plain": {"method": "percentile", "percentile": 99.99, "copies": (1, 1), "headroom": (1.0, 1.0),
-              "offset": False},
+    "all-int8": {"target_agreement": None},
     "default": {},
 }  # fmt: skip
 TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_mpca_drop_points": 0.5,
@@ -155,12 +154,11 @@ def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Pat
 
 
 def select(scores: dict[str, Any]) -> str | None:
-    """The rule (module docstring): eligible by agreement, then fewest failing windows, multiply-adds, agreement."""
+    """The rule (module docstring): eligible by agreement and MPCA drop, then fewest failing windows, then the
+    highest agreement."""
     eligible = [n for n, e in scores.items() if e["min_agreement"] >= MIN_SELECTION_AGREEMENT
                 and e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP]  # fmt: skip
-    cost = lambda n: sum(m["int8_engine"] for m in scores[n]["macs"].values() if m)  # noqa: E731
-    return min(eligible, key=lambda n: (scores[n]["failing_windows"], cost(n), -scores[n]["min_agreement"]),
-               default=None)  # fmt: skip
+    return min(eligible, key=lambda n: (scores[n]["failing_windows"], -scores[n]["min_agreement"]), default=None)
 
 
 def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected], packs: list[str],

@@ -34,8 +34,8 @@ from pairedge.core.seeds import parse_seeds
 from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.export.evaluation import classification_metrics
 from pairedge.runtime.backends import get_backend
+from pairedge.runtime.decisions import interact_probability
 from pairedge.runtime.loading import find_models
-from pairedge.runtime.pipeline import interact_probability
 
 #: Held-out scenes: preset -> seeds, never used for any training, validation or choice. The eye-level presets
 #: use the recipe's test seeds; for ``surveillance`` the recipe's four (1000-1003) hold 11 sitting rows, so one

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from _train_bench import environment, write
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.features import get_spec
@@ -27,6 +26,7 @@ from pairedge.core.labels import CAD8, PAPER3, STAGE1
 from pairedge.export.checkpoint import Checkpoint
 from pairedge.export.models import ModelConfig, build_model, count_parameters
 from pairedge.export.onnx_export import export_checkpoint
+from pairedge.runtime.backends.ort_session import make_session
 
 BATCHES = (1, 10, 100, 300)
 
@@ -70,10 +70,7 @@ def candidates() -> list[tuple[str, ModelConfig, tuple[str, ...], str]]:
 
 def latency(path: Path, width: int, repeats: int) -> dict[str, float]:
     """Median ms per run and µs per pair for each batch size (1 intra-op thread)."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = make_session(path)  # one intra-op thread, CPU
     out: dict[str, float] = {}
     rng = np.random.default_rng(0)
     for n in BATCHES:

@@ -57,7 +57,6 @@ from typing import Any
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 from _runtime_accuracy import parse_scenes, scene_accuracy
 from bench_runtime import machine
 from pairedge.core.bundled import RECIPE, default_model_dir
@@ -66,6 +65,7 @@ from pairedge.core.sim import Scene
 from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.backends.ort import OrtOptions
+from pairedge.runtime.backends.ort_session import make_session
 from pairedge.runtime.loading import find_models
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.pipeline import softmax
@@ -119,10 +119,7 @@ class ReleasedCodePipeline:
         pair = find_models(model)
         self.tau = pair.threshold("p_interact")
         self.wrap = bool((pair.feature_config() or {}).get("wrap", False))
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = so.inter_op_num_threads = 1
-        self.s1 = ort.InferenceSession(str(pair.stage1.path), so, providers=["CPUExecutionProvider"])
-        self.s2 = ort.InferenceSession(str(pair.stage2.path), so, providers=["CPUExecutionProvider"])
+        self.s1, self.s2 = make_session(pair.stage1.path), make_session(pair.stage2.path)  # one thread, CPU
         self.flow_for = flow_for
         self.flows = 0
 

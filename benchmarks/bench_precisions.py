@@ -15,7 +15,8 @@
    <= 0.5 points, fp16 >= 99.9 %, near-ties excepted). ``pairedge bench`` on the README-argument folder must
    print the same figures (checked).
 3. Parity on held-out packs, ``pairedge parity pack`` + ``pairedge parity check --backend onnxruntime`` for
-   every variant (fp32 vs itself included): simulator scene ``noisy:4002`` (30 frames, simulated detector boxes),
+   every variant (fp32 vs itself included): simulator scenes ``static:4000``, ``moving:4001`` and ``noisy:4002``
+   (30 frames each, simulated detector boxes),
    PETS 2009 S2.L1 frames 0-29 and 400-429 (``--start 400``) with ``gt.txt`` and with the ACF ``det.txt``
    (``--pets``; no step of the default model's recipe, of calibration or of any choice uses PETS).
 
@@ -50,7 +51,8 @@ from pairedge.runtime.deployment import Deployment
 HERE = Path(__file__).resolve().parent
 HELD_OUT = "sim:static+moving+noisy:seeds=4000-4001:frames=150"
 CALIBRATIONS = {"ptq-readme": "static:0-3,moving:0-3", "ptq-small": "static:0-1,moving:0-1", "ptq-default": None}
-PACK_SCENE, PACK_FRAMES = "noisy:4002", 30
+#: Held-out simulator packs (simulated detector boxes): issue 38's static:4000 and moving:4001, and noisy:4002.
+PACK_SCENES, PACK_FRAMES = ("static:4000", "moving:4001", "noisy:4002"), 30
 #: First frames of the PETS clips (a clip from the start of the video and a later one, with its stream state).
 PETS_STARTS = (0, 400)
 PETS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pets09_s2l1"
@@ -85,8 +87,9 @@ def _files(folder: Path, precision: str) -> list[Path]:
     return [folder / f"stage{s}{suffix}.onnx" for s in (1, 2)]
 
 
-def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every variant on the held-out rows: the comparator's figures, int8 coverage and classifier latency."""
+def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """Every variant on the held-out rows: the comparator's figures, int8 coverage and classifier latency;
+    the summary of the rows; the rows (fp32 replay)."""
     sources = parse_sources(HELD_OUT)
     reference = reference_rows(default_model_dir(), sources, None, lambda s: print(s, file=sys.stderr))
     ref, scored = reference.rows, reference.scored
@@ -113,7 +116,24 @@ def score_all(tmp: Path, repeats: int) -> tuple[dict[str, Any], dict[str, Any]]:
         p.close()
     summary = {"sources": reference.sources, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
                "tau_interact": tau_summary(reference.tau)}
-    return out, summary
+    return out, summary, ref
+
+
+def costs(tmp: Path, ref: Any) -> dict[str, Any]:
+    """Per stage, :func:`pairedge.compare.cost.precision_costs` of the bundled fp32, the README calibration's
+    fp16 and int8, and the bundled QAT int8 on the held-out rows: multiply-adds per pair (int8 share), bytes,
+    ONNX Runtime CPU p50 ms at 1 / 64 / 512 / 4,950 pairs (one thread, interleaved)."""
+    from pairedge.compare.cost import precision_costs
+
+    bundled, readme = default_model_dir(), tmp / "ptq-readme"
+    out: dict[str, Any] = {}
+    for stage, X in ((1, ref.stage1_features), (2, ref.stage2_features)):
+        files = {"fp32": bundled / f"stage{stage}.onnx", "fp16": readme / f"stage{stage}.fp16.onnx",
+                 "int8 PTQ (README scenes)": readme / f"stage{stage}.int8.onnx"}  # fmt: skip
+        if (bundled / f"stage{stage}.int8.onnx").is_file():
+            files["int8 QAT (bundled)"] = bundled / f"stage{stage}.int8.onnx"
+        out[f"stage{stage}"] = precision_costs(files, np.ascontiguousarray(X, np.float32))
+    return out
 
 
 def bench_check(tmp: Path, scored_variants: dict[str, Any], repeats: int) -> tuple[bool, str, dict[str, Any]]:
@@ -130,9 +150,11 @@ def bench_check(tmp: Path, scored_variants: dict[str, Any], repeats: int) -> tup
 
 
 def parity(tmp: Path, pets: Path | None) -> dict[str, Any]:
-    """Packs (simulator scene, PETS gt.txt, PETS det.txt) and every variant's parity check on each."""
-    packs: dict[str, dict[str, Any]] = {"sim": {"label": f"sim {PACK_SCENE} ({PACK_FRAMES} frames, detector boxes)",
-                                                "args": ["--scene", PACK_SCENE, "--boxes", "detections"]}}  # fmt: skip
+    """Packs (simulator scenes, PETS gt.txt, PETS det.txt) and every variant's parity check on each."""
+    packs: dict[str, dict[str, Any]] = {
+        f"sim-{scene.replace(':', '-')}": {"label": f"sim {scene} ({PACK_FRAMES} frames, detector boxes)",
+                                           "args": ["--scene", scene, "--boxes", "detections"]}
+        for scene in PACK_SCENES}  # fmt: skip
     if pets is not None and (pets / "vtest.avi").is_file():
         for start in PETS_STARTS:
             for kind in ("gt", "det"):
@@ -168,11 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         cals = {k: calibrate(tmp / k, scenes, tmp / f"{k}.log") for k, scenes in CALIBRATIONS.items()}
-        scored, reference = score_all(tmp, args.repeats)
+        scored, reference, rows = score_all(tmp, args.repeats)
         same, recommendation, bench = bench_check(tmp, scored, args.repeats)
+        cost = costs(tmp, rows)
         par = parity(tmp, args.pets if args.pets.is_dir() else None)
     res = {"tmp": tmp_name, "data": HELD_OUT, "reference": reference, "variants": scored, "calibrations": cals,
-           "bench_matches": same, "bench_recommendation": recommendation, "bench": bench, "parity": par,
+           "bench_matches": same, "bench_recommendation": recommendation, "bench": bench, "parity": par, "cost": cost,
            "seconds": time.time() - start, "machine": f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(json_safe(res), indent=2).replace(tmp_name, "TMP")

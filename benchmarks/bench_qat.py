@@ -13,8 +13,9 @@ fp32 files through :mod:`pairedge.compare.comparator` (the comparison calibrate,
    preset), labelled as validation;
 3. **parity** on held-out packs: ``pairedge parity pack default --scene PRESET:SEED --frames 150`` and
    ``pairedge parity check PACK default --precision int8 --backend onnxruntime``;
-4. **cost**: Gemm / MatMul nodes in int8, int8 and fp32 multiply-accumulates per pair, file sizes, and the QAT
-   run's own time (``recipe.json["int8"]``).
+4. **cost**: Gemm / MatMul nodes in int8, multiply-adds per pair (and the share done in int8), file sizes and
+   ONNX Runtime CPU latency at 1 / 64 / 512 / 4,950 pairs of fp32 and int8 (:mod:`pairedge.compare.cost`), and
+   the QAT run's own time (``recipe.json["int8"]``).
 
 Writes ``benchmarks/results/bench_qat.json`` and ``.md``. Run from the repository root::
 
@@ -130,28 +131,17 @@ def parity(folder: Path, tmp: Path) -> dict[str, Any]:
     return out
 
 
-def cost(folder: Path) -> dict[str, Any]:
-    """int8 coverage, multiply-accumulates per pair (Gemm weights) and bytes of both precisions per stage."""
-    import onnx
-    from onnx import numpy_helper
+def cost(folder: Path, rows: RecipeRows) -> dict[str, Any]:
+    """Per stage: int8 coverage, and :func:`pairedge.compare.cost.precision_costs` of fp32 vs int8 on the
+    held-out rows (multiply-adds per pair and the share in int8, bytes, ONNX Runtime CPU p50 ms at 1 / 64 /
+    512 / 4,950 pairs, one thread): the figures ``pairedge calibrate`` and ``pairedge bench`` report."""
+    from pairedge.compare.cost import precision_costs
 
-    def macs(path: Path) -> int:
-        model = onnx.load(str(path))
-        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-        producer = {o: n for n in model.graph.node for o in n.output}
-        total = 0
-        for node in (n for n in model.graph.node if n.op_type in ("Gemm", "MatMul")):
-            w = inits.get(node.input[1])
-            if w is None and node.input[1] in producer:  # DequantizeLinear of an int8 weight
-                w = inits.get(producer[node.input[1]].input[0])
-            total += int(np.prod(w.shape)) if w is not None else 0
-        return total
-
-    out = {}
-    for k in (1, 2):
-        fp32, int8 = folder / f"stage{k}.onnx", folder / f"stage{k}.int8.onnx"
-        out[f"stage{k}"] = {"int8_coverage": int8_coverage(int8), "macs_per_pair": {"fp32": macs(fp32), "int8": macs(int8)},
-                            "bytes": {"fp32": fp32.stat().st_size, "int8": int8.stat().st_size}}  # fmt: skip
+    out: dict[str, Any] = {}
+    for k, X in ((1, rows.stage1.X), (2, rows.stage2_all)):
+        files = {"fp32": folder / f"stage{k}.onnx", "int8": folder / f"stage{k}.int8.onnx"}
+        out[f"stage{k}"] = {"int8_coverage": int8_coverage(files["int8"]),
+                            **precision_costs(files, np.ascontiguousarray(X, np.float32))}  # fmt: skip
     record = json.loads((folder / "recipe.json").read_text()).get("int8", {})
     out["qat_seconds"] = record.get("seconds")
     out["training_data_matches_fp32"] = record.get("training_data_matches_fp32")
@@ -185,12 +175,19 @@ def markdown(result: dict[str, Any]) -> str:
               "|---|---|---|"]  # fmt: skip
     lines += [f"| {k} ({PACK_FRAMES} frames) | {v['verdict']} | {v.get('summary', '')} |" for k, v in result["parity"].items()]
     c = result["cost"]
-    lines += ["", "## Cost", "", "| stage | Gemm/MatMul in int8 | MACs per pair fp32 / int8 | bytes fp32 / int8 |",
-              "|---|---|---|---|"]  # fmt: skip
+    lines += ["", "## Cost (`pairedge.compare.cost`; ONNX Runtime CPU, one thread, p50 ms; TensorRT / DLA timing not "
+              "measured here)", "", "| stage | precision | Gemm/MatMul in int8 | MACs per pair | in int8 | bytes | "
+              "ms @1 | ms @64 | ms @512 | ms @4950 | vs fp32 @512 |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for k in ("stage1", "stage2"):
         s = c[k]
-        lines.append(f"| {k} | {s['int8_coverage']['int8']} of {s['int8_coverage']['nodes']} | "
-                     f"{s['macs_per_pair']['fp32']} / {s['macs_per_pair']['int8']} | {s['bytes']['fp32']} / {s['bytes']['int8']} |")  # fmt: skip
+        for precision in ("fp32", "int8"):
+            v = s[precision]
+            lat = {int(n): ms for n, ms in v["latency_ms"].items()}
+            ratio = {int(n): r for n, r in v["vs_fp32"].items()}[512]
+            cov = f"{s['int8_coverage']['int8']} of {s['int8_coverage']['nodes']}" if precision == "int8" else "-"
+            lines.append(f"| {k} | {precision} | {cov} | {v['macs_per_pair']:,} | {100 * v['int8_share']:.0f} % | "
+                         f"{v['bytes']:,} | " + " | ".join(f"{lat[n]:.3f}" for n in (1, 64, 512, 4950))
+                         + f" | {ratio:.2f}x |")  # fmt: skip
     lines += ["", f"QAT run (both stages, recipe.json): {c['qat_seconds']} s; rebuilt training rows hash to the fp32 "
               f"files' fingerprints: {c['training_data_matches_fp32']}.", ""]  # fmt: skip
     return "\n".join(lines)
@@ -205,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     result: dict[str, Any] = {"command": "OMP_NUM_THREADS=1 python benchmarks/bench_qat.py", "qat_recipe": QAT_RECIPE,
                               "held_out": evaluate(args.model, *HELD_OUT), "validation": evaluate(args.model, *VALIDATION)}  # fmt: skip
+    held_rows = scene_rows(RECIPE, [HELD_OUT])
     with tempfile.TemporaryDirectory(prefix="bench-qat-") as tmp:
         result["parity"] = {} if args.no_parity else parity(args.model, Path(tmp))
-    result["cost"] = cost(args.model)
+    result["cost"] = cost(args.model, held_rows)
     result["seconds"] = time.time() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_qat.json").write_text(json.dumps(json_safe(result), indent=2) + "\n")

@@ -44,15 +44,13 @@ from pairedge.calibration.strata import counts, select, small_strata, stratify
 from pairedge.core import artefacts
 from pairedge.core.errors import InputError, ModelError
 
-#: The default calibration method, equalization strength, shifted copies (first layers, others) and range
-#: headroom (first layers, others), chosen on the selection seeds (6000-6011, never reported on) by
-#: benchmarks/bench_calibrate.py (headroom 2 / 2 since the bundled model's history-24 retraining; 8 / 6
-#: before); the percentile is the one ``--method percentile`` keeps.
+#: The default calibration method, equalization strength and range headroom (first layers, others), chosen on
+#: the selection seeds (6000-6011, never reported on) by benchmarks/bench_calibrate.py; the percentile is the
+#: one ``--method percentile`` keeps.
 DEFAULT_METHOD = "minmax"
 DEFAULT_PERCENTILE = 99.99
 DEFAULT_STRENGTH = 0.5
-DEFAULT_COPIES = (64, 16)
-DEFAULT_HEADROOM = (2.0, 2.0)
+DEFAULT_HEADROOM = (1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -72,11 +70,12 @@ class CalibrateOptions:
         equalize: absorb per-column scales before every quantized Gemm (:mod:`pairedge.calibration.equalize`);
             equalize_strength: the exponent of its factors.
         placement: Q/DQ on the inputs of Gemm / MatMul only ("gemm") or ONNX Runtime's placement ("all").
-        copies: "gemm": shifted copies of the input of (the first layers, the other layers)
-            (:mod:`pairedge.calibration.qdq_graph`); headroom: their ranges as multiples of the calibrated
-            ones (:mod:`pairedge.calibration.ranges`); offset: never-negative inputs on ``[0, range]``.
+        headroom: "gemm": the ranges of (the first layers, the other layers) as multiples of the calibrated
+            ones (:mod:`pairedge.calibration.ranges`).
         target_agreement: held-out decision agreement with fp32 each int8 stage must reach; below it the
             most sensitive nodes stay in float. None: quantize everything, no search.
+        max_float_share: at most this share of a stage's multiply-adds may stay in float for the target (the
+            search stops at the last step within it, and the report warns when the target is not reached).
         max_rows: calibration rows per stage (stratified subset).
         min_per_stratum: warn (``strict``: fail) below this many rows in a stratum.
         held_out: share of sequences held out (half for the search, half for the report).
@@ -98,10 +97,9 @@ class CalibrateOptions:
     equalize: bool = True
     equalize_strength: float = DEFAULT_STRENGTH
     placement: str = "gemm"
-    copies: tuple[int, int] = DEFAULT_COPIES
     headroom: tuple[float, float] = DEFAULT_HEADROOM
-    offset: bool = True
     target_agreement: float | None = 0.99
+    max_float_share: float = 0.10
     max_rows: int = 4096
     min_per_stratum: int = 20
     held_out: float = 0.25
@@ -145,7 +143,7 @@ def calibrate(
     from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
-    quant_config(options)  # a bad method, placement, copies or headroom fails now, not after collecting
+    quant_config(options)  # a bad method, placement or headroom fails now, not after collecting
     scenes = check_scenes(options)  # the simulator work is bounded before any of it
     say = progress or (lambda _msg: None)
     folder = resolve_model_dir(model)
@@ -185,7 +183,7 @@ def calibrate(
 
 
 def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
-    """``"64,16"`` -> (64, 16) (``"4"`` -> (4, 4)) for ``--copies`` / ``--headroom``; ``kind`` int or float.
+    """``"2,1.5"`` -> (2.0, 1.5) (``"2"`` -> (2.0, 2.0)) for ``--headroom``; ``kind`` int or float.
 
     Raises:
         InputError: not one or two numbers of that kind.
@@ -197,7 +195,7 @@ def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
         values = []
     if len(values) not in (1, 2):
         raise InputError(f"{option}: expected FIRST[,OTHERS] ({kind.__name__}s), e.g. "
-                         f"{'64,16' if kind is int else '2,2'}, got {text!r}")  # fmt: skip
+                         f"{'4,2' if kind is int else '2,1.5'}, got {text!r}")  # fmt: skip
     return values[0], values[-1]
 
 
@@ -210,13 +208,12 @@ def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> An
     """The :class:`~pairedge.calibration.quantize.QuantConfig` of ``options`` (``exclude``: nodes in float).
 
     Raises:
-        InputError: an unknown method or placement, copies or headroom out of bounds.
+        InputError: an unknown method or placement, headroom out of bounds.
     """
     from pairedge.calibration.quantize import QuantConfig
 
     return QuantConfig(method=options.method, percentile=options.percentile, exclude=exclude,
-                       placement=options.placement, offset=options.offset, input_copies=options.copies[0],
-                       hidden_copies=options.copies[1], input_headroom=options.headroom[0],
+                       placement=options.placement, input_headroom=options.headroom[0],
                        hidden_headroom=options.headroom[1])  # fmt: skip
 
 
@@ -386,10 +383,24 @@ def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple
     search = SearchResult()
     if options.target_agreement is not None and first.agreement < options.target_agreement:
         search = search_exclusions(pre, stage, X, val.X, config, options.target_agreement, tau, ranges=ranges)
+        search = within_float_budget(pre, search, options.max_float_share)
         if search.excluded:
             config = quant_config(options, search.excluded)
             qdq = quantize(pre, X, config, ranges)
     return qdq, config, search, first, ranges
+
+
+def within_float_budget(model: Any, search: Any, share: float) -> Any:
+    """``search`` cut at its last step whose float Gemms do at most ``share`` of the multiply-adds."""
+    from dataclasses import replace as replace_
+
+    from pairedge.calibration.qdq_graph import weighted_nodes
+
+    macs = {n.name: int(np.prod(next(t.dims for t in model.graph.initializer if t.name == w)))
+            for w, nodes in weighted_nodes(model).items() for n in nodes}  # fmt: skip
+    total = sum(macs.values()) or 1
+    steps = [st for st in search.steps if sum(macs.get(n, 0) for n in st.excluded) / total <= share + 1e-12]
+    return replace_(search, steps=tuple(steps or search.steps[:1]))
 
 
 def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]:
@@ -460,10 +471,37 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
             "rows": "search" if len(plan.search) else "calibration",
         },
         "held_out": _held_out(plan, {"fp32": fp32, "int8": qdq, "fp16": fp16}, tau),
+        "mixed_precision": _mixed(floats, search, options),
+        "cost": stage_costs({"fp32": fp32, "fp16": fp16, "int8": qdq}, plan.report.X if len(plan.report) else plan.chosen.X),
         "tensors": activation_ranges(qdq, plan.report.X if len(plan.report) else plan.chosen.X),
         "qdq_issues": [],
     }
     return {"int8": qdq, "fp16": fp16, "fp32_path": path, "config": config, "report": report}
+
+
+def _mixed(floats: dict[str, Any], search: Any, options: CalibrateOptions) -> dict[str, Any]:
+    """Which Gemms stay in float (fp16 on TensorRT), why, and their share of the multiply-adds."""
+    kept = list(floats.get("gemms_in_float", []))
+    why = ("none: every Gemm int8 reaches the target agreement" if not kept else
+           f"the per-layer sensitivity sweep on the search rows kept them in float to reach "
+           f"{options.target_agreement:.1%} agreement")  # fmt: skip
+    return {"float_gemms": kept, "float_macs_share": 1.0 - float(floats.get("int8_macs_share", 1.0)), "why": why,
+            "sensitivity": dict(search.sensitivity)}  # fmt: skip
+
+
+def stage_costs(models: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
+    """:func:`pairedge.compare.cost.precision_costs` of in-memory ModelProtos (written to a temporary folder)."""
+    import tempfile
+
+    import onnx
+    from pairedge.compare.cost import precision_costs
+
+    with tempfile.TemporaryDirectory(prefix="pairedge-cost-") as tmp:
+        files = {}
+        for name, model in models.items():
+            files[name] = Path(tmp) / f"{name}.onnx"
+            onnx.save(model, str(files[name]))
+        return precision_costs(files, rows)
 
 
 def describe(result: CalibrationResult) -> str:

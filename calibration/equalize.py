@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.qdq_graph import attribute as _attr
 
 #: Equalization factors are kept within [1 / LIMIT, LIMIT].
 LIMIT = 1e3
@@ -50,15 +51,6 @@ class Equalized:
 
     producers: dict[str, tuple[int, float]]
     folded: dict[str, str]
-
-
-def _attr(node: Any, name: str, default: Any) -> Any:
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _maps(model: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:

@@ -20,17 +20,11 @@ if TYPE_CHECKING:
 
 
 def session(model: str | Path | bytes | Any, threads: int = 1) -> Any:
-    """An ONNX Runtime CPU session of a path, serialized bytes or a ModelProto (``threads`` intra-op threads)."""
-    import onnxruntime as ort
+    """An ONNX Runtime CPU session of a path, serialized bytes or a ModelProto (``threads`` intra-op threads;
+    :func:`pairedge.runtime.backends.ort_session.make_session`, the one factory)."""
+    from pairedge.runtime.backends.ort_session import make_session
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    source = model.SerializeToString() if hasattr(model, "SerializeToString") else model
-    return ort.InferenceSession(
-        source if isinstance(source, bytes) else str(source), opts, providers=["CPUExecutionProvider"]
-    )
+    return make_session(model, threads=threads)
 
 
 def logits(sess: Any, X: np.ndarray, batch: int = 8192) -> np.ndarray:

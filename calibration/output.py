@@ -87,8 +87,7 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
             info = {
                 "method": st["config"].method,
                 "placement": st["config"].placement,
-                "layers": {k: {"range": v["range"], "offset": v["offset"], "copies": v["copies"]}
-                           for k, v in st["report"]["layers"].get("weights", {}).items()},  # fmt: skip
+                "layers": {k: {"range": v["range"]} for k, v in st["report"]["layers"].get("weights", {}).items()},
                 "excluded_nodes": list(st["config"].exclude),
                 "equalized": sorted(st["report"]["equalized"]),
                 "fp32_sha256": fp32_sha,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.qdq_graph import attribute as _attr
 
 Q, DQ = "QuantizeLinear", "DequantizeLinear"
 _INT8 = 3  # onnx.TensorProto.INT8
@@ -64,15 +65,6 @@ def _elem_types(model: Any) -> dict[str, int]:
         if info.type.tensor_type.elem_type:
             types.setdefault(info.name, info.type.tensor_type.elem_type)
     return types
-
-
-def _attr(node: Any, name: str, default: Any) -> Any:
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _channel_axis(node: Any, input_index: int, rank: int) -> int | None:

@@ -13,8 +13,7 @@ Q/DQ placement (``QuantConfig.placement``):
   ops between them (ReLU, Sub, Abs, Mul, Concat) stay in float, where TensorRT fuses them with the Gemm
   before or the quantization after. The ranges come from :mod:`pairedge.calibration.ranges` (with
   ``headroom`` beyond the calibration rows' extremes) and the graph from :mod:`pairedge.calibration.qdq_graph`
-  (weights rounded per channel, the offset and shifted-copies rewrites of the Gemm inputs, the rewrite folded
-  into the float bias);
+  (weights rounded per channel, every Gemm input read once in int8);
 - ``"all"``: ONNX Runtime's own ``quantize_static`` placement, which also quantizes every Gemm output before
   its ReLU, both inputs of a product and the inputs and output of a Concat, each with its own scale (18
   roundings in the relation network instead of 7): the naive baseline the benchmarks compare with.
@@ -44,8 +43,8 @@ METHODS = ("minmax", "entropy", "percentile")
 PLACEMENTS = ("gemm", "all")
 #: Ops whose inputs the "gemm" placement quantizes (the activation in input 0 and the constant weight).
 WEIGHTED_OPS = ("Gemm", "MatMul")
-#: Bounds of the "gemm" rewrites: shifted copies per layer input, range headroom factor.
-MAX_COPIES, MAX_HEADROOM = 64, 64.0
+#: Bound of the "gemm" range headroom factor.
+MAX_HEADROOM = 64.0
 PRECISION_KEY = "pairedge.precision"
 QUANT_KEY = "pairedge.quantization"
 
@@ -60,11 +59,9 @@ class QuantConfig:
         exclude: node names left without Q/DQ (kept in higher precision).
         batch_rows: rows per calibration batch (equal batches; see the module docstring).
         placement: "gemm" (Q/DQ on the inputs of Gemm / MatMul only) or "all" (ONNX Runtime's placement).
-        offset: "gemm": quantize inputs that are never negative on the calibration rows over ``[0, range]``.
-        input_copies, hidden_copies: "gemm": shifted copies of the input of the layers that read the
-            standardized features, and of every other layer (1: the plain input).
-        input_headroom, hidden_headroom: "gemm": each range is this multiple of the calibrated one (rows
-            beyond the calibration set's extremes saturate that much later).
+        input_headroom, hidden_headroom: "gemm": each range is this multiple of the calibrated one, for the
+            layers that read the standardized features and for the others (rows beyond the calibration
+            set's extremes saturate that much later).
     """
 
     method: str = "minmax"
@@ -72,11 +69,8 @@ class QuantConfig:
     exclude: tuple[str, ...] = ()
     batch_rows: int = 8192
     placement: str = "gemm"
-    offset: bool = True
-    input_copies: int = 64
-    hidden_copies: int = 16
-    input_headroom: float = 2.0
-    hidden_headroom: float = 2.0
+    input_headroom: float = 1.0
+    hidden_headroom: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -87,9 +81,6 @@ class QuantConfig:
             raise InputError(f"batch_rows: expected >= 1, got {self.batch_rows}")
         if self.placement not in PLACEMENTS:
             raise InputError(f"placement: expected one of {list(PLACEMENTS)}, got {self.placement!r}")
-        if not 1 <= min(self.input_copies, self.hidden_copies) <= max(self.input_copies, self.hidden_copies) <= MAX_COPIES:
-            raise InputError(f"copies: expected 1 to {MAX_COPIES} input and hidden copies, got "
-                             f"{self.input_copies} and {self.hidden_copies}")  # fmt: skip
         if not 1.0 <= min(self.input_headroom, self.hidden_headroom) <= max(self.input_headroom, self.hidden_headroom) <= MAX_HEADROOM:
             raise InputError(f"headroom: expected factors from 1 to {MAX_HEADROOM:g}, got {self.input_headroom:g} "
                              f"and {self.hidden_headroom:g}")  # fmt: skip

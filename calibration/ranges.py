@@ -5,14 +5,11 @@
 
 - the range by ``method``: ``minmax`` (the largest magnitude), ``percentile`` (that percentile of the
   magnitudes) or ``entropy`` (ONNX Runtime's KL-divergence calibrator), times the headroom
-  (``input_headroom`` / ``hidden_headroom``: rows beyond the calibration set's extremes, a detector's
-  glitch or a faster walker, saturate that much later; the copies pay for the coarser grid);
-- ``offset`` where every calibration value is >= 0 (a ReLU's output, ``|a - b|``, ``a * b``);
-- the number of shifted copies: ``input_copies`` for the layers that read the standardized features
-  (no Gemm between them and the graph input), ``hidden_copies`` for the others.
+  (``input_headroom`` for the layers that read the standardized features, no Gemm between them and the
+  graph input; ``hidden_headroom`` for the others: rows beyond the calibration set's extremes saturate that
+  much later).
 
-Gemms that share a weight get one plan: the largest of their ranges, the offset only when all their inputs
-are never negative.
+Gemms that share a weight get one plan: the largest of their ranges.
 """
 
 from __future__ import annotations
@@ -79,7 +76,7 @@ def layer_plans(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Lay
 
     Args:
         X: (N, F) float32 calibration rows (raw features).
-        config: the method, percentile, offset, copies and headroom (``config.exclude`` is not applied here:
+        config: the method, percentile and headroom (``config.exclude`` is not applied here:
             :func:`pairedge.calibration.qdq_graph.qdq_graph` leaves those nodes in float).
     """
     groups = weighted_nodes(model)
@@ -91,15 +88,13 @@ def layer_plans(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Lay
     plans = {}
     for weight, nodes in groups.items():
         inputs = [values[n.input[0]] for n in nodes]
-        offset = config.offset and all(v.size and float(v.min()) >= 0 for v in inputs)
         if config.method == "entropy":
             amax = max(float(entropy.get(n.input[0], np.abs(v).max())) for n, v in zip(nodes, inputs, strict=True))
         else:
             amax = max(value_range(v, config) for v in inputs)
         first = all(reads_features(model, n.input[0]) for n in nodes)
         amax *= config.input_headroom if first else config.hidden_headroom
-        copies = config.input_copies if first else config.hidden_copies
-        plans[weight] = LayerPlan(amax=max(amax, 1e-6), offset=offset, copies=copies)
+        plans[weight] = LayerPlan(amax=max(amax, 1e-6))
     return plans
 
 

@@ -129,12 +129,14 @@ def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any
 
 
 def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
-    """What the "gemm" placement does per quantized weight, and what the copies cost in multiplies.
+    """What the "gemm" placement does per quantized weight, and the multiply-adds an engine does.
 
     ``model``: the fp32 graph that was quantized; ``plans``: weight -> LayerPlan
     (:func:`pairedge.calibration.ranges.layer_plans`); ``config``: the QuantConfig (its ``exclude``).
-    Returns ``{"weights": {name: {"nodes", "range", "headroom", "offset", "copies", "scale", "macs_per_pair",
-    "int8_macs_per_pair"}}, "macs_per_pair": {"fp32", "int8_engine", "ratio"}}`` ({} for the "all" placement).
+    Returns ``{"weights": {name: {"nodes", "range", "headroom", "scale", "macs_per_pair",
+    "int8_macs_per_pair"}}, "macs_per_pair": {"fp32", "int8", "float", "int8_share"}}`` ({} for the "all"
+    placement): the int8 Gemms read their input once, so the engine's multiply-adds are fp32's, split into
+    those done in int8 and those left in float.
     """
     from pairedge.calibration.qdq_graph import weighted_nodes
     from pairedge.calibration.ranges import reads_features
@@ -142,24 +144,23 @@ def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
     if config.placement != "gemm" or not isinstance(plans, dict):
         return {}
     dims = {t.name: int(np.prod(t.dims)) for t in model.graph.initializer}
-    weights, fp32, engine = {}, 0, 0
+    weights, fp32, int8_total = {}, 0, 0
     for weight, nodes in weighted_nodes(model).items():
         quantized = [n.name for n in nodes if n.name not in config.exclude]
         macs = dims[weight] * len(nodes)
         fp32 += macs
         plan = plans.get(weight)
         if plan is None or not quantized:
-            engine += macs
             continue
         first = all(reads_features(model, n.input[0]) for n in nodes)
-        int8 = dims[weight] * plan.copies * len(quantized)
-        engine += int8 + dims[weight] * (len(nodes) - len(quantized))
+        int8 = dims[weight] * len(quantized)
+        int8_total += int8
         weights[weight] = {"nodes": quantized, "range": plan.amax,
                            "headroom": config.input_headroom if first else config.hidden_headroom,
-                           "offset": plan.offset, "copies": plan.copies, "scale": plan.scale,
-                           "macs_per_pair": macs, "int8_macs_per_pair": int8}  # fmt: skip
+                           "scale": plan.scale, "macs_per_pair": macs, "int8_macs_per_pair": int8}  # fmt: skip
     return {"weights": weights,
-            "macs_per_pair": {"fp32": fp32, "int8_engine": engine, "ratio": engine / max(fp32, 1)}}  # fmt: skip
+            "macs_per_pair": {"fp32": fp32, "int8": int8_total, "float": fp32 - int8_total,
+                              "int8_share": int8_total / max(fp32, 1)}}  # fmt: skip
 
 
 def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
@@ -183,16 +184,39 @@ def _float_lines(st: dict[str, Any]) -> list[str]:
     layers = st.get("layers") or {}
     if layers.get("weights"):
         cost = layers["macs_per_pair"]
-        lines += [f"Each int8 Gemm reads shifted copies of its input (a finer grid for more multiplies): "
-                  f"{cost['int8_engine']:,} multiply-adds per pair in the INT8 engine, {cost['ratio']:.1f}x the "
-                  f"{cost['fp32']:,} of fp32 (int8 tensor cores do 2x the fp16 MACs per clock).", "",
-                  "| weight | range | headroom | offset | copies |", "|---|---:|---:|---|---:|"]  # fmt: skip
-        lines += [f"| `{w}` | {d['range']:.4g} | {d['headroom']:g}x | {'yes' if d['offset'] else 'no'} | {d['copies']} |"
+        lines += [f"Every int8 Gemm reads its input once with int8 weights of the fp32 shape: {cost['fp32']:,} "
+                  f"multiply-adds per pair, as fp32, {cost['int8']:,} of them in int8 "
+                  f"({100 * cost['int8_share']:.1f} %).", "",
+                  "| weight | range | headroom | int8 step | MACs per pair |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| `{w}` | {d['range']:.4g} | {d['headroom']:g}x | {d['scale']:.4g} | {d['macs_per_pair']:,} |"
                   for w, d in layers["weights"].items()]  # fmt: skip
         lines.append("")
     lines += ["| node in float | op | why | MACs per pair | on a Jetson |", "|---|---|---|---:|---|"]
     lines += [f"| `{d['node']}` | {d['op']} | {d['why']} | {d['macs_per_pair']} | {d['jetson_cost']} |"
               for d in info["nodes"]]  # fmt: skip
+    return lines
+
+
+def cost_lines(st: dict[str, Any]) -> list[str]:
+    """The per-precision cost table of a stage: multiply-adds per pair (in int8), bytes, ONNX Runtime CPU
+    latency per pair count (:func:`pairedge.compare.cost.precision_costs`), and what stays in float."""
+    cost = st.get("cost")
+    if not cost:
+        return []
+    counts = list(next(iter(cost.values()))["latency_ms"])
+    lines = ["Cost per precision (ONNX Runtime CPU, one thread, p50; TensorRT and DLA timing are not measured "
+             "here):", "", "| precision | MACs per pair | in int8 | bytes | " + " | ".join(f"ms @ {n}" for n in counts)
+             + " | vs fp32 @ 512 |", "|---|---:|---:|---:|" + "---:|" * len(counts) + "---:|"]  # fmt: skip
+    for name, c in cost.items():
+        ratio = c.get("vs_fp32", {}).get(512, c.get("vs_fp32", {}).get("512"))
+        lines.append(f"| {name} | {c['macs_per_pair']:,} | {100 * c['int8_share']:.0f} % | {c['bytes']:,} | "
+                     + " | ".join(f"{v:.3f}" for v in c["latency_ms"].values())
+                     + f" | {'-' if ratio is None else f'{ratio:.2f}x'} |")  # fmt: skip
+    mixed = st.get("mixed_precision")
+    if mixed:
+        kept = ", ".join(f"`{g}`" for g in mixed["float_gemms"]) or "none"
+        lines += ["", f"Kept in float (fp16 on TensorRT): {kept} ({100 * mixed['float_macs_share']:.1f} % of the "
+                  f"multiply-adds); {mixed['why']}."]  # fmt: skip
     return lines
 
 
@@ -245,6 +269,7 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {prec} | {a['n']} | {_pct(a['agreement'])} | {a['max_abs_logit_error']:.4g} | "
                 f"{a['p99_abs_logit_error']:.4g} |"
             )
+        lines += ["", *cost_lines(st)]
         if st["search"]["steps"]:
             lines += ["", "Mixed-precision search (agreement on the search rows after each node kept in float):", ""]
             lines += [

@@ -159,9 +159,9 @@ def max_abs_difference(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -
 
 def parity_stats(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -> tuple[float, float]:
     """(max |ONNX Runtime(X) - torch(X)|, max |torch(X)|) for raw features X (N, F) float32."""
-    import onnxruntime as ort
+    from pairedge.runtime.backends.ort_session import make_session
 
-    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    session = make_session(onnx_path, what=str(onnx_path))
     (got,) = session.run([OUTPUT_NAME], {INPUT_NAME: np.ascontiguousarray(X, np.float32)})
     model.eval()
     with torch.no_grad():

@@ -9,11 +9,11 @@ For each stage of a model folder:
    CPU with the same BLAS kernel;
 2. **fine-tune with fake quantization** as TensorRT's explicit quantization computes (int8 symmetric, zero
    point 0, per-output-channel weights, per-tensor activations, float bias), after range equalisation
-   (:mod:`pairedge.export.qat_equalize`) and with the exact input rewrites of :mod:`pairedge.export.qat_fake`
-   (offset grid of never-negative inputs, shifted copies): distillation from the fp32 model on the recipe's
-   training rows, the epoch chosen on the training scenes' validation sequences
-   (:mod:`pairedge.export.qat_train`);
-3. **export the QDQ graph** (:mod:`pairedge.export.qat_export`) and verify it: ONNX checker, the Q/DQ rules
+   (:mod:`pairedge.export.qat_equalize`), every layer reading its input once (:mod:`pairedge.export.qat_fake`):
+   distillation from the fp32 model on the recipe's training rows, the epoch chosen on the training scenes'
+   validation sequences (:mod:`pairedge.export.qat_train`);
+3. **export the QDQ graph** through the one Q/DQ writer (:mod:`pairedge.export.qat_export` on
+   :mod:`pairedge.calibration.qdq_graph`) and verify it: ONNX checker, the Q/DQ rules
    ``pairedge calibrate`` and ``pairedge check`` apply (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`),
    every Gemm / MatMul input int8, and ONNX Runtime against the fake-quantized torch model.
 
@@ -32,7 +32,6 @@ import numpy as np
 import torch
 from pairedge.core.errors import ModelError
 from pairedge.core.modelmeta import ModelMetadata
-from pairedge.export import qat_fake
 from pairedge.export.models import ModelConfig, build_model
 from pairedge.export.qat_train import QatConfig, QatResult
 from pairedge.export.train import predict_logits
@@ -78,6 +77,7 @@ def import_fp32(path: str | Path) -> tuple[nn.Module, ModelMetadata]:
         hidden=tuple(int(h) for h in train.get("hidden", ())),
         person_features=int(inits["person.0.weight"].shape[1]) if "person.0.weight" in inits else 0,
         pair_features=int(inits["pair.0.weight"].shape[1]) if "pair.0.weight" in inits else 0,
+        input_squash=train.get("input_squash"),
     )
     model = build_model(config)
     wanted = model.state_dict()
@@ -105,11 +105,6 @@ class Int8File:
     export_p999_abs_diff: float = 0.0
 
 
-def layer_exports(result: QatResult) -> dict[str, qat_fake.LayerExport]:
-    """What the Q/DQ file stores for every quantized layer, by its weight initializer name."""
-    return {f"{path}.weight": layer.export() for path, layer in qat_fake.quant_layers(result.model).items()}
-
-
 def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, Any], check_X: np.ndarray) -> Int8File:
     """Write the QDQ file of ``result`` beside ``fp32_path`` as ``out`` and verify it (module docstring).
 
@@ -129,7 +124,7 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
     from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
 
     fp32 = onnx.load(str(fp32_path))
-    qdq = qdq_graph(fp32, layer_exports(result), result.gains)
+    qdq = qdq_graph(fp32, result.model, result.gains)
     problems = [str(i) for i in check_qdq_rules(qdq)] + gemm_inputs_quantized(qdq)
     if problems:
         raise ModelError(f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4]))

@@ -37,16 +37,18 @@ RANGE_ROWS = 100_000
 
 
 class EqualizedStandardize(Standardize):
-    """``(x - mean) / std * gain``: the z-scoring followed by the per-column input gains (F,)."""
+    """``(x - mean) / std * gain``: the z-scoring (and its squashing) followed by the per-column input gains (F,)."""
 
     gain: torch.Tensor
 
     def __init__(self, norm: Standardize, gain: np.ndarray) -> None:
-        super().__init__(len(norm.mean))
+        super().__init__(len(norm.mean), squash=norm.squash)
         if norm.keep is not None:
             raise ModelError("range equalisation: models with ignored feature columns are not supported")
         self.mean.copy_(norm.mean)
         self.std.copy_(norm.std)
+        if norm.squash is not None:
+            self.knee.copy_(norm.knee)
         self.register_buffer("gain", torch.from_numpy(np.asarray(gain, np.float32)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

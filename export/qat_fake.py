@@ -1,26 +1,13 @@
 """Fake quantization that computes what TensorRT's explicit int8 quantization computes (torch; training only).
 
-The arithmetic is the one of the exported Q/DQ graph (:mod:`pairedge.export.qat_export`), so a model trained
-through it is the model the int8 file runs:
+The arithmetic is the one of the exported Q/DQ graph (:mod:`pairedge.calibration.qdq_graph`, the one writer),
+so a model trained through it is the model the int8 file runs:
 
 - weights: int8 symmetric per output channel, ``scale[c] = max|W[c, :]| / 127`` (zero point 0); the
   largest weight of a channel maps to +-127, none is clipped;
 - activations (the input of every Linear): int8 symmetric per tensor, ``scale = amax / 127`` (zero point 0),
   values beyond the range saturate at -128 / 127 (``QuantizeLinear``: round half to even, then saturate);
 - bias: float (TensorRT rejects int32 bias Q/DQ); the layer's output: float.
-
-Two exact rewrites of a layer's input spend the int8 grid better (both are float ops before the
-``QuantizeLinear`` and a float bias change after the Gemm, so every Gemm still reads int8 and the fp32
-function is unchanged before rounding):
-
-- ``offset`` (an input that is never negative: a ReLU's output, ``|ea - eb|``, ``ea * eb``): the layer
-  quantizes ``x - amax / 2`` with the range ``amax / 2`` and adds ``W @ (amax / 2)`` to its bias: the
-  grid spans ``[0, amax]`` with 255 steps instead of 128 (a zero stays exact: it maps to -127);
-- ``copies``: the layer reads its input ``n`` times, each copy shifted by ``(k - (n - 1) / 2) * step / n``
-  (``step`` the int8 step; symmetric, so a value on the grid such as a ReLU's zero stays exact; the copies
-  are one tensor with one scale) with its weight split into ``n`` column blocks (``W / n`` each at the start)
-  and ``W @ shifts`` taken off its bias: the rounding errors of the shifted copies average out, so the input
-  is resolved ``n`` times finer for ``n`` times the multiplies of that layer.
 
 Gradients pass straight through the rounding (and are zero where an activation saturates).
 :func:`prepare` swaps every ``nn.Linear`` of a model for a :class:`QuantLinear` holding the same parameters
@@ -32,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -56,10 +42,12 @@ def weight_scales(weight: torch.Tensor) -> torch.Tensor:
 
 
 def fake_weight(weight: torch.Tensor) -> torch.Tensor:
-    """(C, K) weight rounded to its per-channel int8 grid (straight-through gradient)."""
-    scales = weight_scales(weight)
-    zeros = torch.zeros(len(scales), dtype=torch.int32)
-    return torch.fake_quantize_per_channel_affine(weight, scales, zeros, 0, QMIN, QMAX)
+    """(C, K) weight rounded to its per-channel int8 grid, ``round_half_even(W / scale) * scale`` in float32:
+    bit for bit what :func:`pairedge.calibration.qdq_graph.quantize_weight` writes (no weight saturates: the
+    scale comes from the channel's maximum). Straight-through gradient."""
+    scales = weight_scales(weight)[:, None]
+    q = torch.clamp(torch.round(weight.float() / scales), -LEVELS, LEVELS) * scales
+    return weight + (q - weight).detach()
 
 
 def fake_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -72,23 +60,6 @@ def fake_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
     q = torch.clamp(torch.round(ratio), QMIN, QMAX) * step
     inside = (ratio > QMIN - 0.5) & (ratio < QMAX + 0.5)
     return torch.where(inside, x + (q - x).detach(), q.detach())
-
-
-@dataclass(frozen=True)
-class LayerExport:
-    """What the Q/DQ graph stores for one layer (every value as the fake-quantized forward uses it).
-
-    Attributes:
-        weight: (C, n * K) int8; weight_scales: (C,) float32; bias: (C,) float32, the shifts folded in.
-        act_scale: the per-tensor scale of the (rewritten) input.
-        shifts: (n,) the constant added to the input for each of its ``n`` copies (the offset included).
-    """
-
-    weight: np.ndarray
-    weight_scales: np.ndarray
-    bias: np.ndarray
-    act_scale: float
-    shifts: tuple[float, ...]
 
 
 class QuantLinear(nn.Module):
@@ -106,52 +77,22 @@ class QuantLinear(nn.Module):
         self.bias = linear.bias
         self.in_features = linear.in_features
         self.register_buffer("amax", torch.zeros(()))
-        self.mode, self.copies, self.offset = "quant", 1, False
+        self.mode = "quant"
         self.seen: list[np.ndarray] = []
 
-    def split(self, copies: int) -> None:
-        """Read the input ``copies`` times, shifted (module docstring): the weight becomes (C, copies * K)."""
-        with torch.no_grad():
-            self.weight = nn.Parameter(torch.cat([self.weight / copies] * copies, dim=1))
-        self.copies = copies
-
     def act_scale(self) -> float:
-        """The int8 step of the (rewritten) input: ``amax / 127``, or ``amax / 254`` with ``offset``."""
+        """The int8 step of the input: ``amax / 127`` in float32 (as :class:`pairedge.calibration.qdq_graph.LayerPlan`)."""
         amax = float(np.float32(self.amax))
         if not amax > 0:
             raise InputError("QuantLinear: the activation range is not calibrated; run calibrate() first")
-        return float(np.float32(max(amax / (2 * LEVELS if self.offset else LEVELS), MIN_SCALE)))
-
-    def shifts(self) -> tuple[float, ...]:
-        """The constant added to the input for each copy: ``(k - (n - 1) / 2) * step / n`` (symmetric, so a
-        value on the grid, such as a ReLU's zero, stays exact), minus ``amax / 2`` with ``offset``."""
-        step, n = self.act_scale(), self.copies
-        base = -float(np.float32(self.amax)) / 2 if self.offset else 0.0
-        return tuple(float(np.float32(base + (k - (n - 1) / 2) * step / n)) for k in range(n))
-
-    def _input(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The rewritten input and the (copies * K,) value it adds to the plain input (to fold into the bias)."""
-        shift = torch.cat([torch.full((self.in_features,), s) for s in self.shifts()])
-        return torch.cat([x] * self.copies, dim=1) + shift, shift
+        return float(np.float32(max(amax / LEVELS, MIN_SCALE)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mode == "observe":
             self.seen.append(x.detach().reshape(-1).numpy().copy())
         if self.mode != "quant":
-            return F.linear(torch.cat([x] * self.copies, dim=1), self.weight, self.bias)
-        rewritten, shift = self._input(x)
-        w = fake_weight(self.weight)
-        return F.linear(fake_activation(rewritten, self.act_scale()), w, self.bias - w @ shift)
-
-    def export(self) -> LayerExport:
-        """The int8 weight, scales, folded bias and input rewrite of this layer (see :class:`LayerExport`)."""
-        scales = weight_scales(self.weight)
-        with torch.no_grad():
-            w = fake_weight(self.weight)
-            q = torch.round(w / scales[:, None]).clamp(QMIN, QMAX).to(torch.int8)
-            bias = self.bias - w @ self._input(torch.zeros(1, self.in_features))[1]
-        return LayerExport(q.numpy(), scales.numpy().astype(np.float32), bias.numpy().astype(np.float32),
-                           self.act_scale(), self.shifts())  # fmt: skip
+            return F.linear(x, self.weight, self.bias)
+        return F.linear(fake_activation(x, self.act_scale()), fake_weight(self.weight), self.bias)
 
 
 def prepare(model: nn.Module) -> nn.Module:
@@ -196,15 +137,14 @@ def observe(model: nn.Module, X: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def calibrate(
-    model: nn.Module, X: np.ndarray, method: str = "percentile", percentile: float = 99.99, offset: bool = True,
+    model: nn.Module, X: np.ndarray, method: str = "percentile", percentile: float = 99.99,
     overrides: Mapping[str, float] | None = None,
 ) -> dict[str, float]:  # fmt: skip
     """Set every layer's activation range from its float inputs on (N, F) raw rows ``X``.
 
     ``max``: the largest magnitude; ``percentile``: that percentile of the magnitudes; ``mse``: the range
-    minimising the mean squared int8 error (:func:`mse_range`). With ``offset``, a layer whose inputs are
-    never negative on these rows quantizes them with the offset (module docstring). ``overrides``: layer
-    path -> the percentile of that layer (e.g. a wider range for the inputs). Returns the ranges.
+    minimising the mean squared int8 error (:func:`mse_range`). ``overrides``: layer path -> the percentile of
+    that layer (e.g. a wider range for the inputs). Returns the ranges.
     """
     if method not in CALIBRATIONS:
         raise InputError(f"activation calibration: expected one of {list(CALIBRATIONS)}, got {method!r}")
@@ -212,7 +152,6 @@ def calibrate(
     ranges = {}
     for name, values in observe(model, X).items():
         layer = layers[name]
-        layer.offset = bool(offset and values.size and values.min() >= 0)
         ranges[name] = _range(np.abs(values), method, (overrides or {}).get(name, percentile))
         layer.amax.fill_(ranges[name])
     return ranges

@@ -43,14 +43,10 @@ class QatConfig:
         hidden_strength: the same for the hidden units (cross-layer equalisation); 0: none.
         huber: the loss: Huber on the logit difference with this threshold (outlier rows, whose activations
             the int8 ranges clip, cannot dominate the gradient); None: the squared difference.
-        input_copies: how many shifted copies of the z-scored input the first layers read
-            (:class:`~pairedge.export.qat_fake.QuantLinear`); 1: the plain input.
-        hidden_copies: the same for every other layer.
         input_percentile: the activation range of the first layers' (z-scored) input; None: ``percentile``.
         input_headroom, hidden_headroom: each calibrated range of the first layers' / the other layers'
             input is multiplied by this (>= 1), so rows beyond the training rows' extremes (a detector
-            glitch) are not clipped; the copies win the resolution back (as ``pairedge calibrate``'s).
-        offset: quantize never-negative inputs (ReLU outputs) over ``[0, range]`` with the offset rewrite.
+            glitch) saturate later (as ``pairedge calibrate``'s).
         gate_floor: stage 2 only: its rows are the together pairs plus every pair the fp32 stage 1 gives at
             least this ``p_interact`` (what the runtime's stage 2 sees, with a margin below the threshold).
     """
@@ -68,21 +64,17 @@ class QatConfig:
     equalize_strength: float = 0.5
     hidden_strength: float = 0.5
     huber: float | None = 0.1
-    input_copies: int = 2
-    hidden_copies: int = 1
     input_percentile: float | None = None
-    offset: bool = True
     input_headroom: float = 1.0
     hidden_headroom: float = 1.0
 
     def __post_init__(self) -> None:
         if self.calibration not in qat_fake.CALIBRATIONS:
             raise InputError(f"QAT calibration: expected one of {list(qat_fake.CALIBRATIONS)}, got {self.calibration!r}")
-        if self.epochs < 0 or self.lr <= 0 or self.batch_size < 2 or not 50 < self.percentile <= 100 or min(self.input_copies, self.hidden_copies) < 1:
+        if self.epochs < 0 or self.lr <= 0 or self.batch_size < 2 or not 50 < self.percentile <= 100:
             raise InputError(
-                f"QAT config: expected epochs >= 0, lr > 0, batch_size >= 2, percentile in (50, 100] and "
-                f"input_copies >= 1, got {self.epochs}, {self.lr}, {self.batch_size}, {self.percentile}, "
-                f"{self.input_copies}"
+                f"QAT config: expected epochs >= 0, lr > 0, batch_size >= 2 and percentile in (50, 100], got "
+                f"{self.epochs}, {self.lr}, {self.batch_size}, {self.percentile}"
             )
 
         if not (1.0 <= self.input_headroom < float("inf") and 1.0 <= self.hidden_headroom < float("inf")):
@@ -149,12 +141,8 @@ def finetune(
         qat_fake.prepare(student)
         layers = qat_fake.quant_layers(student)
         first = first_layer_paths(student)
-        for path, layer in layers.items():
-            copies = config.input_copies if path in first else config.hidden_copies
-            if copies > 1:
-                layer.split(copies)
         wide = {} if config.input_percentile is None else dict.fromkeys(first, config.input_percentile)
-        ranges = qat_fake.calibrate(student, X_train, config.calibration, config.percentile, config.offset, wide)
+        ranges = qat_fake.calibrate(student, X_train, config.calibration, config.percentile, wide)
         for path, layer in layers.items():  # headroom beyond the calibrated extremes
             ranges[path] *= config.input_headroom if path in first else config.hidden_headroom
             layer.amax.fill_(ranges[path])

@@ -46,7 +46,7 @@ def refit(data: FeatureData, config: TrainConfig, epochs: int, stage: int | None
         noise = torch.from_numpy(data.X.std(axis=0).astype(np.float32)) * config.input_noise
     with deterministic(config.seed, config.threads):
         model = build_model(model_config)
-        set_normalization(model, mean, std)
+        set_normalization(model, mean, std, data.X)
         opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=config.epochs)
         loss_fn = FocalLoss(config.gamma)

@@ -52,6 +52,9 @@ class TrainConfig:
         ignore_features: feature names the model must not use (masked inside the graph, see
             :class:`pairedge.export.models.Standardize`); ``"viewpoint"`` stands for the spec's camera-placement
             columns (absolute image size and position, ``FeatureSpec.viewpoint_names``).
+        input_squash: squash the z-scores beyond each column's knee inside the graph (``c`` of
+            :class:`pairedge.export.models.Standardize`: bounded inputs for every precision, int8 above all);
+            None: plain z-scores.
     """
 
     architecture: str | None = None
@@ -70,6 +73,7 @@ class TrainConfig:
     balance_sequences: bool = True
     input_noise: float = 0.0
     ignore_features: tuple[str, ...] = ()
+    input_squash: float | None = None
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.patience < 1 or self.batch_size < 2 or self.lr <= 0:
@@ -176,6 +180,7 @@ def resolve_model_config(data: FeatureData, stage: int, config: TrainConfig) -> 
             person_features=data.person_features if arch == "relation_net" else 0,
             pair_features=data.pair_features if arch == "relation_net" else 0,
             ignored_features=ignored_columns(data, config.ignore_features),
+            input_squash=config.input_squash,
         )
     )
 
@@ -272,7 +277,7 @@ def train(
     mean, std = standardization_stats(tr.X)
     with deterministic(config.seed, config.threads):
         model = build_model(model_config)
-        set_normalization(model, mean, std)
+        set_normalization(model, mean, std, tr.X)
         history, best_epoch, best_state = _fit(model, tr, va, config, progress)
         model.load_state_dict(best_state)
         model.eval()

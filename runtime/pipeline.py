@@ -27,6 +27,7 @@ from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
 from pairedge.runtime.boxshape import BoxShapePolicy
 from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.decisions import gate_open, interact_probability, top1
 from pairedge.runtime.flow import FlowBackend
 from pairedge.runtime.flow.pooling import make_stream, pool_settings, push_frame
 from pairedge.runtime.groups import groups_from_index
@@ -64,14 +65,6 @@ def softmax(logits: np.ndarray) -> np.ndarray:
         total += x[:, k]
     x /= total[:, None]
     return x
-
-
-def interact_probability(logits: np.ndarray) -> np.ndarray:
-    """(N,) float32 probability of class 1 ("interacting") from (N, 2) logits, or a sigmoid of (N, 1)."""
-    x = np.asarray(logits, np.float32)
-    z = x[:, 0] if x.shape[1] == 1 else x[:, 1] - x[:, 0]
-    with np.errstate(over="ignore"):
-        return (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
 
 
 class Pipeline:
@@ -555,7 +548,7 @@ class Pipeline:
         clock.stage = "smooth"
         m = len(features)
         p = self._smoother.smooth_interact(features.pairs, p_raw)
-        above = p >= self.tau_interact
+        above = gate_open(p, self.tau_interact)
         confirmed = self._smoother.confirm(above, timestamp, self.confirm_s) if self.confirm_s > 0 else above
         gated = np.flatnonzero(confirmed)
         clock.lap("smooth")
@@ -575,7 +568,7 @@ class Pipeline:
         if raw_probs is not None:
             smoothed = self._smoother.smooth_probs(gated, raw_probs)
             probs[gated] = smoothed
-            label_ids[gated] = smoothed.argmax(axis=1)
+            label_ids[gated] = top1(smoothed)
         clock.lap("smooth")
         pending = above & ~confirmed
         if "stage2" in non_finite:  # gated pairs without a valid class: not reported as interacting

@@ -71,6 +71,17 @@ class RunSummary:
     detector: dict[str, Any] | None = None
     live: dict[str, Any] | None = None
 
+    def unscored(self) -> str | None:
+        """Why nothing at all was scored (no frame read, or every frame dropped), or None. ``pairedge run``
+        and ``pairedge eval`` both exit 1 on it: nothing scored is an error, never a row of zeros."""
+        if self.frames_scored > 0:
+            return None
+        if self.frames == 0:
+            return "no frame was processed (an empty stream, or --max-frames cut it); nothing was scored"
+        reason, count = max(self.frames_dropped.items(), key=lambda kv: kv[1], default=("unknown", 0))
+        return (f"no frame was scored: all {self.frames} frames were dropped ({count} x {reason}); "
+                "results.jsonl lists each frame's reason")  # fmt: skip
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (``summary.json``)."""
         out = asdict(self)

@@ -21,8 +21,11 @@ The call sequence (what ``tests/export/trt`` asserts over a recording fake of th
     config.add_optimization_profile(profile)
     config.create_timing_cache(bytes); config.set_timing_cache(cache, False)
     config.progress_monitor = <IProgressMonitor subclass>
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # per-layer datatypes, read back below
     plan = builder.build_serialized_network(network, config)      # None -> BuildError with the log's errors
     config.get_timing_cache().serialize() -> timing cache file
+    # the engine read back: which precision each ONNX Gemm / MatMul runs in (layer_info.py)
+    trt.Runtime(logger).deserialize_cuda_engine(plan).create_engine_inspector().get_engine_information(JSON)
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ from typing import Any
 
 from pairedge.core.artefacts import check_precision
 from pairedge.core.errors import BackendError, DeviceUnavailableError, InputError
+from pairedge.export.tensorrt.layer_info import (
+    enable_detailed_layers,
+    engine_layers,
+    gemm_precisions,
+    weighted_node_names,
+)
 from pairedge.export.tensorrt.progress import ProgressSink, make_progress_monitor
 from pairedge.export.tensorrt.timing_cache import attach_timing_cache, save_timing_cache
 from pairedge.gpu.tensorrt import versions
@@ -166,6 +175,8 @@ class BuildOutput:
         generation: :attr:`versions.Generation.name`.
         timing_cache_loaded, timing_cache_saved: bytes read from / written to the timing cache file.
         dla_core, gpu_fallback: :attr:`BuildSettings.dla_core` / ``gpu_fallback`` of the build.
+        gemm_precisions: ONNX Gemm / MatMul node -> the precision its engine layer runs in (``"int8"``,
+            ``"fp16"``, ``"fp32"``, ``"unknown"``), read back from the engine (:mod:`.layer_info`).
     """
 
     plan: bytes
@@ -180,6 +191,7 @@ class BuildOutput:
     timing_cache_saved: int
     dla_core: int | None = None
     gpu_fallback: bool = False
+    gemm_precisions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,7 @@ class NetworkBuild:
             as in :class:`BuildOutput`.
         shapes: input name -> (min, opt, max) shapes of the optimisation profile, in the network's order.
         output_names: the network's outputs.
+        gemm_precisions: as in :class:`BuildOutput`.
     """
 
     plan: bytes
@@ -202,6 +215,7 @@ class NetworkBuild:
     generation: str
     timing_cache_loaded: int
     timing_cache_saved: int
+    gemm_precisions: Mapping[str, str] = field(default_factory=dict)
 
 
 def _parser_failure(parser: Any, onnx_path: Path) -> BuildError:
@@ -269,6 +283,7 @@ def build_serialized(
         timing_cache_saved=built.timing_cache_saved,
         dla_core=settings.dla_core,
         gpu_fallback=settings.gpu_fallback,
+        gemm_precisions=built.gemm_precisions,
     )
 
 
@@ -324,6 +339,7 @@ def build_network(
     if progress is not None and versions.has_progress_monitor(trt):
         monitor = make_progress_monitor(trt, progress, cancel)
         config.progress_monitor = monitor
+    detailed = enable_detailed_layers(trt, config)
 
     start = time.perf_counter()
     plan = builder.build_serialized_network(network, config)
@@ -338,8 +354,11 @@ def build_network(
         )
     saved = save_timing_cache(config, settings.timing_cache)
     del timing_cache, monitor  # safe to release now
+    blob = bytes(memoryview(plan))
+    layers = engine_layers(trt, blob, logger, {n: opt for n, (_, opt, _) in shapes.items()},
+                           settings.dla_core) if detailed else []  # fmt: skip
     return NetworkBuild(
-        plan=bytes(memoryview(plan)),
+        plan=blob,
         seconds=seconds,
         shapes=shapes,
         output_names=outputs,
@@ -348,6 +367,7 @@ def build_network(
         generation=gen.name,
         timing_cache_loaded=loaded,
         timing_cache_saved=saved,
+        gemm_precisions=gemm_precisions(layers, weighted_node_names(onnx_path)),
     )
 
 
@@ -408,4 +428,5 @@ def build_record(settings: BuildSettings, result: BuildOutput | NetworkBuild) ->
         "builder_flags": list(result.builder_flags),
         "timing_cache": str(settings.timing_cache) if settings.timing_cache else None,
         "timing_cache_bytes": result.timing_cache_saved,
+        "gemm_precisions": dict(result.gemm_precisions),
     }

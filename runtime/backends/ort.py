@@ -19,8 +19,9 @@ from pairedge.core.errors import BackendError, InputError
 from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.model import ModelFile
+from pairedge.runtime.backends.ort_session import OPTIMIZATION_LEVELS, make_session, provider_unavailable
 
-_LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
+__all__ = ["OnnxRuntimeBackend", "OrtOptions", "provider_unavailable"]  # provider_unavailable: re-exported
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,8 @@ class OrtOptions:
     def __post_init__(self) -> None:
         if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
             raise InputError(f"intra_op_threads: expected an int >= 0, got {self.intra_op_threads!r}")
-        if self.optimization not in _LEVELS:
-            raise InputError(f"optimization: expected one of {sorted(_LEVELS)}, got {self.optimization!r}")
+        if self.optimization not in OPTIMIZATION_LEVELS:
+            raise InputError(f"optimization: expected one of {sorted(OPTIMIZATION_LEVELS)}, got {self.optimization!r}")
         profile = self.trt_profile
         if profile is not None and not (
             isinstance(profile, tuple | list)
@@ -67,27 +68,6 @@ class OrtOptions:
                 f"trt_profile: expected (min, opt, max) pair counts, integers with 1 <= min <= opt <= max, "
                 f"got {profile!r}"
             )
-
-
-def _ort() -> Any:
-    import onnxruntime
-
-    return onnxruntime
-
-
-def provider_unavailable(provider: str) -> str | None:
-    """Why ONNX Runtime cannot run ``provider`` here (not importable, or not one of its providers), else None.
-    Shared by the classifier and the detector sessions."""
-    try:
-        available = _ort().get_available_providers()
-    except ImportError as exc:
-        return f"onnxruntime is not importable ({exc}); pip install onnxruntime"
-    if provider not in available:
-        return (
-            f"{provider} is not offered by this onnxruntime (available: {', '.join(available)}); "
-            "for GPU providers: pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
-        )
-    return None
 
 
 class OnnxRuntimeBackend(Backend):
@@ -118,22 +98,9 @@ class OnnxRuntimeBackend(Backend):
         return list(self.providers)
 
     def _activate(self) -> None:
-        ort = _ort()
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = self.options.intra_op_threads
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel(_LEVELS[self.options.optimization])
-        so.log_severity_level = 3
-        try:
-            session = ort.InferenceSession(str(self.model.path), so, providers=self._provider_list())
-        except Exception as exc:  # onnxruntime raises its own exception types
-            raise BackendError(f"{self!r}: ONNX Runtime could not load the model ({exc})") from None
-        if self.providers[0] not in session.get_providers():
-            raise BackendError(
-                f"{self!r}: ONNX Runtime fell back to {session.get_providers()} instead of {self.providers[0]} "
-                "(missing CUDA / TensorRT libraries?); run `pairedge doctor`"
-            )
+        session = make_session(self.model.path, threads=self.options.intra_op_threads,
+                               optimization=self.options.optimization, providers=self._provider_list(),
+                               what=repr(self))  # fmt: skip
         self._session = session
         self._binding = session.io_binding() if self.options.io_binding else None
 

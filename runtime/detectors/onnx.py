@@ -19,7 +19,13 @@ from typing import Any, ClassVar
 import numpy as np
 from pairedge.core import limits
 from pairedge.core.errors import BackendError, FormatError, InputError, ModelError
-from pairedge.runtime.backends.ort import _LEVELS, OrtOptions, provider_unavailable
+from pairedge.runtime.backends.ort import OrtOptions
+from pairedge.runtime.backends.ort_session import (
+    ProviderFallbackError,
+    SessionError,
+    make_session,
+    provider_unavailable,
+)
 from pairedge.runtime.detectors.base import Detector
 from pairedge.runtime.detectors.graph import DetectorGraph, read_detector_graph
 from pairedge.runtime.detectors.layouts import LAYOUTS, GraphFacts, Layout, decode, forced, identify
@@ -58,12 +64,6 @@ class OnnxDetectorOptions(DetectorOptions):
             )
         if self.layout is not None and self.layout not in LAYOUTS:
             raise InputError(f"layout: expected one of {', '.join(LAYOUTS)} or None, got {self.layout!r}")
-
-
-def _ort() -> Any:
-    import onnxruntime
-
-    return onnxruntime
 
 
 def check_model_path(path: str | Path) -> Path:
@@ -113,24 +113,17 @@ class OnnxDetector(Detector):
         return list(self.providers)
 
     def _activate(self) -> None:
-        ort = _ort()
         o: Any = self.options
         graph = read_detector_graph(self.path)  # sizes checked against their ceiling before any session
         self.input_size = graph.fixed_size or o.input_size or _imgsz(graph.metadata.get("imgsz")) or (
             DEFAULT_INPUT, DEFAULT_INPUT)  # fmt: skip
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = o.ort.intra_op_threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel(_LEVELS[o.ort.optimization])
-        so.log_severity_level = 3
         try:
-            session = ort.InferenceSession(str(self.path), so, providers=self._provider_list())
-        except Exception as exc:  # onnxruntime raises its own exception types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{self.path}: ONNX Runtime could not load the detector ({first})") from None
-        if self.providers[0] not in session.get_providers():
-            raise BackendError(f"{self!r}: ONNX Runtime fell back to {session.get_providers()} instead of "
-                               f"{self.providers[0]}; run `pairedge doctor`")  # fmt: skip
+            session = make_session(self.path, threads=o.ort.intra_op_threads, optimization=o.ort.optimization,
+                                   providers=self._provider_list(), what=f"the detector {self.path}")  # fmt: skip
+        except ProviderFallbackError:
+            raise
+        except SessionError as exc:
+            raise ModelError(str(exc)) from None  # a detector file ONNX Runtime cannot load is a model problem
         self._session, self.graph = session, graph
         self._size_input = graph.size_input
         # one run on a grey frame: warms the session and gives the concrete output shapes

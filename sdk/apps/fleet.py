@@ -99,6 +99,13 @@ def run_tasks(
 
 #: Seconds to wait for a TCP connection to a Ray cluster's address before saying it cannot be reached.
 CONNECT_TIMEOUT_S = 5.0
+#: Seconds a first trivial task may take to run on a Ray worker before the run fails: a worker that cannot
+#: start (its object store cannot be mapped, no CPU resource) would otherwise leave ``ray.wait`` waiting forever.
+WORKER_START_TIMEOUT_S = 60.0
+#: The object store of a local Ray: this share of the machine's memory, within [Ray's minimum, the cap], and
+#: at most a quarter of an address-space limit (``ulimit -v``). Ray's own default (30 % of memory, ~7 GB on
+#: a 24 GB machine) cannot be mapped under such a limit; pairedge's tasks pass file paths and small reports.
+OBJECT_STORE_SHARE, OBJECT_STORE_MIN, OBJECT_STORE_CAP = 0.05, 80 << 20, 2 << 30
 
 
 def _check_reachable(address: str) -> None:
@@ -149,6 +156,27 @@ def _stderr_silenced() -> Iterator[None]:
         os.close(saved)
 
 
+def object_store_bytes(total_memory: int | None = None, address_limit: int | None = None) -> int:
+    """The object-store size of a local Ray (see :data:`OBJECT_STORE_SHARE`); both arguments default to this
+    machine's (``sysconf`` physical memory; ``RLIMIT_AS``, None when unlimited)."""
+    if total_memory is None:
+        total_memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if address_limit is None:
+        address_limit = _address_limit()
+    size = min(max(int(OBJECT_STORE_SHARE * total_memory), OBJECT_STORE_MIN), OBJECT_STORE_CAP)
+    if address_limit is not None:
+        size = min(size, address_limit // 4)
+    return max(size, OBJECT_STORE_MIN)
+
+
+def _address_limit() -> int | None:
+    """The process's address-space limit in bytes (``ulimit -v``), or None when unlimited."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
 def _init_ray(ray: Any, address: str | None, workers: int | None) -> None:
     """``ray.init`` quietly: no dashboard, no worker output relayed, Ray's own logger at ERROR (its banner
     and notices such as "Token authentication is enabled" are warnings that add stderr lines)."""
@@ -156,8 +184,10 @@ def _init_ray(ray: Any, address: str | None, workers: int | None) -> None:
                                "logging_level": logging.ERROR}  # fmt: skip
     if address:
         options["address"] = address
-    elif workers is not None:
-        options["num_cpus"] = workers
+    else:
+        options["object_store_memory"] = object_store_bytes()
+        if workers is not None:
+            options["num_cpus"] = workers
     try:
         ray.init(**options)
     except Exception as exc:  # connection refused, bad address, no resources
@@ -177,10 +207,37 @@ def _run_ray(
         if started:
             _init_ray(ray, address, workers)
         try:
+            _wait_for_a_worker(ray)
             return _ray_outcomes(ray, fn, items, keys, on_done)
         finally:
             if started:
                 ray.shutdown()
+
+
+def _worker_probe() -> int:
+    """A task that only proves a worker runs (its process id)."""
+    return os.getpid()
+
+
+def _wait_for_a_worker(ray: Any, timeout_s: float | None = None) -> None:
+    """Run one trivial task and wait at most ``timeout_s`` (:data:`WORKER_START_TIMEOUT_S`) for it.
+
+    Raises:
+        InputError: no worker ran it in time, naming the likely cause (an address-space limit that Ray's
+            shared-memory store cannot live under, or a cluster without free CPUs).
+    """
+    timeout_s = WORKER_START_TIMEOUT_S if timeout_s is None else timeout_s
+    ref = ray.remote(num_cpus=1, max_retries=0)(_worker_probe).remote()
+    done, _ = ray.wait([ref], num_returns=1, timeout=timeout_s)
+    if done:
+        return
+    ray.cancel(ref, force=True)
+    limit = _address_limit()
+    cause = (f"this process has an address-space limit (ulimit -v, {limit / 2**30:.1f} GiB) that Ray's workers "
+             "and shared-memory object store cannot start under: raise it or use --executor local"
+             if limit is not None else "the cluster may have no free CPU or its workers fail to start "
+             "(`ray status`; Ray's logs under /tmp/ray/session_latest/logs)")  # fmt: skip
+    raise InputError(f"no Ray worker started within {timeout_s:g} s: {cause}")
 
 
 def _ray_outcomes(

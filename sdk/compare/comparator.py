@@ -9,7 +9,7 @@ model: one comparison, per-output tolerances, small result objects.)
 
 - stage 1, the *gate*: open when ``p_interact >= tau``, ``p_interact`` = the float32 sigmoid of
   ``z[:, 1] - z[:, 0]`` (of ``z[:, 0]`` for a one-logit model), exactly
-  :func:`pairedge.runtime.pipeline.interact_probability`; ``tau`` is the model's ``tau_interact``. (The
+  :func:`pairedge.runtime.decisions.interact_probability`; ``tau`` is the model's ``tau_interact``. (The
   pipeline gates the *smoothed* probability over frames; a comparison of two models on the same rows
   compares single-frame decisions.)
 - stage 2, the *top-1* class: the argmax of the logits (the first index on exact ties, as numpy).
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import InputError
+from pairedge.runtime.decisions import gate_open, interact_probability, top1
 
 #: Width of the near-tie band around a decision boundary, in probability.
 NEAR_TIE = 1e-3
@@ -79,18 +80,16 @@ class DecisionRule:
 
     def gate_probability(self, z1: np.ndarray) -> np.ndarray:
         """(N,) float32 ``p_interact`` of (N, 2) (or (N, 1)) stage-1 logits, as the pipeline computes it."""
-        from pairedge.runtime.pipeline import interact_probability
-
         return interact_probability(_logits2d(z1, "stage-1"))
 
     def gate(self, z1: np.ndarray) -> np.ndarray:
         """(N,) bool: the gate is open (``p_interact >= tau``)."""
         p = self.gate_probability(z1)
-        return p >= self._tau(len(p))
+        return gate_open(p, self._tau(len(p)))
 
     def top1(self, z2: np.ndarray) -> np.ndarray:
         """(N,) int64 top-1 class of (N, C) stage-2 logits."""
-        return _logits2d(z2, "stage-2").argmax(axis=1).astype(np.int64)
+        return top1(_logits2d(z2, "stage-2"))
 
     def decisions(self, stage: int, z: np.ndarray) -> np.ndarray:
         """(N,) int64 decisions of (N, C) logits: stage 1 the gate (0 / 1), stage 2 the top-1 class."""

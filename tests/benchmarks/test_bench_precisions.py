@@ -58,7 +58,8 @@ def test_scored_seeds_are_held_out() -> None:
     (2000-2003) seed."""
     from pairedge.export.datasets.training_data import parse_sim_scenes
 
-    seeds = set(parse_sim_scenes(bench_precisions.HELD_OUT, None).seeds) | {int(bench_precisions.PACK_SCENE.split(":")[1])}
+    packs = {int(scene.split(":")[1]) for scene in bench_precisions.PACK_SCENES}
+    seeds = set(parse_sim_scenes(bench_precisions.HELD_OUT, None).seeds) | packs
     used = set(range(12)) | set(range(1000, 1008)) | set(range(2000, 2004)) | set(range(3000, 3003))
     assert seeds and not seeds & used
     from pairedge.calibration.default_set import default_source

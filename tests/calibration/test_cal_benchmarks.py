@@ -16,18 +16,18 @@ import bench_cad_deploy  # noqa: E402
 import bench_calibrate  # noqa: E402
 
 
-def _entry(agreement: float, drop: float, fails: int, macs: int) -> dict[str, Any]:
-    return {"min_agreement": agreement, "max_mpca_drop_points": drop, "failing_windows": fails,
-            "macs": {"stage1": {"int8_engine": macs}, "stage2": None}}  # fmt: skip
+def _entry(agreement: float, drop: float, fails: int) -> dict[str, Any]:
+    return {"min_agreement": agreement, "max_mpca_drop_points": drop, "failing_windows": fails}
 
 
 def test_selection_rule_order() -> None:
-    scores = {"cheap": _entry(0.999, 0.1, 10, 100), "dear": _entry(0.999, 0.1, 10, 900),
-              "fewer_fails_low_agreement": _entry(0.99, 0.1, 1, 10), "big_drop": _entry(0.999, 0.4, 0, 10),
-              "most_fails": _entry(0.9999, 0.0, 30, 10)}  # fmt: skip
-    assert bench_calibrate.select(scores) == "cheap"  # eligible, fewest failing windows, then fewer MACs
-    assert bench_calibrate.select({"x": _entry(0.9, 0.0, 0, 1)}) is None
+    scores = {"lower": _entry(0.998, 0.1, 10), "higher": _entry(0.999, 0.1, 10),
+              "fewer_fails_low_agreement": _entry(0.99, 0.1, 1), "big_drop": _entry(0.999, 0.4, 0),
+              "most_fails": _entry(0.9999, 0.0, 30)}  # fmt: skip
+    assert bench_calibrate.select(scores) == "higher"  # eligible, fewest failing windows, then agreement
+    assert bench_calibrate.select({"x": _entry(0.9, 0.0, 0)}) is None
     assert set(bench_calibrate.QUICK) <= set(bench_calibrate.CANDIDATES)
+    assert all("copies" not in c for c in bench_calibrate.CANDIDATES.values())  # plain int8 only
 
 
 def test_windows_cover_each_scene_in_pack_sized_runs() -> None:

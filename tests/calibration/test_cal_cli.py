@@ -178,36 +178,47 @@ def test_in_place_keeps_the_other_manifest_entries(tmp_path: Path, features: tup
     assert read_manifest(folder) is not None and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_report_gives_each_layer_its_rewrite_and_the_multiply_adds(calibrated: Path) -> None:
+def test_report_gives_each_layer_its_range_and_the_multiply_adds(calibrated: Path) -> None:
+    from onnx import numpy_helper
+    from pairedge.compare.cost import graph_macs
+
     report = json.loads((calibrated / "calibration.json").read_text())
-    for st in report["stages"].values():
-        weights, cost = st["layers"]["weights"], st["layers"]["macs_per_pair"]
-        assert weights and all(w["copies"] >= 1 and w["range"] > 0 for w in weights.values())
-        assert any(w["offset"] for w in weights.values())  # a ReLU's output is quantized over [0, range]
-        in_float = st["float_nodes"]["gemms_in_float"]  # the search may keep one in float: its fp32 MACs count
-        assert cost["int8_engine"] >= sum(w["int8_macs_per_pair"] for w in weights.values())
-        assert (cost["int8_engine"] == sum(w["int8_macs_per_pair"] for w in weights.values())) == (not in_float)
-        assert cost["ratio"] == cost["int8_engine"] / cost["fp32"] > 1.0
+    for key, st in report["stages"].items():
+        weights, macs = st["layers"]["weights"], st["layers"]["macs_per_pair"]
+        assert weights and all(w["range"] > 0 and "copies" not in w for w in weights.values())
+        in_float = st["float_nodes"]["gemms_in_float"]  # the sweep may keep one in float: its MACs stay float
+        assert macs["int8"] == sum(w["int8_macs_per_pair"] for w in weights.values())
+        assert macs["int8"] + macs["float"] == macs["fp32"] and (macs["float"] == 0) == (not in_float)
+        # int8 Gemm weights keep the fp32 Gemm's shape; the multiply-adds are fp32's (read once)
+        fp32 = onnx.load(str(calibrated / f"{key}.onnx"))
+        int8 = onnx.load(str(calibrated / f"{key}.int8.onnx"))
+        shapes = sorted(numpy_helper.to_array(t).shape for t in fp32.graph.initializer if len(t.dims) == 2)
+        q = sorted(numpy_helper.to_array(t).shape for t in int8.graph.initializer
+                   if len(t.dims) == 2 and t.data_type == onnx.TensorProto.INT8)  # fmt: skip
+        assert q and set(q) <= set(shapes)
+        assert graph_macs(int8)["macs_per_pair"] == graph_macs(fp32)["macs_per_pair"] == macs["fp32"]
+        assert set(st["cost"]) == {"fp32", "fp16", "int8"}
+        assert st["cost"]["int8"]["int8_macs_per_pair"] == macs["int8"]
     md = (calibrated / "calibration.md").read_text()
-    assert "multiply-adds per pair" in md and "| copies |" in md
+    assert "multiply-adds per pair" in md and "Cost per precision" in md
 
 
-@pytest.mark.parametrize(("option", "value", "match"), [("--copies", "0,8", "copies"), ("--copies", "a", "--copies"),
-                                                        ("--headroom", "6,0.5", "headroom"),
+@pytest.mark.parametrize(("option", "value", "match"), [("--headroom", "6,0.5", "headroom"),
                                                         ("--headroom", "1,2,3", "--headroom")])  # fmt: skip
-def test_bad_copies_or_headroom_fail_before_collecting(tmp_path: Path, option: str, value: str, match: str) -> None:
+def test_bad_headroom_fails_before_collecting(tmp_path: Path, option: str, value: str, match: str) -> None:
     missing = tmp_path / "never-read.npz"
     _fails_cleanly(tmp_path, "--features", str(missing), option, value, match=match)
 
 
-def test_copies_and_headroom_options_reach_the_graph(tmp_path: Path, features: tuple[Path, Path]) -> None:
+def test_copies_is_gone_and_headroom_reaches_the_graph(tmp_path: Path, features: tuple[Path, Path]) -> None:
+    code, output = _run("--out", str(tmp_path / "x"), "--features", str(features[0]), "--copies", "1")
+    assert code != 0 and "--copies" in output  # the shifted copies were removed (issue 38)
     out = tmp_path / "plain"
     code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]),
-                        "--copies", "1", "--headroom", "2,3", "--target-agreement", "0")  # fmt: skip
+                        "--headroom", "2,3", "--target-agreement", "0")  # fmt: skip
     assert code == 0, output
     stage2 = json.loads((out / "calibration.json").read_text())["stages"]["stage2"]["layers"]
-    assert {w["copies"] for w in stage2["weights"].values()} == {1}
     assert {w["headroom"] for w in stage2["weights"].values()} == {2.0, 3.0}
     model = onnx.load(str(out / "stage2.int8.onnx"))
-    assert not [n for n in model.graph.node if n.name.endswith("_Concat_copies")]
-    assert "int8 multiply-adds per pair" in output
+    assert not [n for n in model.graph.node if n.op_type == "Concat" and "copies" in n.name]
+    assert "multiply-adds per pair" in output and "cost (ONNX Runtime CPU" in output, output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pairedge.calibration.api import DEFAULT_COPIES, DEFAULT_HEADROOM, DEFAULT_METHOD, CalibrateOptions
+from pairedge.calibration.api import DEFAULT_HEADROOM, DEFAULT_METHOD, CalibrateOptions
 from pairedge.calibration.default_set import RESERVED_SEEDS
 from pairedge.calibration.quantize import QuantConfig
 
@@ -17,7 +17,7 @@ def test_defaults_are_the_selected_candidate() -> None:
     d = json.loads(RESULTS.read_text())["default"]
     chosen = d["selection"][d["selected"]]["options"]
     assert chosen["method"] == DEFAULT_METHOD
-    assert tuple(chosen["copies"]) == DEFAULT_COPIES and tuple(chosen["headroom"]) == DEFAULT_HEADROOM
+    assert "copies" not in chosen and tuple(chosen["headroom"]) == DEFAULT_HEADROOM
     assert d["default_is_selected"] is True
 
 
@@ -30,5 +30,4 @@ def test_selection_rows_are_reserved_and_never_reported() -> None:
 
 def test_quant_config_defaults_are_calibrates() -> None:
     q, o = QuantConfig(), CalibrateOptions()
-    assert (q.method, (q.input_copies, q.hidden_copies), (q.input_headroom, q.hidden_headroom)) == (
-        o.method, o.copies, o.headroom)
+    assert (q.method, (q.input_headroom, q.hidden_headroom)) == (o.method, o.headroom)

@@ -1,5 +1,5 @@
-"""The QDQ graph calibrate writes: int8 arithmetic as ONNX Runtime runs it, exact rewrites (offset, shifted
-copies, folded bias), finer weights from the copies, headroom, shared weights, and TensorRT's Q/DQ rules."""
+"""The one Q/DQ writer: int8 arithmetic as ONNX Runtime runs it, every Gemm reading its input once with int8
+weights of the fp32 shape, headroom, shared weights, exclusions, and TensorRT's Q/DQ rules."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from cal_data import model_dir, scene_samples
 from onnx import TensorProto, helper, numpy_helper
 from pairedge.calibration.infer import logits, session
-from pairedge.calibration.qdq_graph import LayerPlan, qdq_graph, quantize_weight, quantize_weight_copies
+from pairedge.calibration.qdq_graph import LayerPlan, qdq_graph, quantize_weight
 from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.calibration.quantize import QuantConfig, preprocess, quantize
 from pairedge.calibration.ranges import layer_plans, reads_features
@@ -39,21 +39,18 @@ def _mlp(matmul: bool = False) -> onnx.ModelProto:
 
 
 def _emulate(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, plan: LayerPlan) -> np.ndarray:
-    """What the Q/DQ layer computes, in numpy: shifted copies rounded half to even and saturated, times the
-    dequantized int8 weight, plus the bias with the rewrite folded in."""
-    q, scales = quantize_weight_copies(w.astype(np.float64), plan.copies)
+    """What the Q/DQ layer computes, in numpy: the input rounded half to even and saturated, times the
+    dequantized int8 weight, plus the float bias."""
+    q, scales = quantize_weight(w.astype(np.float64))
     wq = q.astype(np.float64) * scales[:, None]
-    shifts = np.repeat(np.asarray(plan.shifts), x.shape[1])
-    copies = np.concatenate([x + np.float32(s) for s in plan.shifts], axis=1).astype(np.float32)
-    xq = np.clip(np.rint(copies / np.float32(plan.scale)), -128, 127) * np.float32(plan.scale)
-    return xq @ wq.T + (0 if b is None else b) - wq @ shifts
+    xq = np.clip(np.rint(x / np.float32(plan.scale)), -128, 127) * np.float32(plan.scale)
+    return xq @ wq.T + (0 if b is None else b)
 
 
 @pytest.mark.parametrize("matmul", [False, True])
-@pytest.mark.parametrize("copies, offset", [(1, False), (4, True), (7, False)])
-def test_the_graph_computes_the_int8_arithmetic(matmul: bool, copies: int, offset: bool) -> None:
+def test_the_graph_computes_the_int8_arithmetic(matmul: bool) -> None:
     x = RNG.normal(size=(200, 6)).astype(np.float32)
-    p1, p2 = LayerPlan(3.0, False, copies), LayerPlan(4.0, offset, copies)
+    p1, p2 = LayerPlan(3.0), LayerPlan(4.0)
     q = qdq_graph(_mlp(matmul), {"w1": p1, "w2": p2})
     assert check_qdq_rules(q) == []
     h = np.maximum(_emulate(x, W1, B1, p1), 0).astype(np.float32)
@@ -61,62 +58,48 @@ def test_the_graph_computes_the_int8_arithmetic(matmul: bool, copies: int, offse
     diff = np.abs(logits(session(q), x) - want).max(axis=1)
     # float32 vs float64 hidden values: a value on a rounding tie may land one int8 step apart in a few rows
     assert (diff < 2e-4).mean() > 0.95
-    assert diff.max() < 3 * np.abs(W2).max() * p2.scale / copies + 2e-4
+    assert diff.max() < 3 * np.abs(W2).max() * p2.scale + 2e-4
 
 
-def test_rewrites_are_exact_before_rounding() -> None:
-    plan = LayerPlan(2.0, offset=True, copies=5)
-    shifts = np.asarray(plan.shifts)
-    assert shifts[0] < -0.9 and np.allclose(shifts - shifts.mean(), (np.arange(5) - 2) * plan.scale / 5, atol=1e-7)
-    assert plan.scale == pytest.approx(2.0 / 254)  # [0, amax] on 254 steps
-    assert np.rint((0.0 + shifts.mean()) / plan.scale) == -127  # zero stays exact
-    q, scales = quantize_weight_copies(W1.astype(np.float64), 5)
-    wq = q.astype(np.float64) * scales[:, None]
-    x = RNG.uniform(0, 2, size=(50, 6))
-    plain = (x @ wq.reshape(16, 5, 6).sum(axis=1).T)
-    rewritten = np.concatenate([x + s for s in shifts], axis=1) @ wq.T - wq @ np.repeat(shifts, 6)
-    np.testing.assert_allclose(rewritten, plain, atol=1e-9)  # the folded bias undoes the shifts exactly
+def test_every_gemm_reads_its_input_once_with_weights_of_the_fp32_shape() -> None:
+    model = _mlp()
+    q = qdq_graph(model, {"w1": LayerPlan(3.0), "w2": LayerPlan(4.0)})
+    ops = [n.op_type for n in q.graph.node]
+    assert ops.count("QuantizeLinear") == 2 and "Concat" not in ops and "Add" not in ops
+    inits = {t.name: t for t in q.graph.initializer}
+    for w, shape in (("w1", W1.shape), ("w2", W2.shape)):
+        assert tuple(inits[f"{w}_quantized"].dims) == shape and inits[f"{w}_quantized"].data_type == TensorProto.INT8
+        assert w not in inits  # no float copy of the weight left
+    assert inits["b1"].data_type == TensorProto.FLOAT  # the bias stays float (TensorRT)
 
 
-def test_copies_give_finer_weights_within_int8() -> None:
+def test_weights_round_per_channel_within_int8() -> None:
     w = RNG.normal(size=(32, 40))
-    one, s1 = quantize_weight(w)
-    err1 = np.abs(one * s1[:, None] - w).max()
-    for n in (2, 8, 32):
-        q, s = quantize_weight_copies(w, n)
-        assert q.dtype == np.int8 and q.shape == (32, 40 * n) and np.abs(q.astype(int)).max() <= 127
-        total = (q.astype(np.float64) * s[:, None]).reshape(32, n, 40).sum(axis=1)
-        assert np.abs(total - w).max() <= err1 / n * 1.0001  # the blocks add up to a grid n times finer
-    np.testing.assert_array_equal(quantize_weight_copies(w, 1)[0], one)
+    q, s = quantize_weight(w)
+    assert q.dtype == np.int8 and np.abs(q.astype(int)).max(axis=1).tolist() == [127] * 32
+    assert np.abs(q * s[:, None] - w).max() <= s.max() / 2 * 1.0001  # half a step at most, nothing clipped
 
 
-def test_copies_shrink_the_error_and_headroom_covers_rows_beyond_the_calibration_set() -> None:
+def test_headroom_covers_rows_beyond_the_calibration_set() -> None:
     model = _mlp()
     cal = RNG.normal(size=(500, 6)).astype(np.float32)
-    test = RNG.normal(size=(500, 6)).astype(np.float32)
-    ref = logits(session(model), test)
+    far = RNG.normal(size=(500, 6)).astype(np.float32) * 3.0  # rows up to three times beyond anything calibrated
 
-    def error(X: np.ndarray, stat: Any, **kw: Any) -> float:
+    def error(**kw: Any) -> float:
         q = quantize(model, cal, QuantConfig(**kw))
-        return float(stat(np.abs(logits(session(q), X) - logits(session(model), X))))
+        return float(np.abs(logits(session(q), far) - logits(session(model), far)).max())
 
-    plain = dict(input_copies=1, hidden_copies=1, input_headroom=1.0, hidden_headroom=1.0)
-    finer = error(test, np.mean, **{**plain, "input_copies": 16, "hidden_copies": 16})
-    assert finer < error(test, np.mean, **plain) / 4
-    far = test * 3.0  # rows up to three times beyond anything calibrated
-    wide = {**plain, "input_headroom": 4.0, "hidden_headroom": 4.0, "input_copies": 8, "hidden_copies": 8}
-    assert error(far, np.max, **wide) < error(far, np.max, **plain) / 4
-    assert np.isfinite(ref).all()
+    assert error(input_headroom=4.0, hidden_headroom=4.0) < error() / 2
 
 
-def test_plans_offset_first_layers_and_headroom() -> None:
+def test_plans_first_layers_and_headroom() -> None:
     model = _mlp()
     cal = RNG.normal(size=(300, 6)).astype(np.float32)
-    config = QuantConfig(input_copies=8, hidden_copies=2, input_headroom=3.0, hidden_headroom=2.0)
+    config = QuantConfig(input_headroom=3.0, hidden_headroom=2.0)
     plans = layer_plans(model, cal, config)
-    assert plans["w1"].copies == 8 and not plans["w1"].offset  # reads the features, which go negative
     assert plans["w1"].amax == pytest.approx(3.0 * np.abs(cal).max(), rel=1e-5)
-    assert plans["w2"].copies == 2 and plans["w2"].offset  # a ReLU's output
+    h = np.maximum(cal @ W1.T + B1, 0)
+    assert plans["w2"].amax == pytest.approx(2.0 * h.max(), rel=1e-4)
     assert reads_features(model, "features") and not reads_features(model, "r")
 
 
@@ -153,7 +136,7 @@ def test_bad_plans_and_configs_are_refused() -> None:
         LayerPlan(0.0)
     with pytest.raises(ModelError, match="no Gemm"):
         qdq_graph(_mlp(), {"b1": LayerPlan(1.0)})
-    with pytest.raises(InputError, match="copies"):
-        QuantConfig(input_copies=0)
+    with pytest.raises(TypeError):
+        QuantConfig(input_copies=8)  # type: ignore[call-arg]  # the shifted copies are gone
     with pytest.raises(InputError, match="headroom"):
         QuantConfig(hidden_headroom=0.5)

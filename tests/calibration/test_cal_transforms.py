@@ -71,11 +71,9 @@ def test_search_reaches_the_target_by_keeping_nodes_in_float() -> None:
     fp32, X = _stage(2)
     pre = preprocess(fp32)
     cal, val = X[::2], X[1::2]
-    # plain int8 clipped at the 95th percentile (one copy of each input, no headroom): coarse enough that
-    # single nodes change decisions, so the search has nodes to keep in float (the default configuration
-    # already agrees on every row here)
-    coarse = QuantConfig(method="percentile", percentile=95.0, input_copies=1, hidden_copies=1,
-                         input_headroom=1.0, hidden_headroom=1.0)  # fmt: skip
+    # int8 clipped at the 95th percentile: coarse enough that single nodes change decisions, so the search
+    # has nodes to keep in float (the default configuration already agrees on every row here)
+    coarse = QuantConfig(method="percentile", percentile=95.0, input_headroom=1.0, hidden_headroom=1.0)
     result = search_exclusions(pre, 2, cal, val, coarse, target=1.0)
     assert result.sensitivity and min(result.sensitivity.values()) < 1.0
     agreements = [s.agreement for s in result.steps]

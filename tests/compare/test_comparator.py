@@ -22,7 +22,7 @@ from pairedge.compare.comparator import (
 )
 from pairedge.compare.parity.pack import PairRows
 from pairedge.core.errors import InputError
-from pairedge.runtime.pipeline import interact_probability
+from pairedge.runtime.decisions import interact_probability
 
 TAU = 0.55
 

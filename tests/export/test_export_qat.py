@@ -1,5 +1,6 @@
 """Quantization-aware training (pairedge.export.qat*): import, equalisation, fake quantization = the Q/DQ
-file, every Gemm in int8, deterministic fine-tuning, the folder step. Tiny models: seconds."""
+file (written by calibration's one Q/DQ writer), every Gemm in int8 reading its input once with weights of the
+fp32 shape, squashed inputs, deterministic fine-tuning, the folder step. Tiny models: seconds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pairedge.export import qat_fake  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint  # noqa: E402
 from pairedge.export.models import ModelConfig, build_model, set_normalization  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
-from pairedge.export.qat import EXPORT_TOLERANCE, export_int8, import_fp32, layer_exports, stage_info  # noqa: E402
+from pairedge.export.qat import EXPORT_TOLERANCE, export_int8, import_fp32, stage_info  # noqa: E402
 from pairedge.export.qat_equalize import equalize  # noqa: E402
 from pairedge.export.qat_export import gemm_inputs_quantized, qdq_graph  # noqa: E402
 from pairedge.export.qat_train import QatConfig, finetune  # noqa: E402
@@ -28,8 +29,10 @@ from pairedge.export.train import predict_logits  # noqa: E402
 
 MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8)), STAGE1.classes)
 RELATION = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6), PAPER3.classes)
-CASES = [MLP, RELATION]
-IDS = ["stage1_mlp", "relation_net"]
+SQUASHED = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6, input_squash=1.0),
+            PAPER3.classes)  # fmt: skip
+CASES = [MLP, RELATION, SQUASHED]
+IDS = ["stage1_mlp", "relation_net", "relation_net_squashed"]
 
 
 def _rows(f: int, n: int = 3000, seed: int = 0) -> np.ndarray:
@@ -46,11 +49,11 @@ def _fp32(tmp_path: Path, config: ModelConfig, labels: tuple[str, ...], seed: in
     torch.manual_seed(seed)
     model = build_model(config)
     X = _rows(config.num_features, seed=seed)
-    set_normalization(model, X.mean(0), X.std(0))
+    set_normalization(model, X.mean(0), X.std(0), X)
     stage = 1 if labels == STAGE1.classes else 2
     ckpt = Checkpoint(model=model, config=config, stage=stage, labels=labels, feature_spec=spec[0],
                       feature_spec_version=spec[1], thresholds={"p_interact": 0.5}, data_fingerprint="sha256:t",
-                      extra={"train": {"hidden": list(config.hidden)}})  # fmt: skip
+                      extra={"train": {"hidden": list(config.hidden), "input_squash": config.input_squash}})  # fmt: skip
     path = tmp_path / f"stage{stage}.onnx"
     export_checkpoint(ckpt, path, check_batches=(3,))
     return path
@@ -95,27 +98,50 @@ def test_equalisation_keeps_the_fp32_function_and_halves_the_input_spread(
         assert spread(u) == pytest.approx(spread(z) ** 0.5, rel=1e-3)
 
 
-def _quantized(tmp_path: Path, case: tuple, copies: int, hidden: int, offset: bool) -> tuple:
+def _quantized(tmp_path: Path, case: tuple) -> tuple:
     """A fake-quantized model (no fine-tuning), its fp32 file and rows."""
     config, labels = case
     path = _fp32(tmp_path, config, labels)
     X = _rows(config.num_features, seed=3)
-    cfg = QatConfig(epochs=0, input_copies=copies, hidden_copies=hidden, offset=offset, calibration="max")
+    cfg = QatConfig(epochs=0, calibration="max")
     result = finetune(import_fp32(path)[0], 1 if labels == STAGE1.classes else 2, X, X[:500], cfg)
     return path, result, X
 
 
-@pytest.mark.parametrize(("copies", "hidden", "offset"), [(1, 1, False), (1, 1, True), (4, 2, True)])
+def test_the_squash_bounds_the_first_layers_input(tmp_path: Path) -> None:
+    """Within each column's knee (99.9th percentile of |z| on the training rows) a z-score is unchanged; beyond
+    it, knee + log1p(|z| - knee): monotone, a 40-std row a few units past the knee; the knees are in the
+    ONNX file and survive the import."""
+    path = _fp32(tmp_path, *SQUASHED)
+    model, _ = import_fp32(path)
+    norm = model.norm
+    knee = norm.knee.numpy()
+    X = _rows(14, seed=0)
+    z_train = np.abs((X - X.mean(0)) / X.std(0))
+    np.testing.assert_allclose(knee, np.maximum(np.quantile(z_train, 0.999, axis=0), 1.0), rtol=1e-5)
+    assert (knee >= 1.0).all() and knee[-1] > 4  # the heavy-tailed last column has the farthest knee
+    x = _rows(14, 200, seed=5)
+    assert np.abs(predict_logits(model, x) - logits(session(path), x)).max() < 1e-5
+    norm.mean.zero_(), norm.std.fill_(1.0)
+    k = float(knee[0])
+    z = torch.tensor([[-40.0, -k, -0.5, 0.0, 0.5 * k, k, k + 1, 40.0]])
+    out = norm(torch.cat([z.T, torch.zeros(8, 13)], dim=1))[:, 0].detach().numpy()
+    plain = np.abs(z[0].numpy()) <= k
+    np.testing.assert_allclose(out[plain], z[0].numpy()[plain], rtol=1e-6)
+    far = np.sign(z[0].numpy()) * (k + np.log1p(np.maximum(np.abs(z[0].numpy()) - k, 0)))
+    np.testing.assert_allclose(out[~plain], far[~plain], rtol=1e-6)
+    assert np.all(np.diff(out) > 0) and abs(out[-1]) < k + 4
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_the_qdq_file_computes_what_was_trained(case: tuple, copies: int, hidden: int, offset: bool,
-                                                tmp_path: Path) -> None:  # fmt: skip
+def test_the_qdq_file_computes_what_was_trained(case: tuple, tmp_path: Path) -> None:
     """The exported Q/DQ graph computes the fake-quantized torch model: node by node (ONNX Runtime without
     graph optimisations) equal up to float rounding; with its fused int8 kernels a sum landing on the other
     side of a rounding tie moves a few rows by one int8 step, within the export check's tolerance."""
     import onnxruntime as ort
 
-    path, result, X = _quantized(tmp_path, case, copies, hidden, offset)
-    qdq = qdq_graph(onnx.load(str(path)), layer_exports(result), result.gains)
+    path, result, X = _quantized(tmp_path, case)
+    qdq = qdq_graph(onnx.load(str(path)), result.model, result.gains)
     want = predict_logits(result.model, X)
     plain = ort.SessionOptions()
     plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -129,13 +155,19 @@ def test_the_qdq_file_computes_what_was_trained(case: tuple, copies: int, hidden
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_every_gemm_runs_in_int8_and_the_rules_pass(case: tuple, tmp_path: Path) -> None:
-    path, result, _ = _quantized(tmp_path, case, 4, 2, True)
+    path, result, _ = _quantized(tmp_path, case)
     fp32 = onnx.load(str(path))
-    qdq = qdq_graph(fp32, layer_exports(result), result.gains)
+    qdq = qdq_graph(fp32, result.model, result.gains)
     assert gemm_inputs_quantized(qdq) == [] and check_qdq_rules(qdq) == []
     count = lambda m, op: sum(n.op_type == op for n in m.graph.node)  # noqa: E731
     assert count(qdq, "Gemm") == count(fp32, "Gemm") > 0
+    assert count(qdq, "Concat") == count(fp32, "Concat")  # no input copies
     inits = {t.name: t for t in qdq.graph.initializer}
+    fp32_inits = {t.name: t for t in fp32.graph.initializer}
+    for g in (n for n in qdq.graph.node if n.op_type == "Gemm"):  # int8 weights of the fp32 Gemm's own shape
+        weight = g.input[1].removesuffix("_dequantized")
+        assert list(inits[f"{weight}_quantized"].dims) == list(fp32_inits[weight].dims)
+        assert inits[f"{weight}_quantized"].data_type == onnx.TensorProto.INT8
     gemms = [n for n in qdq.graph.node if n.op_type == "Gemm"]
     assert all(inits[g.input[2]].data_type == onnx.TensorProto.FLOAT for g in gemms)  # bias stays float
     assert {t.name for t in qdq.graph.initializer if t.name.endswith(".weight")} == set()  # no float weights
@@ -145,8 +177,8 @@ def test_every_gemm_runs_in_int8_and_the_rules_pass(case: tuple, tmp_path: Path)
 
 
 def test_the_gemm_check_finds_a_float_input(tmp_path: Path) -> None:
-    path, result, _ = _quantized(tmp_path, MLP, 1, 1, False)
-    qdq = qdq_graph(onnx.load(str(path)), layer_exports(result), result.gains)
+    path, result, _ = _quantized(tmp_path, MLP)
+    qdq = qdq_graph(onnx.load(str(path)), result.model, result.gains)
     gemm = next(n for n in qdq.graph.node if n.op_type == "Gemm")
     dq = next(n for n in qdq.graph.node if gemm.input[0] in n.output)
     q = next(n for n in qdq.graph.node if dq.input[0] in n.output)
@@ -155,31 +187,33 @@ def test_the_gemm_check_finds_a_float_input(tmp_path: Path) -> None:
 
 
 def test_a_gemm_without_a_quantized_layer_is_refused(tmp_path: Path) -> None:
-    path, result, _ = _quantized(tmp_path, MLP, 1, 1, False)
-    layers = layer_exports(result)
-    layers.pop("net.3.weight")
+    path, result, _ = _quantized(tmp_path, MLP)
+    proto = onnx.load(str(path))
+    for t in proto.graph.initializer:  # the trained layer net.3 has no initializer of that name here
+        if t.name == "net.3.weight":
+            t.name = "other.weight"
+    for node in proto.graph.node:
+        node.input[:] = ["other.weight" if i == "net.3.weight" else i for i in node.input]
     with pytest.raises(ModelError, match=r"net\.3\.weight"):
-        qdq_graph(onnx.load(str(path)), layers, result.gains)
+        qdq_graph(proto, result.model, result.gains)
 
 
-def test_int8_weights_and_the_offset_grid() -> None:
+def test_int8_weights_and_the_plain_grid() -> None:
+    from pairedge.calibration.qdq_graph import LayerPlan, quantize_weight
+
     torch.manual_seed(0)
     layer = qat_fake.QuantLinear(torch.nn.Linear(5, 3))
     with torch.no_grad():
         layer.weight[1] = 0.0  # a channel of zeros still gets a positive scale
     layer.amax.fill_(4.0)
-    layer.offset = True
-    out = layer.export()
-    assert out.weight.dtype == np.int8 and (out.weight_scales > 0).all()
-    rows = np.abs(out.weight).max(axis=1)
+    q, scales = quantize_weight(layer.weight.detach().numpy().astype(np.float64))
+    assert q.dtype == np.int8 and (scales > 0).all()
+    rows = np.abs(q).max(axis=1)
     assert rows[0] == 127 and rows[2] == 127 and rows[1] == 0
-    deq = out.weight * out.weight_scales[:, None]
-    assert np.allclose(deq, qat_fake.fake_weight(layer.weight).detach().numpy(), atol=1e-7)
-    assert out.shifts == (-2.0,) and out.act_scale == pytest.approx(4.0 / 254)
+    assert np.allclose(q * scales[:, None], qat_fake.fake_weight(layer.weight).detach().numpy(), atol=1e-7)
+    assert layer.act_scale() == pytest.approx(4.0 / 127) == LayerPlan(4.0).scale  # the writer's step
     zero = torch.zeros(1, 5)
-    q = qat_fake.fake_activation(zero + out.shifts[0], out.act_scale)
-    assert torch.allclose(q - out.shifts[0], zero, atol=1e-6)  # a ReLU's zero stays exact
-    with torch.no_grad():  # and the layer's output on it is its float bias
+    with torch.no_grad():  # zero is on the grid: the output is the float bias
         assert torch.allclose(layer(zero)[0], layer.bias, atol=1e-5)
 
 
@@ -189,8 +223,8 @@ def test_uncalibrated_layers_and_bad_configs_are_refused() -> None:
         layer(torch.zeros(1, 2))
     with pytest.raises(InputError, match="unknown key"):
         QatConfig.from_dict({"epoch": 3})
-    with pytest.raises(InputError):
-        QatConfig(input_copies=0)
+    with pytest.raises(InputError, match="unknown key"):
+        QatConfig.from_dict({"input_copies": 2})  # the shifted copies are gone
     with pytest.raises(InputError):
         QatConfig(calibration="kl")
 
@@ -198,7 +232,7 @@ def test_uncalibrated_layers_and_bad_configs_are_refused() -> None:
 def test_finetuning_is_deterministic_and_keeps_the_best_validation_epoch(tmp_path: Path) -> None:
     path = _fp32(tmp_path, *RELATION)
     X = _rows(14, 2000, seed=4)
-    cfg = QatConfig(epochs=3, samples_per_epoch=1000, input_copies=2, lr=1e-3)
+    cfg = QatConfig(epochs=3, samples_per_epoch=1000, lr=1e-3)
     runs = [finetune(import_fp32(path)[0], 2, X[:1500], X[1500:], cfg) for _ in range(2)]
     a, b = (r.model.state_dict() for r in runs)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -212,7 +246,7 @@ def test_finetuning_is_deterministic_and_keeps_the_best_validation_epoch(tmp_pat
 def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path) -> None:
     from pairedge.core.modelfolder import sha256_file
 
-    path, result, X = _quantized(tmp_path, MLP, 2, 1, True)
+    path, result, X = _quantized(tmp_path, MLP)
     out = tmp_path / "stage1.int8.onnx"
     written = export_int8(path, result, out, stage_info({"name": "t"}, "stage1", result), X[:200])
     props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
@@ -221,7 +255,7 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
     info = json.loads(props["pairedge.quantization"])
     assert props["pairedge.precision"] == "int8" and info["method"] == "qat"
     assert info["fp32_sha256"] == sha256_file(path) and info["qat_recipe"] == {"name": "t"}
-    assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-3
+    assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-2  # fused int8 kernels: float order
 
 
 def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_computes_otherwise(
@@ -229,7 +263,7 @@ def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_com
 ) -> None:
     import pairedge.calibration.infer as infer
 
-    path, result, X = _quantized(tmp_path, MLP, 2, 1, True)
+    path, result, X = _quantized(tmp_path, MLP)
     real = infer.logits
 
     def shifted(rows: int, by: float):
@@ -242,7 +276,9 @@ def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_com
 
     monkeypatch.setattr(infer, "logits", shifted(1, 0.1))  # one row of 1,000 a few ties apart: accepted
     written = export_int8(path, result, tmp_path / "a.int8.onnx", stage_info({}, "stage1", result), X[:1000])
-    assert 0.09 < written.export_max_abs_diff < 0.11 and written.export_p999_abs_diff < 1e-3
+    # ONNX Runtime's fused int8 kernels requantize between layers: a few rows move by one int8 step (~0.005
+    # here), far inside the tolerance; unfused (node by node) the file equals the fake model to 1e-7
+    assert 0.09 < written.export_max_abs_diff < 0.11 and written.export_p999_abs_diff < 0.2 * EXPORT_TOLERANCE
     for rows, by, what in ((1000, 0.06, "percentile"), (1, 0.3, "at worst")):
         monkeypatch.setattr(infer, "logits", shifted(rows, by))
         out = tmp_path / f"b{rows}.int8.onnx"
@@ -271,7 +307,7 @@ def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path
     together = y7 < 3
     rows = RecipeRows(FeatureData.from_arrays(X1, together.astype(int), groups, STAGE1.classes),
                       FeatureData.from_arrays(X2[together], y7[together], groups[together], PAPER3.classes), X2)  # fmt: skip
-    small = {"epochs": 1, "samples_per_epoch": 500, "input_copies": 2, "hidden_copies": 1, "calibration": "max"}
+    small = {"epochs": 1, "samples_per_epoch": 500, "calibration": "max"}
     record = build_int8(tmp_path, {}, {"stage1": small, "stage2": {**small, "gate_floor": 0.3}}, rows)
     assert set(record["stages"]) == {"stage1", "stage2"}
     for st in record["stages"].values():

@@ -76,6 +76,12 @@ def _check(classes: dict[str, type], typename: str, name: str, desc: Any, value:
     )
     if kind == "ARRAY":
         assert len(value) == count, f"The '{where}' field must have {count} items"
+    if isinstance(value, array.array | bytes) and getattr(sub[0], "name", "") == "BASE" and sub[1][0] in (
+        "uint8", "char", "octet", "byte"
+    ):
+        # unsigned bytes by construction ('B' arrays, bytes): an image's data is checked at once, not per byte
+        assert isinstance(value, bytes) or value.typecode == "B", f"The '{where}' field must hold unsigned bytes"
+        return
     for item in value:
         _check(classes, typename, name, sub, item)
 

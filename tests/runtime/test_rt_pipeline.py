@@ -207,7 +207,7 @@ def test_reset_and_independent_instances(tmp_path: Path) -> None:
 
 
 def test_softmax_and_interaction_probability_are_stable() -> None:
-    from pairedge.runtime.pipeline import interact_probability
+    from pairedge.runtime.decisions import interact_probability
 
     logits = np.array([[1000.0, -1000.0], [0.0, 0.0], [-5.0, 5.0]], np.float32)
     p = softmax(logits)

@@ -12,23 +12,16 @@ own percentiles. Memory: the process's peak resident set size, and the GPU memor
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from pairedge.compare.cost import PAIR_COUNTS, classifier_latency, percentiles
 from pairedge.core.types import Detections
 
-PAIR_COUNTS = (1, 64, 512, 4950)
+__all__ = ["PAIR_COUNTS", "PEOPLE", "boxes_scene", "classifier_latency", "gpu_memory_mib", "peak_rss_mib", "percentiles"]
 #: Crowd sizes of the pipeline measurements (SPEC: scaling with the number of people, 2 .. 100).
 PEOPLE = (2, 10, 30, 100)
-
-
-def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
-    """p50 / p90 / p99 / mean of (n,) samples (n >= 1)."""
-    a = np.asarray(samples_ms, np.float64)
-    p50, p90, p99 = (float(v) for v in np.percentile(a, [50, 90, 99]))
-    return {"p50": p50, "p90": p90, "p99": p99, "mean": float(a.mean())}
 
 
 def peak_rss_mib() -> float | None:
@@ -62,45 +55,6 @@ def gpu_memory_mib(pid: int | None = None) -> float | None:
     used = [float(mem) for line in out.splitlines() if len(parts := [p.strip() for p in line.split(",")]) == 2
             and parts[0] == str(pid) and (mem := parts[1]).replace(".", "", 1).isdigit()]  # fmt: skip
     return sum(used) if used else None
-
-
-def classifier_latency(
-    backends: Sequence[Any],
-    rows: np.ndarray,
-    pair_counts: Sequence[int] = PAIR_COUNTS,
-    repeats: int = 100,
-    warmup: int = 5,
-    rounds: int = 10,
-) -> list[dict[int, dict[str, float]]]:
-    """Milliseconds of ``backend.infer`` per pair count, for several backends measured **interleaved**.
-
-    The calls are split into ``rounds``; each round times every backend in turn on the same input, so load
-    from other processes on a shared machine falls on all variants alike instead of on whichever ran last.
-
-    Args:
-        backends: active classifier :class:`~pairedge.runtime.backends.Backend` objects (same input width).
-        rows: (M, F) float32 real feature rows (M >= 1), sampled (with repetition) to each pair count.
-        repeats: timed calls per backend and pair count (the 4,096+ counts get half, at least 20).
-
-    Returns:
-        One ``{pairs: {"p50", "p90", "p99", "mean"}}`` per backend, in order.
-    """
-    rng = np.random.default_rng(0)
-    samples: list[dict[int, list[float]]] = [{int(n): [] for n in pair_counts} for _ in backends]
-    for n in pair_counts:
-        x = np.ascontiguousarray(rows[rng.integers(0, len(rows), n)], np.float32)
-        calls = max(repeats if n < 4096 else repeats // 2, 20)
-        per_round = max(calls // rounds, 1)
-        for backend in backends:
-            for _ in range(warmup):
-                backend.infer(x)
-        for _ in range(max(calls // per_round, 1)):
-            for k, backend in enumerate(backends):
-                for _ in range(per_round):
-                    t0 = time.perf_counter_ns()
-                    backend.infer(x)
-                    samples[k][int(n)].append((time.perf_counter_ns() - t0) / 1e6)
-    return [{n: percentiles(v) for n, v in s.items()} for s in samples]
 
 
 def boxes_scene(

@@ -38,6 +38,7 @@ from pairedge.apps.bench.measure import (
     peak_rss_mib,
     pipeline_fps,
 )
+from pairedge.compare.cost import graph_macs
 from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.artefacts import PRECISIONS, check_precision, stage_files
 from pairedge.core.errors import BackendError, InputError, ModelError
@@ -77,6 +78,8 @@ class BenchRow:
     status: str
     reason: str = ""
     size_bytes: int = 0
+    #: per stage, :func:`pairedge.compare.cost.graph_macs` of its file (multiply-adds per pair, int8 share)
+    macs: dict[str, dict[str, Any]] = field(default_factory=dict)
     accuracy: dict[str, float] = field(default_factory=dict)
     agreement: dict[str, float] = field(default_factory=dict)
     stage1_ms: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -248,6 +251,7 @@ def _open(deployment: Deployment, reference: Reference, gate: Gate, say: Progres
     except (ModelError, InputError) as exc:
         row.status, row.reason = "error", str(exc)
         return row, None
+    row.macs = {f"stage{k}": graph_macs(f) for k, f in enumerate(files, start=1)}  # files checked by load()
     try:
         l1, l2 = model_only_logits(pipe, reference.rows.stage1_features, reference.rows.stage2_features)
     except (BackendError, InputError) as exc:

@@ -105,6 +105,7 @@ def markdown(result: BenchResult) -> str:
         "Variants are timed interleaved (round-robin), so load from other processes falls on all alike; p99 on a "
         "shared machine mostly measures that load.", "",
     ]  # fmt: skip
+    lines += cost_lines(result)
     lines += stage_lines(result)
     mem = result.memory or {}
     rss, gpu = mem.get("peak_rss_mib"), mem.get("gpu_memory_mib")
@@ -125,6 +126,32 @@ def markdown(result: BenchResult) -> str:
     if env.get("jetson"):
         lines += [f"- Jetson: {json.dumps(env['jetson'])}"]
     return "\n".join(lines) + "\n"
+
+
+def cost_lines(result: BenchResult) -> list[str]:
+    """Markdown: per variant, multiply-adds per pair and the share done in int8 (per stage), bytes, and the
+    classifier's p50 ms at 512 pairs vs fp32 on the same backend (:mod:`pairedge.compare.cost`, the figures
+    ``pairedge calibrate`` reports)."""
+    ok = [r for r in result.rows if r.status == "ok" and r.macs]
+    if not ok:
+        return []
+    base = {r.backend: r for r in ok if r.precision == "fp32"}
+    lines = ["## Cost per precision", "", "| Backend | Precision | MACs per pair (stage 1 / 2) | in int8 | bytes | "
+             "stage 1 + 2 p50 ms @512 | vs fp32 |", "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in ok:
+        macs = [r.macs[k]["macs_per_pair"] for k in ("stage1", "stage2")]
+        int8 = sum(r.macs[k]["int8_macs_per_pair"] for k in ("stage1", "stage2")) / max(sum(macs), 1)
+        ms = _ms512(r)
+        ref = _ms512(base[r.backend]) if r.backend in base else float("nan")
+        lines.append(f"| {r.backend} | {r.precision} | {macs[0]:,} / {macs[1]:,} | {100 * int8:.0f} % | "
+                     f"{r.size_bytes:,} | {_num(ms)} | {_num(ms / ref, '.2f')}x |")  # fmt: skip
+    return [*lines, ""]
+
+
+def _ms512(row: BenchRow) -> float:
+    """Both stages' p50 ms at 512 pairs (NaN when 512 was not measured)."""
+    one, two = row.stage1_ms.get(512), row.stage2_ms.get(512)
+    return float("nan") if one is None or two is None else one["p50"] + two["p50"]
 
 
 def stage_lines(result: BenchResult) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.apps.cli.app import app, console, err_console, handle_errors
 from rich.markup import escape
 
 
@@ -97,6 +97,7 @@ def build_command(
     from pairedge.core.errors import InputError
     from pairedge.export.tensorrt.builder import BuildSettings, Profile
     from pairedge.export.tensorrt.folder import build_model_folder, stage_onnx_files
+    from pairedge.export.tensorrt.layer_info import int8_requested, int8_summary
     from pairedge.gpu.tensorrt import load_tensorrt
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -147,13 +148,21 @@ def build_command(
         )
     for b in built:
         m = b.manifest
+        layers, missed = int8_summary(b.output.gemm_precisions, int8_requested(files[b.stage - 1]))
         console.print(
             f"stage {b.stage}: {escape(str(b.engine))} ({m.engine['size']} bytes, {m.precision}, TensorRT "
             f"{escape(m.tensorrt_version)}, {escape(m.device_name)} sm{m.compute_capability.replace('.', '')}, "
             f"profile {m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, {_device(m.dla_core, m.gpu_fallback)}, "
-            f"built in {b.output.seconds:.1f} s)",
+            f"{layers}, built in {b.output.seconds:.1f} s)",
             highlight=False,
         )
+        if missed:
+            err_console.print(
+                f"[yellow]warning:[/] stage {b.stage}: {len(missed)} Gemm(s) the ONNX quantizes run in higher "
+                f"precision in this engine: {escape(', '.join(missed[:8]))} (TensorRT did not fuse their Q/DQ; "
+                "the engine is correct but slower than int8)",
+                highlight=False, soft_wrap=True,
+            )  # fmt: skip
 
 
 def _build_detector(

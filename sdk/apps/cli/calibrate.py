@@ -45,13 +45,9 @@ def calibrate(
     percentile: float | None = typer.Option(
         None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
     ),
-    copies: str | None = typer.Option(
-        None, "--copies", help="Shifted copies of the int8 input of the first layers and of the others, e.g. "
-        "'64,16' (the default; '1,1': none): a grid that many times finer for that many times the multiplies.",
-    ),
     headroom: str | None = typer.Option(
         None, "--headroom", help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
-        "e.g. '2,2' (the default; '1,1': the calibration rows' extremes saturate).",
+        "e.g. '2,1.5' (default '1,1': values beyond the calibration rows' extremes saturate).",
     ),
     no_equalize: bool = typer.Option(
         False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."
@@ -75,7 +71,6 @@ def calibrate(
 ) -> None:
     """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
     from pairedge.calibration.api import (
-        DEFAULT_COPIES,
         DEFAULT_HEADROOM,
         DEFAULT_METHOD,
         DEFAULT_PERCENTILE,
@@ -100,14 +95,13 @@ def calibrate(
         method=method or DEFAULT_METHOD,
         percentile=DEFAULT_PERCENTILE if percentile is None else percentile,
         equalize=not no_equalize,
-        copies=DEFAULT_COPIES if copies is None else parse_pair(copies, "--copies", int),
         headroom=DEFAULT_HEADROOM if headroom is None else parse_pair(headroom, "--headroom", float),
         target_agreement=target if target > 0 else None,
         max_rows=max_rows,
         min_per_stratum=min_per_stratum,
         strict=strict,
     )
-    quant_config(options)  # method, copies and headroom checked first
+    quant_config(options)  # method and headroom checked first
     check_scenes(options)  # --scenes x --frames bounded before the model is even opened
     folder = resolve_model_dir(model)
     check_out(folder, out.expanduser())  # never into the installed package; nothing printed before a refusal
@@ -141,9 +135,27 @@ def _print(result: object) -> None:
         soft_wrap=True,
     )
     if all(costs):
-        console.print("int8 multiply-adds per pair (shifted copies included) vs fp32: " + ", ".join(
-            f"{key} {c['int8_engine']:,} vs {c['fp32']:,} ({c['ratio']:.1f}x)"
+        console.print("multiply-adds per pair (int8 Gemms read their input once: fp32's count): " + ", ".join(
+            f"{key} {c['fp32']:,}, {100 * c['int8_share']:.1f} % in int8"
             for key, c in zip(report["stages"], costs, strict=True)), highlight=False, soft_wrap=True)  # fmt: skip
+    cost_rows = []  # bytes and the 64-pair figure are in calibration.md: the table fits 80 columns
+    for key, st in report["stages"].items():
+        for name, c in st.get("cost", {}).items():
+            lat = {int(n): v for n, v in c["latency_ms"].items()}
+            ratio = {int(n): v for n, v in c.get("vs_fp32", {}).items()}.get(512)
+            cost_rows.append((key, name, f"{c['macs_per_pair']:,}", f"{100 * c['int8_share']:.0f} %",
+                              *(f"{lat[n]:.3f}" for n in (1, 512, 4950) if n in lat),
+                              "-" if ratio is None else f"{ratio:.2f}x"))  # fmt: skip
+    if cost_rows:
+        print_table(Table("cost (ONNX Runtime CPU, 1 thread, p50; vs fp32 @512)",
+                          ("stage", "prec.", "MACs/pair", "int8", "ms @1", "@512", "@4950", "vs fp32"),
+                          tuple(cost_rows)))  # fmt: skip
+    for key, st in report["stages"].items():
+        mixed = st.get("mixed_precision")
+        if mixed and mixed["float_gemms"]:
+            console.print(escape(f"{key}: kept in float (fp16 on TensorRT): {', '.join(mixed['float_gemms'])} "
+                                 f"({100 * mixed['float_macs_share']:.1f} % of the multiply-adds): {mixed['why']}"),
+                          highlight=False, soft_wrap=True)  # fmt: skip
     for warning in result.warnings:  # type: ignore[attr-defined]
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)", highlight=False,  # type: ignore[attr-defined]

@@ -307,15 +307,9 @@ def check_scored(summary: RunSummary) -> None:
     Raises:
         typer.Exit: code 1, after the message.
     """
-    if summary.frames_scored > 0:
-        return
-    if summary.frames == 0:
-        raise fail("no frame was processed (an empty stream, or --max-frames cut it); nothing was scored")
-    reason, count = max(summary.frames_dropped.items(), key=lambda kv: kv[1], default=("unknown", 0))
-    raise fail(
-        f"no frame was scored: all {summary.frames} frames were dropped ({count} x {printable(reason)}); "
-        "results.jsonl lists each frame's reason"
-    )
+    why = summary.unscored()
+    if why is not None:
+        raise fail(printable(why, 1000))
 
 
 #: The widest row name of the summary tables (longer label names are cut): the tables fit 80 columns.

@@ -165,6 +165,8 @@ def evaluate(
             else:
                 stats = run_stream(pipe, items(), jsonl=jsonl)
         run = stats.summary()
+        if (why := run.unscored()) is not None:  # the rule of `pairedge run`: nothing scored is an error
+            raise InputError(f"{source.name}: {why}")
         describe = pipe.describe()
         counts = _score(pred, gold_lines, labels, Path(tmp), score_files, pipe.tau_interact, match_boxes)
     if counts is not None and counts["note"]:

@@ -214,6 +214,7 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
         samples_per_epoch=int(stage["samples_per_epoch"]),
         seed=int(stage["seed"]),
         ignore_features=tuple(stage.get("ignore_features", ())),
+        input_squash=stage.get("input_squash"),
     )
 
 

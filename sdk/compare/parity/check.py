@@ -34,8 +34,9 @@ from pairedge.compare.parity.replay import (
 from pairedge.compare.parity.verdict import ParityReport
 from pairedge.core.bundled import describe_model
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
+from pairedge.runtime.decisions import gated_labels, interact_probability
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.pipeline import Pipeline, interact_probability
+from pairedge.runtime.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,8 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
     if not pk.has_truth:
         levels.append(task_level(None, None, tol))
     elif dev is None or match is None:  # model-only: raw gate and top-1 on both sides
-        ref_s = task_scores(keys, interact_probability(ref.stage1_logits), _gated(ref.stage1_logits, ref.stage2_logits, tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
-        dev_s = task_scores(keys, interact_probability(logits[0]), _gated(logits[0], logits[1], tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
+        ref_s = task_scores(keys, interact_probability(ref.stage1_logits), gated_labels(ref.stage1_logits, ref.stage2_logits, tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
+        dev_s = task_scores(keys, interact_probability(logits[0]), gated_labels(logits[0], logits[1], tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
         levels.append(task_level(ref_s, dev_s, tol))
     else:  # full: the pipelines' own outputs (smoothed gate, stage-2 labels)
         p, lab = np.zeros(len(ref), np.float32), np.full(len(ref), -1, np.int64)
@@ -189,10 +190,6 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
         dev_s = task_scores(keys, p, lab, tau, pk.truth_interacting, pk.truth_label, c)
         levels.append(task_level(ref_s, dev_s, tol))
     return levels
-
-
-def _gated(logits1: np.ndarray, logits2: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
-    return np.where(interact_probability(logits1) >= tau, logits2.argmax(axis=1), -1).astype(np.int64)
 
 
 def replay_pack(

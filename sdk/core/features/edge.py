@@ -233,7 +233,7 @@ def within_radius(
     dx = wrap_delta(np.take(cx, ib) - np.take(cx, ia), width)
     dy = np.take(cy, ib) - np.take(cy, ia)
     mean_h = np.maximum((np.take(boxes[:, 3], ia) + np.take(boxes[:, 3], ib)) / 2, EPS)
-    keep = np.hypot(dx, dy) <= radius * mean_h
+    keep = np.hypot(dx, dy) / mean_h <= radius  # divided, not radius * mean_h: any finite radius, no overflow
     return ia[keep], ib[keep]
 
 

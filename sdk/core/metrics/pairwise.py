@@ -97,7 +97,8 @@ def score_files(
 
     Raises:
         FormatError: a file is malformed (names the file, line and problem).
-        InputError: no label set is known, or ``tau`` is not in [0, 1].
+        InputError: no label set is known, ``tau`` is not in [0, 1], or the box matching matched nothing
+            usable (:func:`pairedge.core.metrics.pairwise_boxes.check_matched`).
     """
     names = resolve_labels(pred, gold, labels)
     predicted, truth = read_pairwise_file(pred, names), read_pairwise_file(gold, names)
@@ -108,6 +109,7 @@ def score_files(
     from pairedge.core.metrics import pairwise_boxes as pb
 
     mapping = pb.match_ids(pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes), truth.frames)
+    pb.check_matched(mapping, truth, match_boxes)
     report = score(pb.remap(predicted, mapping), truth, tau=tau, allow_empty=allow_empty)
     details, note = pb.matching_summary(mapping, match_boxes)
     return replace(report, details={**report.details, **details}, notes=(*report.notes, note))

@@ -177,6 +177,43 @@ def remap(pred: PairwiseFile, mapping: IdMapping) -> PairwiseFile:
     return PairwiseFile(pred.path, pred.labels, pred.frames, pairs, groups, pred.group_line)
 
 
+def check_matched(mapping: IdMapping, gold: PairwiseFile, gt: str | Path, min_iou: float = MIN_IOU) -> None:
+    """Refuse a box matching that matched nothing a score could use (one line saying why).
+
+    Raises:
+        InputError: the box truth has no box in any scored frame (another clip, or frames off by more than
+            the MOT 1-based shift); the run's people overlap no true box at IoU >= ``min_iou``; or the true
+            ids matched are none of the ids the pairwise ground truth names (the two truths number people
+            differently). Scoring on would give F1 0 for a reason that is not the model's.
+    """
+    c = mapping.counts
+    if c["truth"] == 0:
+        raise InputError(
+            f"--match-boxes {gt}: no true box in any of the {len(np.unique(gold.frames)):,} scored frames (MOT frame "
+            "k + 1 is the run's frame k): is it the ground truth of this clip?"
+        )
+    if c["pred"] and not c["matched"]:
+        raise InputError(
+            f"--match-boxes {gt}: none of the run's {c['pred']:,} people-frames overlaps a true box at IoU >= "
+            f"{min_iou:g} (its {c['truth']:,} boxes): boxes of another clip, or scaled differently?"
+        )
+    named = {int(v) for v in np.concatenate([gold.pairs.id_a, gold.pairs.id_b]).tolist()}
+    if gold.groups is not None:
+        named |= {int(v) for v in gold.groups.member_id.tolist()}
+    matched = set(mapping.true_of.values())
+    if matched and named and not matched & named:
+        raise InputError(
+            f"--match-boxes {gt}: the true ids the run's people matched ({_some(matched)}) are none of the ids the "
+            f"pairwise ground truth names ({_some(named)}): the two truths number people differently"
+        )
+
+
+def _some(ids: set[int], shown: int = 6) -> str:
+    """``"1, 2, 3, ... (40 ids)"``: the smallest ``shown`` of a set of ids."""
+    first = ", ".join(str(i) for i in sorted(ids)[:shown])
+    return first if len(ids) <= shown else f"{first}, ... ({len(ids)} ids)"
+
+
 def matching_summary(mapping: IdMapping, gt: str | Path, min_iou: float = MIN_IOU) -> tuple[dict[str, Any], str]:
     """Details (JSON) and a one-line note saying how many people-frames matched."""
     c = mapping.counts

@@ -195,6 +195,14 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     assert "accuracy_scored" in fp32["accuracy"] and "accuracy" not in fp32["accuracy"]
     assert "## Pipeline latency per stage" in md and "| onnxruntime | fp16 | 10 | 45 |" in md
     assert "peak RSS of the bench process" in md
+    # the cost figures are calibrate's (pairedge.compare.cost): multiply-adds per pair from the graph
+    from pairedge.compare.cost import graph_macs
+
+    for precision, row in (("fp32", fp32), ("fp16", fp16)):
+        name = "" if precision == "fp32" else f".{precision}"
+        want = {f"stage{k}": graph_macs(fp16_folder / f"stage{k}{name}.onnx") for k in (1, 2)}
+        assert row["macs"] == want and want["stage1"]["macs_per_pair"] > 0 and want["stage2"]["int8_share"] == 0
+    assert "## Cost per precision" in md and f"| onnxruntime | fp16 | {fp16['macs']['stage1']['macs_per_pair']:,} /" in md
 
 
 @pytest.mark.parametrize("people", ["", "0,10", "10,101", "x", ","])

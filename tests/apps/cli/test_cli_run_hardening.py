@@ -278,3 +278,19 @@ def test_a_detection_file_that_is_a_device_or_folder_says_so(tmp_path: Path) -> 
         read_detections(tmp_path)
     with pytest.raises(FormatError, match="no such file"):
         read_detections(tmp_path / "missing.txt")
+
+
+def test_an_eval_that_scored_no_frame_exits_one_as_run_does(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """``eval`` on a source without a usable frame: not exit 0 with null metrics and "no ground truth", but
+    the one line ``run`` gives on the same input (issue 40, case 7)."""
+    sim, _, model = scene
+    frames = tmp_path / "tiny"
+    frames.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(frames / f"{k:06d}.png"), np.full((8, 8, 3), 90, np.uint8))
+    gold = next(sim.rglob("pairs_gt_paper3.jsonl"))
+    result = runner.invoke(app, ["eval", str(model), "--data", str(frames), "--detections", str(sim / "gt/gt.txt"),
+                                 "--gold", str(gold), "--out", str(tmp_path / "e")])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no frame was scored: all 4 frames were dropped" in errors[0], result.output

@@ -36,3 +36,52 @@ def test_ray_equals_local_with_two_workers() -> None:
     remote = run_tasks(math.sqrt, items, keys, executor="ray", workers=2, on_done=lambda o: done.append(o.key))
     assert [(o.key, o.value, o.error) for o in remote] == [(o.key, o.value, o.error) for o in local]
     assert sorted(done) == sorted(keys)
+
+
+class _StuckRay:
+    """A Ray whose tasks never start (what a worker that cannot map its object store looks like)."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[object] = []
+
+    def remote(self, **options):
+        def wrap(fn):
+            class Task:
+                @staticmethod
+                def remote(*args):
+                    return ("ref", fn.__name__)
+
+            return Task
+
+        return wrap
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        assert timeout is not None, "an unbounded wait"
+        return [], list(refs)
+
+    def cancel(self, ref, force=False):
+        self.cancelled.append(ref)
+
+
+def test_no_ray_worker_is_one_bounded_error_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``eval --executor ray`` no longer waits forever when no worker starts (issue 40, case 8)."""
+    from pairedge.apps import fleet
+
+    ray = _StuckRay()
+    monkeypatch.setattr(fleet, "_address_limit", lambda: 3 << 30)
+    with pytest.raises(InputError, match=r"no Ray worker started within 0.5 s: .*ulimit -v, 3.0 GiB"):
+        fleet._wait_for_a_worker(ray, timeout_s=0.5)
+    assert ray.cancelled == [("ref", "_worker_probe")]
+    monkeypatch.setattr(fleet, "_address_limit", lambda: None)
+    with pytest.raises(InputError, match="no free CPU"):
+        fleet._wait_for_a_worker(ray, timeout_s=0.5)
+
+
+def test_the_local_object_store_is_sized_to_the_machine() -> None:
+    from pairedge.apps.fleet import OBJECT_STORE_CAP, OBJECT_STORE_MIN, object_store_bytes
+
+    gib = 1 << 30
+    assert object_store_bytes(24 * gib, None) == int(0.05 * 24 * gib)  # 1.2 GiB, not Ray's 7 GB
+    assert object_store_bytes(512 * gib, None) == OBJECT_STORE_CAP
+    assert object_store_bytes(24 * gib, 2 * gib) == gib // 2  # a quarter of ulimit -v
+    assert object_store_bytes(gib, 100 << 20) == OBJECT_STORE_MIN  # never below Ray's minimum

@@ -420,3 +420,18 @@ def test_pair_radius_keeps_exactly_the_near_pairs_with_unchanged_features():
     np.testing.assert_array_equal(near.stage2, full.stage2[keep])
     ka, kb = within_radius(boxes, ia, ib, 2.5)
     np.testing.assert_array_equal(np.stack([ka, kb], 1), full.index[keep])
+
+
+def test_the_largest_finite_pair_radius_keeps_every_pair_without_a_warning() -> None:
+    """``--pair-radius 1e308`` is valid: every pair kept, no overflow warning (issue 40, case 9)."""
+    import warnings
+
+    from pairedge.core.features.edge import within_radius
+
+    boxes = np.array([[0, 0, 10, 30], [5000, 0, 10, 30], [0, 9000, 1e-9, 1e-9]], np.float64)
+    ia, ib = np.array([0, 0, 1]), np.array([1, 2, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ka, kb = within_radius(boxes, ia, ib, 1e308)
+        assert within_radius(boxes, ia, ib, 1e-300)[0].size == 0
+    np.testing.assert_array_equal(ka, ia) and np.testing.assert_array_equal(kb, ib)

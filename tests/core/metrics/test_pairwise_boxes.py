@@ -105,3 +105,22 @@ def test_truth_needs_ids(tmp_path: Path) -> None:
     truth = read_truth_boxes(gt)
     assert sorted(truth) == [0, 1] and truth[1].ids.tolist() == [1, 2, 3]
     np.testing.assert_array_equal(truth[0].boxes[1], [20, 0, 10, 20])
+
+
+@pytest.mark.parametrize(("gt_text", "why"), [
+    # another clip's frames: MOT frames 50-51 are no scored frame
+    ("".join(f"{f},{i},{x},0,10,20,1,-1,-1,-1\n" for f in (50, 51) for i, x in ((1, 0), (2, 20))), "no true box"),
+    # the same frames, boxes far away from every predicted person
+    ("".join(f"{f},{i},{x},500,10,20,1,-1,-1,-1\n" for f in (1, 2) for i, x in ((1, 0), (2, 20))), "overlaps"),
+    # the right boxes, numbered 101 / 102: the gold never names them
+    ("".join(f"{f},{i},{x},0,10,20,1,-1,-1,-1\n" for f in (1, 2) for i, x in ((101, 0), (102, 20))), "none of"),
+])  # fmt: skip
+def test_a_box_truth_that_matches_nothing_usable_is_an_error(tmp_path: Path, gt_text: str, why: str) -> None:
+    """Nothing matched is one line and exit 1, not F1 0 with a count note (issue 40, case 6)."""
+    run, gold, gt = _write(tmp_path)
+    gt.write_text(gt_text)
+    with pytest.raises(InputError, match=why):
+        pairwise.score_files(run, gold, match_boxes=gt)
+    result = CliRunner().invoke(app, ["score", "--protocol", "pairwise", "--pred", str(run), "--gold", str(gold),
+                                      "--match-boxes", str(gt)])  # fmt: skip
+    assert result.exit_code == 1 and why in result.output, result.output

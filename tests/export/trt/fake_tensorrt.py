@@ -45,6 +45,7 @@ def make_fake_tensorrt(
     memory: FakeCudaMemory | None = None,
     dla_cores: int = 0,
     dla_unsupported_ops: frozenset[str] = frozenset(),
+    int8_refused: frozenset[str] = frozenset(),
 ) -> types.ModuleType:
     """A fresh fake ``tensorrt`` module.
 
@@ -56,6 +57,7 @@ def make_fake_tensorrt(
         dla_cores: ``Builder.num_DLA_cores`` / ``Runtime.num_DLA_cores`` (0 as on x86; 2 on AGX Orin).
         dla_unsupported_ops: ONNX op types whose layers ``IBuilderConfig.can_run_on_DLA`` says no to; a DLA
             build holding one fails without ``GPU_FALLBACK``, as TensorRT's does.
+        int8_refused: Gemm node names the fake engine runs in fp16 despite their Q/DQ (no int8 kernel).
 
     One layer per ONNX node (named after the node); a DLA build's plan records the DLA core, and the fake
     runtime deserialises it only after ``Runtime.DLA_core`` is set to that core.
@@ -97,6 +99,8 @@ def make_fake_tensorrt(
     mod.TensorIOMode = enum.IntEnum("TensorIOMode", {"NONE": 0, "INPUT": 1, "OUTPUT": 2})
     mod.DataType = enum.IntEnum("DataType", {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3, "INT64": 4})
     mod.DeviceType = enum.IntEnum("DeviceType", {"GPU": 0, "DLA": 1})
+    mod.ProfilingVerbosity = enum.IntEnum("ProfilingVerbosity", {"LAYER_NAMES_ONLY": 0, "NONE": 1, "DETAILED": 2})
+    mod.LayerInformationFormat = enum.IntEnum("LayerInformationFormat", {"ONELINE": 0, "JSON": 1})
 
     class ILogger:
         Severity = enum.IntEnum(
@@ -258,6 +262,16 @@ def make_fake_tensorrt(
             self._level = 3
             self._device = mod.DeviceType.GPU
             self._dla_core = -1
+            self._verbosity: Any = None  # TensorRT's default: LAYER_NAMES_ONLY
+
+        @property
+        def profiling_verbosity(self) -> Any:
+            return self._verbosity
+
+        @profiling_verbosity.setter
+        def profiling_verbosity(self, value: Any) -> None:
+            rec("IBuilderConfig.profiling_verbosity=", value.name)
+            self._verbosity = value
 
         def set_memory_pool_limit(self, pool: Any, pool_size: int) -> None:
             rec("IBuilderConfig.set_memory_pool_limit", pool.name, pool_size)
@@ -403,6 +417,9 @@ def make_fake_tensorrt(
                 "builder_flags": config.flags,
                 "version": version,
                 "dla_core": config._dla_core if on_dla else None,
+                "verbosity": None if config.profiling_verbosity is None else int(config.profiling_verbosity),
+                "layers": engine_layers(network, config, mod.BuilderFlag, major >= 11 or bool(network.flags & 2),
+                                        int8_refused),
             }
             return IHostMemory(PLAN_MAGIC + json.dumps(plan).encode())
 
@@ -495,6 +512,40 @@ def make_fake_tensorrt(
             rec("ICudaEngine.create_execution_context")
             return IExecutionContext(self)
 
+        def create_engine_inspector(self) -> EngineInspector:
+            rec("ICudaEngine.create_engine_inspector")
+            return EngineInspector(self)
+
+    class EngineInspector:
+        """TensorRT's layer report: names only unless built with DETAILED verbosity; datatypes only for
+        inputs whose shape the inspected context has set (dynamic shapes otherwise)."""
+
+        def __init__(self, engine: ICudaEngine) -> None:
+            self._engine = engine
+            self._context: IExecutionContext | None = None
+
+        @property
+        def execution_context(self) -> Any:
+            return self._context
+
+        @execution_context.setter
+        def execution_context(self, value: Any) -> None:
+            rec("EngineInspector.execution_context=")
+            self._context = value
+
+        def get_engine_information(self, format: Any) -> str:  # noqa: A002 (TensorRT's name)
+            rec("EngineInspector.get_engine_information", format.name)
+            plan = self._engine.plan
+            if plan.get("verbosity") != int(mod.ProfilingVerbosity.DETAILED):
+                return json.dumps({"Layers": [la["name"] for la in plan["layers"]], "Bindings": []})
+            known = self._context is not None and all(n in self._context._shapes for n, _, _ in self._engine.inputs)
+            layers = []
+            for la in plan["layers"]:
+                fmt = f"Row major linear {la['datatype']} format" if known else "N/A due to dynamic shapes"
+                layers.append({"Name": la["name"], "LayerType": la["type"], "Inputs": [{"Name": "x", "Format/Datatype": fmt}],
+                               "Outputs": [{"Name": "y", "Format/Datatype": fmt}]})  # fmt: skip
+            return json.dumps({"Layers": layers, "Bindings": [n for n, _, _ in self._engine._io]})
+
     class Runtime:
         def __init__(self, logger: Any) -> None:
             rec("Runtime.__init__", isinstance(logger, ILogger))
@@ -544,9 +595,63 @@ def make_fake_tensorrt(
         "Builder": Builder,
         "IExecutionContext": IExecutionContext,
         "ICudaEngine": ICudaEngine,
+        "EngineInspector": EngineInspector,
         "Runtime": Runtime,
     }
     return mod
+
+
+def readback_calls(shapes: dict[str, tuple[int, ...]], dla_core: int | None = None) -> list[tuple[Any, ...]]:
+    """The calls with which the builder reads a just-built engine back (``layer_info.engine_layers``)."""
+    from unittest.mock import ANY
+
+    return [("Runtime.__init__", True), *([("Runtime.DLA_core=", dla_core)] if dla_core is not None else []),
+            ("Runtime.deserialize_cuda_engine", ANY), ("ICudaEngine.create_execution_context",),
+            *[("IExecutionContext.set_input_shape", n, tuple(s)) for n, s in shapes.items()],
+            ("ICudaEngine.create_engine_inspector",), ("EngineInspector.execution_context=",),
+            ("EngineInspector.get_engine_information", "JSON")]  # fmt: skip
+
+
+def engine_layers(network: Any, config: Any, flags: Any, strongly_typed: bool,
+                  int8_refused: frozenset[str] = frozenset()) -> list[dict[str, Any]]:  # fmt: skip
+    """The fake's engine layers, fused as TensorRT fuses a Q/DQ classifier: Q/DQ nodes disappear, a Gemm /
+    MatMul absorbs the Relu right after it (``"<gemm> + <relu>"``); a Gemm runs int8 when both its inputs
+    come from DequantizeLinear (and the network is strongly typed or the INT8 flag is set), fp16 when the
+    FP16 flag is set or its weight is float16, fp32 otherwise (``strongly_typed``: 10.x's STRONGLY_TYPED
+    network, every 11.x network)."""
+    import onnx
+
+    proto = onnx.load(network.onnx_path, load_external_data=False)
+    producer = {o: n for n in proto.graph.node for o in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for n in proto.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    half = {t.name for t in proto.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16}
+
+    def flag(name: str) -> bool:
+        member = getattr(flags, name, None)  # 11.x removed the INT8 / FP16 flags
+        return member is not None and bool(config.flags & (1 << int(member)))
+
+    layers, absorbed = [], set()
+    for node in proto.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") or node.name in absorbed:
+            continue
+        name, kind, dtype = node.name, node.op_type, "Float"
+        if node.op_type in ("Gemm", "MatMul"):
+            kind = "CaskGemmMatrixMultiply"
+            ins = [producer.get(i) for i in node.input[:2]]
+            quantized = all(n is not None and n.op_type == "DequantizeLinear" for n in ins)
+            if quantized and (strongly_typed or flag("INT8")) and node.name not in int8_refused:
+                dtype = "Int8"
+            elif flag("FP16") or node.input[1] in half or node.name in int8_refused:
+                dtype = "Half"
+            after = consumers.get(node.output[0], [])
+            if len(after) == 1 and after[0].op_type == "Relu":
+                name = f"{name} + {after[0].name}"
+                absorbed.add(after[0].name)
+        layers.append({"name": name, "type": kind, "datatype": dtype})
+    return layers
 
 
 class FakeCudaMemory:

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, plan_of
+from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, plan_of, readback_calls
 from pairedge.core.errors import InputError
 from pairedge.core.features import get_spec
 from pairedge.export.tensorrt.builder import BuildError, BuildSettings, Profile, build_serialized
@@ -45,9 +45,11 @@ def expected_calls(
         ("IBuilderConfig.set_timing_cache", False),
         ("IProgressMonitor.__init__",),
         ("IBuilderConfig.progress_monitor=", True),
+        ("IBuilderConfig.profiling_verbosity=", "DETAILED"),
         ("Builder.build_serialized_network",),
         ("IBuilderConfig.get_timing_cache",),
         ("ITimingCache.serialize",),
+        *readback_calls({"features": (8, width)}),  # which precision every Gemm runs in, at the opt shape
     ]
 
 
@@ -68,6 +70,8 @@ def test_call_sequence(gen: str, precision: str, full_model_dir: Path, tmp_path:
         "finish",
         "Building engine",
     )
+    # every Gemm of the int8 graph runs int8; fp16 / fp32 graphs in their own precision
+    assert out.gemm_precisions and set(out.gemm_precisions.values()) == {precision}
     # no weak-typing API on strongly typed generations
     if gen != "10.3":
         assert not [c for c in trt.calls if c[0] == "IBuilderConfig.set_flag"]

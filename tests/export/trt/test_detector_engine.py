@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from detector_models import detr_model, ultralytics_model, yolox_model
-from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, plan_of
+from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, plan_of, readback_calls
 from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.export.tensorrt.builder import BuildError, BuildSettings
 from pairedge.export.tensorrt.detector import build_detector
@@ -100,7 +100,9 @@ def test_build_call_sequence_profile_is_the_fixed_input(tmp_path: Path) -> None:
         ("IBuilderConfig.add_optimization_profile",),
         ("IBuilderConfig.create_timing_cache", 0),
         ("IBuilderConfig.set_timing_cache", False),
+        ("IBuilderConfig.profiling_verbosity=", "DETAILED"),
         ("Builder.build_serialized_network",),
+        *readback_calls({"images": shape, "orig_target_sizes": sizes}),
     ]
     assert built.engine == tmp_path / "engines" / "orin-sm87-trt10.3.0" / "rtdetr.fp16.engine"
     m = DetectorEngineManifest.read(built.engine)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 import pytest
-from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt
+from fake_tensorrt import FakeCudaMemory, make_fake_tensorrt, readback_calls
 from pairedge.core.errors import DeviceUnavailableError, InputError
 from pairedge.core.features import get_spec
 from pairedge.export.tensorrt.builder import BuildError, BuildSettings, Profile, build_serialized
@@ -58,7 +58,9 @@ def dla_calls(gen: str, precision: str, onnx: str, width: int, fallback: bool, l
         ("IBuilderConfig.add_optimization_profile",),
         ("IBuilderConfig.create_timing_cache", 0),
         ("IBuilderConfig.set_timing_cache", False),
+        ("IBuilderConfig.profiling_verbosity=", "DETAILED"),
         ("Builder.build_serialized_network",),
+        *readback_calls({"features": (32, width)}, dla_core=0),
     ]
 
 
@@ -301,7 +303,8 @@ def test_cli_run_on_dla_engines(full_model_dir: Path, tmp_path: Path, monkeypatc
     assert ran.exit_code == 0, ran.output
     assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 5  # header + 4 frames
     loaded = [c for c in trt.calls if c[0] in ("Runtime.DLA_core=", "Runtime.deserialize_cuda_engine")]
-    assert [c[0] for c in loaded] == ["Runtime.DLA_core=", "Runtime.deserialize_cuda_engine"] * 2
+    # twice at build (the engine read back, :mod:`layer_info`), twice at run
+    assert [c[0] for c in loaded] == ["Runtime.DLA_core=", "Runtime.deserialize_cuda_engine"] * 4
     assert ("Runtime.DLA_core=", 0) in trt.calls
     refused = runner.invoke(app, [*args, "--backend", "onnxruntime", "--dla-core", "0"])
     lines = refused.stderr.splitlines()

@@ -173,3 +173,34 @@ def test_select_suppresses_and_orders() -> None:
     xyxy = np.stack([PEOPLE[0], DUPLICATE, PEOPLE[1]])
     keep = select(xyxy, np.array([0.5, 0.9, 0.6], np.float32), None, DetectorOptions())
     assert keep.tolist() == [1, 2]  # the duplicate outscores the first box, which it suppresses
+
+
+def test_a_detector_that_fails_inside_onnx_runtime_is_one_line_without_its_log(tmp_path) -> None:
+    """ONNX Runtime logs every error it raises ("[E:onnxruntime:...]") on the C++ stderr before raising:
+    pairedge's sessions silence that log (``ort_session.LOG_SEVERITY``), so a run prints only its own line."""
+    import os
+    import subprocess
+    import sys
+
+    import cv2
+    import onnx
+    from onnx import TensorProto, helper
+
+    image = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 64, 64])
+    out = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 5, 7])
+    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [1, 5, 7])  # 12,288 values into 35: fails at run
+    graph = helper.make_graph([helper.make_node("Reshape", ["images", "shape"], ["output"], name="r")], "g",
+                              [image], [out], [shape])  # fmt: skip
+    model = tmp_path / "broken.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for k in range(2):
+        cv2.imwrite(str(frames / f"{k:06d}.png"), FRAME)
+    proc = subprocess.run([sys.executable, "-m", "pairedge.apps.cli", "run", str(frames), "--detector", str(model),
+                           "--no-video", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[E:onnxruntime" not in proc.stderr and "[W:onnxruntime" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "broken.onnx" in errors[0], proc.stderr
