@@ -42,8 +42,10 @@ def selection_lines(d: dict[str, Any]) -> list[str]:
         mark = " **(selected)**" if name == d["selected"] else ""
         lines.append(f"| {name}{mark} | " + " | ".join(cells) + f" | {e['failing_windows']}/{e['windows']} | "
                      f"{_macs(e['macs'])} |")  # fmt: skip
+    met = "" if d.get("rule_met", True) else (" No candidate reaches the rule's agreement bound on every set: the selected one is "
+                                             "the rule's order without that bound (fewest failing windows, then agreement).")
     lines += ["", f"Selected: **{d['selected']}**; calibrate's defaults ({d['default_options']}) are the selected "
-              f"candidate: **{'yes' if d['default_is_selected'] else 'no'}**."]  # fmt: skip
+              f"candidate: **{'yes' if d['default_is_selected'] else 'no'}**.{met}"]  # fmt: skip
     return lines
 
 

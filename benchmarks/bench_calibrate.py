@@ -155,10 +155,17 @@ def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Pat
 
 def select(scores: dict[str, Any]) -> str | None:
     """The rule (module docstring): eligible by agreement and MPCA drop, then fewest failing windows, then the
-    highest agreement."""
-    eligible = [n for n, e in scores.items() if e["min_agreement"] >= MIN_SELECTION_AGREEMENT
-                and e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP]  # fmt: skip
+    highest agreement. When no candidate reaches the agreement bound (:func:`rule_met` is False for all), the
+    same order among those within the MPCA drop (the bound is dropped, not the rule's order); None when every
+    candidate drops MPCA too far."""
+    eligible = [n for n, e in scores.items() if rule_met(e)] or [
+        n for n, e in scores.items() if e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP]  # fmt: skip
     return min(eligible, key=lambda n: (scores[n]["failing_windows"], -scores[n]["min_agreement"]), default=None)
+
+
+def rule_met(entry: dict[str, Any]) -> bool:
+    """Whether a candidate's selection scores meet the rule's agreement and MPCA-drop bounds."""
+    return entry["min_agreement"] >= MIN_SELECTION_AGREEMENT and entry["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP
 
 
 def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected], packs: list[str],
@@ -210,6 +217,7 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     kept = -(-args.frames // CalibrateOptions().stride)
     report["selection"] = selection(model, cals, val, work, names, kept)
     report["selected"] = select(report["selection"])
+    report["rule_met"] = report["selected"] is not None and rule_met(report["selection"][report["selected"]])
     chosen = CANDIDATES.get(report["selected"] or "", {})
     report["default_is_selected"] = bool(chosen) and all(chosen.get(k) == v for k, v in DEFAULT.items())
     report["results"] = headline(model, cals, tests, args.packs.split(","), work)

@@ -47,7 +47,7 @@ from pairedge.core.errors import InputError, ModelError
 #: The default calibration method, equalization strength and range headroom (first layers, others), chosen on
 #: the selection seeds (6000-6011, never reported on) by benchmarks/bench_calibrate.py; the percentile is the
 #: one ``--method percentile`` keeps.
-DEFAULT_METHOD = "minmax"
+DEFAULT_METHOD = "percentile"
 DEFAULT_PERCENTILE = 99.99
 DEFAULT_STRENGTH = 0.5
 DEFAULT_HEADROOM = (1.0, 1.0)

@@ -55,7 +55,7 @@ class QuantConfig:
 
     Attributes:
         method: "minmax", "entropy" or "percentile" calibration of the activation ranges.
-        percentile: the percentile kept by "percentile" (ONNX Runtime's default 99.999).
+        percentile: the percentile kept by "percentile" (calibrate's default; ONNX Runtime's own is 99.999).
         exclude: node names left without Q/DQ (kept in higher precision).
         batch_rows: rows per calibration batch (equal batches; see the module docstring).
         placement: "gemm" (Q/DQ on the inputs of Gemm / MatMul only) or "all" (ONNX Runtime's placement).
@@ -64,8 +64,8 @@ class QuantConfig:
             set's extremes saturate that much later).
     """
 
-    method: str = "minmax"
-    percentile: float = 99.999
+    method: str = "percentile"
+    percentile: float = 99.99
     exclude: tuple[str, ...] = ()
     batch_rows: int = 8192
     placement: str = "gemm"
@@ -178,19 +178,26 @@ def _ort_quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[s
                 ranges if ranges is not None else _entropy_ranges(src, Path(tmp), X, config)
             )
             method = CalibrationMethod.MinMax
-        quantize_static(
-            str(src),
-            str(dst),
-            ArrayReader(X, config.batch_rows),
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            reduce_range=False,
-            activation_type=QuantType.QInt8,
-            weight_type=QuantType.QInt8,
-            calibrate_method=method,
-            nodes_to_exclude=list(config.exclude),
-            extra_options=extra,
-        )
+        try:
+            quantize_static(
+                str(src),
+                str(dst),
+                ArrayReader(X, config.batch_rows),
+                quant_format=QuantFormat.QDQ,
+                per_channel=True,
+                reduce_range=False,
+                activation_type=QuantType.QInt8,
+                weight_type=QuantType.QInt8,
+                calibrate_method=method,
+                nodes_to_exclude=list(config.exclude),
+                extra_options=extra,
+            )
+        except ValueError as exc:  # ONNX Runtime's histogram calibrators on a tensor that never varies
+            if "bins" not in str(exc):
+                raise
+            raise InputError(f"ONNX Runtime's {config.method} calibration cannot histogram a tensor of this graph "
+                             f"that never varies on the calibration rows ({exc}); with --placement all use "
+                             "--method minmax") from None  # fmt: skip
         out = onnx.load(str(dst))
     _copy_metadata(model, out)
     return float_outputs(out)

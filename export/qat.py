@@ -39,11 +39,16 @@ from torch import nn
 
 #: Largest |torch - ONNX Runtime| logit difference accepted when importing an fp32 file.
 IMPORT_TOLERANCE = 1e-4
-#: |fake-quantized torch - ONNX Runtime int8| logit differences accepted after export. The two sum the same
-#: int8 products in a different float32 order, so an activation that sits on a rounding tie can land one int8
-#: step apart, and a row with a few such ties moves by a few hundredths (the bundled stage 2: 3 of 27,947
-#: check rows above 0.05, at most 0.079, top-1 unchanged). A file that computes something else moves most
-#: rows: the 99.9th percentile row must stay within EXPORT_TOLERANCE, the worst row within EXPORT_MAX.
+#: |fake-quantized torch - ONNX Runtime int8| logit differences accepted after export, with ONNX Runtime's
+#: graph optimisations off: the Q/DQ file as the ONNX operators define it, the arithmetic the fine-tuning
+#: emulates (the bundled stage 2: 99.9th percentile row 0, worst 0.006). A file that computes something else
+#: moves most rows: the 99.9th percentile row must stay within EXPORT_TOLERANCE, the worst row within
+#: EXPORT_MAX. ONNX Runtime's optimised session (pre-packed float GEMMs summing in another order) and a
+#: TensorRT engine (fused int8 kernels) round differently: a hidden value within float noise of an int8
+#: rounding boundary lands one step apart, and the steps cascade (the bundled stage 2: 0.1 % of the first
+#: hidden layer's values, 18 % of rows moved, worst 0.17-0.5). That is the runtime's rounding, not the file's:
+#: it is recorded (``runtime_p999_abs_diff``, ``runtime_max_abs_diff``) and judged where it matters, by the
+#: agreement with fp32 and ``pairedge parity check``.
 EXPORT_TOLERANCE = 0.05
 EXPORT_MAX = 0.25
 EXPORT_QUANTILE = 99.9
@@ -103,6 +108,8 @@ class Int8File:
     export_max_abs_diff: float
     quantized_ops: int
     export_p999_abs_diff: float = 0.0
+    runtime_max_abs_diff: float = 0.0
+    runtime_p999_abs_diff: float = 0.0
 
 
 def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, Any], check_X: np.ndarray) -> Int8File:
@@ -117,11 +124,12 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
             fake-quantized model beyond :data:`EXPORT_TOLERANCE` / :data:`EXPORT_MAX` (nothing is written then).
     """
     import onnx
-    from pairedge.calibration.infer import logits, session
+    from pairedge.calibration.infer import logits
     from pairedge.calibration.qdq_rules import check_qdq_rules
     from pairedge.calibration.quantize import stamp
     from pairedge.core.modelfolder import sha256_file
     from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
+    from pairedge.runtime.backends.ort_session import make_session
 
     fp32 = onnx.load(str(fp32_path))
     qdq = qdq_graph(fp32, result.model, result.gains)
@@ -129,18 +137,23 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
     if problems:
         raise ModelError(f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4]))
     stamp(qdq, "int8", {**info, "method": "qat", "fp32_sha256": sha256_file(fp32_path)})
-    got = logits(session(qdq), check_X)
     want = predict_logits(result.model, check_X)
-    per_row = np.abs(got - want).max(axis=1) if len(check_X) else np.zeros(1)
+
+    def row_diffs(optimization: str) -> np.ndarray:
+        got = logits(make_session(qdq, optimization=optimization), check_X)
+        return np.abs(got - want).max(axis=1) if len(check_X) else np.zeros(1)
+
+    per_row, runtime = row_diffs("disable"), row_diffs("all")
     diff, typical = float(per_row.max()), float(np.percentile(per_row, EXPORT_QUANTILE))
     if not (typical <= EXPORT_TOLERANCE and diff <= EXPORT_MAX):
-        raise ModelError(f"{out.name}: ONNX Runtime's int8 logits differ from the fake-quantized model by "
+        raise ModelError(f"{out.name}: ONNX Runtime's int8 logits (graph optimisations off) differ from the fake-quantized model by "
                          f"{typical:.3f} at the {EXPORT_QUANTILE:g}th percentile row (limit {EXPORT_TOLERANCE}) "
                          f"and {diff:.3f} at worst (limit {EXPORT_MAX}); the export does not compute what was "
                          "trained")  # fmt: skip
     onnx.save(qdq, str(out))
     count = sum(n.op_type in QUANTIZED_OPS for n in qdq.graph.node)
-    return Int8File(out, result, diff, count, typical)
+    return Int8File(out, result, diff, count, typical, float(runtime.max()),
+                    float(np.percentile(runtime, EXPORT_QUANTILE)))  # fmt: skip
 
 
 def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[str, Any]:

@@ -122,5 +122,7 @@ def _record(file: Int8File, split: tuple[np.ndarray, np.ndarray]) -> dict[str, A
         "activation_ranges": result.ranges,
         "export_max_abs_diff": file.export_max_abs_diff,
         "export_p999_abs_diff": file.export_p999_abs_diff,
+        "runtime_max_abs_diff": file.runtime_max_abs_diff,
+        "runtime_p999_abs_diff": file.runtime_p999_abs_diff,
         "onnx_bytes": file.path.stat().st_size,
     }

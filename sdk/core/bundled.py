@@ -90,8 +90,8 @@ QAT_RECIPE: dict[str, Any] = {
     "source": "the folder's fp32 stage1.onnx / stage2.onnx (weights imported, not retrained)",
     "rows": "the training scenes of the recipe; the fp32 run's sequence split (training / validation)",
     # plain int8 (issue 38): every Gemm reads its input once, int8 per tensor, int8 per-channel weights of the
-    # fp32 shape; the squashed inputs keep every range small. Ranges: the inputs and hidden units equalised
-    # half-way, int8 ranges at the 99.99th percentile of the training rows' magnitudes
+    # fp32 shape. Ranges: the inputs and hidden units equalised half-way, int8 ranges at the 99.99th
+    # percentile of the training rows' magnitudes (stage 2 stays below its agreement target: docs/training.md)
     "stage1": {
         "equalize": 99.99, "equalize_strength": 0.5, "hidden_strength": 0.5,
         "calibration": "percentile", "percentile": 99.99,

@@ -25,7 +25,10 @@ def test_selection_rule_order() -> None:
               "fewer_fails_low_agreement": _entry(0.99, 0.1, 1), "big_drop": _entry(0.999, 0.4, 0),
               "most_fails": _entry(0.9999, 0.0, 30)}  # fmt: skip
     assert bench_calibrate.select(scores) == "higher"  # eligible, fewest failing windows, then agreement
-    assert bench_calibrate.select({"x": _entry(0.9, 0.0, 0)}) is None
+    assert bench_calibrate.rule_met(scores["higher"]) and not bench_calibrate.rule_met(scores["big_drop"])
+    # none reaches the agreement bound: the same order without it; None when every one drops MPCA too far
+    assert bench_calibrate.select({"x": _entry(0.9, 0.0, 60), "y": _entry(0.95, 0.1, 50), "z": _entry(0.97, 0.4, 0)}) == "y"
+    assert bench_calibrate.select({"z": _entry(0.97, 0.4, 0)}) is None
     assert set(bench_calibrate.QUICK) <= set(bench_calibrate.CANDIDATES)
     assert all("copies" not in c for c in bench_calibrate.CANDIDATES.values())  # plain int8 only
 

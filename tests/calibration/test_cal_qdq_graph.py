@@ -95,7 +95,7 @@ def test_headroom_covers_rows_beyond_the_calibration_set() -> None:
 def test_plans_first_layers_and_headroom() -> None:
     model = _mlp()
     cal = RNG.normal(size=(300, 6)).astype(np.float32)
-    config = QuantConfig(input_headroom=3.0, hidden_headroom=2.0)
+    config = QuantConfig(method="minmax", input_headroom=3.0, hidden_headroom=2.0)  # minmax: the extremes
     plans = layer_plans(model, cal, config)
     assert plans["w1"].amax == pytest.approx(3.0 * np.abs(cal).max(), rel=1e-5)
     h = np.maximum(cal @ W1.T + B1, 0)
@@ -121,14 +121,23 @@ def test_shared_weights_get_one_plan_and_exclusions_stay_float() -> None:
 
 
 def test_bundled_model_every_gemm_int8_close_to_fp32() -> None:
+    """Plain int8 on the bundled model as calibrate makes it (equalized, then quantized): every Gemm reads one
+    int8 input, and the logits stay within a few percent of their spread (measured: p99 error 3 % of the
+    median spread for stage 1, 4 % for stage 2; the held-out agreement gate is benchmarks/bench_calibrate.py's)."""
+    from pairedge.calibration.api import DEFAULT_STRENGTH
+    from pairedge.calibration.equalize import equalize
+
     for stage, st in ((1, scene_samples().stage1), (2, scene_samples().stage2)):
         pre = preprocess(onnx.load(str(model_dir() / f"stage{stage}.onnx")))
-        q = quantize(pre, st.X[::2], QuantConfig())
+        eq, _ = equalize(pre, st.X[::2], strength=DEFAULT_STRENGTH)
+        q = quantize(eq, st.X[::2], QuantConfig())
         dq = {n.output[0] for n in q.graph.node if n.op_type == "DequantizeLinear"}
         gemms = [n for n in q.graph.node if n.op_type == "Gemm"]
         assert gemms and all(g.input[0] in dq and g.input[1] in dq for g in gemms)
-        err = np.abs(logits(session(q), st.X[1::2]) - logits(session(pre), st.X[1::2]))
-        assert float(np.percentile(err, 99)) < 0.1, stage
+        want = logits(session(pre), st.X[1::2])
+        err = np.abs(logits(session(q), st.X[1::2]) - want)
+        spread = float(np.median(want.max(axis=1) - want.min(axis=1)))
+        assert float(np.percentile(err, 99)) < 0.06 * spread, stage
 
 
 def test_bad_plans_and_configs_are_refused() -> None:

@@ -19,7 +19,7 @@ from pairedge.core.errors import InputError, ModelError  # noqa: E402
 from pairedge.core.labels import PAPER3, STAGE1  # noqa: E402
 from pairedge.export import qat_fake  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint  # noqa: E402
-from pairedge.export.models import ModelConfig, build_model, set_normalization  # noqa: E402
+from pairedge.export.models import KNEE_QUANTILE, ModelConfig, build_model, set_normalization  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
 from pairedge.export.qat import EXPORT_TOLERANCE, export_int8, import_fp32, stage_info  # noqa: E402
 from pairedge.export.qat_equalize import equalize  # noqa: E402
@@ -109,16 +109,19 @@ def _quantized(tmp_path: Path, case: tuple) -> tuple:
 
 
 def test_the_squash_bounds_the_first_layers_input(tmp_path: Path) -> None:
-    """Within each column's knee (99.9th percentile of |z| on the training rows) a z-score is unchanged; beyond
-    it, knee + log1p(|z| - knee): monotone, a 40-std row a few units past the knee; the knees are in the
-    ONNX file and survive the import."""
+    """Within each column's knee (KNEE_QUANTILE of |z| on the training rows: their maximum, so no training row
+    changes) a z-score is unchanged; beyond it, knee + log1p(|z| - knee): monotone, a 40-std row a few units
+    past the knee; the knees are in the ONNX file and survive the import."""
     path = _fp32(tmp_path, *SQUASHED)
     model, _ = import_fp32(path)
     norm = model.norm
     knee = norm.knee.numpy()
     X = _rows(14, seed=0)
     z_train = np.abs((X - X.mean(0)) / X.std(0))
-    np.testing.assert_allclose(knee, np.maximum(np.quantile(z_train, 0.999, axis=0), 1.0), rtol=1e-5)
+    np.testing.assert_allclose(knee, np.maximum(np.quantile(z_train, KNEE_QUANTILE, axis=0), 1.0), rtol=1e-5)
+    with torch.no_grad():  # every training row keeps its plain z-scores
+        np.testing.assert_allclose(norm(torch.from_numpy(X)).numpy(), (X - norm.mean.numpy()) / norm.std.numpy(),
+                                   rtol=1e-6, atol=1e-6)  # fmt: skip
     assert (knee >= 1.0).all() and knee[-1] > 4  # the heavy-tailed last column has the farthest knee
     x = _rows(14, 200, seed=5)
     assert np.abs(predict_logits(model, x) - logits(session(path), x)).max() < 1e-5

@@ -218,6 +218,20 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
     )
 
 
+def stage_rows(
+    recipe: dict[str, Any], key: str, train_sets: dict[str, FeatureData]
+) -> tuple[FeatureData, dict[str, Any] | None]:
+    """The training rows of stage ``key`` (``"stage1"`` / ``"stage2"``) from :func:`training_sets`, with its
+    ``aspect_swap`` applied, and the swap's record (None without one)."""
+    stage = recipe[key]
+    data = resolve_data(train_sets[stage["task"]], str(recipe["spec"]), TASK_STAGE[stage["task"]])
+    if "aspect_swap" not in stage:
+        return data, None
+    swap = stage["aspect_swap"]  # stage 2's walking rows borrow standing rows' box aspects (some of them)
+    data, rows = borrow_standing_aspect(data, float(swap["fraction"]), int(swap["seed"]))
+    return data, {**swap, "rows": rows}
+
+
 def build_default_model(
     out: Path, recipe: dict[str, Any] = RECIPE, progress: bool = True, int8: bool = True
 ) -> dict[str, Any]:
@@ -226,19 +240,13 @@ def build_default_model(
     or an architecture the QAT import does not take (``residual_mlp``'s BatchNorm counters)."""
     t0 = time.perf_counter()
     (out / "manifest.json").unlink(missing_ok=True)  # stale once any file is rewritten; written again at the end
-    spec = str(recipe["spec"])
     train_sets = training_sets(recipe)
     tests = held_out_sets(recipe)
     summary: dict[str, Any] = {"recipe": recipe, "stages": {}}
     for key in ("stage1", "stage2"):
         stage = recipe[key]
         task, number = stage["task"], TASK_STAGE[stage["task"]]
-        data = resolve_data(train_sets[task], spec, number)
-        swapped = None
-        if "aspect_swap" in stage:  # stage 2's walking rows borrow standing rows' box aspects (some of them)
-            swap = stage["aspect_swap"]
-            data, rows = borrow_standing_aspect(data, float(swap["fraction"]), int(swap["seed"]))
-            swapped = {**swap, "rows": rows}
+        data, swapped = stage_rows(recipe, key, train_sets)
         result = train(data, train_config(stage), progress=progress)
         ckpt = checkpoint_of(result, data)
         ckpt = replace(ckpt, label_set=data.label_set, extra={**ckpt.extra, "recipe": recipe})
@@ -351,7 +359,20 @@ def main(argv: list[str] | None = None) -> None:
         help="only (re)build stage{1,2}.int8.onnx of an existing folder by quantization-aware training from its "
         "fp32 files (minutes; no fp32 retraining), record it in recipe.json and rewrite manifest.json",
     )
+    parser.add_argument(
+        "--add-input-squash",
+        action="store_true",
+        help="give an existing folder trained without the recipe's input squash the squash, its knees at the "
+        "training maximum (the trained weights stay those of a squashed model), re-score it and rebuild its "
+        "int8 files (minutes; pairedge.apps.recipes.squash_step)",
+    )
     args = parser.parse_args(argv)
+    if args.add_input_squash:
+        from pairedge.apps.recipes.squash_step import add_input_squash
+
+        summary = add_input_squash(args.out, RECIPE, QAT_RECIPE, say=None if args.no_progress else print)
+        print(f"added the input squash to {args.out} in {summary['input_squash']['seconds']} s")
+        return
     if args.int8_only:
         record = build_int8_step(args.out, progress=not args.no_progress)["int8"]
         for key, st in record["stages"].items():

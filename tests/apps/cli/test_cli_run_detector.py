@@ -144,3 +144,51 @@ def test_detector_layout_goes_with_a_network_detector(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "--detector", "hog", "--detector-layout",
                                  "yolox", "--out", str(tmp_path / "o")])  # fmt: skip
     assert result.exit_code == 1 and "HOG detector has no output layout" in result.output
+
+
+def test_a_detector_input_above_the_ceiling_is_refused_before_a_session(tmp_path: Path) -> None:
+    """A declared ``[1, 3, 20000, 20000]`` input (5.9 GB a frame) is one line naming the ceiling, checked on
+    the graph before ONNX Runtime makes a session (issue 40, case 2)."""
+    import onnx
+    from onnx import TensorProto, helper
+    from pairedge.core import limits
+    from pairedge.core.errors import ModelError
+    from pairedge.runtime.detectors.graph import read_detector_graph
+
+    side = limits.MAX_DETECTOR_INPUT_SIDE * 5
+    image = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, side, side])
+    out = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, side, side])
+    graph = helper.make_graph([helper.make_node("Identity", ["images"], ["output"])], "g", [image], [out])
+    path = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(ModelError, match="MAX_DETECTOR_INPUT_SIDE"):
+        read_detector_graph(path)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "000000.png"), np.full((32, 32, 3), 90, np.uint8))
+    result = runner.invoke(app, ["run", str(frames), "--detector", str(path), "--no-video", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert "ceiling" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("option", [["--list-topics"], ["--out-bag", "x.mcap"], ["--image-topic", "/cam"]])
+def test_ros_only_options_are_refused_for_a_live_source(tmp_path: Path, option: list[str]) -> None:
+    """A live source refuses the ROS-log options as a video file does, before opening anything (issue 40,
+    case 4)."""
+    result = runner.invoke(app, ["run", "rtsp://127.0.0.1:9/none", *option, "--out", str(tmp_path / "o")])
+    assert result.exit_code != 0, result.output
+    assert option[0] in result.output and "not a live source" in result.output
+
+
+def test_a_detector_of_nan_and_inf_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    """Every output NaN or inf: not exit 0 with "0 boxes" and numpy warnings, but one line saying the detector
+    never gave a finite box (issue 40, case 1)."""
+    bad = np.full((2100, 5), np.nan, np.float32)  # every cell of the 320 x 320 grid (strides 8, 16, 32)
+    bad[::3, 0] = np.inf
+    model = ultralytics_model(tmp_path / "nan.onnx", bad)
+    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 10)), "--detector", str(model), "--model",
+                                 str(toy_model(tmp_path / "model")), "--no-video", "--out", str(tmp_path / "o")])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "nan.onnx" in errors[0] and "finite" in errors[0], result.output
+    assert "RuntimeWarning" not in result.output and "Traceback" not in result.output
