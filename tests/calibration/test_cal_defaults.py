@@ -31,3 +31,10 @@ def test_selection_rows_are_reserved_and_never_reported() -> None:
 def test_quant_config_defaults_are_calibrates() -> None:
     q, o = QuantConfig(), CalibrateOptions()
     assert (q.method, (q.input_headroom, q.hidden_headroom)) == (o.method, o.headroom)
+
+
+def test_the_calibrate_help_names_the_default_method() -> None:
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / "sdk" / "apps" / "cli" / "calibrate.py").read_text()
+    assert f"{DEFAULT_METHOD} (default)" in source

@@ -40,7 +40,7 @@ def calibrate(
         "(box-only models: every pair the runtime scores).",
     ),  # fmt: skip
     method: str | None = typer.Option(
-        None, "--method", help="Activation ranges: minmax (default), percentile or entropy."
+        None, "--method", help="Activation ranges: percentile (default), minmax or entropy."
     ),
     percentile: float | None = typer.Option(
         None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
