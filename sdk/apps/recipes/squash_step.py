@@ -94,6 +94,8 @@ def add_input_squash(
     t0 = time.perf_counter()
     path = out / "recipe.json"
     summary = json.loads(path.read_text())
+    if summary.get("recipe") == recipe:
+        raise SystemExit(f"{path}: the folder already has the recipe's input squash; nothing to do")
     if summary.get("recipe") != without_squash(recipe):
         raise SystemExit(f"{path}: was not built from this recipe without the squash; rebuild the model instead")
     train_sets, tests = training_sets(recipe), held_out_sets(recipe)

@@ -67,3 +67,15 @@ def test_the_recipe_without_the_squash_is_the_recipe_minus_that_key() -> None:
     assert all("input_squash" not in bare[k] for k in ("stage1", "stage2"))
     assert {k: v for k, v in RECIPE["stage2"].items() if k != "input_squash"} == bare["stage2"]
     assert bare["spec"] == RECIPE["spec"] and without_squash(bare) == bare
+
+
+def test_the_folder_step_refuses_a_folder_that_has_the_squash_or_another_recipe(tmp_path: Path) -> None:
+    import json
+
+    from pairedge.apps.recipes.squash_step import add_input_squash
+    from pairedge.core.bundled import QAT_RECIPE
+
+    for recorded, why in ((RECIPE, "already has"), ({**RECIPE, "spec": "other"}, "not built from this recipe")):
+        (tmp_path / "recipe.json").write_text(json.dumps({"recipe": recorded}))
+        with pytest.raises(SystemExit, match=why):
+            add_input_squash(tmp_path, RECIPE, QAT_RECIPE, say=None)
