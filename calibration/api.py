@@ -394,10 +394,9 @@ def within_float_budget(model: Any, search: Any, share: float) -> Any:
     """``search`` cut at its last step whose float Gemms do at most ``share`` of the multiply-adds."""
     from dataclasses import replace as replace_
 
-    from pairedge.calibration.qdq_graph import weighted_nodes
+    from pairedge.compare.cost import gemm_macs
 
-    macs = {n.name: int(np.prod(next(t.dims for t in model.graph.initializer if t.name == w)))
-            for w, nodes in weighted_nodes(model).items() for n in nodes}  # fmt: skip
+    macs = {name: m for name, (m, _) in gemm_macs(model).items()}
     total = sum(macs.values()) or 1
     steps = [st for st in search.steps if sum(macs.get(n, 0) for n in st.excluded) / total <= share + 1e-12]
     return replace_(search, steps=tuple(steps or search.steps[:1]))

@@ -63,8 +63,6 @@ def attribute(node: Any, name: str, default: Any) -> Any:
     return default
 
 
-_attr = attribute
-
 
 def weighted_nodes(model: Any) -> dict[str, list[Any]]:
     """Weight initializer name -> the Gemm / MatMul nodes that read it as their constant (C, K) or (K, C)
@@ -76,8 +74,8 @@ def weighted_nodes(model: Any) -> dict[str, list[Any]]:
             continue
         if len(inits[n.input[1]].dims) != 2:
             continue
-        if n.op_type == "Gemm" and (_attr(n, "transA", 0) != 0 or _attr(n, "alpha", 1.0) != 1.0
-                                    or _attr(n, "beta", 1.0) != 1.0):  # fmt: skip
+        if n.op_type == "Gemm" and (attribute(n, "transA", 0) != 0 or attribute(n, "alpha", 1.0) != 1.0
+                                    or attribute(n, "beta", 1.0) != 1.0):  # fmt: skip
             continue
         out.setdefault(n.input[1], []).append(n)
     return out
@@ -85,7 +83,7 @@ def weighted_nodes(model: Any) -> dict[str, list[Any]]:
 
 def _weight_rows(node: Any, w: np.ndarray) -> np.ndarray:
     """The weight as (C, K): output channels first."""
-    transposed = node.op_type == "Gemm" and _attr(node, "transB", 0) == 1
+    transposed = node.op_type == "Gemm" and attribute(node, "transB", 0) == 1
     return w if transposed else w.T
 
 
@@ -128,7 +126,7 @@ def qdq_graph(model: Any, plans: Mapping[str, LayerPlan], exclude: tuple[str, ..
         if plan is None or not nodes:
             continue
         rows = _weight_rows(nodes[0], inits[weight].astype(np.float32))
-        if len({(n.op_type, _attr(n, "transB", 0)) for n in nodes}) > 1:
+        if len({(n.op_type, attribute(n, "transB", 0)) for n in nodes}) > 1:
             raise ModelError(f"weight {weight!r}: its Gemms read it in different layouts")
         before = [_weight(graph, weight, rows, nodes[0])]
         for node in nodes:
@@ -154,7 +152,7 @@ def _weight(graph: Any, weight: str, rows: np.ndarray, node: Any) -> Any:
     from onnx import helper, numpy_helper
 
     q, scales = quantize_weight(rows)
-    transposed = node.op_type == "Gemm" and _attr(node, "transB", 0) == 1
+    transposed = node.op_type == "Gemm" and attribute(node, "transB", 0) == 1
     stored, axis = (q, 0) if transposed else (np.ascontiguousarray(q.T), 1)
     graph.initializer.extend([
         numpy_helper.from_array(stored, f"{weight}_quantized"),

@@ -97,16 +97,12 @@ def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any
     ``search``: the mixed-precision SearchResult. Returns ``{"gemms", "gemms_in_float", "int8_macs_share",
     "nodes": [{"node", "op", "why", "macs_per_pair", "jetson_cost"}]}``.
     """
-    from onnx import numpy_helper
+    from pairedge.compare.cost import gemm_macs
 
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     dequantized = {n.output[0] for n in qdq.graph.node if n.op_type == "DequantizeLinear"}
     q_gemms = {n.name for n in qdq.graph.node if n.op_type in ("Gemm", "MatMul") and n.input[0] in dequantized}
-    gemms, nodes, macs = [], [], {}
-    for n in model.graph.node:
-        if n.op_type in ("Gemm", "MatMul") and len(n.input) > 1 and n.input[1] in inits:
-            gemms.append(n.name)
-            macs[n.name] = int(np.prod(inits[n.input[1]].shape))
+    macs = {name: m for name, (m, _) in gemm_macs(model).items()}
+    gemms, nodes = list(macs), []
     for n in model.graph.node:
         if n.op_type == "Constant" or (n.name in q_gemms):
             continue

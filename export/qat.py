@@ -24,6 +24,7 @@ The file carries the fp32 file's metadata unchanged, plus ``pairedge.precision =
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,21 @@ def _props(proto: Any) -> dict[str, str]:
     return {p.key: p.value for p in proto.metadata_props}
 
 
+def model_config(meta: ModelMetadata, weights: Mapping[str, Any]) -> ModelConfig:
+    """The :class:`ModelConfig` of a pairedge file from its metadata (architecture, widths, ``train`` record)
+    and its weights by state-dict key (arrays or tensors: only ``shape`` is read)."""
+    train = dict(meta.extra.get("train", {}))
+    return ModelConfig(
+        architecture=meta.architecture,
+        num_features=meta.num_features,
+        num_classes=len(meta.labels),
+        hidden=tuple(int(h) for h in train.get("hidden", ())),
+        person_features=int(weights["person.0.weight"].shape[1]) if "person.0.weight" in weights else 0,
+        pair_features=int(weights["pair.0.weight"].shape[1]) if "pair.0.weight" in weights else 0,
+        input_squash=train.get("input_squash"),
+    )
+
+
 def import_fp32(path: str | Path) -> tuple[nn.Module, ModelMetadata]:
     """The torch model (eval mode) of a pairedge fp32 ONNX file, and its metadata.
 
@@ -72,19 +88,9 @@ def import_fp32(path: str | Path) -> tuple[nn.Module, ModelMetadata]:
     proto = onnx.load(str(path))
     meta = ModelMetadata.from_props(_props(proto), source=str(path))
     inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
-    train = dict(meta.extra.get("train", {}))
-    if train.get("ignore_features"):
+    if dict(meta.extra.get("train", {})).get("ignore_features"):
         raise ModelError(f"{path}: models with ignore_features cannot be imported for QAT yet; retrain without")
-    config = ModelConfig(
-        architecture=meta.architecture,
-        num_features=meta.num_features,
-        num_classes=len(meta.labels),
-        hidden=tuple(int(h) for h in train.get("hidden", ())),
-        person_features=int(inits["person.0.weight"].shape[1]) if "person.0.weight" in inits else 0,
-        pair_features=int(inits["pair.0.weight"].shape[1]) if "pair.0.weight" in inits else 0,
-        input_squash=train.get("input_squash"),
-    )
-    model = build_model(config)
+    model = build_model(model_config(meta, inits))
     wanted = model.state_dict()
     missing = sorted(set(wanted) - set(inits))
     if missing:

@@ -22,15 +22,13 @@ from contextlib import contextmanager
 
 import numpy as np
 import torch
+from pairedge.calibration.qdq_graph import LEVELS, MIN_SCALE, LayerPlan
 from pairedge.core.errors import InputError
 from torch import nn
 from torch.nn import functional as F
 
 QMIN, QMAX = -128, 127
-#: Symmetric int8: ``scale = range / 127`` (ONNX Runtime's and TensorRT's convention).
-LEVELS = 127
-#: The smallest scale written (a channel of zeros still gets a positive scale, as the Q/DQ rules require).
-MIN_SCALE = 1e-8
+# the int8 grid (``scale = range / 127``, MIN_SCALE) is the one Q/DQ writer's: the same constants, bit for bit
 CALIBRATIONS = ("max", "percentile", "mse")
 #: Values per layer a calibration keeps (rows are subsampled evenly above it).
 CALIBRATION_VALUES = 4_000_000
@@ -85,7 +83,7 @@ class QuantLinear(nn.Module):
         amax = float(np.float32(self.amax))
         if not amax > 0:
             raise InputError("QuantLinear: the activation range is not calibrated; run calibrate() first")
-        return float(np.float32(max(amax / LEVELS, MIN_SCALE)))
+        return LayerPlan(amax).scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mode == "observe":

@@ -24,33 +24,41 @@ PAIR_COUNTS = (1, 64, 512, 4950)
 _WEIGHTED = ("Gemm", "MatMul")
 
 
-def graph_macs(model: Any) -> dict[str, Any]:
-    """``{"macs_per_pair", "int8_macs_per_pair", "int8_share", "gemms", "int8_gemms"}`` of an ONNX model
-    (a ModelProto or a path; see the module docstring)."""
+def _load(model: Any) -> Any:
     import onnx
 
-    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
-    g = proto.graph
+    return model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
+
+
+def gemm_macs(model: Any) -> dict[str, tuple[int, bool]]:
+    """Every Gemm / MatMul of an ONNX model (ModelProto or path) with a constant weight (through its
+    ``DequantizeLinear``): node name -> (multiply-adds per pair, whether it runs in int8: both inputs come from
+    a ``DequantizeLinear``)."""
+    g = _load(model).graph
     sizes = {t.name: int(np.prod(t.dims)) for t in g.initializer}
     producer = {o: n for n in g.node for o in n.output}
-    total = int8 = gemms = int8_gemms = 0
+    out: dict[str, tuple[int, bool]] = {}
     for node in g.node:
         if node.op_type not in _WEIGHTED or len(node.input) < 2:
             continue
-        weight = node.input[1]
-        dq = producer.get(weight)
-        if dq is not None and dq.op_type == "DequantizeLinear":
+        weight, dq = node.input[1], producer.get(node.input[1])
+        quantized = dq is not None and dq.op_type == "DequantizeLinear"
+        if quantized:
             weight = dq.input[0]
-        if weight not in sizes:
-            continue
-        gemms += 1
-        total += sizes[weight]
-        act = producer.get(node.input[0])
-        if dq is not None and dq.op_type == "DequantizeLinear" and act is not None and act.op_type == "DequantizeLinear":
-            int8 += sizes[weight]
-            int8_gemms += 1
+        if weight in sizes:
+            act = producer.get(node.input[0])
+            out[node.name] = (sizes[weight], quantized and act is not None and act.op_type == "DequantizeLinear")
+    return out
+
+
+def graph_macs(model: Any) -> dict[str, Any]:
+    """``{"macs_per_pair", "int8_macs_per_pair", "int8_share", "gemms", "int8_gemms"}`` of an ONNX model
+    (a ModelProto or a path; see the module docstring)."""
+    per_node = gemm_macs(model).values()
+    total = sum(m for m, _ in per_node)
+    int8 = sum(m for m, q in per_node if q)
     return {"macs_per_pair": total, "int8_macs_per_pair": int8, "int8_share": int8 / max(total, 1),
-            "gemms": gemms, "int8_gemms": int8_gemms}  # fmt: skip
+            "gemms": len(per_node), "int8_gemms": sum(q for _, q in per_node)}  # fmt: skip
 
 
 def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:

@@ -67,9 +67,9 @@ def train_command(
         "--input-squash",
         min=0.1,
         max=100.0,
-        help="Squash each z-scored input beyond its knee (the training rows' 99.9th percentile of |z|) as "
+        help="Squash each z-scored input beyond its knee (the training rows' largest |z|) as "
         "knee + c*log1p((|z| - knee)/c) inside the model (the bundled model: c = 1): heavy tails bounded for fp32, "
-        "fp16 and int8 alike, typical rows unchanged. Default: off.",
+        "fp16 and int8 alike, every training row unchanged. Default: off.",
     ),  # fmt: skip
     augment: str = typer.Option(
         "",

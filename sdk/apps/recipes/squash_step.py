@@ -25,9 +25,9 @@ from pairedge.core.artefacts import artefact
 from pairedge.core.errors import ModelError
 from pairedge.core.modelfolder import write_manifest
 from pairedge.export.evaluation import classification_metrics
-from pairedge.export.models import KNEE_QUANTILE, ModelConfig, build_model
+from pairedge.export.models import KNEE_QUANTILE, build_model
 from pairedge.export.onnx_export import export_model
-from pairedge.export.qat import import_fp32
+from pairedge.export.qat import import_fp32, model_config
 from pairedge.export.train import predict_logits
 
 #: Largest |logit| change accepted on a training row when the squash is added (float32 rounding of the
@@ -49,16 +49,7 @@ def squash_model(path: Path, squash: float, X: np.ndarray) -> tuple[Any, Any, fl
     if train.get("input_squash") is not None:
         raise ModelError(f"{path}: already has an input squash ({train['input_squash']})")
     state = plain.state_dict()
-    config = ModelConfig(
-        architecture=meta.architecture,
-        num_features=meta.num_features,
-        num_classes=len(meta.labels),
-        hidden=tuple(int(h) for h in train.get("hidden", ())),
-        person_features=int(state["person.0.weight"].shape[1]) if "person.0.weight" in state else 0,
-        pair_features=int(state["pair.0.weight"].shape[1]) if "pair.0.weight" in state else 0,
-        input_squash=float(squash),
-    )
-    model = build_model(config)
+    model = build_model(replace(model_config(meta, state), input_squash=float(squash)))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or set(missing) != {"norm.knee"}:
         raise ModelError(f"{path}: the squashed model's state differs beyond the knee: {missing} {unexpected}")
