@@ -171,7 +171,7 @@ def record_check(out: Path, recipe: dict[str, Any] = RECIPE, full: bool = False)
     """Add :func:`check_fingerprints` (and with ``full`` every stage's :func:`full_summaries`) to an existing
     ``recipe.json`` (no retraining) and rewrite the manifest."""
     path = out / "recipe.json"
-    summary = json.loads(path.read_text())
+    summary = read_summary(out)
     if summary.get("recipe") != recipe:
         raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
     summary["check"] = check_fingerprints(recipe)
@@ -180,6 +180,28 @@ def record_check(out: Path, recipe: dict[str, Any] = RECIPE, full: bool = False)
             summary["stages"][key]["data_summary"] = values
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, folder_roles(out))
+    return summary
+
+
+def read_summary(out: Path) -> dict[str, Any]:
+    """The ``recipe.json`` of the model folder ``out`` (a regular file within
+    :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`, a JSON object).
+
+    Raises:
+        SystemExit: one line saying what is wrong with it (missing, not a regular file, too large, not JSON).
+    """
+    from pairedge.core import limits
+    from pairedge.core.errors import PairedgeError
+
+    path = out / "recipe.json"
+    try:
+        summary = json.loads(limits.read_text(path, "a model folder's recipe.json", limits.MAX_SIDECAR_BYTES))
+    except PairedgeError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(summary, dict):
+        raise SystemExit(f"error: {path}: expected a JSON object, got {type(summary).__name__}")
     return summary
 
 
@@ -195,7 +217,7 @@ def build_int8_step(
     """Only the QAT step on an existing folder: ``stage{1,2}.int8.onnx`` from its fp32 files, recorded in its
     ``recipe.json["int8"]``, and a fresh manifest (the fp32 files are not retrained)."""
     path = out / "recipe.json"
-    summary = json.loads(path.read_text())
+    summary = read_summary(out)
     if summary.get("recipe") != recipe:
         raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
     summary["int8"] = build_int8(out, recipe, qat_recipe, say=print if progress else None)

@@ -74,6 +74,7 @@ def add_input_squash(
         _p1,
         folder_roles,
         held_out_sets,
+        read_summary,
         stage_rows,
         training_sets,
     )
@@ -84,7 +85,7 @@ def add_input_squash(
                          "the trained weights are not those of a squashed model; retrain instead")  # fmt: skip
     t0 = time.perf_counter()
     path = out / "recipe.json"
-    summary = json.loads(path.read_text())
+    summary = read_summary(out)
     if summary.get("recipe") == recipe:
         raise SystemExit(f"{path}: the folder already has the recipe's input squash; nothing to do")
     if summary.get("recipe") != without_squash(recipe):

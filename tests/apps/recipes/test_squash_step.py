@@ -79,3 +79,30 @@ def test_the_folder_step_refuses_a_folder_that_has_the_squash_or_another_recipe(
         (tmp_path / "recipe.json").write_text(json.dumps({"recipe": recorded}))
         with pytest.raises(SystemExit, match=why):
             add_input_squash(tmp_path, RECIPE, QAT_RECIPE, say=None)
+
+
+@pytest.mark.parametrize("kind", ["missing", "garbage", "list", "dev_zero", "fifo", "huge"])
+def test_a_bad_recipe_json_is_one_line_before_any_work(tmp_path: Path, kind: str) -> None:
+    """``--add-input-squash`` / ``--int8-only`` / ``--record-check`` read recipe.json through one bounded
+    reader: a missing, non-JSON, non-object, device, FIFO or oversized file is one ``error:`` line."""
+    import os
+
+    from pairedge.apps.recipes.default_model import read_summary
+    from pairedge.core import limits
+
+    path = tmp_path / "recipe.json"
+    if kind == "garbage":
+        path.write_text("{not json")
+    elif kind == "list":
+        path.write_text("[1, 2]")
+    elif kind == "dev_zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "huge":
+        with path.open("wb") as f:
+            f.truncate(limits.MAX_SIDECAR_BYTES + 1)
+    with pytest.raises(SystemExit) as exc:
+        read_summary(tmp_path)
+    message = str(exc.value)
+    assert message.startswith("error: ") and "\n" not in message and "recipe.json" in message
