@@ -94,7 +94,8 @@ def test_cli_build_over_the_fake_module(
     assert re.search(r"stage2\.onnx\s*│\s*tensorrt-10\.13\s*│\s*ok", result.output), result.output
     engines = sorted((model_dir / "engines" / "orin-sm87-trt10.13.0").glob("*.engine"))
     assert [e.name for e in engines] == ["stage1.fp32.engine", "stage2.fp32.engine"]
-    assert "profile 1/16/64" in result.output and cache.is_file()
+    flat = " ".join(result.output.split())  # the console wraps at its width: the line length depends on the path
+    assert "profile 1/16/64" in flat and cache.is_file()
 
 
 def test_nothing_imports_torch() -> None:
