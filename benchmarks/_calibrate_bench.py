@@ -1,4 +1,5 @@
-"""Helpers of bench_calibrate.py: cached rows, agreement on rows, 30-frame window checks, parity packs, latency."""
+"""Helpers of bench_calibrate.py: cached rows, agreement on rows, 30-frame window checks, parity packs,
+latency."""
 
 from __future__ import annotations
 
@@ -36,8 +37,16 @@ def load_rows(path: Path) -> Collected:
 
     z = np.load(path, allow_pickle=False)
     parts = [
-        StageSamples(s, z[f"s{s}_X"], z[f"s{s}_cls"], z[f"s{s}_truth"], z[f"s{s}_motion"], z[f"s{s}_group"],
-                     tuple(str(v) for v in z[f"s{s}_labels"]), z[f"s{s}_gated"] if f"s{s}_gated" in z else None)  # fmt: skip
+        StageSamples(
+            s,
+            z[f"s{s}_X"],
+            z[f"s{s}_cls"],
+            z[f"s{s}_truth"],
+            z[f"s{s}_motion"],
+            z[f"s{s}_group"],
+            tuple(str(v) for v in z[f"s{s}_labels"]),
+            z[f"s{s}_gated"] if f"s{s}_gated" in z else None,
+        )
         for s in (1, 2)
     ]
     return Collected(parts[0], parts[1], tuple(str(v) for v in z["sources"]))
@@ -48,12 +57,15 @@ def _float_nodes(folder: Path) -> int:
     import json
 
     report = json.loads((folder / "calibration.json").read_text())
-    return sum(len(st.get("float_nodes", {}).get("gemms_in_float", st["excluded_nodes"]))
-               for st in report["stages"].values())  # fmt: skip
+    return sum(
+        len(st.get("float_nodes", {}).get("gemms_in_float", st["excluded_nodes"]))
+        for st in report["stages"].values()
+    )
 
 
 def macs(folder: Path) -> dict[str, Any]:
-    """Multiply-adds per pair of each stage's INT8 model (``{fp32, int8, float, int8_share}``), from the report."""
+    """Multiply-adds per pair of each stage's INT8 model (``{fp32, int8, float, int8_share}``), from the
+    report."""
     import json
 
     report = json.loads((folder / "calibration.json").read_text())
@@ -67,8 +79,8 @@ def _tau(folder: Path) -> float:
 
 
 def windows(groups: np.ndarray, kept_frames: int, frames: int = WINDOW_FRAMES) -> list[np.ndarray]:
-    """Row indices of windows of about ``frames`` kept frames: each scene's rows (in frame order, ``kept_frames``
-    frames of them) cut into ``round(kept_frames / frames)`` consecutive runs."""
+    """Row indices of windows of about ``frames`` kept frames: each scene's rows (in frame order,
+    ``kept_frames`` frames of them) cut into ``round(kept_frames / frames)`` consecutive runs."""
     out = []
     for g in np.unique(groups):
         idx = np.flatnonzero(groups == g)
@@ -76,10 +88,12 @@ def windows(groups: np.ndarray, kept_frames: int, frames: int = WINDOW_FRAMES) -
     return out
 
 
-def window_failures(stage: int, reference: np.ndarray, candidate: np.ndarray, groups: np.ndarray,
-                    tau: float, kept_frames: int) -> tuple[int, int]:  # fmt: skip
+def window_failures(
+    stage: int, reference: np.ndarray, candidate: np.ndarray, groups: np.ndarray, tau: float, kept_frames: int
+) -> tuple[int, int]:
     """(failing, total) pack-sized windows (:func:`windows`) by parity's int8 tolerances at the logits level
-    (max, p99) and the labels level (gate / top-1 agreement, near-ties excepted), as ``parity check`` judges."""
+    (max, p99) and the labels level (gate / top-1 agreement, near-ties excepted), as ``parity check``
+    judges."""
     from pairedge.compare.comparator import LogitError
     from pairedge.compare.parity.levels import Tolerances
 
@@ -90,8 +104,11 @@ def window_failures(stage: int, reference: np.ndarray, candidate: np.ndarray, gr
     for w in ws:
         e = LogitError.of(reference[w], candidate[w])
         a = agreement(stage, reference[w], candidate[w], tau)
-        fails += int(e.max > tol.logit_max["int8"] or e.p99 > tol.logit_p99["int8"]
-                     or a.agreement_excl_near_ties < floor)  # fmt: skip
+        fails += int(
+            e.max > tol.logit_max["int8"]
+            or e.p99 > tol.logit_p99["int8"]
+            or a.agreement_excl_near_ties < floor
+        )
     return fails, len(ws)
 
 
@@ -100,7 +117,9 @@ def _mpca(truth: np.ndarray, z: np.ndarray) -> float:
     return float(classification_metrics(truth[known], z[known].argmax(1), num_classes=z.shape[1]).mpca)
 
 
-def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray], kept_frames: int) -> dict[str, Any]:
+def selection_scores(
+    folder: Path, rows: Collected, ref: dict[int, np.ndarray], kept_frames: int
+) -> dict[str, Any]:
     """int8 of ``folder`` vs fp32 on selection rows: agreement (stage 2 on the gated rows, as parity judges),
     p99 logit error and the 30-frame windows that parity's int8 tolerances would fail, per stage; the MPCA
     drop (points) on the truth-labelled stage-2 rows. ``ref``: stage -> fp32 logits of the rows;
@@ -114,13 +133,21 @@ def selection_scores(folder: Path, rows: Collected, ref: dict[int, np.ndarray], 
         keep = st.gated if s == 2 and st.gated is not None else np.ones(len(st), bool)
         a = agreement(s, ref[s][keep], got[keep], tau)
         fails, total = window_failures(s, ref[s][keep], got[keep], st.group[keep], tau, kept_frames)
-        out[f"stage{s}"] = {"agreement": a.agreement, "p99_abs_logit_error": a.p99_abs,
-                            "max_abs_logit_error": a.max_abs, "failing_windows": fails, "windows": total}  # fmt: skip
+        out[f"stage{s}"] = {
+            "agreement": a.agreement,
+            "p99_abs_logit_error": a.p99_abs,
+            "max_abs_logit_error": a.max_abs,
+            "failing_windows": fails,
+            "windows": total,
+        }
     return out
 
 
-def parity_checks(model: Path, folder: Path, scenes: list[str], work: Path, frames: int = 60) -> dict[str, Any]:
-    """``parity pack`` of each held-out scene (fp32 ``model``) and ``parity check`` of ``folder``'s int8 / fp16."""
+def parity_checks(
+    model: Path, folder: Path, scenes: list[str], work: Path, frames: int = 60
+) -> dict[str, Any]:
+    """``parity pack`` of each held-out scene (fp32 ``model``) and ``parity check`` of ``folder``'s int8 /
+    fp16."""
     from pairedge.apps.evaluation.sources import parse_scene
     from pairedge.compare.parity import check_pack
     from pairedge.compare.parity.build import build_pack
@@ -155,7 +182,9 @@ def evaluate(folder: Path, rows: Collected) -> dict[str, Any]:
     on the gated ones), logit errors, MPCA vs truth."""
     tau = _tau(folder)
     out: dict[str, Any] = {}
-    ref = {s: logits(session(folder / f"stage{s}.onnx"), st.X) for s, st in ((1, rows.stage1), (2, rows.stage2))}
+    ref = {
+        s: logits(session(folder / f"stage{s}.onnx"), st.X) for s, st in ((1, rows.stage1), (2, rows.stage2))
+    }
     truth = rows.stage2.truth
     known = truth >= 0
     n_classes = len(rows.stage2.labels)
@@ -180,13 +209,19 @@ def evaluate(folder: Path, rows: Collected) -> dict[str, Any]:
 
 
 def latency(folder: Path, rows: Collected, repeats: int = 30) -> dict[str, Any]:
-    """Per stage, :func:`pairedge.compare.cost.precision_costs` of the folder's fp32 / fp16 / int8 files on real
+    """Per stage, :func:`pairedge.compare.cost.precision_costs` of the folder's fp32 / fp16 / int8 files on
+    real
     rows: multiply-adds per pair, bytes, ONNX Runtime CPU p50 ms at 1 / 64 / 512 / 4950 pairs (one thread) --
     the figures ``pairedge calibrate`` and ``pairedge bench`` report, from the same code."""
     from pairedge.compare.cost import precision_costs
 
     out: dict[str, Any] = {}
     for s, st in ((1, rows.stage1), (2, rows.stage2)):
-        files = {p: folder / (f"stage{s}.onnx" if p == "fp32" else f"stage{s}.{p}.onnx") for p in ("fp32", *PRECISIONS)}
-        out[f"stage{s}"] = precision_costs(files, np.ascontiguousarray(st.X, np.float32), SIZES, repeats=repeats)
+        files = {
+            p: folder / (f"stage{s}.onnx" if p == "fp32" else f"stage{s}.{p}.onnx")
+            for p in ("fp32", *PRECISIONS)
+        }
+        out[f"stage{s}"] = precision_costs(
+            files, np.ascontiguousarray(st.X, np.float32), SIZES, repeats=repeats
+        )
     return out

@@ -6,7 +6,8 @@ import numpy as np
 
 
 def match_to_truth(boxes: np.ndarray, truth_boxes: np.ndarray, truth_ids: np.ndarray, min_iou: float = 0.5):
-    """Ground-truth id (or -1) of each box (N, 4) ``x y w h`` by Hungarian assignment on IoU >= ``min_iou``."""
+    """Ground-truth id (or -1) of each box (N, 4) ``x y w h`` by Hungarian assignment on IoU >=
+    ``min_iou``."""
     from scipy.optimize import linear_sum_assignment
 
     out = np.full(len(boxes), -1, np.int64)

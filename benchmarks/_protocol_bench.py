@@ -167,14 +167,16 @@ def main() -> None:
     lines = [
         "# PCP and PAR scoring speed (benchmarks/_protocol_bench.py)",
         "",
-        f"Best of {args.repeat} runs after a warm-up; inputs built outside the timing. Machine: {out['machine']}.",
+        f"Best of {args.repeat} runs after a warm-up; inputs built outside the timing. Machine: "
+        f"{out['machine']}.",
         "",
         "| protocol | size | best s | items/s |",
         "|---|---|---|---|",
         f"| pcp loose | {pcp['n_people']:,} people, {pcp['n_images']:,} images | {pcp['seconds']:.3f} | "
         f"{pcp['items_per_s']:,.0f} people/s |",
         f"| pcp strict | same | {pcp['strict_seconds']:.3f} | {pcp['strict_items_per_s']:,.0f} people/s |",
-        f"| par (official) | {par['n_frames']:,} frames, {par['n_persons']:,} persons | {par['seconds']:.3f} | "
+        f"| par (official) | {par['n_frames']:,} frames, {par['n_persons']:,} persons | {par['seconds']:.3f} "
+        "| "
         f"{par['items_per_s']:,.0f} frames/s |",
         "",
     ]

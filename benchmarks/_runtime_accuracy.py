@@ -3,8 +3,9 @@
 Used by ``bench_runtime.py`` (does a more accurate flow change the bundled model's accuracy?) and
 ``bench_paper_pipeline.py`` (pairedge vs the paper's pipeline). Each scene is simulated in memory, run through
 a :class:`~pairedge.runtime.Pipeline` with the given configuration (ground-truth boxes and ids by default),
-and all scenes are pooled into one pairwise score (:mod:`pairedge.core.metrics.pairwise`) against the simulator's
-pairs mapped onto the model's labels (PAPER3: the "together" pairs; other pairs are stage-1 negatives).
+and all scenes are pooled into one pairwise score (:mod:`pairedge.core.metrics.pairwise`) against the
+simulator's pairs mapped onto the model's labels (PAPER3: the "together" pairs; other pairs are stage-1
+negatives).
 """
 
 from __future__ import annotations

@@ -11,20 +11,24 @@ STAGES = ("validate", "track", "flow", "features", "stage1", "stage2", "smooth",
 
 def latency_table(sweep: dict[str, Any]) -> list[str]:
     lines = [
-        "| people | pairs | stage-2 pairs | " + " | ".join(STAGES) + " | flow alone | FPS | step allocations |",
+        "| people | pairs | stage-2 pairs | "
+        + " | ".join(STAGES)
+        + " | flow alone | FPS | step allocations |",
         "|---:|---:|---:|" + "---:|" * (len(STAGES) + 3),
     ]
     for r in sweep["people"]:
         cells = [
-            f"{r['stages_ms'][s]['p50']:.2f} / {r['stages_ms'][s]['p90']:.2f} / {r['stages_ms'][s]['p99']:.2f}"
+            f"{r['stages_ms'][s]['p50']:.2f} / {r['stages_ms'][s]['p90']:.2f} / "
+            f"{r['stages_ms'][s]['p99']:.2f}"
             for s in STAGES
         ]
         fa = r.get("flow_alone_ms")
         flow = f"{fa['p50']:.2f}" if fa else "-"
         lines.append(
             f"| {r['people']} | {r['pairs_per_frame']:.0f} | {r['stage2_pairs_per_frame']:.0f} | "
-            + " | ".join(cells) + f" | {flow} | {r['fps']:.0f} | {_mib(r.get('step_peak_alloc_mib'))} |"
-        )  # fmt: skip
+            + " | ".join(cells)
+            + f" | {flow} | {r['fps']:.0f} | {_mib(r.get('step_peak_alloc_mib'))} |"
+        )
     return lines
 
 
@@ -36,21 +40,21 @@ def criteria_lines(c: dict[str, float] | None) -> list[str]:
     if c is None:
         return ["- (criteria need 10 and 100 people and a flow backend)"]
     lines = [
-        f"- Overhead at 10 people: median step {c['step_10_ms']:.2f} ms / median flow alone {c['flow_10_ms']:.2f} ms "
-        f"= **{c['overhead_ratio']:.3f}x** (issue 26 target: <= 1.5x).",
+        f"- Overhead at 10 people: median step {c['step_10_ms']:.2f} ms / median flow alone "
+        f"{c['flow_10_ms']:.2f} ms = **{c['overhead_ratio']:.3f}x** (issue 26 target: <= 1.5x).",
     ]
     if "overhead_ratio_100" in c:
         lines.append(
             f"- Overhead at 100 people: median step {c['step_100_ms']:.2f} ms / median flow alone "
-            f"{c['flow_100_ms']:.2f} ms = **{c['overhead_ratio_100']:.3f}x** (issue 26 target: <= 2.0x); features "
-            f"{c['features_100_ms']:.2f} ms."
+            f"{c['flow_100_ms']:.2f} ms = **{c['overhead_ratio_100']:.3f}x** (issue 26 target: <= 2.0x); "
+            f"features {c['features_100_ms']:.2f} ms."
         )
     return lines + [
-        f"- Scaling: median step at 100 people {c['step_100_ms']:.2f} ms / at 10 people {c['step_10_ms']:.2f} ms "
-        f"= **{c['scaling_ratio']:.3f}x**.",
+        f"- Scaling: median step at 100 people {c['step_100_ms']:.2f} ms / at 10 people "
+        f"{c['step_10_ms']:.2f} ms = **{c['scaling_ratio']:.3f}x**.",
         f"- At 10 people: features {c['features_10_ms']:.2f} ms; the runtime's own work (validate + track + "
         f"stage 1 + stage 2 + smoothing + groups, p50 sum) {c['own_10_ms']:.2f} ms.",
-    ]  # fmt: skip
+    ]
 
 
 def allocator_lines(res: dict[str, Any]) -> list[str]:
@@ -136,14 +140,23 @@ def plot(res: dict[str, Any], path: Any) -> str | None:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    lines = ["# Streaming runtime benchmark", "", f"Machine: {res['machine']}", "", f"Models: {res['models']}",
-             "", f"Scene: {res['scene']}; allocator tuned: {res['allocator_tuned']}", ""]  # fmt: skip
+    lines = [
+        "# Streaming runtime benchmark",
+        "",
+        f"Machine: {res['machine']}",
+        "",
+        f"Models: {res['models']}",
+        "",
+        f"Scene: {res['scene']}; allocator tuned: {res['allocator_tuned']}",
+        "",
+    ]
     for sweep in res["sweeps"]:
         first = sweep["people"][0]["pipeline"]
         lines += [
             f"## Flow {sweep['flow']}: per-stage latency at 640 x 480, single thread (ms, p50 / p90 / p99)",
             "",
-            f"Pipeline: spec {first['feature_spec']}, feature kernels {first.get('feature_kernels', 'numpy')}, flow {first['flow']}, "
+            f"Pipeline: spec {first['feature_spec']}, feature kernels "
+            f"{first.get('feature_kernels', 'numpy')}, flow {first['flow']}, "
             f"classifier {first['stage1']}",
             "",
             *latency_table(sweep),
@@ -158,10 +171,10 @@ def markdown(res: dict[str, Any]) -> str:
         lines += [
             "## Long run",
             "",
-            f"{lr['frames']} frames in {lr['seconds']:.0f} s; resident memory {lr['rss_after_warmup_mb']:.1f} MiB "
-            f"after {lr['warmup_frames']} warm-up frames, peak {lr['peak_rss_after_warmup_mb']:.1f} MiB afterwards "
-            f"(sampled every 500 frames): growth **{lr['growth_mb']:.2f} MiB** (target < 5 MB); state at the end "
-            f"{lr['state_at_end']}.",
+            f"{lr['frames']} frames in {lr['seconds']:.0f} s; resident memory "
+            f"{lr['rss_after_warmup_mb']:.1f} MiB after {lr['warmup_frames']} warm-up frames, peak "
+            f"{lr['peak_rss_after_warmup_mb']:.1f} MiB afterwards (sampled every 500 frames): growth "
+            f"**{lr['growth_mb']:.2f} MiB** (target < 5 MB); state at the end {lr['state_at_end']}.",
             "",
-        ]  # fmt: skip
+        ]
     return "\n".join(lines)

@@ -128,13 +128,19 @@ def run(model: Path, presets: dict[str, str], aspects: tuple[float, ...], frames
                     "ignored_share": float(ignored.mean()) if len(ignored) else 0.0,
                 }
                 r = out[key][preset]
-                print(f"{key} {preset}: MPCA used {r['used']['mpca']:.3f} auto {r['auto']['mpca']:.3f}, "
-                      f"false sitting {r['used']['false_sitting']:.3f} -> {r['auto']['false_sitting']:.3f}, "
-                      f"ignored {r['ignored_share']:.2f}", flush=True)  # fmt: skip
+                print(
+                    f"{key} {preset}: MPCA used {r['used']['mpca']:.3f} auto {r['auto']['mpca']:.3f}, "
+                    f"false sitting {r['used']['false_sitting']:.3f} -> {r['auto']['false_sitting']:.3f}, "
+                    f"ignored {r['ignored_share']:.2f}",
+                    flush=True,
+                )
     finally:
         s2.deactivate()
-    return {"box_shape_columns": [models.spec.stage2_names[i] for i in cols.tolist()],
-            "training_means": [float(v) for v in means], "variants": out}  # fmt: skip
+    return {
+        "box_shape_columns": [models.spec.stage2_names[i] for i in cols.tolist()],
+        "training_means": [float(v) for v in means],
+        "variants": out,
+    }
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -145,7 +151,8 @@ def markdown(r: dict[str, Any]) -> str:
         f"one frame in {r['stride']} scored. Stage 2 on the true together pairs (paper's 3 classes). "
         f"Box-shape columns {', '.join(f'`{c}`' for c in r['box_shape_columns'])}; training means "
         f"{', '.join(f'{v:.3f}' for v in r['training_means'])}. `used`: as computed; `auto`: the runtime's "
-        "default (columns at the training mean once the detector is judged fixed-ratio). Nothing is chosen here.",
+        "default (columns at the training mean once the detector is judged fixed-ratio). Nothing is chosen "
+        "here.",
         "",
         "| detector | preset (seeds) | rows | ignored by auto | accuracy used / auto | MPCA used / auto "
         "| sitting recall used / auto | false sitting used / auto |",
@@ -167,8 +174,11 @@ def markdown(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", type=Path, default=default_model_dir())
-    ap.add_argument("--aspects", default=",".join(f"{a:g}" for a in ASPECTS),
-                    help="detector variants: 0 = as simulated, else the fixed width/height ratio")  # fmt: skip
+    ap.add_argument(
+        "--aspects",
+        default=",".join(f"{a:g}" for a in ASPECTS),
+        help="detector variants: 0 = as simulated, else the fixed width/height ratio",
+    )
     ap.add_argument("--presets", default=",".join(HELD_OUT), help=f"any of {', '.join(HELD_OUT)}")
     ap.add_argument("--seeds", default=None, help="seeds for every preset (default: held-out 1000-1003)")
     ap.add_argument("--frames", type=int, default=300)
@@ -199,8 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     except PairedgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    res.update(model=str(args.model), frames=args.frames, stride=args.stride,
-               seconds=time.perf_counter() - t0, environment=environment())  # fmt: skip
+    res.update(
+        model=str(args.model),
+        frames=args.frames,
+        stride=args.stride,
+        seconds=time.perf_counter() - t0,
+        environment=environment(),
+    )
     text = markdown(res)
     write("bench_box_shape", res, text, args.out)
     print(text)

@@ -17,7 +17,8 @@ Reported, per variant (:data:`RECIPES`):
 
 * **the headline**: accuracy, MPCA and macro-F1 of the pooled out-of-fold predictions (each row predicted
   once per seed, by the model whose outer fold held it out), computed exactly as ``pairedge score`` computes
-  them (:func:`pairedge.core.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8 classes as
+  them (:func:`pairedge.core.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8 classes
+      as
   the seed documents define it (``mpca_over_all_classes``; the present-classes ``mpca`` is reported beside it
   and labelled where the two differ), macro-F1 over all 8 classes (absent ones 0); the mean ± std over
   the seeds and each seed's value;
@@ -94,28 +95,86 @@ from pairedge.export.train_report import confusion_markdown
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
 CONTEXT_SPEC = "3"
-#: Per variant: annotated orientation given?, context columns (spec v3, :mod:`pairedge.core.features.context`),
+#: Per variant: annotated orientation given?, context columns (spec v3,
+#: :mod:`pairedge.core.features.context`),
 #: augmented copies of the training folds, feature columns the model must not use, relation-net widths,
 #: refit on all training sequences for the early-stopped epoch count.
 RECIPES: dict[str, dict[str, Any]] = {
-    "boxes": {"orientation": False, "context": True, "augment": ("mirror", "reverse"),
-              "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True},
-    "orientation": {"orientation": True, "context": True, "augment": ("mirror", "reverse_turned"),
-                    "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True},
-    "boxes_no_refit": {"orientation": False, "context": True, "augment": ("mirror", "reverse"),
-                       "ignore": ("viewpoint",), "hidden": (128, 256), "refit": False},
-    "orientation_no_refit": {"orientation": True, "context": True, "augment": ("mirror", "reverse_turned"),
-                             "ignore": ("viewpoint",), "hidden": (128, 256), "refit": False},
-    "boxes_plain": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": (),
-                    "refit": False},
-    "orientation_plain": {"orientation": True, "context": False, "augment": (), "ignore": (), "hidden": (),
-                          "refit": False},
-    "gbm": {"orientation": False, "context": False, "augment": (), "ignore": (), "hidden": (), "refit": False},
-    "boxes_sim": {"orientation": False, "context": True, "augment": ("mirror", "reverse"),
-                  "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True, "sim": True},
-    "orientation_sim": {"orientation": True, "context": True, "augment": ("mirror", "reverse_turned"),
-                        "ignore": ("viewpoint",), "hidden": (128, 256), "refit": True, "sim": True},
-}  # fmt: skip
+    "boxes": {
+        "orientation": False,
+        "context": True,
+        "augment": ("mirror", "reverse"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": True,
+    },
+    "orientation": {
+        "orientation": True,
+        "context": True,
+        "augment": ("mirror", "reverse_turned"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": True,
+    },
+    "boxes_no_refit": {
+        "orientation": False,
+        "context": True,
+        "augment": ("mirror", "reverse"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": False,
+    },
+    "orientation_no_refit": {
+        "orientation": True,
+        "context": True,
+        "augment": ("mirror", "reverse_turned"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": False,
+    },
+    "boxes_plain": {
+        "orientation": False,
+        "context": False,
+        "augment": (),
+        "ignore": (),
+        "hidden": (),
+        "refit": False,
+    },
+    "orientation_plain": {
+        "orientation": True,
+        "context": False,
+        "augment": (),
+        "ignore": (),
+        "hidden": (),
+        "refit": False,
+    },
+    "gbm": {
+        "orientation": False,
+        "context": False,
+        "augment": (),
+        "ignore": (),
+        "hidden": (),
+        "refit": False,
+    },
+    "boxes_sim": {
+        "orientation": False,
+        "context": True,
+        "augment": ("mirror", "reverse"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": True,
+        "sim": True,
+    },
+    "orientation_sim": {
+        "orientation": True,
+        "context": True,
+        "augment": ("mirror", "reverse_turned"),
+        "ignore": ("viewpoint",),
+        "hidden": (128, 256),
+        "refit": True,
+        "sim": True,
+    },
+}
 VARIANTS = tuple(RECIPES)
 #: Run by default: every recipe but the simulator-augmented ones (a measured negative result).
 DEFAULT_VARIANTS = tuple(name for name, recipe in RECIPES.items() if not recipe.get("sim"))
@@ -138,8 +197,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
     p.add_argument("--stride", type=int, default=CLI_STRIDE, help="keep every N-th frame's rows")
     p.add_argument("--history", type=int, default=30, help="track-history samples of the pairedge spec")
-    p.add_argument("--spec-version", default="2",
-                   help="pairedge spec layout of the variants without context (the others use v3)")
+    p.add_argument(
+        "--spec-version",
+        default="2",
+        help="pairedge spec layout of the variants without context (the others use v3)",
+    )
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--patience", type=int, default=5)
     p.add_argument("--samples-per-epoch", type=int, default=10000)
@@ -157,26 +219,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sim-presets", default="static,moving", help="simulator presets of the *_sim variants")
     p.add_argument("--sim-seeds", default="5000-5011", help="simulator scene seeds (per preset)")
     p.add_argument("--sim-frames", type=int, default=300, help="frames per simulator scene")
-    p.add_argument("--sim-groups", type=int, default=2,
-                   help="sequence groups the simulator rows are dealt into (their weight in the sequence-balanced "
-                   "sampler: each group counts as one sequence)")
+    p.add_argument(
+        "--sim-groups",
+        type=int,
+        default=2,
+        help="sequence groups the simulator rows are dealt into (their weight in the sequence-balanced "
+        "sampler: each group counts as one sequence)",
+    )
     p.add_argument("--out", type=Path, default=None, help="results folder (default benchmarks/results)")
-    return p.parse_args(argv)  # fmt: skip
+    return p.parse_args(argv)
 
 
 def protocol_metrics(y_true: np.ndarray, y_pred: np.ndarray, labels: tuple[str, ...]) -> dict[str, Any]:
     """Accuracy, both MPCAs, both macro-F1s, per-class table and confusion of predicted class ids, exactly as
-    ``pairedge score`` computes them (:func:`pairedge.core.metrics.pairwise.classification_metrics`; the keys are
-    its summary names: ``mpca`` over the classes present in ``y_true``, ``mpca_over_all_classes`` over all C,
-    ``macro_f1`` over all C, ``macro_f1_present``); ``classes`` = how many classes ``y_true`` holds."""
+    ``pairedge score`` computes them (:func:`pairedge.core.metrics.pairwise.classification_metrics`; the keys
+    are its summary names: ``mpca`` over the classes present in ``y_true``, ``mpca_over_all_classes`` over all
+    C, ``macro_f1`` over all C, ``macro_f1_present``); ``classes`` = how many classes ``y_true`` holds."""
     m = classification_metrics(y_true, y_pred, len(labels), labels=labels)
     per_class = {
-        name: {"precision": float(m.precision[i]), "recall": float(m.recall[i]), "f1": float(m.f1[i]),
-               "support": int(m.support[i])}
+        name: {
+            "precision": float(m.precision[i]),
+            "recall": float(m.recall[i]),
+            "f1": float(m.f1[i]),
+            "support": int(m.support[i]),
+        }
         for i, name in enumerate(m.labels)
-    }  # fmt: skip
-    return {"n": m.n, "classes": int((m.support > 0).sum()), **{k: float(getattr(m, k)) for k in POOLED_KEYS},
-            "per_class": per_class, "confusion": m.confusion.tolist()}  # fmt: skip
+    }
+    return {
+        "n": m.n,
+        "classes": int((m.support > 0).sum()),
+        **{k: float(getattr(m, k)) for k in POOLED_KEYS},
+        "per_class": per_class,
+        "confusion": m.confusion.tolist(),
+    }
 
 
 def fit_relation_net(
@@ -197,8 +272,8 @@ def fit_relation_net(
     ``augmented`` copies (mirror / time reversal; same group ids); no copy of an inner-validation or
     held-out sequence is trained on while the epoch is chosen. ``refit_all``: then a fresh net for the chosen
     number of epochs on ALL the training sequences (inner validation included) and their copies; the epoch
-    still comes from the inner split only. ``sim`` (simulator rows, :mod:`pairedge.export.datasets.sim_cad`) is
-    added to every training set, never validated on.
+    still comes from the inner split only. ``sim`` (simulator rows, :mod:`pairedge.export.datasets.sim_cad`)
+    is added to every training set, never validated on.
     """
     import torch
     from pairedge.export.augmented import train_augmented
@@ -254,7 +329,9 @@ def nested_cv(
             part = data.subset(~test)
             t0 = time.perf_counter()
             if fit is None:
-                predict, extra = fit_relation_net(part, augmented or [], config, seed, members, refit_all, sim)
+                predict, extra = fit_relation_net(
+                    part, augmented or [], config, seed, members, refit_all, sim
+                )
                 pred = predict(data.X[test]).argmax(1)
                 if members == 1:
                     extra = {key: v[0] for key, v in extra.items()}
@@ -262,17 +339,28 @@ def nested_cv(
                 pred, extra = fit(part, seed)(data.X[test]), {}
             oof[test] = pred
             m = protocol_metrics(data.y[test], pred, data.labels)
-            rows.append({"seed": seed, "fold": k, "test_sequences": sorted(np.unique(data.groups[test]).tolist()),
-                         "seconds": round(time.perf_counter() - t0, 1), **extra,
-                         **{x: m[x] for x in ("n", "classes", *FOLD_KEYS)}})  # fmt: skip
-            print(f"  seed {seed} fold {k}: {m['classes']} classes, MPCA over them {m['mpca']:.3f}, "
-                  f"acc {m['accuracy']:.3f}", flush=True)  # fmt: skip
+            rows.append(
+                {
+                    "seed": seed,
+                    "fold": k,
+                    "test_sequences": sorted(np.unique(data.groups[test]).tolist()),
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    **extra,
+                    **{x: m[x] for x in ("n", "classes", *FOLD_KEYS)},
+                }
+            )
+            print(
+                f"  seed {seed} fold {k}: {m['classes']} classes, MPCA over them {m['mpca']:.3f}, "
+                f"acc {m['accuracy']:.3f}",
+                flush=True,
+            )
         pooled[str(seed)] = protocol_metrics(data.y, oof, data.labels)
     return {"folds": rows, "pooled": pooled}
 
 
-def fold_composition(groups: np.ndarray, y: np.ndarray, labels: tuple[str, ...], folds: int,
-                     seeds: list[int]) -> list[dict[str, Any]]:
+def fold_composition(
+    groups: np.ndarray, y: np.ndarray, labels: tuple[str, ...], folds: int, seeds: list[int]
+) -> list[dict[str, Any]]:
     """Per (seed, outer fold): its sequences, rows, the classes present and the ones absent (the same
     partition :func:`nested_cv` makes)."""
     out = []
@@ -281,9 +369,17 @@ def fold_composition(groups: np.ndarray, y: np.ndarray, labels: tuple[str, ...],
         for k in range(folds):
             test = fold_of == k
             counts = np.bincount(y[test], minlength=len(labels))
-            out.append({"seed": seed, "fold": k, "sequences": len(np.unique(groups[test])), "rows": int(test.sum()),
-                        "classes": int((counts > 0).sum()), "rows_per_class": dict(zip(labels, counts.tolist(), strict=True)),
-                        "absent": [c for c, n in zip(labels, counts, strict=True) if n == 0]})  # fmt: skip
+            out.append(
+                {
+                    "seed": seed,
+                    "fold": k,
+                    "sequences": len(np.unique(groups[test])),
+                    "rows": int(test.sum()),
+                    "classes": int((counts > 0).sum()),
+                    "rows_per_class": dict(zip(labels, counts.tolist(), strict=True)),
+                    "absent": [c for c, n in zip(labels, counts, strict=True) if n == 0],
+                }
+            )
     return out
 
 
@@ -306,15 +402,20 @@ def summary(cv: dict[str, Any], labels: tuple[str, ...]) -> dict[str, Any]:
     recall / precision (mean over seeds) and confusion (summed over seeds); the mean ± std over the (fold,
     seed) scores as the secondary figure (``fold_mean``)."""
     pooled = list(cv["pooled"].values())
-    per_class = {key: {c: float(np.mean([p["per_class"][c][key] for p in pooled])) for c in labels}
-                 for key in ("recall", "precision")}  # fmt: skip
+    per_class = {
+        key: {c: float(np.mean([p["per_class"][c][key] for p in pooled])) for c in labels}
+        for key in ("recall", "precision")
+    }
     fold_mean = {}
     for key in FOLD_KEYS:
         v = np.array([r[key] for r in cv["folds"]])
         fold_mean[key] = {"mean": float(v.mean()), "std": float(v.std())}
-    return {"pooled": {key: spread([p[key] for p in pooled]) for key in POOLED_KEYS}, **per_class,
-            "confusion": np.sum([np.asarray(p["confusion"]) for p in pooled], axis=0).tolist(),
-            "fold_mean": fold_mean}  # fmt: skip
+    return {
+        "pooled": {key: spread([p[key] for p in pooled]) for key in POOLED_KEYS},
+        **per_class,
+        "confusion": np.sum([np.asarray(p["confusion"]) for p in pooled], axis=0).tolist(),
+        "fold_mean": fold_mean,
+    }
 
 
 def variant_config(name: str, base: TrainConfig) -> TrainConfig:
@@ -343,8 +444,18 @@ def train_argv(name: str, args: argparse.Namespace, base: TrainConfig) -> list[s
     if name == "gbm" or recipe.get("sim") or args.members != 1 or args.stride != CLI_STRIDE:
         return None
     config = variant_config(name, base)
-    argv = ["--data", str(args.data / "cad_choi" / "annotations"), "--spec", "pairedge",
-            "--spec-version", variant_spec_version(name, args), "--stage", "2", "--history", str(args.history)]  # fmt: skip
+    argv = [
+        "--data",
+        str(args.data / "cad_choi" / "annotations"),
+        "--spec",
+        "pairedge",
+        "--spec-version",
+        variant_spec_version(name, args),
+        "--stage",
+        "2",
+        "--history",
+        str(args.history),
+    ]
     argv += [] if recipe["orientation"] else ["--no-orientation"]
     argv += ["--augment", ",".join(recipe["augment"])] if recipe["augment"] else []
     argv += ["--refit"] if variant_refit(name, args) else []
@@ -377,22 +488,26 @@ def pooled_cell(s: dict[str, Any], key: str) -> str:
 def headline_lines(r: dict[str, Any]) -> list[str]:
     """The headline table: pooled out-of-fold metrics by the protocol's definition, mean ± std over seeds."""
     differ = any(
-        abs(v["summary"]["pooled"]["mpca"]["mean"] - v["summary"]["pooled"]["mpca_over_all_classes"]["mean"]) > 5e-4
+        abs(v["summary"]["pooled"]["mpca"]["mean"] - v["summary"]["pooled"]["mpca_over_all_classes"]["mean"])
+        > 5e-4
         for v in r["variants"].values()
-    )  # fmt: skip
+    )
     extra = " MPCA over present classes |" if differ else ""
     queue = QUEUE in r["labels"]
     lines = [
         "## Headline: pooled out-of-fold predictions, scored as `pairedge score` scores them",
         "",
-        "Each seed's out-of-fold predictions (every row predicted once, by the model whose outer fold held it "
-        "out) are scored together by `pairedge.core.metrics.pairwise.classification_metrics` (the code `pairedge "
-        f"score` runs): accuracy; **MPCA over all {len(r['labels'])} classes** (the seed documents' definition, "
-        f"`mpca_over_all_classes`); macro-F1 over all {len(r['labels'])} classes (an absent class counts 0). "
-        "Mean ± std over the seeds, then each seed's MPCA. "
-        + ("Where a variant's present-classes MPCA differs, it is in its own column."
-           if differ else "Every class occurs in the pooled predictions, so the present-classes MPCA "
-           "(`pairedge score`'s `mpca`) equals the all-classes one for every variant."),  # fmt: skip
+        "Each seed's out-of-fold predictions (every row predicted once, by the model whose outer fold held "
+        "it out) are scored together by `pairedge.core.metrics.pairwise.classification_metrics` (the code "
+        f"`pairedge score` runs): accuracy; **MPCA over all {len(r['labels'])} classes** (the seed "
+        f"documents' definition, `mpca_over_all_classes`); macro-F1 over all {len(r['labels'])} classes (an "
+        "absent class counts 0). Mean ± std over the seeds, then each seed's MPCA. "
+        + (
+            "Where a variant's present-classes MPCA differs, it is in its own column."
+            if differ
+            else "Every class occurs in the pooled predictions, so the present-classes MPCA "
+            "(`pairedge score`'s `mpca`) equals the all-classes one for every variant."
+        ),
         "",
         f"| variant | accuracy | MPCA (all {len(r['labels'])} classes) |{extra} macro-F1 | MPCA per seed |"
         + (f" {QUEUE} recall |" if queue else ""),
@@ -401,7 +516,11 @@ def headline_lines(r: dict[str, Any]) -> list[str]:
     for name, v in r["variants"].items():
         s = v["summary"]
         per_seed = " / ".join(f"{x:.3f}" for x in s["pooled"]["mpca_over_all_classes"]["per_seed"])
-        cells = [f"`{name}`: {v['title']}", pooled_cell(s, "accuracy"), f"**{pooled_cell(s, 'mpca_over_all_classes')}**"]
+        cells = [
+            f"`{name}`: {v['title']}",
+            pooled_cell(s, "accuracy"),
+            f"**{pooled_cell(s, 'mpca_over_all_classes')}**",
+        ]
         cells += [pooled_cell(s, "mpca")] if differ else []
         cells += [pooled_cell(s, "macro_f1"), per_seed] + ([f"{s['recall'][QUEUE]:.3f}"] if queue else [])
         lines.append("| " + " | ".join(cells) + " |")
@@ -409,19 +528,28 @@ def headline_lines(r: dict[str, Any]) -> list[str]:
 
 
 def refit_lines(r: dict[str, Any]) -> list[str]:
-    """With and without the refit, by the pooled measure (the variants of :data:`REFIT_ABLATIONS` that ran)."""
+    """With and without the refit, by the pooled measure (the variants of :data:`REFIT_ABLATIONS` that
+    ran)."""
     pairs = [(a, b) for a, b in REFIT_ABLATIONS.items() if a in r["variants"] and b in r["variants"]]
     if not pairs:
         return []
-    lines = ["", "## The refit, with and without (pooled out-of-fold, mean over seeds)", "",
-             "| recipe | refit | MPCA | accuracy | macro-F1 | MPCA per seed |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "## The refit, with and without (pooled out-of-fold, mean over seeds)",
+        "",
+        "| recipe | refit | MPCA | accuracy | macro-F1 | MPCA per seed |",
+        "|---|---|---|---|---|---|",
+    ]
     for a, b in pairs:
         for name in (a, b):
             v = r["variants"][name]
             s = v["summary"]
             per_seed = " / ".join(f"{x:.3f}" for x in s["pooled"]["mpca_over_all_classes"]["per_seed"])
-            lines.append(f"| `{a}` | {'yes' if v['refit'] else 'no'} (`{name}`) | {pooled_cell(s, 'mpca_over_all_classes')} | "
-                         f"{pooled_cell(s, 'accuracy')} | {pooled_cell(s, 'macro_f1')} | {per_seed} |")  # fmt: skip
+            lines.append(
+                f"| `{a}` | {'yes' if v['refit'] else 'no'} (`{name}`) | "
+                f"{pooled_cell(s, 'mpca_over_all_classes')} | "
+                f"{pooled_cell(s, 'accuracy')} | {pooled_cell(s, 'macro_f1')} | {per_seed} |"
+            )
     gains = []
     for a, b in pairs:
         with_, without = (r["variants"][n]["summary"]["pooled"] for n in (a, b))
@@ -429,9 +557,14 @@ def refit_lines(r: dict[str, Any]) -> list[str]:
             continue
         if not r["variants"][a]["refit"]:
             with_, without = without, with_
-        d = {k: with_[k]["mean"] - without[k]["mean"] for k in ("mpca_over_all_classes", "macro_f1", "accuracy")}
-        gains.append(f"`{a}` MPCA {d['mpca_over_all_classes']:+.3f}, macro-F1 {d['macro_f1']:+.3f}, "
-                     f"accuracy {d['accuracy']:+.3f}")  # fmt: skip
+        d = {
+            k: with_[k]["mean"] - without[k]["mean"]
+            for k in ("mpca_over_all_classes", "macro_f1", "accuracy")
+        }
+        gains.append(
+            f"`{a}` MPCA {d['mpca_over_all_classes']:+.3f}, macro-F1 {d['macro_f1']:+.3f}, "
+            f"accuracy {d['accuracy']:+.3f}"
+        )
     if gains:
         lines += ["", "With the refit minus without (mean over seeds): " + "; ".join(gains) + "."]
     return lines
@@ -440,10 +573,17 @@ def refit_lines(r: dict[str, Any]) -> list[str]:
 def per_class_lines(r: dict[str, Any], key: str) -> list[str]:
     """One table of the pooled per-class ``key`` ("recall" or "precision", mean over seeds), a column per
     variant."""
-    lines = ["", f"## Per-class {key} (pooled out-of-fold predictions, mean over seeds)", "",
-             "| class | " + " | ".join(r["variants"]) + " |", "|---|" + "---|" * len(r["variants"])]  # fmt: skip
+    lines = [
+        "",
+        f"## Per-class {key} (pooled out-of-fold predictions, mean over seeds)",
+        "",
+        "| class | " + " | ".join(r["variants"]) + " |",
+        "|---|" + "---|" * len(r["variants"]),
+    ]
     for c in r["labels"]:
-        lines.append(f"| {c} | " + " | ".join(f"{v['summary'][key][c]:.3f}" for v in r["variants"].values()) + " |")
+        lines.append(
+            f"| {c} | " + " | ".join(f"{v['summary'][key][c]:.3f}" for v in r["variants"].values()) + " |"
+        )
     return lines
 
 
@@ -463,31 +603,51 @@ def composition_lines(r: dict[str, Any]) -> list[str]:
     same = same_partition(r)
     seeds = ", ".join(str(s) for s in r["seeds"])
     shown = [f for f in r["fold_composition"] if not same or f["seed"] == r["seeds"][0]]
-    note = (f"Every seed ({seeds}) has the same partition: `sequence_folds` deals the sequences largest first and "
-            "its seeded shuffle only orders sequences with equal row counts, so the seeds change the inner split "
-            "and the initialisation only." if same and len(r["seeds"]) > 1 else "")  # fmt: skip
-    lines = ["", "## Fold composition", "",
-             f"The outer folds partition the sequences (the same partition for every variant); a fold holds only "
-             f"some of the {len(r['labels'])} classes, so a per-fold MPCA averages over those it holds. {note}", "",
-             "| seeds | fold | sequences | rows | classes present | absent |", "|---|---|---|---|---|---|"]  # fmt: skip
+    note = (
+        f"Every seed ({seeds}) has the same partition: `sequence_folds` deals the sequences largest first "
+        "and its seeded shuffle only orders sequences with equal row counts, so the seeds change the inner "
+        "split and the initialisation only."
+        if same and len(r["seeds"]) > 1
+        else ""
+    )
+    lines = [
+        "",
+        "## Fold composition",
+        "",
+        f"The outer folds partition the sequences (the same partition for every variant); a fold holds only "
+        f"some of the {len(r['labels'])} classes, so a per-fold MPCA averages over those it holds. {note}",
+        "",
+        "| seeds | fold | sequences | rows | classes present | absent |",
+        "|---|---|---|---|---|---|",
+    ]
     for f in shown:
-        lines.append(f"| {seeds if same else f['seed']} | {f['fold']} | {f['sequences']} | {f['rows']} | "
-                     f"{f['classes']} | {', '.join(f['absent']) or '-'} |")  # fmt: skip
+        lines.append(
+            f"| {seeds if same else f['seed']} | {f['fold']} | {f['sequences']} | {f['rows']} | "
+            f"{f['classes']} | {', '.join(f['absent']) or '-'} |"
+        )
     return lines
 
 
 def secondary_lines(r: dict[str, Any]) -> list[str]:
     """The mean ± std over the (fold, seed) scores: secondary, as labelled."""
     held = [f["classes"] for f in r["fold_composition"]]
-    lines = ["", "## Secondary: mean ± std over the (fold, seed) scores (not the protocol's figure)", "",
-             "Each outer fold scored alone and the scores averaged. `mpca` averages over the classes present in "
-             f"the fold ({min(held)}-{max(held)} of them, see the composition), which reads high on folds with few "
-             "classes; this was the headline of earlier versions of this report.", "",
-             "| variant | MPCA over the fold's classes | MPCA over all classes | accuracy | macro-F1 |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "## Secondary: mean ± std over the (fold, seed) scores (not the protocol's figure)",
+        "",
+        "Each outer fold scored alone and the scores averaged. `mpca` averages over the classes present in "
+        f"the fold ({min(held)}-{max(held)} of them, see the composition), which reads high on folds with "
+        "few classes; this was the headline of earlier versions of this report.",
+        "",
+        "| variant | MPCA over the fold's classes | MPCA over all classes | accuracy | macro-F1 |",
+        "|---|---|---|---|---|",
+    ]
     for name, v in r["variants"].items():
         f = v["summary"]["fold_mean"]
-        cells = [f"{f[k]['mean']:.3f} ± {f[k]['std']:.3f}" for k in ("mpca", "mpca_over_all_classes", "accuracy", "macro_f1")]
+        cells = [
+            f"{f[k]['mean']:.3f} ± {f[k]['std']:.3f}"
+            for k in ("mpca", "mpca_over_all_classes", "accuracy", "macro_f1")
+        ]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return lines
 
@@ -497,10 +657,16 @@ def command_lines(r: dict[str, Any]) -> list[str]:
     shown = {n: c for n, c in r["train_commands"].items() if n in DOCUMENTED and c}
     if not shown:
         return []
-    lines = ["", "## The same recipe from the command line", "",
-             "One model on all the sequences (early stopping on a 20 % sequence split, then the refit where the "
-             "recipe has it); a test checks that `pairedge train` parses these options into this benchmark's "
-             "training config and features:", "", "```bash"]  # fmt: skip
+    lines = [
+        "",
+        "## The same recipe from the command line",
+        "",
+        "One model on all the sequences (early stopping on a 20 % sequence split, then the refit where the "
+        "recipe has it); a test checks that `pairedge train` parses these options into this benchmark's "
+        "training config and features:",
+        "",
+        "```bash",
+    ]
     for name, command in shown.items():
         lines += [f"# {name}", command]
     return [*lines, "```"]
@@ -511,24 +677,23 @@ def markdown(r: dict[str, Any]) -> str:
         "# Collective Activity, 8 interaction classes: nested sequence-grouped cross-validation",
         "",
         f"`{r['command']}` — {r['rows']} pair-frames (every {r['stride']}th frame) of {len(r['sequences'])} "
-        f"sequences; `pairedge` spec v{CONTEXT_SPEC} (recipes with context) / v{r['spec_version']} (the others), "
-        f"box-only mode, track history {r['history']} samples; {r['folds']} outer folds (sequences "
-        f"partitioned) x seeds {r['seeds']}; early stopping on an inner split of the training folds' sequences "
-        f"only (original rows); model `relation_net`, {r['train_config']['epochs']} epochs max, patience "
-        f"{r['train_config']['patience']}, {r.get('members', 1)} net(s) per outer fold. The usual CAD test "
-        "sequences are not in the data folder.",
+        f"sequences; `pairedge` spec v{CONTEXT_SPEC} (recipes with context) / v{r['spec_version']} (the "
+        f"others), box-only mode, track history {r['history']} samples; {r['folds']} outer folds (sequences "
+        f"partitioned) x seeds {r['seeds']}; early stopping on an inner split of the training folds' "
+        f"sequences only (original rows); model `relation_net`, {r['train_config']['epochs']} epochs max, "
+        f"patience {r['train_config']['patience']}, {r.get('members', 1)} net(s) per outer fold. The usual "
+        "CAD test sequences are not in the data folder.",
         "",
-        "Recipes: `boxes` / `orientation` use spec v3, whose context columns (`pairedge.core.features.context`: "
-        "distance change over 1 / 2 / 4 s, camera-compensated motion, group line geometry; causal, computed by "
-        "the streaming extractor) follow the v2 pair block, hide the "
-        "viewpoint columns (absolute box height / position) from the model, use relation-net widths (128, 256), "
-        "add mirrored and time-reversed copies of the TRAINING sequences (`orientation`: walkers in the reversed "
-        "copy turned 180 degrees), and refit a fresh "
-        "net on all training sequences for the epoch count the inner split chose (`*_no_refit`: the same "
-        "without the refit); "
-        "`*_plain` are the previous recipe (spec v2 columns only, no augmentation, default widths, no refit). "
-        "The recipes were compared by nested-CV numbers of seeds 0-2 among about 30 tried; the chosen "
-        "recipe's number is therefore slightly optimistic (see docs/training.md).",
+        "Recipes: `boxes` / `orientation` use spec v3, whose context columns "
+        "(`pairedge.core.features.context`: distance change over 1 / 2 / 4 s, camera-compensated motion, "
+        "group line geometry; causal, computed by the streaming extractor) follow the v2 pair block, hide "
+        "the viewpoint columns (absolute box height / position) from the model, use relation-net widths "
+        "(128, 256), add mirrored and time-reversed copies of the TRAINING sequences (`orientation`: "
+        "walkers in the reversed copy turned 180 degrees), and refit a fresh net on all training sequences "
+        "for the epoch count the inner split chose (`*_no_refit`: the same without the refit); `*_plain` "
+        "are the previous recipe (spec v2 columns only, no augmentation, default widths, no refit). The "
+        "recipes were compared by nested-CV numbers of seeds 0-2 among about 30 tried; the chosen recipe's "
+        "number is therefore slightly optimistic (see docs/training.md).",
         "",
         *headline_lines(r),
         *refit_lines(r),
@@ -537,16 +702,27 @@ def markdown(r: dict[str, Any]) -> str:
     ]
     lines += composition_lines(r) + secondary_lines(r) + command_lines(r)
     for name, v in r["variants"].items():
-        lines += ["", f"Confusion of `{name}` (rows = truth, columns = prediction; out-of-fold, summed over seeds):",
-                  "", confusion_markdown(v["summary"]["confusion"], r["labels"])]  # fmt: skip
-    lines += ["", "Per fold:", "",
-              "| variant | seed | fold | classes | MPCA over them | MPCA over all | accuracy | best epoch | held-out sequences |",
-              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"Confusion of `{name}` (rows = truth, columns = prediction; out-of-fold, summed over seeds):",
+            "",
+            confusion_markdown(v["summary"]["confusion"], r["labels"]),
+        ]
+    lines += [
+        "",
+        "Per fold:",
+        "",
+        "| variant | seed | fold | classes | MPCA over them | MPCA over all | accuracy | best epoch | "
+        "held-out sequences |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, v in r["variants"].items():
         for f in v["cv"]["folds"]:
-            lines.append(f"| {name} | {f['seed']} | {f['fold']} | {f['classes']} | {f['mpca']:.3f} | "
-                         f"{f['mpca_over_all_classes']:.3f} | {f['accuracy']:.3f} | {f.get('best_epoch', '-')} | "
-                         f"{', '.join(f['test_sequences'])} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {f['seed']} | {f['fold']} | {f['classes']} | {f['mpca']:.3f} | "
+                f"{f['mpca_over_all_classes']:.3f} | {f['accuracy']:.3f} | {f.get('best_epoch', '-')} | "
+                f"{', '.join(f['test_sequences'])} |"
+            )
     lines += ["", f"Environment: {r['environment']}"]
     return "\n".join(lines)
 
@@ -554,16 +730,18 @@ def markdown(r: dict[str, Any]) -> str:
 TITLES = {
     "boxes": "boxes and tracks (relation net; context columns, mirror + time-reversal augmentation, refit)",
     "orientation": (
-        "boxes and tracks + annotated body orientation (relation net; context columns, mirror + time reversal "
-        "with walkers turned, refit)"
+        "boxes and tracks + annotated body orientation (relation net; context columns, mirror + time "
+        "reversal with walkers turned, refit)"
     ),
     "boxes_no_refit": "`boxes` without the refit",
     "orientation_no_refit": "`orientation` without the refit",
     "boxes_plain": "boxes and tracks, previous recipe (spec v2 only, no augmentation)",
     "orientation_plain": "boxes + annotated orientation, previous recipe (spec v2 only, no augmentation)",
     "gbm": "gradient boosting on the plain box features",
-    "boxes_sim": "`boxes` + simulator scenes as extra training sequences (`pairedge.export.datasets.sim_cad`)",
-    "orientation_sim": "`orientation` + simulator scenes (with their body orientation) as extra training sequences",
+    "boxes_sim": "`boxes` + simulator scenes as extra training sequences "
+    "(`pairedge.export.datasets.sim_cad`)",
+    "orientation_sim": "`orientation` + simulator scenes (with their body orientation) as extra training "
+    "sequences",
 }
 
 
@@ -577,7 +755,9 @@ def check_inputs(args: argparse.Namespace) -> tuple[list[int], list[str], TrainC
     wanted = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = sorted(set(wanted) - set(RECIPES))
     if unknown or not wanted:
-        raise ValueError(f"--variants: unknown {unknown or args.variants!r}; expected some of {list(RECIPES)}")
+        raise ValueError(
+            f"--variants: unknown {unknown or args.variants!r}; expected some of {list(RECIPES)}"
+        )
     if not 2 <= args.folds or args.stride < 1 or args.history < 2:
         raise ValueError(
             f"expected --folds >= 2, --stride >= 1 and --history >= 2, got {args.folds}, {args.stride} and "
@@ -586,7 +766,9 @@ def check_inputs(args: argparse.Namespace) -> tuple[list[int], list[str], TrainC
     if any(RECIPES[w].get("sim") for w in wanted):
         for preset in args.sim_presets.split(","):
             if get_preset(preset.strip()).camera.kind == "panorama":
-                raise ValueError(f"--sim-presets: {preset.strip()!r} is a panorama; CAD sequences need a flat image")
+                raise ValueError(
+                    f"--sim-presets: {preset.strip()!r} is a panorama; CAD sequences need a flat image"
+                )
         parse_seeds(args.sim_seeds)
         if args.sim_groups < 1 or args.sim_frames < 2:
             raise ValueError(
@@ -618,8 +800,13 @@ def main(argv: list[str] | None = None) -> None:
         key = (orientation, spec_version, augment)
         if key not in cache:
             seqs = [AUGMENTATIONS[augment](q) for q in sequences] if augment else sequences
-            cache[key] = cad_features(seqs, stride=args.stride, feature_config=features, orientation=orientation,
-                                      spec_version=spec_version)  # fmt: skip
+            cache[key] = cad_features(
+                seqs,
+                stride=args.stride,
+                feature_config=features,
+                orientation=orientation,
+                spec_version=spec_version,
+            )
         return cache[key]
 
     sim_sequences: list[Any] = []
@@ -630,23 +817,42 @@ def main(argv: list[str] | None = None) -> None:
         key = (orientation, "sim", "")
         if key not in cache:
             if not sim_sequences:
-                scenes = [(p_.strip(), s_) for p_ in args.sim_presets.split(",") for s_ in parse_seeds(args.sim_seeds)]
-                sim_sequences.extend(sim_cad_sequence(p_, s_, args.sim_frames, 100 + i)
-                                     for i, (p_, s_) in enumerate(scenes))  # fmt: skip
+                scenes = [
+                    (p_.strip(), s_)
+                    for p_ in args.sim_presets.split(",")
+                    for s_ in parse_seeds(args.sim_seeds)
+                ]
+                sim_sequences.extend(
+                    sim_cad_sequence(p_, s_, args.sim_frames, 100 + i) for i, (p_, s_) in enumerate(scenes)
+                )
             parts = []
             for i, q in enumerate(sim_sequences):
                 stride = max(1, round(args.stride * q.fps / DEFAULT_FPS))
-                d = cad_features([q], stride=stride, feature_config=features, orientation=orientation,
-                                 spec_version=CONTEXT_SPEC)  # fmt: skip
+                d = cad_features(
+                    [q],
+                    stride=stride,
+                    feature_config=features,
+                    orientation=orientation,
+                    spec_version=CONTEXT_SPEC,
+                )
                 parts.append(replace(d, groups=np.full(len(d.y), f"sim{i % args.sim_groups}")))
             cache[key] = concat_rows(parts)
         return cache[key]
 
-    report: dict[str, Any] = {"command": "python benchmarks/bench_cad.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                              "stride": args.stride, "history": args.history, "spec_version": args.spec_version,
-                              "folds": args.folds, "seeds": seeds, "members": args.members, "refit": args.refit,
-                              "train_config": base.to_dict(), "recipes": {n: RECIPES[n] for n in wanted},
-                              "train_commands": {}, "variants": {}}  # fmt: skip
+    report: dict[str, Any] = {
+        "command": "python benchmarks/bench_cad.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "stride": args.stride,
+        "history": args.history,
+        "spec_version": args.spec_version,
+        "folds": args.folds,
+        "seeds": seeds,
+        "members": args.members,
+        "refit": args.refit,
+        "train_config": base.to_dict(),
+        "recipes": {n: RECIPES[n] for n in wanted},
+        "train_commands": {},
+        "variants": {},
+    }
     for name in wanted:
         recipe = RECIPES[name]
         version = variant_spec_version(name, args)
@@ -657,19 +863,44 @@ def main(argv: list[str] | None = None) -> None:
         print(name, flush=True)
         t0 = time.perf_counter()
         sim = sim_rows(recipe["orientation"]) if recipe.get("sim") else None
-        cv = nested_cv(data, config, args.folds, seeds, gbm_fit if name == "gbm" else None,
-                       augmented=augmented, members=args.members, refit_all=refit, sim=sim)  # fmt: skip
-        report["variants"][name] = {"title": TITLES[name], "cv": cv, "summary": summary(cv, data.labels),
-                                    "train_config": config.to_dict(), "refit": refit, "seconds": round(time.perf_counter() - t0)}  # fmt: skip
+        cv = nested_cv(
+            data,
+            config,
+            args.folds,
+            seeds,
+            gbm_fit if name == "gbm" else None,
+            augmented=augmented,
+            members=args.members,
+            refit_all=refit,
+            sim=sim,
+        )
+        report["variants"][name] = {
+            "title": TITLES[name],
+            "cv": cv,
+            "summary": summary(cv, data.labels),
+            "train_config": config.to_dict(),
+            "refit": refit,
+            "seconds": round(time.perf_counter() - t0),
+        }
         cli = train_argv(name, args, base)
         report["train_commands"][name] = None if cli is None else train_command(cli)
         s = report["variants"][name]["summary"]["pooled"]
-        print(f"{name}: pooled MPCA {s['mpca_over_all_classes']['mean']:.3f} ± {s['mpca_over_all_classes']['std']:.3f}, "
-              f"accuracy {s['accuracy']['mean']:.3f}, macro-F1 {s['macro_f1']['mean']:.3f}", flush=True)  # fmt: skip
+        print(
+            f"{name}: pooled MPCA {s['mpca_over_all_classes']['mean']:.3f} ± "
+            f"{s['mpca_over_all_classes']['std']:.3f}, accuracy {s['accuracy']['mean']:.3f}, macro-F1 "
+            f"{s['macro_f1']['mean']:.3f}",
+            flush=True,
+        )
     plain = rows(False, args.spec_version)
-    report.update({"rows": len(plain.y), "sequences": sorted(np.unique(plain.groups).tolist()),
-                   "labels": list(plain.labels), "environment": environment(),
-                   "fold_composition": fold_composition(plain.groups, plain.y, plain.labels, args.folds, seeds)})  # fmt: skip
+    report.update(
+        {
+            "rows": len(plain.y),
+            "sequences": sorted(np.unique(plain.groups).tolist()),
+            "labels": list(plain.labels),
+            "environment": environment(),
+            "fold_composition": fold_composition(plain.groups, plain.y, plain.labels, args.folds, seeds),
+        }
+    )
     paths = write("bench_cad", report, markdown(report), args.out or Path(__file__).parent / "results")
     print("wrote", *paths)
 

@@ -1,4 +1,5 @@
-"""Acceptance of ``pairedge calibrate``: how its defaults were chosen, INT8 / FP16 parity on held-out data, latency.
+"""Acceptance of ``pairedge calibrate``: how its defaults were chosen, INT8 / FP16 parity on held-out data,
+latency.
 
 The bundled default model (recipe: trained on seeds 0-11, tested on 1000-1007, link settings chosen on
 2000-2003; ``sdk/models/default/recipe.json``). Simulator seeds, each set used for one purpose only:
@@ -20,8 +21,9 @@ The bundled default model (recipe: trained on seeds 0-11, tested on 1000-1007, l
   (3000-3002) of static / moving / noisy, and parity packs of held-out scenes (``--packs``, 60 frames,
   default tolerances): the headline, per calibration set. Never used for training, calibration or a choice.
 
-Variants per calibration set: ``naive`` (ONNX Runtime's own Q/DQ placement, MinMax, no equalization, no search:
-what a plain ``quantize_static`` gives), ``all-int8`` (calibrate's defaults without the mixed-precision sweep:
+Variants per calibration set: ``naive`` (ONNX Runtime's own Q/DQ placement, MinMax, no equalization, no
+search: what a plain ``quantize_static`` gives), ``all-int8`` (calibrate's defaults without the
+    mixed-precision sweep:
 every Gemm int8) and ``default`` (what ``pairedge calibrate`` writes: the sweep may keep Gemms worth at most
 10 % of the multiply-adds in fp16). Per variant: multiply-adds per pair, bytes and ONNX Runtime CPU latency
 (:func:`pairedge.compare.cost.precision_costs`, the same code ``calibrate`` and ``bench`` report with).
@@ -63,10 +65,12 @@ SELECTION_ROWS = (("static,moving,noisy", "6000-6007"), ("noisy", "6008-6011"), 
 HEADROOM = ((1.0, 1.0), (1.25, 1.25), (1.5, 1.5), (2.0, 2.0))
 CANDIDATES: dict[str, dict[str, Any]] = {
     **{f"minmax, headroom {h[0]:g}/{h[1]:g}": {"method": "minmax", "headroom": h} for h in HEADROOM},
-    **{f"percentile {q:g}": {"method": "percentile", "percentile": q, "headroom": (1.0, 1.0)}
-       for q in (99.9, 99.99, 99.999)},
+    **{
+        f"percentile {q:g}": {"method": "percentile", "percentile": q, "headroom": (1.0, 1.0)}
+        for q in (99.9, 99.99, 99.999)
+    },
     "entropy": {"method": "entropy", "headroom": (1.0, 1.0)},
-}  # fmt: skip
+}
 QUICK = ("minmax, headroom 1/1", "percentile 99.99", "minmax, headroom 1.5/1.5")
 #: Every selection agreement (both stages, every calibration set) must reach this, and no MPCA drop exceed
 #: MAX_SELECTION_MPCA_DROP points, for a candidate to be eligible.
@@ -76,9 +80,13 @@ VARIANTS = {
     "naive": {"method": "minmax", "placement": "all", "equalize": False, "target_agreement": None},
     "all-int8": {"target_agreement": None},
     "default": {},
-}  # fmt: skip
-TARGETS = {"int8_stage2_agreement": 0.99, "int8_stage1_agreement": 0.99, "int8_mpca_drop_points": 0.5,
-           "fp16_agreement": 0.999}  # fmt: skip
+}
+TARGETS = {
+    "int8_stage2_agreement": 0.99,
+    "int8_stage1_agreement": 0.99,
+    "int8_mpca_drop_points": 0.5,
+    "fp16_agreement": 0.999,
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -96,7 +104,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def scenes(model: Path, presets: list[str], seeds: str, frames: int, cache: Path | None = None) -> Collected:
-    """Rows of ``presets`` x ``seeds`` through the fp32 pipeline (kept in ``cache`` keyed by model and scenes)."""
+    """Rows of ``presets`` x ``seeds`` through the fp32 pipeline (kept in ``cache`` keyed by model and
+    scenes)."""
     t = time.perf_counter()
     file = None
     if cache is not None:
@@ -111,7 +120,10 @@ def scenes(model: Path, presets: list[str], seeds: str, frames: int, cache: Path
     out = collect_scenes(model, [(p, parse_seeds(seeds)) for p in presets], frames=frames)
     if file is not None:
         save_rows(file, out)
-    print(f"  {presets} seeds {seeds}: {len(out.stage1)} / {len(out.stage2)} rows, {time.perf_counter() - t:.0f} s")
+    print(
+        f"  {presets} seeds {seeds}: {len(out.stage1)} / {len(out.stage2)} rows, "
+        f"{time.perf_counter() - t:.0f} s"
+    )
     return out
 
 
@@ -127,11 +139,15 @@ def _options(spec: dict[str, Any], **extra: Any) -> CalibrateOptions:
     return CalibrateOptions(equalize_strength=DEFAULT_STRENGTH, **{**spec, **extra})
 
 
-def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Path, names: tuple[str, ...],
-              kept: int) -> dict[str, Any]:  # fmt: skip
+def selection(
+    model: Path, cals: dict[str, Collected], val: Collected, work: Path, names: tuple[str, ...], kept: int
+) -> dict[str, Any]:
     """Every candidate, calibrated on every calibration set (every Gemm int8), scored on the selection rows
     (``kept``: frames each selection scene's rows come from)."""
-    ref = {1: logits(session(model / "stage1.onnx"), val.stage1.X), 2: logits(session(model / "stage2.onnx"), val.stage2.X)}
+    ref = {
+        1: logits(session(model / "stage1.onnx"), val.stage1.X),
+        2: logits(session(model / "stage2.onnx"), val.stage2.X),
+    }
     out: dict[str, Any] = {}
     for name in names:
         entry: dict[str, Any] = {"options": CANDIDATES[name], "sets": {}}
@@ -148,8 +164,11 @@ def selection(model: Path, cals: dict[str, Collected], val: Collected, work: Pat
         entry["failing_windows"] = sum(x["failing_windows"] for x in s)
         entry["windows"] = sum(x["windows"] for x in s)
         out[name] = entry
-        print(f"  selection {name}: min agreement {entry['min_agreement']:.4f}, max MPCA drop "
-              f"{entry['max_mpca_drop_points']:+.2f}, failing windows {entry['failing_windows']}/{entry['windows']}")  # fmt: skip
+        print(
+            f"  selection {name}: min agreement {entry['min_agreement']:.4f}, max MPCA drop "
+            f"{entry['max_mpca_drop_points']:+.2f}, failing windows "
+            f"{entry['failing_windows']}/{entry['windows']}"
+        )
     return out
 
 
@@ -159,17 +178,24 @@ def select(scores: dict[str, Any]) -> str | None:
     same order among those within the MPCA drop (the bound is dropped, not the rule's order); None when every
     candidate drops MPCA too far."""
     eligible = [n for n, e in scores.items() if rule_met(e)] or [
-        n for n, e in scores.items() if e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP]  # fmt: skip
-    return min(eligible, key=lambda n: (scores[n]["failing_windows"], -scores[n]["min_agreement"]), default=None)
+        n for n, e in scores.items() if e["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP
+    ]
+    return min(
+        eligible, key=lambda n: (scores[n]["failing_windows"], -scores[n]["min_agreement"]), default=None
+    )
 
 
 def rule_met(entry: dict[str, Any]) -> bool:
     """Whether a candidate's selection scores meet the rule's agreement and MPCA-drop bounds."""
-    return entry["min_agreement"] >= MIN_SELECTION_AGREEMENT and entry["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP
+    return (
+        entry["min_agreement"] >= MIN_SELECTION_AGREEMENT
+        and entry["max_mpca_drop_points"] <= MAX_SELECTION_MPCA_DROP
+    )
 
 
-def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected], packs: list[str],
-             work: Path) -> dict[str, Any]:  # fmt: skip
+def headline(
+    model: Path, cals: dict[str, Collected], tests: dict[str, Collected], packs: list[str], work: Path
+) -> dict[str, Any]:
     """Every variant of every calibration set on the test seeds; parity packs for the defaults."""
     results: dict[str, Any] = {}
     for set_name, cal in cals.items():
@@ -180,9 +206,13 @@ def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected
             entry: dict[str, Any] = {
                 "folder": str(result.out),
                 "seconds": round(time.perf_counter() - t, 1),
-                "float_nodes": {k: v.get("float_nodes", {}).get("gemms_in_float", v["excluded_nodes"])
-                                for k, v in result.report["stages"].items()},  # fmt: skip
-                "macs": {k: v.get("layers", {}).get("macs_per_pair") for k, v in result.report["stages"].items()},
+                "float_nodes": {
+                    k: v.get("float_nodes", {}).get("gemms_in_float", v["excluded_nodes"])
+                    for k, v in result.report["stages"].items()
+                },
+                "macs": {
+                    k: v.get("layers", {}).get("macs_per_pair") for k, v in result.report["stages"].items()
+                },
                 "calibrate_report_rows": {k: v["held_out"] for k, v in result.report["stages"].items()},
                 "test": {seeds: evaluate(result.out, rows) for seeds, rows in tests.items()},
             }
@@ -191,8 +221,10 @@ def headline(model: Path, cals: dict[str, Collected], tests: dict[str, Collected
             results[name] = entry
             for seeds, e in entry["test"].items():
                 i = e["int8"]
-                print(f"  {name} test {seeds}: stage 1 {i['stage1']['agreement']:.4f}, stage 2 gated "
-                      f"{i['stage2_gated']['agreement']:.4f}, MPCA drop {i['mpca_drop_points']:+.2f}")  # fmt: skip
+                print(
+                    f"  {name} test {seeds}: stage 1 {i['stage1']['agreement']:.4f}, stage 2 gated "
+                    f"{i['stage2_gated']['agreement']:.4f}, MPCA drop {i['mpca_drop_points']:+.2f}"
+                )
     return results
 
 
@@ -207,12 +239,22 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     cals = {k: cal_rows(model, v, args.frames, args.cache) for k, v in sets.items()}
     val = merge([scenes(model, p.split(","), seeds, args.frames, args.cache) for p, seeds in SELECTION_ROWS])
     test_sets = [args.test_seeds] if args.quick else [args.test_seeds, args.test2_seeds]
-    tests = {seeds: merge([scenes(model, [p], seeds, args.frames, args.cache) for p in presets]) for seeds in test_sets}
-    report: dict[str, Any] = {"model": str(model), "calibration_sets": sets, "presets": presets,
-                              "selection_rows": [f"{p}:{s}" for p, s in SELECTION_ROWS], "frames": args.frames,
-                              "test_seeds": list(tests), "default_options": DEFAULT, "packs": args.packs,
-                              "min_selection_agreement": MIN_SELECTION_AGREEMENT,
-                              "max_selection_mpca_drop_points": MAX_SELECTION_MPCA_DROP}  # fmt: skip
+    tests = {
+        seeds: merge([scenes(model, [p], seeds, args.frames, args.cache) for p in presets])
+        for seeds in test_sets
+    }
+    report: dict[str, Any] = {
+        "model": str(model),
+        "calibration_sets": sets,
+        "presets": presets,
+        "selection_rows": [f"{p}:{s}" for p, s in SELECTION_ROWS],
+        "frames": args.frames,
+        "test_seeds": list(tests),
+        "default_options": DEFAULT,
+        "packs": args.packs,
+        "min_selection_agreement": MIN_SELECTION_AGREEMENT,
+        "max_selection_mpca_drop_points": MAX_SELECTION_MPCA_DROP,
+    }
     names = QUICK if args.quick else tuple(CANDIDATES)
     kept = -(-args.frames // CalibrateOptions().stride)
     report["selection"] = selection(model, cals, val, work, names, kept)
@@ -221,7 +263,9 @@ def default_model_part(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     chosen = CANDIDATES.get(report["selected"] or "", {})
     report["default_is_selected"] = bool(chosen) and all(chosen.get(k) == v for k, v in DEFAULT.items())
     report["results"] = headline(model, cals, tests, args.packs.split(","), work)
-    report["latency_ms"] = latency(Path(report["results"]["readme/default"]["folder"]), next(iter(tests.values())))
+    report["latency_ms"] = latency(
+        Path(report["results"]["readme/default"]["folder"]), next(iter(tests.values()))
+    )
     return report
 
 
@@ -230,7 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-calibrate-") as tmp:
         report: dict[str, Any] = {
-            "command": "python benchmarks/bench_calibrate.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "command": "python benchmarks/bench_calibrate.py "
+            + " ".join(sys.argv[1:] if argv is None else argv),
             "targets": TARGETS,
             "default": default_model_part(args, Path(tmp)),
         }

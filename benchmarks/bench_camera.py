@@ -11,8 +11,9 @@ For each box source (``bundled``: the bundled YOLOX-Nano, no detection file; ``h
   per second on one thread (``overlap`` off) and on two (the detector of the next frame on a second thread,
   :mod:`pairedge.runtime.prefetch`); ``--threads 1,2``; OpenCV on one thread, ONNX Runtime one intra-op
   thread, so "two" means the two threads of the overlap and nothing more;
-* tracking against ``gt.txt``: MOTA, IDF1, HOTA, ID switches (:func:`pairedge.core.metrics.tracking.tracking_metrics`,
-  every reported person, coasted ones included; cross-checked with py-motmetrics where installed);
+* tracking against ``gt.txt``: MOTA, IDF1, HOTA, ID switches
+  (:func:`pairedge.core.metrics.tracking.tracking_metrics`, every reported person, coasted ones included;
+  cross-checked with py-motmetrics where installed);
 * pairs against the pairs of the ``gt.txt`` run (the same pipeline on the true tracks): pair precision,
   recall, F1 and the share of correct links whose label (walking / standing together) matches, with the
   detector's people matched to the true ones first (``pairedge score -p pairwise --pred results.jsonl --gold
@@ -58,7 +59,8 @@ SPLITS = (("first half (chosen on)", 0, 398), ("second half (held out)", 398, No
 
 
 def detector_alone(video: Path, spec: str, frames: int | None) -> dict[str, float]:
-    """Decode and detect every frame on one thread: ms per frame of the detector, frames per second of both."""
+    """Decode and detect every frame on one thread: ms per frame of the detector, frames per second of
+    both."""
     from pairedge.runtime.detectors import open_detector
 
     cap = cv2.VideoCapture(str(video))
@@ -74,21 +76,40 @@ def detector_alone(video: Path, spec: str, frames: int | None) -> dict[str, floa
             n += 1
     cap.release()
     wall = time.perf_counter() - start
-    return {"frames": n, "detector_ms_mean": 1000 * float(np.mean(times)), "detector_ms_p50": 1000 * float(np.median(times)),
-            "fps_decode_and_detect": n / wall}  # fmt: skip
+    return {
+        "frames": n,
+        "detector_ms_mean": 1000 * float(np.mean(times)),
+        "detector_ms_p50": 1000 * float(np.median(times)),
+        "fps_decode_and_detect": n / wall,
+    }
 
 
-def run(video: Path, detections: Path | None, detector: str, tracker: str, overlap: bool, out: Path,
-        frames: int | None) -> dict[str, Any]:  # fmt: skip
+def run(
+    video: Path,
+    detections: Path | None,
+    detector: str,
+    tracker: str,
+    overlap: bool,
+    out: Path,
+    frames: int | None,
+) -> dict[str, Any]:
     """One ``pairedge run`` in process; its summary figures."""
     from pairedge.runtime.run import RunOptions, run_files
 
-    options = RunOptions(detector=detector, tracker_backend=tracker, overlap=overlap, video=False, max_frames=frames)
+    options = RunOptions(
+        detector=detector, tracker_backend=tracker, overlap=overlap, video=False, max_frames=frames
+    )
     start = time.perf_counter()
     summary = run_files(video, detections, out, options)
     wall = time.perf_counter() - start
-    return {"frames": summary.frames, "fps_end_to_end": summary.frames / wall, "pipeline_fps": summary.fps,
-            "step_ms_p50": summary.latency_ms["total"]["p50"], "detector": summary.detector, "wall_s": wall}  # fmt: skip
+    return {
+        "frames": summary.frames,
+        "fps_end_to_end": summary.frames / wall,
+        "pipeline_fps": summary.fps,
+        "step_ms_p50": summary.latency_ms["total"]["p50"],
+        "detector": summary.detector,
+        "wall_s": wall,
+    }
 
 
 def subset_jsonl(path: Path, lo: int, hi: int | None, dest: Path) -> Path:
@@ -104,7 +125,11 @@ def subset_jsonl(path: Path, lo: int, hi: int | None, dest: Path) -> Path:
 def subset_mot(path: Path, lo: int, hi: int | None, dest: Path) -> Path:
     """The rows of a MOT file (1-based frames) of video frames ``lo <= frame - 1 < hi``."""
     rows = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    keep = [ln for ln in rows if lo <= int(float(ln.split(",")[0])) - 1 and (hi is None or int(float(ln.split(",")[0])) - 1 < hi)]
+    keep = [
+        ln
+        for ln in rows
+        if lo <= int(float(ln.split(",")[0])) - 1 and (hi is None or int(float(ln.split(",")[0])) - 1 < hi)
+    ]
     dest.write_text("\n".join(keep) + "\n")
     return dest
 
@@ -121,33 +146,57 @@ def scores(work: Path, results: Path, gt_run: Path, gt: Path, together: Path) ->
         if hi <= lo:
             continue
         tag = f"{lo}-{hi}"
-        m = tracking_metrics(subset_mot(mot, lo, hi, work / f"tracks_{tag}.txt"), subset_mot(gt, lo, hi, work / f"gt_{tag}.txt"))
+        m = tracking_metrics(
+            subset_mot(mot, lo, hi, work / f"tracks_{tag}.txt"),
+            subset_mot(gt, lo, hi, work / f"gt_{tag}.txt"),
+        )
         pred = subset_jsonl(results, lo, hi, work / f"pred_{tag}.jsonl")
         gold = subset_jsonl(gt_run, lo, hi, work / f"gold_{tag}.jsonl")
         vs_gt_run = pairwise.score_files(pred, gold, tau=0.0, match_boxes=gt)
-        ground = pairwise.score_files(pred, subset_jsonl(together, lo, hi, work / f"together_{tag}.jsonl"), tau=0.0,
-                                      match_boxes=gt)  # fmt: skip
+        ground = pairwise.score_files(
+            pred, subset_jsonl(together, lo, hi, work / f"together_{tag}.jsonl"), tau=0.0, match_boxes=gt
+        )
         out[name] = {
-            "tracking": {k: m[k] for k in ("mota", "idf1", "hota", "deta", "assa", "id_switches", "false_positives",
-                                           "misses", "pred_tracks", "gt_tracks")},
-            "pairs_vs_gt_run": {k: vs_gt_run.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy_scored")},
-            "pairs_vs_ground_plane": {k: ground.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1")},
+            "tracking": {
+                k: m[k]
+                for k in (
+                    "mota",
+                    "idf1",
+                    "hota",
+                    "deta",
+                    "assa",
+                    "id_switches",
+                    "false_positives",
+                    "misses",
+                    "pred_tracks",
+                    "gt_tracks",
+                )
+            },
+            "pairs_vs_gt_run": {
+                k: vs_gt_run.summary[k]
+                for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy_scored")
+            },
+            "pairs_vs_ground_plane": {
+                k: ground.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1")
+            },
             "links": link_breakdown(results, gt_run, gt, lo, hi),
-        }  # fmt: skip
+        }
     whole = subset_mot(gt, 0, processed, work / "gt_processed.txt")
     out["motmetrics_agrees"] = motmetrics_agrees(mot, whole, tracking_metrics(mot, whole))
     return out
 
 
-#: A predicted link within this many frames of the gt.txt run's link of the same two people is "early or late".
+#: A predicted link within this many frames of the gt.txt run's link of the same two people is "early or
+#: late".
 NEAR_FRAMES = 10
 
 
 def link_breakdown(results: Path, gt_run: Path, gt: Path, lo: int, hi: int | None) -> dict[str, int]:
-    """Why linked pair-frames are not in the gt.txt run, recomputed independently (scipy matching, IoU >= 0.5):
-    one of the two boxes matches no true person; the gt.txt run links the same two people within
+    """Why linked pair-frames are not in the gt.txt run, recomputed independently (scipy matching, IoU >=
+    0.5): one of the two boxes matches no true person; the gt.txt run links the same two people within
     :data:`NEAR_FRAMES` frames (early or late); it links them at another time; it never links them. And why
-    the gt run's pair-frames are missed: one person not reported (no matching box), or both reported, not linked."""
+    the gt run's pair-frames are missed: one person not reported (no matching box), or both reported, not
+    linked."""
     truth = read_mot(gt).by_frame()
 
     def links(path: Path, mapped: bool) -> tuple[dict[int, set], dict[int, set]]:
@@ -160,8 +209,13 @@ def link_breakdown(results: Path, gt_run: Path, gt: Path, lo: int, hi: int | Non
             t = truth.get(f + 1)
             if mapped and t is not None and r.get("tracks"):
                 boxes = np.array([tr["box"] for tr in r["tracks"]], np.float64)
-                gid = dict(zip([tr["id"] for tr in r["tracks"]], match_to_truth(boxes, t.boxes, t.track_ids).tolist(),
-                               strict=True))  # fmt: skip
+                gid = dict(
+                    zip(
+                        [tr["id"] for tr in r["tracks"]],
+                        match_to_truth(boxes, t.boxes, t.track_ids).tolist(),
+                        strict=True,
+                    )
+                )
             people[f] = set(gid.values()) - {-1} if mapped else {tr["id"] for tr in r.get("tracks", [])}
             pairs = set()
             for it in r["interactions"]:
@@ -173,9 +227,15 @@ def link_breakdown(results: Path, gt_run: Path, gt: Path, lo: int, hi: int | Non
     gold, _ = links(gt_run, False)
     pred, present = links(results, True)
     ever = set().union(*gold.values()) if gold else set()
-    out = {"correct": 0, "a box matching no true person": 0, f"early or late (<= {NEAR_FRAMES} frames)": 0,
-           "the two linked at another time": 0, "never linked by the gt.txt run": 0,
-           "missed: a person not reported": 0, "missed: both reported, not linked": 0}  # fmt: skip
+    out = {
+        "correct": 0,
+        "a box matching no true person": 0,
+        f"early or late (<= {NEAR_FRAMES} frames)": 0,
+        "the two linked at another time": 0,
+        "never linked by the gt.txt run": 0,
+        "missed: a person not reported": 0,
+        "missed: both reported, not linked": 0,
+    }
     for f, pairs in pred.items():
         for p in pairs:
             if p in gold.get(f, set()):
@@ -206,7 +266,9 @@ def plan(sources: str, trackers: str, threads: str) -> list[tuple[str, str, bool
         raise SystemExit(f"error: --threads: expected 1 and / or 2, got {threads!r}")
     out = []
     for name in names:
-        for tracker in ([t.strip() for t in trackers.split(",") if t.strip()] if name == "bundled" else ["iou"]):
+        for tracker in (
+            [t.strip() for t in trackers.split(",") if t.strip()] if name == "bundled" else ["iou"]
+        ):
             for n in counts if (name, tracker) == ("bundled", "iou") else [counts[-1]]:
                 out.append((name, tracker, n == 2))
     return out
@@ -219,31 +281,49 @@ def fmt(v: Any, digits: int = 3) -> str:
 def markdown(res: dict[str, Any]) -> str:
     alone = res["detector_alone"]
     lines = [
-        "# From a camera to interactions on PETS 2009 S2.L1: detector, tracker, pipeline", "",
-        f"`{res['command']}`. Every run is `pairedge run vtest.avi` in process (`run_files`, the bundled model); "
-        "pairs are scored against the pairs of the `gt.txt` run (the same pipeline on the true tracks; the "
-        "detector's people matched to the true ones by IoU >= 0.5) and against the ground-plane together truth "
-        "of `bench_real_video.py`. Tracking against `gt.txt` (every reported person, coasted ones included). The "
-        "built-in tracker's settings were chosen on the first half (frames 0-397) and simulator validation "
-        "scenes; the second half is held out.", "",
-        "## Detector alone (decode + detect, one thread)", "",
-        "| detector | frames | detector ms mean | p50 | decode + detect fps |", "|---|---:|---:|---:|---:|",
+        "# From a camera to interactions on PETS 2009 S2.L1: detector, tracker, pipeline",
+        "",
+        f"`{res['command']}`. Every run is `pairedge run vtest.avi` in process (`run_files`, the bundled "
+        "model); pairs are scored against the pairs of the `gt.txt` run (the same pipeline on the true "
+        "tracks; the detector's people matched to the true ones by IoU >= 0.5) and against the ground-plane "
+        "together truth of `bench_real_video.py`. Tracking against `gt.txt` (every reported person, coasted "
+        "ones included). The built-in tracker's settings were chosen on the first half (frames 0-397) and "
+        "simulator validation scenes; the second half is held out.",
+        "",
+        "## Detector alone (decode + detect, one thread)",
+        "",
+        "| detector | frames | detector ms mean | p50 | decode + detect fps |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name, a in alone.items():
-        lines.append(f"| {name} | {a['frames']} | {a['detector_ms_mean']:.1f} | {a['detector_ms_p50']:.1f} | "
-                     f"{a['fps_decode_and_detect']:.1f} |")  # fmt: skip
-    lines += ["", "## End to end", "",
-              "| source | tracker | threads | fps end to end | vs detector alone | step ms p50 |",
-              "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+        lines.append(
+            f"| {name} | {a['frames']} | {a['detector_ms_mean']:.1f} | {a['detector_ms_p50']:.1f} | "
+            f"{a['fps_decode_and_detect']:.1f} |"
+        )
+    lines += [
+        "",
+        "## End to end",
+        "",
+        "| source | tracker | threads | fps end to end | vs detector alone | step ms p50 |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for r in res["runs"]:
         base = alone.get(r["source"], {}).get("fps_decode_and_detect")
         ratio = f"{r['fps_end_to_end'] / base:.2f}x" if base else "-"
-        lines.append(f"| {r['source']} | {r['tracker']} | {2 if r['overlap'] else 1} | {r['fps_end_to_end']:.1f} | "
-                     f"{ratio} | {r['step_ms_p50']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {r['source']} | {r['tracker']} | {2 if r['overlap'] else 1} | {r['fps_end_to_end']:.1f} | "
+            f"{ratio} | {r['step_ms_p50']:.2f} |"
+        )
     for split in [s[0] for s in SPLITS]:
-        lines += ["", f"## {split}", "",
-                  "| source | tracker | IDF1 | ID switches | MOTA | HOTA | pair P / R / F1 vs gt.txt run | labels right "
-                  "| pair P / R / F1 vs ground plane |", "|---|---|---:|---:|---:|---:|---|---:|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## {split}",
+            "",
+            "| source | tracker | IDF1 | ID switches | MOTA | HOTA | pair P / R / F1 vs gt.txt run | labels "
+            "right "
+            "| pair P / R / F1 vs ground plane |",
+            "|---|---|---:|---:|---:|---:|---|---:|---|",
+        ]
         seen = set()
         for r in res["runs"]:
             key = (r["source"], r["tracker"])
@@ -255,13 +335,21 @@ def markdown(res: dict[str, Any]) -> str:
                 continue
             t, p, g = s["tracking"], s["pairs_vs_gt_run"], s["pairs_vs_ground_plane"]
             lines.append(
-                f"| {r['source']} | {r['tracker']} | {fmt(t['idf1'])} | {t['id_switches']} | {fmt(t['mota'])} | "
-                f"{fmt(t['hota'])} | {fmt(p['pair_precision'])} / {fmt(p['pair_recall'])} / {fmt(p['pair_f1'])} | "
-                f"{fmt(p['accuracy_scored'])} | {fmt(g['pair_precision'])} / {fmt(g['pair_recall'])} / {fmt(g['pair_f1'])} |"
+                f"| {r['source']} | {r['tracker']} | {fmt(t['idf1'])} | {t['id_switches']} | "
+                f"{fmt(t['mota'])} | "
+                f"{fmt(t['hota'])} | {fmt(p['pair_precision'])} / {fmt(p['pair_recall'])} / "
+                f"{fmt(p['pair_f1'])} | "
+                f"{fmt(p['accuracy_scored'])} | {fmt(g['pair_precision'])} / {fmt(g['pair_recall'])} / "
+                f"{fmt(g['pair_f1'])} |"
             )
     keys = list(res["runs"][0]["scores"]["whole video"]["links"])
-    lines += ["", "## Linked pair-frames against the gt.txt run, whole video (independent recount)", "",
-              "| source | tracker | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]  # fmt: skip
+    lines += [
+        "",
+        "## Linked pair-frames against the gt.txt run, whole video (independent recount)",
+        "",
+        "| source | tracker | " + " | ".join(keys) + " |",
+        "|---|---|" + "---:|" * len(keys),
+    ]
     seen = set()
     for r in res["runs"]:
         if (r["source"], r["tracker"]) in seen:
@@ -269,8 +357,12 @@ def markdown(res: dict[str, Any]) -> str:
         seen.add((r["source"], r["tracker"]))
         b = r["scores"]["whole video"]["links"]
         lines.append(f"| {r['source']} | {r['tracker']} | " + " | ".join(str(b[k]) for k in keys) + " |")
-    lines += ["", f"py-motmetrics agrees on every run: {res['motmetrics_agrees']}.", "",
-              f"Environment: {res['environment']}"]  # fmt: skip
+    lines += [
+        "",
+        f"py-motmetrics agrees on every run: {res['motmetrics_agrees']}.",
+        "",
+        f"Environment: {res['environment']}",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -279,10 +371,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--sources", default=",".join(SOURCES), help="bundled, hog, det, gt (comma-separated)")
     ap.add_argument("--trackers", default="iou,bytetrack,botsort", help="trackers on the bundled detector")
-    ap.add_argument("--threads", default="1,2", help="thread counts of the bundled detector with the built-in tracker")
+    ap.add_argument(
+        "--threads", default="1,2", help="thread counts of the bundled detector with the built-in tracker"
+    )
     ap.add_argument("--frames", type=int, default=None, help="only the first N frames (a quick run)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument(
+        "--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)"
+    )
     args = ap.parse_args(argv)
     if not (args.data / "vtest.avi").is_file():
         raise SystemExit(f"error: PETS S2.L1 not found at {args.data}; pass the pets09_s2l1 folder")
@@ -290,15 +386,23 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: --frames: expected at least 2, got {args.frames}")
     runs = plan(args.sources, args.trackers, args.threads)
     cv2.setNumThreads(1)
-    video, gt, det = args.data / "vtest.avi", args.data / "mot15" / "gt" / "gt.txt", args.data / "mot15" / "det" / "det.txt"
+    video, gt, det = (
+        args.data / "vtest.avi",
+        args.data / "mot15" / "gt" / "gt.txt",
+        args.data / "mot15" / "det" / "det.txt",
+    )
     from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 
     detector_of = {"bundled": DEFAULT_DETECTOR, "hog": "hog"}
     files: dict[str, Path | None] = {"bundled": None, "hog": None, "det": det, "gt": gt}
     command = " ".join(["python benchmarks/bench_camera.py", *(sys.argv[1:] if argv is None else argv)])
-    res: dict[str, Any] = {"command": command, "detector_alone": {}, "runs": [],
-                           "environment": f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, "
-                                          f"numpy {np.__version__}, OpenCV {cv2.__version__}"}  # fmt: skip
+    res: dict[str, Any] = {
+        "command": command,
+        "detector_alone": {},
+        "runs": [],
+        "environment": f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, "
+        f"numpy {np.__version__}, OpenCV {cv2.__version__}",
+    }
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -312,19 +416,37 @@ def main(argv: list[str] | None = None) -> int:
         rule = Together()
         pos, _ = ground_positions(gt)
         header = json.loads((gt_out / "results.jsonl").open().readline())
-        write_gold(together, together_matrix(pos, 10.0, rule), ground_speeds(pos, 10.0, rule.window), header["labels"],
-                   795 if args.frames is None else args.frames, rule)  # fmt: skip
+        write_gold(
+            together,
+            together_matrix(pos, 10.0, rule),
+            ground_speeds(pos, 10.0, rule.window),
+            header["labels"],
+            795 if args.frames is None else args.frames,
+            rule,
+        )
         for name, tracker, overlap in runs:
             out = work / f"{name}-{tracker}-{2 if overlap else 1}"
-            r = run(video, files[name], detector_of.get(name, DEFAULT_DETECTOR), tracker, overlap, out, args.frames)
+            r = run(
+                video,
+                files[name],
+                detector_of.get(name, DEFAULT_DETECTOR),
+                tracker,
+                overlap,
+                out,
+                args.frames,
+            )
             r.update(source=name, tracker=tracker, overlap=overlap)
             r["scores"] = scores(out, out / "results.jsonl", gt_out / "results.jsonl", gt, together)
             res["runs"].append(r)
             whole = r["scores"]["whole video"]  # noqa: F841 - printed below
-            print(f"{name}/{tracker}/{2 if overlap else 1} thread(s): {r['fps_end_to_end']:.1f} fps; IDF1 "
-                  f"{whole['tracking']['idf1']:.3f} switches {whole['tracking']['id_switches']} MOTA "
-                  f"{whole['tracking']['mota']:.3f}; pairs vs gt run P {whole['pairs_vs_gt_run']['pair_precision']:.3f} "
-                  f"R {whole['pairs_vs_gt_run']['pair_recall']:.3f}", flush=True)  # fmt: skip
+            print(
+                f"{name}/{tracker}/{2 if overlap else 1} thread(s): {r['fps_end_to_end']:.1f} fps; IDF1 "
+                f"{whole['tracking']['idf1']:.3f} switches {whole['tracking']['id_switches']} MOTA "
+                f"{whole['tracking']['mota']:.3f}; pairs vs gt run P "
+                f"{whole['pairs_vs_gt_run']['pair_precision']:.3f} "
+                f"R {whole['pairs_vs_gt_run']['pair_recall']:.3f}",
+                flush=True,
+            )
     res["motmetrics_agrees"] = all(r["scores"]["motmetrics_agrees"] is not False for r in res["runs"])
     text = markdown(res)
     write("bench_camera", res, text, args.out)

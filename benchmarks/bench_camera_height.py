@@ -35,7 +35,12 @@ def sim_case(preset: str, seed: int, frames: int) -> dict[str, Any]:
             est.update(frame.detections.boxes, (frame.image.shape[1], frame.image.shape[0]))
     got = est.estimate()
     true = get_preset(preset, seed).camera.height_m / PERSON_HEIGHT_M
-    return {"seed": seed, "true": true, "estimate": got.body_heights if got.known else None, "boxes": got.boxes}
+    return {
+        "seed": seed,
+        "true": true,
+        "estimate": got.body_heights if got.known else None,
+        "boxes": got.boxes,
+    }
 
 
 def pets_case(path: Path, size: tuple[int, int] = (768, 576)) -> dict[str, Any]:
@@ -49,7 +54,11 @@ def pets_case(path: Path, size: tuple[int, int] = (768, 576)) -> dict[str, Any]:
         if first is None and got.known and got.body_heights >= BOUND:
             first = index
     got = est.estimate()
-    return {"estimate": got.body_heights if got.known else None, "boxes": got.boxes, "first_frame_above": first}
+    return {
+        "estimate": got.body_heights if got.known else None,
+        "boxes": got.boxes,
+        "first_frame_above": first,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,8 +69,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     lo, hi = (int(x) for x in args.seeds.split("-"))
-    res: dict[str, Any] = {"command": "python benchmarks/bench_camera_height.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                           "bound": BOUND, "frames": args.frames, "presets": {}, "pets": {}}  # fmt: skip
+    res: dict[str, Any] = {
+        "command": "python benchmarks/bench_camera_height.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "bound": BOUND,
+        "frames": args.frames,
+        "presets": {},
+        "pets": {},
+    }
     for preset in PRESETS:
         rows = [sim_case(preset, s, args.frames) for s in range(lo, hi + 1)]
         est = np.array([np.nan if r["estimate"] is None else r["estimate"] for r in rows])
@@ -78,21 +93,30 @@ def main(argv: list[str] | None = None) -> None:
     for key in ("gt", "det"):
         if (pets / key / f"{key}.txt").is_file():
             res["pets"][key] = pets_case(pets / key / f"{key}.txt")
-    lines = ["# Camera height from boxes and the operating point `auto` picks", "",
-             f"`{res['command']}` — estimate after {args.frames} frames of the simulated detector's boxes, "
-             f"validation seeds {args.seeds}; `auto` picks the `surveillance` point at >= {BOUND} body heights.", "",
-             "| preset | scenes | true camera height (body heights) | estimate | picked `surveillance` | right side of the bound | estimate / true (median) |",
-             "|---|---:|---|---|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "# Camera height from boxes and the operating point `auto` picks",
+        "",
+        f"`{res['command']}` — estimate after {args.frames} frames of the simulated detector's boxes, "
+        f"validation seeds {args.seeds}; `auto` picks the `surveillance` point at >= {BOUND} body heights.",
+        "",
+        "| preset | scenes | true camera height (body heights) | estimate | picked `surveillance` | right "
+        "side of the bound | estimate / true (median) |",
+        "|---|---:|---|---|---:|---:|---:|",
+    ]
     for preset, p in res["presets"].items():
         t = [r["true"] for r in p["rows"]]
         e = [r["estimate"] for r in p["rows"] if r["estimate"] is not None]  # none yet: too few boxes
         span = f"{min(e):.2f}-{max(e):.2f}" if e else "none"
-        lines.append(f"| {preset} | {len(p['rows'])} | {min(t):.2f}-{max(t):.2f} | {span} | "
-                     f"{p['picked_elevated']} | {p['correct']} / {len(p['rows'])} | {p['median_ratio']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {preset} | {len(p['rows'])} | {min(t):.2f}-{max(t):.2f} | {span} | "
+            f"{p['picked_elevated']} | {p['correct']} / {len(p['rows'])} | {p['median_ratio']:.2f} |"
+        )
     for key, p in res["pets"].items():
         est = "none" if p["estimate"] is None else f"{p['estimate']:.2f}"
-        lines.append(f"\nPETS 2009 S2.L1 ({key}.txt, the real-camera check): estimate {est} body "
-                     f"heights from {p['boxes']} boxes; above the bound from frame {p['first_frame_above']}.")  # fmt: skip
+        lines.append(
+            f"\nPETS 2009 S2.L1 ({key}.txt, the real-camera check): estimate {est} body "
+            f"heights from {p['boxes']} boxes; above the bound from frame {p['first_frame_above']}."
+        )
     print("wrote", *write("bench_camera_height", res, "\n".join(lines) + "\n", args.out))
 
 

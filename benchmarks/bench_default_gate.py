@@ -38,7 +38,8 @@ from pairedge.runtime.decisions import interact_probability
 from pairedge.runtime.loading import find_models
 
 #: Held-out scenes: preset -> seeds, never used for any training, validation or choice. The eye-level presets
-#: use the recipe's test seeds; for ``surveillance`` the recipe's four (1000-1003) hold 11 sitting rows, so one
+#: use the recipe's test seeds; for ``surveillance`` the recipe's four (1000-1003) hold 11 sitting rows, so
+#: one
 #: row moves its stage-2 MPCA by 3 points: seeds 1000-1015 (1004-1015 are used by nothing else) hold 232.
 HELD_OUT = {"static": "1000-1007", "moving": "1000-1007", "noisy": "1000-1007", "surveillance": "1000-1015"}
 GATED = ("static", "moving", "noisy", "surveillance")  # what the previous model was made for
@@ -50,13 +51,23 @@ def score_model(folder: Path, presets: dict[str, str], frames: int, stride: int)
     meta = models.stage1.metadata
     config = dict(models.feature_config() or {})
     tau = models.threshold("p_interact")
-    s1, s2 = get_backend("onnxruntime", models.stage1).activate(), get_backend("onnxruntime", models.stage2).activate()
+    s1, s2 = (
+        get_backend("onnxruntime", models.stage1).activate(),
+        get_backend("onnxruntime", models.stage2).activate(),
+    )
     out: dict[str, Any] = {"threshold": tau, "feature_spec_version": meta.feature_spec_version, "presets": {}}
     try:
         for preset, seeds in presets.items():
-            ds = SimDataset(presets=(preset,), seeds=parse_seeds(seeds), frames=frames, stride=stride,
-                            boxes="detections", task="stage1", feature_config=config,
-                            spec_version=meta.feature_spec_version)  # fmt: skip
+            ds = SimDataset(
+                presets=(preset,),
+                seeds=parse_seeds(seeds),
+                frames=frames,
+                stride=stride,
+                boxes="detections",
+                task="stage1",
+                feature_config=config,
+                spec_version=meta.feature_spec_version,
+            )
             sets = sim_feature_sets(meta.feature_spec, ds, ("stage1", "paper3"))
             a, b = sets["stage1"], sets["paper3"]
             pred1 = (interact_probability(s1.infer(a.X)) >= tau).astype(np.int64)
@@ -76,8 +87,11 @@ def score_model(folder: Path, presets: dict[str, str], frames: int, stride: int)
 def _short(m: dict[str, Any]) -> dict[str, Any]:
     """The headline figures and, per class, the rows and how many of them were right (MPCA's terms)."""
     out: dict[str, Any] = {k: float(m[k]) for k in ("n", "accuracy", "mpca", "macro_f1")}
-    out["per_class"] = {name: [round(c["recall"] * c["support"]), c["support"]]
-                        for name, c in m["per_class"].items() if c["support"]}  # fmt: skip
+    out["per_class"] = {
+        name: [round(c["recall"] * c["support"]), c["support"]]
+        for name, c in m["per_class"].items()
+        if c["support"]
+    }
     return out
 
 
@@ -117,13 +131,21 @@ def markdown(r: dict[str, Any]) -> str:
     for row in r["rows"]:
         o, n = row["old"], row["new"]
         old = f"{o['accuracy']:.3f} / {o['mpca']:.3f}" if o else "-"
-        change = (f"{row['change_points']['accuracy']:+.1f} / {row['change_points']['mpca']:+.1f}"
-                  if o else "-")  # fmt: skip
+        change = (
+            f"{row['change_points']['accuracy']:+.1f} / {row['change_points']['mpca']:+.1f}" if o else "-"
+        )
         gate = ("pass" if row["pass"] else "**fail**") if row.get("gated") else "(not gated)"
-        lines.append(f"| {row['stage']} | {row['preset']} | {row['n']} | {old} | "
-                     f"{n['accuracy']:.3f} / {n['mpca']:.3f} | {change} | {gate} |")  # fmt: skip
-    lines += ["", "Per class (right / rows; MPCA averages these recalls, so a class of few rows moves it most):", "",
-              "| stage | preset | previous | new |", "|---|---|---|---|"]
+        lines.append(
+            f"| {row['stage']} | {row['preset']} | {row['n']} | {old} | "
+            f"{n['accuracy']:.3f} / {n['mpca']:.3f} | {change} | {gate} |"
+        )
+    lines += [
+        "",
+        "Per class (right / rows; MPCA averages these recalls, so a class of few rows moves it most):",
+        "",
+        "| stage | preset | previous | new |",
+        "|---|---|---|---|",
+    ]
     for row in r["rows"]:
         lines.append(f"| {row['stage']} | {row['preset']} | {_cells(row['old'])} | {_cells(row['new'])} |")
     lines += ["", f"Environment: {r['environment']}"]
@@ -142,9 +164,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--frames", type=int, default=300)
     ap.add_argument("--stride", type=int, default=3)
     ap.add_argument("--max-drop", type=float, default=0.02)
-    ap.add_argument("--seeds", action="append", default=[], metavar="PRESET=SEEDS",
-                    help="held-out seeds of one preset instead of the recipe's (e.g. surveillance=1000-1015 for "
-                         "more rows of its rare classes); only seeds no training, validation or choice used")
+    ap.add_argument(
+        "--seeds",
+        action="append",
+        default=[],
+        metavar="PRESET=SEEDS",
+        help="held-out seeds of one preset instead of the recipe's (e.g. surveillance=1000-1015 for "
+        "more rows of its rare classes); only seeds no training, validation or choice used",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     held_out = dict(HELD_OUT)
@@ -167,12 +194,21 @@ def main(argv: list[str] | None = None) -> None:
     new = score_model(args.new, held_out, args.frames, args.stride)
     rows = compare(old, new, args.max_drop)
     report = {
-        "command": "python benchmarks/bench_default_gate.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "old_model": str(args.old), "new_model": str(args.new), "frames": args.frames, "stride": args.stride,
-        "held_out": held_out, "max_drop": args.max_drop, "old": old, "new": new, "rows": rows,
+        "command": "python benchmarks/bench_default_gate.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "old_model": str(args.old),
+        "new_model": str(args.new),
+        "frames": args.frames,
+        "stride": args.stride,
+        "held_out": held_out,
+        "max_drop": args.max_drop,
+        "old": old,
+        "new": new,
+        "rows": rows,
         "gate_pass": all(r["pass"] for r in rows if r.get("gated")),
-        "seconds": round(time.perf_counter() - t0), "environment": environment(),
-    }  # fmt: skip
+        "seconds": round(time.perf_counter() - t0),
+        "environment": environment(),
+    }
     print("wrote", *write("bench_default_gate", report, markdown(report), args.out))
     print("gate:", "PASS" if report["gate_pass"] else "FAIL")
 

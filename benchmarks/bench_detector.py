@@ -59,26 +59,42 @@ def measure(detector_spec: str, every: int, max_frames: int | None) -> dict:
     cap.release()
     ms = 1000 * np.array(times)
     return {
-        "detector": describe, "frames": len(times), "every": every, "truth_boxes": n_truth, "detections": n_pred,
-        "matched": tp, "recall": tp / max(n_truth, 1), "precision": tp / max(n_pred, 1),
-        "ms_per_frame_mean": float(ms.mean()), "ms_per_frame_p50": float(np.percentile(ms, 50)),
-        "ms_per_frame_p99": float(np.percentile(ms, 99)), "threads": 1, "opencv": cv2.__version__,
+        "detector": describe,
+        "frames": len(times),
+        "every": every,
+        "truth_boxes": n_truth,
+        "detections": n_pred,
+        "matched": tp,
+        "recall": tp / max(n_truth, 1),
+        "precision": tp / max(n_pred, 1),
+        "ms_per_frame_mean": float(ms.mean()),
+        "ms_per_frame_p50": float(np.percentile(ms, 50)),
+        "ms_per_frame_p99": float(np.percentile(ms, 99)),
+        "threads": 1,
+        "opencv": cv2.__version__,
         "cpu": platform.processor() or platform.machine(),
-    }  # fmt: skip
+    }
 
 
 def markdown(r: dict) -> str:
-    return "\n".join([
-        "# Person detector on PETS 2009 S2.L1 vs MOT15 gt.txt (IoU 0.5, Hungarian)", "",
-        f"Detector: {r['detector']}", "",
-        "| frames | truth boxes | detections | recall | precision | ms/frame mean | p50 | p99 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-        f"| {r['frames']} (every {r['every']}) | {r['truth_boxes']} | {r['detections']} | {r['recall']:.3f} | "
-        f"{r['precision']:.3f} | {r['ms_per_frame_mean']:.1f} | {r['ms_per_frame_p50']:.1f} | "
-        f"{r['ms_per_frame_p99']:.1f} |", "",
-        f"One thread (cv2.setNumThreads(1)), OpenCV {r['opencv']}, {r['cpu']}. "
-        "Command: `python benchmarks/bench_detector.py`.", "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# Person detector on PETS 2009 S2.L1 vs MOT15 gt.txt (IoU 0.5, Hungarian)",
+            "",
+            f"Detector: {r['detector']}",
+            "",
+            "| frames | truth boxes | detections | recall | precision | ms/frame mean | p50 | p99 |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            f"| {r['frames']} (every {r['every']}) | {r['truth_boxes']} | {r['detections']} | "
+            f"{r['recall']:.3f} | "
+            f"{r['precision']:.3f} | {r['ms_per_frame_mean']:.1f} | {r['ms_per_frame_p50']:.1f} | "
+            f"{r['ms_per_frame_p99']:.1f} |",
+            "",
+            f"One thread (cv2.setNumThreads(1)), OpenCV {r['opencv']}, {r['cpu']}. "
+            "Command: `python benchmarks/bench_detector.py`.",
+            "",
+        ]
+    )
 
 
 def main() -> None:

@@ -1,19 +1,20 @@
-"""Detector exports read as their projects write them: layouts told apart, and the same boxes from every form of
-one model on PETS 2009 S2.L1.
+"""Detector exports read as their projects write them: layouts told apart, and the same boxes from every form
+of one model on PETS 2009 S2.L1.
 
 1. Every export in ``--exports DIR`` that ``tests/fixtures/detectors/signatures.json`` records (made by each
    project's own export code; not committed, see that folder's README) is opened as ``pairedge run
    --detector FILE`` opens it: the layout told apart and why, against the layout its project writes.
 2. The bundled YOLOX-Nano in the forms a user meets, on every ``--every``-th frame of ``vtest.avi``: the raw
-   export (shipped), YOLOX's own decoded export of the same weights (``--decoded FILE``: ``tools/export_onnx.py
-   -n yolox-nano -c yolox_nano.pth --decode_in_inference``), the shipped fp16 copy, and ONNX Runtime's QDQ
-   and dynamic quantizations of the raw file (made here); per form, the layout read, the boxes per frame, and
-   for each confident box of the raw export (score >= 0.5) the distance (largest coordinate difference, px)
-   to the nearest box of the form: median, 99th percentile, largest.
+   export (shipped), YOLOX's own decoded export of the same weights (``--decoded FILE``:
+   ``tools/export_onnx.py -n yolox-nano -c yolox_nano.pth --decode_in_inference``), the shipped fp16 copy, and
+   ONNX Runtime's QDQ and dynamic quantizations of the raw file (made here); per form, the layout read, the
+   boxes per frame, and for each confident box of the raw export (score >= 0.5) the distance (largest
+   coordinate difference, px) to the nearest box of the form: median, 99th percentile, largest.
 
 Writes ``benchmarks/results/bench_detector_layouts.json`` / ``.md``::
 
-    python benchmarks/bench_detector_layouts.py [/path/to/pets09_s2l1] [--exports DIR] [--decoded FILE] [--every 5]
+    python benchmarks/bench_detector_layouts.py [/path/to/pets09_s2l1] [--exports DIR] [--decoded FILE] \
+        [--every 5]
 """
 
 from __future__ import annotations
@@ -46,8 +47,16 @@ def exports_table(folder: Path) -> list[dict[str, Any]]:
             continue
         with open_detector(path) as det:
             kind, why = det.layout.kind, det.layout.reason
-        rows.append({"export": name, "project": entry["project"], "expected": EXPECTED[name], "read_as": kind,
-                     "why": why, "ok": kind == EXPECTED[name]})  # fmt: skip
+        rows.append(
+            {
+                "export": name,
+                "project": entry["project"],
+                "expected": EXPECTED[name],
+                "read_as": kind,
+                "why": why,
+                "ok": kind == EXPECTED[name],
+            }
+        )
     return rows
 
 
@@ -109,9 +118,18 @@ def forms_table(video: Path, forms: dict[str, Path], every: int) -> list[dict[st
             g = np.array(gaps[name]) if gaps[name] else np.zeros(1)
             found = np.isfinite(g)
             pct = np.percentile(g[found], [50, 99]).tolist() if found.any() else [None, None]
-            out.append({"form": name, "layout": detectors[name].layout.kind, **stats[name], "boxes_compared": len(g),
-                        "boxes_with_a_twin": int(found.sum()), "gap_px_p50": pct[0], "gap_px_p99": pct[1],
-                        "gap_px_max": float(g[found].max()) if found.any() else None})  # fmt: skip
+            out.append(
+                {
+                    "form": name,
+                    "layout": detectors[name].layout.kind,
+                    **stats[name],
+                    "boxes_compared": len(g),
+                    "boxes_with_a_twin": int(found.sum()),
+                    "gap_px_p50": pct[0],
+                    "gap_px_p99": pct[1],
+                    "gap_px_max": float(g[found].max()) if found.any() else None,
+                }
+            )
         return out
     finally:
         for det in detectors.values():
@@ -121,34 +139,54 @@ def forms_table(video: Path, forms: dict[str, Path], every: int) -> list[dict[st
 def markdown(res: dict[str, Any]) -> str:
     lines = ["# Detector exports read as their projects write them", "", f"`{res['command']}`", ""]
     if res["exports"]:
-        lines += ["## Real exports (random weights; made by each project's export code)", "",
-                  "| export | project | its layout | read as | how it was told apart |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Real exports (random weights; made by each project's export code)",
+            "",
+            "| export | project | its layout | read as | how it was told apart |",
+            "|---|---|---|---|---|",
+        ]
         for r in res["exports"]:
             mark = "" if r["ok"] else " (WRONG)"
-            lines.append(f"| {r['export']} | {r['project']} | {r['expected']} | {r['read_as']}{mark} | {r['why']} |")
+            lines.append(
+                f"| {r['export']} | {r['project']} | {r['expected']} | {r['read_as']}{mark} | {r['why']} |"
+            )
     else:
         lines.append("No `--exports` folder: the real exports were not read (see tests/fixtures/detectors).")
-    lines += ["", f"## YOLOX-Nano in every form on PETS S2.L1 (every {res['every']}th frame)", "",
-              "| form | layout read | frames | boxes per frame | raw-export boxes with a twin | distance px p50 / p99 / "
-              "max |", "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    lines += [
+        "",
+        f"## YOLOX-Nano in every form on PETS S2.L1 (every {res['every']}th frame)",
+        "",
+        "| form | layout read | frames | boxes per frame | raw-export boxes with a twin | distance px p50 / "
+        "p99 / "
+        "max |",
+        "|---|---|---:|---:|---:|---|",
+    ]
 
     def px(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
 
     for r in res["forms"]:
-        lines.append(f"| {r['form']} | {r['layout']} | {r['frames']} | {r['boxes'] / max(r['frames'], 1):.2f} | "
-                     f"{r['boxes_with_a_twin']} of {r['boxes_compared']} | {px(r['gap_px_p50'])} / {px(r['gap_px_p99'])} "
-                     f"/ {px(r['gap_px_max'])} |")  # fmt: skip
-    lines += ["", "ONNX Runtime's quantizers keep the layout and the graph runs, but both quantized copies score every "
-              "person near 0 (uint8 activations over YOLOX's 0-255 input): a quantized detector needs real "
-              "calibration images and per-channel care, which pairedge does not do for detectors."]
+        lines.append(
+            f"| {r['form']} | {r['layout']} | {r['frames']} | {r['boxes'] / max(r['frames'], 1):.2f} | "
+            f"{r['boxes_with_a_twin']} of {r['boxes_compared']} | {px(r['gap_px_p50'])} / "
+            f"{px(r['gap_px_p99'])} "
+            f"/ {px(r['gap_px_max'])} |"
+        )
+    lines += [
+        "",
+        "ONNX Runtime's quantizers keep the layout and the graph runs, but both quantized copies score every "
+        "person near 0 (uint8 activations over YOLOX's 0-255 input): a quantized detector needs real "
+        "calibration images and per-channel care, which pairedge does not do for detectors.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
-    ap.add_argument("--exports", type=Path, default=None, help="a folder holding the exports signatures.json records")
+    ap.add_argument(
+        "--exports", type=Path, default=None, help="a folder holding the exports signatures.json records"
+    )
     ap.add_argument("--decoded", type=Path, default=None, help="YOLOX's decoded export of YOLOX-Nano")
     ap.add_argument("--every", type=int, default=5)
     ap.add_argument("--out", type=Path, default=HERE / "results")
@@ -169,9 +207,14 @@ def main(argv: list[str] | None = None) -> int:
             forms["decoded (YOLOX's export, same weights)"] = args.decoded
         forms["fp16 (shipped)"] = bundled.path("fp16")
         forms.update(quantized(bundled.path("fp32"), Path(tmp)))
-        res = {"command": " ".join(["python benchmarks/bench_detector_layouts.py", *(sys.argv[1:] if argv is None else argv)]),
-               "every": args.every, "exports": exports_table(args.exports) if args.exports else [],
-               "forms": forms_table(args.data / "vtest.avi", forms, args.every)}  # fmt: skip
+        res = {
+            "command": " ".join(
+                ["python benchmarks/bench_detector_layouts.py", *(sys.argv[1:] if argv is None else argv)]
+            ),
+            "every": args.every,
+            "exports": exports_table(args.exports) if args.exports else [],
+            "forms": forms_table(args.data / "vtest.avi", forms, args.every),
+        }
     text = markdown(res)
     write("bench_detector_layouts", res, text, args.out)
     print(text)

@@ -47,7 +47,15 @@ def sha(path: Path) -> str:
 
 
 def run_once(args: list[str], out: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-c", "from pairedge.apps.cli import main; main()", "train", *args, "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from pairedge.apps.cli import main; main()",
+        "train",
+        *args,
+        "--out",
+        str(out),
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads((out / "report.json").read_text())
@@ -73,9 +81,13 @@ def main() -> None:
                 continue
             a, b = (run_once(cmd, Path(tmp) / f"{name}_{i}") for i in (1, 2))
             same = {k: a[k] == b[k] for k in ("validation", "history", "model_sha256", "onnx_sha256")}
-            results[name] = {"command": "pairedge train " + shlex.join(cmd) + " --out DIR", "identical": same,
-                             "mpca": a["validation"]["mpca"], "seconds": [a["seconds"], b["seconds"]],
-                             "model_sha256": [a["model_sha256"], b["model_sha256"]]}  # fmt: skip
+            results[name] = {
+                "command": "pairedge train " + shlex.join(cmd) + " --out DIR",
+                "identical": same,
+                "mpca": a["validation"]["mpca"],
+                "seconds": [a["seconds"], b["seconds"]],
+                "model_sha256": [a["model_sha256"], b["model_sha256"]],
+            }
             print(name, same)
     lines = [
         "# Training determinism: the same command twice",
@@ -88,13 +100,18 @@ def main() -> None:
     for name, r in results.items():
         s = r["identical"]
         lines.append(
-            f"| {name} | {s['validation']} | {s['history']} | {s['model_sha256']} | {s['onnx_sha256']} | {r['mpca']:.4f} |"
+            f"| {name} | {s['validation']} | {s['history']} | {s['model_sha256']} | {s['onnx_sha256']} | "
+            f"{r['mpca']:.4f} |"
         )
     lines += [""] + [f"- `{name}`: `{r['command']}`" for name, r in results.items()]
     env = environment()
     lines += ["", f"Environment: {env}"]
-    paths = write("bench_determinism", {"results": results, "environment": env}, "\n".join(lines),
-                  args.out or Path(__file__).parent / "results")  # fmt: skip
+    paths = write(
+        "bench_determinism",
+        {"results": results, "environment": env},
+        "\n".join(lines),
+        args.out or Path(__file__).parent / "results",
+    )
     print("wrote", *paths)
 
 

@@ -1,4 +1,5 @@
-"""What the ego-motion fit costs, and what a cheaper refinement would change (issue 26: the step beyond the flow).
+"""What the ego-motion fit costs, and what a cheaper refinement would change (issue 26: the step beyond the
+flow).
 
 The ``pairedge`` features measure motion against the camera's (``egomotion.fit``, method ``affine``):
 ``cv2.estimateAffinePartial2D`` with RANSAC on ~950 background flow samples, then OpenCV's Levenberg-Marquardt
@@ -8,7 +9,8 @@ makes on held-out scenes and measures, per fit:
 * the time of OpenCV's whole fit, of its RANSAC search alone (``refineIters=0``: the same search, the same
   inliers) and of the closed-form least-squares refinement of those inliers (the 4-DoF similarity is linear in
   its parameters ``a, b, tx, ty``, so the least-squares solution is a few sums; :func:`closed_form`);
-* how far the closed-form matrix is from OpenCV's, and the camera displacement they predict over the flow image;
+* how far the closed-form matrix is from OpenCV's, and the camera displacement they predict over the flow
+  image;
 * the same for a step-by-step replica of OpenCV 5's refinement (:func:`levmarq`: ``cv::LevMarq`` with the
   settings ``estimateAffinePartial2D`` gives it, geodesic acceleration on), and whether it stops after as many
   iterations as OpenCV (OpenCV's count: the fewest ``refineIters`` that give its 10-iteration matrix exactly);
@@ -16,7 +18,8 @@ makes on held-out scenes and measures, per fit:
   ``--data`` has it) with each refinement swapped in, against OpenCV's: the share of bit-identical values and
   the largest difference, by that benchmark's own comparison (1e-5 relative is its acceptance); and, as the
   floor any reimplementation meets, the features of the *unchanged* code replayed in a process where OpenCV
-  may not use AVX, AVX2, FMA3 or POPCNT (``OPENCV_CPU_DISABLE``: what an older x86 CPU runs) on the same inputs.
+  may not use AVX, AVX2, FMA3 or POPCNT (``OPENCV_CPU_DISABLE``: what an older x86 CPU runs) on the same
+  inputs.
 
 Nothing is chosen here. Writes ``benchmarks/results/bench_ego_refine.json`` / ``.md``::
 
@@ -50,7 +53,8 @@ RANSAC: dict[str, Any] = egomotion.RANSAC  # the fit the features make
 
 
 def closed_form(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """The least-squares similarity ``dst ~ [[a, -b], [b, a]] src + t`` of (K, 2) point sets, (2, 3) float64."""
+    """The least-squares similarity ``dst ~ [[a, -b], [b, a]] src + t`` of (K, 2) point sets, (2, 3)
+    float64."""
     s, d = src.astype(np.float64), dst.astype(np.float64)
     ms, md = s.mean(axis=0), d.mean(axis=0)
     sc, dc = s - ms, d - md
@@ -63,7 +67,8 @@ def closed_form(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 
 def parameters(m: np.ndarray) -> np.ndarray:
-    """``(a, b, tx, ty)`` of a (2, 3) similarity ``[[a, -b, tx], [b, a, ty]]`` (inverse of :func:`similarity`)."""
+    """``(a, b, tx, ty)`` of a (2, 3) similarity ``[[a, -b, tx], [b, a, ty]]`` (inverse of
+    :func:`similarity`)."""
     return np.array([m[0, 0], m[1, 0], m[0, 2], m[1, 2]])
 
 
@@ -73,8 +78,8 @@ def similarity(p: np.ndarray) -> np.ndarray:
 
 
 def ransac_start(points: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """OpenCV's RANSAC search alone (``refineIters=0``, the fit's options): its model's parameters and its (K,)
-    bool inliers, what every refinement here starts from; None where it finds no model of 2+ inliers."""
+    """OpenCV's RANSAC search alone (``refineIters=0``, the fit's options): its model's parameters and its
+    (K,) bool inliers, what every refinement here starts from; None where it finds no model of 2+ inliers."""
     model, mask = cv2.estimateAffinePartial2D(points, dst, refineIters=0, **RANSAC)
     if model is None or mask is None or int(mask.sum()) < 2:
         return None
@@ -91,14 +96,25 @@ def closed_form_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | Non
     return closed_form(points[inliers], dst[inliers])
 
 
-#: ``cv::LevMarq::Settings`` as ``estimateAffinePartial2D`` builds them in OpenCV 5 (``modules/3d/src/ptsetreg.cpp``,
+#: ``cv::LevMarq::Settings`` as ``estimateAffinePartial2D`` builds them in OpenCV 5
+#: (``modules/3d/src/ptsetreg.cpp``,
 #: ``levmarq.cpp``): the defaults, ``maxIterations = refineIters`` and geodesic acceleration on
-LEVMARQ = {"lambda": 1e-4, "up": 2.0, "down": 3.0, "min_diag": 1e-6, "max_diag": 1e32, "max_lambda": 1e32,
-           "h_geo": 1e-4, "geo_scale": 0.5, "tolerance": 1e-6}  # fmt: skip
+LEVMARQ = {
+    "lambda": 1e-4,
+    "up": 2.0,
+    "down": 3.0,
+    "min_diag": 1e-6,
+    "max_diag": 1e32,
+    "max_lambda": 1e32,
+    "h_geo": 1e-4,
+    "geo_scale": 0.5,
+    "tolerance": 1e-6,
+}
 
 
 def _residuals(p: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """(2K,) ``[a x - b y + tx - u, b x + a y + ty - v]`` per point, interleaved as OpenCV's callback writes them."""
+    """(2K,) ``[a x - b y + tx - u, b x + a y + ty - v]`` per point, interleaved as OpenCV's callback writes
+    them."""
     r = np.empty(2 * len(src))
     r[0::2] = p[0] * src[:, 0] - p[1] * src[:, 1] + p[2] - dst[:, 0]
     r[1::2] = p[1] * src[:, 0] + p[0] * src[:, 1] + p[3] - dst[:, 1]
@@ -108,10 +124,10 @@ def _residuals(p: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 def levmarq(p0: np.ndarray, src: np.ndarray, dst: np.ndarray, iterations: int = 10) -> tuple[np.ndarray, int]:
     """OpenCV 5's refinement of the similarity ``(a, b, tx, ty)`` on (K, 2) inliers, step by step: energy
     ``|r|^2``, damping ``lambda diag(J^T J)`` clamped to [1e-6, 1e32], the geodesic correction from a probe at
-    ``h = 1e-4`` (kept at half weight when its truncation error is below 1), the step-quality lambda update, and
-    the stops (``iterations`` counted over accepted and rejected steps; step norm, gradient or relative energy
-    change below 1e-6). Linear solves: numpy's LU where OpenCV uses its SVD. Returns the parameters and the
-    iterations made."""
+    ``h = 1e-4`` (kept at half weight when its truncation error is below 1), the step-quality lambda update,
+    and the stops (``iterations`` counted over accepted and rejected steps; step norm, gradient or relative
+    energy change below 1e-6). Linear solves: numpy's LU where OpenCV uses its SVD. Returns the parameters and
+    the iterations made."""
     c = LEVMARQ
     s, d = src.astype(np.float64), dst.astype(np.float64)
     jac = np.zeros((2 * len(s), 4))
@@ -176,14 +192,17 @@ def replica_fit(points: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
 
 
 def opencv_iterations(points: np.ndarray, dst: np.ndarray, full: np.ndarray) -> int:
-    """The fewest ``refineIters`` whose matrix equals OpenCV's 10-iteration one exactly (its iteration count)."""
+    """The fewest ``refineIters`` whose matrix equals OpenCV's 10-iteration one exactly (its iteration
+    count)."""
     for k in range(1, 10):
         if np.array_equal(cv2.estimateAffinePartial2D(points, dst, refineIters=k, **RANSAC)[0], full):
             return k
     return 10
 
 
-def capture_fits(model: Path, scenes: list[tuple[str, int]], frames: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+def capture_fits(
+    model: Path, scenes: list[tuple[str, int]], frames: int
+) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """The (points, vectors, scale) of every affine ego-motion fit the runtime makes on ``scenes``."""
     from pairedge.core.sim import Scene
     from pairedge.runtime import Pipeline
@@ -216,16 +235,19 @@ def _time_us(repeats: int, fn: Any, *args: Any, **kwargs: Any) -> float:
 
 
 def _worst(opencv: np.ndarray, ours: np.ndarray, points: np.ndarray) -> tuple[float, float]:
-    """Largest matrix entry difference, and largest displacement difference over the samples' bounding box (px)."""
+    """Largest matrix entry difference, and largest displacement difference over the samples' bounding box
+    (px)."""
     (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
     corners = np.array([[x0, y0], [x1, y0], [x0, y1], [x1, y1]], np.float64)
-    shift = corners @ (opencv[:, :2] - ours[:, :2]).T + (opencv[:, 2] - ours[:, 2])  # affine: extremes at corners
+    shift = corners @ (opencv[:, :2] - ours[:, :2]).T + (
+        opencv[:, 2] - ours[:, 2]
+    )  # affine: extremes at corners
     return float(np.abs(opencv - ours).max()), float(np.abs(shift).max())
 
 
 def measure_fits(fits: list[tuple[np.ndarray, np.ndarray, float]], repeats: int) -> dict[str, Any]:
-    """Median times, the largest matrix / displacement differences of each refinement against OpenCV's over the
-    captured fits, and how often the replica stops after as many iterations as OpenCV."""
+    """Median times, the largest matrix / displacement differences of each refinement against OpenCV's over
+    the captured fits, and how often the replica stops after as many iterations as OpenCV."""
     full, search, closed, replicated = [], [], [], []
     worst = {"closed_form": [0.0, 0.0], "replica": [0.0, 0.0]}
     same_iterations = 0
@@ -243,18 +265,25 @@ def measure_fits(fits: list[tuple[np.ndarray, np.ndarray, float]], repeats: int)
         for name, m in mine.items():
             worst[name] = [max(a, b) for a, b in zip(worst[name], _worst(opencv, m, points), strict=True)]
         same_iterations += opencv_iterations(points, dst, opencv) == found[1]
-    return {"fits": len(full), "samples_median": int(np.median([len(f[0]) for f in fits])) if fits else 0,
-            "opencv_us": float(np.median(full)), "ransac_search_us": float(np.median(search)),
-            "closed_form_refinement_us": float(np.median(closed)), "replica_refinement_us": float(np.median(replicated)),
-            "max_matrix_difference": worst["closed_form"][0], "max_displacement_difference_px": worst["closed_form"][1],
-            "replica_max_matrix_difference": worst["replica"][0],
-            "replica_max_displacement_difference_px": worst["replica"][1],
-            "replica_same_iterations": same_iterations}  # fmt: skip
+    return {
+        "fits": len(full),
+        "samples_median": int(np.median([len(f[0]) for f in fits])) if fits else 0,
+        "opencv_us": float(np.median(full)),
+        "ransac_search_us": float(np.median(search)),
+        "closed_form_refinement_us": float(np.median(closed)),
+        "replica_refinement_us": float(np.median(replicated)),
+        "max_matrix_difference": worst["closed_form"][0],
+        "max_displacement_difference_px": worst["closed_form"][1],
+        "replica_max_matrix_difference": worst["replica"][0],
+        "replica_max_displacement_difference_px": worst["replica"][1],
+        "replica_same_iterations": same_iterations,
+    }
 
 
 #: OpenCV's dispatch limited to what an x86 CPU without AVX runs (the names OpenCV 5 accepts)
 NO_AVX = "AVX,AVX2,FMA3,POPCNT"
-#: the refinements swapped into ``egomotion.fit`` (flow pixels in, flow pixels out; None: OpenCV's fit instead)
+#: the refinements swapped into ``egomotion.fit`` (flow pixels in, flow pixels out; None: OpenCV's fit
+#: instead)
 REFINEMENTS: dict[str, Any] = {"closed form": closed_form_fit, "OpenCV 5 replica": replica_fit}
 
 
@@ -274,7 +303,8 @@ def _swapped(fit: Any) -> Any:
 
 
 def _drift(new: list[tuple[Any, ...]], old: list[tuple[Any, ...]]) -> dict[str, Any]:
-    """``bench_features_equal.compare`` of two recordings of one stream, plus the largest absolute difference."""
+    """``bench_features_equal.compare`` of two recordings of one stream, plus the largest absolute
+    difference."""
     res = equal.compare(new, [call[-1] for call in old])
     a = np.concatenate([c[-1][i].ravel() for c in new for i in (1, 2)])
     b = np.concatenate([c[-1][i].ravel() for c in old for i in (1, 2)])
@@ -283,13 +313,20 @@ def _drift(new: list[tuple[Any, ...]], old: list[tuple[Any, ...]]) -> dict[str, 
 
 def _replay(recorded: dict[str, list[tuple[Any, ...]]], disable: str) -> dict[str, list[tuple[Any, ...]]]:
     """The unchanged features replayed on ``recorded``'s inputs in a process whose OpenCV may not use the CPU
-    features ``disable`` (``OPENCV_CPU_DISABLE``; "" = none: the control) -- ``bench_features_equal.py --replay``
-    with this installation's feature package."""
+    features ``disable`` (``OPENCV_CPU_DISABLE``; "" = none: the control) -- ``bench_features_equal.py
+    --replay`` with this installation's feature package."""
     with tempfile.TemporaryDirectory() as tmp:
         inputs, out = Path(tmp) / "inputs.pkl", Path(tmp) / "out.pkl"
         inputs.write_bytes(equal.replay_inputs(recorded))
         env = {**os.environ, "OPENCV_CPU_DISABLE": disable}
-        cmd = [sys.executable, equal.__file__, "--replay", str(Path(features.__file__).parent), str(inputs), str(out)]
+        cmd = [
+            sys.executable,
+            equal.__file__,
+            "--replay",
+            str(Path(features.__file__).parent),
+            str(inputs),
+            str(out),
+        ]
         subprocess.run(cmd, check=True, env=env, capture_output=True)
         rows = pickle.loads(out.read_bytes())
     return {name: [(r,) for r in calls] for name, calls in rows.items()}
@@ -297,8 +334,9 @@ def _replay(recorded: dict[str, list[tuple[Any, ...]]], disable: str) -> dict[st
 
 def feature_drift(model: Path, data: Path | None, frames: int) -> dict[str, dict[str, Any]]:
     """The features of ``bench_features_equal``'s moving-camera and (with ``data``) PETS streams with each of
-    :data:`REFINEMENTS`, and the unchanged ones replayed in another process (a control: bit-identical) and under
-    OpenCV without AVX, against OpenCV's: per comparison, per stream, ``bench_features_equal.compare``'s figures."""
+    :data:`REFINEMENTS`, and the unchanged ones replayed in another process (a control: bit-identical) and
+    under OpenCV without AVX, against OpenCV's: per comparison, per stream, ``bench_features_equal.compare``'s
+    figures."""
     sources = {"simulator moving:1000": lambda: equal.sim_frames(frames)}
     if data is not None:
         sources["PETS S2.L1 gt.txt"] = lambda: equal.pets_frames(data, frames)
@@ -316,8 +354,10 @@ def feature_drift(model: Path, data: Path | None, frames: int) -> dict[str, dict
         finally:
             egomotion.fit = original
         out[label] = {name: _drift(swapped[name][1:], reference[name][1:]) for name in sources}
-    for label, disable in (("OpenCV's fit, replayed in another process (control)", ""),
-                           (f"OpenCV's fit, OpenCV without {NO_AVX}", NO_AVX)):  # fmt: skip
+    for label, disable in (
+        ("OpenCV's fit, replayed in another process (control)", ""),
+        (f"OpenCV's fit, OpenCV without {NO_AVX}", NO_AVX),
+    ):
         replayed = _replay(reference, disable)
         out[label] = {name: _drift(replayed[name], reference[name][1:]) for name in sources}
     return out
@@ -329,7 +369,8 @@ def markdown(r: dict[str, Any]) -> str:
         "# The ego-motion fit: OpenCV's refinement against a closed-form one and a replica of OpenCV's",
         "",
         f"`{r['command']}` — model `{r['model']}`; scenes {', '.join(f'{p}:{s}' for p, s in r['scenes'])}, "
-        f"{r['frames']} frames each (ground-truth boxes, DIS fast flow at the model's scale). Nothing is chosen.",
+        f"{r['frames']} frames each (ground-truth boxes, DIS fast flow at the model's scale). Nothing is "
+        "chosen.",
         "",
         "| fits | samples (median) | OpenCV fit | of it: RANSAC search | refinement (numpy) | max matrix "
         "difference to OpenCV | max displacement difference | same iteration count as OpenCV |",
@@ -337,28 +378,34 @@ def markdown(r: dict[str, Any]) -> str:
         f"| closed form | {f['samples_median']} | {f['opencv_us']:.1f} us | {f['ransac_search_us']:.1f} us | "
         f"{f['closed_form_refinement_us']:.1f} us | {f['max_matrix_difference']:.1e} | "
         f"{f['max_displacement_difference_px']:.1e} px | - |",
-        f"| OpenCV 5 replica | {f['samples_median']} | {f['opencv_us']:.1f} us | {f['ransac_search_us']:.1f} us | "
+        f"| OpenCV 5 replica | {f['samples_median']} | {f['opencv_us']:.1f} us | {f['ransac_search_us']:.1f} "
+        "us | "
         f"{f['replica_refinement_us']:.1f} us | {f['replica_max_matrix_difference']:.1e} | "
-        f"{f['replica_max_displacement_difference_px']:.1e} px | {f['replica_same_iterations']} / {f['fits']} |",
+        f"{f['replica_max_displacement_difference_px']:.1e} px | {f['replica_same_iterations']} / "
+        f"{f['fits']} |",
         "",
-        "The replica makes OpenCV's steps (last column) yet lands about as far from OpenCV's matrix as the closed "
-        "form: the geodesic correction divides the rounding of `J^T r` by h^2 = 1e-8, so the last digits of the "
-        "refined matrix follow how each sum and linear solve rounds (numpy's LU here, OpenCV's SVD there). The last "
-        "rows below are the floor any change meets: OpenCV's own fit, unchanged code, on a CPU without AVX (after a "
-        "control that the replay itself changes nothing).",
+        "The replica makes OpenCV's steps (last column) yet lands about as far from OpenCV's matrix as the "
+        "closed form: the geodesic correction divides the rounding of `J^T r` by h^2 = 1e-8, so the last "
+        "digits of the refined matrix follow how each sum and linear solve rounds (numpy's LU here, "
+        "OpenCV's SVD there). The last rows below are the floor any change meets: OpenCV's own fit, "
+        "unchanged code, on a CPU without AVX (after a control that the replay itself changes nothing).",
         "",
-        "Features against OpenCV's fit on this CPU (`bench_features_equal.py`'s comparison; its acceptance: pairs "
-        "equal and every value within 1e-5 relative):",
+        "Features against OpenCV's fit on this CPU (`bench_features_equal.py`'s comparison; its acceptance: "
+        "pairs equal and every value within 1e-5 relative):",
         "",
-        "| fit | stream | frames | values | pairs equal | bit-identical | max relative difference | max difference | "
+        "| fit | stream | frames | values | pairs equal | bit-identical | max relative difference | max "
+        "difference | "
         "within 1e-5 |",
         "|---|---|---:|---:|---|---:|---:|---:|---|",
     ]
     for label, streams in r["features"].items():
         for name, d in streams.items():
-            lines.append(f"| {label} | {name} | {d['frames']} | {d['values']:,} | {'yes' if d['pairs_equal'] else 'no'} | "
-                         f"{100 * d['bit_identical']:.2f} % | {d['max_rel_diff']:.1e} | {d['max_abs_diff']:.1e} | "
-                         f"{'yes' if d['pass'] else 'no'} |")  # fmt: skip
+            lines.append(
+                f"| {label} | {name} | {d['frames']} | {d['values']:,} | "
+                f"{'yes' if d['pairs_equal'] else 'no'} | "
+                f"{100 * d['bit_identical']:.2f} % | {d['max_rel_diff']:.1e} | {d['max_abs_diff']:.1e} | "
+                f"{'yes' if d['pass'] else 'no'} |"
+            )
     lines += ["", f"Environment: {r['environment']}"]
     return "\n".join(lines) + "\n"
 
@@ -378,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.frames < 2 or args.repeats < 1:
         ap.error("--frames must be at least 2 and --repeats at least 1")
     if args.data is not None and not (args.data / "pets09_s2l1" / "vtest.avi").is_file():
-        raise SystemExit(f"error: no PETS clip at {args.data / 'pets09_s2l1' / 'vtest.avi'}; pass the shared data folder")
+        raise SystemExit(
+            f"error: no PETS clip at {args.data / 'pets09_s2l1' / 'vtest.avi'}; pass the shared data folder"
+        )
     try:
         find_models(args.model)  # refused in one line, before the scenes run
     except PairedgeError as exc:
@@ -387,12 +436,16 @@ def main(argv: list[str] | None = None) -> int:
     scenes = [("static", 1000), ("moving", 1000), ("noisy", 1000)]
     fits = capture_fits(args.model, scenes, args.frames)
     res = {
-        "command": "python benchmarks/bench_ego_refine.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "model": str(args.model), "scenes": scenes, "frames": args.frames,
-        "fits": measure_fits(fits, args.repeats), "features": feature_drift(args.model, args.data, args.frames),
+        "command": "python benchmarks/bench_ego_refine.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "model": str(args.model),
+        "scenes": scenes,
+        "frames": args.frames,
+        "fits": measure_fits(fits, args.repeats),
+        "features": feature_drift(args.model, args.data, args.frames),
         "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
-                       f"OpenCV {cv2.__version__}",
-    }  # fmt: skip
+        f"OpenCV {cv2.__version__}",
+    }
     text = markdown(res)
     try:
         print("wrote", *write("bench_ego_refine", res, text, args.out))

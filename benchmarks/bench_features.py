@@ -110,7 +110,9 @@ def bench_pairedge(n: int, frames: int, seed: int) -> dict[str, Any]:
     flows = [smooth_flow(rng, int(H * scale), int(W * scale)) for _ in range(4)]
     spec = get_spec("pairedge")
 
-    def run(config: dict[str, Any], use_flow: bool, pooling=flowpool.pool_flow, context: bool = False) -> dict[str, float]:
+    def run(
+        config: dict[str, Any], use_flow: bool, pooling=flowpool.pool_flow, context: bool = False
+    ) -> dict[str, float]:
         ex = PairedgeExtractor(spec.make_config(config), pooling=pooling, context=context)
 
         def one(k: int) -> None:
@@ -335,10 +337,10 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"Skipped: {simr['skipped']}")
         else:
             lines.append(
-                f"{simr['frames']} frames of {simr['image'][0]} x {simr['image'][1]}; true camera-induced motion at the "
-                f"people's centres {simr['true_camera_shift_px']:.2f} px/frame. Mean error of the estimate there: "
-                f"none {simr['none_error_px']:.2f}, median {simr['median_error_px']:.2f}, "
-                f"affine {simr['affine_error_px']:.2f} px/frame."
+                f"{simr['frames']} frames of {simr['image'][0]} x {simr['image'][1]}; true camera-induced "
+                f"motion at the people's centres {simr['true_camera_shift_px']:.2f} px/frame. Mean error of "
+                f"the estimate there: none {simr['none_error_px']:.2f}, median "
+                f"{simr['median_error_px']:.2f}, affine {simr['affine_error_px']:.2f} px/frame."
             )
     pets = res.get("pets")
     if pets:
@@ -347,10 +349,11 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"Skipped: {pets['skipped']}")
         else:
             lines.append(
-                f"{pets['frames']} frame pairs; largest camera displacement at the image corners: median method "
-                f"{pets['median_max_corner_shift_px']:.2f} px (median over frames "
-                f"{pets['median_median_corner_shift_px']:.2f}), affine {pets['affine_max_corner_shift_px']:.2f} px "
-                f"(median {pets['affine_median_corner_shift_px']:.2f})."
+                f"{pets['frames']} frame pairs; largest camera displacement at the image corners: median "
+                f"method {pets['median_max_corner_shift_px']:.2f} px (median over frames "
+                f"{pets['median_median_corner_shift_px']:.2f}), affine "
+                f"{pets['affine_max_corner_shift_px']:.2f} px (median "
+                f"{pets['affine_median_corner_shift_px']:.2f})."
             )
     return "\n".join(lines) + "\n"
 

@@ -1,11 +1,12 @@
-"""Do the ``pairedge`` features of this tree equal those of an earlier revision? (issue 26: speed without drift)
+"""Do the ``pairedge`` features of this tree equal those of an earlier revision? (issue 26: speed without
+drift)
 
 The tree's feature kernels are the compiled ones when built (``compiled.implementation()``, printed).
 
 The streaming runtime runs the bundled model's feature spec on
 
-* the latency bench scenes (``bench_runtime.py``: exactly N textured boxes moving at 640 x 480, N = 2, 10, 100;
-  DIS ``fast`` at scale 0.5),
+* the latency bench scenes (``bench_runtime.py``: exactly N textured boxes moving at 640 x 480, N = 2, 10,
+  100; DIS ``fast`` at scale 0.5),
 * a held-out simulator scene with a moving camera (``moving`` preset, seed 1000, ground-truth boxes), and
 * a PETS 2009 S2.L1 clip (``vtest.avi`` with the ``mot15/gt/gt.txt`` tracks; ``--data``; skipped when absent),
 
@@ -99,16 +100,24 @@ def replay_inputs(streams: dict[str, list[tuple[Any, ...]]]) -> bytes:
 def replay_baseline(baseline: str, inputs: Path, out: Path) -> None:
     """Write the baseline's feature modules to a temporary package and replay ``inputs`` in a subprocess."""
     names = subprocess.run(
-        ["git", "ls-tree", "--name-only", f"{baseline}:{FEATURES}"], cwd=ROOT, check=True,
-        capture_output=True, text=True,
-    ).stdout.split()  # fmt: skip
+        ["git", "ls-tree", "--name-only", f"{baseline}:{FEATURES}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     with tempfile.TemporaryDirectory() as tmp:
         pkg = Path(tmp) / "features"
         pkg.mkdir()
         for name in names:
             if name.endswith(".py"):
-                text = subprocess.run(["git", "show", f"{baseline}:{FEATURES}/{name}"], cwd=ROOT, check=True,
-                                      capture_output=True, text=True).stdout  # fmt: skip
+                text = subprocess.run(
+                    ["git", "show", f"{baseline}:{FEATURES}/{name}"],
+                    cwd=ROOT,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 (pkg / name).write_text(text)
         subprocess.run([sys.executable, __file__, "--replay", str(pkg), str(inputs), str(out)], check=True)
 
@@ -151,26 +160,34 @@ def compare(new: list[tuple[Any, ...]], old: list[tuple[np.ndarray, ...]]) -> di
             if b.size:
                 rel = np.abs(a.astype(np.float64) - b) / np.maximum(np.abs(b.astype(np.float64)), 1e-6)
                 worst = max(worst, float(rel.max()))
-    return {"frames": len(new), "values": values, "pairs_equal": pairs_equal,
-            "bit_identical": identical / max(values, 1), "max_rel_diff": worst,
-            "pass": pairs_equal and worst <= TOLERANCE}  # fmt: skip
+    return {
+        "frames": len(new),
+        "values": values,
+        "pairs_equal": pairs_equal,
+        "bit_identical": identical / max(values, 1),
+        "max_rel_diff": worst,
+        "pass": pairs_equal and worst <= TOLERANCE,
+    }
 
 
 def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# pairedge features: this tree vs an earlier revision (issue 26)",
         "",
-        f"Baseline `{res['baseline']}`, this tree `{res['head']}` (feature kernels: {res['feature_kernels']}); inputs recorded once through the runtime "
-        "(DIS fast, scale 0.5) and replayed through both feature implementations. Acceptance: pairs identical "
-        f"and every value within {TOLERANCE:g} relative.",
+        f"Baseline `{res['baseline']}`, this tree `{res['head']}` (feature kernels: "
+        f"{res['feature_kernels']}); inputs recorded once through the runtime (DIS fast, scale 0.5) and "
+        "replayed through both feature implementations. Acceptance: pairs identical and every value within "
+        f"{TOLERANCE:g} relative.",
         "",
         "| stream | frames | values | pairs equal | bit-identical | max relative difference | result |",
         "|---|---:|---:|---|---:|---:|---|",
     ]
     for name, r in res["streams"].items():
-        lines.append(f"| {name} | {r['frames']} | {r['values']:,} | {'yes' if r['pairs_equal'] else 'NO'} | "
-                     f"{100 * r['bit_identical']:.2f} % | {r['max_rel_diff']:.1e} | "
-                     f"{'PASS' if r['pass'] else 'FAIL'} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {r['frames']} | {r['values']:,} | {'yes' if r['pairs_equal'] else 'NO'} | "
+            f"{100 * r['bit_identical']:.2f} % | {r['max_rel_diff']:.1e} | "
+            f"{'PASS' if r['pass'] else 'FAIL'} |"
+        )
     lines += ["", f"`{res['command']}`", ""]
     return "\n".join(lines)
 
@@ -196,10 +213,19 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     for n in (2, 10, 100):
         record(streams, f"bench scene, {n} people", boxes_scene(n, args.frames), model)
-    record(streams, f"simulator moving:1000 (camera motion), {args.frames} frames", sim_frames(args.frames), model)
+    record(
+        streams,
+        f"simulator moving:1000 (camera motion), {args.frames} frames",
+        sim_frames(args.frames),
+        model,
+    )
     if args.data is not None and (args.data / "pets09_s2l1" / "vtest.avi").exists():
-        record(streams, f"PETS S2.L1 gt.txt, {args.pets_frames} frames", pets_frames(args.data, args.pets_frames),
-               model)  # fmt: skip
+        record(
+            streams,
+            f"PETS S2.L1 gt.txt, {args.pets_frames} frames",
+            pets_frames(args.data, args.pets_frames),
+            model,
+        )
     with tempfile.TemporaryDirectory() as tmp:
         inputs, outputs = Path(tmp) / "inputs.pkl", Path(tmp) / "outputs.pkl"
         inputs.write_bytes(replay_inputs(streams))
@@ -212,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         "feature_kernels": compiled.implementation(),  # compiled or numpy (PAIREDGE_PAIR_KERNEL=numpy)
         "streams": {name: compare(v[1:], old[name]) for name, v in streams.items()},
         "seconds": round(time.perf_counter() - start, 1),
-        "command": "python benchmarks/bench_features_equal.py" + ("" if args.data is None else " --data ../shared/data"),
+        "command": "python benchmarks/bench_features_equal.py"
+        + ("" if args.data is None else " --data ../shared/data"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=2) + "\n")
@@ -223,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dirty() -> bool:
-    status = subprocess.run(["git", "status", "--porcelain", FEATURES], cwd=ROOT, capture_output=True, text=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", FEATURES], cwd=ROOT, capture_output=True, text=True
+    )
     return bool(status.stdout.strip())
 
 

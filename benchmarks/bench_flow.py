@@ -92,10 +92,10 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         f"Machine: {res['machine']}",
         "",
-        "`python benchmarks/bench_flow.py`. Sintel: mean end-point error (px) of frame 2 -> 3, full resolution, "
-        "invalid pixels ignored. PETS: median error (px) of the median flow in the pooled inner box against the "
-        "ground-truth box-centre displacement, people moving > 1 px. Cost: median ms per frame of the flow alone "
-        "at 640 x 480 (grey, resize, flow), one thread.",
+        "`python benchmarks/bench_flow.py`. Sintel: mean end-point error (px) of frame 2 -> 3, full "
+        "resolution, invalid pixels ignored. PETS: median error (px) of the median flow in the pooled inner "
+        "box against the ground-truth box-centre displacement, people moving > 1 px. Cost: median ms per "
+        "frame of the flow alone at 640 x 480 (grey, resize, flow), one thread.",
         "",
         "| flow | ms / frame | "
         + " | ".join(f"Sintel {p}/{lv}" for p in PASSES for lv in LEVELS)
@@ -123,10 +123,11 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {label} | not run here: {reason} |" + " |" * (len(PASSES) * len(LEVELS) + 2))
     lines += [
         "",
-        "`reference` is the CPU (numpy) reference of the CUDA flow (`pairedge.runtime.flow.lk_reference`, robust "
-        "pyramidal Lucas-Kanade with propagation); its parameters were chosen on the Sintel *clean* pass only, so "
-        "Sintel *final* and PETS are held out for it. `cuda` is the same algorithm on an NVIDIA GPU (its cost "
-        "here is wall time of `FlowStream.push`, upload and download of the dense field included).",
+        "`reference` is the CPU (numpy) reference of the CUDA flow (`pairedge.runtime.flow.lk_reference`, "
+        "robust pyramidal Lucas-Kanade with propagation); its parameters were chosen on the Sintel *clean* "
+        "pass only, so Sintel *final* and PETS are held out for it. `cuda` is the same algorithm on an "
+        "NVIDIA GPU (its cost here is wall time of `FlowStream.push`, upload and download of the dense "
+        "field included).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -165,8 +166,10 @@ def main() -> int:
         )
         checked = row["pets"]
         res["results"].append(row)
-        print(f"{row['flow']}: {row['ms']:.2f} ms, PETS {checked['moving_inner']['median']:.2f} px "
-              f"({time.perf_counter() - t0:.0f} s)")  # fmt: skip
+        print(
+            f"{row['flow']}: {row['ms']:.2f} ms, PETS {checked['moving_inner']['median']:.2f} px "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
     text = markdown(res)
     write("bench_flow", res, text, args.out)
     print(text)

@@ -5,7 +5,8 @@ Run on a machine with an NVIDIA GPU (``benchmarks/gpu_check.sh`` runs it on the 
     python benchmarks/bench_gpu_flow.py            # about a minute
 
 0. **Kernels**: every kernel against its numpy twin (:mod:`pairedge.runtime.flow.cuda.twins`, the comparison
-   the emulated device passes bit for bit in CI) at odd sizes: largest absolute difference, elements differing.
+   the emulated device passes bit for bit in CI) at odd sizes: largest absolute difference, elements
+   differing.
 1. **Agreement**: mean |GPU flow - CPU reference flow| (px) on the runtime benchmark's textured scene at
    640 x 480 (scale 0.5 and 1.0), and the max relative difference of the pooled sums (GPU reduction vs
    :func:`pairedge.core.features.flowpool.pooled_reference` of the GPU's own dense field).
@@ -62,7 +63,11 @@ def kernel_twins() -> list[dict[str, Any]]:
                 mark = device.mark()
                 result = compare(runner, name, *shape, seed=sum(shape))[0]
                 device.release(mark)
-                worst, differ, total = max(worst, result.max_abs), differ + result.mismatches, total + result.size
+                worst, differ, total = (
+                    max(worst, result.max_abs),
+                    differ + result.mismatches,
+                    total + result.size,
+                )
             rows.append({"kernel": name, "max_abs": worst, "differing": differ, "elements": total})
     return rows
 
@@ -135,7 +140,10 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         "| kernel(s) | max abs difference | differing elements |",
         "|---|---:|---:|",
-        *[f"| {r['kernel']} | {r['max_abs']:.3g} | {r['differing']} of {r['elements']} |" for r in res["kernels"]],
+        *[
+            f"| {r['kernel']} | {r['max_abs']:.3g} | {r['differing']} of {r['elements']} |"
+            for r in res["kernels"]
+        ],
         "",
         "## Agreement with the CPU reference (640 x 480 scene)",
         "",
@@ -143,16 +151,28 @@ def markdown(res: dict[str, Any]) -> str:
         "|---:|---:|---:|---:|---|",
     ]
     for scale, a in res["agreement"].items():
-        lines.append(f"| {scale} | {a['flow_mean_abs_px']:.2e} | {a['flow_max_abs_px']:.2e} | "
-                     f"{a['pooled_max_rel']:.2e} | {a['grid_equal']} |")  # fmt: skip
-    lines += ["", "## Cost per frame, 640 x 480 frames (median ms)", "",
-              "| flow | scale | people | GPU ms (events) | wall ms |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+        lines.append(
+            f"| {scale} | {a['flow_mean_abs_px']:.2e} | {a['flow_max_abs_px']:.2e} | "
+            f"{a['pooled_max_rel']:.2e} | {a['grid_equal']} |"
+        )
+    lines += [
+        "",
+        "## Cost per frame, 640 x 480 frames (median ms)",
+        "",
+        "| flow | scale | people | GPU ms (events) | wall ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in res["cost"]:
         gpu = f"{r['gpu_ms_p50']:.3f}" if "gpu_ms_p50" in r else "-"
         lines.append(f"| {r['flow']} | {r['scale']} | {r['people']} | {gpu} | {r['wall_ms_p50']:.3f} |")
-    lines += ["", "## Pipeline.step with flow='cuda' (default model, 10 people, median ms per stage)", "",
-              "| " + " | ".join(res["pipeline"]) + " |", "|" + "---:|" * len(res["pipeline"]),
-              "| " + " | ".join(f"{v:.3f}" for v in res["pipeline"].values()) + " |"]  # fmt: skip
+    lines += [
+        "",
+        "## Pipeline.step with flow='cuda' (default model, 10 people, median ms per stage)",
+        "",
+        "| " + " | ".join(res["pipeline"]) + " |",
+        "|" + "---:|" * len(res["pipeline"]),
+        "| " + " | ".join(f"{v:.3f}" for v in res["pipeline"].values()) + " |",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -168,21 +188,30 @@ def main() -> int:
     cv2.setNumThreads(1)
     probe = get_flow_backend("cuda")
     if probe.emulated:
-        print("PAIREDGE_CUDA_EMULATION=hip-cpu is set: this benchmark is for a GPU (see bench_emulated_cuda.py)")
+        print(
+            "PAIREDGE_CUDA_EMULATION=hip-cpu is set: this benchmark is for a GPU (see bench_emulated_cuda.py)"
+        )
         probe.close()
         return 2
     info = probe.api.info
     device = f"{info.name} (sm_{info.arch}, driver CUDA {info.cuda_version}, {probe.api.kind})"
     probe.close()
-    res: dict[str, Any] = {"device": device, "machine": f"{platform.machine()}, Python {platform.python_version()}",
-                           "kernels": kernel_twins(), "agreement": {str(s): agreement(s) for s in (0.5, 1.0)},
-                           "cost": []}  # fmt: skip
+    res: dict[str, Any] = {
+        "device": device,
+        "machine": f"{platform.machine()}, Python {platform.python_version()}",
+        "kernels": kernel_twins(),
+        "agreement": {str(s): agreement(s) for s in (0.5, 1.0)},
+        "cost": [],
+    }
     for name, scale, people, n, opts in (
-        ("cuda", 0.5, 10, args.frames, {}), ("cuda", 0.5, 100, args.frames, {}),
+        ("cuda", 0.5, 10, args.frames, {}),
+        ("cuda", 0.5, 100, args.frames, {}),
         ("cuda", 0.5, 10, args.frames, {"graphs": False}),
-        ("cuda", 1.0, 10, args.frames, {}), ("cuda", 1.0, 100, args.frames, {}),
-        ("dis", 0.5, 10, args.frames, {"preset": "fast"}), ("reference", 0.5, 10, 8, {}),
-    ):  # fmt: skip
+        ("cuda", 1.0, 10, args.frames, {}),
+        ("cuda", 1.0, 100, args.frames, {}),
+        ("dis", 0.5, 10, args.frames, {"preset": "fast"}),
+        ("reference", 0.5, 10, 8, {}),
+    ):
         label = name + (" (no graphs)" if opts.get("graphs") is False else "")
         row = {"flow": label, "scale": scale, "people": people, **cost(name, scale, people, n, **opts)}
         res["cost"].append(row)

@@ -79,7 +79,8 @@ def _limit_memory() -> None:
 
 
 def run_measured(args: list[str], cwd: Path, timeout: float) -> tuple[int, float, float, str]:
-    """Run ``pairedge ARGS`` in ``cwd``: (exit code, seconds, peak RSS MiB, stderr); killed after ``timeout``."""
+    """Run ``pairedge ARGS`` in ``cwd``: (exit code, seconds, peak RSS MiB, stderr); killed after
+    ``timeout``."""
     env = {**os.environ, "COLUMNS": "80", "PAIREDGE_DEBUG": "0"}
     cmd = [sys.executable, "-m", "pairedge.apps.cli", *args]
     start = time.perf_counter()
@@ -100,7 +101,8 @@ def run_measured(args: list[str], cwd: Path, timeout: float) -> tuple[int, float
     return proc.returncode, seconds, usage.ru_maxrss / 1024, stderr
 
 
-# -- inputs ---------------------------------------------------------------------------------------------------
+# -- inputs
+# ---------------------------------------------------------------------------------------------------
 
 
 def tiny_video(folder: Path, frames: int = 6) -> Path:
@@ -176,7 +178,10 @@ def mcap_zstd_bomb(folder: Path) -> list[str]:
     header = mcap_record(0x01, mcap_string("ros2") + mcap_string("bench_hostile"))
     chunk = mcap_record(
         0x06,
-        struct.pack("<QQQI", 0, 1, 3 * GiB, 0) + mcap_string("zstd") + struct.pack("<Q", len(compressed)) + compressed,
+        struct.pack("<QQQI", 0, 1, 3 * GiB, 0)
+        + mcap_string("zstd")
+        + struct.pack("<Q", len(compressed))
+        + compressed,
     )
     magic = b"\x89MCAP0\r\n"
     data_end = mcap_record(0x0F, struct.pack("<I", 0))
@@ -213,8 +218,17 @@ def compressed_image_bag(folder: Path) -> list[str]:
             writer.write(images, ns, store.serialize_cdr(msg, COMPRESSED_IMAGE))
             det_msg = detections_to_msg(store, dets, ns, "camera")
             writer.write(detections, ns + 1_000_000, store.serialize_cdr(det_msg, DETECTION_ARRAY))
-    return ["run", str(path), "--image-topic", "/camera/image/compressed", "--detections-topic", "/detections",
-            "--no-video", "--out", "out"]  # fmt: skip
+    return [
+        "run",
+        str(path),
+        "--image-topic",
+        "/camera/image/compressed",
+        "--detections-topic",
+        "/detections",
+        "--no-video",
+        "--out",
+        "out",
+    ]
 
 
 def dev_zero_onnx(folder: Path) -> list[str]:
@@ -271,12 +285,15 @@ def detections_dev_zero(folder: Path) -> list[str]:
 
 def billion_laughs(folder: Path) -> list[str]:
     """A CVML file of 1 kB whose nested entities expand to gigabytes."""
-    entities = ['<!ENTITY lol "lol">'] + [f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">'
-                                          for k in range(1, 10)]  # fmt: skip
+    entities = ['<!ENTITY lol "lol">'] + [
+        f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">' for k in range(1, 10)
+    ]
     path = folder / "det.xml"
-    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE dataset [' + "".join(entities) + ']>\n'
-                    '<dataset><frame number="0"><objectlist><object id="1"><box xc="10" yc="10" w="5" h="9"/>'
-                    '<name>&lol9;</name></object></objectlist></frame></dataset>\n')  # fmt: skip
+    path.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE dataset [' + "".join(entities) + "]>\n"
+        '<dataset><frame number="0"><objectlist><object id="1"><box xc="10" yc="10" w="5" h="9"/>'
+        "<name>&lol9;</name></object></objectlist></frame></dataset>\n"
+    )
     return ["run", str(tiny_video(folder)), "--detections", str(path), "--no-video", "--out", "out"]
 
 
@@ -291,28 +308,69 @@ CASES: tuple[Case, ...] = (
     Case("mot_one_line_60mb", "a MOT file that is one 60 MB line", one_line_mot(60)),
     Case("detections_dev_zero", "a detection file that is a symlink to /dev/zero", detections_dev_zero),
     Case("cvml_billion_laughs", "a 1 kB CVML file whose entities expand to gigabytes", billion_laughs),
-    Case("features_npz_bomb", "train --data on a features .npz whose X inflates to 4.5 GiB", features_npz_bomb),
+    Case(
+        "features_npz_bomb", "train --data on a features .npz whose X inflates to 4.5 GiB", features_npz_bomb
+    ),
     Case("mot_one_line_200mb", "a MOT file that is one 200 MB line", one_line_mot(200)),
-    Case("image_folder_bomb_first", "an image folder whose first PNG decodes to 20,000 x 20,000 px",
-         image_folder_bomb(True)),  # fmt: skip
-    Case("image_folder_bomb_middle", "the same PNG as frame 2 of 5 (dropped; the others are scored)",
-         image_folder_bomb(False), exit_code=0),  # fmt: skip
+    Case(
+        "image_folder_bomb_first",
+        "an image folder whose first PNG decodes to 20,000 x 20,000 px",
+        image_folder_bomb(True),
+    ),
+    Case(
+        "image_folder_bomb_middle",
+        "the same PNG as frame 2 of 5 (dropped; the others are scored)",
+        image_folder_bomb(False),
+        exit_code=0,
+    ),
     Case("mcap_zstd_bomb", "a 100 kB MCAP whose zstd chunk inflates to 3 GiB: --list-topics", mcap_zstd_bomb),
-    Case("bag_compressed_image_bomb", "an MCAP log with one CompressedImage of 20,000 x 20,000 px among 6",
-         compressed_image_bag, exit_code=0),  # fmt: skip
+    Case(
+        "bag_compressed_image_bomb",
+        "an MCAP log with one CompressedImage of 20,000 x 20,000 px among 6",
+        compressed_image_bag,
+        exit_code=0,
+    ),
     Case("check_dev_zero", "pairedge check on a symlink to /dev/zero", dev_zero_onnx),
     Case("check_fifo", "pairedge check on a FIFO", fifo_onnx),
     Case("doctor_dev_zero", "doctor --model with stage1.onnx a symlink to /dev/zero", doctor_dev_zero),
     Case("parity_pack_bomb", "parity check of a 5 MB pack that inflates to 2 GiB", parity_pack_bomb),
-    Case("calibrate_scenes_1e8", "calibrate --scenes static:0-100000000",
-         lambda f: ["calibrate", "default", "--out", str(f / "cal"), "--scenes", "static:0-100000000"]),
-    Case("calibrate_frames_1e8", "calibrate --frames 100000000",
-         lambda f: ["calibrate", "default", "--out", str(f / "cal"), "--scenes", "static:0", "--frames", "100000000"]),
-    Case("eval_seeds_1e8", "eval --data sim:static:seeds=0-100000000:frames=2",
-         lambda f: ["eval", "default", "--data", "sim:static:seeds=0-100000000:frames=2", "--out", str(f / "ev")]),
-    Case("parity_pack_frames_1e8", "parity pack --frames 100000000",
-         lambda f: ["parity", "pack", "default", "--out", str(f / "p.npz"), "--frames", "100000000"]),
-)  # fmt: skip
+    Case(
+        "calibrate_scenes_1e8",
+        "calibrate --scenes static:0-100000000",
+        lambda f: ["calibrate", "default", "--out", str(f / "cal"), "--scenes", "static:0-100000000"],
+    ),
+    Case(
+        "calibrate_frames_1e8",
+        "calibrate --frames 100000000",
+        lambda f: [
+            "calibrate",
+            "default",
+            "--out",
+            str(f / "cal"),
+            "--scenes",
+            "static:0",
+            "--frames",
+            "100000000",
+        ],
+    ),
+    Case(
+        "eval_seeds_1e8",
+        "eval --data sim:static:seeds=0-100000000:frames=2",
+        lambda f: [
+            "eval",
+            "default",
+            "--data",
+            "sim:static:seeds=0-100000000:frames=2",
+            "--out",
+            str(f / "ev"),
+        ],
+    ),
+    Case(
+        "parity_pack_frames_1e8",
+        "parity pack --frames 100000000",
+        lambda f: ["parity", "pack", "default", "--out", str(f / "p.npz"), "--frames", "100000000"],
+    ),
+)
 
 
 def run_cases(cases: list[Case], max_seconds: float, max_mib: float, timeout: float) -> list[Outcome]:
@@ -324,11 +382,23 @@ def run_cases(cases: list[Case], max_seconds: float, max_mib: float, timeout: fl
             code, seconds, peak, stderr = run_measured(args, folder, timeout)
         lines = [line for line in stderr.splitlines() if line.strip()]
         passed = code == case.exit_code and len(lines) <= 1 and seconds < max_seconds and peak < max_mib
-        outcome = Outcome(case.name, case.what, "pairedge " + " ".join(a.replace(str(folder), "DIR") for a in args),
-                          code, case.exit_code, round(seconds, 2), round(peak, 1), len(lines),
-                          lines[0].replace(str(folder), "DIR")[:300] if lines else "", passed)  # fmt: skip
-        print(f"{'PASS' if passed else 'FAIL'} {case.name}: exit {code}, {seconds:.1f} s, {peak:.0f} MiB, "
-              f"{len(lines)} stderr line(s) {outcome.first_line[:100]!r}", flush=True)  # fmt: skip
+        outcome = Outcome(
+            case.name,
+            case.what,
+            "pairedge " + " ".join(a.replace(str(folder), "DIR") for a in args),
+            code,
+            case.exit_code,
+            round(seconds, 2),
+            round(peak, 1),
+            len(lines),
+            lines[0].replace(str(folder), "DIR")[:300] if lines else "",
+            passed,
+        )
+        print(
+            f"{'PASS' if passed else 'FAIL'} {case.name}: exit {code}, {seconds:.1f} s, {peak:.0f} MiB, "
+            f"{len(lines)} stderr line(s) {outcome.first_line[:100]!r}",
+            flush=True,
+        )
         out.append(outcome)
     return out
 
@@ -339,16 +409,18 @@ def markdown(outcomes: list[Outcome], env: dict[str, Any], max_seconds: float, m
         "# Hostile inputs through the command line (`benchmarks/bench_hostile.py`)",
         "",
         f"{passed} of {len(outcomes)} cases pass: the expected exit code, at most one stderr line, under "
-        f"{max_seconds:g} s and {max_mib:g} MiB peak resident memory of the `pairedge` process. "
-        f"Machine: {env['cpu']}, Python {env['python']}; "
-        "the ceilings are `pairedge.core.limits` (docs/formats.md#ceilings).",
+        f"{max_seconds:g} s and {max_mib:g} MiB peak resident memory of the `pairedge` process. Machine: "
+        f"{env['cpu']}, Python {env['python']}; the ceilings are `pairedge.core.limits` "
+        "(docs/formats.md#ceilings).",
         "",
         "| case | exit (expected) | seconds | peak MiB | stderr lines | pass |",
         "|---|---:|---:|---:|---:|:---:|",
     ]
     for o in outcomes:
-        lines.append(f"| {o.name} | {o.exit_code} ({o.expected_exit}) | {o.seconds:.2f} | {o.peak_mib:.0f} | "
-                     f"{o.stderr_lines} | {'yes' if o.passed else '**no**'} |")  # fmt: skip
+        lines.append(
+            f"| {o.name} | {o.exit_code} ({o.expected_exit}) | {o.seconds:.2f} | {o.peak_mib:.0f} | "
+            f"{o.stderr_lines} | {'yes' if o.passed else '**no**'} |"
+        )
     lines += ["", "What each case is and what pairedge said:", ""]
     for o in outcomes:
         said = o.first_line.replace("|", "\\|") or "(nothing on stderr)"
@@ -373,8 +445,12 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if args.cases in c.name]
     outcomes = run_cases(cases, args.max_seconds, args.max_mib, args.timeout)
     env = environment()
-    payload = {"environment": env, "max_seconds": args.max_seconds, "max_mib": args.max_mib,
-               "cases": [asdict(o) for o in outcomes]}  # fmt: skip
+    payload = {
+        "environment": env,
+        "max_seconds": args.max_seconds,
+        "max_mib": args.max_mib,
+        "cases": [asdict(o) for o in outcomes],
+    }
     if not args.cases:
         write("bench_hostile", payload, markdown(outcomes, env, args.max_seconds, args.max_mib), args.out)
     else:

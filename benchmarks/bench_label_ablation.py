@@ -58,8 +58,15 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "track_history": ("a_hist_vx", "a_hist_vy", "b_hist_vx", "b_hist_vy"),
     "scale_rate": ("a_scale_rate", "b_scale_rate"),
     "flow_spread": ("a_spread", "b_spread"),
-    "image_size": ("a_height", "a_bottom", "b_height", "b_bottom", "pair_mean_height", "pair_mean_bottom",
-                   "pair_mean_width"),  # fmt: skip
+    "image_size": (
+        "a_height",
+        "a_bottom",
+        "b_height",
+        "b_bottom",
+        "pair_mean_height",
+        "pair_mean_bottom",
+        "pair_mean_width",
+    ),
 }
 LABELS = ("walking_together", "standing_together", "sitting_together")
 
@@ -105,16 +112,33 @@ def run(data: Path, groups: list[str], model: Path) -> dict[str, Any]:
         try:
             rows, keyed = {}, {}
             for key, path in cases.items():
-                m, _ = run_case(video, path, model, truth, together, pos, None, "auto",
-                                TrackerConfig(), "auto", speeds, rule)  # fmt: skip
+                m, _ = run_case(
+                    video,
+                    path,
+                    model,
+                    truth,
+                    together,
+                    pos,
+                    None,
+                    "auto",
+                    TrackerConfig(),
+                    "auto",
+                    speeds,
+                    rule,
+                )
                 keyed[key] = m.pop(KEYED)
                 rows[key] = {
-                    "precision": m["precision"], "recall": m["recall"], "agreement": m["motion"]["agreement"],
+                    "precision": m["precision"],
+                    "recall": m["recall"],
+                    "agreement": m["motion"]["agreement"],
                     "shares": {k: v["share"] for k, v in m["labels"].items()},
                     "per_class": per_class(m["motion"]["confusion"]),
-                }  # fmt: skip
-                print(f"{group:>14} {key}: agreement {rows[key]['agreement']:.3f}, walking share "
-                      f"{rows[key]['shares'].get('walking_together', 0):.3f}", flush=True)  # fmt: skip
+                }
+                print(
+                    f"{group:>14} {key}: agreement {rows[key]['agreement']:.3f}, walking share "
+                    f"{rows[key]['shares'].get('walking_together', 0):.3f}",
+                    flush=True,
+                )
         finally:
             boxshape.BoxShapePolicy.neutralise = original  # type: ignore[method-assign]
         stable = label_stability(keyed["gt"], keyed["det"], list(models.labels))
@@ -126,15 +150,16 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# Walking vs standing on PETS S2.L1: which stage-2 inputs are to blame (issue 27)",
         "",
-        f"`python benchmarks/bench_label_ablation.py` — model `{res['model']}` through the runtime on `gt.txt` tracks (gt) "
-        "and raw `det.txt` detections + the built-in tracker (det); each row sets one group of stage-2 columns to "
-        "the model's training mean. Agreement: labels of the correct links vs the ground-plane motion (walking: "
-        "both > 0.5 m/s; standing: both < 0.3 m/s). Per class: the share of the truly walking (W) / truly "
-        "standing (S) linked pair-frames labelled walking / standing. Common: the pair-frames both runs link "
-        "(same two ground-truth people), their walking share in this run and the share of them both runs label "
-        "alike. Nothing is chosen here.",
+        f"`python benchmarks/bench_label_ablation.py` — model `{res['model']}` through the runtime on "
+        "`gt.txt` tracks (gt) and raw `det.txt` detections + the built-in tracker (det); each row sets one "
+        "group of stage-2 columns to the model's training mean. Agreement: labels of the correct links vs "
+        "the ground-plane motion (walking: both > 0.5 m/s; standing: both < 0.3 m/s). Per class: the share "
+        "of the truly walking (W) / truly standing (S) linked pair-frames labelled walking / standing. "
+        "Common: the pair-frames both runs link (same two ground-truth people), their walking share in this "
+        "run and the share of them both runs label alike. Nothing is chosen here.",
         "",
-        "| neutralised | run | P / R | agreement | walking share | W -> walking | S -> standing | W / S pair-frames "
+        "| neutralised | run | P / R | agreement | walking share | W -> walking | S -> standing | W / S "
+        "pair-frames "
         "| common: walking share | common: same label |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -158,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--groups", default=",".join(GROUPS), help=f"comma-separated, from {', '.join(GROUPS)}")
-    ap.add_argument("--model", type=Path, default=default_model_dir(), help="model folder (default: the bundled)")
+    ap.add_argument(
+        "--model", type=Path, default=default_model_dir(), help="model folder (default: the bundled)"
+    )
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)

@@ -1,8 +1,9 @@
 """Scoring speed of the evaluation protocols.
 
-1. pairwise: ``classification_metrics`` on N = 10 million predictions with C = 8 classes, timed in the same run
-   as the memory-bound floor, one ``np.bincount`` pass over the same data (target: within 5x of the floor).
-   Two floors are reported: ``bincount(key)`` over a precomputed ``y_true * C + y_pred`` key array (the
+1. pairwise: ``classification_metrics`` on N = 10 million predictions with C = 8 classes, timed in the same
+   run as the memory-bound floor, one ``np.bincount`` pass over the same data (target: within 5x of the
+   floor). Two floors are reported: ``bincount(key)`` over a precomputed ``y_true * C + y_pred`` key array
+   (the
    strictest: one pass, nothing else) and ``bincount(y_true * C + y_pred)`` (the key built too).
 2. pairwise stage 1: ``pair_detection`` on 1 million predicted and 1 million true pairs.
 3. pairwise end to end from JSON Lines files (10k frames, 10 pairs each) with ``score_files``.
@@ -102,7 +103,8 @@ def bench_pairs(n: int, repeat: int, seed: int) -> dict[str, Any]:
 
 
 def write_pairwise_files(folder: Path, frames: int, pairs_per_frame: int, seed: int) -> tuple[Path, Path]:
-    """Synthetic gold / prediction JSON Lines (runtime schema, with probs and groups of 2) for file scoring."""
+    """Synthetic gold / prediction JSON Lines (runtime schema, with probs and groups of 2) for file
+    scoring."""
     rng = np.random.default_rng(seed)
     names = ["walking_together", "standing_together", "sitting_together"]
     gold_lines, pred_lines = [json.dumps({"label_set": "paper3"})], []
@@ -199,7 +201,8 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         "| what | best | median |",
         "|---|---|---|",
-        f"| `classification_metrics` (validation + confusion + all metrics) | {_fmt_s(pw['score']['best_s'])} "
+        "| `classification_metrics` (validation + confusion + all metrics) | "
+        f"{_fmt_s(pw['score']['best_s'])} "
         f"| {_fmt_s(pw['score']['median_s'])} |",
         f"| floor: `np.bincount(key)` on a precomputed key | {_fmt_s(pw['floor_bincount']['best_s'])} "
         f"| {_fmt_s(pw['floor_bincount']['median_s'])} |",
@@ -208,7 +211,8 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         f"Ratio to one bincount pass: **{pw['ratio_vs_bincount']:.2f}x** ({verdict} the {TARGET_RATIO:g}x "
         f"target); to key + bincount: {pw['ratio_vs_key_and_bincount']:.2f}x. "
-        f"Throughput {pw['predictions_per_s'] / 1e6:.0f} M predictions/s. Best of {pw['score']['repeat']} runs.",
+        f"Throughput {pw['predictions_per_s'] / 1e6:.0f} M predictions/s. Best of {pw['score']['repeat']} "
+        "runs.",
         "",
         "`np.bincount` is a single-threaded integer loop that never calls BLAS, so `OPENBLAS_NUM_THREADS` / "
         "`OMP_NUM_THREADS` / `MKL_NUM_THREADS` do not change these numbers "
@@ -216,14 +220,15 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         f"## pairwise stage 1: {pairs['pred']:,} predicted vs {pairs['gold']:,} true pairs",
         "",
-        f"`pair_detection`: {_fmt_s(pairs['time']['best_s'])} best, {pairs['pairs_per_s'] / 1e6:.1f} M pairs/s "
-        f"(TP = {pairs['tp']:,}).",
+        f"`pair_detection`: {_fmt_s(pairs['time']['best_s'])} best, {pairs['pairs_per_s'] / 1e6:.1f} M "
+        f"pairs/s (TP = {pairs['tp']:,}).",
         "",
         f"## pairwise from files: {res['files']['frames']:,} frames, {res['files']['pairs']:,} pairs "
         f"({res['files']['bytes'] / 1e6:.1f} MB of JSON Lines)",
         "",
-        f"`score_files` (parse, validate, all metrics incl. groups): {res['files']['time']['best_s']:.2f} s best, "
-        f"{res['files']['pairs_per_s'] / 1e3:.0f} k pairs/s. Per-record Python checks of the parsed JSON dominate; `json.loads` itself is about 10 % of the time.",
+        f"`score_files` (parse, validate, all metrics incl. groups): {res['files']['time']['best_s']:.2f} s "
+        f"best, {res['files']['pairs_per_s'] / 1e3:.0f} k pairs/s. Per-record Python checks of the parsed "
+        "JSON dominate; `json.loads` itself is about 10 % of the time.",
         "",
         "## PCP (100k people) and PAR (10k frames)",
         "",

@@ -101,9 +101,17 @@ def main() -> None:
                 model, config, 1 if labels == STAGE1.classes else 2, labels, spec, str(get_spec(spec).version)
             )
             res = export_checkpoint(ckpt, Path(tmp) / "m.onnx")
-            rows.append({"model": name, "architecture": config.architecture, "features": config.num_features,
-                         "classes": config.num_classes, "parameters": count_parameters(model), "onnx_bytes": res.onnx_bytes,
-                         **latency(res.path, config.num_features, args.repeats)})  # fmt: skip
+            rows.append(
+                {
+                    "model": name,
+                    "architecture": config.architecture,
+                    "features": config.num_features,
+                    "classes": config.num_classes,
+                    "parameters": count_parameters(model),
+                    "onnx_bytes": res.onnx_bytes,
+                    **latency(res.path, config.num_features, args.repeats),
+                }
+            )
     shipped = default_model_dir()
     for stage in (1, 2):
         path = shipped / f"stage{stage}.onnx"
@@ -113,27 +121,41 @@ def main() -> None:
             params = int(
                 sum(np.prod(t.dims) for t in proto.graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
             )
-            rows.append({"model": f"shipped default stage {stage}", "architecture": "", "features": width, "classes": None,
-                         "parameters": params, "onnx_bytes": path.stat().st_size, **latency(path, width, args.repeats)})  # fmt: skip
+            rows.append(
+                {
+                    "model": f"shipped default stage {stage}",
+                    "architecture": "",
+                    "features": width,
+                    "classes": None,
+                    "parameters": params,
+                    "onnx_bytes": path.stat().st_size,
+                    **latency(path, width, args.repeats),
+                }
+            )
     lines = [
         "# Model size and classifier cost per pair (ONNX Runtime CPU, 1 thread)",
         "",
-        "`python benchmarks/bench_model_cost.py` — median of "
-        f"{args.repeats} `InferenceSession.run` calls after warm-up. Shipped-model parameters count every float "
-        "initializer (incl. BatchNorm statistics and the normalisation buffers).",
+        f"`python benchmarks/bench_model_cost.py` — median of {args.repeats} `InferenceSession.run` calls "
+        "after warm-up. Shipped-model parameters count every float initializer (incl. BatchNorm statistics "
+        "and the normalisation buffers).",
         "",
         "| model | F | params | ONNX bytes | ms @1 | ms @10 | ms @100 | ms @300 | µs/pair @300 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['features']} | {r['parameters']} | {r['onnx_bytes']} | {r['ms_1']:.3f} | {r['ms_10']:.3f} | "
+            f"| {r['model']} | {r['features']} | {r['parameters']} | {r['onnx_bytes']} | {r['ms_1']:.3f} | "
+            f"{r['ms_10']:.3f} | "
             f"{r['ms_100']:.3f} | {r['ms_300']:.3f} | {r['us_per_pair_300']:.2f} |"
         )
     env = environment()
     lines += ["", f"Environment: {env}"]
-    paths = write("bench_model_cost", {"rows": rows, "environment": env, "repeats": args.repeats}, "\n".join(lines),
-                  args.out or Path(__file__).parent / "results")  # fmt: skip
+    paths = write(
+        "bench_model_cost",
+        {"rows": rows, "environment": env, "repeats": args.repeats},
+        "\n".join(lines),
+        args.out or Path(__file__).parent / "results",
+    )
     print("\n".join(lines))
     print("wrote", *paths)
 

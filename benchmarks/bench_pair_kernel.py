@@ -1,4 +1,5 @@
-"""The compiled feature kernels (pair block, per-box flow sums, track history) against numpy, in the runtime (issue 26).
+"""The compiled feature kernels (pair block, per-box flow sums, track history) against numpy, in the runtime
+(issue 26).
 
 Runs ``bench_runtime.py --flows dis:fast:0.5 --people 2,10,100 --no-accuracy`` (the issue's command) in
 alternating subprocesses, once with the compiled extension and once with ``PAIREDGE_PAIR_KERNEL=numpy``, for
@@ -27,7 +28,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 COMMAND = ["--flows", "dis:fast:0.5", "--people", "2,10,100", "--no-accuracy"]
-KEYS = ("overhead_ratio", "overhead_ratio_100", "features_10_ms", "features_100_ms", "step_10_ms", "step_100_ms")
+KEYS = (
+    "overhead_ratio",
+    "overhead_ratio_100",
+    "features_10_ms",
+    "features_100_ms",
+    "step_10_ms",
+    "step_100_ms",
+)
 
 
 def run_once(implementation: str, out: Path) -> dict[str, Any]:
@@ -36,36 +44,47 @@ def run_once(implementation: str, out: Path) -> dict[str, Any]:
     env.pop("PAIREDGE_PAIR_KERNEL", None)
     if implementation == "numpy":
         env["PAIREDGE_PAIR_KERNEL"] = "numpy"
-    subprocess.run([sys.executable, str(HERE / "bench_runtime.py"), *COMMAND, "--out", str(out)], env=env,
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(HERE / "bench_runtime.py"), *COMMAND, "--out", str(out)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     res = json.loads((out / "bench_runtime.json").read_text())
     sweep = res["sweeps"][0]
     by_n = {p["people"]: p for p in sweep["people"]}
     got = by_n[100]["pipeline"].get("feature_kernels", "numpy")
     if got != implementation:
         raise SystemExit(f"asked for the {implementation} feature kernels, the runtime used {got}")
-    return {**{k: sweep["criteria"][k] for k in KEYS}, "alloc_100_mib": by_n[100]["step_peak_alloc_mib"],
-            "load": res["machine"]}  # fmt: skip
+    return {
+        **{k: sweep["criteria"][k] for k in KEYS},
+        "alloc_100_mib": by_n[100]["step_peak_alloc_mib"],
+        "load": res["machine"],
+    }
 
 
 def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# Feature kernels: compiled (`_pairkernel`) vs numpy in the streaming runtime (issue 26)",
         "",
-        f"`python benchmarks/bench_pair_kernel.py --rounds {res['rounds']}`: `bench_runtime.py {' '.join(COMMAND)}` "
-        "in alternating subprocesses (one thread: `OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`), numpy (pair block, "
-        "flow sums, track history) forced with `PAIREDGE_PAIR_KERNEL=numpy`. Same features (bench_features_equal.md); targets: step / flow "
-        "<= 1.5x at 10 people, <= 2.0x at 100. The median rows take each column's median over the rounds.",
+        f"`python benchmarks/bench_pair_kernel.py --rounds {res['rounds']}`: `bench_runtime.py "
+        f"{' '.join(COMMAND)}` in alternating subprocesses (one thread: `OMP_NUM_THREADS=1 "
+        "OPENBLAS_NUM_THREADS=1`), numpy (pair block, flow sums, track history) forced with "
+        "`PAIREDGE_PAIR_KERNEL=numpy`. Same features (bench_features_equal.md); targets: step / flow <= "
+        "1.5x at 10 people, <= 2.0x at 100. The median rows take each column's median over the rounds.",
         "",
-        "| round | features | step / flow, 10 people | step / flow, 100 people | features p50, 10 | features p50, 100 "
+        "| round | features | step / flow, 10 people | step / flow, 100 people | features p50, 10 | features "
+        "p50, 100 "
         "| step p50, 10 | step p50, 100 | step allocations, 100 |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def row(label: str, impl: str, r: dict[str, float]) -> str:
-        return (f"| {label} | {impl} | {r['overhead_ratio']:.2f}x | {r['overhead_ratio_100']:.2f}x | "
-                f"{r['features_10_ms']:.2f} ms | {r['features_100_ms']:.2f} ms | {r['step_10_ms']:.2f} ms | "
-                f"{r['step_100_ms']:.2f} ms | {r['alloc_100_mib']:.1f} MiB |")  # fmt: skip
+        return (
+            f"| {label} | {impl} | {r['overhead_ratio']:.2f}x | {r['overhead_ratio_100']:.2f}x | "
+            f"{r['features_10_ms']:.2f} ms | {r['features_100_ms']:.2f} ms | {r['step_10_ms']:.2f} ms | "
+            f"{r['step_100_ms']:.2f} ms | {r['alloc_100_mib']:.1f} MiB |"
+        )
 
     for k, pair in enumerate(res["runs"], 1):
         for impl in ("numpy", "compiled"):

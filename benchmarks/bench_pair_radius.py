@@ -5,11 +5,12 @@ every pair whose box centres are more than R mean box heights apart. This benchm
 through the whole pipeline with and without the radius and compares the links it reports, frame by frame:
 
 1. **Choice** on simulator *validation* scenes (seeds 2000-2001 of ``static``, ``moving``, ``noisy`` and
-   ``surveillance``, ground-truth and simulated-detector boxes): the smallest R of ``--grid`` with no link lost
-   in any scene.
+   ``surveillance``, ground-truth and simulated-detector boxes): the smallest R of ``--grid`` with no link
+   lost in any scene.
 2. **Check** of that R on held-out scenes (seeds 1000-1001 of the same presets, both box sources) and on PETS
-   2009 S2.L1 (``gt.txt`` tracks, raw ``det.txt`` detections + the built-in tracker; ``--data``): links lost and
-   gained, the farthest link of the unpruned run (the margin), the pairs kept and the features + stage-1 time.
+   2009 S2.L1 (``gt.txt`` tracks, raw ``det.txt`` detections + the built-in tracker; ``--data``): links lost
+   and gained, the farthest link of the unpruned run (the margin), the pairs kept and the features + stage-1
+   time.
 
 A link is a pair the frame reports as interacting. Writes ``benchmarks/results/bench_pair_radius.json`` and
 ``.md``::
@@ -52,7 +53,8 @@ def pets_frames(data: Path, which: str) -> Iterator[tuple[Any, Any, float, int]]
 
 
 def run(frames: Any, radius: float | None) -> dict[str, Any]:
-    """Links per frame ({(a, b), ...}), their distances in mean heights, pairs per frame, features + stage-1 ms."""
+    """Links per frame ({(a, b), ...}), their distances in mean heights, pairs per frame, features + stage-1
+    ms."""
     links: list[set[tuple[int, int]]] = []
     far, pairs, ms = 0.0, 0, 0.0
     with Pipeline.load(default_model_dir(), config=PipelineConfig(pair_radius=radius)) as pipe:
@@ -79,23 +81,33 @@ def _distances(result: Any, pairs: np.ndarray) -> np.ndarray:
 def compare(full: dict[str, Any], pruned: dict[str, Any]) -> dict[str, Any]:
     lost = sum(len(a - b) for a, b in zip(full["links"], pruned["links"], strict=True))
     gained = sum(len(b - a) for a, b in zip(full["links"], pruned["links"], strict=True))
-    return {"links": sum(len(a) for a in full["links"]), "lost": lost, "gained": gained,
-            "farthest_link": full["farthest_link"], "pairs_kept": pruned["pairs"] / max(full["pairs"], 1),
-            "ms_full": full["ms"], "ms_pruned": pruned["ms"]}  # fmt: skip
+    return {
+        "links": sum(len(a) for a in full["links"]),
+        "lost": lost,
+        "gained": gained,
+        "farthest_link": full["farthest_link"],
+        "pairs_kept": pruned["pairs"] / max(full["pairs"], 1),
+        "ms_full": full["ms"],
+        "ms_pruned": pruned["ms"],
+    }
 
 
 def streams(seeds: tuple[int, ...], frames: int) -> dict[str, Any]:
     """Name -> a function making the stream's frames again (a scene is rendered anew rather than held)."""
-    return {f"{p}:{s} {b}": (lambda p=p, s=s, b=b: sim_frames(p, s, b, frames)) for p in PRESETS for s in seeds
-            for b in ("truth", "detections")}  # fmt: skip
+    return {
+        f"{p}:{s} {b}": (lambda p=p, s=s, b=b: sim_frames(p, s, b, frames))
+        for p in PRESETS
+        for s in seeds
+        for b in ("truth", "detections")
+    }
 
 
 def markdown(res: dict[str, Any]) -> str:
     lines = [
         "# Pair radius: links lost when far pairs are skipped (issue 26)",
         "",
-        "`python benchmarks/bench_pair_radius.py` — the bundled model through the whole pipeline with and without "
-        "`PipelineConfig(pair_radius=R)`; a link is a pair a frame reports as interacting.",
+        "`python benchmarks/bench_pair_radius.py` — the bundled model through the whole pipeline with and "
+        "without `PipelineConfig(pair_radius=R)`; a link is a pair a frame reports as interacting.",
         "",
         f"## Choice on validation scenes (seeds {res['validation_seeds']}): lost links per radius",
         "",
@@ -115,8 +127,10 @@ def markdown(res: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name, c in res["check"].items():
-        lines.append(f"| {name} | {c['links']} | {c['lost']} | {c['gained']} | {c['farthest_link']:.2f} | "
-                     f"{100 * c['pairs_kept']:.0f} % | {c['ms_full']:.2f} -> {c['ms_pruned']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {c['links']} | {c['lost']} | {c['gained']} | {c['farthest_link']:.2f} | "
+            f"{100 * c['pairs_kept']:.0f} % | {c['ms_full']:.2f} -> {c['ms_pruned']:.2f} |"
+        )
     lines += ["", f"Run time {res['seconds']:.0f} s.", ""]
     return "\n".join(lines)
 
@@ -143,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         print(name, {f"{r:g}": rows[r][-1]["lost"] for r in grid}, flush=True)
     chosen = None
     for r in grid:
-        res["grid"][f"{r:g}"] = {"lost": sum(x["lost"] for x in rows[r]), "gained": sum(x["gained"] for x in rows[r]),
-                                 "pairs_kept": float(np.mean([x["pairs_kept"] for x in rows[r]]))}  # fmt: skip
+        res["grid"][f"{r:g}"] = {
+            "lost": sum(x["lost"] for x in rows[r]),
+            "gained": sum(x["gained"] for x in rows[r]),
+            "pairs_kept": float(np.mean([x["pairs_kept"] for x in rows[r]])),
+        }
         if chosen is None and res["grid"][f"{r:g}"]["lost"] == 0:
             chosen = r
     res["validation_farthest"] = farthest

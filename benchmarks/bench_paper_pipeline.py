@@ -124,7 +124,8 @@ class ReleasedCodePipeline:
         self.flows = 0
 
     def _stage2(self, prev: np.ndarray | None, frame: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(1, 10) stage-2 values of the pair, extracted A -> B and B -> A (the released code's two passes)."""
+        """(1, 10) stage-2 values of the pair, extracted A -> B and B -> A (the released code's two
+        passes)."""
         h, w = frame.shape[:2]
         rows = []
         for first, second in ((a, b), (b, a))[: self.DIRECTIONS]:
@@ -168,8 +169,14 @@ def time_baseline(model: Path, frames: list, flow_for: str) -> dict[str, Any]:
         cpu.append((time.process_time() - c0) * 1e3)
         wall.append((time.perf_counter() - w0) * 1e3)
     pairs = sum(len(o) for o in outputs) / len(outputs)
-    return {"cpu_ms": _stats(cpu), "wall_ms": _stats(wall), "pairs_per_frame": pairs,
-            "flows_per_frame": base.flows / len(outputs), "frames": len(cpu), "outputs": outputs}  # fmt: skip
+    return {
+        "cpu_ms": _stats(cpu),
+        "wall_ms": _stats(wall),
+        "pairs_per_frame": pairs,
+        "flows_per_frame": base.flows / len(outputs),
+        "frames": len(cpu),
+        "outputs": outputs,
+    }
 
 
 def time_runtime(model: Path, frames: list, smoothing: SmoothingConfig | None = None) -> dict[str, Any]:
@@ -186,8 +193,13 @@ def time_runtime(model: Path, frames: list, smoothing: SmoothingConfig | None = 
             results.append(result)
         describe = pipe.describe()
     # frame 0 has no flow (no previous frame): not timed, as in the baseline
-    return {"cpu_ms": _stats(cpu[1:]), "wall_ms": _stats(wall[1:]), "frames": len(cpu) - 1,
-            "pipeline": describe, "results": results}  # fmt: skip
+    return {
+        "cpu_ms": _stats(cpu[1:]),
+        "wall_ms": _stats(wall[1:]),
+        "frames": len(cpu) - 1,
+        "pipeline": describe,
+        "results": results,
+    }
 
 
 def agreement(baseline: list[dict], results: list) -> dict[str, float]:
@@ -271,42 +283,75 @@ NAMES = {
 
 def markdown(res: dict[str, Any]) -> str:
     sp, acc = res["speed"], res["accuracy"]
-    lines = ["# pairedge vs the paper's released-code pipeline", "", f"Machine: {res['machine']}", "",
-             f"Models: liang2026 baseline trained with the bundled recipe ({res['liang_model']}); pairedge: "
-             f"{res['pairedge_model']}.", "", f"## CPU time per frame ({sp['scene']}, one thread)", "",
-             "| pipeline | frames | pairs / frame | flows / frame | CPU p50 ms | CPU mean ms | wall p50 ms |",
-             "|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "# pairedge vs the paper's released-code pipeline",
+        "",
+        f"Machine: {res['machine']}",
+        "",
+        f"Models: liang2026 baseline trained with the bundled recipe ({res['liang_model']}); pairedge: "
+        f"{res['pairedge_model']}.",
+        "",
+        f"## CPU time per frame ({sp['scene']}, one thread)",
+        "",
+        "| pipeline | frames | pairs / frame | flows / frame | CPU p50 ms | CPU mean ms | wall p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for key, name in NAMES.items():
         r = sp["rows"][key]
         pairs = f"{r['pairs_per_frame']:.0f}" if "pairs_per_frame" in r else "all, batched"
         flows = f"{r['flows_per_frame']:.1f}" if "flows_per_frame" in r else "1"
-        lines.append(f"| {name} | {r['frames']} | {pairs} | {flows} | {r['cpu_ms']['p50']:.1f} | "
-                     f"{r['cpu_ms']['mean']:.1f} | {r['wall_ms']['p50']:.1f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {r['frames']} | {pairs} | {flows} | {r['cpu_ms']['p50']:.1f} | "
+            f"{r['cpu_ms']['mean']:.1f} | {r['wall_ms']['p50']:.1f} |"
+        )
     a = sp["agreement"]
     people = sp["people_per_frame"]
-    lines += ["", "Ratios of CPU p50 per frame:", "",
-              f"- **Like-for-like, same liang2026 model: {sp['like_for_like']:.0f}x** (released-code structure vs the "
-              f"pairedge runtime at {people:.0f} people; {sp['like_for_like_gated']:.0f}x vs the gated variant). Same "
-              "features, same model, same outputs: this is what the runtime's structure alone gains.",
-              f"- **pairedge spec, bundled model: {sp['pairedge_spec']:.0f}x** (released-code structure with the liang2026 "
-              f"model vs the runtime with the bundled pairedge model; {sp['pairedge_spec_gated']:.0f}x vs the gated "
-              "variant). A different, cheaper model (DIS at half scale, per-person pooling): what a user gains by "
-              "switching model too.",
-              f"- Released structure vs runtime (liang2026 model, smoothing off) on {a['pairs_compared']} pair-frames: max "
-              f"|p_interact| difference {a['max_abs_p_interact']:.2e}, max |class probability| difference "
-              f"{a['max_abs_probs']:.2e} (same outputs: the accuracy below scores the baseline through the runtime).", "",
-              "## Accuracy on held-out simulator scenes", "",
-              f"Scenes {', '.join(acc['pairedge']['scenes'])} (test seeds, never used in training or to choose a model), "
-              f"{acc['pairedge']['frames_per_scene']} frames each, {acc['pairedge']['boxes']} boxes; pooled pairwise "
-              "metrics, PAPER3 labels (stage 2 on the true pairs; a pair stage 1 missed counts wrong).", "",
-              "| pipeline | pair P | pair R | pair F1 | accuracy | MPCA | macro-F1 | group activity |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for key, name in (("paper_pipeline", "paper pipeline (liang2026, no smoothing)"),
-                      ("pairedge", "pairedge (bundled model, default smoothing)"),
-                      ("pairedge_no_smoothing", "pairedge (bundled model, smoothing off)")):  # fmt: skip
+    lines += [
+        "",
+        "Ratios of CPU p50 per frame:",
+        "",
+        f"- **Like-for-like, same liang2026 model: {sp['like_for_like']:.0f}x** (released-code structure vs "
+        f"the pairedge runtime at {people:.0f} people; {sp['like_for_like_gated']:.0f}x vs the gated "
+        "variant). Same features, same model, same outputs: this is what the runtime's structure alone "
+        "gains.",
+        f"- **pairedge spec, bundled model: {sp['pairedge_spec']:.0f}x** (released-code structure with the "
+        f"liang2026 model vs the runtime with the bundled pairedge model; {sp['pairedge_spec_gated']:.0f}x "
+        "vs the gated variant). A different, cheaper model (DIS at half scale, per-person pooling): what a "
+        "user gains by switching model too.",
+        f"- Released structure vs runtime (liang2026 model, smoothing off) on {a['pairs_compared']} "
+        "pair-frames: max "
+        f"|p_interact| difference {a['max_abs_p_interact']:.2e}, max |class probability| difference "
+        f"{a['max_abs_probs']:.2e} (same outputs: the accuracy below scores the baseline through the "
+        "runtime).",
+        "",
+        "## Accuracy on held-out simulator scenes",
+        "",
+        f"Scenes {', '.join(acc['pairedge']['scenes'])} (test seeds, never used in training or to choose a "
+        f"model), {acc['pairedge']['frames_per_scene']} frames each, {acc['pairedge']['boxes']} boxes; "
+        "pooled pairwise metrics, PAPER3 labels (stage 2 on the true pairs; a pair stage 1 missed counts "
+        "wrong).",
+        "",
+        "| pipeline | pair P | pair R | pair F1 | accuracy | MPCA | macro-F1 | group activity |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, name in (
+        ("paper_pipeline", "paper pipeline (liang2026, no smoothing)"),
+        ("pairedge", "pairedge (bundled model, default smoothing)"),
+        ("pairedge_no_smoothing", "pairedge (bundled model, smoothing off)"),
+    ):
         m = acc[key]["pooled"]
-        cells = " | ".join(f"{m[k]:.3f}" for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy", "mpca",
-                                                   "macro_f1", "group_activity_accuracy"))  # fmt: skip
+        cells = " | ".join(
+            f"{m[k]:.3f}"
+            for k in (
+                "pair_precision",
+                "pair_recall",
+                "pair_f1",
+                "accuracy",
+                "mpca",
+                "macro_f1",
+                "group_activity_accuracy",
+            )
+        )
         lines.append(f"| {name} | {cells} |")
     return "\n".join(lines) + "\n"
 
@@ -336,10 +381,17 @@ def main() -> int:
     tune_allocator()
     bundled = default_model_dir()
     summary = ensure_liang_model(args.liang_model, liang_recipe(args.train_seeds))
-    threads = f"OpenCV {cv2.getNumThreads()} thread(s), OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
-    res: dict[str, Any] = {"machine": f"{machine()}; {threads}", "liang_model": str(args.liang_model),
-                           "pairedge_model": str(bundled), "command": " ".join(["python", *sys.argv]),
-                           "liang_training": {k: v.get("held_out") for k, v in summary["stages"].items()}}  # fmt: skip
+    threads = (
+        f"OpenCV {cv2.getNumThreads()} thread(s), "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
+    res: dict[str, Any] = {
+        "machine": f"{machine()}; {threads}",
+        "liang_model": str(args.liang_model),
+        "pairedge_model": str(bundled),
+        "command": " ".join(["python", *sys.argv]),
+        "liang_training": {k: v.get("held_out") for k, v in summary["stages"].items()},
+    }
     res["speed"] = speed(args, args.liang_model, bundled)
     res["accuracy"] = accuracy(args, args.liang_model, bundled)
     args.out.mkdir(parents=True, exist_ok=True)

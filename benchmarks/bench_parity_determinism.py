@@ -1,4 +1,5 @@
-"""fp32 against itself on every box source: ``parity pack`` then ``parity check`` of the same model, same machine.
+"""fp32 against itself on every box source: ``parity pack`` then ``parity check`` of the same model, same
+machine.
 
 The drift must be exactly zero: the check replays the pack's clip through the same fp32 pipeline, so any
 difference is state the pack failed to carry. Sources: simulator scenes (ground-truth boxes; the simulated
@@ -60,13 +61,29 @@ class Case:
 
 def _pets(data: Path, boxes: str) -> Callable[[Path, int], Any]:
     base = data / "pets09_s2l1"
-    return lambda tmp, n: parse_sources(str(base / "vtest.avi"), detections=base / "mot15" / boxes / f"{boxes}.txt")[0]
+    return lambda tmp, n: parse_sources(
+        str(base / "vtest.avi"), detections=base / "mot15" / boxes / f"{boxes}.txt"
+    )[0]
 
 
 def _bag(tmp: Path, n: int) -> Any:
     out = tmp / "sim_bag"
-    cmd = [sys.executable, "-c", "from pairedge.apps.cli import main; main()", "simulate", "--preset", "moving",
-           "--seed", "4101", "--frames", str(n), "--out", str(out), "--bag", "mcap"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from pairedge.apps.cli import main; main()",
+        "simulate",
+        "--preset",
+        "moving",
+        "--seed",
+        "4101",
+        "--frames",
+        str(n),
+        "--out",
+        str(out),
+        "--bag",
+        "mcap",
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return parse_sources(str(out / "log"))[0]
 
@@ -79,11 +96,22 @@ def cases(data: Path) -> list[Case]:
         Case("sim static:4100, truth boxes", scene("static:4100", "truth")),
         Case("sim noisy:4100, simulated detector", scene("noisy:4100", "detections")),
         Case("sim surveillance:4102, switch inside the clip", scene("surveillance:4102", "detections")),
-        Case("sim surveillance:4102, --start 20 (after the switch)", scene("surveillance:4102", "detections"),
-             {"start": 20}, frames=10),  # fmt: skip
-        Case("sim static:4100 detector, --box-shape off", scene("static:4100", "detections"), {"box_shape": "off"}),
-        Case("sim static:4100 detector, --box-shape ignore", scene("static:4100", "detections"),
-             {"box_shape": "ignore"}),  # fmt: skip
+        Case(
+            "sim surveillance:4102, --start 20 (after the switch)",
+            scene("surveillance:4102", "detections"),
+            {"start": 20},
+            frames=10,
+        ),
+        Case(
+            "sim static:4100 detector, --box-shape off",
+            scene("static:4100", "detections"),
+            {"box_shape": "off"},
+        ),
+        Case(
+            "sim static:4100 detector, --box-shape ignore",
+            scene("static:4100", "detections"),
+            {"box_shape": "ignore"},
+        ),
         Case("ROS 2 log (simulate moving:4101 --bag mcap)", _bag),
         Case("PETS gt.txt", _pets(data, "gt"), needs_data=True),
         Case("PETS det.txt", _pets(data, "det"), needs_data=True),
@@ -96,8 +124,12 @@ def cases(data: Path) -> list[Case]:
 def rows_of(pk: ParityPack, exact: bool) -> Any:
     flow = pk.reference["flow"]
     name = flow["name"] if flow["name"] != "none" else "auto"
-    with load_pipeline(Deployment(default_model_dir(), backend="onnxruntime", flow=name), config=reference_config(pk.reference),
-                       flow_preset=flow.get("preset"), flow_scale=flow.get("scale")) as pipe:  # fmt: skip
+    with load_pipeline(
+        Deployment(default_model_dir(), backend="onnxruntime", flow=name),
+        config=reference_config(pk.reference),
+        flow_preset=flow.get("preset"),
+        flow_scale=flow.get("scale"),
+    ) as pipe:
         return replay_pack(pk, pipe, exact=exact)
 
 
@@ -111,13 +143,17 @@ def drift(pk: ParityPack, dev: Any) -> dict[str, Any]:
     z = np.abs(dev.stage2_features[di].astype(np.float64) - ref.stage2_features[ri]) / std
     col = int(z.max(axis=0).argmax()) if z.size else 0
     return {
-        "pairs_reference": len(ref), "pairs_device": len(dev), "pairs_matched": len(ri),
-        "stage1_feature_max": float(np.abs(dev.stage1_features[di] - ref.stage1_features[ri]).max(initial=0.0)),
+        "pairs_reference": len(ref),
+        "pairs_device": len(dev),
+        "pairs_matched": len(ri),
+        "stage1_feature_max": float(
+            np.abs(dev.stage1_features[di] - ref.stage1_features[ri]).max(initial=0.0)
+        ),
         "stage2_feature_max_z": float(z.max(initial=0.0)),
         "worst_column": pk.identity["stage2_feature_names"][col] if z.size and z.max() > 0 else None,
         "p_interact_max": float(np.abs(dev.p_interact[di] - ref.p_interact[ri]).max(initial=0.0)),
         "label_disagreements": int((dev.label[di] != ref.label[ri]).sum()),
-    }  # fmt: skip
+    }
 
 
 def run_case(case: Case, frames: int, tmp: Path) -> dict[str, Any]:
@@ -134,38 +170,58 @@ def run_case(case: Case, frames: int, tmp: Path) -> dict[str, Any]:
     states = pk.frame_states
     taus = [s.tau_interact for s in states]
     return {
-        "case": case.name, "source": pk.reference["source"], "frames": pk.num_frames, "start": start,
-        "options": case.options, "verdict": "PASS" if report.passed else "FAIL", "summary": report.verdict(),
+        "case": case.name,
+        "source": pk.reference["source"],
+        "frames": pk.num_frames,
+        "start": start,
+        "options": case.options,
+        "verdict": "PASS" if report.passed else "FAIL",
+        "summary": report.verdict(),
         "check_feature_max_z": max((s["max"] for s in columns.values()), default=0.0),
-        "exact": drift(pk, rows_of(pk, exact=True)), "decide_again": drift(pk, rows_of(pk, exact=False)),
+        "exact": drift(pk, rows_of(pk, exact=True)),
+        "decide_again": drift(pk, rows_of(pk, exact=False)),
         "box_shape_ignored_frames": sum(s.box_shape_ignored for s in states),
-        "gate_thresholds": sorted(set(taus)), "gate_switch_frames": [k for k in range(1, n) if taus[k] != taus[k - 1]],
+        "gate_thresholds": sorted(set(taus)),
+        "gate_switch_frames": [k for k in range(1, n) if taus[k] != taus[k - 1]],
         "seconds": {"pack": t1 - t0, "check": t2 - t1},
-    }  # fmt: skip
+    }
 
 
 def markdown(results: list[dict[str, Any]], env: dict[str, Any], command: str) -> str:
-    lines = ["# parity: fp32 against itself on every box source", "",
-             "`parity pack` then `parity check` of the bundled fp32 model on the same machine. *exact*: the "
-             "check's replay (the pack's per-frame decisions and stream state); *decide again*: the device "
-             "decides box shape and operating point on the clip alone (before pack layout v3).", "",
-             f"Command: `{command}`. Machine: {env.get('cpu')}.", "",
-             "| source | frames | verdict | feature drift max (std) | p_interact max | label diffs | box shape ignored | gate | decide again: drift max (column), label diffs |",
-             "|---|---:|---|---:|---:|---:|---:|---|---|"]  # fmt: skip
+    lines = [
+        "# parity: fp32 against itself on every box source",
+        "",
+        "`parity pack` then `parity check` of the bundled fp32 model on the same machine. *exact*: the "
+        "check's replay (the pack's per-frame decisions and stream state); *decide again*: the device "
+        "decides box shape and operating point on the clip alone (before pack layout v3).",
+        "",
+        f"Command: `{command}`. Machine: {env.get('cpu')}.",
+        "",
+        "| source | frames | verdict | feature drift max (std) | p_interact max | label diffs | box shape "
+        "ignored | gate | decide again: drift max (column), label diffs |",
+        "|---|---:|---|---:|---:|---:|---:|---|---|",
+    ]
     for r in results:
         e, d = r["exact"], r["decide_again"]
         gate = ", ".join(f"{t:g}" for t in r["gate_thresholds"]) + (
-            f" (switch at {r['gate_switch_frames']})" if r["gate_switch_frames"] else "")
+            f" (switch at {r['gate_switch_frames']})" if r["gate_switch_frames"] else ""
+        )
         again = f"{d['stage2_feature_max_z']:.3g} ({d['worst_column'] or '-'}), {d['label_disagreements']}"
         frames = f"{r['start']}-{r['start'] + r['frames'] - 1}" if r["start"] else str(r["frames"])
-        lines.append(f"| {r['case']} | {frames} | {r['verdict']} | {max(r['check_feature_max_z'], e['stage2_feature_max_z']):.3g} | "
-                     f"{e['p_interact_max']:.3g} | {e['label_disagreements']} | {r['box_shape_ignored_frames']} | {gate} | {again} |")  # fmt: skip
+        lines.append(
+            f"| {r['case']} | {frames} | {r['verdict']} | "
+            f"{max(r['check_feature_max_z'], e['stage2_feature_max_z']):.3g} | "
+            f"{e['p_interact_max']:.3g} | {e['label_disagreements']} | {r['box_shape_ignored_frames']} | "
+            f"{gate} | {again} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="../shared/data (PETS rows)")
+    ap.add_argument(
+        "--data", type=Path, default=ROOT.parent / "shared" / "data", help="../shared/data (PETS rows)"
+    )
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -176,12 +232,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             r = run_case(case, args.frames, Path(tmp))
-        print(f"{r['case']}: {r['verdict']}, drift {r['exact']['stage2_feature_max_z']:.3g}, "
-              f"decide again {r['decide_again']['stage2_feature_max_z']:.3g}")
+        print(
+            f"{r['case']}: {r['verdict']}, drift {r['exact']['stage2_feature_max_z']:.3g}, "
+            f"decide again {r['decide_again']['stage2_feature_max_z']:.3g}"
+        )
         results.append(r)
     env = environment()
     command = "OMP_NUM_THREADS=1 python benchmarks/bench_parity_determinism.py" + (
-        f" --frames {args.frames}" if args.frames != 30 else "")
+        f" --frames {args.frames}" if args.frames != 30 else ""
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"command": command, "environment": env, "results": results}
     (args.out / "bench_parity_determinism.json").write_text(json.dumps(payload, indent=2) + "\n")

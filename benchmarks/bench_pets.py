@@ -49,8 +49,9 @@ INSET = (0.15, 0.05)
 def run_case(video: Path, detections: Path, model: Path, flow: FlowConfig) -> dict[str, Any]:
     """One full ``pairedge run`` over the video; the summary without file paths."""
     with tempfile.TemporaryDirectory() as tmp:
-        options = RunOptions(Deployment(model, flow=flow.backend), video=False, flow_preset=flow.preset,
-                             flow_scale=flow.scale)  # fmt: skip
+        options = RunOptions(
+            Deployment(model, flow=flow.backend), video=False, flow_preset=flow.preset, flow_scale=flow.scale
+        )
         summary: RunSummary = run_files(video, detections, tmp, options)
     out = summary.to_dict()
     out.pop("files")
@@ -93,10 +94,13 @@ def box_flow_errors(video: Path, gt: Path, flow: FlowConfig, max_frames: int | N
                 errors["displacement"].append(float(np.hypot(*disp)))
         prev = now
     arrays = {k: np.asarray(v) for k, v in errors.items()}
-    return {"flow": flow_label(flow), **{k: error_summary(v) for k, v in arrays.items() if k != "inner_gain"},
-            "inner_gain_moving": error_summary(arrays["inner_gain"]),
-            "moving_inner": error_summary(arrays["inner"][arrays["displacement"] > 1.0]),
-            "displacement_moving": error_summary(arrays["displacement"][arrays["displacement"] > 1.0])}  # fmt: skip
+    return {
+        "flow": flow_label(flow),
+        **{k: error_summary(v) for k, v in arrays.items() if k != "inner_gain"},
+        "inner_gain_moving": error_summary(arrays["inner_gain"]),
+        "moving_inner": error_summary(arrays["inner"][arrays["displacement"] > 1.0]),
+        "displacement_moving": error_summary(arrays["displacement"][arrays["displacement"] > 1.0]),
+    }
 
 
 def annotation_jitter(gt: Path) -> dict[str, float]:
@@ -124,37 +128,62 @@ def _median_flow(
 
 
 def markdown(res: dict[str, Any]) -> str:
-    lines = ["# pairedge run on PETS 2009 S2.L1 (real video)", "", f"Machine: {res['machine']}", "",
-             f"Video: {res['video']} ({res['video_frames']} frames announced); model: {res['model']}.", ""]  # fmt: skip
+    lines = [
+        "# pairedge run on PETS 2009 S2.L1 (real video)",
+        "",
+        f"Machine: {res['machine']}",
+        "",
+        f"Video: {res['video']} ({res['video_frames']} frames announced); model: {res['model']}.",
+        "",
+    ]
     for flow_name, cases in res["runs"].items():
-        lines += [f"## Runs with flow {flow_name}", "",
-                  "| detections | frames | people / frame | tracks | interacting pair-frames | validate | track | flow | "
-                  "features | stage 1 | stage 2 | total p50 / p99 ms | FPS pipeline / end to end | dropped detections |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+        lines += [
+            f"## Runs with flow {flow_name}",
+            "",
+            "| detections | frames | people / frame | tracks | interacting pair-frames | validate | track | "
+            "flow | "
+            "features | stage 1 | stage 2 | total p50 / p99 ms | FPS pipeline / end to end | dropped "
+            "detections |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for name, s in cases.items():
             lat = s["latency_ms"]
             stages = " | ".join(
                 f"{lat[k]['p50']:.2f}" for k in ("validate", "track", "flow", "features", "stage1", "stage2")
             )
             dropped = ", ".join(f"{v} {k}" for k, v in s["detections_dropped"].items()) or "none"
-            lines.append(f"| {name} | {s['frames']} | {s['people_per_frame']:.1f} | {s['tracks']} | {s['interacting']} | "
-                         f"{stages} | {lat['total']['p50']:.2f} / {lat['total']['p99']:.2f} | {s['fps']:.0f} / "
-                         f"{s['wall_fps']:.0f} | {dropped} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {s['frames']} | {s['people_per_frame']:.1f} | {s['tracks']} | "
+                f"{s['interacting']} | "
+                f"{stages} | {lat['total']['p50']:.2f} / {lat['total']['p99']:.2f} | {s['fps']:.0f} / "
+                f"{s['wall_fps']:.0f} | {dropped} |"
+            )
             if s["error"]:
                 lines.append(f"| (error: {s['error']}) |")
         lines.append("")
-    lines += ["## Flow vs ground-truth box motion (px per frame, full resolution)", "",
-              "| flow | person-frames | box displacement median | zero-flow error median | whole box: median / p90 | "
-              "inner box: median / p90 | inner box, moving (> 1 px): median / p90 | flow along the motion / displacement (moving, median) |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "## Flow vs ground-truth box motion (px per frame, full resolution)",
+        "",
+        "| flow | person-frames | box displacement median | zero-flow error median | whole box: median / p90 "
+        "| "
+        "inner box: median / p90 | inner box, moving (> 1 px): median / p90 | flow along the motion / "
+        "displacement (moving, median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for f in res["flow_check"]:
         d, b, i, m = f["displacement"], f["box"], f["inner"], f["moving_inner"]
-        lines.append(f"| {f['flow']} | {d['count']} | {d['median']:.2f} | {d['median']:.2f} | {b['median']:.2f} / "
-                     f"{b['p90']:.2f} | {i['median']:.2f} / {i['p90']:.2f} | {m['median']:.2f} / {m['p90']:.2f} ({m['count']}) | "
-                     f"{f['inner_gain_moving']['median']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {f['flow']} | {d['count']} | {d['median']:.2f} | {d['median']:.2f} | {b['median']:.2f} / "
+            f"{b['p90']:.2f} | {i['median']:.2f} / {i['p90']:.2f} | {m['median']:.2f} / {m['p90']:.2f} "
+            f"({m['count']}) | "
+            f"{f['inner_gain_moving']['median']:.2f} |"
+        )
     j = res["annotation_jitter"]
-    lines += ["", f"Annotation jitter (median / p90 second difference of the ground-truth box centres): "
-              f"{j['median']:.2f} / {j['p90']:.2f} px."]  # fmt: skip
+    lines += [
+        "",
+        f"Annotation jitter (median / p90 second difference of the ground-truth box centres): "
+        f"{j['median']:.2f} / {j['p90']:.2f} px.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -170,13 +199,20 @@ def main() -> int:
     cv2.setNumThreads(1)
     tune_allocator()
     video, mot = args.data / "vtest.avi", args.data / "mot15"
-    res: dict[str, Any] = {"machine": machine(), "video": str(video), "model": str(args.model),
-                           "video_frames": FrameSource(video).frame_count, "runs": {}}  # fmt: skip
+    res: dict[str, Any] = {
+        "machine": machine(),
+        "video": str(video),
+        "model": str(args.model),
+        "video_frames": FrameSource(video).frame_count,
+        "runs": {},
+    }
     for flow in parse_flows(args.flows):
         res["runs"][flow_label(flow)] = {
             "ground truth (gt.txt, ids)": run_case(video, mot / "gt" / "gt.txt", args.model, flow),
-            "raw ACF detections (det.txt) + built-in tracker": run_case(video, mot / "det" / "det.txt", args.model, flow),
-        }  # fmt: skip
+            "raw ACF detections (det.txt) + built-in tracker": run_case(
+                video, mot / "det" / "det.txt", args.model, flow
+            ),
+        }
     res["annotation_jitter"] = annotation_jitter(mot / "gt" / "gt.txt")
     res["flow_check"] = [
         box_flow_errors(video, mot / "gt" / "gt.txt", f, args.max_frames)

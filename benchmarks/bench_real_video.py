@@ -139,8 +139,8 @@ def _slope(t: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def ground_speeds(pos: np.ndarray, fps: float, window: int) -> np.ndarray:
-    """(F, T) float64 ground speed in m/s of each person at each frame: the least-squares slope of the position
-    over the frames of t +- ``window`` where the person is present (at least 3), NaN otherwise."""
+    """(F, T) float64 ground speed in m/s of each person at each frame: the least-squares slope of the
+    position over the frames of t +- ``window`` where the person is present (at least 3), NaN otherwise."""
     f_count, t_count = pos.shape[:2]
     out = np.full((f_count, t_count), np.nan)
     for f in range(f_count):
@@ -154,7 +154,7 @@ def ground_speeds(pos: np.ndarray, fps: float, window: int) -> np.ndarray:
 
 
 def motion_class(speed_a: float, speed_b: float, rule: Together) -> str:
-    """"walking", "standing" or "" (in between, or unknown) for a pair's two ground speeds (m/s)."""
+    """ "walking", "standing" or "" (in between, or unknown) for a pair's two ground speeds (m/s)."""
     if not (np.isfinite(speed_a) and np.isfinite(speed_b)):
         return ""
     if min(speed_a, speed_b) >= rule.walking:
@@ -162,11 +162,21 @@ def motion_class(speed_a: float, speed_b: float, rule: Together) -> str:
     return "standing" if max(speed_a, speed_b) < rule.still else ""
 
 
-def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], together: np.ndarray,
-             pos: np.ndarray, png_frame: int | None = None,
-             operating_point: str = "default", tracker: TrackerConfig | None = None,
-             box_shape: str = "auto", speeds: np.ndarray | None = None,
-             rule: Together = Together(), gate_all: bool = False) -> tuple[dict[str, Any], np.ndarray | None]:  # fmt: skip
+def run_case(
+    video: Path,
+    detections: Path,
+    model: Path,
+    truth: dict[int, Any],
+    together: np.ndarray,
+    pos: np.ndarray,
+    png_frame: int | None = None,
+    operating_point: str = "default",
+    tracker: TrackerConfig | None = None,
+    box_shape: str = "auto",
+    speeds: np.ndarray | None = None,
+    rule: Together = Together(),
+    gate_all: bool = False,
+) -> tuple[dict[str, Any], np.ndarray | None]:
     """One pipeline pass at one of the model's operating points (``tracker``: the built-in tracker's options,
     None = its defaults); the metrics of the linked pairs and, optionally, the annotated ``png_frame``.
     ``gate_all``: stage 1's gate open for every pair (threshold 0, no confirmation), so stage 2 labels every
@@ -182,8 +192,12 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     scored_together = 0
     picture = None
     gate = {"tau_interact": 0.0, "confirm_s": 0.0} if gate_all else {}
-    config = PipelineConfig(operating_point=operating_point, tracker_config=tracker or TrackerConfig(),
-                            box_shape=box_shape, **gate)  # fmt: skip
+    config = PipelineConfig(
+        operating_point=operating_point,
+        tracker_config=tracker or TrackerConfig(),
+        box_shape=box_shape,
+        **gate,
+    )
     with Pipeline.load(model, config=config) as pipe:
         labels = list(pipe.labels)
         switched = None
@@ -222,8 +236,12 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
                 picture = draw_links(
                     image, result, gid_of, together[index] if index < len(together) else None
                 )
-        point = {"operating_point": pipe.describe()["operating_point"], "tau_interact": pipe.tau_interact,
-                 "confirm_s": pipe.confirm_s, "switched_at_frame": switched}  # fmt: skip
+        point = {
+            "operating_point": pipe.describe()["operating_point"],
+            "tau_interact": pipe.tau_interact,
+            "confirm_s": pipe.confirm_s,
+            "switched_at_frame": switched,
+        }
     truth_total = int(np.triu(together, 1).sum())
     metrics = {**point, **summarise(labels, linked_rows, len(recalled), truth_total, scored_together)}
     if speeds is not None:
@@ -233,8 +251,9 @@ def run_case(video: Path, detections: Path, model: Path, truth: dict[int, Any], 
     return {**metrics, KEYED: keyed}, picture
 
 
-def together_keys_by_motion(together: np.ndarray, speeds: np.ndarray, rule: Together
-                            ) -> dict[str, list[tuple[int, int, int]]]:  # fmt: skip
+def together_keys_by_motion(
+    together: np.ndarray, speeds: np.ndarray, rule: Together
+) -> dict[str, list[tuple[int, int, int]]]:
     """The ground truth's together pair-frames ``(frame, i, j)``, i < j, grouped by their ground-plane motion
     (:func:`motion_class`: ``walking``, ``standing``, ``between`` for in between or unknown)."""
     out: dict[str, list[tuple[int, int, int]]] = {"walking": [], "standing": [], "between": []}
@@ -243,13 +262,23 @@ def together_keys_by_motion(together: np.ndarray, speeds: np.ndarray, rule: Toge
     return out
 
 
-def motion_funnel(together: np.ndarray, speeds: np.ndarray, rule: Together,
-                  delivered: set[tuple[int, int, int]], linked: set[tuple[int, int, int]]) -> dict[str, Any]:  # fmt: skip
+def motion_funnel(
+    together: np.ndarray,
+    speeds: np.ndarray,
+    rule: Together,
+    delivered: set[tuple[int, int, int]],
+    linked: set[tuple[int, int, int]],
+) -> dict[str, Any]:
     """Per ground-plane motion class of the together pair-frames: how many there are, how many the pipeline
     had both people of (a pair it could classify: boxes matched to the two people), how many it linked."""
-    return {c: {"together": len(keys), "delivered": sum(k in delivered for k in keys),
-                "linked": sum(k in linked for k in keys)}
-            for c, keys in together_keys_by_motion(together, speeds, rule).items()}  # fmt: skip
+    return {
+        c: {
+            "together": len(keys),
+            "delivered": sum(k in delivered for k in keys),
+            "linked": sum(k in linked for k in keys),
+        }
+        for c, keys in together_keys_by_motion(together, speeds, rule).items()
+    }
 
 
 def delivery_bound(funnel: dict[str, Any]) -> float | None:
@@ -260,9 +289,12 @@ def delivery_bound(funnel: dict[str, Any]) -> float | None:
     return w / (w + s) if w + s else None
 
 
-def perfect_stage1(gt_labels: dict[tuple[int, int, int], str], det_labels: dict[tuple[int, int, int], str],
-                   judged: set[tuple[int, int, int]] | None = None,
-                   walking: str = "walking_together") -> dict[str, Any]:  # fmt: skip
+def perfect_stage1(
+    gt_labels: dict[tuple[int, int, int], str],
+    det_labels: dict[tuple[int, int, int], str],
+    judged: set[tuple[int, int, int]] | None = None,
+    walking: str = "walking_together",
+) -> dict[str, Any]:
     """What a PERFECT stage 1 would give with the model's own stage 2: each source links exactly the together
     pair-frames its boxes delivered, labelled as stage 2 labels them there (``run_case(gate_all=True)``'s
     ``delivered_labels``: (frame, truth id, truth id) -> label). Walking shares per source and their gap: what
@@ -277,10 +309,15 @@ def perfect_stage1(gt_labels: dict[tuple[int, int, int], str], det_labels: dict[
         subsets["judged"] = judged
     out: dict[str, Any] = {}
     for name, keep in subsets.items():
-        runs = [d if keep is None else {k: v for k, v in d.items() if k in keep} for d in (gt_labels, det_labels)]
+        runs = [
+            d if keep is None else {k: v for k, v in d.items() if k in keep} for d in (gt_labels, det_labels)
+        ]
         a, b = share(runs[0]), share(runs[1])
-        out[name] = {"pair_frames": [len(r) for r in runs], "walking_share": [a, b],
-                     "gap": abs(a - b) if a is not None and b is not None else None}  # fmt: skip
+        out[name] = {
+            "pair_frames": [len(r) for r in runs],
+            "walking_share": [a, b],
+            "gap": abs(a - b) if a is not None and b is not None else None,
+        }
     return out
 
 
@@ -288,25 +325,37 @@ def perfect_stage1(gt_labels: dict[tuple[int, int, int], str], det_labels: dict[
 KEYED = "_labels_by_truth_pair"
 
 
-def label_stability(first: dict[tuple[int, int, int], str], second: dict[tuple[int, int, int], str],
-                    labels: list[str]) -> dict[str, Any]:  # fmt: skip
+def label_stability(
+    first: dict[tuple[int, int, int], str], second: dict[tuple[int, int, int], str], labels: list[str]
+) -> dict[str, Any]:
     """Labels of two runs (two box sources) on the pair-frames BOTH linked, keyed by ground-truth ids: each
     run's label shares there and the share of those pair-frames given the same label. Separates labelling
     from linking: the runs' overall shares also differ when one links pairs the other misses."""
     common = sorted(set(first) & set(second))
     a = np.array([first[k] for k in common]) if common else np.zeros(0, str)
     b = np.array([second[k] for k in common]) if common else np.zeros(0, str)
-    share = {lab: [float((a == lab).mean()) if common else None, float((b == lab).mean()) if common else None]
-             for lab in labels}  # fmt: skip
-    return {"common_pair_frames": len(common), "shares": share,
-            "same_label": float((a == b).mean()) if common else None,
-            "max_share_gap": max((abs(x - y) for x, y in share.values() if x is not None and y is not None),
-                                 default=None)}  # fmt: skip
+    share = {
+        lab: [float((a == lab).mean()) if common else None, float((b == lab).mean()) if common else None]
+        for lab in labels
+    }
+    return {
+        "common_pair_frames": len(common),
+        "shares": share,
+        "same_label": float((a == b).mean()) if common else None,
+        "max_share_gap": max(
+            (abs(x - y) for x, y in share.values() if x is not None and y is not None), default=None
+        ),
+    }
 
 
-def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndarray,
-                      lags: tuple[int, ...] = (0, 3, 8), speeds: np.ndarray | None = None,
-                      rule: Together = Together()) -> dict[str, Any]:  # fmt: skip
+def detector_coverage(
+    detections: Path,
+    truth: dict[int, Any],
+    together: np.ndarray,
+    lags: tuple[int, ...] = (0, 3, 8),
+    speeds: np.ndarray | None = None,
+    rule: Together = Together(),
+) -> dict[str, Any]:
     """The detector's ceiling on recall, before any tracker: for each lag K, the share of the together
     pair-frames (f, i, j) whose two people a raw detection matched (IoU >= 0.5, Hungarian) in frame f or in
     one of the K frames before it (what a perfect K-frame coasting could keep). Keys ``"K=<k>"``; with
@@ -325,7 +374,9 @@ def detector_coverage(detections: Path, truth: dict[int, Any], together: np.ndar
     out: dict[str, Any] = {}
     by_motion: dict[str, dict[str, float | None]] = {}
     classes = together_keys_by_motion(together, speeds, rule) if speeds is not None else {}
-    cum = np.vstack([np.zeros((1, t_count), np.int64), np.cumsum(found, 0)])  # found in frames < f, per person
+    cum = np.vstack(
+        [np.zeros((1, t_count), np.int64), np.cumsum(found, 0)]
+    )  # found in frames < f, per person
     for k in lags:
         # kept[f, i]: found in f - k .. f (a running window over the frames)
         lo = np.maximum(np.arange(f_count) - k, 0)
@@ -359,12 +410,21 @@ def motion_agreement(rows: list[tuple[int, str, float, float, bool, str]]) -> di
         confusion.setdefault(motion, {}).setdefault(label, 0)
         confusion[motion][label] += 1
     agree = sum(label == expect[motion] for motion, label in judged)
-    return {"judged": len(judged), "agreement": agree / len(judged) if judged else None,
-            "together_linked": sum(1 for r in rows if r[4]), "confusion": confusion}  # fmt: skip
+    return {
+        "judged": len(judged),
+        "agreement": agree / len(judged) if judged else None,
+        "together_linked": sum(1 for r in rows if r[4]),
+        "confusion": confusion,
+    }
 
 
-def summarise(labels: list[str], rows: list[tuple[int, str, float, float, bool, str]], recalled: int,
-              truth_total: int, scored_together: int) -> dict[str, Any]:  # fmt: skip
+def summarise(
+    labels: list[str],
+    rows: list[tuple[int, str, float, float, bool, str]],
+    recalled: int,
+    truth_total: int,
+    scored_together: int,
+) -> dict[str, Any]:
     """Label shares, distances per label, precision / recall / F1 of the linked pair-frames."""
     n = len(rows)
     lab = np.array([r[1] for r in rows]) if n else np.zeros(0, str)
@@ -451,21 +511,23 @@ def markdown(res: dict[str, Any]) -> str:
         "# The bundled model on real video: PETS 2009 S2.L1, judged on the ground plane",
         "",
         f"`python benchmarks/bench_real_video.py` — model `{res['model']}` ({res['model_spec']}), video "
-        f"{res['frames']} frames; nothing is fitted on PETS. Together (ground truth from `gt.txt` metres): window "
-        f"+-{rule['window']} frames, median distance <= {rule['near']} m and max <= {rule['near_max']} m, and both "
-        f"slower than {rule['still']} m/s or velocity difference <= {rule['vel_diff']} m/s with cosine >= "
-        f"{rule['min_cos']}. {res['together_pair_frames_gt']} together pair-frames in the ground truth. Built-in "
-        f"tracker (raw detections): {res['tracker']}; box shape: `{res['box_shape']}`.",
+        f"{res['frames']} frames; nothing is fitted on PETS. Together (ground truth from `gt.txt` metres): "
+        f"window +-{rule['window']} frames, median distance <= {rule['near']} m and max <= "
+        f"{rule['near_max']} m, and both slower than {rule['still']} m/s or velocity difference <= "
+        f"{rule['vel_diff']} m/s with cosine >= {rule['min_cos']}. {res['together_pair_frames_gt']} together "
+        f"pair-frames in the ground truth. Built-in tracker (raw detections): {res['tracker']}; box shape: "
+        f"`{res['box_shape']}`.",
         "",
-        "Operating points (all chosen on simulator validation data, none on PETS): `auto` (what `pairedge run` "
-        "does) starts on the model's main point and switches to `surveillance` once the camera height estimated "
-        "from the boxes reaches 1.3 body heights; rows marked `default` / `surveillance` force one point from "
-        "the first frame.",
+        "Operating points (all chosen on simulator validation data, none on PETS): `auto` (what `pairedge "
+        "run` does) starts on the model's main point and switches to `surveillance` once the camera height "
+        "estimated from the boxes reaches 1.3 body heights; rows marked `default` / `surveillance` force "
+        "one point from the first frame.",
         "",
         f"Targets: precision >= {TARGETS['precision']}, recall >= {TARGETS['recall']}, `sitting_together` <= "
         f"{100 * TARGETS['sitting_share']:g} % of the linked pair-frames.",
         "",
-        "| run | operating point (threshold, confirm) | linked pair-frames | precision (linked that are together) "
+        "| run | operating point (threshold, confirm) | linked pair-frames | precision (linked that are "
+        "together) "
         "| recall (together that are linked) | recall of the together pairs both detected (their share: the "
         "most any model can reach) | F1 | sitting_together | median distance body heights / m "
         "| linked with an unmatched person | targets |",
@@ -476,7 +538,8 @@ def markdown(res: dict[str, Any]) -> str:
         sitting = sitting_share(r)
         lines.append(
             f"| {name} | {r['operating_point']} ({r['tau_interact']:.2f}, {r['confirm_s']:g} s"
-            f"{'' if r.get('switched_at_frame') is None else ' from frame ' + str(r['switched_at_frame'])}) | "
+            f"{'' if r.get('switched_at_frame') is None else ' from frame ' + str(r['switched_at_frame'])}) "
+            "| "
             f"{r['linked_pair_frames']} | {r['precision']:.3f} | {r['recall']:.3f} | "
             f"{r['recall_of_detected']:.3f} ({r['detected_share']:.3f}) | {r['f1']:.3f} | "
             f"{100 * sitting:.1f} % | {_f(r['median_body_heights'])} / {_f(m)} | {r['linked_unmatched']} | "
@@ -484,43 +547,66 @@ def markdown(res: dict[str, Any]) -> str:
         )
     if "detector_coverage" in res:
         cov = res["detector_coverage"]
-        lines += ["", "**The detector's ceiling** (raw detections, before any tracker): both people of a together "
-                  "pair-frame matched by an ACF detection (IoU >= 0.5) in that frame, or in it or the K frames "
-                  "before (a perfect K-frame coasting): " + ", ".join(f"{k} {v:.3f}" for k, v in cov.items() if k.startswith("K="))
-                  + ". A tracker that coasts K frames can only keep a box on a person the detector found "
-                  "within the last K frames, so recall on raw detections is at most the share at K = "
-                  "`coast_frames`, and reaches it only if every such pair-frame is linked, including during "
-                  "the confirmation of each new link (on the ground-truth tracks, where everyone is present, "
-                  "the pipeline links the ground-truth run's recall of them)."]  # fmt: skip
-    lines += ["", f"**Walking vs standing** of the correctly linked pair-frames against the ground plane (both "
-              f"people at least {rule.get('walking', 0.5)} m/s: walking; both below {rule['still']} m/s: standing; "
-              "in between: not judged):", "",
-              "| run | judged / together linked | agreement | walking: labelled | standing: labelled |",
-              "|---|---:|---:|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "**The detector's ceiling** (raw detections, before any tracker): both people of a together "
+            "pair-frame matched by an ACF detection (IoU >= 0.5) in that frame, or in it or the K frames "
+            "before (a perfect K-frame coasting): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in cov.items() if k.startswith("K="))
+            + ". A tracker that coasts K frames can only keep a box on a person the detector found "
+            "within the last K frames, so recall on raw detections is at most the share at K = "
+            "`coast_frames`, and reaches it only if every such pair-frame is linked, including during "
+            "the confirmation of each new link (on the ground-truth tracks, where everyone is present, "
+            "the pipeline links the ground-truth run's recall of them).",
+        ]
+    lines += [
+        "",
+        f"**Walking vs standing** of the correctly linked pair-frames against the ground plane (both "
+        f"people at least {rule.get('walking', 0.5)} m/s: walking; both below {rule['still']} m/s: standing; "
+        "in between: not judged):",
+        "",
+        "| run | judged / together linked | agreement | walking: labelled | standing: labelled |",
+        "|---|---:|---:|---|---|",
+    ]
     for name, r in res["runs"].items():
         mo = r.get("motion")
         if not mo:
             continue
         conf = mo["confusion"]
-        lines.append(f"| {name} | {mo['judged']} / {mo['together_linked']} | {_f(mo['agreement'])} | "
-                     f"{conf.get('walking', {})} | {conf.get('standing', {})} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {mo['judged']} / {mo['together_linked']} | {_f(mo['agreement'])} | "
+            f"{conf.get('walking', {})} | {conf.get('standing', {})} |"
+        )
     if res.get("label_stability"):
-        lines += ["", "**Label stability across box sources**: the pair-frames linked in BOTH runs (same frame, "
-                  "same two ground-truth people), each run's label shares there and the share given the same "
-                  "label (the overall shares above also differ by what each run links):", "",
-                  "| operating point | common pair-frames | walking share gt / det | standing share gt / det "
-                  "| sitting share gt / det | largest gap | same label |", "|---|---:|---|---|---|---:|---:|"]
+        lines += [
+            "",
+            "**Label stability across box sources**: the pair-frames linked in BOTH runs (same frame, "
+            "same two ground-truth people), each run's label shares there and the share given the same "
+            "label (the overall shares above also differ by what each run links):",
+            "",
+            "| operating point | common pair-frames | walking share gt / det | standing share gt / det "
+            "| sitting share gt / det | largest gap | same label |",
+            "|---|---:|---|---|---|---:|---:|",
+        ]
         for op, st in res["label_stability"].items():
             sh = st["shares"]
-            cells = " | ".join(f"{_f(sh.get(k, [None, None])[0])} / {_f(sh.get(k, [None, None])[1])}"
-                               for k in ("walking_together", "standing_together", "sitting_together"))
-            lines.append(f"| {op} | {st['common_pair_frames']} | {cells} | {_f(st['max_share_gap'])} | "
-                         f"{_f(st['same_label'])} |")  # fmt: skip
+            cells = " | ".join(
+                f"{_f(sh.get(k, [None, None])[0])} / {_f(sh.get(k, [None, None])[1])}"
+                for k in ("walking_together", "standing_together", "sitting_together")
+            )
+            lines.append(
+                f"| {op} | {st['common_pair_frames']} | {cells} | {_f(st['max_share_gap'])} | "
+                f"{_f(st['same_label'])} |"
+            )
     lines += funnel_lines(res)
     for name, r in res["runs"].items():
-        lines += ["", f"## {name}: predicted labels", "",
-                  "| label | pair-frames | share of linked | median body heights | median m | together |",
-                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [
+            "",
+            f"## {name}: predicted labels",
+            "",
+            "| label | pair-frames | share of linked | median body heights | median m | together |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for lab, v in r["labels"].items():
             lines.append(
                 f"| {lab} | {v['pair_frames']} | {100 * v['share']:.1f} % | {_f(v['median_body_heights'])} | "
@@ -535,35 +621,56 @@ def funnel_lines(res: dict[str, Any]) -> list[str]:
     if not res.get("share_gap"):
         return []
     cov = res.get("detector_coverage", {}).get("by_motion", {})
-    lines = ["", "**Label shares across box sources** (the issue's acceptance: within 10 points): the walking "
-             "share of ALL linked pair-frames per run, and what the boxes alone allow: the walking share among "
-             "the judged together pair-frames a perfect classifier would give, linking every together "
-             "pair-frame whose two people the run's boxes delivered (matched, IoU >= 0.5) with its true label:",
-             "", "| operating point | walking share gt / det | gap | perfect classifier on the delivered boxes "
-             "gt / det | gap from the boxes alone |", "|---|---|---:|---|---:|"]  # fmt: skip
+    lines = [
+        "",
+        "**Label shares across box sources** (the issue's acceptance: within 10 points): the walking "
+        "share of ALL linked pair-frames per run, and what the boxes alone allow: the walking share among "
+        "the judged together pair-frames a perfect classifier would give, linking every together "
+        "pair-frame whose two people the run's boxes delivered (matched, IoU >= 0.5) with its true label:",
+        "",
+        "| operating point | walking share gt / det | gap | perfect classifier on the delivered boxes "
+        "gt / det | gap from the boxes alone |",
+        "|---|---|---:|---|---:|",
+    ]
     for op, g in res["share_gap"].items():
-        lines.append(f"| {op} | {_f(g['walking_share'][0])} / {_f(g['walking_share'][1])} | "
-                     f"{_points(g['gap'])} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {_points(g['bound_gap'])} |")  # fmt: skip
+        lines.append(
+            f"| {op} | {_f(g['walking_share'][0])} / {_f(g['walking_share'][1])} | "
+            f"{_points(g['gap'])} | {_f(g['bound'][0])} / {_f(g['bound'][1])} | {_points(g['bound_gap'])} |"
+        )
     if res.get("perfect_stage1"):
-        lines += ["", "With a **perfect stage 1** and the model's own stage 2 (stage 1's gate open for every pair; "
-                  "each run scored on exactly the together pair-frames its boxes delivered, labelled by stage 2): "
-                  "the part of the gap no stage-1 threshold or model can remove:", "",
-                  "| together pair-frames | delivered gt / det | walking share gt / det | gap |", "|---|---|---|---:|"]
+        lines += [
+            "",
+            "With a **perfect stage 1** and the model's own stage 2 (stage 1's gate open for every pair; "
+            "each run scored on exactly the together pair-frames its boxes delivered, labelled by stage 2): "
+            "the part of the gap no stage-1 threshold or model can remove:",
+            "",
+            "| together pair-frames | delivered gt / det | walking share gt / det | gap |",
+            "|---|---|---|---:|",
+        ]
         for name, ps in res["perfect_stage1"].items():
-            lines.append(f"| {'all' if name == 'all' else 'judged (walking or standing)'} | {ps['pair_frames'][0]} / "
-                         f"{ps['pair_frames'][1]} | {_f(ps['walking_share'][0])} / {_f(ps['walking_share'][1])} | "
-                         f"{_points(ps['gap'])} |")  # fmt: skip
-    lines += ["", "**What each box source delivers, by ground-plane motion** (together pair-frames of the "
-              "ground truth; detector: both people matched by a raw detection in the frame, K=0, or within the "
-              "tracker's coasting, K=3; delivered: both people in the pipeline's output, matched; linked):", "",
-              "| run | motion | together | detector K=0 / K=3 | delivered | linked |", "|---|---|---:|---|---:|---:|"]
+            lines.append(
+                f"| {'all' if name == 'all' else 'judged (walking or standing)'} | {ps['pair_frames'][0]} / "
+                f"{ps['pair_frames'][1]} | {_f(ps['walking_share'][0])} / {_f(ps['walking_share'][1])} | "
+                f"{_points(ps['gap'])} |"
+            )
+    lines += [
+        "",
+        "**What each box source delivers, by ground-plane motion** (together pair-frames of the "
+        "ground truth; detector: both people matched by a raw detection in the frame, K=0, or within the "
+        "tracker's coasting, K=3; delivered: both people in the pipeline's output, matched; linked):",
+        "",
+        "| run | motion | together | detector K=0 / K=3 | delivered | linked |",
+        "|---|---|---:|---|---:|---:|",
+    ]
     for name, r in res["runs"].items():
         for c, v in r.get("by_motion", {}).items():
             det = cov.get(c, {}) if "ACF" in name else {}
             d = f"{_f(det.get('K=0'))} / {_f(det.get('K=3'))}" if det else "-"
             n = v["together"]
-            lines.append(f"| {name} | {c} | {n} | {d} | {_f(v['delivered'] / n if n else None)} | "
-                         f"{_f(v['linked'] / n if n else None)} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {c} | {n} | {d} | {_f(v['delivered'] / n if n else None)} | "
+                f"{_f(v['linked'] / n if n else None)} |"
+            )
     return lines
 
 
@@ -574,8 +681,11 @@ def sitting_share(r: dict[str, Any]) -> float:
 
 def meets_targets(r: dict[str, Any]) -> bool:
     """The issue's acceptance on one run: precision, recall and the share of ``sitting_together``."""
-    return r["precision"] >= TARGETS["precision"] and r["recall"] >= TARGETS["recall"] and (
-        sitting_share(r) <= TARGETS["sitting_share"])  # fmt: skip
+    return (
+        r["precision"] >= TARGETS["precision"]
+        and r["recall"] >= TARGETS["recall"]
+        and (sitting_share(r) <= TARGETS["sitting_share"])
+    )
 
 
 def _f(v: float | None) -> str:
@@ -598,8 +708,12 @@ def share_gap(gt: dict[str, Any], det: dict[str, Any]) -> dict[str, Any]:
     shares = [r["labels"].get("walking_together", {}).get("share", 0.0) for r in (gt, det)]
     bound = [delivery_bound(r["by_motion"]) if "by_motion" in r else None for r in (gt, det)]
     b_gt, b_det = bound
-    return {"walking_share": shares, "gap": abs(shares[0] - shares[1]), "bound": bound,
-            "bound_gap": abs(b_gt - b_det) if b_gt is not None and b_det is not None else None}  # fmt: skip
+    return {
+        "walking_share": shares,
+        "gap": abs(shares[0] - shares[1]),
+        "bound": bound,
+        "bound_gap": abs(b_gt - b_det) if b_gt is not None and b_det is not None else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -618,11 +732,18 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--png", type=Path, default=None, help=f"write a frame with the pair links (e.g. {PNG})")
     ap.add_argument("--png-frame", type=int, default=400)
     ap.add_argument("--runs", default="gt,det", help="gt, det or both")
-    ap.add_argument("--operating-points", default="auto,default,surveillance",
-                    help="operating points to run: auto (what pairedge run does), default (the model's main "
-                         "one) and the model's named ones (those it lacks are skipped)")  # fmt: skip
-    ap.add_argument("--nms-iou", type=float, default=TrackerConfig().nms_iou,
-                    help="the built-in tracker's duplicate suppression (raw detections)")
+    ap.add_argument(
+        "--operating-points",
+        default="auto,default,surveillance",
+        help="operating points to run: auto (what pairedge run does), default (the model's main "
+        "one) and the model's named ones (those it lacks are skipped)",
+    )
+    ap.add_argument(
+        "--nms-iou",
+        type=float,
+        default=TrackerConfig().nms_iou,
+        help="the built-in tracker's duplicate suppression (raw detections)",
+    )
     ap.add_argument("--coast-frames", type=int, default=TrackerConfig().coast_frames)
     ap.add_argument("--box-shape", choices=("auto", "off", "ignore"), default="auto")
     for field, default in Together().__dict__.items():
@@ -646,18 +767,25 @@ def _main(argv: list[str] | None) -> int:
 
     models = find_models(args.model)
     res: dict[str, Any] = {
-        "model": str(args.model), "model_spec": f"{models.spec.name} v{models.spec.version}",
-        "frames": FrameSource(video).frame_count, "together_rule": rule.__dict__,
-        "together_pair_frames_gt": int(np.triu(together, 1).sum()), "runs": {},
-        "tracker": {"nms_iou": tracker.nms_iou, "coast_frames": tracker.coast_frames}, "box_shape": args.box_shape,
+        "model": str(args.model),
+        "model_spec": f"{models.spec.name} v{models.spec.version}",
+        "frames": FrameSource(video).frame_count,
+        "together_rule": rule.__dict__,
+        "together_pair_frames_gt": int(np.triu(together, 1).sum()),
+        "runs": {},
+        "tracker": {"nms_iou": tracker.nms_iou, "coast_frames": tracker.coast_frames},
+        "box_shape": args.box_shape,
         "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
-                       f"OpenCV {cv2.__version__}",
-    }  # fmt: skip
-    cases = {"gt": ("ground-truth tracks (gt.txt)", mot / "gt" / "gt.txt"),
-             "det": ("raw ACF detections (det.txt) + built-in tracker", mot / "det" / "det.txt")}  # fmt: skip
+        f"OpenCV {cv2.__version__}",
+    }
+    cases = {
+        "gt": ("ground-truth tracks (gt.txt)", mot / "gt" / "gt.txt"),
+        "det": ("raw ACF detections (det.txt) + built-in tracker", mot / "det" / "det.txt"),
+    }
     if "det" in runs:
-        res["detector_coverage"] = detector_coverage(mot / "det" / "det.txt", truth, together, speeds=speeds,
-                                                     rule=rule)
+        res["detector_coverage"] = detector_coverage(
+            mot / "det" / "det.txt", truth, together, speeds=speeds, rule=rule
+        )
         print("detector coverage of the together pair-frames:", res["detector_coverage"])
     points = []
     for op in (o.strip() for o in args.operating_points.split(",") if o.strip()):
@@ -674,31 +802,60 @@ def _main(argv: list[str] | None) -> int:
             name, path = cases[key]
             want_png = args.png is not None and key == "gt" and op == points[0]
             metrics, picture = run_case(
-                video, path, args.model, truth, together, pos, args.png_frame if want_png else None, op,
-                tracker, args.box_shape, speeds, rule,
+                video,
+                path,
+                args.model,
+                truth,
+                together,
+                pos,
+                args.png_frame if want_png else None,
+                op,
+                tracker,
+                args.box_shape,
+                speeds,
+                rule,
             )
             keyed[key] = metrics.pop(KEYED)
             res["runs"][run_name(name, op)] = metrics
-            print(f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
-                  f"labels {({k: v['pair_frames'] for k, v in metrics['labels'].items()})} "
-                  f"walking/standing agreement {_f(metrics['motion']['agreement'])}")  # fmt: skip
+            print(
+                f"{name} [{op}]: precision {metrics['precision']:.3f} recall {metrics['recall']:.3f} "
+                f"labels { ({k: v['pair_frames'] for k, v in metrics['labels'].items()}) } "
+                f"walking/standing agreement {_f(metrics['motion']['agreement'])}"
+            )
             if picture is not None:
                 args.png.parent.mkdir(parents=True, exist_ok=True)
                 cv2.imwrite(str(args.png), picture)
         if {"gt", "det"} <= set(keyed):
             res["label_stability"][op] = label_stability(keyed["gt"], keyed["det"], list(models.labels))
-            res.setdefault("share_gap", {})[op] = share_gap(*(res["runs"][run_name(cases[k][0], op)]
-                                                              for k in ("gt", "det")))
+            res.setdefault("share_gap", {})[op] = share_gap(
+                *(res["runs"][run_name(cases[k][0], op)] for k in ("gt", "det"))
+            )
     if {"gt", "det"} <= set(runs):
         delivered = {}
         for key in ("gt", "det"):
-            metrics, _ = run_case(video, cases[key][1], args.model, truth, together, pos, None, "default",
-                                  tracker, args.box_shape, speeds, rule, gate_all=True)  # fmt: skip
+            metrics, _ = run_case(
+                video,
+                cases[key][1],
+                args.model,
+                truth,
+                together,
+                pos,
+                None,
+                "default",
+                tracker,
+                args.box_shape,
+                speeds,
+                rule,
+                gate_all=True,
+            )
             delivered[key] = metrics["delivered_labels"]
         by_motion = together_keys_by_motion(together, speeds, rule)
         judged = set(by_motion["walking"]) | set(by_motion["standing"])
         res["perfect_stage1"] = perfect_stage1(delivered["gt"], delivered["det"], judged)
-        print("perfect stage 1 (the model's stage 2 on every delivered together pair-frame):", res["perfect_stage1"])
+        print(
+            "perfect stage 1 (the model's stage 2 on every delivered together pair-frame):",
+            res["perfect_stage1"],
+        )
     text = markdown(res)
     write("bench_real_video", res, text, args.out)
     print(text)

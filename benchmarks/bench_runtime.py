@@ -3,8 +3,9 @@
 1. Per-stage latency (validate, track, flow, features, stage 1, stage 2, smoothing, groups, total) and FPS
    at 640 x 480 for 2, 10, 30 and 100 people, single thread (OpenCV and ONNX Runtime limited to 1 thread),
    for each flow setting of ``--flows`` (default: DIS ``fast`` at scale 0.5, the runtime's default, DIS
-   ``medium`` at scale 0.5, and DIS ``medium`` at scale 1.0, the most accurate). The scene has exactly N people: textured boxes
-   moving at constant speed over a textured background, so the flow backend works on real image content
+   ``medium`` at scale 0.5, and DIS ``medium`` at scale 1.0, the most accurate). The scene has exactly N
+   people: textured boxes moving at constant speed over a textured background, so the flow backend works on
+       real image content
    (``--sim`` for simulator frames instead, whose visible people fall short of N in crowds).
 2. Overhead: in the same loop, the flow alone (a second backend instance with the same settings fed the
    same frames through the same ``FlowStream``), and the ratio ``median(step) / median(flow)`` at 10 people.
@@ -99,10 +100,16 @@ def toy_mlp(path: Path, spec_name: str, stage: int, seed: int) -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     meta = ModelMetadata(
-        stage=stage, feature_spec=spec.name, feature_spec_version=spec.version, labels=labels, num_features=f,
-        norm_mean=(0.0,) * f, norm_std=(1.0,) * f, thresholds={"p_interact": 0.5, "tau_group": 0.5},
+        stage=stage,
+        feature_spec=spec.name,
+        feature_spec_version=spec.version,
+        labels=labels,
+        num_features=f,
+        norm_mean=(0.0,) * f,
+        norm_std=(1.0,) * f,
+        thresholds={"p_interact": 0.5, "tau_group": 0.5},
         architecture="toy_mlp",
-    )  # fmt: skip
+    )
     helper.set_model_props(model, meta.to_props())
     onnx.save_model(model, str(path))
 
@@ -115,7 +122,8 @@ def sim_scene(people: int, frames: int, seed: int = 0) -> Iterator[tuple]:
         yield f.image, f.truth, f.timestamp
 
 
-# -- measurements ---------------------------------------------------------------------------------------------
+# -- measurements
+# ---------------------------------------------------------------------------------------------
 def percentiles(values: list[float]) -> dict[str, float]:
     a = np.asarray(values)
     return {
@@ -215,9 +223,15 @@ def bench_long(model: Path, total: int, config: PipelineConfig) -> dict[str, Any
         seconds = time.perf_counter() - start
         state = {"smoothed_pairs": len(pipe._smoother), "tracker_tracks": pipe._tracker.num_tracks}
     return {
-        "frames": total, "warmup_frames": warm, "rss_after_warmup_mb": samples[0], "peak_rss_after_warmup_mb": max(samples),
-        "rss_end_mb": samples[-1], "growth_mb": max(samples) - samples[0], "seconds": seconds, "state_at_end": state,
-    }  # fmt: skip
+        "frames": total,
+        "warmup_frames": warm,
+        "rss_after_warmup_mb": samples[0],
+        "peak_rss_after_warmup_mb": max(samples),
+        "rss_end_mb": samples[-1],
+        "growth_mb": max(samples) - samples[0],
+        "seconds": seconds,
+        "state_at_end": state,
+    }
 
 
 # -- sweeps -------------------------------------------------------------------------------------------------
@@ -226,8 +240,13 @@ def parse_flows(text: str) -> list[FlowConfig]:
     out = []
     for item in text.split(","):
         name, preset, scale = (item.split(":") + ["-", "-"])[:3]
-        out.append(FlowConfig(backend=name, preset=None if preset == "-" else preset,
-                              scale=None if scale == "-" else float(scale)))  # fmt: skip
+        out.append(
+            FlowConfig(
+                backend=name,
+                preset=None if preset == "-" else preset,
+                scale=None if scale == "-" else float(scale),
+            )
+        )
     return out
 
 
@@ -242,18 +261,23 @@ def criteria(by_n: dict[int, dict[str, Any]]) -> dict[str, float] | None:
     s10, s100 = by_n[10]["stages_ms"], by_n[100]["stages_ms"]
     own = sum(s10[s]["p50"] for s in ("validate", "track", "stage1", "stage2", "smooth", "groups"))
     return {
-        "step_10_ms": s10["total"]["p50"], "flow_10_ms": by_n[10]["flow_alone_ms"]["p50"],
+        "step_10_ms": s10["total"]["p50"],
+        "flow_10_ms": by_n[10]["flow_alone_ms"]["p50"],
         "overhead_ratio": s10["total"]["p50"] / by_n[10]["flow_alone_ms"]["p50"],
-        "step_100_ms": s100["total"]["p50"], "scaling_ratio": s100["total"]["p50"] / s10["total"]["p50"],
-        "own_10_ms": own, "features_10_ms": s10["features"]["p50"],
+        "step_100_ms": s100["total"]["p50"],
+        "scaling_ratio": s100["total"]["p50"] / s10["total"]["p50"],
+        "own_10_ms": own,
+        "features_10_ms": s10["features"]["p50"],
         "flow_100_ms": by_n[100]["flow_alone_ms"]["p50"],
         "overhead_ratio_100": s100["total"]["p50"] / by_n[100]["flow_alone_ms"]["p50"],
         "features_100_ms": s100["features"]["p50"],
-    }  # fmt: skip
+    }
 
 
 def sweep(model: Path, flow: FlowConfig, args: argparse.Namespace) -> dict[str, Any]:
-    config = PipelineConfig(flow=flow, backend_options=OrtOptions(intra_op_threads=1), pair_radius=args.pair_radius)
+    config = PipelineConfig(
+        flow=flow, backend_options=OrtOptions(intra_op_threads=1), pair_radius=args.pair_radius
+    )
     people = [
         bench_people(model, int(n), args.frames, args.warmup, config, args.sim)
         for n in args.people.split(",")
@@ -268,9 +292,23 @@ def sweep(model: Path, flow: FlowConfig, args: argparse.Namespace) -> dict[str, 
 def default_allocator_run(model: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     """10 and 100 people with the first flow setting, in a subprocess with glibc's default allocator."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, __file__, "--model", str(model), "--allocator", "default", "--no-accuracy",
-               "--flows", args.flows.split(",")[0], "--people", "10,100", "--frames", str(args.frames),
-               "--out", tmp] + ([] if args.pair_radius is None else ["--pair-radius", str(args.pair_radius)])  # fmt: skip
+        cmd = [
+            sys.executable,
+            __file__,
+            "--model",
+            str(model),
+            "--allocator",
+            "default",
+            "--no-accuracy",
+            "--flows",
+            args.flows.split(",")[0],
+            "--people",
+            "10,100",
+            "--frames",
+            str(args.frames),
+            "--out",
+            tmp,
+        ] + ([] if args.pair_radius is None else ["--pair-radius", str(args.pair_radius)])
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(done.stderr[-2000:], file=sys.stderr)
@@ -296,8 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--accuracy-scenes", default="static:1000,moving:1000,noisy:1000")
     ap.add_argument("--accuracy-frames", type=int, default=150)
     ap.add_argument("--long-frames", type=int, default=0, help="also run the memory check over N frames")
-    ap.add_argument("--pair-radius", type=float, default=None,
-                    help="PipelineConfig.pair_radius for the latency sweeps (default: every pair)")
+    ap.add_argument(
+        "--pair-radius",
+        type=float,
+        default=None,
+        help="PipelineConfig.pair_radius for the latency sweeps (default: every pair)",
+    )
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
     cv2.setNumThreads(1)
@@ -305,9 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     flows = parse_flows(args.flows)
     with tempfile.TemporaryDirectory() as tmp:
         model, label = choose_model(args, Path(tmp))
-        res: dict[str, Any] = {"machine": machine(), "models": label, "allocator_tuned": tuned,
-                               "scene": "simulator (static preset, truth boxes)" if args.sim
-                               else "textured boxes, exactly N people"}  # fmt: skip
+        res: dict[str, Any] = {
+            "machine": machine(),
+            "models": label,
+            "allocator_tuned": tuned,
+            "scene": "simulator (static preset, truth boxes)"
+            if args.sim
+            else "textured boxes, exactly N people",
+        }
         res["sweeps"] = [sweep(model, flow, args) for flow in flows]
         if tuned:
             res["default_allocator"] = default_allocator_run(model, args)
@@ -324,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_runtime.json").write_text(json.dumps(res, indent=2) + "\n")
     skipped = plot(res, args.out / "bench_runtime.png")
-    text = markdown(res) + ("" if skipped else "\n![per-stage p50 latency against the number of people](bench_runtime.png)\n")
+    text = markdown(res) + (
+        "" if skipped else "\n![per-stage p50 latency against the number of people](bench_runtime.png)\n"
+    )
     (args.out / "bench_runtime.md").write_text(text)
     print(text if not skipped else text + "\n" + skipped)
     return 0
@@ -345,8 +394,9 @@ def choose_model(args: argparse.Namespace, tmp: Path) -> tuple[Path, str]:
 def machine() -> str:
     load = open("/proc/loadavg").read().split()[0] if Path("/proc/loadavg").exists() else "?"
     return (
-        f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
-        f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}, 1 thread, load average at start {load}"
+        f"{platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, numpy "
+        f"{np.__version__}, OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}, 1 thread, load "
+        f"average at start {load}"
     )
 
 

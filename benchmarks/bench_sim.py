@@ -74,10 +74,18 @@ def run_case(name: str, people: int, frames: int, seed: int, encode: bool) -> di
             writer.release()
     med = statistics.median(times)
     return {
-        "preset": name, "size": f"{w}x{h}", "people": people, "encode": encode, "frames": frames,
-        "setup_s": setup, "median_ms": 1e3 * med, "p90_ms": 1e3 * float(np.percentile(times, 90)),
-        "fps": 1.0 / med, "mean_fps": frames / sum(times), "visible_mean": float(np.mean(visible)),
-    }  # fmt: skip
+        "preset": name,
+        "size": f"{w}x{h}",
+        "people": people,
+        "encode": encode,
+        "frames": frames,
+        "setup_s": setup,
+        "median_ms": 1e3 * med,
+        "p90_ms": 1e3 * float(np.percentile(times, 90)),
+        "fps": 1.0 / med,
+        "mean_fps": frames / sum(times),
+        "visible_mean": float(np.mean(visible)),
+    }
 
 
 def markdown(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
@@ -92,7 +100,8 @@ def markdown(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
         "Rendering = `Scene.next_frame()` (world step, drawing, tight boxes, labels, detector noise);",
         "with encoding = plus `cv2.VideoWriter` (mp4v). Median over the frames after 5 warm-up frames.",
         "",
-        "| preset | size | people (visible, mean) | encoding | median ms/frame | p90 ms | frames/s (median) | setup s |",
+        "| preset | size | people (visible, mean) | encoding | median ms/frame | p90 ms | frames/s (median) "
+        "| setup s |",
         "|---|---|---:|---|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -103,8 +112,11 @@ def markdown(results: list[dict[str, Any]], env: dict[str, Any]) -> str:
         )
     target = next(r for r in results if r["preset"] == "static" and not r["encode"])
     verdict = "met" if target["fps"] >= 100 else "NOT met"
-    lines += ["", f"Target (>= 100 frames/s rendering at 640 x 480 with 10 people, one core): {verdict} "
-              f"({target['fps']:.0f} frames/s)."]  # fmt: skip
+    lines += [
+        "",
+        f"Target (>= 100 frames/s rendering at 640 x 480 with 10 people, one core): {verdict} "
+        f"({target['fps']:.0f} frames/s).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -117,16 +129,22 @@ def main() -> None:
     cv2.setNumThreads(1)
     env = {
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__,
-        "pinning": pin_one_core(), "command": f"python benchmarks/bench_sim.py --frames {args.frames}",
-        "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-    }  # fmt: skip
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+        "pinning": pin_one_core(),
+        "command": f"python benchmarks/bench_sim.py --frames {args.frames}",
+        "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
     results = []
     for name, people in CASES:
         for encode in (False, True):
             r = run_case(name, people, args.frames, args.seed, encode)
-            print(f"{name:9s} {r['size']:9s} people {people:3d} encode {encode!s:5s} "
-                  f"{r['median_ms']:7.2f} ms/frame  {r['fps']:6.0f} frames/s")  # fmt: skip
+            print(
+                f"{name:9s} {r['size']:9s} people {people:3d} encode {encode!s:5s} "
+                f"{r['median_ms']:7.2f} ms/frame  {r['fps']:6.0f} frames/s"
+            )
             results.append(r)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_sim.json").write_text(json.dumps({"environment": env, "results": results}, indent=2))

@@ -55,7 +55,8 @@ def rss_mib() -> float:
 
 
 class Stream:
-    """The soak stream: cheap frames and detections that exercise every per-track state (see the docstring)."""
+    """The soak stream: cheap frames and detections that exercise every per-track state (see the
+    docstring)."""
 
     def __init__(self, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
@@ -241,8 +242,8 @@ def markdown(res: dict[str, Any]) -> str:
         "## Soak (memory must stay flat; target growth < 1 MiB after warm-up)",
         "",
         f"{s['frames']:,} frames after {s['warmup']:,} warm-up frames in {s['seconds']:.0f} s "
-        f"({s['ms_per_frame']:.2f} ms per frame, wall time on a shared machine); resident memory sampled every "
-        f"1,000 frames. Then {s['heap_frames']:,} more frames with tracemalloc on for the Python heap.",
+        f"({s['ms_per_frame']:.2f} ms per frame, wall time on a shared machine); resident memory sampled "
+        f"every 1,000 frames. Then {s['heap_frames']:,} more frames with tracemalloc on for the Python heap.",
         "",
         "| measure | frames | after warm-up | end | growth | slope per 1,000 frames |",
         "|---|---|---|---|---|---|",
@@ -261,7 +262,8 @@ def markdown(res: dict[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['detections']:,} | {r['kept']} | {r['pairs']:,} | {r['step_ms']:.1f} | {r['peak_heap_mib']:.1f} MiB |"
+        f"| {r['detections']:,} | {r['kept']} | {r['pairs']:,} | {r['step_ms']:.1f} | "
+        f"{r['peak_heap_mib']:.1f} MiB |"
         for r in res["bounded"]
     ]
     if res.get("mot"):

@@ -76,7 +76,8 @@ def build(spec: str, preset: str, seeds: tuple[int, ...], args: argparse.Namespa
     ds = SimDataset(presets=(preset,), seeds=seeds, frames=args.frames, stride=args.stride, task="sim7")
     data = sim_features(spec, ds)
     print(
-        f"built {spec} {preset} seeds {seeds[0]}..{seeds[-1]}: {len(data.y)} rows in {time.perf_counter() - t0:.0f} s"
+        f"built {spec} {preset} seeds {seeds[0]}..{seeds[-1]}: {len(data.y)} rows in "
+        f"{time.perf_counter() - t0:.0f} s"
     )
     if args.cache:
         args.cache.mkdir(parents=True, exist_ok=True)
@@ -111,9 +112,14 @@ def run_once(
     )
     t0 = time.perf_counter()
     result = train(train_data, config, progress=False)
-    run: dict[str, Any] = {"seed": seed, "num_parameters": result.num_parameters, "train_rows": len(train_data.y),
-                           "train_seconds": time.perf_counter() - t0, "best_epoch": result.best_epoch,
-                           "val_mpca": result.val_metrics["mpca"]}  # fmt: skip
+    run: dict[str, Any] = {
+        "seed": seed,
+        "num_parameters": result.num_parameters,
+        "train_rows": len(train_data.y),
+        "train_seconds": time.perf_counter() - t0,
+        "best_epoch": result.best_epoch,
+        "val_mpca": result.val_metrics["mpca"],
+    }
     for preset in ("static", "moving"):
         test = pick(sets[preset])
         run[preset] = evaluate(result.model, test.X, test.y, test.labels)
@@ -127,8 +133,14 @@ def run_model(
     """Every model seed; mean and standard deviation of the headline numbers."""
     spec, arch, ignore = model
     runs = [run_once(model, task, sets, args, seed) for seed in parse_seeds(args.model_seeds)]
-    row: dict[str, Any] = {"spec": spec, "architecture": arch, "ignore_features": list(ignore), "task": task,
-                           "num_parameters": runs[0]["num_parameters"], "runs": runs}  # fmt: skip
+    row: dict[str, Any] = {
+        "spec": spec,
+        "architecture": arch,
+        "ignore_features": list(ignore),
+        "task": task,
+        "num_parameters": runs[0]["num_parameters"],
+        "runs": runs,
+    }
     for preset in ("static", "moving"):
         for metric in ("accuracy", "mpca", "macro_f1"):
             values = np.array([r[preset][metric] for r in runs])
@@ -136,8 +148,9 @@ def run_model(
     drops = np.array([r["mpca_drop"] for r in runs])
     row["mpca_drop"] = [float(drops.mean()), float(drops.std())]
     print(
-        f"{task:6s} {spec:9s} {arch:12s} {'-' + ','.join(ignore) if ignore else '':10s} static MPCA {row['static_mpca'][0]:.3f}  moving MPCA "
-        f"{row['moving_mpca'][0]:.3f}  drop {row['mpca_drop'][0]:+.3f} +- {row['mpca_drop'][1]:.3f}"
+        f"{task:6s} {spec:9s} {arch:12s} {'-' + ','.join(ignore) if ignore else '':10s} static MPCA "
+        f"{row['static_mpca'][0]:.3f}  moving MPCA {row['moving_mpca'][0]:.3f}  drop "
+        f"{row['mpca_drop'][0]:+.3f} +- {row['mpca_drop'][1]:.3f}"
     )
     return row
 
@@ -154,13 +167,13 @@ def markdown(report: dict[str, Any]) -> str:
         f"`python benchmarks/bench_synthetic.py` — trained on preset `static`, seeds {a['train_seeds']} "
         f"({a['frames']} frames each, pairs of every {a['stride']} frames); tested on held-out seeds "
         f"{a['test_seeds']} of `static` and of `moving` (never seen in training: the zero-shot robot-motion "
-        "case). Simulated detector boxes (jitter, misses, identity switches). Metrics of the pairwise protocol; "
-        f"mean ± std over model seeds {a['model_seeds']}. MPCA averages the classes present in each test set "
-        "(the `moving` test scenes have no sitting pairs); macro-F1 averages all classes.",
+        "case). Simulated detector boxes (jitter, misses, identity switches). Metrics of the pairwise "
+        f"protocol; mean ± std over model seeds {a['model_seeds']}. MPCA averages the classes present in "
+        "each test set (the `moving` test scenes have no sitting pairs); macro-F1 averages all classes.",
         "",
         "`moving` also mounts the camera at lawnmower height (0.6 m): people appear larger and lower in the "
-        "image than in `static`, so the zero-shot test changes the viewpoint as well as the motion. Rows with "
-        "`viewpoint` under *ignored* were trained with the spec's camera-placement columns masked "
+        "image than in `static`, so the zero-shot test changes the viewpoint as well as the motion. Rows "
+        "with `viewpoint` under *ignored* were trained with the spec's camera-placement columns masked "
         "(`pairedge train --ignore-features viewpoint`: absolute box height / bottom of each person, mean "
         "height / bottom / width of the pair; for liang2026 mean height and bottom).",
         "",
@@ -169,7 +182,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             f"## Task `{task}`",
             "",
-            "| features | model | ignored | params | static acc | static MPCA | static F1 | moving acc | moving MPCA | moving F1 | MPCA drop |",
+            "| features | model | ignored | params | static acc | static MPCA | static F1 | moving acc | "
+            "moving MPCA | moving F1 | MPCA drop |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in report["results"]:
@@ -185,7 +199,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
     counts = report["test_rows"]
     lines += [
-        f"Rows: training {report['train_rows']} (static), test static {counts['static']}, test moving {counts['moving']} (sim7).",
+        f"Rows: training {report['train_rows']} (static), test static {counts['static']}, test moving "
+        f"{counts['moving']} (sim7).",
         "",
         f"Environment: {report['environment']}",
     ]

@@ -81,8 +81,12 @@ TOGETHER = np.array([name in PAPER3.classes for name in SIM7.classes])
 DETECTORS = ("simulated", "realistic")
 BASELINE = (0, 0, 0.35)  # no coasting, no grace, the code's suppression: always in the grid
 #: ``realistic`` detector: per-scene uniform ranges of the noise options real detectors add.
-REALISTIC = {"miss_persistence": (0.0, 0.7), "duplicate_rate": (0.0, 0.3), "duplicate_persistence": (0.0, 0.9),
-             "detector_nms": (0.45, 0.65)}
+REALISTIC = {
+    "miss_persistence": (0.0, 0.7),
+    "duplicate_rate": (0.0, 0.3),
+    "duplicate_persistence": (0.0, 0.9),
+    "detector_nms": (0.45, 0.65),
+}
 
 
 def new_counts() -> dict[str, int]:
@@ -125,7 +129,8 @@ def config_of(point: Point) -> PipelineConfig:
 
 
 def detector_config(preset: str, seed: int, detector: str) -> Any:
-    """The scene's simulator config: the preset's own detector, or with miss runs and duplicates drawn for it."""
+    """The scene's simulator config: the preset's own detector, or with miss runs and duplicates drawn for
+    it."""
     cfg = get_preset(preset, seed)
     if detector == "simulated":
         return cfg
@@ -153,13 +158,18 @@ def run_scene(
 
 def scored(c: dict[str, int]) -> dict[str, Any]:
     tp, fp, fn = c["tp"], c["fp"], c["fn"]
-    return {**c, "precision": tp / max(tp + fp, 1), "recall": tp / max(tp + fn, 1),
-            "f1": 2 * tp / max(2 * tp + fp + fn, 1),
-            "coasted_precision": c["coasted_on_a_person"] / c["coasted"] if c["coasted"] else None}  # fmt: skip
+    return {
+        **c,
+        "precision": tp / max(tp + fp, 1),
+        "recall": tp / max(tp + fn, 1),
+        "f1": 2 * tp / max(2 * tp + fp + fn, 1),
+        "coasted_precision": c["coasted_on_a_person"] / c["coasted"] if c["coasted"] else None,
+    }
 
 
-def table(model: Path, seeds: list[int], frames: int, grid: list[Point],
-          detectors: tuple[str, ...]) -> list[dict[str, Any]]:  # fmt: skip
+def table(
+    model: Path, seeds: list[int], frames: int, grid: list[Point], detectors: tuple[str, ...]
+) -> list[dict[str, Any]]:
     """One row per grid point: per-detector, per-preset pooled counts and metrics; mean F1s over presets."""
     pooled = {c: {d: {p: new_counts() for p in PRESETS} for d in detectors} for c in grid}
     for detector in detectors:
@@ -195,8 +205,11 @@ def choose(rows: list[dict[str, Any]], nms_iou: float | None) -> Point:
 
 def best_overall(rows: list[dict[str, Any]]) -> Point:
     """The best mean F1 over the whole grid (reported: what the simulator alone would pick)."""
-    return point_of(max(rows, key=lambda r: (round(r["mean_f1"], 6), -r["coast_frames"], -r["grace_frames"],
-                                             r["nms_iou"])))  # fmt: skip
+    return point_of(
+        max(
+            rows, key=lambda r: (round(r["mean_f1"], 6), -r["coast_frames"], -r["grace_frames"], r["nms_iou"])
+        )
+    )
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -207,8 +220,10 @@ def markdown(res: dict[str, Any]) -> str:
         f"`{res['command']}` — model `{res['model']}`, {res['frames']} frames per scene, presets "
         f"{', '.join(PRESETS)}; detectors {', '.join(res['detectors'])} (`realistic`: per scene, misses in "
         f"runs, persistence {REALISTIC['miss_persistence']}, and duplicate boxes, rate "
-        f"{REALISTIC['duplicate_rate']}, persistence {REALISTIC['duplicate_persistence']}, detector suppression "
-        f"IoU {REALISTIC['detector_nms']}); ids removed (the built-in tracker assigns them); a linked pair-frame "
+        f"{REALISTIC['duplicate_rate']}, persistence {REALISTIC['duplicate_persistence']}, detector "
+        "suppression "
+        f"IoU {REALISTIC['detector_nms']}); ids removed (the built-in tracker assigns them); a linked "
+        "pair-frame "
         "is correct when both boxes match (IoU >= 0.5) two people of the same social unit; recall over all "
         "true together pair-frames. Chosen on the validation seeds "
         f"{res['choose_seeds']} by the mean F1 over presets and detectors, with the code's suppression "
@@ -220,8 +235,11 @@ def markdown(res: dict[str, Any]) -> str:
     for split, seeds in (("validation", res["choose_seeds"]), ("held_out", res["test_seeds"])):
         out.append(f"\n## {split.replace('_', '-')} seeds {seeds}\n")
         dets = res["detectors"]
-        out.append("| coast | grace | nms_iou | mean F1 | " + " | ".join(f"{d} mean F1" for d in dets)
-                   + " | coasted boxes on a person |")  # fmt: skip
+        out.append(
+            "| coast | grace | nms_iou | mean F1 | "
+            + " | ".join(f"{d} mean F1" for d in dets)
+            + " | coasted boxes on a person |"
+        )
         out.append("|---:|---:|---:|---:|" + "---:|" * len(dets) + "---:|")
         for row in res[split]:
             n = sum(row[d][p]["coasted"] for d in dets for p in PRESETS)
@@ -230,9 +248,10 @@ def markdown(res: dict[str, Any]) -> str:
             mark = " (chosen)" if point_of(row) == chosen else ""
             out.append(
                 f"| {row['coast_frames']}{mark} | {row['grace_frames']} "
-                f"| {row['nms_iou']} | {row['mean_f1']:.3f} | " + " | ".join(f"{row[d]['mean_f1']:.3f}" for d in dets)
+                f"| {row['nms_iou']} | {row['mean_f1']:.3f} | "
+                + " | ".join(f"{row[d]['mean_f1']:.3f}" for d in dets)
                 + f" | {share} |"
-            )  # fmt: skip
+            )
         for d in dets:
             out.append(f"\n{d} detector, per preset (precision / recall / F1):\n")
             out.append("| coast | grace | nms_iou | " + " | ".join(PRESETS) + " |")
@@ -314,20 +333,32 @@ def main(argv: list[str] | None = None) -> int:
     chosen = choose(validation, tracker.nms_iou)
     sim_pick = best_overall(validation)
     best = next(r for r in validation if point_of(r) == chosen)
-    print(f"chosen coast_frames, grace_frames, nms_iou {chosen} "
-          f"(validation mean F1 {best['mean_f1']:.3f})", flush=True)  # fmt: skip
+    print(
+        f"chosen coast_frames, grace_frames, nms_iou {chosen} (validation mean F1 {best['mean_f1']:.3f})",
+        flush=True,
+    )
     print("held-out", flush=True)
     held_out = table(args.model, test, args.frames, grid, args.detectors)
     res = {
         "command": "python benchmarks/bench_tracker.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "model": str(args.model), "frames": args.frames, "grid": grid, "detectors": list(args.detectors),
-        "realistic_ranges": REALISTIC, "choose_seeds": args.choose_seeds, "test_seeds": args.test_seeds,
-        "chosen": list(chosen), "simulator_alone_picks": list(sim_pick),
-        "default_in_code": {"coast_frames": tracker.coast_frames, "grace_frames": SmoothingConfig().grace_frames,
-                            "nms_iou": tracker.nms_iou},
-        "validation": validation, "held_out": held_out,
+        "model": str(args.model),
+        "frames": args.frames,
+        "grid": grid,
+        "detectors": list(args.detectors),
+        "realistic_ranges": REALISTIC,
+        "choose_seeds": args.choose_seeds,
+        "test_seeds": args.test_seeds,
+        "chosen": list(chosen),
+        "simulator_alone_picks": list(sim_pick),
+        "default_in_code": {
+            "coast_frames": tracker.coast_frames,
+            "grace_frames": SmoothingConfig().grace_frames,
+            "nms_iou": tracker.nms_iou,
+        },
+        "validation": validation,
+        "held_out": held_out,
         "environment": f"Python {sys.version.split()[0]}, numpy {np.__version__}, OpenCV {cv2.__version__}",
-    }  # fmt: skip
+    }
     text = markdown(res)
     write("bench_tracker", res, text, args.out)
     print(text)

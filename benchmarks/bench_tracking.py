@@ -79,17 +79,28 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 def tracks_to_mot(records: list[dict[str, Any]], path: Path, *, coasted: bool) -> int:
-    """Write the runs' tracks as MOT (frame + 1); ``coasted`` False leaves the tracker's predicted boxes out."""
-    rows = [(r["frame"] + 1, t["id"], t["box"]) for r in records for t in r.get("tracks", [])
-            if coasted or not t.get("coasted")]  # fmt: skip
-    write_mot(path, np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
-              np.array([r[2] for r in rows], np.float64).reshape(-1, 4))  # fmt: skip
+    """Write the runs' tracks as MOT (frame + 1); ``coasted`` False leaves the tracker's predicted boxes
+    out."""
+    rows = [
+        (r["frame"] + 1, t["id"], t["box"])
+        for r in records
+        for t in r.get("tracks", [])
+        if coasted or not t.get("coasted")
+    ]
+    write_mot(
+        path,
+        np.array([r[0] for r in rows], np.int64),
+        np.array([r[1] for r in rows], np.int64),
+        np.array([r[2] for r in rows], np.float64).reshape(-1, 4),
+    )
     return len(rows)
 
 
-def write_gold(path: Path, together: np.ndarray, speeds: np.ndarray, labels: list[str], frames: int,
-               rule: Together) -> int:  # fmt: skip
-    """The together pairs as a pairwise ground truth over video frames 0 .. ``frames`` - 1; returns the pairs."""
+def write_gold(
+    path: Path, together: np.ndarray, speeds: np.ndarray, labels: list[str], frames: int, rule: Together
+) -> int:
+    """The together pairs as a pairwise ground truth over video frames 0 .. ``frames`` - 1; returns the
+    pairs."""
     n = 0
     with path.open("w") as fh:
         fh.write(json.dumps({"labels": labels}) + "\n")
@@ -98,13 +109,20 @@ def write_gold(path: Path, together: np.ndarray, speeds: np.ndarray, labels: lis
             if f < len(together):
                 for i, j in zip(*np.nonzero(np.triu(together[f], 1)), strict=True):
                     still = max(speeds[f, i], speeds[f, j]) < rule.still
-                    inter.append({"ids": [int(i), int(j)], "label": "standing_together" if still else "walking_together"})
+                    inter.append(
+                        {
+                            "ids": [int(i), int(j)],
+                            "label": "standing_together" if still else "walking_together",
+                        }
+                    )
             n += len(inter)
             fh.write(json.dumps({"frame": f, "interactions": inter}) + "\n")
     return n
 
 
-def independent_pairs(records: list[dict[str, Any]], truth: dict[int, Any], together: np.ndarray) -> dict[str, float]:
+def independent_pairs(
+    records: list[dict[str, Any]], truth: dict[int, Any], together: np.ndarray
+) -> dict[str, float]:
     """Pair precision / recall / F1 recomputed the way ``bench_real_video.py`` matches boxes (scipy)."""
     linked = hits = 0
     recalled: set[tuple[int, int, int]] = set()
@@ -155,8 +173,18 @@ def motmetrics_agrees(mot: Path, gt: Path, m: dict[str, Any]) -> bool | None:
     return bool(max(close) < 1e-9 and counts == tuple(int(r[k]) for k in names[3:]))
 
 
-def run_input(name: str, video: Path, detections: Path | None, gt: Path, work: Path, together: np.ndarray,
-              speeds: np.ndarray, truth: dict[int, Any], rule: Together, tracker: str = "iou") -> dict[str, Any]:  # fmt: skip
+def run_input(
+    name: str,
+    video: Path,
+    detections: Path | None,
+    gt: Path,
+    work: Path,
+    together: np.ndarray,
+    speeds: np.ndarray,
+    truth: dict[int, Any],
+    rule: Together,
+    tracker: str = "iou",
+) -> dict[str, Any]:
     """One ``pairedge run --tracker <tracker>`` (``detections`` None: no detection file, the HOG default
     detector) and its scores."""
     out = work / f"{name}-{tracker}"
@@ -170,9 +198,15 @@ def run_input(name: str, video: Path, detections: Path | None, gt: Path, work: P
     header = json.loads(results.open().readline())
     records = read_results(results)
     summary = json.loads((out / "summary.json").read_text())
-    res: dict[str, Any] = {"input": name, "tracker": tracker, "frames": len(records), "fps": summary.get("fps"),
-                           "tracks_distinct": summary.get("tracks"), "run_s": time.perf_counter() - start,
-                           "track_ms_p50": summary.get("latency_ms", {}).get("track", {}).get("p50")}  # fmt: skip
+    res: dict[str, Any] = {
+        "input": name,
+        "tracker": tracker,
+        "frames": len(records),
+        "fps": summary.get("fps"),
+        "tracks_distinct": summary.get("tracks"),
+        "run_s": time.perf_counter() - start,
+        "track_ms_p50": summary.get("latency_ms", {}).get("track", {}).get("p50"),
+    }
     for key, coasted in (("tracking", True), ("tracking_without_coasted", False)):
         mot = out / ("tracks.txt" if coasted else "tracks_detected.txt")
         res[f"{key}_boxes"] = tracks_to_mot(records, mot, coasted=coasted)
@@ -182,11 +216,26 @@ def run_input(name: str, video: Path, detections: Path | None, gt: Path, work: P
     frames = max(len(together), max(r["frame"] for r in records) + 1)
     res["gold_pairs"] = write_gold(gold, together, speeds, header["labels"], frames, rule)
     rep = pairwise.score_files(results, gold, tau=0.0, match_boxes=gt)
-    res["pairs"] = {k: rep.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy", "mpca")}
+    res["pairs"] = {
+        k: rep.summary[k] for k in ("pair_precision", "pair_recall", "pair_f1", "accuracy", "mpca")
+    }
     res["box_matching"] = rep.details["box_matching"]
     cli_json = out / "score.json"
-    score_cmd = ["score", "-p", "pairwise", "--pred", str(results), "--gold", str(gold), "--match-boxes", str(gt),
-                 "--tau", "0", "--json", str(cli_json)]  # fmt: skip
+    score_cmd = [
+        "score",
+        "-p",
+        "pairwise",
+        "--pred",
+        str(results),
+        "--gold",
+        str(gold),
+        "--match-boxes",
+        str(gt),
+        "--tau",
+        "0",
+        "--json",
+        str(cli_json),
+    ]
     subprocess.run([*pairedge_cli(), *score_cmd], check=True, capture_output=True, text=True)
     cli_f1 = json.loads(cli_json.read_text())["summary"]["pair_f1"]
     res["cli_pair_f1"] = cli_f1
@@ -212,7 +261,8 @@ def markdown(res: dict[str, Any]) -> str:
         "brackets without them. motmetrics: py-motmetrics gives the same MOTA, MOTP, IDF1, ID switches, "
         "FP and misses on the same file (1e-9).",
         "",
-        f"| input | tracker | distinct ids | IDF1 | HOTA | DetA | AssA | ID switches | MOTA | MOTP (IoU) | FP | "
+        "| input | tracker | distinct ids | IDF1 | HOTA | DetA | AssA | ID switches | MOTA | MOTP (IoU) | "
+        "FP | "
         f"misses | MT / ML of {n_gt} | track ms p50 | motmetrics |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -223,16 +273,18 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(
             f"| {r['input']} | {r['tracker']} | {m['pred_tracks']} | {m['idf1']:.3f} ({w['idf1']:.3f}) | "
             f"{m['hota']:.3f} ({w['hota']:.3f}) | {m['deta']:.3f} | {m['assa']:.3f} | {m['id_switches']} "
-            f"({w['id_switches']}) | {m['mota']:.3f} ({w['mota']:.3f}) | {m['motp']:.3f} | {m['false_positives']} "
+            f"({w['id_switches']}) | {m['mota']:.3f} ({w['mota']:.3f}) | {m['motp']:.3f} | "
+            f"{m['false_positives']} "
             f"| {m['misses']} | {m['mostly_tracked']} / {m['mostly_lost']} | {ms} | {mm} |"
         )
     lines += [
         "",
-        "Pairs after box matching (`pairedge score -p pairwise --pred results.jsonl --gold pets_together.jsonl "
-        "--match-boxes gt.txt --tau 0`; the same in-process; and recomputed the way `bench_real_video.py` "
-        "matches, scipy then IoU >= 0.5):",
+        "Pairs after box matching (`pairedge score -p pairwise --pred results.jsonl --gold "
+        "pets_together.jsonl --match-boxes gt.txt --tau 0`; the same in-process; and recomputed the way "
+        "`bench_real_video.py` matches, scipy then IoU >= 0.5):",
         "",
-        "| input | tracker | pair precision | pair recall | pair F1 | CLI pair F1 (agrees) | independent P / R / F1 "
+        "| input | tracker | pair precision | pair recall | pair F1 | CLI pair F1 (agrees) | independent P / "
+        "R / F1 "
         "| predicted people-frames matched |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -241,7 +293,8 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(
             f"| {r['input']} | {r['tracker']} | {p['pair_precision']:.4f} | {p['pair_recall']:.4f} | "
             f"{p['pair_f1']:.4f} | {r['cli_pair_f1']:.4f} ({'yes' if r['cli_agrees'] else 'NO'}) | "
-            f"{ind['precision']:.4f} / {ind['recall']:.4f} / {ind['f1']:.4f} | {bm['matched']} / {bm['pred']} |"
+            f"{ind['precision']:.4f} / {ind['recall']:.4f} / {ind['f1']:.4f} | {bm['matched']} / "
+            f"{bm['pred']} |"
         )
     lines += ["", f"Environment: {res['environment']}"]
     return "\n".join(lines) + "\n"
@@ -262,10 +315,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("data", type=Path, nargs="?", default=DEFAULT_DATA, help="the pets09_s2l1 folder")
     ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
-    ap.add_argument("--inputs", default="det,gt",
-                    help="det (det.txt + each --trackers), gt (gt.txt tracks), hog (no detection file: the HOG "
-                         "default detector + each --hog-trackers, about 4 minutes a run); comma-separated")  # fmt: skip
+    ap.add_argument(
+        "--work", type=Path, default=None, help="keep the runs here (default: a temporary folder)"
+    )
+    ap.add_argument(
+        "--inputs",
+        default="det,gt",
+        help="det (det.txt + each --trackers), gt (gt.txt tracks), hog (no detection file: the HOG "
+        "default detector + each --hog-trackers, about 4 minutes a run); comma-separated",
+    )
     ap.add_argument("--trackers", default="iou,bytetrack,ocsort,botsort", help="tracker backends on det")
     ap.add_argument("--hog-trackers", default="iou", help="tracker backends on hog")
     args = ap.parse_args(argv)
@@ -287,14 +345,23 @@ def main(argv: list[str] | None = None) -> int:
         trackers_version = version("trackers")
     except Exception:  # noqa: BLE001 - PackageNotFoundError: not installed
         trackers_version = "(not installed)"
-    command = " ".join(["python benchmarks/bench_tracking.py", f"--inputs {args.inputs}",
-                        f"--trackers {args.trackers}", f"--hog-trackers {args.hog_trackers}"])  # fmt: skip
+    command = " ".join(
+        [
+            "python benchmarks/bench_tracking.py",
+            f"--inputs {args.inputs}",
+            f"--trackers {args.trackers}",
+            f"--hog-trackers {args.hog_trackers}",
+        ]
+    )
     res: dict[str, Any] = {
-        "command": command, "trackers_version": trackers_version,
-        "together_rule": rule.__dict__, "together_pair_frames": int(np.triu(together, 1).sum()), "inputs": {},
+        "command": command,
+        "trackers_version": trackers_version,
+        "together_rule": rule.__dict__,
+        "together_pair_frames": int(np.triu(together, 1).sum()),
+        "inputs": {},
         "environment": f"{platform.machine()}, Python {sys.version.split()[0]}, numpy {np.__version__}, "
-                       f"OpenCV {cv2.__version__}, trackers {trackers_version}",
-    }  # fmt: skip
+        f"OpenCV {cv2.__version__}, trackers {trackers_version}",
+    }
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -302,9 +369,12 @@ def main(argv: list[str] | None = None) -> int:
             r = run_input(name, video, files[name], gt, work, together, speeds, truth, rule, tracker)
             res["inputs"][f"{name}/{tracker}"] = r
             m = r["tracking"]
-            print(f"{name}/{tracker}: IDF1 {m['idf1']:.3f} HOTA {m['hota']:.3f} switches {m['id_switches']} MOTA "
-                  f"{m['mota']:.3f} pair F1 {r['pairs']['pair_f1']:.4f} (CLI {r['cli_pair_f1']:.4f}) "
-                  f"motmetrics {r['motmetrics_agrees']} {r['run_s']:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"{name}/{tracker}: IDF1 {m['idf1']:.3f} HOTA {m['hota']:.3f} switches {m['id_switches']} "
+                f"MOTA {m['mota']:.3f} pair F1 {r['pairs']['pair_f1']:.4f} (CLI {r['cli_pair_f1']:.4f}) "
+                f"motmetrics {r['motmetrics_agrees']} {r['run_s']:.0f} s",
+                flush=True,
+            )
     text = markdown(res)
     write("bench_tracking", res, text, args.out)
     print(text)

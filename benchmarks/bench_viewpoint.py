@@ -56,12 +56,12 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Default-model recipe with and without the viewpoint columns",
         "",
-        f"`python benchmarks/bench_viewpoint.py` — the recipe of the bundled default model (presets "
-        f"{', '.join(RECIPE['presets'])}, training seeds {RECIPE['train_seeds']}), trained as shipped and with "
-        "`ignore_features=('viewpoint',)`; tested on held-out seeds "
-        f"{report['args']['test_seeds']} of the training presets and of `panorama` and `crowd`, whose cameras "
-        f"training never saw (unseen presets: {report['args']['unseen_frames']} frames per scene). "
-        f"Mean ± std over model seeds {report['args']['model_seeds']}; accuracy / MPCA.",
+        "`python benchmarks/bench_viewpoint.py` — the recipe of the bundled default model (presets "
+        f"{', '.join(RECIPE['presets'])}, training seeds {RECIPE['train_seeds']}), trained as shipped and "
+        f"with `ignore_features=('viewpoint',)`; tested on held-out seeds {report['args']['test_seeds']} of "
+        "the training presets and of `panorama` and `crowd`, whose cameras training never saw (unseen "
+        f"presets: {report['args']['unseen_frames']} frames per scene). Mean ± std over model seeds "
+        f"{report['args']['model_seeds']}; accuracy / MPCA.",
         "",
     ]
     for stage in ("stage1", "stage2"):

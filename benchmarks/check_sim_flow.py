@@ -36,17 +36,25 @@ def people_check(preset: str, seeds: int, frames: int) -> dict[str, Any]:
     cat = {k: np.concatenate([getattr(p, k) for p in parts]) for k in keys}
     moving = cat["displacement"] > 1.0
     return {
-        "preset": preset, "seeds": seeds, "frames": frames,
+        "preset": preset,
+        "seeds": seeds,
+        "frames": frames,
         "displacement": summary(cat["displacement"]),
         "all": {k: summary(cat[k]) for k in ("box", "person", "pelvis", "reference")},
         "moving": {k: summary(cat[k][moving]) for k in ("box", "person", "pelvis", "reference")},
-    }  # fmt: skip
+    }
 
 
 def background_check(preset: str, seeds: int, frames: int) -> dict[str, Any]:
     rows = np.concatenate([background_flow_errors(simulate(preset, seed, frames)) for seed in range(seeds)])
-    return {"preset": preset, "seeds": seeds, "frames": frames, "error": summary(rows[:, 0]),
-            "camera_motion": summary(rows[:, 1]), "camera_motion_max": float(rows[:, 1].max())}  # fmt: skip
+    return {
+        "preset": preset,
+        "seeds": seeds,
+        "frames": frames,
+        "error": summary(rows[:, 0]),
+        "camera_motion": summary(rows[:, 1]),
+        "camera_motion_max": float(rows[:, 1].max()),
+    }
 
 
 def _row(name: str, s: dict[str, float]) -> str:
@@ -69,27 +77,39 @@ def markdown(people: dict[str, Any], backgrounds: list[dict[str, Any]], env: dic
         "| flow pooled over / compared with | samples | median px | p90 px |",
         "|---|---:|---:|---:|",
     ]
-    names = {"box": "whole box / box displacement", "person": "person's pixels / box displacement",
-             "pelvis": "person's pixels / pelvis motion",
-             "reference": "(no flow) box displacement / pelvis motion"}  # fmt: skip
+    names = {
+        "box": "whole box / box displacement",
+        "person": "person's pixels / box displacement",
+        "pelvis": "person's pixels / pelvis motion",
+        "reference": "(no flow) box displacement / pelvis motion",
+    }
     for group in ("all", "moving"):
         for key, label in names.items():
             lines.append(_row(f"{group}: {label}", people[group][key]))
     target = people["all"]["box"]["median"]
-    lines += ["", f"Target (median < 1 px, whole box vs box displacement, all people): "
-              f"{'met' if target < 1 else 'NOT met'} ({target:.3f} px); for the moving people it is "
-              f"{people['moving']['box']['median']:.2f} px. The box displacement is a noisy reference: "
-              "without any flow it differs from the body's (pelvis) motion by "
-              f"{people['moving']['reference']['median']:.2f} px (median, moving people) because the box "
-              "follows the swinging limbs and has integer edges; the flow over the person's pixels is "
-              f"{people['moving']['pelvis']['median']:.2f} px from the pelvis motion."]  # fmt: skip
-    lines += ["", "## Background vs applied camera motion", "",
-              "| preset | frame pairs | median error px | p90 error px | camera motion median px | max px |",
-              "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        f"Target (median < 1 px, whole box vs box displacement, all people): "
+        f"{'met' if target < 1 else 'NOT met'} ({target:.3f} px); for the moving people it is "
+        f"{people['moving']['box']['median']:.2f} px. The box displacement is a noisy reference: "
+        "without any flow it differs from the body's (pelvis) motion by "
+        f"{people['moving']['reference']['median']:.2f} px (median, moving people) because the box "
+        "follows the swinging limbs and has integer edges; the flow over the person's pixels is "
+        f"{people['moving']['pelvis']['median']:.2f} px from the pelvis motion.",
+    ]
+    lines += [
+        "",
+        "## Background vs applied camera motion",
+        "",
+        "| preset | frame pairs | median error px | p90 error px | camera motion median px | max px |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for b in backgrounds:
         e, c = b["error"], b["camera_motion"]
-        lines.append(f"| {b['preset']} | {e['count']} | {e['median']:.3f} | {e['p90']:.3f} | {c['median']:.2f} | "
-                     f"{b['camera_motion_max']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {b['preset']} | {e['count']} | {e['median']:.3f} | {e['p90']:.3f} | {c['median']:.2f} | "
+            f"{b['camera_motion_max']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -101,8 +121,11 @@ def main() -> None:
     args = ap.parse_args()
     people = people_check("static", args.seeds, args.frames)
     backgrounds = [background_check(p, args.seeds, args.frames) for p in ("moving", "noisy")]
-    env = {"opencv": cv2.__version__, "python": f"Python {platform.python_version()}",
-           "command": f"python benchmarks/check_sim_flow.py --seeds {args.seeds} --frames {args.frames}"}  # fmt: skip
+    env = {
+        "opencv": cv2.__version__,
+        "python": f"Python {platform.python_version()}",
+        "command": f"python benchmarks/check_sim_flow.py --seeds {args.seeds} --frames {args.frames}",
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"environment": env, "people": people, "background": backgrounds}
     (args.out / "check_sim_flow.json").write_text(json.dumps(data, indent=2))

@@ -64,7 +64,8 @@ class CalibrateOptions:
         features: features ``.npz`` files (training format).
         cad: a folder of Collective Activity ``annoNN.mat`` files (or one) through the model's pipeline
             (box-only models; every pair the runtime scores).
-        frames, stride, boxes: simulator frames per scene, keep every ``stride``-th frame, "detections"/"truth".
+        frames, stride, boxes: simulator frames per scene, keep every ``stride``-th frame,
+        "detections"/"truth".
         max_frames: video frames to read (None: all).
         method: "minmax", "entropy" or "percentile"; percentile: the percentile kept by "percentile".
         equalize: absorb per-column scales before every quantized Gemm (:mod:`pairedge.calibration.equalize`);
@@ -164,7 +165,9 @@ def calibrate(
     _fill_predictions(collected, models)
     for st in (collected.stage1, collected.stage2):
         check_stage(st, source=", ".join(collected.sources))
-    one, two = artefacts.stage_artefacts("fp32")  # stages are keyed by their fp32 role, as the report shows them
+    one, two = artefacts.stage_artefacts(
+        "fp32"
+    )  # stages are keyed by their fp32 role, as the report shows them
     plans = {
         one.role: (_plan(collected.stage1, options), models.stage1),
         two.role: (_plan(collected.stage2, options), models.stage2),
@@ -194,8 +197,10 @@ def parse_pair(text: str, option: str, kind: type) -> tuple[Any, Any]:
     except ValueError:
         values = []
     if len(values) not in (1, 2):
-        raise InputError(f"{option}: expected FIRST[,OTHERS] ({kind.__name__}s), e.g. "
-                         f"{'4,2' if kind is int else '2,1.5'}, got {text!r}")  # fmt: skip
+        raise InputError(
+            f"{option}: expected FIRST[,OTHERS] ({kind.__name__}s), e.g. "
+            f"{'4,2' if kind is int else '2,1.5'}, got {text!r}"
+        )
     return values[0], values[-1]
 
 
@@ -212,14 +217,20 @@ def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> An
     """
     from pairedge.calibration.quantize import QuantConfig
 
-    return QuantConfig(method=options.method, percentile=options.percentile, exclude=exclude,
-                       placement=options.placement, input_headroom=options.headroom[0],
-                       hidden_headroom=options.headroom[1])  # fmt: skip
+    return QuantConfig(
+        method=options.method,
+        percentile=options.percentile,
+        exclude=exclude,
+        placement=options.placement,
+        input_headroom=options.headroom[0],
+        hidden_headroom=options.headroom[1],
+    )
 
 
 def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]:
     """The ``--scenes`` of ``options`` parsed, with the simulator work they ask for checked against
-    :func:`pairedge.core.limits.check_sim_work` (every seed of every preset x ``frames``) before any rendering.
+    :func:`pairedge.core.limits.check_sim_work` (every seed of every preset x ``frames``) before any
+    rendering.
 
     Raises:
         InputError: a bad scene list, ``frames`` or ``stride`` below 1, or more work than the ceilings allow.
@@ -228,7 +239,9 @@ def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]
     from pairedge.core import limits
 
     if options.frames < 1 or options.stride < 1:
-        raise InputError(f"--frames and --stride: expected at least 1, got {options.frames} and {options.stride}")
+        raise InputError(
+            f"--frames and --stride: expected at least 1, got {options.frames} and {options.stride}"
+        )
     scenes = parse_scenes(options.scenes) if options.scenes else []
     limits.check_sim_work(sum(len(seeds) for _, seeds in scenes), options.frames, "--scenes x --frames")
     return scenes
@@ -242,7 +255,11 @@ def _refuse_package_out(model: Path, out: Path) -> None:
     inside = in_installed_package(where)
     if inside is None:
         return
-    what = "the bundled model's folder" if is_bundled(where) else f"inside the installed pairedge package ({inside})"
+    what = (
+        "the bundled model's folder"
+        if is_bundled(where)
+        else f"inside the installed pairedge package ({inside})"
+    )
     hint = " (calibrate copies the bundled fp32 files into that folder)" if is_bundled(model) else ""
     raise InputError(
         f"--out {out}: {what}; calibrate never writes into the installed package: pass another --out, "
@@ -269,8 +286,13 @@ def check_out(model: Path, out: Path) -> None:
             )
 
 
-def _collect(folder: Path, models: Any, options: CalibrateOptions, scenes: list[tuple[str, tuple[int, ...]]],
-             say: Progress) -> Collected:  # fmt: skip
+def _collect(
+    folder: Path,
+    models: Any,
+    options: CalibrateOptions,
+    scenes: list[tuple[str, tuple[int, ...]]],
+    say: Progress,
+) -> Collected:
     if (options.video is None) != (options.detections is None):
         raise InputError("--video and --detections go together (the same inputs as `pairedge run`)")
     parts = []
@@ -283,7 +305,7 @@ def _collect(folder: Path, models: Any, options: CalibrateOptions, scenes: list[
                 stride=options.stride,
                 boxes=options.boxes,
                 on_scene=lambda g: say(f"scene {g}"),
-            )  # fmt: skip
+            )
         )
     if options.video is not None and options.detections is not None:
         parts.append(
@@ -365,8 +387,16 @@ def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
     strata = stratify(cal)
     chosen = cal.subset(select(cal, strata, options.max_rows, options.seed))
     warnings = small_strata(cal, strata, options.min_per_stratum)
-    return _Plan(samples, cal, held.subset(search_idx), held.subset(report_idx), chosen, strata,
-                 stratify(chosen, strata.edges), warnings)  # fmt: skip
+    return _Plan(
+        samples,
+        cal,
+        held.subset(search_idx),
+        held.subset(report_idx),
+        chosen,
+        strata,
+        stratify(chosen, strata.edges),
+        warnings,
+    )
 
 
 def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any, Any]:
@@ -433,15 +463,19 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
     equalized: dict[str, Any] = {}
     if options.equalize:
         pre, info = equalize(pre, plan.chosen.X, strength=options.equalize_strength)
-        equalized = {k: {"channels": c, "scale_ratio": r, "folded_into": info.folded.get(k, "")}
-                     for k, (c, r) in info.producers.items()}  # fmt: skip
+        equalized = {
+            k: {"channels": c, "scale_ratio": r, "folded_into": info.folded.get(k, "")}
+            for k, (c, r) in info.producers.items()
+        }
     qdq, config, search, first, ranges = _int8(plan, pre, options, tau)
     floats = float_nodes(pre, qdq, config, search)
     if floats["gemms_in_float"] and floats["gemms_in_float"] == floats["gemms"]:
         int8_file = artefacts.artefact(samples.stage, "int8").onnx
-        warnings.append(f"stage {samples.stage}: every Gemm had to stay in float to reach "
-                        f"{options.target_agreement:.1%} agreement: {int8_file} computes in float "
-                        "(lower --target-agreement, or fine-tune the model with quantization-aware training)")  # fmt: skip
+        warnings.append(
+            f"stage {samples.stage}: every Gemm had to stay in float to reach "
+            f"{options.target_agreement:.1%} agreement: {int8_file} computes in float "
+            "(lower --target-agreement, or fine-tune the model with quantization-aware training)"
+        )
     issues = check_qdq_rules(qdq)
     if issues:
         raise ModelError(f"{path.name}: the QDQ model breaks TensorRT rules: " + "; ".join(map(str, issues)))
@@ -457,7 +491,10 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
             "report_groups": sorted(np.unique(plan.report.group).tolist()),
         },
         "motion_edges": list(plan.strata.edges),
-        "strata": {"collected": counts(plan.cal, plan.strata), "calibration": counts(plan.chosen, plan.chosen_strata)},
+        "strata": {
+            "collected": counts(plan.cal, plan.strata),
+            "calibration": counts(plan.chosen, plan.chosen_strata),
+        },
         "warnings": warnings,
         "equalized": equalized,
         "excluded_nodes": list(config.exclude),
@@ -471,7 +508,9 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
         },
         "held_out": _held_out(plan, {"fp32": fp32, "int8": qdq, "fp16": fp16}, tau),
         "mixed_precision": _mixed(floats, search, options),
-        "cost": stage_costs({"fp32": fp32, "fp16": fp16, "int8": qdq}, plan.report.X if len(plan.report) else plan.chosen.X),
+        "cost": stage_costs(
+            {"fp32": fp32, "fp16": fp16, "int8": qdq}, plan.report.X if len(plan.report) else plan.chosen.X
+        ),
         "tensors": activation_ranges(qdq, plan.report.X if len(plan.report) else plan.chosen.X),
         "qdq_issues": [],
     }
@@ -481,15 +520,23 @@ def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> di
 def _mixed(floats: dict[str, Any], search: Any, options: CalibrateOptions) -> dict[str, Any]:
     """Which Gemms stay in float (fp16 on TensorRT), why, and their share of the multiply-adds."""
     kept = list(floats.get("gemms_in_float", []))
-    why = ("none: every Gemm int8 reaches the target agreement" if not kept else
-           f"the per-layer sensitivity sweep on the search rows kept them in float to reach "
-           f"{options.target_agreement:.1%} agreement")  # fmt: skip
-    return {"float_gemms": kept, "float_macs_share": 1.0 - float(floats.get("int8_macs_share", 1.0)), "why": why,
-            "sensitivity": dict(search.sensitivity)}  # fmt: skip
+    why = (
+        "none: every Gemm int8 reaches the target agreement"
+        if not kept
+        else f"the per-layer sensitivity sweep on the search rows kept them in float to reach "
+        f"{options.target_agreement:.1%} agreement"
+    )
+    return {
+        "float_gemms": kept,
+        "float_macs_share": 1.0 - float(floats.get("int8_macs_share", 1.0)),
+        "why": why,
+        "sensitivity": dict(search.sensitivity),
+    }
 
 
 def stage_costs(models: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
-    """:func:`pairedge.compare.cost.precision_costs` of in-memory ModelProtos (written to a temporary folder)."""
+    """:func:`pairedge.compare.cost.precision_costs` of in-memory ModelProtos (written to a temporary
+    folder)."""
     import tempfile
 
     import onnx

@@ -89,7 +89,8 @@ def collect_frames(
     image_size: tuple[int, int] | None = None,
     positive: frozenset[str] | None = None,
 ) -> Collected:
-    """Step ``pipe`` (a fresh :class:`~pairedge.runtime.Pipeline`) over ``items``; keep every ``stride``-th frame.
+    """Step ``pipe`` (a fresh :class:`~pairedge.runtime.Pipeline`) over ``items``; keep every ``stride``-th
+    frame.
 
     Returns stage-1 rows (every scored pair) and stage-2 rows (gated pairs plus pairs with a truth label
     in the model's stage-2 labels). ``cls`` is -1 where the truth is unknown (see :func:`fill_predictions`).
@@ -251,12 +252,13 @@ def collect_cad(model: str | Path, path: str | Path, *, stride: int = 5) -> Coll
     parts = []
     for seq in sequences:
         with Deployment(model, backend="onnxruntime", flow="none").load() as pipe:
-            items = (
-                (None, dets, t, _cad_truth(seq, frame, CAD8.classes)) for frame, t, dets in seq.frames()
-            )
+            items = ((None, dets, t, _cad_truth(seq, frame, CAD8.classes)) for frame, t, dets in seq.frames())
             group = f"cad{seq.sequence or 0:02d}"
-            parts.append(collect_frames(pipe, items, group, stride, image_size=seq.frame_size,
-                                        positive=frozenset(CAD_TOGETHER)))  # fmt: skip
+            parts.append(
+                collect_frames(
+                    pipe, items, group, stride, image_size=seq.frame_size, positive=frozenset(CAD_TOGETHER)
+                )
+            )
     return merge(parts)
 
 

@@ -53,8 +53,9 @@ def default_scenes(recipe: Mapping[str, Any]) -> list[tuple[str, tuple[int, ...]
     confirm = recipe.get("confirm")
     if isinstance(confirm, Mapping):
         avoid |= set(_seeds(confirm.get("seeds")))
-    parts: list[tuple[str, Any, Any]] = [(str(p), recipe.get("train_seeds"), recipe.get("test_seeds"))
-                                         for p in recipe.get("presets", ())]  # fmt: skip
+    parts: list[tuple[str, Any, Any]] = [
+        (str(p), recipe.get("train_seeds"), recipe.get("test_seeds")) for p in recipe.get("presets", ())
+    ]
     for extra in recipe.get("extra_presets", ()) or ():
         if isinstance(extra, Mapping) and extra.get("preset"):
             parts.append((str(extra["preset"]), extra.get("train_seeds"), extra.get("test_seeds")))

@@ -73,7 +73,9 @@ def quantized_gemms(model: Any) -> dict[str, list[Any]]:
     return dict(groups)
 
 
-def column_ranges(model: Any, X: np.ndarray, tensors: list[str], quantile: float = 100.0) -> dict[str, np.ndarray]:
+def column_ranges(
+    model: Any, X: np.ndarray, tensors: list[str], quantile: float = 100.0
+) -> dict[str, np.ndarray]:
     """Per-column ``quantile`` of |value| (100: the max) of 2-D ``tensors`` over rows ``X`` (N, F) float32."""
     from pairedge.calibration.ranges import tensor_values
 
@@ -205,8 +207,14 @@ def _rows_action(inits: dict[str, Any], gemm: Any, s: np.ndarray) -> Any:
     return lambda: _scale_rows(inits, gemm, s)
 
 
-def _divisor_action(node: Any, producer: dict[str, Any], consumers: dict[str, list[Any]],
-                    inits: dict[str, Any], consts: dict[str, np.ndarray], s: np.ndarray) -> Action | None:  # fmt: skip
+def _divisor_action(
+    node: Any,
+    producer: dict[str, Any],
+    consumers: dict[str, list[Any]],
+    inits: dict[str, Any],
+    consts: dict[str, np.ndarray],
+    s: np.ndarray,
+) -> Action | None:
     """Fold into the standardization ``Div`` by a constant (the node itself, or behind a column Slice)."""
     from onnx import numpy_helper
 
@@ -228,7 +236,9 @@ def _divisor_action(node: Any, producer: dict[str, Any], consumers: dict[str, li
     def divisor() -> None:
         d = numpy_helper.to_array(inits[div.input[1]]).astype(np.float64).reshape(-1)
         d[index] = d[index] * s
-        inits[div.input[1]].CopyFrom(numpy_helper.from_array(d.reshape(shape).astype(np.float32), div.input[1]))
+        inits[div.input[1]].CopyFrom(
+            numpy_helper.from_array(d.reshape(shape).astype(np.float32), div.input[1])
+        )
 
     return "standardization Div", divisor
 

@@ -41,7 +41,10 @@ _FLOAT32_OPERANDS = {("Resize", 1), ("Resize", 2), ("Upsample", 1)}
 
 
 def to_fp16(
-    model: Any, keep_fp32: Iterable[str] | None = None, input_name: str = INPUT_NAME, output_name: str = OUTPUT_NAME
+    model: Any,
+    keep_fp32: Iterable[str] | None = None,
+    input_name: str = INPUT_NAME,
+    output_name: str = OUTPUT_NAME,
 ) -> Any:
     """A float16 copy of an fp32 ModelProto with float32 input/output (see the module docstring).
 
@@ -133,7 +136,9 @@ def to_fp16(
                 if i == output_name:
                     n.input[k] = inner
         casts.append(
-            helper.make_node("Cast", [inner], [output_name], to=TensorProto.FLOAT, name=f"Cast_{output_name}_fp32")
+            helper.make_node(
+                "Cast", [inner], [output_name], to=TensorProto.FLOAT, name=f"Cast_{output_name}_fp32"
+            )
         )
     nodes = [n for n in g.node if n.op_type == "Constant"] + casts + compute
     _topological(g, nodes)

@@ -72,8 +72,17 @@ class Agreement:
     @classmethod
     def from_comparison(cls, s: StageComparison) -> Agreement:
         d, e = s.decision, s.logits
-        return cls(d.rows, d.agreement, e.max, e.mean, e.p99, d.near_ties, d.near_tie_disagreements,
-                   d.agreement_excl_near_ties, d.scope)  # fmt: skip
+        return cls(
+            d.rows,
+            d.agreement,
+            e.max,
+            e.mean,
+            e.p99,
+            d.near_ties,
+            d.near_tie_disagreements,
+            d.agreement_excl_near_ties,
+            d.scope,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,7 +106,8 @@ def agreement(
     *,
     reference_stage1: np.ndarray | None = None,
 ) -> Agreement:
-    """Compare (N, C) logits of the fp32 model and a candidate (:func:`pairedge.compare.comparator.compare_stage`).
+    """Compare (N, C) logits of the fp32 model and a candidate
+    (:func:`pairedge.compare.comparator.compare_stage`).
 
     Stage 1 is judged by the gate on every row; stage 2 by the top-1 on the rows the fp32 gate opens when
     ``reference_stage1`` ((N, 2) fp32 stage-1 logits of the same rows) is given, else on every row.

@@ -1,4 +1,5 @@
-"""What ``pairedge calibrate`` writes: ``calibration.json`` / ``.md`` and the stage files, moved into place at once.
+"""What ``pairedge calibrate`` writes: ``calibration.json`` / ``.md`` and the stage files, moved into place at
+once.
 
 :func:`folder_report` assembles the report (versions, sources and input hashes, options, per-stage figures);
 :func:`write_folder` writes the fp32 copies, ``stage{1,2}.int8.onnx`` / ``.fp16.onnx`` (stamped with their
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 def folder_report(
     folder: Path, models: Any, collected: Collected, options: CalibrateOptions, stages: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``calibration.json`` content of one run (``stages``: per stage what :func:`write_folder` writes)."""
+    """The ``calibration.json`` content of one run (``stages``: per stage what :func:`write_folder`
+    writes)."""
     import onnxruntime
     from pairedge.core.modelfolder import sha256_file
     from pairedge.core.version import __version__
@@ -60,7 +62,8 @@ def folder_report(
 def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[str, Any]) -> dict[str, str]:
     """Write every file of a calibration into ``out`` at once (module docstring); name -> path written.
 
-    ``stages``: per fp32 stage role (``"stage1"``, ``"stage2"``) what :func:`pairedge.calibration.api.calibrate`
+    ``stages``: per fp32 stage role (``"stage1"``, ``"stage2"``) what
+        :func:`pairedge.calibration.api.calibrate`
     made of it (the ``int8`` and ``fp16`` ModelProtos, ``fp32_path``, ``config``, ``report``).
     """
     import onnx
@@ -87,7 +90,9 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
             info = {
                 "method": st["config"].method,
                 "placement": st["config"].placement,
-                "layers": {k: {"range": v["range"]} for k, v in st["report"]["layers"].get("weights", {}).items()},
+                "layers": {
+                    k: {"range": v["range"]} for k, v in st["report"]["layers"].get("weights", {}).items()
+                },
                 "excluded_nodes": list(st["config"].exclude),
                 "equalized": sorted(st["report"]["equalized"]),
                 "fp32_sha256": fp32_sha,
@@ -114,7 +119,8 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
 
 
 def move_into_place(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out`` (new or empty folder), else replace ``out``'s files one by one, manifest last."""
+    """Rename ``tmp`` to ``out`` (new or empty folder), else replace ``out``'s files one by one, manifest
+    last."""
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         if out.exists():
             out.rmdir()

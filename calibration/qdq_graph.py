@@ -63,19 +63,26 @@ def attribute(node: Any, name: str, default: Any) -> Any:
     return default
 
 
-
 def weighted_nodes(model: Any) -> dict[str, list[Any]]:
     """Weight initializer name -> the Gemm / MatMul nodes that read it as their constant (C, K) or (K, C)
     weight with the activation in input 0 (Gemm: ``transA=0``, ``alpha = beta = 1``; MatMul: a 2-D weight)."""
     inits = {t.name: t for t in model.graph.initializer}
     out: dict[str, list[Any]] = {}
     for n in model.graph.node:
-        if n.op_type not in WEIGHTED_OPS or len(n.input) < 2 or n.input[1] not in inits or n.input[0] in inits:
+        if (
+            n.op_type not in WEIGHTED_OPS
+            or len(n.input) < 2
+            or n.input[1] not in inits
+            or n.input[0] in inits
+        ):
             continue
         if len(inits[n.input[1]].dims) != 2:
             continue
-        if n.op_type == "Gemm" and (attribute(n, "transA", 0) != 0 or attribute(n, "alpha", 1.0) != 1.0
-                                    or attribute(n, "beta", 1.0) != 1.0):  # fmt: skip
+        if n.op_type == "Gemm" and (
+            attribute(n, "transA", 0) != 0
+            or attribute(n, "alpha", 1.0) != 1.0
+            or attribute(n, "beta", 1.0) != 1.0
+        ):
             continue
         out.setdefault(n.input[1], []).append(n)
     return out
@@ -89,7 +96,8 @@ def _weight_rows(node: Any, w: np.ndarray) -> np.ndarray:
 
 def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(C, K) float weight -> ((C, K) int8, (C,) float32 scales), symmetric per output channel, in float32
-    arithmetic (``rint(W / scale)``: what quantization-aware training's fake quantization rounds, bit for bit)."""
+    arithmetic (``rint(W / scale)``: what quantization-aware training's fake quantization rounds, bit for
+    bit)."""
     w = np.asarray(w, np.float32)
     scales = np.maximum(np.abs(w).max(axis=1) / np.float32(LEVELS), np.float32(MIN_SCALE)).astype(np.float32)
     q = np.clip(np.rint(w / scales[:, None]), -LEVELS, LEVELS).astype(np.int8)
@@ -116,7 +124,9 @@ def qdq_graph(model: Any, plans: Mapping[str, LayerPlan], exclude: tuple[str, ..
     groups = weighted_nodes(out)
     unknown = sorted(set(plans) - set(groups))
     if unknown:
-        raise ModelError(f"quantization plans for {unknown[:4]}: no Gemm / MatMul reads them as a constant weight")
+        raise ModelError(
+            f"quantization plans for {unknown[:4]}: no Gemm / MatMul reads them as a constant weight"
+        )
     inits = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     inserted: dict[str, list[Any]] = {}  # node name -> nodes to put before it
     done: set[str] = set()
@@ -154,28 +164,38 @@ def _weight(graph: Any, weight: str, rows: np.ndarray, node: Any) -> Any:
     q, scales = quantize_weight(rows)
     transposed = node.op_type == "Gemm" and attribute(node, "transB", 0) == 1
     stored, axis = (q, 0) if transposed else (np.ascontiguousarray(q.T), 1)
-    graph.initializer.extend([
-        numpy_helper.from_array(stored, f"{weight}_quantized"),
-        numpy_helper.from_array(scales, f"{weight}_scale"),
-        numpy_helper.from_array(np.zeros(len(scales), np.int8), f"{weight}_zero_point"),
-    ])  # fmt: skip
-    return helper.make_node("DequantizeLinear", [f"{weight}_quantized", f"{weight}_scale", f"{weight}_zero_point"],
-                            [f"{weight}_dequantized"], name=f"{weight}_DequantizeLinear", axis=axis)  # fmt: skip
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(stored, f"{weight}_quantized"),
+            numpy_helper.from_array(scales, f"{weight}_scale"),
+            numpy_helper.from_array(np.zeros(len(scales), np.int8), f"{weight}_zero_point"),
+        ]
+    )
+    return helper.make_node(
+        "DequantizeLinear",
+        [f"{weight}_quantized", f"{weight}_scale", f"{weight}_zero_point"],
+        [f"{weight}_dequantized"],
+        name=f"{weight}_DequantizeLinear",
+        axis=axis,
+    )
 
 
 def _activation(graph: Any, x: str, plan: LayerPlan) -> list[Any]:
     """``QuantizeLinear -> DequantizeLinear`` of the tensor ``x`` with the plan's per-tensor scale."""
     from onnx import helper, numpy_helper
 
-    graph.initializer.extend([
-        numpy_helper.from_array(np.asarray(plan.scale, np.float32), f"{x}_scale"),
-        numpy_helper.from_array(np.asarray(0, np.int8), f"{x}_zero_point"),
-    ])  # fmt: skip
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.asarray(plan.scale, np.float32), f"{x}_scale"),
+            numpy_helper.from_array(np.asarray(0, np.int8), f"{x}_zero_point"),
+        ]
+    )
     args = [f"{x}_scale", f"{x}_zero_point"]
     return [
         helper.make_node("QuantizeLinear", [x, *args], [f"{x}_quantized"], name=f"{x}_QuantizeLinear"),
-        helper.make_node("DequantizeLinear", [f"{x}_quantized", *args], [f"{x}_dequantized"],
-                         name=f"{x}_DequantizeLinear"),  # fmt: skip
+        helper.make_node(
+            "DequantizeLinear", [f"{x}_quantized", *args], [f"{x}_dequantized"], name=f"{x}_DequantizeLinear"
+        ),
     ]
 
 

@@ -96,8 +96,14 @@ def check_qdq_rules(model: Any) -> list[Issue]:
             if node.op_type in ("Gemm", "Conv", "ConvTranspose") and len(node.input) > 2 and node.input[2]:
                 src = producer.get(node.input[2])
                 if src is not None and src.op_type == DQ:
-                    issues.append(Issue("bias", node.name, f"bias {node.input[2]!r} is quantized (comes "
-                                        "through a DequantizeLinear); keep the bias in float"))  # fmt: skip
+                    issues.append(
+                        Issue(
+                            "bias",
+                            node.name,
+                            f"bias {node.input[2]!r} is quantized (comes "
+                            "through a DequantizeLinear); keep the bias in float",
+                        )
+                    )
             continue
         issues += _check_scale_zero(node, consts, types)
         name = node.name or node.output[0]
@@ -107,19 +113,32 @@ def check_qdq_rules(model: Any) -> list[Issue]:
         if node.op_type == Q:
             others = sorted({c.op_type for c, _ in used if c.op_type != DQ})
             if others:
-                issues.append(Issue("dangling", name, f"QuantizeLinear feeds {others}, expected only "
-                                    "DequantizeLinear"))  # fmt: skip
+                issues.append(
+                    Issue("dangling", name, f"QuantizeLinear feeds {others}, expected only DequantizeLinear")
+                )
             for dq, _ in used:
                 if dq.op_type == DQ:
                     issues += _check_pair(node, dq, consts)
         else:
             src = producer.get(node.input[0])
             if src is None and node.input[0] not in consts:
-                issues.append(Issue("dangling", name, f"DequantizeLinear input {node.input[0]!r} is neither a "
-                                    "QuantizeLinear output nor a constant int8 weight"))  # fmt: skip
+                issues.append(
+                    Issue(
+                        "dangling",
+                        name,
+                        f"DequantizeLinear input {node.input[0]!r} is neither a "
+                        "QuantizeLinear output nor a constant int8 weight",
+                    )
+                )
             elif src is not None and src.op_type != Q:
-                issues.append(Issue("dangling", name, f"DequantizeLinear reads {src.op_type} "
-                                    f"{src.name!r}, expected a QuantizeLinear or a constant"))  # fmt: skip
+                issues.append(
+                    Issue(
+                        "dangling",
+                        name,
+                        f"DequantizeLinear reads {src.op_type} {src.name!r}, expected a QuantizeLinear or a "
+                        "constant",
+                    )
+                )
             issues += _check_axis(node, consts, consumers, producer)
     return issues
 
@@ -131,8 +150,13 @@ def _check_scale_zero(node: Any, consts: dict[str, np.ndarray], types: dict[str,
     if scale is None:
         issues.append(Issue("scale", name, "scale is not a constant"))
     elif not (np.issubdtype(scale.dtype, np.floating) and np.isfinite(scale).all() and (scale > 0).all()):
-        issues.append(Issue("scale", name, f"expected finite positive float scales, got {scale.dtype} "
-                            f"{scale.ravel()[:4].tolist()}"))  # fmt: skip
+        issues.append(
+            Issue(
+                "scale",
+                name,
+                f"expected finite positive float scales, got {scale.dtype} {scale.ravel()[:4].tolist()}",
+            )
+        )
     zp_name = node.input[2] if len(node.input) > 2 else ""
     if not zp_name:
         issues.append(
@@ -164,8 +188,13 @@ def _check_pair(q: Any, dq: Any, consts: dict[str, np.ndarray]) -> list[Issue]:
     if qs is None or ds is None or qz is None or dz is None:
         return []
     if qs.shape != ds.shape or not np.array_equal(qs, ds) or not np.array_equal(qz, dz):
-        return [Issue("pair", dq.name or dq.output[0], f"DequantizeLinear scale/zero point differ from its "
-                      f"QuantizeLinear {q.name!r}")]  # fmt: skip
+        return [
+            Issue(
+                "pair",
+                dq.name or dq.output[0],
+                f"DequantizeLinear scale/zero point differ from its QuantizeLinear {q.name!r}",
+            )
+        ]
     return []
 
 
@@ -184,8 +213,13 @@ def _check_axis(
     if weight is None and src is not None and src.op_type == Q:
         weight = consts.get(src.input[0])
     if weight is None:
-        return [Issue("per-channel-axis", name, "per-channel scales on an activation; TensorRT expects "
-                      "per-tensor activation scales")]  # fmt: skip
+        return [
+            Issue(
+                "per-channel-axis",
+                name,
+                "per-channel scales on an activation; TensorRT expects per-tensor activation scales",
+            )
+        ]
     axis = int(_attr(dq, "axis", 1))
     axis = axis + weight.ndim if axis < 0 else axis
     issues: list[Issue] = []
@@ -194,9 +228,18 @@ def _check_axis(
         if expected is None:
             continue
         if axis != expected:
-            issues.append(Issue("per-channel-axis", name, f"weight of {node.op_type} {node.name!r} quantized "
-                                f"along axis {axis}, expected the output-channel axis {expected}"))  # fmt: skip
+            issues.append(
+                Issue(
+                    "per-channel-axis",
+                    name,
+                    f"weight of {node.op_type} {node.name!r} quantized "
+                    f"along axis {axis}, expected the output-channel axis {expected}",
+                )
+            )
         elif weight.shape[axis] != scale.size:
-            issues.append(Issue("per-channel-axis", name, f"{scale.size} scales for {weight.shape[axis]} "
-                                "output channels"))  # fmt: skip
+            issues.append(
+                Issue(
+                    "per-channel-axis", name, f"{scale.size} scales for {weight.shape[axis]} output channels"
+                )
+            )
     return issues

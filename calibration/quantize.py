@@ -81,9 +81,16 @@ class QuantConfig:
             raise InputError(f"batch_rows: expected >= 1, got {self.batch_rows}")
         if self.placement not in PLACEMENTS:
             raise InputError(f"placement: expected one of {list(PLACEMENTS)}, got {self.placement!r}")
-        if not 1.0 <= min(self.input_headroom, self.hidden_headroom) <= max(self.input_headroom, self.hidden_headroom) <= MAX_HEADROOM:
-            raise InputError(f"headroom: expected factors from 1 to {MAX_HEADROOM:g}, got {self.input_headroom:g} "
-                             f"and {self.hidden_headroom:g}")  # fmt: skip
+        if (
+            not 1.0
+            <= min(self.input_headroom, self.hidden_headroom)
+            <= max(self.input_headroom, self.hidden_headroom)
+            <= MAX_HEADROOM
+        ):
+            raise InputError(
+                f"headroom: expected factors from 1 to {MAX_HEADROOM:g}, got {self.input_headroom:g} "
+                f"and {self.hidden_headroom:g}"
+            )
 
 
 class ArrayReader:
@@ -195,9 +202,11 @@ def _ort_quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[s
         except ValueError as exc:  # ONNX Runtime's histogram calibrators on a tensor that never varies
             if "bins" not in str(exc):
                 raise
-            raise InputError(f"ONNX Runtime's {config.method} calibration cannot histogram a tensor of this graph "
-                             f"that never varies on the calibration rows ({exc}); with --placement all use "
-                             "--method minmax") from None  # fmt: skip
+            raise InputError(
+                f"ONNX Runtime's {config.method} calibration cannot histogram a tensor of this graph "
+                f"that never varies on the calibration rows ({exc}); with --placement all use "
+                "--method minmax"
+            ) from None
         out = onnx.load(str(dst))
     _copy_metadata(model, out)
     return float_outputs(out)

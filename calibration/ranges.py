@@ -89,7 +89,9 @@ def layer_plans(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Lay
     for weight, nodes in groups.items():
         inputs = [values[n.input[0]] for n in nodes]
         if config.method == "entropy":
-            amax = max(float(entropy.get(n.input[0], np.abs(v).max())) for n, v in zip(nodes, inputs, strict=True))
+            amax = max(
+                float(entropy.get(n.input[0], np.abs(v).max())) for n, v in zip(nodes, inputs, strict=True)
+            )
         else:
             amax = max(value_range(v, config) for v in inputs)
         first = all(reads_features(model, n.input[0]) for n in nodes)

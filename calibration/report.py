@@ -83,11 +83,15 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
 
 
 #: What a node without Q/DQ costs inside a TensorRT INT8 engine (the Markdown report quotes these).
-GEMM_COST = ("TensorRT runs it in fp16 (fp32 where the GPU has no fast fp16) inside the int8 engine, with a "
-             "reformat between int8 and fp16 at its edges; Orin's tensor cores do twice as many int8 as fp16 "
-             "MACs per clock, so it costs up to 2x its int8 time")  # fmt: skip
-POINTWISE_COST = ("a point-wise op between quantized Gemms: TensorRT fuses it with the Gemm before it (ReLU) or "
-                  "with the quantization after it; no Gemm work leaves int8")  # fmt: skip
+GEMM_COST = (
+    "TensorRT runs it in fp16 (fp32 where the GPU has no fast fp16) inside the int8 engine, with a "
+    "reformat between int8 and fp16 at its edges; Orin's tensor cores do twice as many int8 as fp16 "
+    "MACs per clock, so it costs up to 2x its int8 time"
+)
+POINTWISE_COST = (
+    "a point-wise op between quantized Gemms: TensorRT fuses it with the Gemm before it (ReLU) or "
+    "with the quantization after it; no Gemm work leaves int8"
+)
 
 
 def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any]:
@@ -100,28 +104,58 @@ def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any
     from pairedge.compare.cost import gemm_macs
 
     dequantized = {n.output[0] for n in qdq.graph.node if n.op_type == "DequantizeLinear"}
-    q_gemms = {n.name for n in qdq.graph.node if n.op_type in ("Gemm", "MatMul") and n.input[0] in dequantized}
+    q_gemms = {
+        n.name for n in qdq.graph.node if n.op_type in ("Gemm", "MatMul") and n.input[0] in dequantized
+    }
     macs = {name: m for name, (m, _) in gemm_macs(model).items()}
     gemms, nodes = list(macs), []
     for n in model.graph.node:
         if n.op_type == "Constant" or (n.name in q_gemms):
             continue
         if n.name in macs:
-            why = ("kept in float by the mixed-precision search: quantized alone, it leaves "
-                   f"{100 * search.sensitivity.get(n.name, float('nan')):.2f} % agreement on the search rows"
-                   if n.name in config.exclude else "no quantized input")  # fmt: skip
-            nodes.append({"node": n.name, "op": n.op_type, "why": why, "macs_per_pair": macs[n.name],
-                          "jetson_cost": GEMM_COST})  # fmt: skip
+            why = (
+                "kept in float by the mixed-precision search: quantized alone, it leaves "
+                f"{100 * search.sensitivity.get(n.name, float('nan')):.2f} % agreement on the search rows"
+                if n.name in config.exclude
+                else "no quantized input"
+            )
+            nodes.append(
+                {
+                    "node": n.name,
+                    "op": n.op_type,
+                    "why": why,
+                    "macs_per_pair": macs[n.name],
+                    "jetson_cost": GEMM_COST,
+                }
+            )
         elif n.op_type not in ("Sub", "Div") or n.input[0] != "features":
-            nodes.append({"node": n.name, "op": n.op_type, "why": "point-wise, no weights (Q/DQ only on Gemm inputs)",
-                          "macs_per_pair": 0, "jetson_cost": POINTWISE_COST})  # fmt: skip
+            nodes.append(
+                {
+                    "node": n.name,
+                    "op": n.op_type,
+                    "why": "point-wise, no weights (Q/DQ only on Gemm inputs)",
+                    "macs_per_pair": 0,
+                    "jetson_cost": POINTWISE_COST,
+                }
+            )
         else:
-            nodes.append({"node": n.name, "op": n.op_type, "why": "input standardization (raw features in float32)",
-                          "macs_per_pair": 0, "jetson_cost": "one fused point-wise op on the raw input"})  # fmt: skip
+            nodes.append(
+                {
+                    "node": n.name,
+                    "op": n.op_type,
+                    "why": "input standardization (raw features in float32)",
+                    "macs_per_pair": 0,
+                    "jetson_cost": "one fused point-wise op on the raw input",
+                }
+            )
     floats = [g for g in gemms if g not in q_gemms]
     total = sum(macs.values()) or 1
-    return {"gemms": gemms, "gemms_in_float": floats,
-            "int8_macs_share": float(sum(macs[g] for g in gemms if g in q_gemms) / total), "nodes": nodes}  # fmt: skip
+    return {
+        "gemms": gemms,
+        "gemms_in_float": floats,
+        "int8_macs_share": float(sum(macs[g] for g in gemms if g in q_gemms) / total),
+        "nodes": nodes,
+    }
 
 
 def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
@@ -151,12 +185,23 @@ def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
         first = all(reads_features(model, n.input[0]) for n in nodes)
         int8 = dims[weight] * len(quantized)
         int8_total += int8
-        weights[weight] = {"nodes": quantized, "range": plan.amax,
-                           "headroom": config.input_headroom if first else config.hidden_headroom,
-                           "scale": plan.scale, "macs_per_pair": macs, "int8_macs_per_pair": int8}  # fmt: skip
-    return {"weights": weights,
-            "macs_per_pair": {"fp32": fp32, "int8": int8_total, "float": fp32 - int8_total,
-                              "int8_share": int8_total / max(fp32, 1)}}  # fmt: skip
+        weights[weight] = {
+            "nodes": quantized,
+            "range": plan.amax,
+            "headroom": config.input_headroom if first else config.hidden_headroom,
+            "scale": plan.scale,
+            "macs_per_pair": macs,
+            "int8_macs_per_pair": int8,
+        }
+    return {
+        "weights": weights,
+        "macs_per_pair": {
+            "fp32": fp32,
+            "int8": int8_total,
+            "float": fp32 - int8_total,
+            "int8_share": int8_total / max(fp32, 1),
+        },
+    }
 
 
 def write_reports(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
@@ -174,22 +219,32 @@ def _float_lines(st: dict[str, Any]) -> list[str]:
     if not info:
         return [f"Nodes kept in float (no Q/DQ): {', '.join(st['excluded_nodes']) or 'none'}."]
     n, f = len(info["gemms"]), info["gemms_in_float"]
-    head = (f"**{n - len(f)} of {n} Gemms run in int8** ({100 * info['int8_macs_share']:.1f} % of the MACs)"
-            + (f"; in float: {', '.join(f'`{g}`' for g in f)}." if f else ": an INT8 engine on a Jetson."))  # fmt: skip
+    head = (
+        f"**{n - len(f)} of {n} Gemms run in int8** ({100 * info['int8_macs_share']:.1f} % of the MACs)"
+        + (f"; in float: {', '.join(f'`{g}`' for g in f)}." if f else ": an INT8 engine on a Jetson.")
+    )
     lines = [head, ""]
     layers = st.get("layers") or {}
     if layers.get("weights"):
         cost = layers["macs_per_pair"]
-        lines += [f"Every int8 Gemm reads its input once with int8 weights of the fp32 shape: {cost['fp32']:,} "
-                  f"multiply-adds per pair, as fp32, {cost['int8']:,} of them in int8 "
-                  f"({100 * cost['int8_share']:.1f} %).", "",
-                  "| weight | range | headroom | int8 step | MACs per pair |", "|---|---:|---:|---:|---:|"]  # fmt: skip
-        lines += [f"| `{w}` | {d['range']:.4g} | {d['headroom']:g}x | {d['scale']:.4g} | {d['macs_per_pair']:,} |"
-                  for w, d in layers["weights"].items()]  # fmt: skip
+        lines += [
+            f"Every int8 Gemm reads its input once with int8 weights of the fp32 shape: {cost['fp32']:,} "
+            f"multiply-adds per pair, as fp32, {cost['int8']:,} of them in int8 "
+            f"({100 * cost['int8_share']:.1f} %).",
+            "",
+            "| weight | range | headroom | int8 step | MACs per pair |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| `{w}` | {d['range']:.4g} | {d['headroom']:g}x | {d['scale']:.4g} | {d['macs_per_pair']:,} |"
+            for w, d in layers["weights"].items()
+        ]
         lines.append("")
     lines += ["| node in float | op | why | MACs per pair | on a Jetson |", "|---|---|---|---:|---|"]
-    lines += [f"| `{d['node']}` | {d['op']} | {d['why']} | {d['macs_per_pair']} | {d['jetson_cost']} |"
-              for d in info["nodes"]]  # fmt: skip
+    lines += [
+        f"| `{d['node']}` | {d['op']} | {d['why']} | {d['macs_per_pair']} | {d['jetson_cost']} |"
+        for d in info["nodes"]
+    ]
     return lines
 
 
@@ -200,19 +255,30 @@ def cost_lines(st: dict[str, Any]) -> list[str]:
     if not cost:
         return []
     counts = list(next(iter(cost.values()))["latency_ms"])
-    lines = ["Cost per precision (ONNX Runtime CPU, one thread, p50; TensorRT and DLA timing are not measured "
-             "here):", "", "| precision | MACs per pair | in int8 | bytes | " + " | ".join(f"ms @ {n}" for n in counts)
-             + " | vs fp32 @ 512 |", "|---|---:|---:|---:|" + "---:|" * len(counts) + "---:|"]  # fmt: skip
+    lines = [
+        "Cost per precision (ONNX Runtime CPU, one thread, p50; TensorRT and DLA timing are not measured "
+        "here):",
+        "",
+        "| precision | MACs per pair | in int8 | bytes | "
+        + " | ".join(f"ms @ {n}" for n in counts)
+        + " | vs fp32 @ 512 |",
+        "|---|---:|---:|---:|" + "---:|" * len(counts) + "---:|",
+    ]
     for name, c in cost.items():
         ratio = c.get("vs_fp32", {}).get(512, c.get("vs_fp32", {}).get("512"))
-        lines.append(f"| {name} | {c['macs_per_pair']:,} | {100 * c['int8_share']:.0f} % | {c['bytes']:,} | "
-                     + " | ".join(f"{v:.3f}" for v in c["latency_ms"].values())
-                     + f" | {'-' if ratio is None else f'{ratio:.2f}x'} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {c['macs_per_pair']:,} | {100 * c['int8_share']:.0f} % | {c['bytes']:,} | "
+            + " | ".join(f"{v:.3f}" for v in c["latency_ms"].values())
+            + f" | {'-' if ratio is None else f'{ratio:.2f}x'} |"
+        )
     mixed = st.get("mixed_precision")
     if mixed:
         kept = ", ".join(f"`{g}`" for g in mixed["float_gemms"]) or "none"
-        lines += ["", f"Kept in float (fp16 on TensorRT): {kept} ({100 * mixed['float_macs_share']:.1f} % of the "
-                  f"multiply-adds); {mixed['why']}."]  # fmt: skip
+        lines += [
+            "",
+            f"Kept in float (fp16 on TensorRT): {kept} ({100 * mixed['float_macs_share']:.1f} % of the "
+            f"multiply-adds); {mixed['why']}.",
+        ]
     return lines
 
 
@@ -244,8 +310,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"## {key}",
             "",
             f"Rows: {st['rows']['collected']} collected, {st['rows']['calibration']} used for calibration, "
-            f"{st['rows']['held_out']} held out ({st['rows']['held_out_groups']} sequence(s)). Motion tertile "
-            f"edges: {st['motion_edges']}.",
+            f"{st['rows']['held_out']} held out ({st['rows']['held_out_groups']} sequence(s)). Motion "
+            f"tertile edges: {st['motion_edges']}.",
             "",
             "| stratum | collected | calibration |",
             "|---|---:|---:|",
@@ -254,12 +320,22 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {name} | {n} | {st['strata']['calibration'].get(name, 0)} |")
         if st["warnings"]:
             lines += ["", "Warnings:", ""] + [f"- {w}" for w in st["warnings"]]
-        scaled = ", ".join(f"`{k}` ({v.get('folded_into', '')})" for k, v in st["equalized"].items()) or "none"
-        lines += ["", *_float_lines(st), "", f"Per-column scales absorbed before the Gemms of: {scaled}.",
-                  "", f"Held-out parity vs fp32 on the report rows ({st['rows'].get('report', '?')} rows of "
-                  f"{', '.join(st['rows'].get('report_groups', [])) or '?'}; never used for a choice; `_gated`: the rows "
-                  "the fp32 gate passes, which `parity check` judges):", "",
-                  "| precision | rows | agreement | max abs logit error | p99 |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+        scaled = (
+            ", ".join(f"`{k}` ({v.get('folded_into', '')})" for k, v in st["equalized"].items()) or "none"
+        )
+        lines += [
+            "",
+            *_float_lines(st),
+            "",
+            f"Per-column scales absorbed before the Gemms of: {scaled}.",
+            "",
+            f"Held-out parity vs fp32 on the report rows ({st['rows'].get('report', '?')} rows of "
+            f"{', '.join(st['rows'].get('report_groups', [])) or '?'}; never used for a choice; `_gated`: "
+            "the rows the fp32 gate passes, which `parity check` judges):",
+            "",
+            "| precision | rows | agreement | max abs logit error | p99 |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for prec, a in st["held_out"].items():
             lines.append(
                 f"| {prec} | {a['n']} | {_pct(a['agreement'])} | {a['max_abs_logit_error']:.4g} | "
@@ -267,7 +343,11 @@ def markdown(report: dict[str, Any]) -> str:
             )
         lines += ["", *cost_lines(st)]
         if st["search"]["steps"]:
-            lines += ["", "Mixed-precision search (agreement on the search rows after each node kept in float):", ""]
+            lines += [
+                "",
+                "Mixed-precision search (agreement on the search rows after each node kept in float):",
+                "",
+            ]
             lines += [
                 f"- {', '.join(s['excluded'][-1:]) or '(all quantized)'}: {_pct(s['agreement'])}"
                 for s in st["search"]["steps"]
@@ -280,6 +360,7 @@ def markdown(report: dict[str, Any]) -> str:
         for t in st["tensors"]:
             clip = _pct(t.get("clip_rate"))
             lines.append(
-                f"| `{t['tensor']}` | ±{t['range'][1]:.4g} | {t.get('observed_max_abs', float('nan')):.4g} | {clip} |"
+                f"| `{t['tensor']}` | ±{t['range'][1]:.4g} | {t.get('observed_max_abs', float('nan')):.4g} | "
+                f"{clip} |"
             )
     return "\n".join(lines) + "\n"

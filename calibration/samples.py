@@ -82,7 +82,9 @@ class StageSamples:
             np.concatenate([p.motion for p in parts]).astype(np.float32),
             np.concatenate([p.group for p in parts]).astype(str),
             first.labels,
-            None if any(p.gated is None for p in parts) else np.concatenate([p.gated for p in parts]).astype(bool),
+            None
+            if any(p.gated is None for p in parts)
+            else np.concatenate([p.gated for p in parts]).astype(bool),
         )
 
 

@@ -2,8 +2,8 @@
 
 Data with few, long sequences (Collective Activity: 32 sequences, some classes in 5 of them) gains from
 label-preserving copies of its sequences (a horizontal mirror, a time reversal:
-:data:`pairedge.export.datasets.cad_context.AUGMENTATIONS`) and from training the final model on the validation
-sequences too. Both must leave the choice of the epoch honest:
+:data:`pairedge.export.datasets.cad_context.AUGMENTATIONS`) and from training the final model on the
+validation sequences too. Both must leave the choice of the epoch honest:
 
 * early stopping scores the ORIGINAL rows of whole validation sequences; the copies of those sequences are
   never trained on while the epoch is chosen (a mirrored validation sequence is the same people);

@@ -127,8 +127,9 @@ def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
             (ln for ln in lines if not ln.startswith(("Weights only", "Please file"))), type(exc).__name__
         )
         raise ModelError(
-            f"{path}: refused to load: not a plain state dict of tensors ({type(exc).__name__}: {first[:160]}); "
-            "pairedge never unpickles arbitrary objects: re-save the weights with torch.save(model.state_dict())"
+            f"{path}: refused to load: not a plain state dict of tensors ({type(exc).__name__}: "
+            f"{first[:160]}); pairedge never unpickles arbitrary objects: re-save the weights with "
+            "torch.save(model.state_dict())"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelError(f"{path}: expected a state dict (name -> tensor), got {type(state).__name__}")
@@ -179,7 +180,8 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
         if not p.exists():
             raise ModelError(
                 f"{p}: checkpoint {what} not found; a pairedge checkpoint is a folder with {WEIGHTS} and "
-                f"{CONFIG} (written by `pairedge train`); for the paper's files use --paper-stage1/--paper-stage2"
+                f"{CONFIG} (written by `pairedge train`); for the paper's files use "
+                "--paper-stage1/--paper-stage2"
             )
     doc = _read_config(config_path)
     try:

@@ -49,8 +49,8 @@ def resolve_data(
     version = str(spec_obj.version)
     if data.feature_spec_version and data.feature_spec_version != version:
         raise InputError(
-            f"the features file has spec {spec!r} version {data.feature_spec_version!r}, but version {version!r} "
-            "was asked for; rebuild the features with that version"
+            f"the features file has spec {spec!r} version {data.feature_spec_version!r}, but version "
+            f"{version!r} was asked for; rebuild the features with that version"
         )
     if stage is not None and data.stage and data.stage != stage:
         raise InputError(f"the features file holds stage-{data.stage} data, but --stage {stage} was given")
@@ -58,8 +58,8 @@ def resolve_data(
     width = spec_obj.stage1_dim if chosen == 1 else spec_obj.stage2_dim
     if data.num_features != width:
         raise InputError(
-            f"spec {spec!r} v{version} stage {chosen} has {width} features, the file has {data.num_features}; "
-            "rebuild the features for this spec, version and stage"
+            f"spec {spec!r} v{version} stage {chosen} has {width} features, the file has "
+            f"{data.num_features}; rebuild the features for this spec, version and stage"
         )
     fp, fq = data.person_features, data.pair_features
     if chosen == 2 and not fp:
@@ -114,8 +114,15 @@ def train_to_dir(
         from pairedge.export.augmented import train_augmented
 
         copies = [resolve_data(c, spec, data.stage, data.feature_spec_version) for c in copies or []]
-        result = train_augmented(data, copies, config or TrainConfig(), val_mask=val_mask, refit=refit,
-                                 stage=data.stage, progress=progress)  # fmt: skip
+        result = train_augmented(
+            data,
+            copies,
+            config or TrainConfig(),
+            val_mask=val_mask,
+            refit=refit,
+            stage=data.stage,
+            progress=progress,
+        )
     else:
         result = train(data, config, stage=data.stage, val_mask=val_mask, progress=progress)
     out = Path(out)

@@ -64,9 +64,12 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         squash = self.input_squash
-        if squash is not None and (isinstance(squash, bool) or not isinstance(squash, int | float)
-                                   or not 0.1 <= squash <= 100):  # fmt: skip
-            raise InputError(f"model config: input_squash must be None or a scale in [0.1, 100] std, got {squash!r}")
+        if squash is not None and (
+            isinstance(squash, bool) or not isinstance(squash, int | float) or not 0.1 <= squash <= 100
+        ):
+            raise InputError(
+                f"model config: input_squash must be None or a scale in [0.1, 100] std, got {squash!r}"
+            )
         if self.architecture not in ARCHITECTURES:
             raise InputError(
                 f"model config: unknown architecture {self.architecture!r}; expected one of {ARCHITECTURES}"
@@ -81,7 +84,8 @@ class ModelConfig:
         ignored = tuple(sorted({int(i) for i in self.ignored_features}))
         if ignored and not (0 <= ignored[0] and ignored[-1] < self.num_features):
             raise InputError(
-                f"model config: ignored_features must be column indices in [0, {self.num_features}), got {ignored}"
+                f"model config: ignored_features must be column indices in [0, {self.num_features}), got "
+                f"{ignored}"
             )
         if len(ignored) >= self.num_features:
             raise InputError("model config: every input column is ignored; keep at least one")
@@ -91,7 +95,8 @@ class ModelConfig:
             if fp < 1 or fq < 0 or 2 * fp + fq != self.num_features:
                 raise InputError(
                     f"relation_net: expected 2 * person_features + pair_features == num_features, got "
-                    f"2 * {fp} + {fq} != {self.num_features}; fix the feature layout [a (Fp), b (Fp), pair (Fq)]"
+                    f"2 * {fp} + {fq} != {self.num_features}; fix the feature layout [a (Fp), b (Fp), pair "
+                    "(Fq)]"
                 )
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,7 +129,8 @@ KNEE_QUANTILE, MIN_KNEE = 1.0, 1.0
 
 
 class Standardize(nn.Module):
-    """``(x - mean) / std`` with the statistics as buffers, optionally squashed beyond a knee. x: (N, F) float32.
+    """``(x - mean) / std`` with the statistics as buffers, optionally squashed beyond a knee. x: (N, F)
+    float32.
 
     With ``squash`` (``c``, in standard deviations) each column has a knee (buffer ``knee``, (F,), recorded
     in the model: its training rows' :data:`KNEE_QUANTILE` of ``|z|``, :meth:`set_knee`). Inside it a
@@ -134,8 +140,8 @@ class Standardize(nn.Module):
 
     monotone, with a continuous slope, so a row beyond anything in training (a detector glitch, a box jump on
     real video: hundreds of std) reaches the network, and every precision's first quantized layer, a few units
-    beyond the knee instead of hundreds: fp32, fp16 and int8 all see the same bounded input (the squash is part
-    of the ONNX graph), and every row inside the training range sees its plain z-scores. With ``ignored``
+    beyond the knee instead of hundreds: fp32, fp16 and int8 all see the same bounded input (the squash is
+    part of the ONNX graph), and every row inside the training range sees its plain z-scores. With ``ignored``
     columns the result is multiplied by a 0/1 mask (0 there): those inputs cannot influence the model,
     whatever their values. The mask follows from the model config, so it is not part of the state dict.
     """
@@ -180,7 +186,9 @@ class Standardize(nn.Module):
         z = np.abs((np.asarray(X, np.float64) - self.mean.numpy()) / self.std.numpy())
         if z.ndim != 2 or z.shape[1] != len(self.knee) or not len(z):
             raise InputError(f"set_knee: expected (N >= 1, {len(self.knee)}) rows, got {z.shape}")
-        knee = np.maximum(np.nanquantile(np.where(np.isfinite(z), z, np.nan), KNEE_QUANTILE, axis=0), MIN_KNEE)
+        knee = np.maximum(
+            np.nanquantile(np.where(np.isfinite(z), z, np.nan), KNEE_QUANTILE, axis=0), MIN_KNEE
+        )
         self.knee.copy_(torch.as_tensor(np.nan_to_num(knee, nan=MIN_KNEE).astype(np.float32)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -279,7 +287,8 @@ class ResidualMLP(nn.Module):
 
 
 class AdaptiveGeometricClassifier(nn.Module):
-    """The paper's stage-1 classifier: ``classifier(((z + feature_biases) * feature_scales) * feature_weights)``.
+    """The paper's stage-1 classifier: ``classifier(((z + feature_biases) * feature_scales) *
+    feature_weights)``.
 
     ``z`` is the standardised input (identity statistics for imported paper checkpoints, which feed raw
     features). Keys ``feature_biases``, ``feature_scales``, ``feature_weights``, ``classifier.0/3/6.*``.
@@ -327,7 +336,9 @@ def count_parameters(model: nn.Module) -> int:
     return int(sum(p.numel() for p in model.parameters()))
 
 
-def set_normalization(model: nn.Module, mean: np.ndarray, std: np.ndarray, X: np.ndarray | None = None) -> None:
+def set_normalization(
+    model: nn.Module, mean: np.ndarray, std: np.ndarray, X: np.ndarray | None = None
+) -> None:
     """Set the model's z-score statistics (F,) float (``std`` is the divisor) and, for a model with an input
     squash, its knees from the (N, F) raw training rows ``X`` (:meth:`Standardize.set_knee`)."""
     norm = getattr(model, "norm", None)
@@ -336,7 +347,9 @@ def set_normalization(model: nn.Module, mean: np.ndarray, std: np.ndarray, X: np
     norm.set_stats(mean, std)
     if norm.squash is not None:
         if X is None:
-            raise InputError("set_normalization: a model with an input squash needs its training rows for the knees")
+            raise InputError(
+                "set_normalization: a model with an input squash needs its training rows for the knees"
+            )
         norm.set_knee(X)
 
 

@@ -2,9 +2,9 @@
 
 The graph contract is the one of :mod:`pairedge.core.modelmeta`: input ``features`` (pairs, F) float32 of RAW
 feature values (z-scoring is the graph's first op), output ``logits`` (pairs, C) float32, ``pairs``
-dynamic. The file carries :class:`~pairedge.core.modelmeta.ModelMetadata` in ``metadata_props``. After writing,
-ONNX Runtime (CPU) and PyTorch are run on the same inputs and the maximum absolute logit difference is
-returned (fp32: about 1e-6).
+dynamic. The file carries :class:`~pairedge.core.modelmeta.ModelMetadata` in ``metadata_props``. After
+writing, ONNX Runtime (CPU) and PyTorch are run on the same inputs and the maximum absolute logit difference
+is returned (fp32: about 1e-6).
 """
 
 from __future__ import annotations

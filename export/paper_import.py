@@ -54,8 +54,20 @@ def numpy_allowlist() -> list[Any]:
     except ImportError:  # pragma: no cover - numpy 1.x
         multiarray = importlib.import_module("numpy.core.multiarray")
     entries: list[Any] = [np.ndarray, np.dtype]
-    for name in ("Float16DType", "Float32DType", "Float64DType", "Int8DType", "Int16DType", "Int32DType",
-                 "Int64DType", "UInt8DType", "UInt16DType", "UInt32DType", "UInt64DType", "BoolDType"):  # fmt: skip
+    for name in (
+        "Float16DType",
+        "Float32DType",
+        "Float64DType",
+        "Int8DType",
+        "Int16DType",
+        "Int32DType",
+        "Int64DType",
+        "UInt8DType",
+        "UInt16DType",
+        "UInt32DType",
+        "UInt64DType",
+        "BoolDType",
+    ):
         entries.append(getattr(nd, name))
     for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
         entries.append((multiarray._reconstruct, f"{module}._reconstruct"))
@@ -65,8 +77,8 @@ def numpy_allowlist() -> list[Any]:
 
 @contextmanager
 def folded_warnings(what: str = "torch") -> Iterator[None]:
-    """Keep warnings raised inside off stderr; a :class:`~pairedge.core.errors.PairedgeError` raised inside gets
-    them folded into its one-line message (``torch warned: ...``).
+    """Keep warnings raised inside off stderr; a :class:`~pairedge.core.errors.PairedgeError` raised inside
+    gets them folded into its one-line message (``torch warned: ...``).
 
     ``torch.load`` warns before it fails on a hostile file (e.g. "Detected pickle protocol 4 ..."): printed,
     that is two more stderr lines before the error. On success the warnings are dropped: a weights-only

@@ -9,13 +9,14 @@ For each stage of a model folder:
    CPU with the same BLAS kernel;
 2. **fine-tune with fake quantization** as TensorRT's explicit quantization computes (int8 symmetric, zero
    point 0, per-output-channel weights, per-tensor activations, float bias), after range equalisation
-   (:mod:`pairedge.export.qat_equalize`), every layer reading its input once (:mod:`pairedge.export.qat_fake`):
-   distillation from the fp32 model on the recipe's training rows, the epoch chosen on the training scenes'
-   validation sequences (:mod:`pairedge.export.qat_train`);
+   (:mod:`pairedge.export.qat_equalize`), every layer reading its input once
+   (:mod:`pairedge.export.qat_fake`): distillation from the fp32 model on the recipe's training rows, the
+   epoch chosen on the training scenes' validation sequences (:mod:`pairedge.export.qat_train`);
 3. **export the QDQ graph** through the one Q/DQ writer (:mod:`pairedge.export.qat_export` on
    :mod:`pairedge.calibration.qdq_graph`) and verify it: ONNX checker, the Q/DQ rules
-   ``pairedge calibrate`` and ``pairedge check`` apply (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`),
-   every Gemm / MatMul input int8, and ONNX Runtime against the fake-quantized torch model.
+   ``pairedge calibrate`` and ``pairedge check`` apply
+   (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`), every Gemm / MatMul input int8, and ONNX Runtime
+   against the fake-quantized torch model.
 
 The file carries the fp32 file's metadata unchanged, plus ``pairedge.precision = "int8"`` and
 ``pairedge.quantization`` (JSON): ``method: "qat"``, the ``fp32_sha256`` of the fp32 file it was made from
@@ -89,19 +90,25 @@ def import_fp32(path: str | Path) -> tuple[nn.Module, ModelMetadata]:
     meta = ModelMetadata.from_props(_props(proto), source=str(path))
     inits = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
     if dict(meta.extra.get("train", {})).get("ignore_features"):
-        raise ModelError(f"{path}: models with ignore_features cannot be imported for QAT yet; retrain without")
+        raise ModelError(
+            f"{path}: models with ignore_features cannot be imported for QAT yet; retrain without"
+        )
     model = build_model(model_config(meta, inits))
     wanted = model.state_dict()
     missing = sorted(set(wanted) - set(inits))
     if missing:
-        raise ModelError(f"{path}: initializers {missing[:4]} of a {meta.architecture} model are missing; "
-                         "re-export the model with `pairedge export`")  # fmt: skip
+        raise ModelError(
+            f"{path}: initializers {missing[:4]} of a {meta.architecture} model are missing; "
+            "re-export the model with `pairedge export`"
+        )
     model.load_state_dict({k: torch.from_numpy(np.array(inits[k], np.float32)) for k in wanted})
     model.eval()
     diff, _ = parity_stats(model, path, sample_inputs(meta, 512, seed=0))
     if not diff <= IMPORT_TOLERANCE:
-        raise ModelError(f"{path}: the imported torch model differs from the file by {diff:.2e} (> "
-                         f"{IMPORT_TOLERANCE:g}); its graph is not the {meta.architecture} this code builds")  # fmt: skip
+        raise ModelError(
+            f"{path}: the imported torch model differs from the file by {diff:.2e} (> "
+            f"{IMPORT_TOLERANCE:g}); its graph is not the {meta.architecture} this code builds"
+        )
     return model, meta
 
 
@@ -118,7 +125,9 @@ class Int8File:
     runtime_p999_abs_diff: float = 0.0
 
 
-def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, Any], check_X: np.ndarray) -> Int8File:
+def export_int8(
+    fp32_path: Path, result: QatResult, out: Path, info: dict[str, Any], check_X: np.ndarray
+) -> Int8File:
     """Write the QDQ file of ``result`` beside ``fp32_path`` as ``out`` and verify it (module docstring).
 
     Args:
@@ -127,7 +136,8 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
 
     Raises:
         ModelError: the file breaks a Q/DQ rule, leaves a Gemm / MatMul input in float, or differs from the
-            fake-quantized model beyond :data:`EXPORT_TOLERANCE` / :data:`EXPORT_MAX` (nothing is written then).
+            fake-quantized model beyond :data:`EXPORT_TOLERANCE` / :data:`EXPORT_MAX` (nothing is written
+            then).
     """
     import onnx
     from pairedge.calibration.infer import logits
@@ -141,7 +151,9 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
     qdq = qdq_graph(fp32, result.model, result.gains)
     problems = [str(i) for i in check_qdq_rules(qdq)] + gemm_inputs_quantized(qdq)
     if problems:
-        raise ModelError(f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4]))
+        raise ModelError(
+            f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4])
+        )
     stamp(qdq, "int8", {**info, "method": "qat", "fp32_sha256": sha256_file(fp32_path)})
     want = predict_logits(result.model, check_X)
 
@@ -152,14 +164,23 @@ def export_int8(fp32_path: Path, result: QatResult, out: Path, info: dict[str, A
     per_row, runtime = row_diffs("disable"), row_diffs("all")
     diff, typical = float(per_row.max()), float(np.percentile(per_row, EXPORT_QUANTILE))
     if not (typical <= EXPORT_TOLERANCE and diff <= EXPORT_MAX):
-        raise ModelError(f"{out.name}: ONNX Runtime's int8 logits (graph optimisations off) differ from the "
-                         f"fake-quantized model by {typical:.3f} at the {EXPORT_QUANTILE:g}th percentile row (limit "
-                         f"{EXPORT_TOLERANCE}) and {diff:.3f} at worst (limit {EXPORT_MAX}); the export does not "
-                         "compute what was trained")  # fmt: skip
+        raise ModelError(
+            f"{out.name}: ONNX Runtime's int8 logits (graph optimisations off) differ from the "
+            f"fake-quantized model by {typical:.3f} at the {EXPORT_QUANTILE:g}th percentile row (limit "
+            f"{EXPORT_TOLERANCE}) and {diff:.3f} at worst (limit {EXPORT_MAX}); the export does not "
+            "compute what was trained"
+        )
     onnx.save(qdq, str(out))
     count = sum(n.op_type in QUANTIZED_OPS for n in qdq.graph.node)
-    return Int8File(out, result, diff, count, typical, float(runtime.max()),
-                    float(np.percentile(runtime, EXPORT_QUANTILE)))  # fmt: skip
+    return Int8File(
+        out,
+        result,
+        diff,
+        count,
+        typical,
+        float(runtime.max()),
+        float(np.percentile(runtime, EXPORT_QUANTILE)),
+    )
 
 
 def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[str, Any]:
@@ -177,4 +198,3 @@ def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[
 def config_of(qat_recipe: dict[str, Any], key: str) -> QatConfig:
     """The :class:`QatConfig` of stage ``key`` of a QAT recipe."""
     return QatConfig.from_dict(dict(qat_recipe[key]))
-

@@ -1,4 +1,5 @@
-"""The default-model recipe's int8 step: ``stage{1,2}.int8.onnx`` of a model folder by quantization-aware training.
+"""The default-model recipe's int8 step: ``stage{1,2}.int8.onnx`` of a model folder by quantization-aware
+training.
 
 :func:`build_int8` fine-tunes both stages of the fp32 files in a folder (:mod:`pairedge.export.qat`) on the
 rows of the recipe's training scenes and writes ``stage{1,2}.int8.onnx`` beside them, registered in the
@@ -47,7 +48,9 @@ def p_interact(model: Any, X: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(z[:, 1] - z[:, 0])))
 
 
-def stage_rows(rows: RecipeRows, models: dict[str, Any], metas: dict[str, Any], gate_floor: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+def stage_rows(
+    rows: RecipeRows, models: dict[str, Any], metas: dict[str, Any], gate_floor: float
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{"stage1" | "stage2": (training rows, validation rows)}`` (module docstring)."""
     s1 = rows.stage1
     val1 = _val_mask(s1.groups, s1.y, dict(metas["stage1"].extra.get("train", {})))
@@ -63,9 +66,12 @@ def stage_rows(rows: RecipeRows, models: dict[str, Any], metas: dict[str, Any], 
 
 
 def build_int8(
-    folder: Path, recipe: dict[str, Any], qat_recipe: dict[str, Any], rows: RecipeRows | None = None,
+    folder: Path,
+    recipe: dict[str, Any],
+    qat_recipe: dict[str, Any],
+    rows: RecipeRows | None = None,
     say: Callable[[str], None] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Write ``stage{1,2}.int8.onnx`` into ``folder`` (module docstring) and register them in its manifest.
 
     Args:
@@ -99,7 +105,9 @@ def build_int8(
         result = finetune(models[key], number, X_train, X_val, config_of(qat_recipe, key), tau)
         check = X_val[:: max(1, len(X_val) // CHECK_ROWS)]
         out = folder / artefact(number, "int8").onnx
-        files[key] = export_int8(folder / artefact(number, "fp32").onnx, result, out, stage_info(qat_recipe, key, result), check)
+        files[key] = export_int8(
+            folder / artefact(number, "fp32").onnx, result, out, stage_info(qat_recipe, key, result), check
+        )
     register_files(folder, INT8_ROLES)
     return {
         "qat_recipe": qat_recipe,

@@ -1,8 +1,8 @@
 """The rows quantization-aware training of the bundled model learns from: the recipe's own training scenes.
 
 One pass over the recipe's scenes (the ``presets`` x ``{which}_seeds`` plus every ``extra_presets`` entry,
-exactly as :func:`pairedge.apps.recipes.default_model.training_sets` renders them) gives, for every labelled pair:
-the stage-1 features, the stage-2 features and the SIM7 label. From them:
+exactly as :func:`pairedge.apps.recipes.default_model.training_sets` renders them) gives, for every labelled
+pair: the stage-1 features, the stage-2 features and the SIM7 label. From them:
 
 - ``stage1``: the stage-1 training rows (task ``stage1``), identical to the fp32 model's;
 - ``stage2``: the stage-2 training rows (task ``paper3``: the together pairs), identical to the fp32 model's
@@ -103,8 +103,8 @@ def check_fingerprints(rows: RecipeRows, declared: dict[str, str]) -> dict[str, 
     """Whether the rebuilt training rows hash to what the fp32 files declare (``data_fingerprint`` per stage).
 
     The hash is exact: another CPU's BLAS kernel can change the last bits of some features and so the hash,
-    while the value summaries still match (:func:`pairedge.export.datasets.fingerprint.compare_summaries`); the
-    result is recorded, not required.
+    while the value summaries still match (:func:`pairedge.export.datasets.fingerprint.compare_summaries`);
+    the result is recorded, not required.
     """
     got = {"stage1": rows.stage1.fingerprint(), "stage2": rows.stage2.fingerprint()}
     return {key: got[key] == declared.get(key) for key in got}

@@ -37,7 +37,8 @@ RANGE_ROWS = 100_000
 
 
 class EqualizedStandardize(Standardize):
-    """``(x - mean) / std * gain``: the z-scoring (and its squashing) followed by the per-column input gains (F,)."""
+    """``(x - mean) / std * gain``: the z-scoring (and its squashing) followed by the per-column input gains
+    (F,)."""
 
     gain: torch.Tensor
 
@@ -75,7 +76,9 @@ def _first_layers(model: nn.Module) -> list[tuple[nn.Linear, slice]]:
         if model.fq > 0:
             layers.append((model.pair[0], slice(2 * model.fp, 2 * model.fp + model.fq)))
         return layers  # type: ignore[return-value]
-    raise ModelError(f"range equalisation: {type(model).__name__} is not supported (stage1_mlp, relation_net)")
+    raise ModelError(
+        f"range equalisation: {type(model).__name__} is not supported (stage1_mlp, relation_net)"
+    )
 
 
 def first_layer_paths(model: nn.Module) -> list[str]:
@@ -95,8 +98,11 @@ def _links(model: nn.Module) -> list[Link]:
     head0, head3 = model.head[0], model.head[3]
     links = [
         Link(model.person[1], model.person[0], ((model.person[2], 0, 1),)),
-        Link(model.person[3], model.person[2], ((head0, 0, 1), (head0, enc, 1), (head0, 2 * enc, 1),
-                                                (head0, 3 * enc, 2))),  # fmt: skip
+        Link(
+            model.person[3],
+            model.person[2],
+            ((head0, 0, 1), (head0, enc, 1), (head0, 2 * enc, 1), (head0, 3 * enc, 2)),
+        ),
     ]
     if model.fq > 0:
         links.append(Link(model.pair[1], model.pair[0], ((head0, 4 * enc, 1),)))
@@ -131,7 +137,10 @@ def _magnitudes(model: nn.Module, X: torch.Tensor, module: nn.Module) -> np.ndar
 
 
 def equalize(
-    model: nn.Module, X: np.ndarray, percentile: float | None = 99.99, strength: float = 0.5,
+    model: nn.Module,
+    X: np.ndarray,
+    percentile: float | None = 99.99,
+    strength: float = 0.5,
     hidden_strength: float | None = None,
 ) -> np.ndarray:
     """Equalise ``model``'s channel ranges in place (module docstring); returns the (F,) input gains.

@@ -70,14 +70,16 @@ def qdq_graph(fp32: Any, model: nn.Module, gain: np.ndarray | None = None) -> An
 
 
 def _norm_output(graph: Any) -> Any:
-    """The last node of the normalisation (``/norm/...``: the z-scoring, the squashing, the mask): the gains go
-    after its output."""
+    """The last node of the normalisation (``/norm/...``: the z-scoring, the squashing, the mask): the gains
+    go after its output."""
     named = [n for n in graph.node if n.name.startswith("/norm/") and n.op_type != "Constant"]
     if named:
         return named[-1]
     div = next((n for n in graph.node if n.op_type == "Div" and "norm.std" in n.input), None)
     if div is None:
-        raise ModelError("the graph has no normalisation (/norm/ nodes, a Div by norm.std) to put the input gains after")
+        raise ModelError(
+            "the graph has no normalisation (/norm/ nodes, a Div by norm.std) to put the input gains after"
+        )
     return div
 
 
@@ -98,7 +100,8 @@ def _insert_gain(graph: Any, gain: np.ndarray) -> None:
 
 def gemm_inputs_quantized(model: Any) -> list[str]:
     """Every Gemm / MatMul of ``model`` whose activation or weight input does not come straight from a
-    DequantizeLinear (fed by a QuantizeLinear, or an int8 constant for the weight); [] when all run in int8."""
+    DequantizeLinear (fed by a QuantizeLinear, or an int8 constant for the weight); [] when all run in
+    int8."""
     producer = {o: n for n in model.graph.node for o in n.output}
     consts = {t.name: t.data_type for t in model.graph.initializer}
     problems = []
@@ -112,5 +115,7 @@ def gemm_inputs_quantized(model: Any) -> list[str]:
                 (src in producer and producer[src].op_type == "QuantizeLinear") or consts.get(src) == _INT8
             )
             if not ok:
-                problems.append(f"{node.op_type} {node.name!r}: its {what} input {node.input[k]!r} is not int8")
+                problems.append(
+                    f"{node.op_type} {node.name!r}: its {what} input {node.input[k]!r} is not int8"
+                )
     return problems

@@ -79,7 +79,8 @@ class QuantLinear(nn.Module):
         self.seen: list[np.ndarray] = []
 
     def act_scale(self) -> float:
-        """The int8 step of the input: ``amax / 127`` in float32 (as :class:`pairedge.calibration.qdq_graph.LayerPlan`)."""
+        """The int8 step of the input: ``amax / 127`` in float32 (as
+        :class:`pairedge.calibration.qdq_graph.LayerPlan`)."""
         amax = float(np.float32(self.amax))
         if not amax > 0:
             raise InputError("QuantLinear: the activation range is not calibrated; run calibrate() first")
@@ -94,7 +95,8 @@ class QuantLinear(nn.Module):
 
 
 def prepare(model: nn.Module) -> nn.Module:
-    """Swap every ``nn.Linear`` of ``model`` (in place) for a :class:`QuantLinear` with the same parameters."""
+    """Swap every ``nn.Linear`` of ``model`` (in place) for a :class:`QuantLinear` with the same
+    parameters."""
     for name, child in list(model.named_children()):
         if isinstance(child, nn.Linear):
             setattr(model, name, QuantLinear(child))
@@ -110,7 +112,8 @@ def quant_layers(model: nn.Module) -> dict[str, QuantLinear]:
 
 @contextmanager
 def mode(model: nn.Module, name: str) -> Iterator[None]:
-    """Run every :class:`QuantLinear` of ``model`` in mode ``name`` inside the block, then back to ``quant``."""
+    """Run every :class:`QuantLinear` of ``model`` in mode ``name`` inside the block, then back to
+    ``quant``."""
     layers = quant_layers(model).values()
     for layer in layers:
         layer.mode = name
@@ -135,9 +138,12 @@ def observe(model: nn.Module, X: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def calibrate(
-    model: nn.Module, X: np.ndarray, method: str = "percentile", percentile: float = 99.99,
+    model: nn.Module,
+    X: np.ndarray,
+    method: str = "percentile",
+    percentile: float = 99.99,
     overrides: Mapping[str, float] | None = None,
-) -> dict[str, float]:  # fmt: skip
+) -> dict[str, float]:
     """Set every layer's activation range from its float inputs on (N, F) raw rows ``X``.
 
     ``max``: the largest magnitude; ``percentile``: that percentile of the magnitudes; ``mse``: the range

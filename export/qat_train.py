@@ -36,8 +36,8 @@ class QatConfig:
         samples_per_epoch: rows drawn (uniformly, with replacement) per epoch; None = every training row.
         weight_decay: AdamW weight decay (0: stay at fp32's weights unless the loss says otherwise).
         seed: seeds the row draws and torch.
-        equalize: the percentile of each z-scored column's magnitudes that :mod:`~pairedge.export.qat_equalize`
-            maps to the common input range; None: no input equalisation.
+        equalize: the percentile of each z-scored column's magnitudes that
+            :mod:`~pairedge.export.qat_equalize` maps to the common input range; None: no input equalisation.
         equalize_strength: how far the column ranges are equalised (``range ** strength``): 1 moves the
             whole spread into the first layer's weights, 0.5 shares it between its input and its weights.
         hidden_strength: the same for the hidden units (cross-layer equalisation); 0: none.
@@ -70,7 +70,9 @@ class QatConfig:
 
     def __post_init__(self) -> None:
         if self.calibration not in qat_fake.CALIBRATIONS:
-            raise InputError(f"QAT calibration: expected one of {list(qat_fake.CALIBRATIONS)}, got {self.calibration!r}")
+            raise InputError(
+                f"QAT calibration: expected one of {list(qat_fake.CALIBRATIONS)}, got {self.calibration!r}"
+            )
         if self.epochs < 0 or self.lr <= 0 or self.batch_size < 2 or not 50 < self.percentile <= 100:
             raise InputError(
                 f"QAT config: expected epochs >= 0, lr > 0, batch_size >= 2 and percentile in (50, 100], got "
@@ -88,7 +90,9 @@ class QatConfig:
         """The config of a recipe entry (unknown keys are an error: a typo must not pass silently)."""
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
-            raise InputError(f"QAT config: unknown key(s) {unknown}; expected some of {sorted(cls.__dataclass_fields__)}")
+            raise InputError(
+                f"QAT config: unknown key(s) {unknown}; expected some of {sorted(cls.__dataclass_fields__)}"
+            )
         return cls(**values)
 
 
@@ -117,8 +121,12 @@ def score(stage: int, reference: np.ndarray, candidate: np.ndarray, tau: float) 
     """Decision agreement and absolute logit error of (N, C) ``candidate`` against (N, C) ``reference``."""
     err = np.abs(candidate.astype(np.float64) - reference.astype(np.float64)).max(axis=1)
     same = decisions(stage, reference, tau) == decisions(stage, candidate, tau)
-    return {"agreement": float(same.mean()), "max_abs": float(err.max()), "p99_abs": float(np.percentile(err, 99)),
-            "mean_abs": float(err.mean())}  # fmt: skip
+    return {
+        "agreement": float(same.mean()),
+        "max_abs": float(err.max()),
+        "p99_abs": float(np.percentile(err, 99)),
+        "mean_abs": float(err.mean()),
+    }
 
 
 def finetune(
@@ -135,8 +143,10 @@ def finetune(
     with deterministic(config.seed):
         teacher = copy.deepcopy(fp32).eval()
         student = copy.deepcopy(fp32).eval()
-        gains = None if config.equalize is None else equalize(
-            student, X_train, config.equalize, config.equalize_strength, config.hidden_strength
+        gains = (
+            None
+            if config.equalize is None
+            else equalize(student, X_train, config.equalize, config.equalize_strength, config.hidden_strength)
         )
         qat_fake.prepare(student)
         layers = qat_fake.quant_layers(student)
@@ -148,7 +158,9 @@ def finetune(
             layer.amax.fill_(ranges[path])
         t_train = torch.from_numpy(predict_logits(teacher, X_train))
         t_val = predict_logits(teacher, X_val)
-        history: list[dict[str, Any]] = [{"epoch": 0, "loss": None, **score(stage, t_val, predict_logits(student, X_val), tau)}]
+        history: list[dict[str, Any]] = [
+            {"epoch": 0, "loss": None, **score(stage, t_val, predict_logits(student, X_val), tau)}
+        ]
         best, best_state = 0, copy.deepcopy(student.state_dict())
         params = [p for p in student.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
@@ -158,7 +170,9 @@ def finetune(
         for epoch in range(1, config.epochs + 1):
             loss = _epoch(student, opt, X, t_train, rng, config)
             sched.step()
-            history.append({"epoch": epoch, "loss": loss, **score(stage, t_val, predict_logits(student, X_val), tau)})
+            history.append(
+                {"epoch": epoch, "loss": loss, **score(stage, t_val, predict_logits(student, X_val), tau)}
+            )
             if _key(history[-1]) > _key(history[best]):
                 best, best_state = epoch, copy.deepcopy(student.state_dict())
         student.load_state_dict(best_state)
@@ -173,9 +187,13 @@ def _key(row: dict[str, float]) -> tuple[float, float]:
 
 
 def _epoch(
-    student: nn.Module, opt: torch.optim.Optimizer, X: torch.Tensor, target: torch.Tensor,
-    rng: np.random.Generator, config: QatConfig,
-) -> float:  # fmt: skip
+    student: nn.Module,
+    opt: torch.optim.Optimizer,
+    X: torch.Tensor,
+    target: torch.Tensor,
+    rng: np.random.Generator,
+    config: QatConfig,
+) -> float:
     """One epoch of logit-matching steps on rows drawn uniformly; returns the mean loss."""
     n = config.samples_per_epoch or len(X)
     order = rng.integers(0, len(X), size=n) if config.samples_per_epoch else rng.permutation(len(X))

@@ -19,8 +19,8 @@ def _check(groups: np.ndarray, frame: np.ndarray, pairs: np.ndarray, probs: np.n
     n = len(probs)
     if probs.ndim != 2 or not (len(groups) == len(frame) == len(pairs) == n) or pairs.shape[1:] != (2,):
         raise InputError(
-            "smoothing replay: expected groups (N,), frame (N,), pairs (N, 2) and probs (N, C) with the same N, "
-            f"got {groups.shape}, {frame.shape}, {pairs.shape}, {probs.shape}"
+            "smoothing replay: expected groups (N,), frame (N,), pairs (N, 2) and probs (N, C) with the "
+            f"same N, got {groups.shape}, {frame.shape}, {pairs.shape}, {probs.shape}"
         )
 
 

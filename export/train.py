@@ -50,8 +50,8 @@ class TrainConfig:
         balance_sequences: also equalise the sequences within each class when sampling.
         input_noise: augmentation: Gaussian noise of this many training standard deviations per feature.
         ignore_features: feature names the model must not use (masked inside the graph, see
-            :class:`pairedge.export.models.Standardize`); ``"viewpoint"`` stands for the spec's camera-placement
-            columns (absolute image size and position, ``FeatureSpec.viewpoint_names``).
+            :class:`pairedge.export.models.Standardize`); ``"viewpoint"`` stands for the spec's
+            camera-placement columns (absolute image size and position, ``FeatureSpec.viewpoint_names``).
         input_squash: squash the z-scores beyond each column's knee inside the graph (``c`` of
             :class:`pairedge.export.models.Standardize`: bounded inputs for every precision, int8 above all);
             None: plain z-scores.
@@ -110,8 +110,9 @@ def ignored_columns(data: FeatureData, names: tuple[str, ...]) -> tuple[int, ...
             matched = get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
             if not matched:
                 raise InputError(
-                    f"ignore_features: {VIEWPOINT!r} matches no column of these {data.feature_spec!r} features "
-                    f"(its viewpoint columns are {sorted(get_spec(data.feature_spec).viewpoint_names)})"
+                    f"ignore_features: {VIEWPOINT!r} matches no column of these {data.feature_spec!r} "
+                    "features (its viewpoint columns are "
+                    f"{sorted(get_spec(data.feature_spec).viewpoint_names)})"
                 )
             wanted |= matched
         else:
@@ -259,8 +260,8 @@ def train(
         raise InputError(f"stage must be 1 or 2, got {stage}")
     if stage == 1 and data.labels != STAGE1.classes:
         raise InputError(
-            f"stage 1 is interacting-or-not: expected labels {list(STAGE1.classes)}, got {list(data.labels)}; "
-            "build stage-1 data with the dataset builders (or map your classes to 0/1)"
+            f"stage 1 is interacting-or-not: expected labels {list(STAGE1.classes)}, got "
+            f"{list(data.labels)}; build stage-1 data with the dataset builders (or map your classes to 0/1)"
         )
     if val_mask is None:
         val_mask = split_by_sequence(data.groups, data.y, config.val_fraction, config.seed)
@@ -334,9 +335,14 @@ def _fit(
             sched.step()
             m = classification_metrics(va.y, predict_logits(model, va.X).argmax(1), tr.labels)
             history.append(
-                {"epoch": epoch, "loss": loss, "val_accuracy": m["accuracy"], "val_mpca": m["mpca"],
-                 "val_macro_f1": m["macro_f1"]}
-            )  # fmt: skip
+                {
+                    "epoch": epoch,
+                    "loss": loss,
+                    "val_accuracy": m["accuracy"],
+                    "val_mpca": m["mpca"],
+                    "val_macro_f1": m["macro_f1"],
+                }
+            )
             key = (m["mpca"], m["macro_f1"])
             if key > best_key:
                 best_key, best_epoch = key, epoch

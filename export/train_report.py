@@ -67,8 +67,10 @@ def _augmented_lines(info: dict[str, Any]) -> list[str]:
         lines.append(f"- plus {info['augmented_rows']} augmented rows (copies of the training sequences)")
     if info.get("refit"):
         r = info["refit"]
-        lines.append(f"- **refit**: the model written is a fresh one trained on all {r['rows']} rows for {r['epochs']} "
-                     "epochs; the validation numbers below are the early-stopped model's")  # fmt: skip
+        lines.append(
+            f"- **refit**: the model written is a fresh one trained on all {r['rows']} rows for "
+            f"{r['epochs']} epochs; the validation numbers below are the early-stopped model's"
+        )
     return lines
 
 

@@ -173,5 +173,6 @@ class BoxShapePolicy:
         self._given = None
 
     def describe(self) -> str:
-        """The mode, and whether it is ignoring box shape now: ``"auto (now ignored: fixed-ratio detector)"``."""
+        """The mode, and whether it is ignoring box shape now: ``"auto (now ignored: fixed-ratio
+        detector)"``."""
         return self.mode + (" (now ignored: fixed-ratio detector)" if self.fixed_ratio is not None else "")

@@ -79,11 +79,11 @@ class PipelineConfig:
             None = the model's ``extra["confirm_s"]`` (the bundled model's is chosen on simulator validation
             clips, see docs/training.md) or 0 (report at once).
         operating_point: a named operating point of the model (its own ``p_interact`` threshold and
-            ``confirm_s``, e.g. the bundled model's ``"surveillance"`` for elevated cameras with many strangers
-            near each other); "default" = the model's main thresholds; None or "auto" = the main ones until
-            the camera height estimated from the boxes (:mod:`pairedge.runtime.viewpoint`) reaches a point's
-            ``min_camera_height`` (the bundled model: 1.3 body heights), then that point. ``tau_interact`` and
-            ``confirm_s``, when given, still win.
+            ``confirm_s``, e.g. the bundled model's ``"surveillance"`` for elevated cameras with many
+            strangers near each other); "default" = the model's main thresholds; None or "auto" = the main
+            ones until the camera height estimated from the boxes (:mod:`pairedge.runtime.viewpoint`) reaches
+            a point's ``min_camera_height`` (the bundled model: 1.3 body heights), then that point.
+            ``tau_interact`` and ``confirm_s``, when given, still win.
         tracker: "auto" (track when the detections carry no ids), "always" (ignore given ids) or "never".
         tracker_config: options of the built-in tracker.
         tracker_backend: which tracker gives the ids (:mod:`pairedge.runtime.tracker_backends`): "iou" (the
@@ -105,8 +105,8 @@ class PipelineConfig:
             whose box shape says nothing about the person), "off" always uses them, "ignore" never does.
         pair_radius: pairs whose box centres are farther apart than this many mean box heights get no features
             and no classifier call, and are not in the frame's results (``pairedge`` spec only); None (the
-            default) = every pair. A work bound for sparse crowds: ``benchmarks/bench_pair_radius.py`` measures
-            which radius loses no link of the full pipeline (docs/runtime.md).
+            default) = every pair. A work bound for sparse crowds: ``benchmarks/bench_pair_radius.py``
+            measures which radius loses no link of the full pipeline (docs/runtime.md).
         backend_options: the classifier backend's frozen options dataclass, its ``Backend.options_type``
             (``OrtOptions`` for the ONNX Runtime backends, ``TensorRTOptions`` for ``tensorrt``); None = the
             backend's defaults. An instance of another backend's type is refused when the backend is made.
@@ -133,7 +133,9 @@ class PipelineConfig:
             raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
         object.__setattr__(self, "tracker_backend", check_tracker_name(self.tracker_backend))
         if self.box_shape not in BOX_SHAPE_MODES:
-            raise InputError(f"box_shape: expected one of {', '.join(BOX_SHAPE_MODES)}, got {self.box_shape!r}")
+            raise InputError(
+                f"box_shape: expected one of {', '.join(BOX_SHAPE_MODES)}, got {self.box_shape!r}"
+            )
         for name in ("tau_interact", "tau_group"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
@@ -142,7 +144,9 @@ class PipelineConfig:
             check_confirm_s(self.confirm_s, "confirm_s")
         point = self.operating_point
         if point is not None and (not isinstance(point, str) or not point.strip()):
-            raise InputError(f"operating_point: expected a name ('auto', 'default' or the model's), got {point!r}")
+            raise InputError(
+                f"operating_point: expected a name ('auto', 'default' or the model's), got {point!r}"
+            )
         options = self.backend_options
         if options is not None and (isinstance(options, type) or not is_dataclass(options)):
             raise InputError(
@@ -158,7 +162,9 @@ class PipelineConfig:
         if radius is not None and (
             isinstance(radius, bool) or not isinstance(radius, int | float) or not 0 < radius < float("inf")
         ):
-            raise InputError(f"pair_radius: expected a positive number of body heights (or None), got {radius!r}")
+            raise InputError(
+                f"pair_radius: expected a positive number of body heights (or None), got {radius!r}"
+            )
 
 
 #: The longest link confirmation accepted (seconds).
@@ -166,7 +172,8 @@ MAX_CONFIRM_S = 60.0
 
 
 def check_confirm_s(value: object, where: str) -> float:
-    """``value`` as a float in [0, :data:`MAX_CONFIRM_S`] seconds, else :class:`InputError` naming ``where``."""
+    """``value`` as a float in [0, :data:`MAX_CONFIRM_S`] seconds, else :class:`InputError` naming
+    ``where``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= MAX_CONFIRM_S:
         raise InputError(f"{where}: expected seconds in [0, {MAX_CONFIRM_S:g}], got {value!r}")  # NaN too
     return float(value)

@@ -1,4 +1,5 @@
-"""What a robot deploys, as one value: a model folder at a precision on a classifier backend with a flow backend.
+"""What a robot deploys, as one value: a model folder at a precision on a classifier backend with a flow
+backend.
 
 ``pairedge run``, ``eval``, ``bench``, ``parity check``, the ROS node and the demo each build one
 :class:`Deployment` from their options and hand it down, instead of passing the model, the precision and the
@@ -83,7 +84,8 @@ class Deployment:
 
     def describe(self) -> str:
         """One line for run notes and terminals: the model folder (the bundled model by name), the precision
-        and the two backends as asked for ("auto" stays "auto"; the pipeline's ``describe()`` says what ran)."""
+        and the two backends as asked for ("auto" stays "auto"; the pipeline's ``describe()`` says what
+        ran)."""
         return (
             f"{describe_model(self.folder)}, precision {self.precision}, classifier backend {self.backend}, "
             f"flow {self.flow}"

@@ -14,12 +14,14 @@ from __future__ import annotations
 import numpy as np
 from pairedge.runtime.types import Group
 
-#: Up to this many edges a plain union-find is cheaper than the vectorised propagation (a frame's links: a few).
+#: Up to this many edges a plain union-find is cheaper than the vectorised propagation (a frame's links: a
+#: few).
 SMALL_GRAPH = 64
 
 
 def _components_small(edges: np.ndarray, label: np.ndarray) -> np.ndarray:
-    """:func:`connected_components` by union-find in Python (the same labels: each component's smallest node)."""
+    """:func:`connected_components` by union-find in Python (the same labels: each component's smallest
+    node)."""
     parent = label.tolist()
 
     def root(i: int) -> int:

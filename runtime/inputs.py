@@ -15,15 +15,17 @@ Frames are bounded in pixels before they are decoded (:mod:`pairedge.core.limits
 regular file of at most ``limits.MAX_IMAGE_BYTES`` and its header measured
 (:func:`pairedge.core.io.imagesize.check_image_bytes`) before ``cv2.imdecode``; a file above
 ``limits.MAX_FRAME_PIXELS`` (or that cannot be measured, or decoded) is a dropped frame with that reason,
-and a FormatError when it is the folder's first image. A video's declared ``CAP_PROP_FRAME_WIDTH / HEIGHT`` and its
-first decoded frame are checked the same way before reading on (a FormatError), and a later frame of another,
-too large size is dropped with the reason. A path that is a FIFO, a device or a socket is refused unopened.
+and a FormatError when it is the folder's first image. A video's declared ``CAP_PROP_FRAME_WIDTH / HEIGHT``
+and its first decoded frame are checked the same way before reading on (a FormatError), and a later frame of
+another, too large size is dropped with the reason. A path that is a FIFO, a device or a socket is refused
+unopened.
 
-Unreadable input raises a :class:`~pairedge.core.errors.FormatError` naming the file; a video that stops decoding
-before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`. An MP4 /
-MOV file (ISO base media) that cannot be opened, or stops early, is checked for truncation: a recording cut
-short before it was finalised has no ``moov`` index atom, or a last atom that runs past the end of the file,
-and the message says so. A detection file with no box at all is a FormatError (nothing to run on).
+Unreadable input raises a :class:`~pairedge.core.errors.FormatError` naming the file; a video that stops
+decoding before the frame count in its header ends the stream early and says so in :attr:`FrameSource.error`.
+An MP4 / MOV file (ISO base media) that cannot be opened, or stops early, is checked for truncation: a
+recording cut short before it was finalised has no ``moov`` index atom, or a last atom that runs past the end
+of the file, and the message says so. A detection file with no box at all is a FormatError (nothing to run
+on).
 
 FFmpeg's own log (thousands of "error at MB" lines for a corrupt stream) is silenced: importing this module
 sets ``OPENCV_FFMPEG_LOGLEVEL=-8`` (FFmpeg's ``AV_LOG_QUIET``) unless the environment already sets it. OpenCV
@@ -115,14 +117,16 @@ class FrameSource:
             truncated = iso_bmff_problem(self.path)
             if truncated is not None:
                 raise FormatError(
-                    self.path, f"cannot open as a video: the file looks truncated ({truncated}); a recording "
+                    self.path,
+                    f"cannot open as a video: the file looks truncated ({truncated}); a recording "
                     "cut short before it was finalised has no index. Copy it again from its source, or "
                     "recover it with a tool such as untrunc and a good file from the same camera",
-                )  # fmt: skip
+                )
             raise FormatError(
-                self.path, "cannot open as a video (not a video file, corrupt, or a codec OpenCV lacks); "
+                self.path,
+                "cannot open as a video (not a video file, corrupt, or a codec OpenCV lacks); "
                 "fix by converting it (e.g. ffmpeg -i IN -c:v mjpeg OUT.avi) or pass a folder of images",
-            )  # fmt: skip
+            )
         try:  # the declared size first: a huge frame is refused before one is decoded
             props = (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT)
             width, height = (int(capture.get(p) or 0) for p in props)
@@ -318,9 +322,10 @@ def read_detections(path: str | Path) -> DetectionFile:
     found = _read_detections(path)
     if found.boxes == 0 or not found.frames:
         raise FormatError(
-            found.path, f"no detections in this {found.format.upper()} file (empty, only comments, or only "
+            found.path,
+            f"no detections in this {found.format.upper()} file (empty, only comments, or only "
             "frames without people); expected at least one box: check that it is the right file",
-        )  # fmt: skip
+        )
     return found
 
 

@@ -1,8 +1,8 @@
 """The activate / deactivate lifecycle shared by classifier backends and person detectors.
 
-A component is created cheaply (options checked, files found) and acquires its heavy resources (an ONNX Runtime
-session, a TensorRT context, a HOG descriptor) in :meth:`Lifecycle.activate`; :meth:`Lifecycle.deactivate`
-releases them. Both are idempotent, and a ``with`` block does both.
+A component is created cheaply (options checked, files found) and acquires its heavy resources (an ONNX
+Runtime session, a TensorRT context, a HOG descriptor) in :meth:`Lifecycle.activate`;
+:meth:`Lifecycle.deactivate` releases them. Both are idempotent, and a ``with`` block does both.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ _Self = TypeVar("_Self", bound="Lifecycle")
 
 
 class Lifecycle(ABC):
-    """Idempotent :meth:`activate` / :meth:`deactivate` around a subclass's :meth:`_activate` / :meth:`_deactivate`."""
+    """Idempotent :meth:`activate` / :meth:`deactivate` around a subclass's :meth:`_activate` /
+    :meth:`_deactivate`."""
 
     _active: bool = False
 

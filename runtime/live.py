@@ -1,5 +1,5 @@
-"""Live frame sources: a camera (device index or ``/dev/videoN``), an ``rtsp://`` / ``http(s)://`` stream, or a
-GStreamer pipeline string, read by OpenCV on a capture thread with a latest-frame policy.
+"""Live frame sources: a camera (device index or ``/dev/videoN``), an ``rtsp://`` / ``http(s)://`` stream, or
+a GStreamer pipeline string, read by OpenCV on a capture thread with a latest-frame policy.
 
 A robot's camera does not wait for the pipeline. The capture thread reads frames as they arrive and keeps
 only the newest one; a frame that arrives while the consumer is still busy with an earlier one replaces the
@@ -21,7 +21,8 @@ read timeout, set when it is opened). Each frame is checked against
 
 Example::
 
-    with LiveSource("0") as source:           # the first camera; "rtsp://...", "/dev/video2", a GStreamer pipeline
+    # "0": the first camera; or "rtsp://...", "/dev/video2", a GStreamer pipeline
+    with LiveSource("0") as source:
         for index, image, timestamp in source:
             result = pipe.step(image, detector(image), timestamp)
     print(source.stats)
@@ -112,16 +113,21 @@ class LiveOptions:
     read_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
-        checks = {"reconnect_s": (0.0, 86400.0), "reconnect_delay_s": (0.0, 60.0), "reconnect_max_delay_s": (0.0, 600.0),
-                  "open_timeout_s": (0.001, 600.0), "read_timeout_s": (0.001, 600.0)}  # fmt: skip
+        checks = {
+            "reconnect_s": (0.0, 86400.0),
+            "reconnect_delay_s": (0.0, 60.0),
+            "reconnect_max_delay_s": (0.0, 600.0),
+            "open_timeout_s": (0.001, 600.0),
+            "read_timeout_s": (0.001, 600.0),
+        }
         for name, (low, high) in checks.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
                 raise InputError(f"live {name}: expected seconds in [{low:g}, {high:g}], got {value!r}")
         if self.reconnect_max_delay_s < self.reconnect_delay_s:
             raise InputError(
-                f"live reconnect_max_delay_s: expected >= reconnect_delay_s ({self.reconnect_delay_s:g}), got "
-                f"{self.reconnect_max_delay_s:g}"
+                f"live reconnect_max_delay_s: expected >= reconnect_delay_s ({self.reconnect_delay_s:g}), "
+                f"got {self.reconnect_max_delay_s:g}"
             )
 
 
@@ -148,9 +154,16 @@ class LiveStats:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"captured": self.captured, "delivered": self.delivered, "dropped": self.dropped,
-                "refused": self.refused, "outages": self.outages, "reconnects": self.reconnects,
-                "reconnect_attempts": self.attempts, "ended": self.ended}  # fmt: skip
+        return {
+            "captured": self.captured,
+            "delivered": self.delivered,
+            "dropped": self.dropped,
+            "refused": self.refused,
+            "outages": self.outages,
+            "reconnects": self.reconnects,
+            "reconnect_attempts": self.attempts,
+            "ended": self.ended,
+        }
 
 
 #: Opens a capture: ``(target, api) -> cv2.VideoCapture``-like (``isOpened``, ``read``, ``release``).
@@ -166,8 +179,12 @@ def _open_capture(target: int | str, api: int, timeouts: tuple[float, float] | N
         log.setLogLevel(log.LOG_LEVEL_ERROR)
     try:
         if timeouts is not None and api == cv2.CAP_FFMPEG:
-            params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, int(timeouts[0] * 1000), cv2.CAP_PROP_READ_TIMEOUT_MSEC,
-                      int(timeouts[1] * 1000)]  # fmt: skip
+            params = [
+                cv2.CAP_PROP_OPEN_TIMEOUT_MSEC,
+                int(timeouts[0] * 1000),
+                cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+                int(timeouts[1] * 1000),
+            ]
             return cv2.VideoCapture(target, api, params)
         return cv2.VideoCapture(target, api)
     finally:
@@ -176,7 +193,8 @@ def _open_capture(target: int | str, api: int, timeouts: tuple[float, float] | N
 
 
 class LiveSource:
-    """A live source as ``(index, image, timestamp)``: capture counter, (H, W, 3) uint8 BGR, seconds since open.
+    """A live source as ``(index, image, timestamp)``: capture counter, (H, W, 3) uint8 BGR, seconds since
+    open.
 
     Args:
         spec: what :func:`live_target` accepts (or a :class:`LiveTarget`).
@@ -199,8 +217,8 @@ class LiveSource:
         target = spec if isinstance(spec, LiveTarget) else live_target(spec)
         if target is None:
             raise InputError(
-                f"{spec!r}: not a live source; expected a camera index, /dev/videoN, an rtsp:// or http:// URL, "
-                "or a GStreamer pipeline ending in appsink (files and folders: FrameSource)"
+                f"{spec!r}: not a live source; expected a camera index, /dev/videoN, an rtsp:// or http:// "
+                "URL, or a GStreamer pipeline ending in appsink (files and folders: FrameSource)"
             )
         self.target, self.options = target, options or LiveOptions()
         timeouts = (self.options.open_timeout_s, self.options.read_timeout_s)
@@ -232,8 +250,11 @@ class LiveSource:
         if capture is None or not capture.isOpened():
             if capture is not None:
                 capture.release()
-            raise FormatError(self.target.describe(), "cannot open it (no such device, unreachable stream, or a "
-                              "backend OpenCV was built without, e.g. GStreamer)")  # fmt: skip
+            raise FormatError(
+                self.target.describe(),
+                "cannot open it (no such device, unreachable stream, or a "
+                "backend OpenCV was built without, e.g. GStreamer)",
+            )
         self._start = time.monotonic()
         self._thread = threading.Thread(target=self._run, args=(capture,), name="pairedge-live", daemon=True)
         self._thread.start()
@@ -279,8 +300,10 @@ class LiveSource:
                     if down_since is not None:  # the stream is back
                         segment += 1
                         self.stats.reconnects += 1
-                        self._note(f"{self.target.describe()} delivers again after {time.monotonic() - down_since:.1f} "
-                                   f"s ({tries} reopening(s))")  # fmt: skip
+                        self._note(
+                            f"{self.target.describe()} delivers again after "
+                            f"{time.monotonic() - down_since:.1f} s ({tries} reopening(s))"
+                        )
                         down_since, tries, delay = None, 0, self.options.reconnect_delay_s
                     if self._accept(image):
                         self._offer(index, image, segment)
@@ -298,8 +321,10 @@ class LiveSource:
                     self.stats.outages += 1
                 left = self.options.reconnect_s - (now - down_since)
                 if left <= 0:
-                    self._finish(f"the stream stopped delivering frames: {tries} reopening(s) over "
-                                 f"{now - down_since:.1f} s (reconnect budget {self.options.reconnect_s:g} s)")  # fmt: skip
+                    self._finish(
+                        f"the stream stopped delivering frames: {tries} reopening(s) over "
+                        f"{now - down_since:.1f} s (reconnect budget {self.options.reconnect_s:g} s)"
+                    )
                     return
                 if self._stop.wait(min(delay, left)):
                     return
@@ -329,8 +354,10 @@ class LiveSource:
         self.stats.captured += 1
         try:
             if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-                raise FormatError(self.target.describe(), f"frame of shape {image.shape} {image.dtype}; "
-                                  "expected (H, W, 3) uint8")  # fmt: skip
+                raise FormatError(
+                    self.target.describe(),
+                    f"frame of shape {image.shape} {image.dtype}; expected (H, W, 3) uint8",
+                )
             limits.check_frame_size(image.shape[1], image.shape[0], self.target.describe())
         except FormatError as exc:
             self.stats.refused += 1

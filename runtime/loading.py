@@ -1,10 +1,11 @@
 """Finding, verifying and checking the two classifiers of a pipeline, and choosing its flow backend.
 
-A model folder (SPEC section 5) holds ``stage{1,2}.onnx`` (fp32) and optionally ``stage{1,2}.{fp16,int8}.onnx``;
-:func:`find_models` picks the files of the requested precision and, when the folder has a ``manifest.json``,
-checks their SHA-256 against it (a mismatch is a :class:`~pairedge.core.errors.ModelIntegrityError`). A folder
-without a manifest (exports from before manifests existed, or two loose files) still loads; the
-:class:`ModelPair` says ``verified=False`` and its ``integrity`` note says why.
+A model folder (SPEC section 5) holds ``stage{1,2}.onnx`` (fp32) and optionally
+``stage{1,2}.{fp16,int8}.onnx``; :func:`find_models` picks the files of the requested precision and, when the
+folder has a ``manifest.json``, checks their SHA-256 against it (a mismatch is a
+:class:`~pairedge.core.errors.ModelIntegrityError`). A folder without a manifest (exports from before
+manifests existed, or two loose files) still loads; the :class:`ModelPair` says ``verified=False`` and its
+``integrity`` note says why.
 """
 
 from __future__ import annotations
@@ -100,7 +101,10 @@ class ModelPair:
             tau = point["p_interact"]
             if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0.0 <= float(tau) <= 1.0:
                 raise InputError(f"p_interact: expected a probability in [0, 1], got {tau!r}")
-            return {"p_interact": float(tau), "confirm_s": check_confirm_s(point.get("confirm_s", 0.0), "confirm_s")}
+            return {
+                "p_interact": float(tau),
+                "confirm_s": check_confirm_s(point.get("confirm_s", 0.0), "confirm_s"),
+            }
         except (InputError, TypeError, KeyError, AttributeError) as exc:
             raise ModelError(f"{self.stage1.path}: metadata operating point {name!r}: {exc}") from None
 
@@ -113,10 +117,14 @@ class ModelPair:
             bound = point.get("min_camera_height") if isinstance(point, Mapping) else None
             if bound is None:
                 continue
-            if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0.0 < float(bound) < 100.0:
+            if (
+                isinstance(bound, bool)
+                or not isinstance(bound, (int, float))
+                or not 0.0 < float(bound) < 100.0
+            ):
                 raise ModelError(
-                    f"{self.stage1.path}: metadata operating point {name!r}: min_camera_height: expected body "
-                    f"heights in (0, 100), got {bound!r}"
+                    f"{self.stage1.path}: metadata operating point {name!r}: min_camera_height: expected "
+                    f"body heights in (0, 100), got {bound!r}"
                 )
             out[str(name)] = {**self.operating_point(str(name)), "min_camera_height": float(bound)}
         return out
@@ -160,7 +168,8 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
 
     Raises:
         ModelIntegrityError: a manifest exists and a file is not listed, its hash or size differs, or its
-            role is not one of this stage's files in :mod:`pairedge.core.artefacts` (another stage's, or none).
+            role is not one of this stage's files in :mod:`pairedge.core.artefacts` (another stage's, or
+            none).
     """
     checked: list[str] = []
     missing: list[str] = []
@@ -182,8 +191,8 @@ def check_integrity(paths: Sequence[Path]) -> tuple[bool, str]:
         checked.append(f"{file.name} ({role})")
     if missing:
         return False, (
-            f"unverified: {', '.join(sorted(set(missing)))} has no {MANIFEST_NAME} (exported before manifests, or "
-            "loose files); re-export with `pairedge export` to record SHA-256 hashes"
+            f"unverified: {', '.join(sorted(set(missing)))} has no {MANIFEST_NAME} (exported before "
+            "manifests, or loose files); re-export with `pairedge export` to record SHA-256 hashes"
         )
     return True, f"verified: SHA-256 of {', '.join(checked)} match the folder's {MANIFEST_NAME}"
 
@@ -200,8 +209,11 @@ def check_manifest_summary(folder: Path, stage1: ModelFile, stage2: ModelFile) -
     if manifest is None:
         return
     m1, m2 = stage1.metadata, stage2.metadata
-    actual = {"feature_spec": m1.feature_spec, "feature_spec_version": m1.feature_spec_version,
-              "labels": m2.labels}  # fmt: skip
+    actual = {
+        "feature_spec": m1.feature_spec,
+        "feature_spec_version": m1.feature_spec_version,
+        "labels": m2.labels,
+    }
     listed = {k: v for k, v in actual.items() if getattr(manifest, k)}
     problems = summary_mismatches(manifest, folder / MANIFEST_NAME, listed)
     if problems:
@@ -242,8 +254,9 @@ def check_derived_from(paths: Sequence[Path]) -> None:
             raise ModelError(str(exc)) from None
         if recorded != actual:
             raise ModelIntegrityError(
-                f"{path}: made from another {fp32.name} (fp32 SHA-256 {recorded}) than the one in this folder "
-                f"({actual}): it is stale. Rerun `pairedge calibrate` on {path.parent}, or load precision='fp32'"
+                f"{path}: made from another {fp32.name} (fp32 SHA-256 {recorded}) than the one in this "
+                f"folder ({actual}): it is stale. Rerun `pairedge calibrate` on {path.parent}, or load "
+                "precision='fp32'"
             )
 
 

@@ -13,8 +13,9 @@ allocate far less and the difference is about 0.1 ms (``benchmarks/bench_runtime
 stay in the heap and are reused by the next frame. Resident memory then stays at its peak (flat over a long
 stream) instead of shrinking between frames. It changes the whole process: applications call it once at
 start (``pairedge run`` and ``pairedge demo`` do); libraries embedding the pipeline may leave it to their
-application. The same effect without code: ``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=134217728``
-in the environment. Other C libraries (musl, macOS, Windows) are left alone.
+application. The same effect without code: ``MALLOC_MMAP_THRESHOLD_=33554432
+MALLOC_TRIM_THRESHOLD_=134217728`` in the environment. Other C libraries (musl, macOS, Windows) are left
+alone.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ operating point changed also carries ``"operating_point": {"name", "p_interact",
 
 Video: boxes and ids coloured per track, a line between the centres of every interacting pair coloured by
 its label (thicker when more confident), and the convex hull of every group outlined in the colour of its
-activity with the activity and vote share written above it. Colours come from :mod:`pairedge.core.palette` (the
-simulator preview uses the same table) and every text is drawn on a filled box of its colour.
+activity with the activity and vote share written above it. Colours come from :mod:`pairedge.core.palette`
+(the simulator preview uses the same table) and every text is drawn on a filled box of its colour.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pairedge.core import palette
 from pairedge.core.errors import BackendError, InputError
 from pairedge.runtime.types import FrameResult
 
-#: Deprecated alias: colours by class index now come from :func:`pairedge.core.palette.label_colours` (by name).
+#: Deprecated alias: colours by class index now come from :func:`pairedge.core.palette.label_colours` (by
+#: name).
 LABEL_COLOURS = palette.EXTRA_COLOURS
 _FOURCC = {".mp4": "mp4v", ".avi": "MJPG", ".mkv": "MJPG"}
 #: Font scale of the labels drawn on the video.
@@ -39,8 +40,8 @@ def track_colour(track_id: int) -> tuple[int, int, int]:
 
 
 def label_colour(label_id: int, labels: Sequence[str] = ()) -> tuple[int, int, int]:
-    """The BGR colour of class ``label_id`` of ``labels`` (:func:`pairedge.core.palette.label_colour`: by name,
-    then by index; grey for -1)."""
+    """The BGR colour of class ``label_id`` of ``labels`` (:func:`pairedge.core.palette.label_colour`: by
+    name, then by index; grey for -1)."""
     k = int(label_id)
     return palette.label_colour(labels[k] if 0 <= k < len(labels) else None, k)
 
@@ -92,8 +93,9 @@ class JsonlWriter:
 def annotate(canvas: np.ndarray, result: FrameResult) -> np.ndarray:
     """Draw ``result`` onto ``canvas`` ((H, W, 3) uint8 BGR) in place; returns it.
 
-    Colours come from :mod:`pairedge.core.palette` (the simulator preview uses the same table); every text sits on
-    a filled box of its colour (:func:`pairedge.core.palette.draw_label`), legible on bright and dark scenes.
+    Colours come from :mod:`pairedge.core.palette` (the simulator preview uses the same table); every text
+    sits on a filled box of its colour (:func:`pairedge.core.palette.draw_label`), legible on bright and dark
+    scenes.
     """
     boxes = np.asarray(result.boxes, np.float64)
     centres = {int(t): (b[:2] + b[2:] / 2) for t, b in zip(result.track_ids.tolist(), boxes, strict=True)}

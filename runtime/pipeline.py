@@ -135,8 +135,8 @@ class Pipeline:
 
     @property
     def fixed_ratio_detector(self) -> float | None:
-        """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has judged
-        it a fixed-ratio detector (box shape then ignored); None otherwise."""
+        """The width / height ratio at which the detector draws every box, once ``box_shape="auto"`` has
+        judged it a fixed-ratio detector (box shape then ignored); None otherwise."""
         return self.box_shape.fixed_ratio
 
     def observe_features(self, observer: FeatureObserver) -> Subscription:
@@ -168,8 +168,9 @@ class Pipeline:
             flow: "auto" (the backend the model's feature spec was defined with), a registered flow backend
                 name, a :class:`FlowBackend`, or "none" (box-only).
             config: :class:`PipelineConfig`; None for the defaults.
-            precision: "fp32" (``stage{1,2}.onnx``), "fp16" or "int8" (``stage{1,2}.{precision}.onnx``, made by
-                ``pairedge calibrate``). ``pipeline.models.integrity`` says whether the files were verified.
+            precision: "fp32" (``stage{1,2}.onnx``), "fp16" or "int8" (``stage{1,2}.{precision}.onnx``, made
+                by ``pairedge calibrate``). ``pipeline.models.integrity`` says whether the files were
+                verified.
 
         Raises:
             ModelError, BackendError, InputError: with the reason and how to fix it (ModelIntegrityError
@@ -212,7 +213,10 @@ class Pipeline:
         """Run each classifier once on a batch of ``pairs`` zero rows, and the flow backend once on two blank
         frames of ``frame_size`` (W, H) when given, so that the first frames of a live source do not pay for
         the backends' first calls (lazy allocation, kernel selection). The stream state is not touched."""
-        for backend, meta in ((self.stage1, self.models.stage1.metadata), (self.stage2, self.models.stage2.metadata)):
+        for backend, meta in (
+            (self.stage1, self.models.stage1.metadata),
+            (self.stage2, self.models.stage2.metadata),
+        ):
             backend.infer(np.zeros((pairs, meta.num_features), np.float32))
         if self.flow is not None and frame_size is not None:
             w, h = frame_size
@@ -239,8 +243,12 @@ class Pipeline:
         """The decisions in force for the last frame stepped: box shape ignored or not (and the detector's
         fixed ratio), gate threshold and confirmation time. A replay gives them back with ``step(state=)``."""
         ratio = self.box_shape.fixed_ratio
-        return FrameState(self.box_shape.ignored, float("nan") if ratio is None else ratio,
-                          float(self.tau_interact), float(self.confirm_s))  # fmt: skip
+        return FrameState(
+            self.box_shape.ignored,
+            float("nan") if ratio is None else ratio,
+            float(self.tau_interact),
+            float(self.confirm_s),
+        )
 
     def snapshot(self) -> StreamSnapshot:
         """The stream state the next frame starts from: clock, feature history, smoothing, flow primed.
@@ -528,7 +536,8 @@ class Pipeline:
     def _classify(
         self, features: PairFeatures, timestamp: float, clock: _Clock
     ) -> tuple[PairFeatures, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
-        """Stage 1 on all pairs, smoothing, gate (held for ``confirm_s``), stage 2 on the gated pairs, smoothing.
+        """Stage 1 on all pairs, smoothing, gate (held for ``confirm_s``), stage 2 on the gated pairs,
+        smoothing.
 
         Pairs whose stage-1 or stage-2 logits are NaN / inf are removed from the frame (their probability is
         unknown) and counted per stage; they never reach the smoothing state.
@@ -587,8 +596,10 @@ def apply_pair_radius(extractor: Any, spec_name: str, radius: float | None) -> N
     if radius is None:
         return
     if not hasattr(extractor, "pair_radius"):
-        raise InputError(f"pair_radius: the {spec_name!r} feature spec computes every pair; only the pairedge "
-                         "spec takes a radius")  # fmt: skip
+        raise InputError(
+            f"pair_radius: the {spec_name!r} feature spec computes every pair; only the pairedge "
+            "spec takes a radius"
+        )
     extractor.pair_radius = float(radius)
 
 
@@ -600,7 +611,9 @@ def _clock_value(value: Any, name: str) -> float | None:
     """A restored clock value: None (not started) or a finite float."""
     if value is None or (isinstance(value, float) and math.isfinite(value)):
         return value
-    raise InputError(f"stream state clock.{name}: expected a finite time in seconds or none, got {value!r:.40}")
+    raise InputError(
+        f"stream state clock.{name}: expected a finite time in seconds or none, got {value!r:.40}"
+    )
 
 
 def _subset(features: PairFeatures, keep: np.ndarray) -> PairFeatures:

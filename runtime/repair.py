@@ -84,7 +84,8 @@ class InputRepair:
         return image, reason, size
 
     def detections(self, detections: Any, size: tuple[int, int] | None) -> tuple[Detections, dict[str, int]]:
-        """The usable detections (malformed rows dropped, at most ``max_people``) and reason -> count dropped."""
+        """The usable detections (malformed rows dropped, at most ``max_people``) and reason -> count
+        dropped."""
         dets, dropped = validate_detections(detections, size, self.validation)
         dets, over = cap_people(dets, self.max_people)
         if over:
@@ -114,7 +115,8 @@ class InputRepair:
             t = float(timestamp)
         except OverflowError:
             t, problem = math.nan, "is beyond the float range"
-        except Exception as exc:  # noqa: BLE001 - TypeError, ValueError or whatever a caller's __float__ raises
+        # TypeError, ValueError or whatever a caller's __float__ raises
+        except Exception as exc:
             t, problem = math.nan, f"is not a number ({type(exc).__name__})"
         if problem is None and not math.isfinite(t):
             problem = "is not finite"

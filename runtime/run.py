@@ -1,14 +1,16 @@
-"""Run a pipeline over a whole stream and summarise it: the library behind ``pairedge run`` and ``pairedge demo``.
+"""Run a pipeline over a whole stream and summarise it: the library behind ``pairedge run`` and ``pairedge
+demo``.
 
 :func:`run_stream` feeds ``(index, image, detections, timestamp)`` items to a :class:`Pipeline`, writes each
-result to the optional JSON Lines and annotated-video writers and accumulates a :class:`~pairedge.runtime.run_stats.RunSummary` (people,
-pairs, interactions by label, per-stage latency percentiles, FPS, everything dropped, how many frames were
-scored and had optical flow). :func:`run_files` does the same for a video file or image folder plus a MOT /
-JRDB / CVML detection file (see :mod:`pairedge.runtime.inputs` for how frame numbers are mapped), or without
-one a person detector (:mod:`pairedge.runtime.detectors`: OpenCV's HOG by default, or an ONNX model), and writes
-:data:`RUN_OUTPUTS` into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4
-codec is missing; neither with ``video=False``) and ``summary.json``. Those of an earlier run in the same
-folder that this run does not rewrite are removed (and said in the notes); no other file is touched.
+result to the optional JSON Lines and annotated-video writers and accumulates a
+:class:`~pairedge.runtime.run_stats.RunSummary` (people, pairs, interactions by label, per-stage latency
+percentiles, FPS, everything dropped, how many frames were scored and had optical flow). :func:`run_files`
+does the same for a video file or image folder plus a MOT / JRDB / CVML detection file (see
+:mod:`pairedge.runtime.inputs` for how frame numbers are mapped), or without one a person detector
+(:mod:`pairedge.runtime.detectors`: OpenCV's HOG by default, or an ONNX model), and writes :data:`RUN_OUTPUTS`
+into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4 codec is missing; neither
+with ``video=False``) and ``summary.json``. Those of an earlier run in the same folder that this run does not
+rewrite are removed (and said in the notes); no other file is touched.
 """
 
 from __future__ import annotations
@@ -120,19 +122,21 @@ class RunOptions:
         box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
         detector: without a detection file, the person detector: "yolox-nano" (the bundled CNN, the default),
             "hog" (OpenCV's built-in), the path of an ``.onnx`` detector
-            (:mod:`pairedge.runtime.detectors.layouts`) or of a ``.engine`` from ``pairedge build --detector``.
+            (:mod:`pairedge.runtime.detectors.layouts`) or of a ``.engine`` from ``pairedge build
+            --detector``.
         detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
             "onnxruntime-cuda" or "onnxruntime-tensorrt".
         detector_layout: an ``.onnx`` detector's output layout, overriding the one told apart from its graph
             (:data:`~pairedge.runtime.detectors.layouts.LAYOUTS`); None: tell it apart.
-        guard: how the detector's first frames are judged (:class:`~pairedge.runtime.detectors.guard.GuardOptions`).
+        guard: how the detector's first frames are judged
+            (:class:`~pairedge.runtime.detectors.guard.GuardOptions`).
         overlap: run the detector of the next frame on a second thread while the pipeline steps (a video or
             image folder with a detector; :mod:`pairedge.runtime.prefetch`); None: when two or more cores are
             there.
         pair_radius: ``PipelineConfig.pair_radius`` (pairs farther apart than this many mean box heights are
             skipped); None = every pair.
-        dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the ones
-            ``pairedge build --dla-core N`` made, ``engines/<tag>-dla<N>/``); None = the GPU's.
+        dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the
+            ones ``pairedge build --dla-core N`` made, ``engines/<tag>-dla<N>/``); None = the GPU's.
     """
 
     deployment: Deployment = field(default_factory=Deployment)
@@ -157,24 +161,34 @@ class RunOptions:
     def overlaps(self) -> bool:
         """Whether a detector stream runs one frame ahead on a second thread (:attr:`overlap`)."""
         return self.overlap if self.overlap is not None else cores() >= 2
+
     dla_core: int | None = None
     pair_radius: float | None = None
 
     def pipeline_config(self, detector: bool = False) -> PipelineConfig:
         """The pipeline's configuration; ``detector``: the boxes come from a pairedge detector, which already
-        suppressed its duplicates (the tracker then keeps overlapping people: ``TrackerConfig.nms_iou`` None)."""
+        suppressed its duplicates (the tracker then keeps overlapping people: ``TrackerConfig.nms_iou``
+        None)."""
         flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
         tracker = TrackerConfig(nms_iou=None) if detector else TrackerConfig()
         if self.coast_frames is not None:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
-            tracker=self.tracker, tracker_config=tracker, tracker_backend=self.tracker_backend, flow=flow,
-            max_people=self.max_people, confirm_s=self.confirm_s, operating_point=self.operating_point,
-            box_shape=self.box_shape, backend_options=self._backend_options(), pair_radius=self.pair_radius,
-        )  # fmt: skip
+            tracker=self.tracker,
+            tracker_config=tracker,
+            tracker_backend=self.tracker_backend,
+            flow=flow,
+            max_people=self.max_people,
+            confirm_s=self.confirm_s,
+            operating_point=self.operating_point,
+            box_shape=self.box_shape,
+            backend_options=self._backend_options(),
+            pair_radius=self.pair_radius,
+        )
 
     def _backend_options(self) -> object | None:
-        """``TensorRTOptions(dla_core=...)`` when a DLA core is asked for (only the tensorrt backend has one)."""
+        """``TensorRTOptions(dla_core=...)`` when a DLA core is asked for (only the tensorrt backend has
+        one)."""
         if self.dla_core is None:
             return None
         if self.deployment.backend != "tensorrt":
@@ -200,8 +214,13 @@ def resolve_model(model: str | Path | None) -> Path:
 def switch_record(pipe: Pipeline) -> dict[str, Any]:
     """The extra key of a results record at an operating-point switch (:func:`run_stream`)."""
     last = dict(pipe.switches.last or {})
-    return {"operating_point": {"name": last.get("operating_point"), "p_interact": last.get("p_interact"),
-                                "confirm_s": last.get("confirm_s")}}  # fmt: skip
+    return {
+        "operating_point": {
+            "name": last.get("operating_point"),
+            "p_interact": last.get("p_interact"),
+            "confirm_s": last.get("confirm_s"),
+        }
+    }
 
 
 def remove_stale_outputs(folder: Path, known: Iterable[str], rewritten: Iterable[str]) -> list[str]:
@@ -228,7 +247,8 @@ def stale_note(folder: Path, stale: list[str]) -> list[str]:
         return []
     it = "it" if len(stale) == 1 else "them"
     return [
-        f"removed {', '.join(stale)} of an earlier run in {printable(str(folder))} (this run does not write {it})"
+        f"removed {', '.join(stale)} of an earlier run in {printable(str(folder))} (this run does not write "
+        f"{it})"
     ]
 
 
@@ -282,10 +302,14 @@ class DetectorTimer:
     def record(self) -> dict[str, Any]:
         """The detector's figures for ``summary.json``: what ran, its layout, frames, boxes, ms per frame."""
         layout = getattr(self.detector, "layout", None)
-        return {"detector": self.detector.describe(), "layout": layout.kind if layout is not None else None,
-                "frames": self.frames, "boxes": self.boxes,
-                "ms_per_frame": 1000 * self.seconds / self.frames if self.frames else None,
-                "nonfinite_candidates": self.guard.nonfinite}  # fmt: skip
+        return {
+            "detector": self.detector.describe(),
+            "layout": layout.kind if layout is not None else None,
+            "frames": self.frames,
+            "boxes": self.boxes,
+            "ms_per_frame": 1000 * self.seconds / self.frames if self.frames else None,
+            "nonfinite_candidates": self.guard.nonfinite,
+        }
 
     def guarded(self, items: Iterable[StreamItem]) -> Iterator[StreamItem]:
         """``items`` (whose production runs this timer) with the first frames judged before they go on."""
@@ -293,9 +317,12 @@ class DetectorTimer:
 
     def notes(self) -> list[str]:
         ms = 1000 * self.seconds / max(self.frames, 1)
-        return [f"no detection file: people found by {self.detector.describe()}",
-                f"detector: {ms:.1f} ms per frame (mean of {self.frames} frames, {self.boxes} boxes); ids "
-                f"assigned by {tracker_phrase(self.tracker)}", *self.guard.notes()]  # fmt: skip
+        return [
+            f"no detection file: people found by {self.detector.describe()}",
+            f"detector: {ms:.1f} ms per frame (mean of {self.frames} frames, {self.boxes} boxes); ids "
+            f"assigned by {tracker_phrase(self.tracker)}",
+            *self.guard.notes(),
+        ]
 
 
 def _item_bytes(item: StreamItem) -> int:
@@ -321,11 +348,16 @@ def open_run_detector(options: RunOptions) -> Detector:
     cap = min(options.max_people or MAX_DETECTIONS, MAX_DETECTIONS)
     layout = options.detector_layout
     if layout is not None and (is_hog or spec.lower().endswith(ENGINE_SUFFIX)):
-        what = "OpenCV's HOG detector has no output layout" if is_hog else (
-            "a TensorRT engine reads the layout its manifest records: rebuild it from the ONNX")  # fmt: skip
+        what = (
+            "OpenCV's HOG detector has no output layout"
+            if is_hog
+            else ("a TensorRT engine reads the layout its manifest records: rebuild it from the ONNX")
+        )
         raise InputError(f"--detector-layout: {what}")
     extra = {"layout": layout} if layout is not None else {}
-    return open_detector(options.detector, options.detector_backend, cls.options_type(max_detections=cap, **extra))
+    return open_detector(
+        options.detector, options.detector_backend, cls.options_type(max_detections=cap, **extra)
+    )
 
 
 def detector_items(source: FrameSource, timer: DetectorTimer, max_frames: int | None) -> Iterator[StreamItem]:
@@ -368,16 +400,25 @@ def run_files(
     try:
         dets = read_detections(detections) if detections is not None else None
         if dets is None:
-            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker_backend, options.guard)
+            timer = DetectorTimer(
+                open_run_detector(options).activate(), options.tracker_backend, options.guard
+            )
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
             raise BackendError(f"--out: expected a folder, got the existing file {folder}")
         folder.mkdir(parents=True, exist_ok=True)
         with deployment.load(options.pipeline_config(detector=timer is not None)) as pipe:
-            found = {"detections": str(dets.path)} if timer is None else {"detector": timer.detector.describe()}
-            header = {"source": str(source.path), **found, "fps": source.fps,
-                      "model": describe_model(deployment.folder), "pipeline": pipe.describe_start()}  # fmt: skip
+            found = (
+                {"detections": str(dets.path)} if timer is None else {"detector": timer.detector.describe()}
+            )
+            header = {
+                "source": str(source.path),
+                **found,
+                "fps": source.fps,
+                "model": describe_model(deployment.folder),
+                "pipeline": pipe.describe_start(),
+            }
             files = {"results": str(folder / "results.jsonl")}
             writer = open_video_writer(folder, "annotated", source.fps) if options.video else None
             if writer is not None:
@@ -399,10 +440,15 @@ def run_files(
             files["summary"] = str(folder / "summary.json")
             notes = _notes(source, dets, timer, stats.frames, options.tracker_backend)
             if overlap:
-                notes.append("the detector of the next frame ran on a second thread while the pipeline stepped")
+                notes.append(
+                    "the detector of the next frame ran on a second thread while the pipeline stepped"
+                )
             summary = stats.summary(
-                notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale), error=source.error,
-                files=files, pipeline=pipe.describe(), detector=timer.record() if timer is not None else None,
+                notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
+                error=source.error,
+                files=files,
+                pipeline=pipe.describe(),
+                detector=timer.record() if timer is not None else None,
             )
     finally:
         source.close()
@@ -417,7 +463,9 @@ def pipeline_notes(pipe: Pipeline, deployment: Deployment | None = None) -> list
     ``deployment``: :meth:`Deployment.describe`, else the model folder alone), an unverified model, the
     emulated CUDA device, operating-point switches (frame, new thresholds), a flow that never ran, box shape
     ignored."""
-    model = deployment.describe() if deployment is not None else describe_model(pipe.models.stage1.path.parent)
+    model = (
+        deployment.describe() if deployment is not None else describe_model(pipe.models.stage1.path.parent)
+    )
     notes = [f"model: {model}"]
     if not pipe.models.verified:
         notes.append(pipe.models.integrity)
@@ -432,8 +480,8 @@ def pipeline_notes(pipe: Pipeline, deployment: Deployment | None = None) -> list
     ratio = pipe.fixed_ratio_detector
     if ratio is not None:
         notes.append(
-            f"the detector draws every box at one width/height ratio ({ratio:.3f}, a sliding-window detector): "
-            "box shape was ignored as a posture cue (--box-shape off uses it)"
+            f"the detector draws every box at one width/height ratio ({ratio:.3f}, a sliding-window "
+            "detector): box shape was ignored as a posture cue (--box-shape off uses it)"
         )
     return notes
 
@@ -441,8 +489,8 @@ def pipeline_notes(pipe: Pipeline, deployment: Deployment | None = None) -> list
 def switch_notes(records: Iterable[dict[str, Any]], count: int) -> list[str]:
     """One line per operating-point switch: the frame and the thresholds that hold from it on."""
     lines = [
-        f"operating point -> {r['operating_point']} from frame {r['frame']} (p_interact >= {r['p_interact']:.3g}, "
-        f"links confirmed after {r['confirm_s']:g} s)"
+        f"operating point -> {r['operating_point']} from frame {r['frame']} (p_interact >= "
+        f"{r['p_interact']:.3g}, links confirmed after {r['confirm_s']:g} s)"
         for r in records
     ]
     if count > len(lines):
@@ -456,13 +504,18 @@ def flow_never_ran(problem: str | None) -> str:
     if why.startswith("no previous frame"):
         why = "the stream never had two consecutive usable frames"
     return (
-        f"WARNING: the optical flow never ran ({why}); the model's flow features were missing on every frame, "
-        "so its interactions rest on box history alone: check --flow-scale and the frame size"
+        f"WARNING: the optical flow never ran ({why}); the model's flow features were missing on every "
+        "frame, so its interactions rest on box history alone: check --flow-scale and the frame size"
     )
 
 
-def _notes(source: FrameSource, dets: DetectionFile | None, timer: DetectorTimer | None, frames: int,
-           tracker: str = "iou") -> list[str]:  # fmt: skip
+def _notes(
+    source: FrameSource,
+    dets: DetectionFile | None,
+    timer: DetectorTimer | None,
+    frames: int,
+    tracker: str = "iou",
+) -> list[str]:
     if dets is None:
         return (timer.notes() if timer is not None else []) + _source_notes(source)
     notes = [f"{dets.format} detections ({dets.boxes} boxes): {dets.note}"]

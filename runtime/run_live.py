@@ -3,8 +3,9 @@ on each delivered frame, the pipeline, the same output files as :func:`pairedge.
 
 Frames come from :class:`pairedge.runtime.live.LiveSource` (latest-frame policy: frames that arrive while a
 step runs are dropped and counted); timestamps are capture times. Every model is loaded and warmed (the
-detector's first run, the classifiers on a batch, the flow on blank frames) before the source is opened, so the
-first seconds of a stream are not dropped while sessions start. After an outage the stream resumes as a new
+detector's first run, the classifiers on a batch, the flow on blank frames) before the source is opened, so
+the first seconds of a stream are not dropped while sessions start. After an outage the stream resumes as a
+new
 segment: the pipeline's stream state (flow, tracks, links) starts afresh, so people get new ids (ids keep
 increasing). The run ends when the source ends (a finite source at its end, a live one after its reconnect
 budget), after ``max_frames`` delivered frames, or on Ctrl-C; in every case the summary is written, and its
@@ -92,13 +93,23 @@ def run_live(
             with source:
                 folder.mkdir(parents=True, exist_ok=True)
                 fps = options.fps or LIVE_VIDEO_FPS
-                header = {"source": source.target.describe(), "live": True, "detector": timer.detector.describe(),
-                          "fps": fps, "model": str(deployment.folder), "pipeline": pipe.describe_start()}  # fmt: skip
+                header = {
+                    "source": source.target.describe(),
+                    "live": True,
+                    "detector": timer.detector.describe(),
+                    "fps": fps,
+                    "model": str(deployment.folder),
+                    "pipeline": pipe.describe_start(),
+                }
                 files = {"results": str(folder / "results.jsonl")}
                 writer = open_video_writer(folder, "annotated", fps) if options.video else None
                 if writer is not None:
                     files["video"] = str(writer.path)
-                written = ["results.jsonl", "summary.json", *([writer.path.name] if writer is not None else [])]
+                written = [
+                    "results.jsonl",
+                    "summary.json",
+                    *([writer.path.name] if writer is not None else []),
+                ]
                 stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
                 stats = RunStats(pipe.labels)
                 try:
@@ -113,9 +124,13 @@ def run_live(
                 source.close()  # the counts are final from here
                 files["summary"] = str(folder / "summary.json")
                 notes = live_notes(source, ended_by, options.max_frames, stats.frames) + timer.notes()
-                summary = stats.summary(notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
-                                        files=files, pipeline=pipe.describe(), detector=timer.record(),
-                                        live=source.stats.to_dict())  # fmt: skip
+                summary = stats.summary(
+                    notes=notes + pipeline_notes(pipe, deployment) + stale_note(folder, stale),
+                    files=files,
+                    pipeline=pipe.describe(),
+                    detector=timer.record(),
+                    live=source.stats.to_dict(),
+                )
     finally:
         timer.detector.deactivate()
     (folder / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
@@ -126,11 +141,16 @@ def live_notes(source: LiveSource, ended_by: str, max_frames: int | None, frames
     """How a live run ended and what the source delivered, dropped and refused."""
     s = source.stats
     if not ended_by:
-        ended_by = (f"stopped after --max-frames {max_frames}" if max_frames is not None and frames >= max_frames
-                    else f"the source ended: {s.ended}")  # fmt: skip
-    notes = [f"live {source.target.describe()}: {ended_by}",
-             f"live frames: {s.captured} captured, {s.delivered} delivered, {s.dropped} dropped while a step ran "
-             f"(latest-frame policy), {s.refused} refused; {s.outages} outage(s), {s.reconnects} reconnection(s) "
-             f"({s.attempts} reopening(s) tried); timestamps are capture times; after a reconnection the stream "
-             "state starts afresh (new ids)"]  # fmt: skip
+        ended_by = (
+            f"stopped after --max-frames {max_frames}"
+            if max_frames is not None and frames >= max_frames
+            else f"the source ended: {s.ended}"
+        )
+    notes = [
+        f"live {source.target.describe()}: {ended_by}",
+        f"live frames: {s.captured} captured, {s.delivered} delivered, {s.dropped} dropped while a step ran "
+        f"(latest-frame policy), {s.refused} refused; {s.outages} outage(s), {s.reconnects} reconnection(s) "
+        f"({s.attempts} reopening(s) tried); timestamps are capture times; after a reconnection the stream "
+        "state starts afresh (new ids)",
+    ]
     return notes + s.notes[:5]

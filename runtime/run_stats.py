@@ -79,8 +79,10 @@ class RunSummary:
         if self.frames == 0:
             return "no frame was processed (an empty stream, or --max-frames cut it); nothing was scored"
         reason, count = max(self.frames_dropped.items(), key=lambda kv: kv[1], default=("unknown", 0))
-        return (f"no frame was scored: all {self.frames} frames were dropped ({count} x {reason}); "
-                "results.jsonl lists each frame's reason")  # fmt: skip
+        return (
+            f"no frame was scored: all {self.frames} frames were dropped ({count} x {reason}); "
+            "results.jsonl lists each frame's reason"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (``summary.json``)."""

@@ -108,7 +108,7 @@ def decode(value: Any) -> Any:
     if isinstance(value, list):
         return [decode(v) for v in value]
     if isinstance(value, dict) and len(value) == 1:
-        (tag, inner), = value.items()
+        ((tag, inner),) = value.items()
         if tag == "f" and isinstance(inner, str):
             try:
                 return float.fromhex(inner)
@@ -116,7 +116,11 @@ def decode(value: Any) -> Any:
                 pass
         elif tag == "tuple" and isinstance(inner, list):
             return tuple(decode(v) for v in inner)
-        elif tag == "dict" and isinstance(inner, list) and all(isinstance(p, list) and len(p) == 2 for p in inner):
+        elif (
+            tag == "dict"
+            and isinstance(inner, list)
+            and all(isinstance(p, list) and len(p) == 2 for p in inner)
+        ):
             try:
                 return {decode(k): decode(v) for k, v in inner}
             except TypeError:  # an unhashable key
@@ -178,24 +182,24 @@ def restore(obj: Any, prefix: str, values: Mapping[str, Any], arrays: Mapping[st
         if set(have) != set(want):
             diff = sorted(set(have) ^ set(want))
             raise InputError(
-                f"stream state of {prefix}: the recorded {kind} {sorted(want)[:6]} do not match this pipeline's "
-                f"{sorted(have)[:6]} (first difference {diff[0]}); make the pack with this pairedge version "
-                "and model"
+                f"stream state of {prefix}: the recorded {kind} {sorted(want)[:6]} do not match this "
+                f"pipeline's {sorted(have)[:6]} (first difference {diff[0]}); make the pack with this "
+                "pairedge version and model"
             )
     for path, arr in want_arrays.items():
         cur = have_arrays[path]
         if arr.dtype != cur.dtype or arr.ndim != cur.ndim:
             raise InputError(
-                f"stream state {path}: recorded {arr.dtype} with {arr.ndim} dimension(s), this pipeline keeps "
-                f"{cur.dtype} with {cur.ndim}; make the pack with this pairedge version and model"
+                f"stream state {path}: recorded {arr.dtype} with {arr.ndim} dimension(s), this pipeline "
+                f"keeps {cur.dtype} with {cur.ndim}; make the pack with this pairedge version and model"
             )
         _set(obj, prefix, path, np.array(arr, copy=True))
     for path, enc in want_values.items():
         new, cur = decode(enc), decode(have_values[path])
         if not _same_kind(new, cur):
             raise InputError(
-                f"stream state {path}: recorded {type(new).__name__}, this pipeline keeps {type(cur).__name__}; "
-                "make the pack with this pairedge version and model"
+                f"stream state {path}: recorded {type(new).__name__}, this pipeline keeps "
+                f"{type(cur).__name__}; make the pack with this pairedge version and model"
             )
         old = _get(obj, prefix, path)
         _set(obj, prefix, path, type(old)(new) if isinstance(old, np.generic) else new)

@@ -94,7 +94,15 @@ class TrackerConfig:
     noise: kalman.MotionNoise = kalman.MotionNoise()
 
     def __post_init__(self) -> None:
-        for name in ("high_score", "low_score", "new_score", "min_iou", "low_iou", "new_iou", "appearance_weight"):
+        for name in (
+            "high_score",
+            "low_score",
+            "new_score",
+            "min_iou",
+            "low_iou",
+            "new_iou",
+            "appearance_weight",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise InputError(f"tracker config: {name} must be a number in [0, 1], got {value!r}")
@@ -104,17 +112,25 @@ class TrackerConfig:
                 f"{self.high_score} / {self.new_score}"
             )
         if not 0.0 <= self.appearance_momentum < 1.0:
-            raise InputError(f"tracker config: appearance_momentum must lie in [0, 1), got {self.appearance_momentum!r}")
+            raise InputError(
+                f"tracker config: appearance_momentum must lie in [0, 1), got {self.appearance_momentum!r}"
+            )
         ints = {"confirm_hits": 1, "max_age": 0, "max_tracks": 1, "coast_min_hits": 1, "coast_frames": 0}
         for name, least in ints.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise InputError(f"tracker config: {name} must be an integer >= {least}, got {value!r}")
         nms = self.nms_iou
-        if nms is not None and (isinstance(nms, bool) or not isinstance(nms, int | float) or not 0.0 < nms <= 1.0):
-            raise InputError(f"tracker config: nms_iou must be an IoU in (0, 1] or None (no suppression), got {nms!r}")
+        if nms is not None and (
+            isinstance(nms, bool) or not isinstance(nms, int | float) or not 0.0 < nms <= 1.0
+        ):
+            raise InputError(
+                f"tracker config: nms_iou must be an IoU in (0, 1] or None (no suppression), got {nms!r}"
+            )
         if self.coast_frames > self.max_age:
-            raise InputError(f"tracker config: expected coast_frames <= max_age; got {self.coast_frames} > {self.max_age}")
+            raise InputError(
+                f"tracker config: expected coast_frames <= max_age; got {self.coast_frames} > {self.max_age}"
+            )
         if not isinstance(self.noise, kalman.MotionNoise):
             raise InputError(f"tracker config: noise must be a MotionNoise, got {type(self.noise).__name__}")
 
@@ -167,7 +183,8 @@ class IoUTracker:
         self._fresh, self._margins = True, False
 
     def predicted_boxes(self, slots: np.ndarray, timestamp: float) -> np.ndarray:
-        """(len(slots), 4) boxes ``x y w h`` of the given tracks predicted to ``timestamp`` (state unchanged)."""
+        """(len(slots), 4) boxes ``x y w h`` of the given tracks predicted to ``timestamp`` (state
+        unchanged)."""
         x = self._x[slots].copy()
         x[:, 0:4] += x[:, 4:8] * np.clip(timestamp - self._time[slots], 0.0, None)[:, None]
         return kalman.boxes_of(x)
@@ -201,7 +218,11 @@ class IoUTracker:
         return self._ids[slots].copy(), boxes
 
     def step(
-        self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None, frame: np.ndarray | None = None
+        self,
+        boxes: np.ndarray,
+        timestamp: float,
+        scores: np.ndarray | None = None,
+        frame: np.ndarray | None = None,
     ) -> np.ndarray:
         """Track one frame.
 
@@ -261,7 +282,8 @@ class IoUTracker:
 
     # -- the steps --------------------------------------------------------------------------------------
     def _appearance(self, frame: np.ndarray | None, det: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """(len(rows), SIZE) appearances of the boxes ``det[rows]`` (zeros without a colour frame or weight)."""
+        """(len(rows), SIZE) appearances of the boxes ``det[rows]`` (zeros without a colour frame or
+        weight)."""
         if (
             self.config.appearance_weight == 0.0
             or not isinstance(frame, np.ndarray)
@@ -287,10 +309,17 @@ class IoUTracker:
         return np.where(both, (1 - w) * iou + w * (track @ emb.T), iou)
 
     def _match(
-        self, slots: np.ndarray, rows: np.ndarray, det: np.ndarray, scores: np.ndarray, emb: np.ndarray | None,
-        ids: np.ndarray, matched: np.ndarray,
-    ) -> None:  # fmt: skip
-        """Update the tracks ``slots`` with the boxes ``det[rows]`` of ``scores[rows]`` (and appearances ``emb``,
+        self,
+        slots: np.ndarray,
+        rows: np.ndarray,
+        det: np.ndarray,
+        scores: np.ndarray,
+        emb: np.ndarray | None,
+        ids: np.ndarray,
+        matched: np.ndarray,
+    ) -> None:
+        """Update the tracks ``slots`` with the boxes ``det[rows]`` of ``scores[rows]`` (and appearances
+        ``emb``,
         None: keep); confirm the tentative ones that qualify."""
         if len(slots) == 0:
             return
@@ -312,7 +341,8 @@ class IoUTracker:
         ids[rows] = np.where(self._state[slots] == _TRACKED, self._ids[slots], -1)
 
     def _blend(self, slots: np.ndarray, emb: np.ndarray) -> None:
-        """Running appearance: ``m * old + (1 - m) * new`` re-normalised (a track without one takes the new)."""
+        """Running appearance: ``m * old + (1 - m) * new`` re-normalised (a track without one takes the
+        new)."""
         old = self._emb[slots]
         have = emb.any(axis=1)
         m = np.where(old.any(axis=1), self.config.appearance_momentum, 0.0)[:, None]
@@ -345,7 +375,9 @@ class IoUTracker:
         self._hits[slots] = 1
         self._best[slots] = scores[:k]
         self._alive[slots] = True
-        now = ((scores[:k] >= self.config.new_score) | self._margins) & (self._fresh or self.config.confirm_hits <= 1)
+        now = ((scores[:k] >= self.config.new_score) | self._margins) & (
+            self._fresh or self.config.confirm_hits <= 1
+        )
         self._state[slots] = np.where(now, _TRACKED, _TENTATIVE)
         self._ids[slots] = -1
         self._ids[slots[now]] = np.arange(self._next_id, self._next_id + int(now.sum()))
@@ -362,11 +394,12 @@ def with_coasted(
     size: tuple[int, int] | None,
     max_people: int | None,
 ) -> tuple[Detections, np.ndarray]:
-    """The frame's tracked detections with the tracker's coasting people appended (after :meth:`IoUTracker.step`).
+    """The frame's tracked detections with the tracker's coasting people appended (after
+    :meth:`IoUTracker.step`).
 
-    Predicted boxes are clipped to the image ``size`` ``(W, H)`` (None: not clipped); one less than half inside
-    it (a person walking out) is left out; at most ``max_people`` people in all (None: no cap). Coasted people
-    get score 0 and, when the detections carry orientations, an unknown one (NaN, confidence 0).
+    Predicted boxes are clipped to the image ``size`` ``(W, H)`` (None: not clipped); one less than half
+    inside it (a person walking out) is left out; at most ``max_people`` people in all (None: no cap). Coasted
+    people get score 0 and, when the detections carry orientations, an unknown one (NaN, confidence 0).
 
     Returns:
         The detections (N rows, the given ones first) and an (N,) bool mask of the coasted rows.

@@ -18,10 +18,11 @@ name        what
 The library trackers run with the library's defaults (no library parameter chosen on any benchmark) on the
 boxes left after the built-in tracker's duplicate suppression (``TrackerConfig.nms_iou``, 0.35 by default:
 a raw detector's duplicate boxes would each start a track; on PETS's raw ACF boxes the suppression lifts
-BoT-SORT's IDF1 from 0.43 to 0.67, see ``benchmarks/bench_tracking.py``), and with the pipeline's timestamps, so their lost-track budget (``lost_track_buffer`` 30 reference frames = 1 s) and
-Kalman steps follow real time at any frame rate. Their confidence thresholds (``track_activation_threshold``
-0.7, ``high_conf_det_threshold`` 0.6) assume detector scores in [0, 1] (an ONNX detector's); a detector
-whose scores are margins (PETS's ACF, 0 to 139; OpenCV's HOG) makes nearly every box "high". They coast no
+BoT-SORT's IDF1 from 0.43 to 0.67, see ``benchmarks/bench_tracking.py``), and with the pipeline's timestamps,
+so their lost-track budget (``lost_track_buffer`` 30 reference frames = 1 s) and Kalman steps follow real time
+at any frame rate. Their confidence thresholds (``track_activation_threshold`` 0.7,
+``high_conf_det_threshold`` 0.6) assume detector scores in [0, 1] (an ONNX detector's); a detector whose
+scores are margins (PETS's ACF, 0 to 139; OpenCV's HOG) makes nearly every box "high". They coast no
 one: a person the detector misses is absent that frame (the library keeps the lost track to re-find it).
 Camera-motion compensation needs the image, so ``botsort`` in box-only mode (no frame) runs without it.
 
@@ -65,7 +66,11 @@ class TrackerBackend(Protocol):
     """What the pipeline asks of a tracker (:class:`IoUTracker` and :class:`LibraryTracker` are ones)."""
 
     def step(
-        self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None, frame: np.ndarray | None = None
+        self,
+        boxes: np.ndarray,
+        timestamp: float,
+        scores: np.ndarray | None = None,
+        frame: np.ndarray | None = None,
     ) -> np.ndarray:
         """(N,) int64 ids of the frame's boxes (N, 4) ``x y w h``; -1 for a box without one."""
         ...
@@ -117,8 +122,13 @@ def make_tracker(name: str = DEFAULT_TRACKER, config: TrackerConfig | None = Non
 def _library() -> Any:
     from pairedge.core.optional import require
 
-    return require("trackers", extra=EXTRA, purpose="the bytetrack / ocsort / botsort tracker backends",
-                   name="Roboflow's trackers library", note=INSTALL_NOTE)  # fmt: skip
+    return require(
+        "trackers",
+        extra=EXTRA,
+        purpose="the bytetrack / ocsort / botsort tracker backends",
+        name="Roboflow's trackers library",
+        note=INSTALL_NOTE,
+    )
 
 
 class LibraryTracker:
@@ -138,7 +148,9 @@ class LibraryTracker:
     def __init__(self, name: str, nms_iou: float | None = TrackerConfig.nms_iou, **params: Any) -> None:
         key = check_tracker_name(name)
         if key not in LIBRARY_TRACKERS:
-            raise InputError(f"tracker backend {name!r} is built in, not a trackers-library one; use make_tracker")
+            raise InputError(
+                f"tracker backend {name!r} is built in, not a trackers-library one; use make_tracker"
+            )
         lib = _library()
         import supervision as sv
 
@@ -146,7 +158,9 @@ class LibraryTracker:
         accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
         unknown = sorted(set(params) - accepted)
         if unknown:
-            raise InputError(f"tracker {key}: unknown parameter(s) {unknown}; expected some of {sorted(accepted)}")
+            raise InputError(
+                f"tracker {key}: unknown parameter(s) {unknown}; expected some of {sorted(accepted)}"
+            )
         self.name = key
         self.nms_iou = TrackerConfig(nms_iou=nms_iou).nms_iou  # validated as the built-in tracker's
         self._sv = sv
@@ -162,7 +176,11 @@ class LibraryTracker:
         return sum(int(getattr(t, "tracker_id", -1)) >= 0 for t in self._impl.tracks)
 
     def step(
-        self, boxes: np.ndarray, timestamp: float, scores: np.ndarray | None = None, frame: np.ndarray | None = None
+        self,
+        boxes: np.ndarray,
+        timestamp: float,
+        scores: np.ndarray | None = None,
+        frame: np.ndarray | None = None,
     ) -> np.ndarray:
         """Track one frame.
 
@@ -184,7 +202,9 @@ class LibraryTracker:
             rows = np.flatnonzero(nms_keep(det, np.ones(len(det)) if conf is None else conf, self.nms_iou))
         kept = det[rows]
         xyxy = np.concatenate([kept[:, :2], kept[:, :2] + kept[:, 2:]], axis=1).astype(np.float32)
-        sv_dets = self._sv.Detections(xyxy=xyxy, confidence=None if conf is None else conf[rows], data={"row": rows})
+        sv_dets = self._sv.Detections(
+            xyxy=xyxy, confidence=None if conf is None else conf[rows], data={"row": rows}
+        )
         image = self._bgr(frame) if self.uses_frame else None
         out = self._impl.update(sv_dets, frame=image, timestamp=float(timestamp))
         ids = np.full(len(det), -1, np.int64)

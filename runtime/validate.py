@@ -1,16 +1,17 @@
 """Input sanitising for the stream: malformed frames and detections are dropped and reported, never raised.
 
 Frames: (H, W) or (H, W, 1) gray, or (H, W, 3) BGR, uint8, at least ``min_image_side`` pixels on a side and
-at most :data:`pairedge.core.limits.MAX_FRAME_PIXELS` pixels (:data:`~pairedge.core.limits.MAX_FRAME_SIDE` a side),
-judged on the declared shape before anything is copied; anything else (wrong dtype, shape, BGRA, empty, too
-large, not an array) drops the image for this frame: the flow is skipped and the stream restarts its flow at
-the next good frame. Per-frame work is so bounded in pixels as :func:`cap_people` bounds it in people.
+at most :data:`pairedge.core.limits.MAX_FRAME_PIXELS` pixels (:data:`~pairedge.core.limits.MAX_FRAME_SIDE` a
+side), judged on the declared shape before anything is copied; anything else (wrong dtype, shape, BGRA, empty,
+too large, not an array) drops the image for this frame: the flow is skipped and the stream restarts its flow
+at the next good frame. Per-frame work is so bounded in pixels as :func:`cap_people` bounds it in people.
 
 Detections, row by row (vectorised): non-finite box or score; width or height below ``min_box_side``;
 huge boxes (larger than ``max_box_factor`` times the image); boxes entirely outside the image; ids below -1
 or at / above 2**31; repeated track ids (the first row is kept); boxes or scores beyond the float32 range.
-Detections that are not a :class:`~pairedge.core.types.Detections`-like object with consistent real-valued array
-shapes (including objects whose attribute access raises anything) are dropped as a whole, with the reason.
+Detections that are not a :class:`~pairedge.core.types.Detections`-like object with consistent real-valued
+array shapes (including objects whose attribute access raises anything) are dropped as a whole, with the
+reason.
 
 Then :func:`cap_people` keeps at most ``max_people`` detections (the most confident, ties to the larger box),
 which bounds the work of every later stage. :func:`image_size_problem` checks a caller's ``(W, H)``.
@@ -106,7 +107,10 @@ def _as_arrays(detections: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | s
             boxes = boxes.reshape(0, 4)
             ids_raw, scores = ids_raw.reshape(0), scores.reshape(0)
     except Exception as exc:  # noqa: BLE001 - a caller's object may raise anything; drop and report it
-        return f"detections unusable ({type(exc).__name__}: {shorten(str(exc), 100)}); expected pairedge.core.types.Detections"
+        return (
+            f"detections unusable ({type(exc).__name__}: {shorten(str(exc), 100)}); expected "
+            "pairedge.core.types.Detections"
+        )
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         return f"detections: expected boxes of shape (N, 4), got {boxes.shape}"
     n = len(boxes)
@@ -216,8 +220,10 @@ def _orientation(
     conf = np.where(ok, c, 0.0).astype(np.float32)
     reasons = {}
     if bad.any():
-        reasons["orientation ignored: NaN with a confidence, beyond +-2 pi (degrees?), inf, or confidence "
-                "outside [0, 1]; box kept without it"] = int(bad.sum())  # fmt: skip
+        reasons[
+            "orientation ignored: NaN with a confidence, beyond +-2 pi (degrees?), inf, or confidence "
+            "outside [0, 1]; box kept without it"
+        ] = int(bad.sum())
     return angle, conf, reasons
 
 
@@ -232,10 +238,17 @@ def _clean_fast(
         return None
     b, ids, sc = detections.boxes, detections.track_ids, detections.scores
     typed = (
-        isinstance(b, np.ndarray) and b.dtype == np.float32 and b.ndim == 2 and b.shape[1] == 4
-        and isinstance(ids, np.ndarray) and ids.dtype == np.int64 and ids.shape == (len(b),)
-        and isinstance(sc, np.ndarray) and sc.dtype == np.float32 and sc.shape == (len(b),)
-    )  # fmt: skip
+        isinstance(b, np.ndarray)
+        and b.dtype == np.float32
+        and b.ndim == 2
+        and b.shape[1] == 4
+        and isinstance(ids, np.ndarray)
+        and ids.dtype == np.int64
+        and ids.shape == (len(b),)
+        and isinstance(sc, np.ndarray)
+        and sc.dtype == np.float32
+        and sc.shape == (len(b),)
+    )
     if not typed or len(b) == 0 or not np.isfinite(b).all():
         return None
     w, h = float(image_size[0]), float(image_size[1])

@@ -5,10 +5,10 @@ has a box of height ``h = f H / Z`` whose bottom (the feet) is at row ``y_b = c_
 
     y_b = c_y + s * h,  with  s = C / H  (the camera height in body heights) and ``c_y`` the horizon row.
 
-A straight-line fit of the feet row against the box height over many boxes therefore gives ``s``: about 0.3-0.7
-for a robot or a hand-held camera, above 1.2 (2.1 m for a 1.75 m person) for a camera that looks down on
-people. A camera tilted down bends the line only a little over the frame. Sitting people (shorter boxes) and
-detector noise are outliers: the fit is trimmed twice at 2.5 robust standard deviations. The state is a
+A straight-line fit of the feet row against the box height over many boxes therefore gives ``s``: about
+0.3-0.7 for a robot or a hand-held camera, above 1.2 (2.1 m for a 1.75 m person) for a camera that looks down
+on people. A camera tilted down bends the line only a little over the frame. Sitting people (shorter boxes)
+and detector noise are outliers: the fit is trimmed twice at 2.5 robust standard deviations. The state is a
 fixed-size ring of the latest boxes, so the cost per frame is bounded.
 """
 
@@ -147,8 +147,10 @@ class AutoOperatingPoint:
         if name == self.name:
             return None
         self.name, self.current = name, point
-        return (f"operating point -> {name} (camera about {est.body_heights:.1f} body heights above the ground, "
-                f"from {est.boxes} boxes)")  # fmt: skip
+        return (
+            f"operating point -> {name} (camera about {est.body_heights:.1f} body heights above the ground, "
+            f"from {est.boxes} boxes)"
+        )
 
 
 class SwitchLog:
@@ -184,8 +186,12 @@ class SwitchLog:
         if name == self._now:
             return None
         self._now = name
-        self.last = {"frame": int(frame), "operating_point": name, "p_interact": float(p_interact),
-                     "confirm_s": float(confirm_s)}  # fmt: skip
+        self.last = {
+            "frame": int(frame),
+            "operating_point": name,
+            "p_interact": float(p_interact),
+            "confirm_s": float(confirm_s),
+        }
         self.count += 1
         if len(self._records) < self.keep:
             self._records.append(self.last)

@@ -33,8 +33,11 @@ def bounded() -> Iterator[None]:
     def timeout(signum: int, frame: object) -> None:
         raise TimeoutError("blocked: a FIFO or device was opened")
 
-    size = next(int(ln.split()[1]) * 1024 for ln in Path("/proc/self/status").read_text().splitlines()
-                if ln.startswith("VmSize:"))  # fmt: skip
+    size = next(
+        int(ln.split()[1]) * 1024
+        for ln in Path("/proc/self/status").read_text().splitlines()
+        if ln.startswith("VmSize:")
+    )
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = size + (2 << 30)
     resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))

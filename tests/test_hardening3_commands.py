@@ -43,8 +43,14 @@ def _one_error_line(res: Any, *needles: str) -> str:
 def _cli(
     *args: str, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pairedge.apps.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False, env={**os.environ, **(env or {})})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pairedge.apps.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _forbid(monkeypatch: pytest.MonkeyPatch, target: str) -> None:
@@ -86,8 +92,19 @@ def test_eval_refuses_too_much_simulator_work_first(
 
 
 def test_eval_frames_option_is_bounded_too(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["eval", "default", "--data", "sim:static:seeds=0-99:frames=2", "--frames", "100000",
-                              "--out", str(tmp_path / "o")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "default",
+            "--data",
+            "sim:static:seeds=0-99:frames=2",
+            "--frames",
+            "100000",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     _one_error_line(res, "10,000,000 frames", "1,000,000")
 
 
@@ -128,8 +145,9 @@ def test_train_refuses_too_much_simulator_work_before_rendering(
     pytest.importorskip("torch")
     _forbid(monkeypatch, "pairedge.export.datasets.sim.scene_rows")
     for data in ("sim:static+moving:seeds=0-9999", "sim:static:seeds=0:frames=100000000"):
-        res = runner.invoke(app, ["train", "--data", data, "--spec", "pairedge", "--stage", "1",
-                                  "--out", str(tmp_path / "t")])  # fmt: skip
+        res = runner.invoke(
+            app, ["train", "--data", data, "--spec", "pairedge", "--stage", "1", "--out", str(tmp_path / "t")]
+        )
         _one_error_line(res, "ceiling", "--data")
     assert not (tmp_path / "t").exists()
 
@@ -141,7 +159,7 @@ def test_train_refuses_too_much_simulator_work_before_rendering(
         ["--scenes", "static:0-9999"],
         ["--scenes", "static:0", "--frames", "100000000"],
         ["--scenes", "static:0-9999,moving:0-9999", "--frames", "2"],
-    ],  # fmt: skip
+    ],
 )
 def test_calibrate_refuses_too_much_simulator_work_first(
     options: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -162,9 +180,12 @@ def test_collect_scenes_api_is_bounded_too() -> None:
         collect_scenes(default_model_dir(), [("static", (0,))], frames=0)
 
 
-# -- 2. accepted and ignored: unknown backends, options of another protocol -----------------------------------
-@pytest.mark.parametrize(("backends", "needle"), [("bogus", "unknown classifier backend 'bogus'"),
-                                                  ("ort-cpu,bogus", "'bogus'"), ("auto", "not 'auto'")])  # fmt: skip
+# -- 2. accepted and ignored: unknown backends, options of another protocol
+# -----------------------------------
+@pytest.mark.parametrize(
+    ("backends", "needle"),
+    [("bogus", "unknown classifier backend 'bogus'"), ("ort-cpu,bogus", "'bogus'"), ("auto", "not 'auto'")],
+)
 def test_bench_refuses_unknown_backends_before_any_work(
     backends: str, needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,22 +235,35 @@ def test_score_pairwise_options_still_apply(tmp_path: Path) -> None:
     """The None defaults keep the documented values: --tau 0.5 given or not is the same report."""
     labels = ["walking_together", "standing_together", "sitting_together"]
     gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
-    gold.write_text(json.dumps({"labels": labels}) + "\n" + json.dumps(
-        {"frame": 0, "interactions": [{"ids": [1, 2], "label": "walking_together"}]}) + "\n")  # fmt: skip
-    pred.write_text(json.dumps({"labels": labels}) + "\n" + json.dumps(
-        {"frame": 0, "interactions": [{"ids": [1, 2], "label": "walking_together", "p_interact": 0.6}]}) + "\n")  # fmt: skip
+    gold.write_text(
+        json.dumps({"labels": labels})
+        + "\n"
+        + json.dumps({"frame": 0, "interactions": [{"ids": [1, 2], "label": "walking_together"}]})
+        + "\n"
+    )
+    pred.write_text(
+        json.dumps({"labels": labels})
+        + "\n"
+        + json.dumps(
+            {"frame": 0, "interactions": [{"ids": [1, 2], "label": "walking_together", "p_interact": 0.6}]}
+        )
+        + "\n"
+    )
     reports = []
     for extra in ([], ["--tau", "0.5"], ["--tau", "0.7"]):
         out = tmp_path / f"r{len(reports)}.json"
-        res = runner.invoke(app, ["score", "-p", "pairwise", "--pred", str(pred), "--gold", str(gold),
-                                  "--json", str(out), *extra])  # fmt: skip
+        res = runner.invoke(
+            app,
+            ["score", "-p", "pairwise", "--pred", str(pred), "--gold", str(gold), "--json", str(out), *extra],
+        )
         assert res.exit_code == 0, res.output
         reports.append(json.loads(out.read_text()))
     assert reports[0] == reports[1] and reports[0]["details"]["tau"] == 0.5
     assert reports[2]["summary"]["pair_recall"] == 0.0  # 0.6 < 0.7: the option is used
 
 
-# -- 3. export --opset is checked first ------------------------------------------------------------------------
+# -- 3. export --opset is checked first
+# ------------------------------------------------------------------------
 @pytest.mark.parametrize("opset", ["-5", "99999", "5", "6", "21"])
 def test_export_refuses_an_unsupported_opset_first(
     opset: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -244,7 +278,8 @@ def test_export_refuses_an_unsupported_opset_first(
 
 
 def test_export_opset_bounds_are_what_the_exporter_supports(tmp_path: Path) -> None:
-    """Both ends of the range export and match PyTorch (every architecture: tests/export/test_export_onnx.py)."""
+    """Both ends of the range export and match PyTorch (every architecture:
+    tests/export/test_export_onnx.py)."""
     torch = pytest.importorskip("torch")
     import warnings
 
@@ -266,7 +301,8 @@ def test_export_opset_bounds_are_what_the_exporter_supports(tmp_path: Path) -> N
         assert result.opset == opset and result.max_abs_diff < 1e-5
 
 
-# -- 4. one stderr line: torch warnings folded, Ray quiet ---------------------------------------------------------
+# -- 4. one stderr line: torch warnings folded, Ray quiet
+# ---------------------------------------------------------
 class _Evil:
     def __reduce__(self) -> tuple[Any, ...]:
         return (os.system, ("echo pwned",))
@@ -307,9 +343,11 @@ def test_malicious_weights_in_a_checkpoint_folder_are_one_line(tmp_path: Path) -
 
 def test_stderr_silenced_catches_native_writes() -> None:
     """What Ray's C++ core writes to file descriptor 2 while it runs never reaches the terminal."""
-    code = ("import os, sys; from pairedge.apps.fleet import _stderr_silenced\n"
-            "with _stderr_silenced():\n    os.write(2, b'native noise\\n'); print('py noise', file=sys.stderr)\n"
-            "os.write(2, b'after\\n')")  # fmt: skip
+    code = (
+        "import os, sys; from pairedge.apps.fleet import _stderr_silenced\n"
+        "with _stderr_silenced():\n    os.write(2, b'native noise\\n'); print('py noise', file=sys.stderr)\n"
+        "os.write(2, b'after\\n')"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
@@ -323,8 +361,17 @@ def test_unreachable_ray_address_is_one_line_in_seconds() -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = _cli("eval", "default", "--data", "sim:static:seeds=0:frames=2", "--executor", "ray",
-                "--address", f"127.0.0.1:{port}", timeout=60)  # fmt: skip
+    proc = _cli(
+        "eval",
+        "default",
+        "--data",
+        "sim:static:seeds=0:frames=2",
+        "--executor",
+        "ray",
+        "--address",
+        f"127.0.0.1:{port}",
+        timeout=60,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr
     assert "cannot reach the Ray cluster" in lines[0] and "refused" in lines[0]
@@ -342,14 +389,28 @@ def test_ray_eval_failure_is_one_stderr_line(tmp_path: Path) -> None:
         cv2.imwrite(str(frames / f"{k:06d}.png"), np.zeros((48, 64, 3), np.uint8))
     bad = tmp_path / "det.txt"
     bad.write_text("this is not a MOT file\n")
-    proc = _cli("eval", "default", "--data", str(frames), "--detections", str(bad), "--executor", "ray",
-                "--workers", "1", "--out", str(tmp_path / "o"), timeout=240)  # fmt: skip
+    proc = _cli(
+        "eval",
+        "default",
+        "--data",
+        str(frames),
+        "--detections",
+        str(bad),
+        "--executor",
+        "ray",
+        "--workers",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+        timeout=240,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: every source failed")
 
 
-# -- 5. the two accuracies --------------------------------------------------------------------------------------
+# -- 5. the two accuracies
+# --------------------------------------------------------------------------------------
 def test_eval_reports_both_accuracies_from_the_same_counts(tmp_path: Path) -> None:
     # 20 frames with simulated detections: some true pairs are reported, others missed
     res = runner.invoke(
@@ -376,10 +437,20 @@ def test_score_summary_labels_accuracies(tmp_path: Path) -> None:
     assert np.isnan(scored_accuracy(np.zeros((2, 2), np.int64)))
     labels = ["a", "b"]
     gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
-    gold.write_text(json.dumps({"labels": labels}) + "\n" + json.dumps({"frame": 0, "interactions": [
-        {"ids": [1, 2], "label": "a"}, {"ids": [3, 4], "label": "b"}]}) + "\n")  # fmt: skip
-    pred.write_text(json.dumps({"labels": labels}) + "\n" + json.dumps({"frame": 0, "interactions": [
-        {"ids": [1, 2], "label": "a", "p_interact": 0.9}]}) + "\n")  # fmt: skip
+    gold.write_text(
+        json.dumps({"labels": labels})
+        + "\n"
+        + json.dumps(
+            {"frame": 0, "interactions": [{"ids": [1, 2], "label": "a"}, {"ids": [3, 4], "label": "b"}]}
+        )
+        + "\n"
+    )
+    pred.write_text(
+        json.dumps({"labels": labels})
+        + "\n"
+        + json.dumps({"frame": 0, "interactions": [{"ids": [1, 2], "label": "a", "p_interact": 0.9}]})
+        + "\n"
+    )
     out = tmp_path / "r.json"
     res = runner.invoke(
         app, ["score", "-p", "pairwise", "--pred", str(pred), "--gold", str(gold), "--json", str(out)]
@@ -390,7 +461,8 @@ def test_score_summary_labels_accuracies(tmp_path: Path) -> None:
     assert ACCURACY_LABELS["accuracy"] in res.stdout and ACCURACY_LABELS["accuracy_scored"] in res.stdout
 
 
-# -- 6. tables that fit 80 columns, readable when piped -------------------------------------------------------
+# -- 6. tables that fit 80 columns, readable when piped
+# -------------------------------------------------------
 def _fits(text: str, width: int = 80) -> None:
     """Every line fits ``width`` and no cell was cut with an ellipsis."""
     for line in text.splitlines():
@@ -405,8 +477,9 @@ def test_column_groups_split_a_wide_table_whole() -> None:
     from rich.console import Console
 
     names = tuple(f"a_long_class_name_{k}" for k in range(8))
-    table = Table("confusion", ("gold \\ pred", *names, "missing"),
-                  tuple((n, *range(8), 12345) for n in names))  # fmt: skip
+    table = Table(
+        "confusion", ("gold \\ pred", *names, "missing"), tuple((n, *range(8), 12345) for n in names)
+    )
     groups = column_groups(table, 80)
     assert len(groups) > 1 and all(g[0] == 0 for g in groups)
     assert sorted({i for g in groups for i in g}) == list(range(len(table.columns)))
@@ -446,8 +519,25 @@ def test_eval_output_fits_80_columns_and_is_plain_when_piped(tmp_path: Path, wid
 
 
 def test_bench_output_fits_80_columns_and_names_registry_backends(tmp_path: Path, width80: None) -> None:
-    res = runner.invoke(app, ["bench", "default", "--backends", "ort-cpu", "--precisions", "fp32", "--data", SCENE,
-                              "--repeats", "5", "--people", "2", "--out", str(tmp_path)])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "bench",
+            "default",
+            "--backends",
+            "ort-cpu",
+            "--precisions",
+            "fp32",
+            "--data",
+            SCENE,
+            "--repeats",
+            "5",
+            "--people",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 0, res.output
     _fits(res.stdout)
     assert "ort-cpu" not in res.stdout and "onnxruntime" in res.stdout
@@ -461,7 +551,8 @@ def test_bench_output_fits_80_columns_and_names_registry_backends(tmp_path: Path
     assert "| onnxruntime | fp32 |" in (tmp_path / "bench.md").read_text()
 
 
-# -- 7. 'default' names the bundled model; never written into ---------------------------------------------------
+# -- 7. 'default' names the bundled model; never written into
+# ---------------------------------------------------
 def test_eval_and_bench_name_the_bundled_model(tmp_path: Path) -> None:
     res = runner.invoke(
         app, ["eval", "default", "--data", "sim:static:seeds=0:frames=3", "--out", str(tmp_path)]

@@ -52,7 +52,9 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
     shutil.copytree(
         ROOT,
         src,
-        ignore=shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "out", "*.so"),
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "out", "*.so"
+        ),
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(src)],
@@ -64,13 +66,26 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
         init = package.replace(".", "/") + "/__init__.py"
         assert init in names, f"{init} missing from {wheel.name}"
     assert "pairedge/py.typed" in names
-    for name in ("stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "recipe.json", "manifest.json"):
+    for name in (
+        "stage1.onnx",
+        "stage2.onnx",
+        "stage1.int8.onnx",
+        "stage2.int8.onnx",
+        "recipe.json",
+        "manifest.json",
+    ):
         assert f"pairedge/models/default/{name}" in names, name
     for name in ("yolox_nano.onnx", "yolox_nano.fp16.onnx", "manifest.json", "LICENSE", "PROVENANCE.md"):
-        assert f"pairedge/models/detectors/yolox_nano/{name}" in names, name  # the bundled detector and its licence
+        assert f"pairedge/models/detectors/yolox_nano/{name}" in names, (
+            name
+        )  # the bundled detector and its licence
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
-    if shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):  # the optional C extension (setup.py)
-        assert any(n.startswith("pairedge/core/features/_pairkernel.") for n in names), "compiled pair block missing"
+    if shutil.which(
+        (sysconfig.get_config_var("CC") or "cc").split()[0]
+    ):  # the optional C extension (setup.py)
+        assert any(n.startswith("pairedge/core/features/_pairkernel.") for n in names), (
+            "compiled pair block missing"
+        )
 
 
 def test_runtime_import_does_not_import_torch() -> None:

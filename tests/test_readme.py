@@ -43,16 +43,33 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if DATA.is_dir():
         (base / "shared").symlink_to(DATA.parent)
     done = subprocess.run(
-        [sys.executable, "-m", "pairedge.apps.cli", "simulate", "--preset", "static", "--seed", "3", "--frames", "30",
-         "--out", "sim"],
-        cwd=work, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pairedge.apps.cli",
+            "simulate",
+            "--preset",
+            "static",
+            "--seed",
+            "3",
+            "--frames",
+            "30",
+            "--out",
+            "sim",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return work
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"{k}-{h[:24]}" for k, (h, _) in enumerate(BLOCKS)])
+@pytest.mark.parametrize(
+    "index", range(len(BLOCKS)), ids=[f"{k}-{h[:24]}" for k, (h, _) in enumerate(BLOCKS)]
+)
 def test_python_block_runs(index: int, workdir: Path) -> None:
     heading, code = BLOCKS[index]
     if "../shared/data" in code and not DATA.is_dir():
@@ -70,7 +87,8 @@ def test_python_block_runs(index: int, workdir: Path) -> None:
 
 
 def test_feature_widths_quoted_are_the_code_s() -> None:
-    """README and docs/features.md quote each spec version's stage-1 + stage-2 widths as the code builds them."""
+    """README and docs/features.md quote each spec version's stage-1 + stage-2 widths as the code builds
+    them."""
     from pairedge.core.features import get_spec
 
     features_md = (ROOT / "docs" / "features.md").read_text(encoding="utf-8")
@@ -109,18 +127,24 @@ def test_latency_figures_quoted_are_the_benchmark_results() -> None:
     """The README's latency numbers are those of the committed benchmark results they cite."""
     text = _flat()
     pets = _results("bench_pets")
-    totals = sorted(run["latency_ms"]["total"]["p50"] for flow in pets["runs"].values() for run in flow.values())
+    totals = sorted(
+        run["latency_ms"]["total"]["p50"] for flow in pets["runs"].values() for run in flow.values()
+    )
     assert f"at a {totals[0]:.1f}-{totals[-1]:.1f} ms median step (`python benchmarks/bench_pets.py`)" in text
     speed = _results("bench_paper_pipeline")["speed"]
     rows = {k: v["cpu_ms"]["p50"] for k, v in speed["rows"].items()}
-    assert f"**{speed['like_for_like']:.0f}x** faster ({rows['released']:,.0f} vs {rows['runtime_liang2026']:.1f} ms)" in text
+    assert (
+        f"**{speed['like_for_like']:.0f}x** faster ({rows['released']:,.0f} vs "
+        f"{rows['runtime_liang2026']:.1f} ms)" in text
+    )
     assert f"the ratio is {speed['pairedge_spec']:,.0f}x ({rows['runtime_pairedge']:.1f} ms)" in text
     features = _results("bench_features")
     liang = next(r for r in features["liang2026"] if r["people"] == 100)
     ours = next(r for r in features["pairedge"] if r["people"] == 100)
     assert (
         f"{liang['integral_ms']:.1f} ms/frame for `liang2026` (mask-based reference: about "
-        f"{liang['reference_ms'] / 1000:.1f} s), {ours['flow_affine_ms']:.1f} ms/frame for `pairedge` with flow"
+        f"{liang['reference_ms'] / 1000:.1f} s), {ours['flow_affine_ms']:.1f} ms/frame for `pairedge` with "
+        "flow"
     ) in text
 
 
@@ -131,14 +155,17 @@ def test_demo_metrics_quoted_are_what_the_demo_prints(tmp_path: Path) -> None:
 
     done = subprocess.run(
         [sys.executable, "-m", "pairedge.apps.cli", "demo", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     m = json.loads((tmp_path / "metrics.json").read_text())["summary"]
     text = _flat()
     assert (
-        f"stage-1 pair F1 {m['pair_f1']:.2f} (precision {m['pair_precision']:.2f}, recall {m['pair_recall']:.2f}), "
-        f"stage-2 accuracy {m['accuracy']:.2f} / MPCA {m['mpca']:.2f} / macro-F1 {m['macro_f1']:.2f}"
+        f"stage-1 pair F1 {m['pair_f1']:.2f} (precision {m['pair_precision']:.2f}, recall "
+        f"{m['pair_recall']:.2f}), stage-2 accuracy {m['accuracy']:.2f} / MPCA {m['mpca']:.2f} / macro-F1 "
+        f"{m['macro_f1']:.2f}"
     ) in text
     assert f"({m['accuracy_scored']:.2f} on the pairs stage 1 passed" in text
     assert f"group activity accuracy {m['group_activity_accuracy']:.2f}" in text

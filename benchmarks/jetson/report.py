@@ -62,8 +62,11 @@ def parity_cell(run: Path, status: dict[str, tuple[str, str]], backend: str, var
     return f"error (exit {rc}, see logs/{step}.log)"
 
 
-def bench_cell(run: Path, status: dict[str, tuple[str, str]], folder: Path, backend: str, precision: str) -> str:
-    """The bench gate of (backend, precision) in the bench of ``folder``: PASS / FAIL, or why there is none."""
+def bench_cell(
+    run: Path, status: dict[str, tuple[str, str]], folder: Path, backend: str, precision: str
+) -> str:
+    """The bench gate of (backend, precision) in the bench of ``folder``: PASS / FAIL, or why there is
+    none."""
     if backend == "tensorrt" and status.get("bench-tensorrt", ("",))[0] == "skip":
         return f"skipped: {status['bench-tensorrt'][1]}"
     step = "bench-calibrated" if folder.name == "calibrated" else "bench"
@@ -76,8 +79,10 @@ def bench_cell(run: Path, status: dict[str, tuple[str, str]], folder: Path, back
             if row.get("status") != "ok":
                 return f"{row.get('status')}: {row.get('reason', '')}"
             a = row.get("agreement", {})
-            figures = (f" (gate {_agree(a, 'gate')}; top-1 {_agree(a, 'top1')}; MPCA drop "
-                       f"{_num(row.get('mpca_drop'), 100)} points)")  # fmt: skip
+            figures = (
+                f" (gate {_agree(a, 'gate')}; top-1 {_agree(a, 'top1')}; MPCA drop "
+                f"{_num(row.get('mpca_drop'), 100)} points)"
+            )
             return ("PASS" if row.get("gate_passed") else "FAIL") + figures
     return "not measured"
 
@@ -86,7 +91,9 @@ def _agree(a: dict[str, Any], key: str) -> str:
     """The agreement, and the judged figure when near-tie disagreements were excepted."""
     ties = a.get(f"{key}_near_tie_disagreements") or 0
     text = _pct(a.get(key))
-    return f"{text}, {_pct(a.get(f'{key}_excl_near_ties'))} with {ties} near-tie(s) excepted" if ties else text
+    return (
+        f"{text}, {_pct(a.get(f'{key}_excl_near_ties'))} with {ties} near-tie(s) excepted" if ties else text
+    )
 
 
 def _pct(v: Any) -> str:
@@ -113,10 +120,14 @@ def _verdicts(run: Path) -> list[str]:
     bench = _load(run / "bench" / "bench.json") or {}
     source = (pack.get("pack") or {}).get("source")
     data = (bench.get("reference") or {}).get("data")
-    lines = [f"Parity pack: {source or '(see parity-pack step)'}; bench data: `{data or '-'}` (held-out seeds: "
-             "no training, calibration or choice used them).", "",
-             "| variant | files | parity, onnxruntime | parity, tensorrt | bench gate, onnxruntime | bench gate, tensorrt |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Parity pack: {source or '(see parity-pack step)'}; bench data: `{data or '-'}` (held-out seeds: "
+        "no training, calibration or choice used them).",
+        "",
+        "| variant | files | parity, onnxruntime | parity, tensorrt | bench gate, onnxruntime | bench gate, "
+        "tensorrt |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in verdict_rows(run)]
     return lines
 
@@ -150,13 +161,17 @@ def _engines(run: Path) -> list[str]:
         "| engine | TensorRT | device | precision | profile | size (bytes) | build s | builder flags |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for path in sorted(p for d in ("model", "calibrated") for p in (run / d / "engines").glob("*/*.engine.json")):
+    for path in sorted(
+        p for d in ("model", "calibrated") for p in (run / d / "engines").glob("*/*.engine.json")
+    ):
         m = json.loads(path.read_text())
         p, b = m["profile"], m.get("build", {})
         lines.append(
             f"| {path.parent.name}/{m['engine']['file']} | {m['tensorrt_version']} | {m['device_name']} "
-            f"sm{m['compute_capability'].replace('.', '')} | {m['precision']} | {p['min']}/{p['opt']}/{p['max']} | "
-            f"{m['engine']['size']} | {b.get('seconds', '')} | {', '.join(b.get('builder_flags', [])) or '-'} |"
+            f"sm{m['compute_capability'].replace('.', '')} | {m['precision']} | "
+            f"{p['min']}/{p['opt']}/{p['max']} | "
+            f"{m['engine']['size']} | {b.get('seconds', '')} | "
+            f"{', '.join(b.get('builder_flags', [])) or '-'} |"
         )
     return lines if len(lines) > 2 else ["(no engines were built)"]
 
@@ -168,14 +183,29 @@ def _embed(path: Path, run: Path) -> list[str]:
 
 
 def write_report(run: Path) -> Path:
-    parts = [f"# pairedge on a Jetson: {run.name}", "", "## Verdicts per precision (held-out data)",
-             *_verdicts(run), "", "## Steps", *_status(run), "", "## This machine", *_doctor(run), "",
-             "## Engines", *_engines(run), ""]  # fmt: skip
+    parts = [
+        f"# pairedge on a Jetson: {run.name}",
+        "",
+        "## Verdicts per precision (held-out data)",
+        *_verdicts(run),
+        "",
+        "## Steps",
+        *_status(run),
+        "",
+        "## This machine",
+        *_doctor(run),
+        "",
+        "## Engines",
+        *_engines(run),
+        "",
+    ]
     status = read_status(run)
     for name, _, _ in read_variants(run):
         for backend in BACKENDS:
             rc, reason = status.get(f"parity-{backend}-{name}", ("", ""))
-            body = [f"skipped: {reason}"] if rc == "skip" else _embed(run / f"parity-{backend}-{name}.md", run)
+            body = (
+                [f"skipped: {reason}"] if rc == "skip" else _embed(run / f"parity-{backend}-{name}.md", run)
+            )
             parts += [f"## Parity, {name} on {backend}", *body, ""]
     for step in ("bench", "bench-calibrated"):
         if (run / step).is_dir() or step == "bench":
@@ -187,11 +217,16 @@ def write_report(run: Path) -> Path:
 
 def failures(run: Path) -> list[str]:
     """Steps that ran and did not exit 0, and verdicts that are neither PASS nor skipped (with the reason)."""
-    out = [f"step {name} (exit {rc})" for name, (rc, _) in read_status(run).items() if rc not in ("0", "skip")]
+    out = [
+        f"step {name} (exit {rc})" for name, (rc, _) in read_status(run).items() if rc not in ("0", "skip")
+    ]
     heads = [f"parity on {b}" for b in BACKENDS] + [f"bench gate on {b}" for b in BACKENDS]
     for row in verdict_rows(run):
-        out += [f"{row[0]}: {h}" for h, c in zip(heads, row[2:], strict=True)
-                if not (c.startswith("PASS") or c.startswith("skipped:"))]  # fmt: skip
+        out += [
+            f"{row[0]}: {h}"
+            for h, c in zip(heads, row[2:], strict=True)
+            if not (c.startswith("PASS") or c.startswith("skipped:"))
+        ]
     return out
 
 
@@ -200,8 +235,13 @@ def main(argv: list[str]) -> int:
     print(write_report(run))
     heads = [f"parity {b}" for b in BACKENDS] + [f"bench {b}" for b in BACKENDS]
     for row in verdict_rows(run):
-        print(f"{row[0]}: " + "; ".join(f"{h} {c.split(' (')[0] if c.startswith('skipped') else c[:60]}"
-                                        for h, c in zip(heads, row[2:], strict=True)))  # fmt: skip
+        print(
+            f"{row[0]}: "
+            + "; ".join(
+                f"{h} {c.split(' (')[0] if c.startswith('skipped') else c[:60]}"
+                for h, c in zip(heads, row[2:], strict=True)
+            )
+        )
     bad = failures(run)
     if bad:
         print("NOT PASSED: " + ", ".join(bad))

@@ -124,8 +124,8 @@ def cad_features(
         raise InputError(f"expected stage 1 or 2 and stride >= 1, got stage {stage}, stride {stride}")
     if spec == "liang2026" and stage == 2:
         raise InputError(
-            "liang2026 stage-2 features need video frames (optical flow); Collective Activity has tracks only: "
-            "use --spec pairedge (box-only mode) or stage 1"
+            "liang2026 stage-2 features need video frames (optical flow); Collective Activity has tracks "
+            "only: use --spec pairedge (box-only mode) or stage 1"
         )
     config = extractor_config(spec, feature_config)
     if spec == "pairedge" and not orientation:  # recorded in the model: the runtime ignores orientation too

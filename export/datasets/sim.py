@@ -73,7 +73,8 @@ def _pair_keys(pairs: np.ndarray) -> np.ndarray:
 
 
 def match_labels(pairs: np.ndarray, truth_pairs: np.ndarray, truth_labels: np.ndarray) -> np.ndarray:
-    """SIM7 label of each pair (M, 2) by track ids in the truth pairs; -1 where the pair is not a true pair."""
+    """SIM7 label of each pair (M, 2) by track ids in the truth pairs; -1 where the pair is not a true
+    pair."""
     if not len(pairs) or not len(truth_pairs):
         return np.full(len(pairs), -1, np.int64)
     keys = _pair_keys(truth_pairs)

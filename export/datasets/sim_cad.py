@@ -2,9 +2,9 @@
 
 CAD has 32 shared sequences; approaching, leaving, passing by and facing each other occur in few of them.
 The simulator knows the same relations exactly. :func:`sim_cad_sequence` renders one scene and returns it as
-a :class:`~pairedge.core.io.cad.CadSequence` (exact boxes, track ids, per-pair labels, body orientation, walking /
-standing), so the CAD feature code (:func:`pairedge.export.datasets.cad.cad_features`) and augmentations
-apply to it unchanged. No shipped model uses this.
+a :class:`~pairedge.core.io.cad.CadSequence` (exact boxes, track ids, per-pair labels, body orientation,
+walking / standing), so the CAD feature code (:func:`pairedge.export.datasets.cad.cad_features`) and
+augmentations apply to it unchanged. No shipped model uses this.
 
 SIM7 -> CAD8 (:data:`SIM_TO_CAD`): the motion relations and ``no_interaction`` keep their names,
 ``walking_together`` is ``walking_side_by_side``, and a standing group of exactly two visible members (the
@@ -51,7 +51,9 @@ def _cad_labels(frame: object) -> np.ndarray:
     names = [SIM7.classes[int(k)] for k in frame.pair_labels]
     out = np.array([CAD8.index(SIM_TO_CAD[n]) if n in SIM_TO_CAD else -1 for n in names], np.int64)
     pairs_of_two = {
-        tuple(g.members.tolist()) for g in frame.groups if g.activity == "standing_together" and len(g.members) == 2
+        tuple(g.members.tolist())
+        for g in frame.groups
+        if g.activity == "standing_together" and len(g.members) == 2
     }
     for m, (a, b) in enumerate(frame.pairs.tolist()):
         if (a, b) in pairs_of_two:
@@ -102,9 +104,16 @@ def sim_cad_sequence(preset: str, seed: int, frames: int = 300, number: int = 0)
     tracks = []
     for k in range(n):
         f = np.flatnonzero(present[:, k])
-        tracks.append(CadPerson(track_id=k + 1, frames=f + 1, boxes=boxes[f, k].copy(),
-                                raw_boxes=np.zeros((len(f), 4), np.float32), pose=pose[f, k].copy(),
-                                action=action[f, k].copy()))  # fmt: skip
+        tracks.append(
+            CadPerson(
+                track_id=k + 1,
+                frames=f + 1,
+                boxes=boxes[f, k].copy(),
+                raw_boxes=np.zeros((len(f), 4), np.float32),
+                pose=pose[f, k].copy(),
+                action=action[f, k].copy(),
+            )
+        )
     cam = scene.config.camera
     return CadSequence(
         path=Path(f"sim/{preset}-{seed}"),

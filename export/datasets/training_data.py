@@ -25,7 +25,6 @@ from pairedge.export.datasets.sim import SimDataset, sim_features
 SIM_PREFIX = "sim:"
 
 
-
 @dataclass(frozen=True)
 class SimScenes:
     """What a ``sim:...`` source asks for, checked: presets, seeds, frames per scene, stride and boxes."""
@@ -58,7 +57,8 @@ def parse_sim_scenes(source: str, frames: int | None = None, min_frames: int = 1
         key, sep, value = part.partition("=")
         if not sep or key not in ("seeds", "frames", "stride", "boxes"):
             raise InputError(
-                f"{source!r}: expected options seeds=A-B, frames=N, stride=S, boxes=truth|detections, got {part!r}"
+                f"{source!r}: expected options seeds=A-B, frames=N, stride=S, boxes=truth|detections, got "
+                f"{part!r}"
             )
         options[key] = value
     seeds = parse_seeds(options.get("seeds", "0-7"))
@@ -86,8 +86,9 @@ def parse_sim_source(
     task = "stage1" if stage == 1 else (labels or "paper3")
     sc = parse_sim_scenes(source, frames, min_frames=2)
     try:
-        return SimDataset(presets=sc.presets, seeds=sc.seeds, frames=sc.frames, stride=sc.stride, boxes=sc.boxes,
-                          task=task)  # fmt: skip
+        return SimDataset(
+            presets=sc.presets, seeds=sc.seeds, frames=sc.frames, stride=sc.stride, boxes=sc.boxes, task=task
+        )
     except InputError as exc:
         raise InputError(f"{source!r}: {exc}") from None
 
@@ -124,14 +125,14 @@ def load_with_copies(
 
     if feature_config and not (is_cad or source.startswith(SIM_PREFIX)):
         raise InputError(
-            f"feature options {dict(feature_config)} apply to a Collective Activity folder or simulator scenes; "
-            f"{source!r} is a features file, whose features are computed already"
+            f"feature options {dict(feature_config)} apply to a Collective Activity folder or simulator "
+            f"scenes; {source!r} is a features file, whose features are computed already"
         )
 
     if not orientation and not is_cad:
         raise InputError(
-            f"leaving the annotated orientation out applies to a Collective Activity folder; {source!r} is not "
-            "one (simulator rows and features files have their layout already)"
+            f"leaving the annotated orientation out applies to a Collective Activity folder; {source!r} is "
+            "not one (simulator rows and features files have their layout already)"
         )
     if augment:
         unknown = [a for a in augment if a not in AUGMENTATIONS]
@@ -139,8 +140,8 @@ def load_with_copies(
             raise InputError(f"unknown augmentation {unknown[0]!r}; expected some of {sorted(AUGMENTATIONS)}")
         if not is_cad:
             raise InputError(
-                "augmentation needs a Collective Activity folder (its sequences are mirrored / reversed before "
-                f"the features are computed); {source!r} is not one"
+                "augmentation needs a Collective Activity folder (its sequences are mirrored / reversed "
+                f"before the features are computed); {source!r} is not one"
             )
     if source.startswith(SIM_PREFIX):
         from dataclasses import replace
@@ -162,8 +163,14 @@ def load_with_copies(
         if labels not in (None, "cad8"):
             raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
         sequences = read_cad_dir(path)
-        build = partial(cad_features, spec=spec, stage=stage, spec_version=spec_version, orientation=orientation,
-                        feature_config=feature_config)  # fmt: skip
+        build = partial(
+            cad_features,
+            spec=spec,
+            stage=stage,
+            spec_version=spec_version,
+            orientation=orientation,
+            feature_config=feature_config,
+        )
         rows = build(sequences)
         if not augment:
             return rows, []

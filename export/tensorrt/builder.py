@@ -134,7 +134,9 @@ class BuildSettings:
                 "after pairedge calibrate), or leave out --dla-core to build for the GPU"
             )
         if self.gpu_fallback and core is None:
-            raise InputError("--gpu-fallback: only with --dla-core N (it lets layers the DLA cannot run use the GPU)")
+            raise InputError(
+                "--gpu-fallback: only with --dla-core N (it lets layers the DLA cannot run use the GPU)"
+            )
 
     def check_dla_profile(self) -> None:
         """Refuse a DLA build of a classifier whose pair profile is dynamic or above the DLA's batch limit.
@@ -222,8 +224,8 @@ def _parser_failure(parser: Any, onnx_path: Path) -> BuildError:
     lines = [versions.describe_parser_error(parser.get_error(i)) for i in range(parser.num_errors)]
     detail = "; ".join(lines) or "no parser error recorded"
     return BuildError(
-        f"{onnx_path}: TensorRT's ONNX parser failed: {detail}. Run `pairedge check {onnx_path}` for a static "
-        "report of what this TensorRT version does not support"
+        f"{onnx_path}: TensorRT's ONNX parser failed: {detail}. Run `pairedge check {onnx_path}` for a "
+        "static report of what this TensorRT version does not support"
     )
 
 
@@ -260,7 +262,9 @@ def build_serialized(
 
     def pair_profile(network: Any) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         if network.num_inputs != 1:
-            raise BuildError(f"{onnx_path}: expected one input (pairs, F), the network has {network.num_inputs}")
+            raise BuildError(
+                f"{onnx_path}: expected one input (pairs, F), the network has {network.num_inputs}"
+            )
         tensor = network.get_input(0)
         shape = tuple(tensor.shape)
         if len(shape) != 2 or shape[1] < 1:
@@ -355,8 +359,11 @@ def build_network(
     saved = save_timing_cache(config, settings.timing_cache)
     del timing_cache, monitor  # safe to release now
     blob = bytes(memoryview(plan))
-    layers = engine_layers(trt, blob, logger, {n: opt for n, (_, opt, _) in shapes.items()},
-                           settings.dla_core) if detailed else []  # fmt: skip
+    layers = (
+        engine_layers(trt, blob, logger, {n: opt for n, (_, opt, _) in shapes.items()}, settings.dla_core)
+        if detailed
+        else []
+    )
     return NetworkBuild(
         plan=blob,
         seconds=seconds,
@@ -376,14 +383,16 @@ def _check_dla_core(builder: Any, core: int) -> None:
     cores = int(builder.num_DLA_cores)
     if cores == 0:
         raise DeviceUnavailableError(
-            f"--dla-core {core}: this device has no DLA (TensorRT reports 0 DLA cores; Jetson AGX Orin and Orin "
-            "NX have 2, Orin Nano none); build for the GPU without --dla-core"
+            f"--dla-core {core}: this device has no DLA (TensorRT reports 0 DLA cores; Jetson AGX Orin and "
+            "Orin NX have 2, Orin Nano none); build for the GPU without --dla-core"
         )
     if core >= cores:
         raise InputError(f"--dla-core {core}: this device has {cores} DLA cores (0..{cores - 1})")
 
 
-def _configure_dla(trt: Any, network: Any, config: Any, settings: BuildSettings, onnx_path: Path) -> list[Any]:
+def _configure_dla(
+    trt: Any, network: Any, config: Any, settings: BuildSettings, onnx_path: Path
+) -> list[Any]:
     """Point the build at DLA core ``settings.dla_core``; returns the extra builder flags it set.
 
     Without ``gpu_fallback`` every layer must be able to run on the DLA (``config.can_run_on_DLA``, asked
@@ -417,7 +426,8 @@ def _flag_name(flag: Any) -> str:
 
 
 def build_record(settings: BuildSettings, result: BuildOutput | NetworkBuild) -> dict[str, Any]:
-    """The ``build`` entry of an engine manifest: when and how the engine was built (classifier or detector)."""
+    """The ``build`` entry of an engine manifest: when and how the engine was built (classifier or
+    detector)."""
     return {
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(result.seconds, 3),

@@ -14,16 +14,17 @@ Rules (each finding names the rule, the node or tensor, and how to fix it):
 ``dynamic``      a dynamic axis other than the pair axis (a single profile over pairs cannot cover it), or
                  more than one input: error.
 ``qdq-*``        explicit quantization (Q/DQ) rules TensorRT relies on, from
-                 :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the same checker ``pairedge calibrate``
-                 applies to its outputs): int8 only, zero point 0, constant positive scales, per-channel weight
-                 scales on the output-channel axis, no bias Q/DQ, no dangling Q or DQ, matching Q/DQ pairs.
+                 :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the same checker ``pairedge
+                 calibrate`` applies to its outputs): int8 only, zero point 0, constant positive scales,
+                 per-channel weight scales on the output-channel axis, no bias Q/DQ, no dangling Q or DQ,
+                 matching Q/DQ pairs.
 ``fp16-range``   initializers (or calibrated activation ranges in ``calibration.json``) beyond fp16's
                  +-65504: warning (error for an fp16 model, which would hold inf).
 
 Every file is checked before it is opened (:func:`pairedge.core.limits.regular_file`): the model within
 :data:`pairedge.core.limits.MAX_MODEL_BYTES`, its external data inside its folder and within the same ceiling,
-``calibration.json`` within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`. A FIFO, a device such as ``/dev/zero``
-or a folder is a one-line :class:`~pairedge.core.errors.FormatError`, never read.
+``calibration.json`` within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`. A FIFO, a device such as
+``/dev/zero`` or a folder is a one-line :class:`~pairedge.core.errors.FormatError`, never read.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def check_model(
     Args:
         path: the .onnx file.
         target: one of :data:`~pairedge.export.tensorrt.onnx_ops.TARGETS`.
-        calibration: a ``calibration.json`` with per-tensor ranges (default: the one beside the model, if any).
+        calibration: a ``calibration.json`` with per-tensor ranges (default: the one beside the model, if
+            any).
 
     Raises:
         InputError: unknown target. FormatError: not a regular file (FIFO, device, folder) or above its
@@ -153,7 +155,8 @@ def read_model(file: Path) -> Any:
 
 
 def _check_onnx(model: Any) -> list[Finding]:
-    """``onnx.checker`` (full check, strict shape inference) on the loaded model: one error when it rejects."""
+    """``onnx.checker`` (full check, strict shape inference) on the loaded model: one error when it
+    rejects."""
     import onnx
 
     try:
@@ -167,9 +170,9 @@ def _check_onnx(model: Any) -> list[Finding]:
                 "error",
                 "onnx-checker",
                 "model",
-                f"onnx.checker rejects the graph: {detail}; TensorRT's parser would refuse it too: re-export the "
-                "model (`pairedge export`) or fix the graph",
-            )  # fmt: skip
+                f"onnx.checker rejects the graph: {detail}; TensorRT's parser would refuse it too: re-export "
+                "the model (`pairedge export`) or fix the graph",
+            )
         ]
     return []
 
@@ -317,7 +320,8 @@ def _check_dynamic(model: Any) -> list[Finding]:
 
 
 def _check_qdq(model: Any) -> list[Finding]:
-    """Explicit-quantization rules: :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the one checker)."""
+    """Explicit-quantization rules: :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the one
+    checker)."""
     from pairedge.calibration.qdq_rules import check_qdq_rules
 
     return [
@@ -401,7 +405,7 @@ def _check_calibration_ranges(path: Path, model_path: Path, is_fp16: bool) -> li
             name,
             f"calibrated activation range +-{peak:.4g} exceeds fp16's {FP16_MAX:g} ({path.name}); keep this "
             "tensor in float32",
-        )  # fmt: skip
+        )
         for name, peak in _ranges(data, stage)
         if peak > FP16_MAX
     ]

@@ -4,7 +4,8 @@ The detector takes one image input ``[1, 3, H, W]`` (batch static 1 or dynamic; 
 RT-DETR, the ``orig_target_sizes`` input ``[1, 2]``; the one optimisation profile is that fixed shape (min =
 opt = max, batch 1), so the same build serves the GPU and a DLA core (``--dla-core N``). The output layout
 (:mod:`pairedge.runtime.detectors.layouts`) is told apart here, at build time, exactly as the runtime tells it
-apart (an ONNX Runtime CPU session of the file and one run), and written into the manifest (:mod:`pairedge.runtime.detectors.engine_manifest`), so the runtime needs only
+apart (an ONNX Runtime CPU session of the file and one run), and written into the manifest
+(:mod:`pairedge.runtime.detectors.engine_manifest`), so the runtime needs only
 the engine and its manifest. Layout::
 
     MODEL_DIR/MODEL.onnx
@@ -91,9 +92,9 @@ def read_build_graph(path: Path, layout: str | None = None) -> BuildGraph:
     size = graph.fixed_size
     if size is None:
         raise ModelError(
-            f"{path.name}: the image input {graph.image_input} {list(graph.image_shape)} has a dynamic height or "
-            "width; a TensorRT engine is built for one size: export with a fixed size (Ultralytics: imgsz=640 "
-            "without dynamic=True)"
+            f"{path.name}: the image input {graph.image_input} {list(graph.image_shape)} has a dynamic "
+            "height or width; a TensorRT engine is built for one size: export with a fixed size "
+            "(Ultralytics: imgsz=640 without dynamic=True)"
         )
     shapes: dict[str, list[int]] = {graph.image_input: [1, 3, *size]}
     if graph.size_input is not None:
@@ -127,9 +128,9 @@ def check_detector_precision(graph: BuildGraph, precision: str, strongly_typed: 
         )
     if precision == "fp16" and strongly_typed and not graph.has_fp16:
         raise InputError(
-            f"{name}: this TensorRT builds strongly typed networks, whose precision is the ONNX graph's: this "
-            "graph is fp32. Export the detector in fp16 (Ultralytics: yolo export format=onnx half=True) and "
-            "build that file"
+            f"{name}: this TensorRT builds strongly typed networks, whose precision is the ONNX graph's: "
+            "this graph is fp32. Export the detector in fp16 (Ultralytics: yolo export format=onnx "
+            "half=True) and build that file"
         )
 
 
@@ -163,7 +164,8 @@ def build_detector(
 
     Args:
         onnx_path: the detector (layouts of :mod:`pairedge.runtime.detectors.layouts`).
-        layout: a layout forcing the one told apart from the graph (``--detector-layout``); None: tell it apart.
+        layout: a layout forcing the one told apart from the graph (``--detector-layout``); None: tell it
+            apart.
         settings: precision, workspace, timing cache, DLA core (the pair profile is not used).
         out: the engine folder; default ``<root>/engines/<device tag>[-dla<N>]``.
         root: the folder under which ``engines/`` goes by default; None: the ONNX's folder.
@@ -184,12 +186,16 @@ def build_detector(
     def image_profile(network: Any) -> dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         names = [str(network.get_input(i).name) for i in range(network.num_inputs)]
         if sorted(names) != sorted(graph.shapes):
-            raise BuildError(f"{onnx_path}: TensorRT sees the inputs {names}, expected {sorted(graph.shapes)}")
+            raise BuildError(
+                f"{onnx_path}: TensorRT sees the inputs {names}, expected {sorted(graph.shapes)}"
+            )
         return {name: (tuple(graph.shapes[name]),) * 3 for name in names}  # type: ignore[misc]
 
     result = build_network(trt, onnx_path, settings, image_profile, progress)
     base = root if root is not None else onnx_path.parent
-    engine_dir = out if out is not None else base / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
+    engine_dir = (
+        out if out is not None else base / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
+    )
     engine_dir.mkdir(parents=True, exist_ok=True)
     engine_path = engine_dir / engine_name(onnx_path, settings.precision)
     engine_record = write_engine(engine_path, result.plan)

@@ -1,6 +1,6 @@
-"""What every engine build writes the same way: the device it is built on, the engine file, the file records of
-its manifest. Shared by the classifier build (:mod:`~pairedge.export.tensorrt.folder`) and the detector build
-(:mod:`~pairedge.export.tensorrt.detector`)."""
+"""What every engine build writes the same way: the device it is built on, the engine file, the file records
+of its manifest. Shared by the classifier build (:mod:`~pairedge.export.tensorrt.folder`) and the detector
+build (:mod:`~pairedge.export.tensorrt.detector`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pairedge.runtime.backends.tensorrt_loader import EngineEnvironment, environ
 
 
 def build_environment(trt: Any, memory: Any = None) -> EngineEnvironment:
-    """The TensorRT + GPU the engines are built for; ``memory`` None opens (and closes) the installed CUDA layer."""
+    """The TensorRT + GPU the engines are built for; ``memory`` None opens (and closes) the installed CUDA
+    layer."""
     if memory is not None:
         return environment(trt, memory)
     from pairedge.runtime.backends.cudamem import open_cuda_memory

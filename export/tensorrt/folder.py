@@ -46,7 +46,8 @@ def stage_onnx_files(model_dir: Path, precision: str) -> list[Path]:
         how = (
             f"`pairedge export` writes {', '.join(missing)}"
             if precision == "fp32"
-            else f"`pairedge calibrate {model_dir} --out {model_dir} --scenes static:0-3,moving:0-3` writes the {precision} models"
+            else f"`pairedge calibrate {model_dir} --out {model_dir} --scenes static:0-3,moving:0-3` writes "
+            f"the {precision} models"
         )
         raise ModelError(f"{model_dir}: no {', '.join(missing)} for a {precision} build; {how}")
     return paths
@@ -94,7 +95,11 @@ def build_model_folder(
     models = [load_model(p, stage=s) for s, p in zip(artefacts.STAGES, onnx_files, strict=True)]
     trt = trt if trt is not None else load_tensorrt()
     env = build_environment(trt, memory)
-    engine_dir = out if out is not None else model_dir / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
+    engine_dir = (
+        out
+        if out is not None
+        else model_dir / artefacts.ENGINES_DIR / engine_folder(env.tag, settings.dla_core)
+    )
     engine_dir.mkdir(parents=True, exist_ok=True)
     calibration = model_dir / artefacts.CALIBRATION_FILE
     built: list[BuiltEngine] = []
@@ -143,7 +148,10 @@ def _register(model_dir: Path, engines: list[Path]) -> None:
     root = model_dir.resolve()
     roles: dict[str, str] = {}
     for engine in engines:
-        for path, role in ((engine, artefacts.ENGINE_ROLE), (manifest_path(engine), artefacts.ENGINE_MANIFEST_ROLE)):
+        for path, role in (
+            (engine, artefacts.ENGINE_ROLE),
+            (manifest_path(engine), artefacts.ENGINE_MANIFEST_ROLE),
+        ):
             resolved = path.resolve()
             if resolved.is_relative_to(root):
                 roles[resolved.relative_to(root).as_posix()] = role

@@ -4,10 +4,10 @@ A Q/DQ ONNX only *asks* for int8: TensorRT fuses ``DequantizeLinear -> Gemm`` in
 a kernel, and otherwise runs the layer in higher precision. ``pairedge build`` therefore reads the built
 engine back and records, per ONNX Gemm / MatMul node, the datatype of the engine layer that computes it::
 
-    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED     # before the build (names only otherwise)
-    engine    = trt.Runtime(logger).deserialize_cuda_engine(plan)    # Runtime.DLA_core = N first for a DLA engine
-    context   = engine.create_execution_context()
-    context.set_input_shape(name, opt)                               # else "N/A due to dynamic shapes"
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # before the build (names only otherwise)
+    engine = trt.Runtime(logger).deserialize_cuda_engine(plan)    # set Runtime.DLA_core = N first for DLA
+    context = engine.create_execution_context()
+    context.set_input_shape(name, opt)                            # else "N/A due to dynamic shapes"
     inspector = engine.create_engine_inspector()
     inspector.execution_context = context
     info      = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
@@ -28,13 +28,21 @@ from typing import Any
 from pairedge.core.errors import BackendError
 
 #: Substrings of ``"Format/Datatype"`` -> precision, in the order they are tried.
-DATATYPES = (("Int8", "int8"), ("INT8", "int8"), ("Half", "fp16"), ("FP16", "fp16"), ("BF16", "bf16"),
-             ("Float", "fp32"), ("FP32", "fp32"))  # fmt: skip
+DATATYPES = (
+    ("Int8", "int8"),
+    ("INT8", "int8"),
+    ("Half", "fp16"),
+    ("FP16", "fp16"),
+    ("BF16", "bf16"),
+    ("Float", "fp32"),
+    ("FP32", "fp32"),
+)
 WEIGHTED_OPS = ("Gemm", "MatMul")
 
 
 def enable_detailed_layers(trt: Any, config: Any) -> bool:
-    """Ask the build for per-layer details (formats, datatypes); False where this TensorRT has no such setting."""
+    """Ask the build for per-layer details (formats, datatypes); False where this TensorRT has no such
+    setting."""
     verbosity = getattr(trt, "ProfilingVerbosity", None)
     if verbosity is None:
         return False
@@ -42,8 +50,9 @@ def enable_detailed_layers(trt: Any, config: Any) -> bool:
     return True
 
 
-def engine_layers(trt: Any, plan: bytes, logger: Any, shapes: Mapping[str, Sequence[int]],
-                  dla_core: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def engine_layers(
+    trt: Any, plan: bytes, logger: Any, shapes: Mapping[str, Sequence[int]], dla_core: int | None = None
+) -> list[dict[str, Any]]:
     """The engine's layers as TensorRT's inspector describes them (module docstring).
 
     Args:
@@ -76,7 +85,8 @@ def engine_layers(trt: Any, plan: bytes, logger: Any, shapes: Mapping[str, Seque
 
 
 def datatype(row: Mapping[str, Any]) -> str:
-    """The precision of an engine layer's (``row``'s) first input (``"unknown"`` when the inspector does not say)."""
+    """The precision of an engine layer's (``row``'s) first input (``"unknown"`` when the inspector does not
+    say)."""
     inputs = row.get("Inputs") or []
     text = str(inputs[0].get("Format/Datatype", "")) if inputs and isinstance(inputs[0], dict) else ""
     return next((p for key, p in DATATYPES if key in text), "unknown")
@@ -94,8 +104,11 @@ def gemm_precisions(layers: Sequence[Mapping[str, Any]], names: Sequence[str]) -
     """ONNX Gemm / MatMul node name -> the precision of the engine layer that computes it (``"unknown"``:
     no row names it, e.g. a build without detailed layer information)."""
     out: dict[str, str] = {}
-    parts = [(row, [p.strip() for p in str(row.get("Name", "")).split(" + ")]) for row in layers
-             if row.get("LayerType") != "Reformat"]  # fmt: skip
+    parts = [
+        (row, [p.strip() for p in str(row.get("Name", "")).split(" + ")])
+        for row in layers
+        if row.get("LayerType") != "Reformat"
+    ]
     for name in names:
         match = next((row for row, ps in parts if name in ps), None)
         out[name] = "unknown" if match is None else datatype(match)
@@ -108,13 +121,19 @@ def int8_requested(onnx_path: Path) -> list[str]:
 
     graph = onnx.load(str(onnx_path), load_external_data=False).graph
     producer = {o: n.op_type for n in graph.node for o in n.output}
-    return [n.name for n in graph.node if n.op_type in WEIGHTED_OPS and n.name
-            and all(producer.get(i) == "DequantizeLinear" for i in n.input[:2])]  # fmt: skip
+    return [
+        n.name
+        for n in graph.node
+        if n.op_type in WEIGHTED_OPS
+        and n.name
+        and all(producer.get(i) == "DequantizeLinear" for i in n.input[:2])
+    ]
 
 
 def int8_summary(precisions: Mapping[str, str], requested: Sequence[str]) -> tuple[str, list[str]]:
     """A one-line account of where the Gemms run (``"10 of 10 Gemms int8"``) and the Gemms the ONNX asked
-    in int8 that the engine runs otherwise (TensorRT had no int8 kernel for them, or did not fuse the Q/DQ)."""
+    in int8 that the engine runs otherwise (TensorRT had no int8 kernel for them, or did not fuse the
+    Q/DQ)."""
     if not precisions or set(precisions.values()) == {"unknown"}:
         return "Gemm precisions unknown (this TensorRT gave no detailed layer information)", []
     int8 = sum(p == "int8" for p in precisions.values())

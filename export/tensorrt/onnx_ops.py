@@ -37,13 +37,13 @@ SUPPORTED_10_3: frozenset[str] = frozenset(
     GlobalAveragePool GlobalLpPool GlobalMaxPool Greater GreaterOrEqual GridSample GroupNormalization
     HammingWindow HannWindow HardSigmoid HardSwish Hardmax Identity If InstanceNormalization IsInf IsNaN LRN
     LSTM LayerNormalization LeakyRelu Less LessOrEqual Log LogSoftmax Loop LpNormalization LpPool MatMul Max
-    MaxPool MaxRoiPool Mean MeanVarianceNormalization Min Mish Mod Mul Multinomial Neg NonMaxSuppression NonZero
-    Not OneHot Or PRelu Pad ParametricSoftplus Pow QuantizeLinear RNN RandomNormal RandomNormalLike
+    MaxPool MaxRoiPool Mean MeanVarianceNormalization Min Mish Mod Mul Multinomial Neg NonMaxSuppression
+    NonZero Not OneHot Or PRelu Pad ParametricSoftplus Pow QuantizeLinear RNN RandomNormal RandomNormalLike
     RandomUniform RandomUniformLike Range Reciprocal ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax
-    ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare Relu Reshape Resize ReverseSequence RoiAlign Round
-    STFT ScaledTanh Scan Scatter ScatterElements ScatterND Selu Shape Shrink Sigmoid Sign Sin Sinh Size Slice Sub
-    Softmax Softplus Softsign SpaceToDepth Split Sqrt Squeeze Sum Tan Tanh ThresholdedRelu Tile TopK Transpose
-    Trilu Unique Unsqueeze Upsample Where Xor
+    ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare Relu Reshape Resize ReverseSequence RoiAlign
+    Round STFT ScaledTanh Scan Scatter ScatterElements ScatterND Selu Shape Shrink Sigmoid Sign Sin Sinh Size
+    Slice Sub Softmax Softplus Softsign SpaceToDepth Split Sqrt Squeeze Sum Tan Tanh ThresholdedRelu Tile TopK
+    Transpose Trilu Unique Unsqueeze Upsample Where Xor
     """.split()
 )
 

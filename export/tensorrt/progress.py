@@ -38,7 +38,8 @@ class RecordingSink:
 
 
 def make_progress_monitor(trt: Any, sink: ProgressSink, cancel: threading.Event | None = None) -> Any:
-    """A ``trt.IProgressMonitor`` forwarding to ``sink``; setting ``cancel`` stops the build at the next step."""
+    """A ``trt.IProgressMonitor`` forwarding to ``sink``; setting ``cancel`` stops the build at the next
+    step."""
 
     class _Monitor(trt.IProgressMonitor):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:

@@ -44,7 +44,8 @@ def attach_timing_cache(config: Any, path: Path | None) -> tuple[Any, int]:
 
 
 def save_timing_cache(config: Any, path: Path | None) -> int:
-    """Write the config's timing cache to ``path`` atomically; returns the bytes written (0 without a path)."""
+    """Write the config's timing cache to ``path`` atomically; returns the bytes written (0 without a
+    path)."""
     if path is None:
         return 0
     blob = bytes(memoryview(config.get_timing_cache().serialize()))

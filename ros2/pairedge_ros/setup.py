@@ -2,7 +2,8 @@
 
 The node itself is ``pairedge.apps.ros.node`` in the pip package ``pairedge``, installed into the same Python
 (``pip install '.[ros]'`` from a clone); this package gives ROS 2 its executable, launch file and
-parameter file, so ``ros2 run pairedge_ros pairedge_node`` and ``ros2 launch pairedge_ros pairedge.launch.py`` work.
+parameter file, so ``ros2 run pairedge_ros pairedge_node`` and ``ros2 launch pairedge_ros pairedge.launch.py``
+work.
 """
 
 from glob import glob

@@ -63,7 +63,6 @@ class Backend(Lifecycle):
         """None when this backend can run on this machine, else why not."""
         return None
 
-
     @property
     def num_features(self) -> int:
         return self.model.num_features
@@ -108,7 +107,8 @@ class Backend(Lifecycle):
             )
         if features.ndim != 2 or features.shape[1] != self.num_features:
             raise InputError(
-                f"features: expected shape (N, {self.num_features}) for {self.model.path.name}, got {features.shape}"
+                f"features: expected shape (N, {self.num_features}) for {self.model.path.name}, got "
+                f"{features.shape}"
             )
         if not all_finite(features):
             bad = int((~np.isfinite(features)).any(axis=1).sum())

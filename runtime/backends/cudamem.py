@@ -2,10 +2,10 @@
 
 The backend's memory is a :class:`pairedge.gpu.cuda.Device` (cuda-python by default, pycuda accepted; see
 :mod:`pairedge.gpu.cuda`): device buffers from the CUDA allocator, page-locked host buffers (so asynchronous
-copies really are asynchronous), a stream, and :meth:`~pairedge.gpu.cuda.Device.close`, which frees everything.
-A TensorRT engine needs a GPU, so the emulated device is never opened here (``PAIREDGE_CUDA_EMULATION`` is
-ignored); tests inject it as the backend's ``memory`` to run the buffer handling for real. Nothing here
-imports a CUDA package; the layer imports one when a device is opened.
+copies really are asynchronous), a stream, and :meth:`~pairedge.gpu.cuda.Device.close`, which frees
+everything. A TensorRT engine needs a GPU, so the emulated device is never opened here
+(``PAIREDGE_CUDA_EMULATION`` is ignored); tests inject it as the backend's ``memory`` to run the buffer
+handling for real. Nothing here imports a CUDA package; the layer imports one when a device is opened.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ that does not match the metadata, external-data references that leave the model'
 paths, ``..``, symlinks pointing elsewhere) or are missing (SPEC section 9), and floating-point weights that
 hold NaN or infinity. Metadata is validated field by field (:func:`pairedge.core.modelmeta.validate_fields`).
 
-Nothing is opened before :func:`pairedge.core.limits.regular_file` accepts it: the model file and every external
-data file must be regular files (never a FIFO or a device such as ``/dev/zero``) within
+Nothing is opened before :func:`pairedge.core.limits.regular_file` accepts it: the model file and every
+external data file must be regular files (never a FIFO or a device such as ``/dev/zero``) within
 :data:`pairedge.core.limits.MAX_MODEL_BYTES`, and the external data all tensors declare stays within it too.
 """
 
@@ -97,8 +97,9 @@ def _check_spec(file: Path, meta: ModelMetadata) -> FeatureSpec:
         spec = layout  # an older version this pairedge still implements (its own layout)
     elif spec.version and meta.feature_spec_version != spec.version:
         raise ModelError(
-            f"{file}: trained on feature spec {spec.name!r} version {meta.feature_spec_version!r}, this pairedge "
-            f"implements version {', '.join(spec.versions)}; re-export the model with this pairedge version"
+            f"{file}: trained on feature spec {spec.name!r} version {meta.feature_spec_version!r}, this "
+            f"pairedge implements version {', '.join(spec.versions)}; re-export the model with this pairedge "
+            "version"
         )
     width = spec.stage1_dim if meta.stage == 1 else spec.stage2_dim
     if meta.num_features != width:
@@ -126,8 +127,8 @@ def _check_io(file: Path, proto: Any, meta: ModelMetadata) -> None:
     names_out = [o.name for o in proto.graph.output]
     if names_in != [INPUT_NAME] or OUTPUT_NAME not in names_out:
         raise ModelError(
-            f"{file}: expected one input {INPUT_NAME!r} and an output {OUTPUT_NAME!r}, got inputs {names_in} and "
-            f"outputs {names_out}; export with `pairedge export`"
+            f"{file}: expected one input {INPUT_NAME!r} and an output {OUTPUT_NAME!r}, got inputs {names_in} "
+            f"and outputs {names_out}; export with `pairedge export`"
         )
     checks = (
         (inputs[0], meta.num_features, "input features"),
@@ -191,7 +192,8 @@ def check_external_data(file: Path, proto: Any) -> bool:
         if total > limits.MAX_MODEL_BYTES:
             raise ModelError(
                 f"{file}: its tensors declare more than {limits.describe_size(limits.MAX_MODEL_BYTES)} of "
-                "external data, the ceiling for a model (pairedge.core.limits.MAX_MODEL_BYTES); is it the right file?"
+                "external data, the ceiling for a model (pairedge.core.limits.MAX_MODEL_BYTES); is it the "
+                "right file?"
             )
     return found
 
@@ -212,8 +214,8 @@ def _external_bytes(file: Path, tensor: Any, target: Path, entries: dict[str, st
         ) from None
     if offset < 0 or count < 0 or offset + count > size:
         raise ModelError(
-            f"{file}: tensor {tensor.name!r} reads bytes {offset}..{offset + count} of {target.name}, which has "
-            f"{size}: the external data file is truncated or not this model's"
+            f"{file}: tensor {tensor.name!r} reads bytes {offset}..{offset + count} of {target.name}, which "
+            f"has {size}: the external data file is truncated or not this model's"
         )
     return count
 
@@ -240,7 +242,8 @@ def _check_finite(file: Path, proto: Any) -> None:
             bad.append(f"{tensor.name or '<unnamed>'} ({count} of {values.size})")
     if bad:
         raise ModelError(
-            f"{file}: non-finite weights (NaN or infinity) in {', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''}; "
+            f"{file}: non-finite weights (NaN or infinity) in "
+            f"{', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''}; "
             "the model would output NaN: re-export it from a finite checkpoint (`pairedge export` refuses "
             "non-finite weights)"
         )

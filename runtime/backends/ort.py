@@ -56,7 +56,9 @@ class OrtOptions:
         if not isinstance(self.intra_op_threads, int) or self.intra_op_threads < 0:
             raise InputError(f"intra_op_threads: expected an int >= 0, got {self.intra_op_threads!r}")
         if self.optimization not in OPTIMIZATION_LEVELS:
-            raise InputError(f"optimization: expected one of {sorted(OPTIMIZATION_LEVELS)}, got {self.optimization!r}")
+            raise InputError(
+                f"optimization: expected one of {sorted(OPTIMIZATION_LEVELS)}, got {self.optimization!r}"
+            )
         profile = self.trt_profile
         if profile is not None and not (
             isinstance(profile, tuple | list)
@@ -98,9 +100,13 @@ class OnnxRuntimeBackend(Backend):
         return list(self.providers)
 
     def _activate(self) -> None:
-        session = make_session(self.model.path, threads=self.options.intra_op_threads,
-                               optimization=self.options.optimization, providers=self._provider_list(),
-                               what=repr(self))  # fmt: skip
+        session = make_session(
+            self.model.path,
+            threads=self.options.intra_op_threads,
+            optimization=self.options.optimization,
+            providers=self._provider_list(),
+            what=repr(self),
+        )
         self._session = session
         self._binding = session.io_binding() if self.options.io_binding else None
 

@@ -4,8 +4,9 @@ Every session pairedge makes has the same options: ``intra_op_threads`` threads 
 inter-op thread, sequential execution, a graph optimisation level, and ONNX Runtime's own log at FATAL
 (severity 4) -- for the process-wide default logger as well as the session's. ONNX Runtime logs every error
 it raises (``[E:onnxruntime:...] Non-zero status code ...``) before raising it; pairedge turns the exception
-into its own one line, so at ERROR the user would read the same failure twice, ONNX Runtime's first. A load failure is one :class:`SessionError` line with
-ONNX Runtime's first line of explanation; a session that silently fell back to another provider is refused.
+into its own one line, so at ERROR the user would read the same failure twice, ONNX Runtime's first. A load
+failure is one :class:`SessionError` line with ONNX Runtime's first line of explanation; a session that
+silently fell back to another provider is refused.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from typing import Any
 from pairedge.core.errors import BackendError
 
 #: ``GraphOptimizationLevel`` by pairedge's name for it.
-OPTIMIZATION_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-                       "all": "ORT_ENABLE_ALL"}  # fmt: skip
+OPTIMIZATION_LEVELS = {
+    "disable": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
 #: ONNX Runtime's log severity for pairedge's sessions (0 verbose ... 3 error, 4 fatal; see the module doc).
 LOG_SEVERITY = 4
 CPU = ("CPUExecutionProvider",)
@@ -41,7 +46,8 @@ def onnxruntime() -> Any:
 
 
 def provider_unavailable(provider: str) -> str | None:
-    """Why ONNX Runtime cannot run ``provider`` here (not importable, or not one of its providers), else None."""
+    """Why ONNX Runtime cannot run ``provider`` here (not importable, or not one of its providers), else
+    None."""
     try:
         available = onnxruntime().get_available_providers()
     except ImportError as exc:
@@ -77,8 +83,8 @@ def make_session(
         what: how the error names the model (``"stage1.onnx"``, ``"the detector yolox.onnx"``).
 
     Raises:
-        SessionError: ONNX Runtime refuses the model; ProviderFallbackError (a SessionError): the first provider
-            is not the session's.
+        SessionError: ONNX Runtime refuses the model; ProviderFallbackError (a SessionError): the first
+            provider is not the session's.
     """
     ort = onnxruntime()
     so = ort.SessionOptions()
@@ -89,12 +95,15 @@ def make_session(
     so.log_severity_level = LOG_SEVERITY
     source = model.SerializeToString() if hasattr(model, "SerializeToString") else model
     try:
-        session = ort.InferenceSession(source if isinstance(source, bytes) else str(source), so,
-                                       providers=list(providers))  # fmt: skip
+        session = ort.InferenceSession(
+            source if isinstance(source, bytes) else str(source), so, providers=list(providers)
+        )
     except Exception as exc:  # onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
         raise SessionError(f"{what}: ONNX Runtime could not load it ({first_line(exc)})") from None
     wanted = providers[0][0] if isinstance(providers[0], tuple) else providers[0]
     if wanted not in session.get_providers():
-        raise ProviderFallbackError(f"{what}: ONNX Runtime fell back to {session.get_providers()} instead of {wanted} "
-                           "(missing CUDA / TensorRT libraries?); run `pairedge doctor`")  # fmt: skip
+        raise ProviderFallbackError(
+            f"{what}: ONNX Runtime fell back to {session.get_providers()} instead of {wanted} "
+            "(missing CUDA / TensorRT libraries?); run `pairedge doctor`"
+        )
     return session

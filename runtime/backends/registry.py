@@ -29,7 +29,12 @@ BACKENDS: Mapping[str, str] = MappingProxyType(
 #: Short names accepted wherever a backend is named (``--backend``, ``--backends``, ``Pipeline.load``) -> the
 #: registry name every output prints.
 ALIASES: Mapping[str, str] = MappingProxyType(
-    {"ort-cpu": "onnxruntime", "ort-cuda": "onnxruntime-cuda", "ort-trt": "onnxruntime-tensorrt", "trt": "tensorrt"}
+    {
+        "ort-cpu": "onnxruntime",
+        "ort-cuda": "onnxruntime-cuda",
+        "ort-trt": "onnxruntime-tensorrt",
+        "trt": "tensorrt",
+    }
 )
 
 #: What "auto" tries, in order. The TensorRT provider is left out: it builds engines at start-up.
@@ -48,7 +53,8 @@ def canonical_backend_name(name: str) -> str:
         return key
     aliases = ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
     raise InputError(
-        f"unknown classifier backend {name!r}; expected one of {', '.join(BACKENDS)} or 'auto' (aliases: {aliases})"
+        f"unknown classifier backend {name!r}; expected one of {', '.join(BACKENDS)} or 'auto' (aliases: "
+        f"{aliases})"
     )
 
 
@@ -63,7 +69,8 @@ def available_backends() -> dict[str, str | None]:
 
 
 def resolve_backend_name(name: str = "auto") -> str:
-    """The registry name of ``name`` (aliases resolved), or for "auto" the first available of :data:`AUTO_ORDER`."""
+    """The registry name of ``name`` (aliases resolved), or for "auto" the first available of
+    :data:`AUTO_ORDER`."""
     name = canonical_backend_name(name)
     if name != "auto":
         return name

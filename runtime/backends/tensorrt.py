@@ -3,11 +3,13 @@
 Lifecycle (Polygraphy's runner style, as :class:`~pairedge.runtime.backends.base.Backend` defines it):
 
 ``activate()``
-    find the engine of this model file (``MODEL_DIR/engines/<device>-sm<cc>-trt<ver>/stage{n}.<precision>.engine``
-    or :attr:`TensorRTOptions.engine`), read its manifest and refuse a mismatch (TensorRT version, compute
+    find the engine of this model file
+    (``MODEL_DIR/engines/<device>-sm<cc>-trt<ver>/stage{n}.<precision>.engine`` or
+    :attr:`TensorRTOptions.engine`), read its manifest and refuse a mismatch (TensorRT version, compute
     capability, ONNX SHA-256, DLA core) *before* touching the engine, check the file's size and SHA-256, then
-    (for a DLA engine, ``runtime.DLA_core = N`` first) ``Runtime.deserialize_cuda_engine``; one ``IExecutionContext``; one stream; device buffers sized to the
-    profile's max pairs; pinned host buffers of the same size; tensor addresses set once.
+    (for a DLA engine, ``runtime.DLA_core = N`` first) ``Runtime.deserialize_cuda_engine``; one
+    ``IExecutionContext``; one stream; device buffers sized to the profile's max pairs; pinned host buffers of
+    the same size; tensor addresses set once.
 ``infer(features)``
     per chunk of at most ``max`` pairs (more pairs are split into several chunks; fewer than the profile's
     ``min`` are zero-padded up to it): copy into the pinned input, ``cudaMemcpyAsync`` host -> device,
@@ -74,7 +76,8 @@ class TensorRTBackend(Backend):
     Args:
         model: the checked ONNX model the engine was built from (labels, spec and hash come from it).
         options: :class:`TensorRTOptions`; None for the defaults.
-        trt, memory: injected ``tensorrt`` module and :class:`pairedge.gpu.cuda.Device` (tests: a recording fake,
+        trt, memory: injected ``tensorrt`` module and :class:`pairedge.gpu.cuda.Device` (tests: a recording
+        fake,
             or the emulated device; default: the real ones).
     """
 
@@ -138,8 +141,8 @@ class TensorRTBackend(Backend):
             engine = runtime.deserialize_cuda_engine(blob)
             if engine is None:
                 raise BackendError(
-                    f"{engine_path}: TensorRT {env.tensorrt_version} could not deserialize the engine although its "
-                    "manifest and hash match; rebuild it with `pairedge build`"
+                    f"{engine_path}: TensorRT {env.tensorrt_version} could not deserialize the engine "
+                    "although its manifest and hash match; rebuild it with `pairedge build`"
                 )
             self._setup(trt, engine, engine_path, memory)
             self._runtime = runtime
@@ -164,14 +167,17 @@ class TensorRTBackend(Backend):
         folder = (
             Path(self.options.engine_dir).expanduser()
             if self.options.engine_dir
-            else self.model.path.parent / artefacts.ENGINES_DIR / engine_folder(env.tag, self.options.dla_core)
+            else self.model.path.parent
+            / artefacts.ENGINES_DIR
+            / engine_folder(env.tag, self.options.dla_core)
         )
         path = folder / artefacts.artefact(self.model.metadata.stage, precision).engine
         if not path.is_file():
             raise ModelError(
                 f"{path}: no {precision} engine for this device ({env.device_name}, compute capability "
-                f"{env.compute_capability}, TensorRT {env.tensorrt_version}, {device_label(self.options.dla_core)}); "
-                f"build it here with: pairedge build {self.model.path.parent} --precision {precision}"
+                f"{env.compute_capability}, TensorRT {env.tensorrt_version}, "
+                f"{device_label(self.options.dla_core)}); build it here with: pairedge build "
+                f"{self.model.path.parent} --precision {precision}"
                 + "".join(f" {a}" for a in dla_arguments(self.options.dla_core, False))
             )
         return path
@@ -187,8 +193,8 @@ class TensorRTBackend(Backend):
         manifest = EngineManifest.read(engine_path)
         if manifest.stage != self.model.metadata.stage:
             raise ModelError(
-                f"{engine_path}: a stage-{manifest.stage} engine cannot serve the stage-{self.model.metadata.stage} "
-                f"model {self.model.path.name}"
+                f"{engine_path}: a stage-{manifest.stage} engine cannot serve the "
+                f"stage-{self.model.metadata.stage} model {self.model.path.name}"
             )
         check_compatible(
             manifest,
@@ -215,7 +221,8 @@ class TensorRTBackend(Backend):
         width = tuple(engine.get_tensor_shape(self._input))[1]
         if width != self.num_features:
             raise ModelError(
-                f"{engine_path}: the engine takes {width} features, the model {self.model.path.name} {self.num_features}"
+                f"{engine_path}: the engine takes {width} features, the model {self.model.path.name} "
+                f"{self.num_features}"
             )
         dtype_in = tensor_dtype(trt, engine, self._input)
         dtype_out = tensor_dtype(trt, engine, self._output)

@@ -48,7 +48,8 @@ FORMAT = 1
 
 
 class EngineMismatchError(ModelError):
-    """The engine was built for another TensorRT version, GPU, or ONNX file. The message says how to rebuild."""
+    """The engine was built for another TensorRT version, GPU, or ONNX file. The message says how to
+    rebuild."""
 
 
 class EngineFileError(ModelError):
@@ -165,8 +166,8 @@ class EngineManifest:
 
     # -- commands -----------------------------------------------------------------------------------------
     def rebuild_command(self, model_dir: Path | str, *, dla_core: int | None | str = ANY_DEVICE) -> str:
-        """The exact ``pairedge build`` command that rebuilds this engine from ``model_dir`` (for ``dla_core``:
-        None the GPU, N DLA core N; :data:`ANY_DEVICE`: the device the manifest records)."""
+        """The exact ``pairedge build`` command that rebuilds this engine from ``model_dir`` (for
+        ``dla_core``: None the GPU, N DLA core N; :data:`ANY_DEVICE`: the device the manifest records)."""
         p = self.profile
         parts = [
             "pairedge",
@@ -194,7 +195,8 @@ def device_label(dla_core: int | None) -> str:
 
 
 def dla_arguments(dla_core: int | None, gpu_fallback: bool) -> list[str]:
-    """The ``pairedge build`` arguments of a device: ``[]``, ``["--dla-core", "N"]`` (+ ``--gpu-fallback``)."""
+    """The ``pairedge build`` arguments of a device: ``[]``, ``["--dla-core", "N"]`` (+
+    ``--gpu-fallback``)."""
     if dla_core is None:
         return []
     return ["--dla-core", str(dla_core), *(["--gpu-fallback"] if gpu_fallback else [])]
@@ -256,7 +258,9 @@ def read_manifest_json(engine: Path) -> tuple[Path, dict[str, Any]]:
             "be checked — rebuild it with `pairedge build`"
         )
     try:
-        data = json.loads(limits.read_text(path, "an engine manifest (.engine.json)", limits.MAX_SIDECAR_BYTES))
+        data = json.loads(
+            limits.read_text(path, "an engine manifest (.engine.json)", limits.MAX_SIDECAR_BYTES)
+        )
     except FormatError as exc:
         raise EngineFileError(f"not a readable engine manifest: {exc}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, integers beyond int()'s digit limit
@@ -277,8 +281,18 @@ def check_device_fields(path: Path, values: Mapping[str, Any]) -> None:
 
 
 #: The fields of :data:`_TYPES` that detector engine manifests share with the classifier's.
-_SHARED = ("precision", "tensorrt_version", "cuda_version", "device_name", "compute_capability", "onnx", "engine",
-           "build", "dla_core", "gpu_fallback")  # fmt: skip
+_SHARED = (
+    "precision",
+    "tensorrt_version",
+    "cuda_version",
+    "device_name",
+    "compute_capability",
+    "onnx",
+    "engine",
+    "build",
+    "dla_core",
+    "gpu_fallback",
+)
 
 
 def _required(f: Any) -> bool:
@@ -315,17 +329,18 @@ def check_compatible(
         )
     if manifest.compute_capability != env.compute_capability:
         diffs.append(
-            f"built for compute capability {manifest.compute_capability} ({manifest.device_name}), this GPU is "
-            f"{env.compute_capability} ({env.device_name})"
+            f"built for compute capability {manifest.compute_capability} ({manifest.device_name}), this GPU "
+            f"is {env.compute_capability} ({env.device_name})"
         )
     if onnx_sha256 is not None and manifest.onnx.get("sha256") != onnx_sha256:
         diffs.append(
-            f"built from {manifest.onnx.get('file')} with SHA-256 {str(manifest.onnx.get('sha256'))[:12]}…, the "
-            f"model folder's file has {onnx_sha256[:12]}… (the model changed since the build)"
+            f"built from {manifest.onnx.get('file')} with SHA-256 {str(manifest.onnx.get('sha256'))[:12]}…, "
+            f"the model folder's file has {onnx_sha256[:12]}… (the model changed since the build)"
         )
     wanted = manifest.dla_core if dla_core == ANY_DEVICE else dla_core
     if wanted != manifest.dla_core:
-        diffs.append(f"built for {device_label(manifest.dla_core)}, requested for {device_label(wanted)}")  # type: ignore[arg-type]
+        requested = device_label(wanted)  # type: ignore[arg-type]
+        diffs.append(f"built for {device_label(manifest.dla_core)}, requested for {requested}")
     if diffs:
         raise EngineMismatchError(
             f"{engine}: refusing this engine: {'; '.join(diffs)}. Rebuild it on this device with: "
@@ -348,8 +363,8 @@ def read_verified_engine(engine: Path, manifest: EngineManifest) -> bytes:
         if size != expected_size:
             what = "truncated" if size < expected_size else "larger than recorded"
             raise EngineFileError(
-                f"{engine}: engine file is {what} ({size} bytes, the manifest records {expected_size}); copy it "
-                "again from the build machine or rebuild with `pairedge build`"
+                f"{engine}: engine file is {what} ({size} bytes, the manifest records {expected_size}); copy "
+                "it again from the build machine or rebuild with `pairedge build`"
             )
         blob = limits.read_bytes(engine, "a serialized TensorRT engine", expected_size)
     except FormatError as exc:
@@ -377,7 +392,13 @@ def environment(trt: Any, memory: Any) -> EngineEnvironment:
 
 
 #: TensorRT tensor types pairedge binds, by ``trt.DataType`` member name.
-NUMPY_DTYPES = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "INT8": np.int8}
+NUMPY_DTYPES = {
+    "FLOAT": np.float32,
+    "HALF": np.float16,
+    "INT32": np.int32,
+    "INT64": np.int64,
+    "INT8": np.int8,
+}
 
 
 def tensor_dtype(trt: Any, engine: Any, name: str) -> Any:

@@ -36,7 +36,8 @@ class Detector(Lifecycle):
     def __init__(self, options: DetectorOptions | None = None) -> None:
         self.options = self.check_options(options)
         self._active = False
-        #: What the last :meth:`detect` produced, for :class:`~pairedge.runtime.detectors.guard.DetectorGuard`.
+        #: What the last :meth:`detect` produced, for
+        #: :class:`~pairedge.runtime.detectors.guard.DetectorGuard`.
         self.last_check = FrameCheck()
 
     @classmethod
@@ -51,8 +52,8 @@ class Detector(Lifecycle):
         if isinstance(options, cls.options_type):
             return options
         raise InputError(
-            f"detector {cls.name or cls.__name__!r}: expected options of type {cls.options_type.__name__}, got "
-            f"{type(options).__name__}; pass {cls.options_type.__name__}(...) or None"
+            f"detector {cls.name or cls.__name__!r}: expected options of type {cls.options_type.__name__}, "
+            f"got {type(options).__name__}; pass {cls.options_type.__name__}(...) or None"
         )
 
     @classmethod
@@ -75,7 +76,12 @@ class Detector(Lifecycle):
         """
         if not self._active:
             raise BackendError(f"{self!r} is not active; call activate() first or use it in a `with` block")
-        if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+        if (
+            not isinstance(image, np.ndarray)
+            or image.dtype != np.uint8
+            or image.ndim != 3
+            or image.shape[2] != 3
+        ):
             got = f"{image.dtype} {image.shape}" if isinstance(image, np.ndarray) else type(image).__name__
             raise InputError(f"detector: expected an (H, W, 3) uint8 BGR image, got {got}")
         if image.shape[0] == 0 or image.shape[1] == 0:
@@ -106,15 +112,18 @@ class Detector(Lifecycle):
         return getattr(self, "_label", None) or self.name
 
     def layout_note(self) -> str:
-        """How this detector's output is read (network detectors: the layout and why), for notes and errors."""
+        """How this detector's output is read (network detectors: the layout and why), for notes and
+        errors."""
         return "no output layout (a built-in detector)"
 
     def describe(self) -> str:
         """One line for run notes: what ran and how it keeps boxes."""
         o = self.options
         kept = "every class" if o.person_class is None else f"class {o.person_class}"
-        return (f"{self!r}: {kept}, score >= {o.score_threshold:g}, NMS IoU {o.nms_iou:g}, "
-                f"at most {o.max_detections} per frame")  # fmt: skip
+        return (
+            f"{self!r}: {kept}, score >= {o.score_threshold:g}, NMS IoU {o.nms_iou:g}, "
+            f"at most {o.max_detections} per frame"
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -7,8 +7,8 @@ the file comes from) and ``manifest.json``: name, source, licence, layout, and e
 size. :func:`bundled_detector` re-hashes the file it hands out and refuses one that differs from the manifest,
 as the classifier folder's files are (:mod:`pairedge.core.modelfolder`).
 
-``"yolox-nano"`` (:data:`DEFAULT_DETECTOR`) is the default of ``pairedge run`` without a detection file, of the
-ROS node, and of ``pairedge build --detector``.
+``"yolox-nano"`` (:data:`DEFAULT_DETECTOR`) is the default of ``pairedge run`` without a detection file, of
+the ROS node, and of ``pairedge build --detector``.
 """
 
 from __future__ import annotations
@@ -66,19 +66,24 @@ class BundledDetector:
         """
         entry = self.files.get(precision)
         if entry is None:
-            raise ModelError(f"bundled detector {self.name}: no {precision} file; expected one of {', '.join(self.files)}")
+            raise ModelError(
+                f"bundled detector {self.name}: no {precision} file; expected one of {', '.join(self.files)}"
+            )
         path = self.folder / str(entry["name"])
         fix = "reinstall pairedge (pip install --force-reinstall pairedge)"
         if not path.is_file():
             raise ModelIntegrityError(f"bundled detector {self.name}: {path} is missing; {fix}")
         size = path.stat().st_size
         if size != entry["size"]:
-            raise ModelIntegrityError(f"bundled detector {self.name}: {path} is {size} bytes, the manifest says "
-                                      f"{entry['size']}; {fix}")  # fmt: skip
+            raise ModelIntegrityError(
+                f"bundled detector {self.name}: {path} is {size} bytes, the manifest says "
+                f"{entry['size']}; {fix}"
+            )
         digest = sha256_file(path, "a bundled detector file", limits.MAX_MODEL_BYTES)
         if digest != entry["sha256"]:
             raise ModelIntegrityError(
-                f"bundled detector {self.name}: {path} has SHA-256 {digest}, the manifest says {entry['sha256']}; {fix}"
+                f"bundled detector {self.name}: {path} has SHA-256 {digest}, the manifest says "
+                f"{entry['sha256']}; {fix}"
             )
         return path
 
@@ -100,18 +105,31 @@ def bundled_detector(name: str = DEFAULT_DETECTOR) -> BundledDetector:
     """
     key = name.strip().lower()
     if key not in BUNDLED_DETECTORS:
-        raise ModelError(f"{name!r} is not a bundled detector; expected one of {', '.join(BUNDLED_DETECTORS)}")
+        raise ModelError(
+            f"{name!r} is not a bundled detector; expected one of {', '.join(BUNDLED_DETECTORS)}"
+        )
     folder = detectors_dir() / BUNDLED_DETECTORS[key]
     manifest = folder / MANIFEST
     try:
         limits.regular_file(manifest, "a bundled detector manifest", limits.MAX_SIDECAR_BYTES)
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (FormatError, OSError, ValueError) as exc:
-        raise ModelError(f"bundled detector {key}: {manifest} is missing or unreadable ({exc}); reinstall pairedge") from None
+        raise ModelError(
+            f"bundled detector {key}: {manifest} is missing or unreadable ({exc}); reinstall pairedge"
+        ) from None
     try:
-        files = {str(f["role"]): {"name": str(f["name"]), "sha256": str(f["sha256"]), "size": int(f["size"])}
-                 for f in data["files"]}  # fmt: skip
-        return BundledDetector(key, folder, str(data["title"]), str(data["source"]), str(data["licence"]),
-                               str(data["layout"]), MappingProxyType(files))  # fmt: skip
+        files = {
+            str(f["role"]): {"name": str(f["name"]), "sha256": str(f["sha256"]), "size": int(f["size"])}
+            for f in data["files"]
+        }
+        return BundledDetector(
+            key,
+            folder,
+            str(data["title"]),
+            str(data["source"]),
+            str(data["licence"]),
+            str(data["layout"]),
+            MappingProxyType(files),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"bundled detector {key}: {manifest} lacks {exc}; reinstall pairedge") from None

@@ -1,8 +1,9 @@
 """The engine manifest of a person-detector engine (``pairedge build --detector MODEL.onnx``).
 
-It sits beside the engine like a classifier stage's (``yolo.fp16.engine`` -> ``yolo.fp16.engine.json``), shares
-its device fields and checks (:mod:`pairedge.runtime.backends.tensorrt_loader`: TensorRT version, compute
-capability, DLA core, engine size and SHA-256, refused before deserialisation) and adds what the runtime needs
+It sits beside the engine like a classifier stage's (``yolo.fp16.engine`` -> ``yolo.fp16.engine.json``),
+shares its device fields and checks (:mod:`pairedge.runtime.backends.tensorrt_loader`: TensorRT version,
+compute capability, DLA core, engine size and SHA-256, refused before deserialisation) and adds what the
+runtime needs
 to feed the engine and read its outputs without the ONNX file, which a robot may not carry::
 
     {"format": 1, "kind": "detector", "precision": "fp16", "tensorrt_version": "10.3.0.30",
@@ -89,8 +90,8 @@ class DetectorEngineManifest:
         return device_label(self.dla_core)
 
     def rebuild_command(self, onnx: Path | str, *, dla_core: int | None | str = ANY_DEVICE) -> str:
-        """The ``pairedge build --detector`` command that rebuilds this engine from ``onnx`` (for ``dla_core``:
-        None the GPU, N DLA core N; ``ANY_DEVICE``: the recorded device)."""
+        """The ``pairedge build --detector`` command that rebuilds this engine from ``onnx`` (for
+        ``dla_core``: None the GPU, N DLA core N; ``ANY_DEVICE``: the recorded device)."""
         core = self.dla_core if dla_core == ANY_DEVICE else dla_core
         parts = ["pairedge", "build", "--detector", str(onnx), "--precision", self.precision]
         return shlex.join(parts + dla_arguments(core, self.gpu_fallback))  # type: ignore[arg-type]
@@ -133,11 +134,18 @@ def _check_detector_fields(path: Path, values: Mapping[str, Any]) -> None:
     """Refuse wrong types in the detector fields (before the runtime trusts them)."""
 
     def bad(key: str, what: str) -> EngineFileError:
-        return EngineFileError(f"{path}: {key!r}: expected {what}, got {values.get(key)!r}; rebuild the engine")
+        return EngineFileError(
+            f"{path}: {key!r}: expected {what}, got {values.get(key)!r}; rebuild the engine"
+        )
 
     inputs = values["inputs"]
-    if not isinstance(inputs, dict) or not inputs or not all(
-        isinstance(k, str) and isinstance(s, list) and all(_is_int(d) and d > 0 for d in s) for k, s in inputs.items()
+    if (
+        not isinstance(inputs, dict)
+        or not inputs
+        or not all(
+            isinstance(k, str) and isinstance(s, list) and all(_is_int(d) and d > 0 for d in s)
+            for k, s in inputs.items()
+        )
     ):
         raise bad("inputs", "an object of input name -> positive shape")
     if not isinstance(values["image_input"], str) or values["image_input"] not in inputs:

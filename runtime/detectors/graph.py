@@ -21,8 +21,19 @@ from pairedge.core.errors import ModelError
 #: RT-DETR's second input: the original image size (width, height), int64 ``[1, 2]``.
 SIZE_INPUT = "orig_target_sizes"
 #: Node types of ONNX Runtime's quantizers (QOperator and QDQ formats, dynamic quantization).
-QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "ConvInteger", "MatMulInteger", "QLinearConv",
-                           "QLinearMatMul", "QLinearAdd", "QLinearMul", "DynamicQuantizeLinear"})  # fmt: skip
+QUANTIZED_OPS = frozenset(
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "ConvInteger",
+        "MatMulInteger",
+        "QLinearConv",
+        "QLinearMatMul",
+        "QLinearAdd",
+        "QLinearMul",
+        "DynamicQuantizeLinear",
+    }
+)
 _QDQ = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
 Dim = int | str
@@ -76,7 +87,8 @@ class DetectorGraph:
 
 def _dims(vi: Any) -> tuple[Dim, ...]:
     return tuple(
-        d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in vi.type.tensor_type.shape.dim
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+        for d in vi.type.tensor_type.shape.dim
     )
 
 
@@ -104,30 +116,40 @@ def read_detector_graph(path: Path) -> DetectorGraph:
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # onnx raises DecodeError and others
-        raise ModelError(f"{path}: ONNX Runtime could not load the detector: not a readable ONNX file ({type(exc).__name__})") from None
+        raise ModelError(
+            f"{path}: ONNX Runtime could not load the detector: not a readable ONNX file "
+            f"({type(exc).__name__})"
+        ) from None
     g = proto.graph
     inits = {t.name for t in g.initializer}
     inputs = [vi for vi in g.input if vi.name not in inits]
     images = [vi for vi in inputs if vi.name != SIZE_INPUT]
     size_input = SIZE_INPUT if any(vi.name == SIZE_INPUT for vi in inputs) else None
-    got = ", ".join(f"{vi.name} {list(_dims(vi))}" for vi in inputs) or "no input at all (an empty or non-ONNX file?)"
+    got = (
+        ", ".join(f"{vi.name} {list(_dims(vi))}" for vi in inputs)
+        or "no input at all (an empty or non-ONNX file?)"
+    )
     shape = _dims(images[0]) if len(images) == 1 else ()
     if len(images) != 1 or len(shape) != 4 or (isinstance(shape[1], int) and shape[1] != 3):
-        raise ModelError(f"{path.name}: expected one image input [1, 3, H, W] (plus RT-DETR's {SIZE_INPUT}), got {got}")
+        raise ModelError(
+            f"{path.name}: expected one image input [1, 3, H, W] (plus RT-DETR's {SIZE_INPUT}), got {got}"
+        )
     if isinstance(shape[0], int) and shape[0] not in (0, 1):
         raise ModelError(f"{path.name}: expected an image input of batch 1 (or dynamic), got {got}")
     elem = images[0].type.tensor_type.elem_type
     types = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.FLOAT16: "float16"}
     if elem not in types:
-        name = onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else str(elem)
+        name = (
+            onnx.TensorProto.DataType.Name(elem) if elem in onnx.TensorProto.DataType.values() else str(elem)
+        )
         raise ModelError(f"{path.name}: expected a float32 or float16 image input, got {name}")
     side = limits.MAX_DETECTOR_INPUT_SIDE
     big = [d for d in shape[2:] if isinstance(d, int) and d > side]
     if big:
         raise ModelError(
             f"{path.name}: the image input {images[0].name} {list(shape)} is larger than the detector input "
-            f"ceiling of {side} px a side (pairedge.core.limits.MAX_DETECTOR_INPUT_SIDE); export it at a smaller "
-            "size (e.g. 640)"
+            f"ceiling of {side} px a side (pairedge.core.limits.MAX_DETECTOR_INPUT_SIDE); export it at a "
+            "smaller size (e.g. 640)"
         )
     return DetectorGraph(
         name=path.name,

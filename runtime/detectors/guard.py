@@ -53,7 +53,9 @@ class FrameCheck:
     outside: int = 0
 
 
-def frame_check(xyxy: np.ndarray, scores: np.ndarray, keep: np.ndarray, frame_size: tuple[int, int]) -> FrameCheck:
+def frame_check(
+    xyxy: np.ndarray, scores: np.ndarray, keep: np.ndarray, frame_size: tuple[int, int]
+) -> FrameCheck:
     """The :class:`FrameCheck` of one frame: ``xyxy`` (N, 4) and ``scores`` (N,) raw candidates in frame
     pixels, ``keep`` the indices kept, ``frame_size`` (height, width)."""
     b = np.asarray(xyxy, np.float64).reshape(-1, 4)
@@ -70,9 +72,12 @@ def frame_check(xyxy: np.ndarray, scores: np.ndarray, keep: np.ndarray, frame_si
     outside = inside_w * inside_h < 0.5 * area
     small = np.minimum(w, h) < MIN_SIDE
     return FrameCheck(
-        candidates=len(b), nonfinite=int((~finite).sum()), boxes=len(k), small=int(small.sum()),
+        candidates=len(b),
+        nonfinite=int((~finite).sum()),
+        boxes=len(k),
+        small=int(small.sum()),
         outside=int((outside & ~small).sum()),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,9 @@ class GuardOptions:
         if isinstance(self.frames, bool) or not isinstance(self.frames, int) or not 1 <= self.frames <= 100:
             raise InputError(f"guard frames: expected an integer in [1, 100], got {self.frames!r}")
         if not 0.0 < self.max_implausible <= 1.0:
-            raise InputError(f"guard max_implausible: expected a share in (0, 1], got {self.max_implausible!r}")
+            raise InputError(
+                f"guard max_implausible: expected a share in (0, 1], got {self.max_implausible!r}"
+            )
 
 
 @dataclass
@@ -143,8 +150,10 @@ class DetectorGuard:
         if not self.options.enabled or self.frames == 0:
             return
         n = self.frames
-        how = ("pass --detector-layout NAME if the layout is wrong (pairedge run --help lists them), or check "
-               "the export")  # fmt: skip
+        how = (
+            "pass --detector-layout NAME if the layout is wrong (pairedge run --help lists them), or check "
+            "the export"
+        )
         if self.boxes == 0 and self.nonfinite and self.nonfinite == self.candidates:
             raise DetectorOutputError(
                 f"detector {self.describe}: every candidate of the first {n} frame(s) is NaN or inf "
@@ -153,9 +162,10 @@ class DetectorGuard:
         bad = self.small + self.outside
         if self.boxes and bad >= self.options.max_implausible * self.boxes:
             raise DetectorOutputError(
-                f"detector {self.describe}: {bad:,} of its {self.boxes:,} boxes in the first {n} frame(s) are not "
-                f"plausible people ({self.small:,} narrower or shorter than {MIN_SIDE:g} px, {self.outside:,} "
-                f"mostly outside the frame); its output is likely read in the wrong layout: {how}"
+                f"detector {self.describe}: {bad:,} of its {self.boxes:,} boxes in the first {n} frame(s) "
+                f"are not plausible people ({self.small:,} narrower or shorter than {MIN_SIDE:g} px, "
+                f"{self.outside:,} mostly outside the frame); its output is likely read in the wrong layout: "
+                f"{how}"
             )
 
     def notes(self) -> list[str]:

@@ -42,7 +42,11 @@ class HogOptions(DetectorOptions):
         super().__post_init__()
         if not isinstance(self.upscale, int | float) or not 0.25 <= self.upscale <= 4:
             raise InputError(f"upscale: expected a factor in [0.25, 4], got {self.upscale!r}")
-        if isinstance(self.win_stride, bool) or not isinstance(self.win_stride, int) or not 1 <= self.win_stride <= 64:
+        if (
+            isinstance(self.win_stride, bool)
+            or not isinstance(self.win_stride, int)
+            or not 1 <= self.win_stride <= 64
+        ):
             raise InputError(f"win_stride: expected an integer in [1, 64], got {self.win_stride!r}")
         if not isinstance(self.scale, int | float) or not 1.01 <= self.scale <= 2:
             raise InputError(f"scale: expected a pyramid step in [1.01, 2], got {self.scale!r}")
@@ -67,9 +71,12 @@ class HogDetector(Detector):
         import cv2
 
         if not hasattr(cv2, "HOGDescriptor"):
-            return (f"OpenCV {cv2.__version__} has no HOGDescriptor (OpenCV 5 moved it out of the main module); "
-                    "pairedge depends on opencv-contrib-python-headless, which has it: pip uninstall "
-                    "opencv-python-headless && pip install opencv-contrib-python-headless, or pass --detector MODEL.onnx")  # fmt: skip
+            return (
+                f"OpenCV {cv2.__version__} has no HOGDescriptor (OpenCV 5 moved it out of the main module); "
+                "pairedge depends on opencv-contrib-python-headless, which has it: pip uninstall "
+                "opencv-python-headless && pip install opencv-contrib-python-headless, or pass --detector "
+                "MODEL.onnx"
+            )
         return None
 
     def _activate(self) -> None:
@@ -97,11 +104,17 @@ class HogDetector(Detector):
             return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), None
         try:
             rects, weights = self._hog.detectMultiScale(
-                big, hitThreshold=0.0, winStride=(o.win_stride, o.win_stride), padding=(8, 8), scale=o.scale,
+                big,
+                hitThreshold=0.0,
+                winStride=(o.win_stride, o.win_stride),
+                padding=(8, 8),
+                scale=o.scale,
                 groupThreshold=0,
-            )  # fmt: skip
+            )
         except cv2.error as exc:
-            raise BackendError(f"{self!r}: OpenCV's HOG failed ({str(exc).strip().splitlines()[-1]})") from None
+            raise BackendError(
+                f"{self!r}: OpenCV's HOG failed ({str(exc).strip().splitlines()[-1]})"
+            ) from None
         if len(rects) == 0:
             return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), None
         r = np.asarray(rects, np.float32).reshape(-1, 4) / np.float32(big.shape[1] / w)
@@ -111,9 +124,11 @@ class HogDetector(Detector):
 
     def describe(self) -> str:
         o: Any = self.options
-        return (f"OpenCV HOG people detector (no weights file; upscale {o.upscale:g}, stride {o.win_stride}, "
-                f"pyramid {o.scale:g}): SVM margin >= {o.score_threshold:g}, NMS IoU {o.nms_iou:g}, at most "
-                f"{o.max_detections} per frame")  # fmt: skip
+        return (
+            f"OpenCV HOG people detector (no weights file; upscale {o.upscale:g}, stride {o.win_stride}, "
+            f"pyramid {o.scale:g}): SVM margin >= {o.score_threshold:g}, NMS IoU {o.nms_iou:g}, at most "
+            f"{o.max_detections} per frame"
+        )
 
     def __repr__(self) -> str:
         return "HogDetector()"

@@ -25,12 +25,13 @@ pixels unless said:
 ``ultralytics-rtdetr`` Ultralytics' RT-DETR export (metadata ``head: 'RTDETRDecoder'``): ``[1, K, 6]`` rows
                        ``cx cy w h`` normalised to [0, 1], score, class (older releases: ``[1, K, 4 + C]``,
                        class scores); its predictor stretches the frame to the input (``scale_fill``).
-``detr``               RT-DETR (lyuwenyu) / D-FINE ``export_onnx.py``: outputs ``labels``, ``boxes`` ``[1, K, 4]``
-                       and ``scores``; with the ``orig_target_sizes`` input (int64 ``[1, 2]``, width then height)
-                       boxes come out ``x1 y1 x2 y2`` in those pixels (pairedge feeds the network input's size
-                       and maps back); otherwise metadata ``box_format`` (:data:`BOX_FORMATS`), else ``xyxy``,
-                       normalised when every coordinate lies in [0, 1]. Their deploy scripts resize the frame to
-                       the input without keeping its aspect ratio, RGB / 255.
+``detr``               RT-DETR (lyuwenyu) / D-FINE ``export_onnx.py``: outputs ``labels``, ``boxes`` ``[1, K,
+4]``
+                       and ``scores``; with the ``orig_target_sizes`` input (int64 ``[1, 2]``, width then
+                       height) boxes come out ``x1 y1 x2 y2`` in those pixels (pairedge feeds the network
+                       input's size and maps back); otherwise metadata ``box_format`` (:data:`BOX_FORMATS`),
+                       else ``xyxy``, normalised when every coordinate lies in [0, 1]. Their deploy scripts
+                       resize the frame to the input without keeping its aspect ratio, RGB / 255.
 ====================== ====================================================================================
 
 How a layout is found (:func:`identify`), never by a guess that could turn numbers into boxes they are not:
@@ -121,19 +122,30 @@ class Layout:
 
 
 def layout_record(layout: Layout) -> dict[str, object]:
-    """``layout`` as a JSON object (a detector engine manifest's ``layout``), its preprocessing spelled out for
-    readers of the file (the runtime takes the preprocessing from ``kind``)."""
+    """``layout`` as a JSON object (a detector engine manifest's ``layout``), its preprocessing spelled out
+    for readers of the file (the runtime takes the preprocessing from ``kind``)."""
     pre = layout.preprocess
-    return {"kind": layout.kind, "outputs": list(layout.outputs), "box_format": layout.box_format,
-            "reason": layout.reason, "resize": pre.resize, "rgb": pre.rgb, "unit_scale": pre.unit_scale}  # fmt: skip
+    return {
+        "kind": layout.kind,
+        "outputs": list(layout.outputs),
+        "box_format": layout.box_format,
+        "reason": layout.reason,
+        "resize": pre.resize,
+        "rgb": pre.rgb,
+        "unit_scale": pre.unit_scale,
+    }
 
 
 def layout_from_record(record: Mapping[str, object]) -> Layout:
     """The :class:`Layout` of a :func:`layout_record` object (raises ModelError on an unknown kind)."""
     outputs = record.get("outputs")
     fmt = record.get("box_format")
-    return Layout(str(record.get("kind")), tuple(str(o) for o in outputs) if isinstance(outputs, list) else (),
-                  str(fmt) if fmt is not None else None, str(record.get("reason", "")))  # fmt: skip
+    return Layout(
+        str(record.get("kind")),
+        tuple(str(o) for o in outputs) if isinstance(outputs, list) else (),
+        str(fmt) if fmt is not None else None,
+        str(record.get("reason", "")),
+    )
 
 
 @dataclass(frozen=True)
@@ -205,12 +217,20 @@ def identify(facts: GraphFacts) -> Layout:
     if all(k in by_name for k in _DETR_NAMES):
         fmt = md.get("box_format")
         if fmt is not None and fmt not in BOX_FORMATS:
-            raise ModelError(f"{facts.name}: metadata box_format {fmt!r} is not one of {', '.join(BOX_FORMATS)}")
-        return Layout("detr", tuple(by_name[k] for k in _DETR_NAMES), "xyxy" if facts.size_input else fmt,
-                      "outputs named boxes, scores, labels")  # fmt: skip
+            raise ModelError(
+                f"{facts.name}: metadata box_format {fmt!r} is not one of {', '.join(BOX_FORMATS)}"
+            )
+        return Layout(
+            "detr",
+            tuple(by_name[k] for k in _DETR_NAMES),
+            "xyxy" if facts.size_input else fmt,
+            "outputs named boxes, scores, labels",
+        )
     if len(outputs) != 1 or len(outputs[0][1]) != 3:
-        raise ModelError(f"{facts.name}: unknown detector layout ({shapes}): expected one output of rank 3 or "
-                         f"outputs boxes, scores, labels; {_OVERRIDE}")  # fmt: skip
+        raise ModelError(
+            f"{facts.name}: unknown detector layout ({shapes}): expected one output of rank 3 or "
+            f"outputs boxes, scores, labels; {_OVERRIDE}"
+        )
     out_name, (_, a, b) = outputs[0]
     nc = class_count(md)
     cells = grid_cells(facts.input_size)
@@ -220,8 +240,9 @@ def identify(facts: GraphFacts) -> Layout:
     if kind is None and isinstance(a, int) and isinstance(b, int) and cells is not None:
         if a == cells and b >= 6:
             kind = "yolox" if "Exp" in facts.op_types else "yolox-raw"
-            reason = (f"{a} candidates = one per cell of the stride-8/16/32 grids, "
-                      + ("decoded in the graph (it computes Exp)" if kind == "yolox" else "no Exp in the graph: raw"))
+            reason = f"{a} candidates = one per cell of the stride-8/16/32 grids, " + (
+                "decoded in the graph (it computes Exp)" if kind == "yolox" else "no Exp in the graph: raw"
+            )
         elif a == YOLOV5_ANCHORS * cells and b >= 6:
             kind, reason = "yolov5", f"{a} candidates = 3 anchors per grid cell"
         elif b == cells and 5 <= a < b:
@@ -246,7 +267,10 @@ def _by_metadata(md: Mapping[str, str], a: object, b: object, nc: int | None) ->
         if md.get("head") == "RTDETRDecoder":
             return "ultralytics-rtdetr", "Ultralytics metadata, head RTDETRDecoder"
         if _ultralytics_nms(md):
-            return "ultralytics-nms", "Ultralytics metadata, NMS or an end-to-end head in the graph ([1, K, 6])"
+            return (
+                "ultralytics-nms",
+                "Ultralytics metadata, NMS or an end-to-end head in the graph ([1, K, 6])",
+            )
         return "ultralytics", "Ultralytics metadata (task, names)"
     if "stride" in md and nc is not None and b == 5 + nc:
         return "yolov5", f"YOLOv5 metadata (stride, names), {nc} classes + objectness on the last axis"
@@ -266,8 +290,12 @@ def forced(kind: str, facts: GraphFacts) -> Layout:
         by_name = {n.rsplit("/", 1)[-1].lower(): n for n, _ in facts.outputs}
         if not all(k in by_name for k in _DETR_NAMES):
             raise ModelError(f"{facts.name}: layout 'detr' needs outputs named boxes, scores and labels")
-        return Layout("detr", tuple(by_name[k] for k in _DETR_NAMES),
-                      "xyxy" if facts.size_input else facts.metadata.get("box_format"), reason)  # fmt: skip
+        return Layout(
+            "detr",
+            tuple(by_name[k] for k in _DETR_NAMES),
+            "xyxy" if facts.size_input else facts.metadata.get("box_format"),
+            reason,
+        )
     if len(facts.outputs) != 1:
         raise ModelError(f"{facts.name}: layout {kind!r} needs exactly one output, got {len(facts.outputs)}")
     return Layout(kind, (facts.outputs[0][0],), reason=reason)
@@ -295,7 +323,9 @@ def decode(
     rows = out[0].T if layout.kind == "ultralytics" else out[0]
     least = {"ultralytics": 5, "ultralytics-rtdetr": 6}.get(layout.kind, 6)
     if rows.shape[1] < least:
-        raise ModelError(f"{name}: {layout.kind} output needs >= {least} values per box, got {list(out.shape)}")
+        raise ModelError(
+            f"{name}: {layout.kind} output needs >= {least} values per box, got {list(out.shape)}"
+        )
     if layout.kind == "ultralytics-nms":
         return rows[:, :4].copy(), rows[:, 4].copy(), _class_column(rows[:, 5])
     if layout.kind == "ultralytics-rtdetr" and rows.shape[1] == 6:  # cx cy w h (normalised), score, class
@@ -324,12 +354,15 @@ def _class_column(values: np.ndarray) -> np.ndarray:
 
 
 def _yolox_grid_decode(raw: np.ndarray, input_size: tuple[int, int], name: str) -> np.ndarray:
-    """YOLOX's ``decode_outputs``: (N, 4) ``dx dy log_w log_h`` per grid cell -> (N, 4) ``cx cy w h`` pixels."""
+    """YOLOX's ``decode_outputs``: (N, 4) ``dx dy log_w log_h`` per grid cell -> (N, 4) ``cx cy w h``
+    pixels."""
     grid, stride = _grid(input_size)
     if len(grid) != len(raw):
         h, w = input_size
-        raise ModelError(f"{name}: a raw YOLOX output for a {w}x{h} input has {len(grid)} candidates (stride "
-                         f"8/16/32 grids), got {len(raw)}")  # fmt: skip
+        raise ModelError(
+            f"{name}: a raw YOLOX output for a {w}x{h} input has {len(grid)} candidates (stride "
+            f"8/16/32 grids), got {len(raw)}"
+        )
     with np.errstate(over="ignore", invalid="ignore"):
         wh = np.exp(raw[:, 2:4]) * stride
     return np.concatenate([(raw[:, 0:2] + grid) * stride, wh], axis=1).astype(np.float32)
@@ -350,7 +383,10 @@ def _grid(input_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
             strides.append(np.full((len(cells[-1]), 1), s))
         if len(_GRIDS) > 16:  # input sizes are per model: a handful at most
             _GRIDS.clear()
-        _GRIDS[input_size] = (np.concatenate(cells).astype(np.float32), np.concatenate(strides).astype(np.float32))
+        _GRIDS[input_size] = (
+            np.concatenate(cells).astype(np.float32),
+            np.concatenate(strides).astype(np.float32),
+        )
     return _GRIDS[input_size]
 
 
@@ -368,7 +404,9 @@ def _decode_detr(
     b = boxes[0].astype(np.float32)
     fmt = layout.box_format
     if fmt is None:
-        fmt = "xyxy-normalized" if len(b) and np.isfinite(b).all() and b.min() >= 0 and b.max() <= 1 else "xyxy"
+        fmt = (
+            "xyxy-normalized" if len(b) and np.isfinite(b).all() and b.min() >= 0 and b.max() <= 1 else "xyxy"
+        )
     if fmt.startswith("cxcywh"):
         b = cxcywh_to_xyxy(b)
     if fmt.endswith("normalized"):

@@ -35,6 +35,7 @@ from pairedge.runtime.detectors.preprocess import letterbox, to_blob
 #: The network input side used when the model's input is dynamic and its metadata names no ``imgsz``.
 DEFAULT_INPUT = 640
 
+
 @dataclass(frozen=True)
 class OnnxDetectorOptions(DetectorOptions):
     """ONNX detector settings beside the shared ones.
@@ -57,10 +58,13 @@ class OnnxDetectorOptions(DetectorOptions):
             raise InputError(f"ort: expected OrtOptions, got {type(self.ort).__name__}")
         size = self.input_size
         if size is not None and not (
-            isinstance(size, tuple) and len(size) == 2 and all(isinstance(v, int) and 32 <= v <= limits.MAX_DETECTOR_INPUT_SIDE for v in size)
+            isinstance(size, tuple)
+            and len(size) == 2
+            and all(isinstance(v, int) and 32 <= v <= limits.MAX_DETECTOR_INPUT_SIDE for v in size)
         ):
             raise InputError(
-                f"input_size: expected (height, width), integers in [32, {limits.MAX_DETECTOR_INPUT_SIDE}], got {size!r}"
+                f"input_size: expected (height, width), integers in [32, {limits.MAX_DETECTOR_INPUT_SIDE}], "
+                f"got {size!r}"
             )
         if self.layout is not None and self.layout not in LAYOUTS:
             raise InputError(f"layout: expected one of {', '.join(LAYOUTS)} or None, got {self.layout!r}")
@@ -74,7 +78,9 @@ def check_model_path(path: str | Path) -> Path:
     """
     p = Path(path).expanduser()
     if not p.exists():
-        raise FormatError(p, "no such detector model file; expected an .onnx file (or 'hog' for the built-in one)")
+        raise FormatError(
+            p, "no such detector model file; expected an .onnx file (or 'hog' for the built-in one)"
+        )
     # a folder / FIFO / device, or over the ceiling: refused without opening it
     limits.regular_file(p, "an .onnx detector model file", limits.MAX_MODEL_BYTES)
     if p.suffix.lower() != ".onnx":
@@ -95,7 +101,9 @@ class OnnxDetector(Detector):
     options_type = OnnxDetectorOptions
     providers: ClassVar[tuple[str, ...]] = ("CPUExecutionProvider",)
 
-    def __init__(self, model: str | Path, options: OnnxDetectorOptions | None = None, label: str | None = None) -> None:
+    def __init__(
+        self, model: str | Path, options: OnnxDetectorOptions | None = None, label: str | None = None
+    ) -> None:
         super().__init__(options)
         self.path = check_model_path(model)
         self._label = label or self.path.name
@@ -115,21 +123,38 @@ class OnnxDetector(Detector):
     def _activate(self) -> None:
         o: Any = self.options
         graph = read_detector_graph(self.path)  # sizes checked against their ceiling before any session
-        self.input_size = graph.fixed_size or o.input_size or _imgsz(graph.metadata.get("imgsz")) or (
-            DEFAULT_INPUT, DEFAULT_INPUT)  # fmt: skip
+        self.input_size = (
+            graph.fixed_size
+            or o.input_size
+            or _imgsz(graph.metadata.get("imgsz"))
+            or (DEFAULT_INPUT, DEFAULT_INPUT)
+        )
         try:
-            session = make_session(self.path, threads=o.ort.intra_op_threads, optimization=o.ort.optimization,
-                                   providers=self._provider_list(), what=f"the detector {self.path}")  # fmt: skip
+            session = make_session(
+                self.path,
+                threads=o.ort.intra_op_threads,
+                optimization=o.ort.optimization,
+                providers=self._provider_list(),
+                what=f"the detector {self.path}",
+            )
         except ProviderFallbackError:
             raise
         except SessionError as exc:
-            raise ModelError(str(exc)) from None  # a detector file ONNX Runtime cannot load is a model problem
+            raise ModelError(
+                str(exc)
+            ) from None  # a detector file ONNX Runtime cannot load is a model problem
         self._session, self.graph = session, graph
         self._size_input = graph.size_input
         # one run on a grey frame: warms the session and gives the concrete output shapes
         shapes = self._probe()
-        facts = GraphFacts(self.path.name, tuple((n, shapes[n]) for n, _ in graph.outputs), graph.metadata,
-                           graph.op_types, self.input_size, graph.size_input is not None)  # fmt: skip
+        facts = GraphFacts(
+            self.path.name,
+            tuple((n, shapes[n]) for n, _ in graph.outputs),
+            graph.metadata,
+            graph.op_types,
+            self.input_size,
+            graph.size_input is not None,
+        )
         self.layout = identify(facts) if o.layout is None else forced(o.layout, facts)
 
     def _probe(self) -> dict[str, tuple[int | str, ...]]:
@@ -199,7 +224,11 @@ def _imgsz(text: str | None) -> tuple[int, int] | None:
     if isinstance(value, int):
         value = [value, value]
     side = limits.MAX_DETECTOR_INPUT_SIDE
-    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int) and 32 <= v <= side for v in value):
+    if (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and 32 <= v <= side for v in value)
+    ):
         return int(value[0]), int(value[1])
     return None
 
@@ -228,5 +257,8 @@ class OnnxTensorRTDetector(OnnxDetector):
         if o.trt_cache_dir:
             trt.update(trt_engine_cache_enable=True, trt_engine_cache_path=o.trt_cache_dir)
             trt.update(trt_timing_cache_enable=True, trt_timing_cache_path=o.trt_cache_dir)
-        return [("TensorrtExecutionProvider", trt), ("CUDAExecutionProvider", {"device_id": o.device_id}),
-                "CPUExecutionProvider"]  # fmt: skip
+        return [
+            ("TensorrtExecutionProvider", trt),
+            ("CUDAExecutionProvider", {"device_id": o.device_id}),
+            "CPUExecutionProvider",
+        ]

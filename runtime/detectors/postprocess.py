@@ -93,17 +93,20 @@ def select(
     b = xyxy[candidates].astype(np.float64)
     rects = np.stack([b[:, 0], b[:, 1], b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1)
     picked = cv2.dnn.NMSBoxes(
-        rects.tolist(), scores[candidates].astype(float).tolist(), float(options.score_threshold),
-        float(options.nms_iou), top_k=int(options.max_detections),
-    )  # fmt: skip
+        rects.tolist(),
+        scores[candidates].astype(float).tolist(),
+        float(options.score_threshold),
+        float(options.nms_iou),
+        top_k=int(options.max_detections),
+    )
     picked = np.asarray(picked, np.int64).reshape(-1)
     order = np.argsort(-scores[candidates][picked], kind="stable")
     return candidates[picked[order]][: options.max_detections]
 
 
 def to_detections(xyxy: np.ndarray, scores: np.ndarray, frame_size: tuple[int, int]) -> Detections:
-    """Frame-pixel ``x1 y1 x2 y2`` boxes (N, 4) and scores (N,) -> :class:`Detections` (``x y w h``, clipped to
-    the frame of (height, width), ids -1); boxes empty after clipping are dropped."""
+    """Frame-pixel ``x1 y1 x2 y2`` boxes (N, 4) and scores (N,) -> :class:`Detections` (``x y w h``, clipped
+    to the frame of (height, width), ids -1); boxes empty after clipping are dropped."""
     h, w = frame_size
     b = np.asarray(xyxy, np.float32).reshape(-1, 4).copy()
     b[:, [0, 2]] = np.clip(b[:, [0, 2]], 0, w)

@@ -4,8 +4,9 @@ Three resizes (:class:`~pairedge.runtime.detectors.layouts.Preprocess` says whic
 its project's arithmetic, so boxes land where that project's own code would put them:
 
 - ``letterbox-center`` (Ultralytics ``LetterBox``, YOLOv5 ``letterbox``): gain ``r = min(H / h, W / w)``, the
-  frame resized to ``(round(w r), round(h r))`` with bilinear interpolation, padding ``d = (W - round(w r)) / 2``
-  split as ``round(d - 0.1)`` on the left and ``round(d + 0.1)`` on the right (likewise top / bottom), grey 114.
+  frame resized to ``(round(w r), round(h r))`` with bilinear interpolation, padding ``d = (W - round(w r)) /
+  2`` split as ``round(d - 0.1)`` on the left and ``round(d + 0.1)`` on the right (likewise top / bottom),
+  grey 114.
 - ``letterbox-top-left`` (YOLOX ``preproc``): the same gain, the frame resized to ``(int(w r), int(h r))``
   (truncated) and placed at the top-left of a canvas of 114.
 - ``stretch`` (RT-DETR / D-FINE deploy scripts, Ultralytics' RT-DETR ``scale_fill``): the frame resized to
@@ -68,7 +69,11 @@ def letterbox(
     h, w = image.shape[:2]
     out_h, out_w = size
     if resize == "stretch":
-        canvas = image if (h, w) == (out_h, out_w) else cv2.resize(image, (out_w, out_h), interpolation=cv2.INTER_LINEAR)
+        canvas = (
+            image
+            if (h, w) == (out_h, out_w)
+            else cv2.resize(image, (out_w, out_h), interpolation=cv2.INTER_LINEAR)
+        )
         return np.ascontiguousarray(canvas), Letterbox(out_w / w, out_h / h, 0, 0)
     if resize not in RESIZES:
         raise InputError(f"resize: expected one of {', '.join(RESIZES)}, got {resize!r}")
@@ -78,7 +83,11 @@ def letterbox(
     else:
         new_w, new_h = _round_half_even(w * r), _round_half_even(h * r)
     new_w, new_h = min(max(new_w, 1), out_w), min(max(new_h, 1), out_h)
-    resized = image if (new_w, new_h) == (w, h) else cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    resized = (
+        image
+        if (new_w, new_h) == (w, h)
+        else cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    )
     if resize == "letterbox-top-left":
         left = top = 0
     else:

@@ -3,8 +3,8 @@
 ``open_detector()`` is the bundled YOLOX-Nano (:mod:`pairedge.runtime.detectors.bundled`, the default);
 ``open_detector("hog")`` OpenCV's built-in HOG people detector (no weights file);
 ``open_detector("model.onnx", "onnxruntime-cuda")`` an exported detector on a chosen ONNX Runtime provider;
-``open_detector("model.fp16.engine")`` the engine ``pairedge build --detector`` made, on native TensorRT (chosen
-by the ``.engine`` suffix, whatever backend).
+``open_detector("model.fp16.engine")`` the engine ``pairedge build --detector`` made, on native TensorRT
+(chosen by the ``.engine`` suffix, whatever backend).
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ def open_detector(
         spec: a bundled detector's name (``"yolox-nano"``, the default; its SHA-256 is checked against its
             manifest), ``"hog"`` (OpenCV's built-in people detector), the path of an ``.onnx`` detector, or of
             a ``.engine`` from ``pairedge build --detector`` (native TensorRT).
-        backend: for an ``.onnx`` file, the ONNX Runtime detector: ``onnxruntime`` (CPU), ``onnxruntime-cuda``,
-            ``onnxruntime-tensorrt`` (or their aliases ``ort-cpu``, ``ort-cuda``, ``ort-trt``). A ``.engine``
-            runs on ``tensorrt`` (``onnxruntime``, the default, is taken to mean "not chosen").
-        options: the detector's options (``HogOptions``, ``OnnxDetectorOptions``, ``TensorRTDetectorOptions``);
+        backend: for an ``.onnx`` file, the ONNX Runtime detector: ``onnxruntime`` (CPU),
+            ``onnxruntime-cuda``, ``onnxruntime-tensorrt`` (or their aliases ``ort-cpu``, ``ort-cuda``,
+            ``ort-trt``). A ``.engine`` runs on ``tensorrt`` (``onnxruntime``, the default, is taken to mean
+            "not chosen").
+        options: the detector's options (``HogOptions``, ``OnnxDetectorOptions``,
+            ``TensorRTDetectorOptions``);
             None: defaults. For a ``.engine``, ONNX detector options keep their shared fields (threshold, NMS,
             person class, cap) and the GPU index.
 
@@ -82,8 +84,10 @@ def open_detector(
     if not is_hog:
         name, options = _engine_choice(Path(spec), backend, options)
     if not is_hog and detector_class(name) is detector_class(HOG):
-        raise InputError(f"backend {backend!r} is not an ONNX Runtime detector; expected onnxruntime, "
-                         "onnxruntime-cuda, onnxruntime-tensorrt or tensorrt")  # fmt: skip
+        raise InputError(
+            f"backend {backend!r} is not an ONNX Runtime detector; expected onnxruntime, "
+            "onnxruntime-cuda, onnxruntime-tensorrt or tensorrt"
+        )
     cls = detector_class(name)
     reason = cls.unavailable_reason()
     if reason is not None:
@@ -112,8 +116,8 @@ def _engine_choice(
     if not is_engine:
         if chosen is native:
             raise InputError(
-                f"{spec}: the tensorrt detector runs an engine; build it with `pairedge build --detector {spec}` "
-                "and pass the .engine it writes"
+                f"{spec}: the tensorrt detector runs an engine; build it with `pairedge build --detector "
+                f"{spec}` and pass the .engine it writes"
             )
         return backend, options
     if chosen is not native and chosen is not detector_class("onnxruntime"):

@@ -11,11 +11,11 @@ the ``.engine`` suffix. The lifecycle is the classifier TensorRT backend's
     ``deserialize_cuda_engine``, one execution context, one stream, a pinned host and a device buffer per I/O
     tensor at the profile's fixed shape, addresses and input shapes set once.
 ``detect(frame)``
-    the layout's project preprocessing at the recorded input size (:mod:`pairedge.runtime.detectors.preprocess`)
-    into the pinned input, host -> device, ``execute_async_v3``, device -> host of every
-    output, stream synchronise; the recorded layout decodes the outputs
-    (:func:`pairedge.runtime.detectors.layouts.decode`) and the shared person filter / threshold / NMS / cap
-    keep the boxes, exactly as the ONNX Runtime detector does.
+    the layout's project preprocessing at the recorded input size
+    (:mod:`pairedge.runtime.detectors.preprocess`) into the pinned input, host -> device,
+    ``execute_async_v3``, device -> host of every output, stream synchronise; the recorded layout decodes the
+    outputs (:func:`pairedge.runtime.detectors.layouts.decode`) and the shared person filter / threshold / NMS
+    / cap keep the boxes, exactly as the ONNX Runtime detector does.
 ``deactivate()``
     drop context and engine, free the buffers and the stream.
 """
@@ -60,8 +60,14 @@ class TensorRTDetectorOptions(DetectorOptions):
         if self.memory not in KINDS:
             raise InputError(f"memory: expected one of {', '.join(KINDS)}, got {self.memory!r}")
         core = self.dla_core
-        if core != RECORDED and core is not None and (isinstance(core, bool) or not isinstance(core, int) or core < 0):
-            raise InputError(f"dla_core: expected {RECORDED!r}, None (the GPU) or a DLA core index >= 0, got {core!r}")
+        if (
+            core != RECORDED
+            and core is not None
+            and (isinstance(core, bool) or not isinstance(core, int) or core < 0)
+        ):
+            raise InputError(
+                f"dla_core: expected {RECORDED!r}, None (the GPU) or a DLA core index >= 0, got {core!r}"
+            )
 
 
 def check_engine_path(path: str | Path) -> Path:
@@ -75,7 +81,9 @@ def check_engine_path(path: str | Path) -> Path:
         raise FormatError(p, "no such detector engine; build one with `pairedge build --detector MODEL.onnx`")
     limits.regular_file(p, "a serialized TensorRT detector engine", limits.MAX_ENGINE_BYTES)
     if p.suffix.lower() != ".engine":
-        raise FormatError(p, f"expected a .engine detector from `pairedge build --detector`, got {p.suffix or 'no suffix'}")
+        raise FormatError(
+            p, f"expected a .engine detector from `pairedge build --detector`, got {p.suffix or 'no suffix'}"
+        )
     return p
 
 
@@ -92,7 +100,12 @@ class TensorRTDetector(Detector):
     options_type = TensorRTDetectorOptions
 
     def __init__(
-        self, model: str | Path, options: TensorRTDetectorOptions | None = None, *, trt: Any = None, memory: Any = None
+        self,
+        model: str | Path,
+        options: TensorRTDetectorOptions | None = None,
+        *,
+        trt: Any = None,
+        memory: Any = None,
     ) -> None:
         super().__init__(options)
         self.path = check_engine_path(model)
@@ -137,7 +150,9 @@ class TensorRTDetector(Detector):
             wanted = manifest.dla_core if o.dla_core == RECORDED else o.dla_core
             onnx = self.path.parent.parent.parent / str(manifest.onnx.get("file", "MODEL.onnx"))
             onnx = onnx if onnx.is_file() else Path(onnx.name)  # engines/<tag>/ beside the ONNX, or elsewhere
-            check_compatible(manifest, env, onnx_sha256=None, model_dir=onnx, engine=self.path, dla_core=wanted)  # type: ignore[arg-type]
+            check_compatible(
+                manifest, env, onnx_sha256=None, model_dir=onnx, engine=self.path, dla_core=wanted
+            )  # type: ignore[arg-type]
             blob = read_verified_engine(self.path, manifest)
             self._logger = make_logger(trt)  # TensorRT keeps a raw pointer: it lives as long as the runtime
             runtime = trt.Runtime(self._logger)
@@ -145,8 +160,10 @@ class TensorRTDetector(Detector):
                 use_dla_core(runtime, manifest.dla_core, self.path)
             engine = runtime.deserialize_cuda_engine(blob)
             if engine is None:
-                raise BackendError(f"{self.path}: TensorRT {env.tensorrt_version} could not deserialize the engine "
-                                   "although its manifest and hash match; rebuild it")  # fmt: skip
+                raise BackendError(
+                    f"{self.path}: TensorRT {env.tensorrt_version} could not deserialize the engine "
+                    "although its manifest and hash match; rebuild it"
+                )
             self._runtime = runtime
             self._setup(trt, engine, manifest)
         except BaseException:
@@ -158,8 +175,10 @@ class TensorRTDetector(Detector):
         inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         layout = manifest.to_layout
         if sorted(inputs) != sorted(manifest.inputs) or not set(layout.outputs) <= set(names):
-            raise ModelError(f"{self.path}: the engine's tensors {names} are not the manifest's inputs "
-                             f"{sorted(manifest.inputs)} and outputs {list(layout.outputs)}; rebuild it")  # fmt: skip
+            raise ModelError(
+                f"{self.path}: the engine's tensors {names} are not the manifest's inputs "
+                f"{sorted(manifest.inputs)} and outputs {list(layout.outputs)}; rebuild it"
+            )
         context = engine.create_execution_context()
         if context is None:
             raise BackendError(f"{self.path}: could not create an execution context (GPU memory?)")
@@ -173,7 +192,9 @@ class TensorRTDetector(Detector):
             context.set_tensor_address(name, self._device[name])
         for name in inputs:
             if not context.set_input_shape(name, tuple(manifest.inputs[name])):
-                raise BackendError(f"{self.path}: TensorRT refused the input shape {manifest.inputs[name]} of {name!r}")
+                raise BackendError(
+                    f"{self.path}: TensorRT refused the input shape {manifest.inputs[name]} of {name!r}"
+                )
         self.manifest, self.layout, self.input_size = manifest, layout, tuple(manifest.input_size)
         self._engine, self._context = engine, context
 
@@ -186,8 +207,10 @@ class TensorRTDetector(Detector):
         if shape and shape[0] == -1:
             shape = (1, *shape[1:])
         if any(d < 0 for d in shape):
-            raise ModelError(f"{self.path}: output {name!r} has dynamic dimensions {list(shape)}; export the "
-                             "detector with fixed output shapes")  # fmt: skip
+            raise ModelError(
+                f"{self.path}: output {name!r} has dynamic dimensions {list(shape)}; export the "
+                "detector with fixed output shapes"
+            )
         return shape
 
     def _release(self) -> None:

@@ -4,7 +4,8 @@ A :class:`FlowBackend` computes dense flow between two grayscale frames at its o
 resolution, 0.5 = half width and height). Flow vectors are in pixels *of the scaled image*: to map a box
 ``x y w h`` onto the flow field multiply it by ``scale``; to turn a flow vector into full-resolution pixels
 divide it by ``scale``. Backends keep their scaled inputs and their output in buffers reused from frame to
-frame, so the array :meth:`FlowBackend.compute` returns is only valid until the next call (copy it to keep it).
+frame, so the array :meth:`FlowBackend.compute` returns is only valid until the next call (copy it to keep
+it).
 
 Every backend declares :attr:`FlowBackend.min_side`, the smallest scaled image side it computes flow for
 (OpenCV's DIS refuses images below about 12 px); :meth:`FlowBackend.size_problem` says why a frame size is
@@ -121,7 +122,8 @@ class FlowBackend(ABC):
                 )
             if not isinstance(options, cls.Options):
                 raise InputError(
-                    f"flow backend {cls.name!r}: expected {cls.__name__}.Options, got {type(options).__qualname__}"
+                    f"flow backend {cls.name!r}: expected {cls.__name__}.Options, got "
+                    f"{type(options).__qualname__}"
                 )
             return options
         accepted = [f.name for f in dataclasses.fields(cls.Options)]
@@ -132,8 +134,9 @@ class FlowBackend(ABC):
 
     @classmethod
     def options_for(cls, scale: float, preset: str | None = None) -> FlowOptions:
-        """This backend's options for a pipeline's flow settings (:class:`~pairedge.runtime.config.FlowConfig`):
-        ``scale``, and ``preset`` for a backend that has presets (None: its default; the others ignore it)."""
+        """This backend's options for a pipeline's flow settings
+        (:class:`~pairedge.runtime.config.FlowConfig`): ``scale``, and ``preset`` for a backend that has
+        presets (None: its default; the others ignore it)."""
         return cls.make_options(scale=scale)
 
     @classmethod
@@ -165,8 +168,9 @@ class FlowBackend(ABC):
         if min(h, w) >= self.min_side:
             return None
         return (
-            f"frame {width}x{height} px at flow scale {self.scale:g} is {w}x{h} px, below the {self.min_side} px "
-            f"per side that {type(self).__name__} needs; no flow for it (raise the flow scale or the resolution)"
+            f"frame {width}x{height} px at flow scale {self.scale:g} is {w}x{h} px, below the "
+            f"{self.min_side} px per side that {type(self).__name__} needs; no flow for it (raise the flow "
+            "scale or the resolution)"
         )
 
     def output_buffer(self, height: int, width: int) -> np.ndarray:
@@ -237,8 +241,9 @@ class FlowBackend(ABC):
 
     def compute_pooled(self, prev_small: np.ndarray, small: np.ndarray, request: PoolRequest) -> PooledFlow:
         """Flow between two scaled (h, w) uint8 frames reduced to ``request``'s per-box sums and background
-        grid. This default pools the dense field on the CPU (:func:`~pairedge.core.features.flowpool.pooled_reference`);
-        a fusing backend reduces on the device, so only N x 4 sums and the grid leave it."""
+        grid. This default pools the dense field on the CPU
+        (:func:`~pairedge.core.features.flowpool.pooled_reference`); a fusing backend reduces on the device,
+        so only N x 4 sums and the grid leave it."""
         field = self.compute_scaled(prev_small, small)
         return pooled_reference(field, request.boxes, self.scale, request.inset, request.grid_step)
 

@@ -1,4 +1,5 @@
-"""OpenCV Farneback flow with the exact parameters of the ``liang2026`` features (the paper's released code)."""
+"""OpenCV Farneback flow with the exact parameters of the ``liang2026`` features (the paper's released
+code)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ class FarnebackFlow(FlowBackend):
 
     Grayscale conversion (:meth:`to_gray`, called by :class:`~pairedge.runtime.flow.FlowStream`) is PIL's
     integer luma, bit-exact with the released code's ``Image.convert("L")`` and with
-    ``pairedge.core.features.liang2026.to_gray`` (OpenCV's ``COLOR_BGR2GRAY`` differs by one level on ~0.1 % of
-    pixels, enough to move the flow columns by up to 1e-4 relative).
+    ``pairedge.core.features.liang2026.to_gray`` (OpenCV's ``COLOR_BGR2GRAY`` differs by one level on ~0.1 %
+    of pixels, enough to move the flow columns by up to 1e-4 relative).
     """
 
     @dataclass(frozen=True, kw_only=True)

@@ -194,7 +194,8 @@ def median3(a: np.ndarray) -> np.ndarray:
 
 
 def candidate_offsets(d: int) -> tuple[tuple[int, int], ...]:
-    """(dy, dx) of the propagation candidates, in the order ties are broken: self, right, left, below, above."""
+    """(dy, dx) of the propagation candidates, in the order ties are broken: self, right, left, below,
+    above."""
     return ((0, 0), (0, d), (0, -d), (d, 0), (-d, 0))
 
 

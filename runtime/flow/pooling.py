@@ -38,8 +38,9 @@ class PoolSettings:
 
 
 def pool_settings(feature_config: Any) -> PoolSettings | None:
-    """The per-person pooling of a normalised feature config (:class:`~pairedge.core.features.edge.PairedgeConfig`),
-    None for a config whose features take the dense field (``liang2026``)."""
+    """The per-person pooling of a normalised feature config
+    (:class:`~pairedge.core.features.edge.PairedgeConfig`), None for a config whose features take the dense
+    field (``liang2026``)."""
     if not isinstance(feature_config, PairedgeConfig):
         return None
     inset = feature_config.pool_inset

@@ -3,8 +3,8 @@
 The table maps a name to ``"module:Class"``; nothing is imported until a backend is asked for, so a GPU
 backend (for example a CUDA kernel with fused per-box pooling) plugs in by adding one row and a module
 whose class reports through :meth:`FlowBackend.unavailable_reason` why it cannot run on a given machine.
-Options are typed: each backend's frozen ``Options`` dataclass (``DISFlow.Options(preset="fast", scale=0.5)``),
-passed as they are or built from keywords; no signature is inspected.
+Options are typed: each backend's frozen ``Options`` dataclass (``DISFlow.Options(preset="fast",
+scale=0.5)``), passed as they are or built from keywords; no signature is inspected.
 """
 
 from __future__ import annotations

@@ -31,7 +31,10 @@ def embed(frame: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     for i in np.flatnonzero((x1 - x0 >= 2) & (y1 - y0 >= 4)):
         hsv = cv2.cvtColor(frame[y0[i] : y1[i], x0[i] : x1[i]], cv2.COLOR_BGR2HSV)
         mid = (y1[i] - y0[i]) // 2
-        halves = [cv2.calcHist([part], [0, 1], None, list(_BINS), list(_RANGES)).reshape(-1) for part in (hsv[:mid], hsv[mid:])]
+        halves = [
+            cv2.calcHist([part], [0, 1], None, list(_BINS), list(_RANGES)).reshape(-1)
+            for part in (hsv[:mid], hsv[mid:])
+        ]
         v = np.sqrt(np.concatenate([h / max(float(h.sum()), 1.0) for h in halves]))
         out[i] = v / max(float(np.linalg.norm(v)), 1e-12)
     return out

@@ -37,8 +37,13 @@ def initial(boxes: np.ndarray, noise: MotionNoise) -> tuple[np.ndarray, np.ndarr
     x[:, 0:2] = b[:, 0:2] + b[:, 2:4] / 2
     x[:, 2:4] = b[:, 2:4]
     h = np.maximum(b[:, 3], 1.0)
-    sd = np.concatenate([np.repeat((2 * noise.position * h)[:, None], 4, 1),
-                         np.repeat((10 * noise.velocity * h * REFERENCE_RATE)[:, None], 4, 1)], axis=1)  # fmt: skip
+    sd = np.concatenate(
+        [
+            np.repeat((2 * noise.position * h)[:, None], 4, 1),
+            np.repeat((10 * noise.velocity * h * REFERENCE_RATE)[:, None], 4, 1),
+        ],
+        axis=1,
+    )
     cov = np.zeros((len(b), 8, 8))
     idx = np.arange(8)
     cov[:, idx, idx] = sd**2

@@ -5,7 +5,8 @@ The default scene is **held out**: seed :data:`DEMO_SEED` of the ``static`` pres
 model's test seeds (:data:`pairedge.core.bundled.RECIPE`: it trained on seeds 0-11 of ``static`` /
 ``moving`` / ``noisy``, chose its link confirmation time on seeds 2000-2003 and is evaluated on 1000-1007).
 Every output names the scene, its seed, the box source (ground truth or the simulated detector) and, for
-the bundled model, the scene's role in its recipe (:func:`scene_role`: a training scene scores optimistically).
+the bundled model, the scene's role in its recipe (:func:`scene_role`: a training scene scores
+optimistically).
 
 Nothing is downloaded and no GPU or torch is needed. The simulator's pair labels (SIM7) are mapped onto the
 model's labels: for the paper's three classes (the bundled model), the "together" pairs keep their label
@@ -35,7 +36,8 @@ from pairedge.core.metrics.result import ScoreReport
 from pairedge.runtime.deployment import Deployment
 
 TOGETHER = frozenset(PAPER3.classes)
-#: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held out).
+#: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held
+#: out).
 DEMO_SEED = 1000
 #: How the outputs name each box source.
 BOX_SOURCES = {
@@ -43,8 +45,15 @@ BOX_SOURCES = {
     "detections": "simulated detector + tracker (jitter, missed occluded people, identity switches)",
 }
 #: The files :func:`run_demo` writes (the only ones it removes from a folder an earlier demo used).
-DEMO_OUTPUTS = ("demo.mp4", "demo.avi", "results.jsonl", "pairs_gt.jsonl", "pairs_gt_paper3.jsonl",
-                "metrics.json", "summary.json")  # fmt: skip
+DEMO_OUTPUTS = (
+    "demo.mp4",
+    "demo.avi",
+    "results.jsonl",
+    "pairs_gt.jsonl",
+    "pairs_gt_paper3.jsonl",
+    "metrics.json",
+    "summary.json",
+)
 
 
 @dataclass(frozen=True)
@@ -112,13 +121,22 @@ class SceneInfo:
 
     def line(self) -> str:
         """One line for the terminal and the notes."""
-        return (f"scene: simulator preset {self.preset}, seed {self.seed}, {self.frames} frames; "
-                f"{BOX_SOURCES[self.boxes]}; {self.role_text}")  # fmt: skip
+        return (
+            f"scene: simulator preset {self.preset}, seed {self.seed}, {self.frames} frames; "
+            f"{BOX_SOURCES[self.boxes]}; {self.role_text}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"preset": self.preset, "seed": self.seed, "frames": self.frames, "boxes": self.boxes,
-                "box_source": BOX_SOURCES[self.boxes], "role": self.role, "held_out": self.held_out,
-                "role_text": self.role_text}  # fmt: skip
+        return {
+            "preset": self.preset,
+            "seed": self.seed,
+            "frames": self.frames,
+            "boxes": self.boxes,
+            "box_source": BOX_SOURCES[self.boxes],
+            "role": self.role,
+            "held_out": self.held_out,
+            "role_text": self.role_text,
+        }
 
 
 def scene_role(preset: str, seed: int, recipe: Mapping[str, Any]) -> tuple[str, str]:
@@ -134,11 +152,15 @@ def scene_role(preset: str, seed: int, recipe: Mapping[str, Any]) -> tuple[str, 
     train, test = families[preset]
     validation = str(recipe.get("confirm", {}).get("seeds", ""))
     if seed in parse_seeds(train):
-        return "training", (f"a TRAINING scene of the bundled model ({preset} seeds {train}): these metrics are "
-                            f"optimistic; its test seeds are {test}")  # fmt: skip
+        return "training", (
+            f"a TRAINING scene of the bundled model ({preset} seeds {train}): these metrics are "
+            f"optimistic; its test seeds are {test}"
+        )
     if validation and seed in parse_seeds(validation):
-        return "validation", (f"a validation scene of the bundled model (its link confirmation time was chosen on "
-                              f"seeds {validation}; it trained on {train})")  # fmt: skip
+        return "validation", (
+            f"a validation scene of the bundled model (its link confirmation time was chosen on "
+            f"seeds {validation}; it trained on {train})"
+        )
     if seed in parse_seeds(test):
         return (
             "test",
@@ -168,7 +190,8 @@ class FrameExample:
 
     Attributes:
         frame: frame index. interactions: ``(id_a, id_b, label, p_interact)``.
-        groups: ``(members, activity)`` (activity None: no activity). truth: the true together pairs ``(id_a, id_b, label)``.
+        groups: ``(members, activity)`` (activity None: no activity). truth: the true together pairs ``(id_a,
+            id_b, label)``.
     """
 
     frame: int
@@ -325,9 +348,13 @@ def _run(
     options = stream.options
     config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
     with deployment.load(config) as pipe:
-        header = {"source": f"simulator preset {scene.preset} seed {scene.seed}", "boxes": scene.boxes,
-                  "scene": scene.to_dict(), "model": describe_model(deployment.folder),
-                  "pipeline": pipe.describe_start()}  # fmt: skip
+        header = {
+            "source": f"simulator preset {scene.preset} seed {scene.seed}",
+            "boxes": scene.boxes,
+            "scene": scene.to_dict(),
+            "model": describe_model(deployment.folder),
+            "pipeline": pipe.describe_start(),
+        }
         writer = open_video_writer(folder, "demo", stream.scene.fps) if options.video else None
         try:
             with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl:

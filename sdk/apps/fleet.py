@@ -30,7 +30,8 @@ EXECUTORS = ("local", "ray")
 
 @dataclass(frozen=True)
 class Outcome(Generic[R]):
-    """One item's result: ``value`` (None on failure), ``error`` (one line, None on success), seconds taken."""
+    """One item's result: ``value`` (None on failure), ``error`` (one line, None on success), seconds
+    taken."""
 
     key: str
     value: R | None
@@ -100,7 +101,8 @@ def run_tasks(
 #: Seconds to wait for a TCP connection to a Ray cluster's address before saying it cannot be reached.
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds a first trivial task may take to run on a Ray worker before the run fails: a worker that cannot
-#: start (its object store cannot be mapped, no CPU resource) would otherwise leave ``ray.wait`` waiting forever.
+#: start (its object store cannot be mapped, no CPU resource) would otherwise leave ``ray.wait`` waiting
+#: forever.
 WORKER_START_TIMEOUT_S = 60.0
 #: The object store of a local Ray: this share of the machine's memory, within [Ray's minimum, the cap], and
 #: at most a quarter of an address-space limit (``ulimit -v``). Ray's own default (30 % of memory, ~7 GB on
@@ -121,9 +123,13 @@ def _check_reachable(address: str) -> None:
         return
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
-        raise InputError(f"--address {address}: expected HOST:PORT (e.g. 10.0.0.5:6379), ray://HOST:10001 or auto")
+        raise InputError(
+            f"--address {address}: expected HOST:PORT (e.g. 10.0.0.5:6379), ray://HOST:10001 or auto"
+        )
     try:
-        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S):
+        with socket.create_connection(
+            (host.strip("[]") or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S
+        ):
             pass
     except OSError as exc:
         reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
@@ -180,8 +186,12 @@ def _address_limit() -> int | None:
 def _init_ray(ray: Any, address: str | None, workers: int | None) -> None:
     """``ray.init`` quietly: no dashboard, no worker output relayed, Ray's own logger at ERROR (its banner
     and notices such as "Token authentication is enabled" are warnings that add stderr lines)."""
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": True,
-                               "logging_level": logging.ERROR}  # fmt: skip
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "configure_logging": True,
+        "logging_level": logging.ERROR,
+    }
     if address:
         options["address"] = address
     else:
@@ -192,13 +202,19 @@ def _init_ray(ray: Any, address: str | None, workers: int | None) -> None:
         ray.init(**options)
     except Exception as exc:  # connection refused, bad address, no resources
         where = f" at {address}" if address else ""
-        raise InputError(f"cannot start or reach the Ray cluster{where}: {type(exc).__name__}: {exc}") from None
+        raise InputError(
+            f"cannot start or reach the Ray cluster{where}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _run_ray(
-    fn: Callable[[T], R], items: Sequence[T], keys: Sequence[str], address: str | None, workers: int | None,
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    keys: Sequence[str],
+    address: str | None,
+    workers: int | None,
     on_done: Callable[[Outcome[R]], None] | None,
-) -> list[Outcome[R]]:  # fmt: skip
+) -> list[Outcome[R]]:
     ray = require("ray", extra="fleet", purpose="--executor ray")
     if address:
         _check_reachable(address)  # seconds, where Ray would retry for minutes
@@ -233,17 +249,23 @@ def _wait_for_a_worker(ray: Any, timeout_s: float | None = None) -> None:
         return
     ray.cancel(ref, force=True)
     limit = _address_limit()
-    cause = (f"this process has an address-space limit (ulimit -v, {limit / 2**30:.1f} GiB) that Ray's workers "
-             "and shared-memory object store cannot start under: raise it or use --executor local"
-             if limit is not None else "the cluster may have no free CPU or its workers fail to start "
-             "(`ray status`; Ray's logs under /tmp/ray/session_latest/logs)")  # fmt: skip
+    cause = (
+        f"this process has an address-space limit (ulimit -v, {limit / 2**30:.1f} GiB) that Ray's workers "
+        "and shared-memory object store cannot start under: raise it or use --executor local"
+        if limit is not None
+        else "the cluster may have no free CPU or its workers fail to start "
+        "(`ray status`; Ray's logs under /tmp/ray/session_latest/logs)"
+    )
     raise InputError(f"no Ray worker started within {timeout_s:g} s: {cause}")
 
 
 def _ray_outcomes(
-    ray: Any, fn: Callable[[T], R], items: Sequence[T], keys: Sequence[str],
+    ray: Any,
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    keys: Sequence[str],
     on_done: Callable[[Outcome[R]], None] | None,
-) -> list[Outcome[R]]:  # fmt: skip
+) -> list[Outcome[R]]:
     """One Ray task per item; outcomes in input order, ``on_done`` in completion order."""
     task = ray.remote(num_cpus=1, max_retries=0)(_guarded)
     pending = {task.remote(fn, key, item): k for k, (key, item) in enumerate(zip(keys, items, strict=True))}

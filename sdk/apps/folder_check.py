@@ -62,7 +62,8 @@ class FolderReport:
 
     Attributes:
         folder: the model folder (absolute).
-        integrity: how the folder's files were checked against its ``manifest.json`` (or why they could not be).
+        integrity: how the folder's files were checked against its ``manifest.json`` (or why they could not
+            be).
         model: feature spec, version, labels and mode of the fp32 models ("" when they do not load).
         flow: the optical-flow backend the features need and whether it runs here (None: no flow needed).
         options: every (precision, backend) pair, runnable or not.
@@ -139,7 +140,10 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
 
     path = Path(folder).expanduser().absolute()
     if not path.is_dir():
-        raise ModelError(f"{folder}: not a model folder (expected a directory with {' and '.join(artefacts.stage_files())})")
+        raise ModelError(
+            f"{folder}: not a model folder (expected a directory with "
+            f"{' and '.join(artefacts.stage_files())})"
+        )
     integrity, problems = _integrity(path)
     # a backend this machine lacks is one row ("all" precisions), not one per precision
     absent = {b: r for b in ORT_BACKENDS if (r := backend_class(b).unavailable_reason()) is not None}
@@ -162,8 +166,9 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
                 problems.append(f"{precision}: fails on realistic features on {backend}: {why}")
             options.append(RunOption(precision, backend, names, why))
     engine_options, engine_problems = _engines(path, gpu)
-    return FolderReport(path, integrity, model, flow, tuple(options + engine_options),
-                        tuple(problems + engine_problems))  # fmt: skip
+    return FolderReport(
+        path, integrity, model, flow, tuple(options + engine_options), tuple(problems + engine_problems)
+    )
 
 
 def _integrity(path: Path) -> tuple[str, list[str]]:
@@ -175,8 +180,10 @@ def _integrity(path: Path) -> tuple[str, list[str]]:
     except PairedgeError as exc:
         return f"unreadable {MANIFEST_NAME}", [str(exc)]
     if manifest is None:
-        return (f"unverified: no {MANIFEST_NAME} (exported before manifests); re-export with `pairedge export` "
-                "to record SHA-256 hashes"), []  # fmt: skip
+        return (
+            f"unverified: no {MANIFEST_NAME} (exported before manifests); re-export with `pairedge export` "
+            "to record SHA-256 hashes"
+        ), []
     # engines (often large) are hashed once, against their own engine manifests, in _engine_reason
     names = [n for n, entry in manifest.files.items() if entry.role != artefacts.ENGINE_ROLE]
     try:
@@ -213,8 +220,10 @@ def _describe(pair: Any) -> tuple[str, str | None]:
     except PairedgeError as exc:
         return f"{meta.feature_spec} v{meta.feature_spec_version}: {exc}", None
     mode = "flow" if spec_uses_flow(spec, config) else "box-only"
-    model = (f"{meta.feature_spec} v{meta.feature_spec_version}, {mode}, stage 1 {pair.stage1.num_features} / "
-             f"stage 2 {pair.stage2.num_features} features, labels {', '.join(meta.labels)}")  # fmt: skip
+    model = (
+        f"{meta.feature_spec} v{meta.feature_spec_version}, {mode}, stage 1 {pair.stage1.num_features} / "
+        f"stage 2 {pair.stage2.num_features} features, labels {', '.join(meta.labels)}"
+    )
     if mode == "box-only":
         return model, None
     name = spec.flow_backend
@@ -246,8 +255,10 @@ def _ort_reason(backend: str, pair: Any) -> str | None:
                     logits = session.infer(rows[:n])
                     bad = int((~np.isfinite(logits)).any(axis=1).sum())
                     if bad:
-                        return (f"{model.path.name}: NaN or inf logits for {bad} of {n} pairs of realistic "
-                                "features; the model is broken: re-export or re-calibrate it")  # fmt: skip
+                        return (
+                            f"{model.path.name}: NaN or inf logits for {bad} of {n} pairs of realistic "
+                            "features; the model is broken: re-export or re-calibrate it"
+                        )
         except Exception as exc:  # a provider that loads but cannot run this graph: report, never crash
             line = f"{type(exc).__name__}: {exc}".splitlines()[0]
             return f"{model.path.name} on a batch of realistic features: {line}"
@@ -258,19 +269,31 @@ def _engines(path: Path, gpu: LocalGpu | None) -> tuple[list[RunOption], list[st
     """One option per (engine folder, precision) with both stages' engines judged against ``gpu``."""
     root = path / artefacts.ENGINES_DIR
     if not root.is_dir():
-        why = f"no {artefacts.ENGINES_DIR}/ folder: `pairedge build` makes the engines on the device (TensorRT and a GPU)"
+        why = (
+            f"no {artefacts.ENGINES_DIR}/ folder: `pairedge build` makes the engines on the device "
+            "(TensorRT and a GPU)"
+        )
         return [RunOption("all", "tensorrt", (), why)], []
     gpu = gpu if gpu is not None else local_gpu()
     options: list[RunOption] = []
     problems: list[str] = []
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         # the precisions with an engine file of the table here (other files are no stage's engines)
-        found = [p for p in artefacts.PRECISIONS
-                 if any(os.path.lexists(sub / a.engine) for a in artefacts.stage_artefacts(p))]  # fmt: skip
+        found = [
+            p
+            for p in artefacts.PRECISIONS
+            if any(os.path.lexists(sub / a.engine) for a in artefacts.stage_artefacts(p))
+        ]
         for precision in sorted(found):
             files = tuple(a.engine_path(sub.name) for a in artefacts.stage_artefacts(precision))
-            reasons = [r for r in (_engine_reason(path, path / f, s, gpu, problems) for s, f in
-                                   zip(artefacts.STAGES, files, strict=True)) if r]  # fmt: skip
+            reasons = [
+                r
+                for r in (
+                    _engine_reason(path, path / f, s, gpu, problems)
+                    for s, f in zip(artefacts.STAGES, files, strict=True)
+                )
+                if r
+            ]
             options.append(RunOption(precision, f"tensorrt ({sub.name})", files, "; ".join(reasons) or None))
     return options, problems
 
@@ -309,8 +332,10 @@ def _engine_reason(folder: Path, engine: Path, stage: int, gpu: LocalGpu, proble
         return f"{engine.name}: broken (see problems)"
     if gpu.tensorrt_version is None or gpu.compute_capability is None:
         missing = [x for x in (gpu.tensorrt_reason, gpu.gpu_reason) if x]
-        return (f"built for {manifest.device_name} (compute capability {manifest.compute_capability}, TensorRT "
-                f"{manifest.tensorrt_version}); this machine: " + "; ".join(missing))  # fmt: skip
+        return (
+            f"built for {manifest.device_name} (compute capability {manifest.compute_capability}, TensorRT "
+            f"{manifest.tensorrt_version}); this machine: " + "; ".join(missing)
+        )
     env = EngineEnvironment(gpu.tensorrt_version, "", gpu.device_name or "", gpu.compute_capability)
     try:
         check_compatible(manifest, env, onnx_sha256=onnx_sha256, model_dir=folder, engine=engine)

@@ -77,7 +77,8 @@ def _onnxruntime_checks() -> list[Check]:
                 "onnxruntime packages",
                 False,
                 f"both onnxruntime {cpu} and onnxruntime-gpu {gpu} are installed; they share one module and "
-                "break each other: pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu",
+                "break each other: pip uninstall -y onnxruntime onnxruntime-gpu && pip install "
+                "onnxruntime-gpu",
             )
         )
     try:
@@ -137,18 +138,21 @@ def _nvcc_check() -> Check:
 
 def _flow_backends_check() -> Check:
     """Which registered flow backends run here (the CUDA one needs cuda-python or pycuda, a driver and a GPU,
-    or ``PAIREDGE_CUDA_EMULATION=hip-cpu`` and the emulated device's toolchain: then it is "cuda (emulated)")."""
+    or ``PAIREDGE_CUDA_EMULATION=hip-cpu`` and the emulated device's toolchain: then it is "cuda
+    (emulated)")."""
     from pairedge.gpu.cuda.status import emulation_setting
     from pairedge.runtime.flow import available_flow_backends  # lazy: the runtime registry, no GPU import
 
     found = available_flow_backends()
     emulated = emulation_setting()[0]
-    usable = [f"{name} (emulated)" if name == "cuda" and emulated else name
-              for name, reason in found.items() if reason is None]  # fmt: skip
+    usable = [
+        f"{name} (emulated)" if name == "cuda" and emulated else name
+        for name, reason in found.items()
+        if reason is None
+    ]
     missing = "; ".join(f"{name}: {reason}" for name, reason in found.items() if reason is not None)
     detail = "usable: " + ", ".join(usable) + (f" (not usable: {missing})" if missing else "")
     return Check("flow backends", bool(usable), detail)
-
 
 
 # -- Jetson rows: L4T / JetPack, power mode, clocks, where OpenCV and numpy come from, rosbags, ray ----------
@@ -164,7 +168,8 @@ SMALL_FILE_BYTES = 4096
 MAX_CPUS = 256
 #: where the L4T release file is (relative to ``root``)
 TEGRA_RELEASE = "etc/nv_tegra_release"
-#: GPU devfreq nodes: Orin (``bus@0/17000000.gpu``), older Jetsons (``17000000.ga10b``, ``57000000.gpu``), Thor
+#: GPU devfreq nodes: Orin (``bus@0/17000000.gpu``), older Jetsons (``17000000.ga10b``, ``57000000.gpu``),
+#: Thor
 GPU_FREQ_GLOBS = (
     "sys/devices/platform/*gpu*/devfreq/*/cur_freq",
     "sys/devices/platform/bus@0/*gpu*/devfreq/*/cur_freq",
@@ -172,7 +177,12 @@ GPU_FREQ_GLOBS = (
     "sys/class/devfreq/*ga10b*/cur_freq",
 )
 #: pip distributions of OpenCV; on a Jetson none of them should be in the venv (JetPack's cv2 is used)
-OPENCV_DISTS = ("opencv-contrib-python-headless", "opencv-python-headless", "opencv-contrib-python", "opencv-python")
+OPENCV_DISTS = (
+    "opencv-contrib-python-headless",
+    "opencv-python-headless",
+    "opencv-contrib-python",
+    "opencv-python",
+)
 NOT_A_JETSON = f"not a Jetson (no /{TEGRA_RELEASE})"
 
 Runner = Callable[..., Any]
@@ -203,7 +213,8 @@ def _run(runner: Runner, argv: Sequence[str]) -> tuple[str | None, str]:
 
 
 def parse_tegra_release(text: str) -> str | None:
-    """``# R36 (release), REVISION: 4.3, GCID: ...`` -> ``"36.4.3"``; None when the line is not of that form."""
+    """``# R36 (release), REVISION: 4.3, GCID: ...`` -> ``"36.4.3"``; None when the line is not of that
+    form."""
     m = re.search(r"R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)(?:\.(\d+))?", text)
     if m is None:
         return None
@@ -216,7 +227,8 @@ def is_jetson(root: Path) -> bool:
 
 
 def l4t_check(root: Path, runner: Runner) -> Check:
-    """``Jetson L4T / JetPack``: the L4T release and, when the meta-package is installed, JetPack's version."""
+    """``Jetson L4T / JetPack``: the L4T release and, when the meta-package is installed, JetPack's
+    version."""
     text = _small_text(root / TEGRA_RELEASE)
     if text is None:
         return Check("Jetson L4T / JetPack", False, NOT_A_JETSON)
@@ -303,13 +315,18 @@ def opencv_origin_check(root: Path) -> Check:
         return Check("OpenCV build", True, f"system build, no pip package ({where})")
     detail = f"pip {', '.join(dists)} ({where})"
     if is_jetson(root):
-        return Check("OpenCV build", False, f"{detail}: it shadows JetPack's OpenCV; pip uninstall -y "
-                     f"{' '.join(d.split()[0] for d in dists)} (docs/jetson.md)")  # fmt: skip
+        return Check(
+            "OpenCV build",
+            False,
+            f"{detail}: it shadows JetPack's OpenCV; pip uninstall -y "
+            f"{' '.join(d.split()[0] for d in dists)} (docs/jetson.md)",
+        )
     return Check("OpenCV build", True, detail)
 
 
 def numpy_origin_check(root: Path) -> Check:
-    """``numpy build``: version and place; on a Jetson numpy 2 breaks JetPack's cv2 / TensorRT (built for 1.x)."""
+    """``numpy build``: version and place; on a Jetson numpy 2 breaks JetPack's cv2 / TensorRT (built for
+    1.x)."""
     where = _origin("numpy")
     version = _dist_version("numpy")
     if where is None or version is None:
@@ -317,8 +334,12 @@ def numpy_origin_check(root: Path) -> Check:
     place = "venv" if _in_venv(where) else "system"
     detail = f"{version} ({place}: {where})"
     if is_jetson(root) and version.split(".")[0] != "1":
-        return Check("numpy build", False, f"{detail}: JetPack's OpenCV and TensorRT bindings are built for "
-                     "numpy 1.x; reinstall with install/jetson/constraints-jp<6|7>.txt (docs/jetson.md)")  # fmt: skip
+        return Check(
+            "numpy build",
+            False,
+            f"{detail}: JetPack's OpenCV and TensorRT bindings are built for "
+            "numpy 1.x; reinstall with install/jetson/constraints-jp<6|7>.txt (docs/jetson.md)",
+        )
     return Check("numpy build", True, detail)
 
 
@@ -342,8 +363,12 @@ def jetson_checks(root: Path = Path("/"), runner: Runner = subprocess.run) -> li
         numpy_origin_check(root),
         package_check("rosbags", "ros", "reading ROS 2 bags"),
         package_check("ray", "fleet", "pairedge eval --executor ray"),
-        package_check("trackers", "trackers", "--tracker bytetrack / ocsort / botsort",
-                      "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'"),
+        package_check(
+            "trackers",
+            "trackers",
+            "--tracker bytetrack / ocsort / botsort",
+            "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'",
+        ),
     ]
 
 
@@ -359,7 +384,9 @@ def probe() -> Probe:
     checks = [
         Check("python", True, f"{platform.python_version()} ({platform.machine()}, {platform.system()})"),
         _module_check("numpy", "numpy"),
-        _module_check("opencv", "cv2", "opencv-contrib-python-headless", "opencv-python-headless", "opencv-python"),
+        _module_check(
+            "opencv", "cv2", "opencv-contrib-python-headless", "opencv-python-headless", "opencv-python"
+        ),
         *_onnxruntime_checks(),
         _module_check("onnx", "onnx"),
         _torch_check(),
@@ -381,24 +408,36 @@ def _detector_check() -> Check:
     from pairedge.runtime.detectors.bundled import bundled_detector
     from pairedge.runtime.detectors.hog import HogDetector
 
-    hog = "HOG available (--detector hog)" if HogDetector.unavailable_reason() is None else "no HOG in this OpenCV"
+    hog = (
+        "HOG available (--detector hog)"
+        if HogDetector.unavailable_reason() is None
+        else "no HOG in this OpenCV"
+    )
     try:
         b = bundled_detector()
         b.path("fp32"), b.path("fp16")
     except ModelError as exc:
         return Check("detector", False, f"bundled detector unusable: {exc}; {hog}")
-    return Check("detector", True, f"{b.name}: {b.title}, {b.source}; licence {b.licence} (LICENSE and PROVENANCE.md "
-                 f"in {b.folder}); files verified (fp32, fp16); the default without --detections; {hog}")  # fmt: skip
+    return Check(
+        "detector",
+        True,
+        f"{b.name}: {b.title}, {b.source}; licence {b.licence} (LICENSE and PROVENANCE.md "
+        f"in {b.folder}); files verified (fp32, fp16); the default without --detections; {hog}",
+    )
 
 
 def _feature_kernels_check() -> Check:
-    """Whether the features' hot loops run compiled (``_pairkernel``, built by pip where a C compiler is) or by
-    numpy."""
+    """Whether the features' hot loops run compiled (``_pairkernel``, built by pip where a C compiler is) or
+    by numpy."""
     from pairedge.core.features import compiled
 
     if compiled.implementation() == "compiled":
         return Check("feature kernels", True, "compiled (_pairkernel: pair block, flow sums, track history)")
-    why = "PAIREDGE_PAIR_KERNEL=numpy" if compiled.forced_numpy() else "not built: no C compiler when pip installed pairedge"
+    why = (
+        "PAIREDGE_PAIR_KERNEL=numpy"
+        if compiled.forced_numpy()
+        else "not built: no C compiler when pip installed pairedge"
+    )
     return Check("feature kernels", False, f"numpy ({why}); the same values, slower with crowds")
 
 

@@ -98,7 +98,8 @@ class DecisionRule:
         return self.top1(z) if stage == 2 else self.gate(z).astype(np.int64)
 
     def margin(self, stage: int, z: np.ndarray) -> np.ndarray:
-        """(N,) float64 distance of each decision to its boundary, in probability (see the module docstring)."""
+        """(N,) float64 distance of each decision to its boundary, in probability (see the module
+        docstring)."""
         if stage == 1:
             p = self.gate_probability(z).astype(np.float64)
             return np.abs(p - self._tau(len(p)))
@@ -111,8 +112,11 @@ class DecisionRule:
         return p[:, -1] - p[:, -2]
 
     def to_dict(self) -> dict[str, Any]:
-        tau = float(self.tau) if np.ndim(self.tau) == 0 else {"per_row": True, "min": float(np.min(self.tau)),
-                                                        "max": float(np.max(self.tau))}  # fmt: skip
+        tau = (
+            float(self.tau)
+            if np.ndim(self.tau) == 0
+            else {"per_row": True, "min": float(np.min(self.tau)), "max": float(np.max(self.tau))}
+        )
         return {"tau": tau, "near_tie": self.near_tie}
 
 
@@ -132,8 +136,9 @@ def top1_scope(rule: DecisionRule, n: int, reference_stage1: np.ndarray | None) 
     if reference_stage1 is None:
         return np.ones(n, bool), SCOPE_ALL
     if len(reference_stage1) != n:
-        raise InputError(f"reference stage-1 logits: expected {n} rows (one per stage-2 row), got "
-                         f"{len(reference_stage1)}")  # fmt: skip
+        raise InputError(
+            f"reference stage-1 logits: expected {n} rows (one per stage-2 row), got {len(reference_stage1)}"
+        )
     gated = rule.gate(reference_stage1)
     return (gated, SCOPE_GATED) if gated.any() else (np.ones(n, bool), SCOPE_ALL_NONE_GATED)
 
@@ -196,8 +201,12 @@ class DecisionAgreement:
         return (self.agreed + self.near_tie_disagreements) / self.rows if self.rows else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "disagreements": self.disagreements, "agreement": self.agreement,
-                "agreement_excl_near_ties": self.agreement_excl_near_ties}  # fmt: skip
+        return {
+            **asdict(self),
+            "disagreements": self.disagreements,
+            "agreement": self.agreement,
+            "agreement_excl_near_ties": self.agreement_excl_near_ties,
+        }
 
 
 @dataclass(frozen=True)
@@ -211,8 +220,12 @@ class StageComparison:
     logits_all: LogitError
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "decision": self.decision.to_dict(), "logits": self.logits.to_dict(),
-                "logits_all": self.logits_all.to_dict()}  # fmt: skip
+        return {
+            "stage": self.stage,
+            "decision": self.decision.to_dict(),
+            "logits": self.logits.to_dict(),
+            "logits_all": self.logits_all.to_dict(),
+        }
 
 
 def compare_stage(
@@ -234,8 +247,10 @@ def compare_stage(
     rule = rule or DecisionRule()
     reference, candidate = np.asarray(reference), np.asarray(candidate)
     if reference.shape != candidate.shape or reference.ndim != 2:
-        raise InputError(f"stage-{stage} logits: expected the candidate's shape to be the reference's "
-                         f"{reference.shape} (rows, classes), got {candidate.shape}")  # fmt: skip
+        raise InputError(
+            f"stage-{stage} logits: expected the candidate's shape to be the reference's "
+            f"{reference.shape} (rows, classes), got {candidate.shape}"
+        )
     n = len(reference)
     if stage == 2:
         rows, scope = top1_scope(rule, n, reference_stage1)
@@ -244,8 +259,14 @@ def compare_stage(
     ref, cand = reference[rows], candidate[rows]
     same = rule.decisions(stage, ref) == rule.decisions(stage, cand)
     tie = rule.margin(stage, ref) < rule.near_tie
-    decision = DecisionAgreement("gate" if stage == 1 else "top1", scope, int(rows.sum()), int(same.sum()),
-                                 int(tie.sum()), int((tie & ~same).sum()))  # fmt: skip
+    decision = DecisionAgreement(
+        "gate" if stage == 1 else "top1",
+        scope,
+        int(rows.sum()),
+        int(same.sum()),
+        int(tie.sum()),
+        int((tie & ~same).sum()),
+    )
     err = LogitError.of(ref, cand)
     return StageComparison(stage, decision, err, err if rows.all() else LogitError.of(reference, candidate))
 
@@ -270,8 +291,11 @@ def compare(
     """Compare a candidate's (stage-1, stage-2) logits with the reference's, every array (N, C) of the same
     N rows (pair-frames): the gate on every row, the top-1 on the rows the reference gates."""
     rule = rule or DecisionRule()
-    return Comparison(rule, compare_stage(1, reference[0], candidate[0], rule),
-                      compare_stage(2, reference[1], candidate[1], rule, reference_stage1=reference[0]))  # fmt: skip
+    return Comparison(
+        rule,
+        compare_stage(1, reference[0], candidate[0], rule),
+        compare_stage(2, reference[1], candidate[1], rule, reference_stage1=reference[0]),
+    )
 
 
 # -- the pass / fail arithmetic ---------------------------------------------------------------------------
@@ -300,10 +324,13 @@ def decision_problem(d: DecisionAgreement, minimum: float) -> str | None:
     if not d.rows or d.agreement_excl_near_ties >= minimum:
         return None
     what = "stage-1 gate" if d.output == "gate" else "stage-2 top-1"
-    ties = (f"; {d.near_tie_disagreements} near-tie disagreement(s) excepted"
-            if d.near_tie_disagreements else "")  # fmt: skip
-    return (f"{what} agreement {d.agreement_excl_near_ties:.4f} < {minimum:g} on {d.rows} rows ({d.scope}; "
-            f"{d.disagreements} disagreement(s){ties})")  # fmt: skip
+    ties = (
+        f"; {d.near_tie_disagreements} near-tie disagreement(s) excepted" if d.near_tie_disagreements else ""
+    )
+    return (
+        f"{what} agreement {d.agreement_excl_near_ties:.4f} < {minimum:g} on {d.rows} rows ({d.scope}; "
+        f"{d.disagreements} disagreement(s){ties})"
+    )
 
 
 def nonfinite_problem(s: StageComparison) -> str | None:
@@ -312,8 +339,9 @@ def nonfinite_problem(s: StageComparison) -> str | None:
     return f"stage{s.stage} logits are NaN or inf for {bad} of {s.logits_all.rows} rows" if bad else None
 
 
-def metric_delta(name: str, reference: float, candidate: float, max_drop: float,
-                 who: str = "the candidate") -> tuple[float, str | None]:  # fmt: skip
+def metric_delta(
+    name: str, reference: float, candidate: float, max_drop: float, who: str = "the candidate"
+) -> tuple[float, str | None]:
     """``candidate - reference`` of a task metric and the problem when it drops more than ``max_drop``.
 
     Undefined (NaN) on both sides: delta 0, nothing to compare; on one side only: delta NaN and a problem.
@@ -325,21 +353,26 @@ def metric_delta(name: str, reference: float, candidate: float, max_drop: float,
         return 0.0, None
     delta = candidate - reference
     if delta < -max_drop - 1e-12:
-        return delta, (f"{name} drops {-delta * 100:.2f} points ({reference:.4f} -> {candidate:.4f}), "
-                       f"tolerance {max_drop * 100:.2f}")  # fmt: skip
+        return delta, (
+            f"{name} drops {-delta * 100:.2f} points ({reference:.4f} -> {candidate:.4f}), "
+            f"tolerance {max_drop * 100:.2f}"
+        )
     return delta, None
 
 
-def mpca_pair(truth: np.ndarray, reference_top1: np.ndarray, candidate_top1: np.ndarray,
-              num_classes: int) -> tuple[float, float]:  # fmt: skip
+def mpca_pair(
+    truth: np.ndarray, reference_top1: np.ndarray, candidate_top1: np.ndarray, num_classes: int
+) -> tuple[float, float]:
     """MPCA of the reference's and of the candidate's stage-2 labels against ``truth`` (rows with truth >= 0;
     a label of -1, "not classified", counts as wrong)."""
     from pairedge.core.metrics.pairwise import classification_metrics
 
     known = np.asarray(truth) >= 0
     t = np.asarray(truth)[known]
-    return (classification_metrics(t, np.asarray(reference_top1)[known], num_classes).mpca,
-            classification_metrics(t, np.asarray(candidate_top1)[known], num_classes).mpca)  # fmt: skip
+    return (
+        classification_metrics(t, np.asarray(reference_top1)[known], num_classes).mpca,
+        classification_metrics(t, np.asarray(candidate_top1)[known], num_classes).mpca,
+    )
 
 
 def judge(
@@ -350,9 +383,12 @@ def judge(
     """PASS when both stages' logits are finite, gate and top-1 agreement (near-ties excepted) reach their
     minimums and, given ``mpca`` = (reference, candidate), the MPCA drops at most ``max_mpca_drop``."""
     tol = tolerances or AgreementTolerances()
-    found = [nonfinite_problem(comparison.gate), nonfinite_problem(comparison.top1),
-             decision_problem(comparison.gate.decision, tol.min_gate_agreement),
-             decision_problem(comparison.top1.decision, tol.min_top1_agreement)]  # fmt: skip
+    found = [
+        nonfinite_problem(comparison.gate),
+        nonfinite_problem(comparison.top1),
+        decision_problem(comparison.gate.decision, tol.min_gate_agreement),
+        decision_problem(comparison.top1.decision, tol.min_top1_agreement),
+    ]
     if mpca is not None:
         found.append(metric_delta("MPCA", mpca[0], mpca[1], tol.max_mpca_drop)[1])
     problems = tuple(p for p in found if p)

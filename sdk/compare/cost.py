@@ -32,8 +32,8 @@ def _load(model: Any) -> Any:
 
 def gemm_macs(model: Any) -> dict[str, tuple[int, bool]]:
     """Every Gemm / MatMul of an ONNX model (ModelProto or path) with a constant weight (through its
-    ``DequantizeLinear``): node name -> (multiply-adds per pair, whether it runs in int8: both inputs come from
-    a ``DequantizeLinear``)."""
+    ``DequantizeLinear``): node name -> (multiply-adds per pair, whether it runs in int8: both inputs come
+    from a ``DequantizeLinear``)."""
     g = _load(model).graph
     sizes = {t.name: int(np.prod(t.dims)) for t in g.initializer}
     producer = {o: n for n in g.node for o in n.output}
@@ -47,7 +47,10 @@ def gemm_macs(model: Any) -> dict[str, tuple[int, bool]]:
             weight = dq.input[0]
         if weight in sizes:
             act = producer.get(node.input[0])
-            out[node.name] = (sizes[weight], quantized and act is not None and act.op_type == "DequantizeLinear")
+            out[node.name] = (
+                sizes[weight],
+                quantized and act is not None and act.op_type == "DequantizeLinear",
+            )
     return out
 
 
@@ -57,8 +60,13 @@ def graph_macs(model: Any) -> dict[str, Any]:
     per_node = gemm_macs(model).values()
     total = sum(m for m, _ in per_node)
     int8 = sum(m for m, q in per_node if q)
-    return {"macs_per_pair": total, "int8_macs_per_pair": int8, "int8_share": int8 / max(total, 1),
-            "gemms": len(per_node), "int8_gemms": sum(q for _, q in per_node)}  # fmt: skip
+    return {
+        "macs_per_pair": total,
+        "int8_macs_per_pair": int8,
+        "int8_share": int8 / max(total, 1),
+        "gemms": len(per_node),
+        "int8_gemms": sum(q for _, q in per_node),
+    }
 
 
 def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
@@ -66,7 +74,6 @@ def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
     a = np.asarray(samples_ms, np.float64)
     p50, p90, p99 = (float(v) for v in np.percentile(a, [50, 90, 99]))
     return {"p50": p50, "p90": p90, "p99": p99, "mean": float(a.mean())}
-
 
 
 def classifier_latency(
@@ -111,16 +118,16 @@ def classifier_latency(
 def precision_costs(
     files: Mapping[str, Path], rows: np.ndarray, pair_counts: Sequence[int] = PAIR_COUNTS, repeats: int = 30
 ) -> dict[str, dict[str, Any]]:
-    """Per precision: multiply-adds per pair (int8 share), file bytes and ONNX Runtime CPU latency (one intra-op
-    thread, the p50 of ``repeats`` interleaved calls) per pair count.
+    """Per precision: multiply-adds per pair (int8 share), file bytes and ONNX Runtime CPU latency (one
+    intra-op thread, the p50 of ``repeats`` interleaved calls) per pair count.
 
     Args:
         files: precision (``"fp32"``, ``"fp16"``, ``"int8"``) -> the stage's ONNX file.
         rows: (M, F) float32 real feature rows of the stage.
 
     Returns:
-        ``{precision: {"macs_per_pair", "int8_macs_per_pair", "int8_share", "bytes", "latency_ms": {pairs: p50},
-        "vs_fp32": {pairs: ratio}}}`` (``vs_fp32`` when fp32 is among ``files``).
+        ``{precision: {"macs_per_pair", "int8_macs_per_pair", "int8_share", "bytes", "latency_ms": {pairs:
+        p50}, "vs_fp32": {pairs: ratio}}}`` (``vs_fp32`` when fp32 is among ``files``).
     """
     from pairedge.runtime.backends.model import load_model
     from pairedge.runtime.backends.ort import OnnxRuntimeBackend
@@ -133,8 +140,11 @@ def precision_costs(
             b.deactivate()
     out: dict[str, dict[str, Any]] = {}
     for (name, path), lat in zip(files.items(), timed, strict=True):
-        out[name] = {**graph_macs(path), "bytes": Path(path).stat().st_size,
-                     "latency_ms": {int(n): v["p50"] for n, v in lat.items()}}  # fmt: skip
+        out[name] = {
+            **graph_macs(path),
+            "bytes": Path(path).stat().st_size,
+            "latency_ms": {int(n): v["p50"] for n, v in lat.items()},
+        }
     if "fp32" in out:
         base = out["fp32"]["latency_ms"]
         for entry in out.values():

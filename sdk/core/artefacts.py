@@ -164,7 +164,8 @@ def stage_files(precision: str = "fp32") -> tuple[str, str]:
 
 
 def find(file_name: str | PurePath) -> Artefact | None:
-    """The record whose ONNX or engine file is named ``file_name`` (a name or a path: its last part), or None."""
+    """The record whose ONNX or engine file is named ``file_name`` (a name or a path: its last part), or
+    None."""
     return _BY_FILE.get(PurePath(file_name).name)
 
 

@@ -20,7 +20,8 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def nms_keep(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
-    """(N,) bool: boxes kept by greedy non-maximum suppression at ``iou`` (higher score wins, then lower index)."""
+    """(N,) bool: boxes kept by greedy non-maximum suppression at ``iou`` (higher score wins, then lower
+    index)."""
     n = len(boxes)
     keep = np.ones(n, bool)
     if n < 2:

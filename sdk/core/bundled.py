@@ -4,7 +4,8 @@
 walking / standing / sitting together), trained on simulator scenes of mixed presets (including the moving
 lawnmower camera and randomized elevated ``surveillance`` cameras) with the ``pairedge`` feature spec (v2:
 body-orientation columns, masked or from the motion direction when no orientation is given). The stage-1
-threshold and the runtime's link confirmation time are chosen on simulator validation data. Reproduce them with one command::
+threshold and the runtime's link confirmation time are chosen on simulator validation data. Reproduce them
+with one command::
 
     python -m pairedge.apps.recipes.default_model --out sdk/models/default
 
@@ -39,7 +40,8 @@ RECIPE: dict[str, Any] = {
         "architecture": "stage1_mlp",
         "hidden": [64, 32],
         # z-scores squashed inside the graph beyond each column's 99.9th percentile of |z| (the knee), as
-        # knee + log1p(|z| - knee): the heavy tails (speeds, distances up to 40 std on the training rows) reach
+        # knee + log1p(|z| - knee): the heavy tails (speeds, distances up to 40 std on the training rows)
+        # reach
         # the first layer, in every precision, a few units beyond the knee (issue 38)
         "input_squash": 1.0,
         "epochs": 40,
@@ -93,16 +95,32 @@ QAT_RECIPE: dict[str, Any] = {
     # fp32 shape. Ranges: the inputs and hidden units equalised half-way, int8 ranges at the 99.99th
     # percentile of the training rows' magnitudes (stage 2 stays below its agreement target: docs/training.md)
     "stage1": {
-        "equalize": 99.99, "equalize_strength": 0.5, "hidden_strength": 0.5,
-        "calibration": "percentile", "percentile": 99.99,
-        "epochs": 20, "lr": 1e-4, "batch_size": 512, "samples_per_epoch": 100000, "weight_decay": 0.0,
-        "huber": 0.02, "seed": 0,
+        "equalize": 99.99,
+        "equalize_strength": 0.5,
+        "hidden_strength": 0.5,
+        "calibration": "percentile",
+        "percentile": 99.99,
+        "epochs": 20,
+        "lr": 1e-4,
+        "batch_size": 512,
+        "samples_per_epoch": 100000,
+        "weight_decay": 0.0,
+        "huber": 0.02,
+        "seed": 0,
     },
     "stage2": {
-        "equalize": 99.99, "equalize_strength": 0.5, "hidden_strength": 0.5,
-        "calibration": "percentile", "percentile": 99.99,
-        "epochs": 30, "lr": 1e-4, "batch_size": 512, "samples_per_epoch": 100000, "weight_decay": 0.0,
-        "huber": 0.02, "seed": 0,
+        "equalize": 99.99,
+        "equalize_strength": 0.5,
+        "hidden_strength": 0.5,
+        "calibration": "percentile",
+        "percentile": 99.99,
+        "epochs": 30,
+        "lr": 1e-4,
+        "batch_size": 512,
+        "samples_per_epoch": 100000,
+        "weight_decay": 0.0,
+        "huber": 0.02,
+        "seed": 0,
         # stage 2's rows: the together pairs and every pair the fp32 stage 1 gives p_interact >= 0.3
         "gate_floor": 0.3,
     },

@@ -1,4 +1,5 @@
-"""Label sets. A model's label set is data stored in its metadata; these are the ones pairedge knows by name."""
+"""Label sets. A model's label set is data stored in its metadata; these are the ones pairedge knows by
+name."""
 
 from __future__ import annotations
 

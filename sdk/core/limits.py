@@ -129,9 +129,10 @@ def regular_file(path: str | Path, expected: str, limit: int | None = None) -> i
         raise FormatError(p, f"{_kind(st.st_mode)}{link}, not a regular file; expected {expected}")
     if limit is not None and st.st_size > limit:
         raise FormatError(
-            p, f"{describe_size(st.st_size)}, more than the {describe_size(limit)} ceiling for {expected} "
+            p,
+            f"{describe_size(st.st_size)}, more than the {describe_size(limit)} ceiling for {expected} "
             f"(pairedge.core.limits); check that it is the right file",
-        )  # fmt: skip
+        )
     return int(st.st_size)
 
 
@@ -214,9 +215,11 @@ def check_lines(path: str | Path, data: bytes | str, expected: str, limit: int |
         stop = len(data) if end < 0 else end
         if stop - start > limit:
             raise FormatError(
-                path, f"a line of {describe_size(stop - start)}, more than the {describe_size(limit)} "
-                f"ceiling for one line of {expected} (pairedge.core.limits); is it the right file?", f"line {line}",
-            )  # fmt: skip
+                path,
+                f"a line of {describe_size(stop - start)}, more than the {describe_size(limit)} "
+                f"ceiling for one line of {expected} (pairedge.core.limits); is it the right file?",
+                f"line {line}",
+            )
         if end < 0:
             return
         start, line = end + 1, line + 1
@@ -235,10 +238,11 @@ def check_frame_size(width: int, height: int, source: str) -> None:
         raise FormatError(source, f"an image of {w} x {h} pixels; expected a positive width and height")
     if w > MAX_FRAME_SIDE or h > MAX_FRAME_SIDE or w * h > MAX_FRAME_PIXELS:
         raise FormatError(
-            source, f"an image of {w} x {h} pixels ({w * h / 1e6:.1f} MP), more than the ceiling of "
-            f"{MAX_FRAME_PIXELS / 1e6:g} MP and {MAX_FRAME_SIDE} px a side (pairedge.core.limits.MAX_FRAME_PIXELS); "
-            "resize the input",
-        )  # fmt: skip
+            source,
+            f"an image of {w} x {h} pixels ({w * h / 1e6:.1f} MP), more than the ceiling of "
+            f"{MAX_FRAME_PIXELS / 1e6:g} MP and {MAX_FRAME_SIDE} px a side "
+            "(pairedge.core.limits.MAX_FRAME_PIXELS); resize the input",
+        )
 
 
 def check_sim_work(seeds: int, frames: int, what: str) -> None:
@@ -246,7 +250,8 @@ def check_sim_work(seeds: int, frames: int, what: str) -> None:
     :data:`MAX_SIM_TOTAL_FRAMES` in all, before any scene is rendered.
 
     Args:
-        seeds: number of scenes (seeds) asked for; frames: frames per scene; what: the option, for the message.
+        seeds: number of scenes (seeds) asked for; frames: frames per scene; what: the option, for the
+            message.
 
     Raises:
         InputError: naming the option, the count and the ceiling.
@@ -257,12 +262,13 @@ def check_sim_work(seeds: int, frames: int, what: str) -> None:
         )
     if frames > MAX_SIM_FRAMES:
         raise InputError(
-            f"{what}: {frames:,} frames per scene, more than the ceiling of {MAX_SIM_FRAMES:,} (pairedge.core.limits)"
+            f"{what}: {frames:,} frames per scene, more than the ceiling of {MAX_SIM_FRAMES:,} "
+            "(pairedge.core.limits)"
         )
     if seeds * frames > MAX_SIM_TOTAL_FRAMES:
         raise InputError(
-            f"{what}: {seeds:,} seeds x {frames:,} frames = {seeds * frames:,} frames, more than the ceiling of "
-            f"{MAX_SIM_TOTAL_FRAMES:,} in all (pairedge.core.limits); ask for fewer seeds or frames"
+            f"{what}: {seeds:,} seeds x {frames:,} frames = {seeds * frames:,} frames, more than the ceiling "
+            f"of {MAX_SIM_TOTAL_FRAMES:,} in all (pairedge.core.limits); ask for fewer seeds or frames"
         )
 
 
@@ -285,7 +291,11 @@ CEILINGS: tuple[tuple[str, str, str], ...] = (
     ("MAX_FRAME_SIDE", "the longest side of a frame", "no camera is wider"),
     ("MAX_MESSAGE_BYTES", "one ROS 2 log message", "an 8K bgr8 image is 100 MB"),
     ("MAX_MCAP_CHUNK_BYTES", "one MCAP chunk, compressed and as declared decompressed", "inflated whole"),
-    ("MAX_MCAP_OVERLAP_BYTES", "MCAP chunks with overlapping time ranges, declared decompressed", "inflated together"),
+    (
+        "MAX_MCAP_OVERLAP_BYTES",
+        "MCAP chunks with overlapping time ranges, declared decompressed",
+        "inflated together",
+    ),
     ("MAX_MCAP_RECORDS", "records of one MCAP file", "each header is read before the file is opened"),
     ("MAX_PACK_BYTES", "a parity pack's arrays, as declared decompressed", "a pack is a short clip"),
     ("MAX_FEATURES_BYTES", "a features .npz for training, decompressed", "held in memory to train"),

@@ -5,7 +5,8 @@ Every deployment step adds files to one folder and records them in its manifest:
     manifest.json                      pairedge version, feature spec + version, labels, thresholds,
                                        and for every file: name, role, SHA-256, size
     stage1.onnx, stage2.onnx           fp32 classifiers (roles "stage1", "stage2"; from `pairedge export`)
-    stage1.fp16.onnx, stage2.int8.onnx ... (roles "stage1.fp16", "stage2.int8", ...; from `pairedge calibrate`)
+    stage1.fp16.onnx, stage2.int8.onnx ... (roles "stage1.fp16", "stage2.int8", ...;
+                                       from `pairedge calibrate`)
     calibration.json                   (role "calibration")
     engines/<device>-<cc>-trt<ver>/stage1.int8.engine  (role "engine"; from `pairedge build`)
 
@@ -13,12 +14,12 @@ The names and roles of these files are :mod:`pairedge.core.artefacts`' table; th
 
 File names in the manifest are POSIX paths relative to the folder; names that leave the folder (absolute,
 ``..``, or a symlink whose target is outside the folder, as external-data files are judged) are refused.
-Every file is checked with :func:`pairedge.core.limits.regular_file` before it is opened (a FIFO, a device such
-as ``/dev/zero`` or a folder is refused by name, never read) and against its ceiling in
-:mod:`pairedge.core.limits`. :func:`verify_files` re-hashes files and raises :class:`ModelIntegrityError` naming
-the file, the expected and actual SHA-256 and how to fix it. The summary fields (spec, labels, thresholds)
-are read from the metadata of ``stage1.onnx`` / ``stage2.onnx`` whenever the manifest is written, so they
-always describe the fp32 models in the folder.
+Every file is checked with :func:`pairedge.core.limits.regular_file` before it is opened (a FIFO, a device
+such as ``/dev/zero`` or a folder is refused by name, never read) and against its ceiling in
+:mod:`pairedge.core.limits`. :func:`verify_files` re-hashes files and raises :class:`ModelIntegrityError`
+naming the file, the expected and actual SHA-256 and how to fix it. The summary fields (spec, labels,
+thresholds) are read from the metadata of ``stage1.onnx`` / ``stage2.onnx`` whenever the manifest is written,
+so they always describe the fp32 models in the folder.
 
 A folder without a manifest (exports from before manifests existed, or two loose files) still loads:
 :mod:`pairedge.runtime.loading` reports it as *unverified* instead of refusing it.
@@ -43,7 +44,8 @@ from pairedge.core.errors import FormatError, InputError, ModelError, ModelInteg
 MANIFEST_NAME = "manifest.json"
 #: Version of the manifest's own layout (not of pairedge).
 MANIFEST_FORMAT = 1
-#: Role -> file name of each fp32 stage (``{"stage1": "stage1.onnx", ...}``), from :mod:`pairedge.core.artefacts`.
+#: Role -> file name of each fp32 stage (``{"stage1": "stage1.onnx", ...}``), from
+#: :mod:`pairedge.core.artefacts`.
 STAGE_FILES = {a.role: a.onnx for a in stage_artefacts("fp32")}
 _CHUNK = 1 << 20
 
@@ -101,8 +103,9 @@ def sha256_file(path: str | Path, expected: str = "a model folder file", limit: 
 def load_onnx(path: str | Path, expected: str = "an ONNX model") -> Any:
     """The ``onnx.ModelProto`` of ``path`` without its external data, read bounded.
 
-    The file is checked first (:func:`pairedge.core.limits.regular_file`, :data:`pairedge.core.limits.MAX_MODEL_BYTES`)
-    and read in chunks, so a FIFO, ``/dev/zero`` or a 10 GB file costs a one-line error, not memory.
+    The file is checked first (:func:`pairedge.core.limits.regular_file`,
+    :data:`pairedge.core.limits.MAX_MODEL_BYTES`) and read in chunks, so a FIFO, ``/dev/zero`` or a 10 GB file
+    costs a one-line error, not memory.
 
     Raises:
         FormatError: not a regular file, or above the ceiling. ModelError: not a readable ONNX model.
@@ -145,7 +148,8 @@ class FileEntry:
     """One file of a model folder.
 
     Attributes:
-        name: POSIX path relative to the folder (``stage1.onnx``, ``engines/orin-8.7-trt10.3/stage1.int8.engine``).
+        name: POSIX path relative to the folder (``stage1.onnx``,
+            ``engines/orin-8.7-trt10.3/stage1.int8.engine``).
         role: what it is: "stage1", "stage2", "stage1.fp16", "stage2.int8", "calibration", "engine", ...
         sha256: hex SHA-256 of its bytes.
         size: its size in bytes.
@@ -247,7 +251,8 @@ def _parse(data: Any, source: str) -> Manifest:
     fmt = data.get("format", MANIFEST_FORMAT)
     if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > MANIFEST_FORMAT or fmt < 1:
         raise bad(
-            f"'format': expected an integer 1..{MANIFEST_FORMAT} (newer manifests need a newer pairedge), got {fmt!r}"
+            f"'format': expected an integer 1..{MANIFEST_FORMAT} (newer manifests need a newer pairedge), "
+            f"got {fmt!r}"
         )
     strings = {}
     for key in ("pairedge_version", "feature_spec", "feature_spec_version"):
@@ -424,7 +429,8 @@ def verify_files(folder: str | Path, names: Iterable[str] | None = None) -> Mani
         file = path / name
         if entry is None:
             raise ModelIntegrityError(
-                f"{file}: not listed in {path / MANIFEST_NAME} (listed: {', '.join(sorted(manifest.files)) or 'none'}); "
+                f"{file}: not listed in {path / MANIFEST_NAME} (listed: "
+                f"{', '.join(sorted(manifest.files)) or 'none'}); "
                 "a file added by hand is not trusted: produce it with the pairedge command that makes it, or "
                 "register it with pairedge.core.modelfolder.register_files(folder, {name: role})"
             )
@@ -443,8 +449,8 @@ def _verify_entry(folder: Path, entry: FileEntry) -> None:
         size = limits.regular_file(file, expected)
         if size != entry.size:  # no need to hash a file of the wrong size (it may be huge)
             raise ModelIntegrityError(
-                f"{file}: does not match the manifest (expected SHA-256 {entry.sha256}, {entry.size} bytes; got "
-                f"{size} bytes): the file is corrupt or was modified; {_FIX}"
+                f"{file}: does not match the manifest (expected SHA-256 {entry.sha256}, {entry.size} bytes; "
+                f"got {size} bytes): the file is corrupt or was modified; {_FIX}"
             )
         digest = sha256_file(file, expected)
     except FormatError as exc:
@@ -467,17 +473,21 @@ def summary_mismatches(manifest: Manifest, source: Path, actual: Mapping[str, An
     ``source``: the manifest file, for the message. Fields absent from ``actual`` are not compared.
     """
     out = []
-    for key, what in (("feature_spec", "feature spec"), ("feature_spec_version", "feature spec version"),
-                      ("labels", "labels"), ("thresholds", "thresholds")):  # fmt: skip
+    for key, what in (
+        ("feature_spec", "feature spec"),
+        ("feature_spec_version", "feature spec version"),
+        ("labels", "labels"),
+        ("thresholds", "thresholds"),
+    ):
         if key not in actual:
             continue
         have, want = getattr(manifest, key), actual[key]
         have, want = (dict(have), dict(want)) if key == "thresholds" else (_plain(have), _plain(want))
         if have != want:
             out.append(
-                f"{source}: records {what} {have!r}, the models' metadata says {want!r}; the manifest was edited "
-                "or belongs to another model: re-export the model (`pairedge export`) or re-register its files "
-                "(pairedge.core.modelfolder.register_files)"
+                f"{source}: records {what} {have!r}, the models' metadata says {want!r}; the manifest was "
+                "edited or belongs to another model: re-export the model (`pairedge export`) or re-register "
+                "its files (pairedge.core.modelfolder.register_files)"
             )
     return out
 

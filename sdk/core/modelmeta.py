@@ -38,7 +38,8 @@ class ModelMetadata:
         num_features: F, the input width.
         norm_mean, norm_std: (F,) z-score statistics baked into the graph.
         thresholds: decision thresholds, e.g. {"p_interact": 0.5, "tau_group": 0.5}.
-        architecture: model family, e.g. "stage1_mlp", "relation_net", "residual_mlp", "paper_adaptive_geometric".
+        architecture: model family, e.g. "stage1_mlp", "relation_net", "residual_mlp",
+            "paper_adaptive_geometric".
         data_fingerprint: hash of the training data (or "paper-checkpoint:<sha256>" for imported weights).
         pairedge_version: version of pairedge that exported it.
         extra: anything else (training config, metrics), JSON-serialisable.
@@ -66,7 +67,8 @@ class ModelMetadata:
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], *, source: str = "<model>") -> ModelMetadata:
-        """Parse and validate ``metadata_props``; raises a one-line ModelError naming ``source`` and the key."""
+        """Parse and validate ``metadata_props``; raises a one-line ModelError naming ``source`` and the
+        key."""
         kwargs: dict[str, Any] = {}
         for name in cls.__dataclass_fields__:
             key = PREFIX + name

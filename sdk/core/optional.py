@@ -36,12 +36,13 @@ PLATFORM_NOTES: dict[str, str] = {
 
 
 def install_hint(module: str, *, extra: str | None = None, note: str | None = None) -> str:
-    """How to get ``module``: ``pip install '.[<extra>]'`` in the pairedge clone (pairedge is installed from its
-    source folder, not from a package index), then its platform note if it has one.
+    """How to get ``module``: ``pip install '.[<extra>]'`` in the pairedge clone (pairedge is installed from
+    its source folder, not from a package index), then its platform note if it has one.
 
     Args:
         module: dotted module name; its top-level name picks the extra and the note when they are omitted.
-        extra: the pairedge extra providing it (default: from :data:`EXTRA_OF`; none -> ``pip install <top>``).
+        extra: the pairedge extra providing it (default: from :data:`EXTRA_OF`; none -> ``pip install
+            <top>``).
         note: a platform note to append (default: from :data:`PLATFORM_NOTES`; ``""`` for none).
     """
     top = module.split(".")[0]

@@ -18,8 +18,8 @@ class Detections:
         track_ids: (N,) int64; -1 where the detector gave no identity.
         scores: (N,) float32 detector confidence (1.0 for ground truth).
         orientation: optional (N,) float32 body orientation, radians in the image plane (0 = facing image
-            right, pi/2 = facing the camera, see :mod:`pairedge.core.features.orientation`), NaN where unknown;
-            None when nobody has one.
+            right, pi/2 = facing the camera, see :mod:`pairedge.core.features.orientation`), NaN where
+            unknown; None when nobody has one.
         orientation_conf: optional (N,) float32 confidence in [0, 1] of each orientation (0 = unknown).
     """
 
@@ -43,7 +43,8 @@ class Detections:
         ``orientation`` (radians, NaN = unknown) and ``orientation_conf`` are optional (see
         :func:`check_orientation`); a confidence without orientations is an error. Complex values, boxes or
         scores beyond the float32 range and ids that are not whole numbers in the int64 range raise
-        InputError (instead of a silent truncation or overflow); NaN / inf boxes pass (the runtime drops them)."""
+        InputError (instead of a silent truncation or overflow); NaN / inf boxes pass (the runtime drops
+        them)."""
         _check_real(boxes, track_ids, scores)
         b = (
             np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
@@ -82,8 +83,14 @@ class Detections:
                 f"{type(result).__name__}"
             )
         ids = getattr(boxes, "id", None)
-        return _from_xyxy(_array(boxes.xyxy), _array(boxes.conf), _array(boxes.cls),
-                          None if ids is None else _array(ids), person_class, "from_ultralytics")  # fmt: skip
+        return _from_xyxy(
+            _array(boxes.xyxy),
+            _array(boxes.conf),
+            _array(boxes.cls),
+            None if ids is None else _array(ids),
+            person_class,
+            "from_ultralytics",
+        )
 
     @classmethod
     def from_supervision(cls, detections: Any, person_class: int | None = 0) -> Detections:
@@ -97,18 +104,26 @@ class Detections:
         """
         if not hasattr(detections, "xyxy"):
             raise InputError(
-                f"from_supervision: expected a supervision.Detections with .xyxy, got {type(detections).__name__}"
+                "from_supervision: expected a supervision.Detections with .xyxy, got "
+                f"{type(detections).__name__}"
             )
         xyxy = _array(detections.xyxy)
         conf, cls_id, ids = (getattr(detections, k, None) for k in ("confidence", "class_id", "tracker_id"))
-        return _from_xyxy(xyxy, None if conf is None else _array(conf), None if cls_id is None else _array(cls_id),
-                          None if ids is None else _array(ids), person_class, "from_supervision")  # fmt: skip
+        return _from_xyxy(
+            xyxy,
+            None if conf is None else _array(conf),
+            None if cls_id is None else _array(cls_id),
+            None if ids is None else _array(ids),
+            person_class,
+            "from_supervision",
+        )
 
     @classmethod
     def from_jetson_inference(cls, detections: Any, person_class: int | None = 1) -> Detections:
         """The detections ``detectNet.Detect(image)`` returns on a Jetson (jetson-inference; duck-typed, never
-        imported): a sequence of objects with ``Left, Top, Right, Bottom`` (pixels), ``Confidence``, ``ClassID``
-        and, with ``SetTrackingEnabled(True)``, ``TrackID`` (-1: untracked) and ``TrackStatus`` (-1: dropped).
+        imported): a sequence of objects with ``Left, Top, Right, Bottom`` (pixels), ``Confidence``,
+        ``ClassID`` and, with ``SetTrackingEnabled(True)``, ``TrackID`` (-1: untracked) and ``TrackStatus``
+        (-1: dropped).
 
         Keeps class ``person_class``: 1 is "person" in the 91 COCO labels of jetson-inference's SSD models
         (``ssd-mobilenet-v2``, its default); PeopleNet's person is 0; None keeps every class. Dropped tracks'
@@ -124,15 +139,21 @@ class Detections:
                 conf, cls_id = float(d.Confidence), int(d.ClassID)
             except (AttributeError, TypeError, ValueError):
                 raise InputError(
-                    f"from_jetson_inference: item {k} ({type(d).__name__}) is not a detectNet.Detection: expected "
-                    "Left, Top, Right, Bottom, Confidence and ClassID"
+                    f"from_jetson_inference: item {k} ({type(d).__name__}) is not a detectNet.Detection: "
+                    "expected Left, Top, Right, Bottom, Confidence and ClassID"
                 ) from None
             if int(getattr(d, "TrackStatus", 0)) < 0:
                 continue
             rows.append((*box, conf, cls_id, int(getattr(d, "TrackID", -1))))
         table = np.array(rows, np.float64).reshape(-1, 7)
-        return _from_xyxy(table[:, :4], table[:, 4], table[:, 5], table[:, 6].astype(np.int64), person_class,
-                          "from_jetson_inference")  # fmt: skip
+        return _from_xyxy(
+            table[:, :4],
+            table[:, 4],
+            table[:, 5],
+            table[:, 6].astype(np.int64),
+            person_class,
+            "from_jetson_inference",
+        )
 
     @classmethod
     def empty(cls) -> Detections:
@@ -156,7 +177,8 @@ class Detections:
 
 
 def _array(value: Any) -> np.ndarray:
-    """A numpy view of an array or tensor (``.cpu().numpy()``, ``.numpy()``, or anything ``np.asarray`` takes)."""
+    """A numpy view of an array or tensor (``.cpu().numpy()``, ``.numpy()``, or anything ``np.asarray``
+    takes)."""
     if hasattr(value, "cpu") and callable(value.cpu):
         value = value.cpu()
     if hasattr(value, "numpy") and callable(value.numpy):
@@ -165,9 +187,13 @@ def _array(value: Any) -> np.ndarray:
 
 
 def _from_xyxy(
-    xyxy: np.ndarray, scores: np.ndarray | None, classes: np.ndarray | None, ids: np.ndarray | None,
-    person_class: int | None, who: str,
-) -> Detections:  # fmt: skip
+    xyxy: np.ndarray,
+    scores: np.ndarray | None,
+    classes: np.ndarray | None,
+    ids: np.ndarray | None,
+    person_class: int | None,
+    who: str,
+) -> Detections:
     """Detections from ``x1 y1 x2 y2`` (N, 4), keeping ``person_class`` rows when ``classes`` is given."""
     b = _floats(xyxy, "xyxy").reshape(-1, 4) if np.size(xyxy) else np.zeros((0, 4))
     n = len(b)
@@ -179,9 +205,10 @@ def _from_xyxy(
         keep = _floats(classes, "class ids").reshape(-1) == person_class
     xywh = np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1)[keep]
     return Detections.from_arrays(
-        xywh, None if ids is None else np.asarray(ids).reshape(-1)[keep],
+        xywh,
+        None if ids is None else np.asarray(ids).reshape(-1)[keep],
         None if scores is None else np.asarray(scores).reshape(-1)[keep],
-    )  # fmt: skip
+    )
 
 
 def _check_real(boxes: Any, track_ids: Any, scores: Any) -> None:

@@ -1,5 +1,5 @@
-"""``pairedge demo`` end to end: simulate a held-out scene, run on ONNX Runtime CPU, score against the simulator's
-truth, and say which seed and which boxes were scored."""
+"""``pairedge demo`` end to end: simulate a held-out scene, run on ONNX Runtime CPU, score against the
+simulator's truth, and say which seed and which boxes were scored."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ def test_demo_library_writes_everything(tmp_path: Path) -> None:
     assert result.summary.frames == 20
     assert set(result.files) >= {"results", "video", "gt_sim7", "gt_paper3", "metrics", "summary"}
     assert video_frames(Path(result.files["video"])) == 20
-    gold = read_pairwise_file(out / "pairs_gt_paper3.jsonl", ("walking_together", "standing_together",
-                                                              "sitting_together"))  # fmt: skip
+    gold = read_pairwise_file(
+        out / "pairs_gt_paper3.jsonl", ("walking_together", "standing_together", "sitting_together")
+    )
     assert len(gold.frames) == 20
     assert result.report is not None
     metrics = json.loads((out / "metrics.json").read_text())
@@ -45,8 +46,9 @@ def test_demo_library_writes_everything(tmp_path: Path) -> None:
 
 def test_demo_cli_prints_interactions_metrics_latency(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "out"), "--frames", "16", "--model", str(model),
-                                 "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app, ["demo", "--out", str(tmp_path / "out"), "--frames", "16", "--model", str(model), "--no-video"]
+    )
     assert result.exit_code == 0, result.output
     for text in ("frame 8:", "stage 1 pair F1", "stage 2 MPCA", "step total", "p99", "done in"):
         assert text in result.output
@@ -61,14 +63,34 @@ def test_demo_names_its_seed_and_box_source_in_every_output(tmp_path: Path) -> N
     header all say which seed and which boxes were scored."""
     model = toy_model(tmp_path / "model")
     out = tmp_path / "out"
-    result = runner.invoke(app, ["demo", "--out", str(out), "--frames", "8", "--model", str(model), "--no-video",
-                                 "--seed", "3", "--boxes", "detections"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "demo",
+            "--out",
+            str(out),
+            "--frames",
+            "8",
+            "--model",
+            str(model),
+            "--no-video",
+            "--seed",
+            "3",
+            "--boxes",
+            "detections",
+        ],
+    )
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert "scene: simulator preset static, seed 3, 8 frames; simulated detector + tracker" in flat
     assert "(static seed 3, simulated detector)" in flat  # the metrics table's title
     scene = json.loads((out / "metrics.json").read_text())["details"]["scene"]
-    assert (scene["seed"], scene["boxes"], scene["role"], scene["held_out"]) == (3, "detections", "unknown", False)
+    assert (scene["seed"], scene["boxes"], scene["role"], scene["held_out"]) == (
+        3,
+        "detections",
+        "unknown",
+        False,
+    )
     assert json.loads((out / "summary.json").read_text())["scene"] == scene
     header = json.loads((out / "results.jsonl").read_text().splitlines()[0])
     assert header["scene"] == scene and header["source"] == "simulator preset static seed 3"
@@ -91,8 +113,9 @@ def test_the_default_scene_is_held_out_from_the_bundled_model() -> None:
 def test_demo_rejects_bad_options(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="boxes"):
         DemoOptions(boxes="gt")
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--preset", "nope", "--model",
-                                 str(toy_model(tmp_path / "m"))])  # fmt: skip
+    result = runner.invoke(
+        app, ["demo", "--out", str(tmp_path), "--preset", "nope", "--model", str(toy_model(tmp_path / "m"))]
+    )
     assert result.exit_code == 1 and "Traceback" not in result.output
 
 
@@ -128,7 +151,9 @@ def test_demo_with_the_bundled_model(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not BUNDLED, reason=f"the bundled default model is not in {default_model_dir()} yet")
 def test_demo_warns_when_the_bundled_model_trained_on_the_scene(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--seed", "0", "--frames", "10", "--no-video"])
+    result = runner.invoke(
+        app, ["demo", "--out", str(tmp_path), "--seed", "0", "--frames", "10", "--no-video"]
+    )
     assert result.exit_code == 0, result.output
     assert "a TRAINING scene of the bundled model" in " ".join(result.output.split())
     assert json.loads((tmp_path / "metrics.json").read_text())["details"]["scene"]["role"] == "training"

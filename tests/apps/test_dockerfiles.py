@@ -17,8 +17,19 @@ from install_docs import EXTRAS, JETSON, ROOT, bash_blocks, command_of, commands
 
 DOCKER = ROOT / "docker"
 #: ROS 2 packages that ros-<distro>-ros-base brings (ros_core: rclpy, launch, common_interfaces, ...)
-ROS_BASE = {"rclpy", "rcl_interfaces", "builtin_interfaces", "std_msgs", "geometry_msgs", "sensor_msgs",
-            "visualization_msgs", "diagnostic_msgs", "launch", "launch_ros", "ament_index_python"}  # fmt: skip
+ROS_BASE = {
+    "rclpy",
+    "rcl_interfaces",
+    "builtin_interfaces",
+    "std_msgs",
+    "geometry_msgs",
+    "sensor_msgs",
+    "visualization_msgs",
+    "diagnostic_msgs",
+    "launch",
+    "launch_ros",
+    "ament_index_python",
+}
 FILES = {"jetson": DOCKER / "Dockerfile.jetson", "x86": DOCKER / "Dockerfile.x86-cuda"}
 
 
@@ -130,8 +141,15 @@ def test_jetson_image_builds_the_ros_package_with_the_venv_python() -> None:
     colcon = [i for i, s in enumerate(steps) if s[:3] == ["python3", "-m", "colcon"]]
     assert len(colcon) == 1
     before = steps[: colcon[0]]
-    assert ["source", "/opt/pairedge-venv/bin/activate"] in before  # python3 is the venv's: the node sees pairedge
-    assert ["test", "-f", "ros2/pairedge_ros/package.xml"] in before  # a missing package fails the build loudly
+    assert [
+        "source",
+        "/opt/pairedge-venv/bin/activate",
+    ] in before  # python3 is the venv's: the node sees pairedge
+    assert [
+        "test",
+        "-f",
+        "ros2/pairedge_ros/package.xml",
+    ] in before  # a missing package fails the build loudly
     if not (ROOT / "ros2" / "pairedge_ros").is_dir():
         pytest.skip("ros2/pairedge_ros is not in this tree yet (issue 29 item 1)")
     # every run-time ROS dependency of the package is in ros-base or installed by name
@@ -152,7 +170,8 @@ def test_copy_sources_exist_and_the_context_ignores_local_builds() -> None:
     assert {".git", ".venv", "build", "*.egg-info"} <= ignored
 
 
-# -- smoke command ---------------------------------------------------------------------------------------------
+# -- smoke command
+# ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("which", sorted(FILES))
 def test_smoke_command_is_doctor_then_demo(which: str) -> None:
     (cmd,) = [a for kind, a in instructions(FILES[which]) if kind == "CMD"]

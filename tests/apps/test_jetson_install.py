@@ -49,8 +49,14 @@ def test_never_a_pypi_install_of_pairedge() -> None:
 def test_every_repository_path_named_exists() -> None:
     named = set()
     for text in (readme_section(), docs_text()):
-        named |= set(re.findall(r"(?<![\w/.])((?:install|docker|docs|tests|benchmarks)/[\w.*/-]+[\w*])", text))
-    assert {"install/jetson/constraints-jp6.txt", "install/jetson/requirements-jp7.txt", "docker/Dockerfile.jetson"} <= named
+        named |= set(
+            re.findall(r"(?<![\w/.])((?:install|docker|docs|tests|benchmarks)/[\w.*/-]+[\w*])", text)
+        )
+    assert {
+        "install/jetson/constraints-jp6.txt",
+        "install/jetson/requirements-jp7.txt",
+        "docker/Dockerfile.jetson",
+    } <= named
     missing = [p for p in sorted(named) if not list(ROOT.glob(p))]
     assert missing == []
 
@@ -104,17 +110,23 @@ def test_requirements_are_pyproject_less_opencv_plus_the_gpu_extra(jetpack: str)
 
 
 @pytest.mark.parametrize(("jetpack", "cuda"), [("jp6", "12"), ("jp7", "13")])
-def test_constraints_forbid_opencv_pin_numpy_1_and_agree_with_the_requirements(jetpack: str, cuda: str) -> None:
+def test_constraints_forbid_opencv_pin_numpy_1_and_agree_with_the_requirements(
+    jetpack: str, cuda: str
+) -> None:
     cons = read_reqs(JETSON / f"constraints-{jetpack}.txt")
     reqs = read_reqs(JETSON / f"requirements-{jetpack}.txt")
     for name in OPENCV:
         assert str(cons[name].specifier) == "<0" and name not in reqs
-        assert not any(cons[name].specifier.contains(v, prereleases=True) for v in ("0", "0.0.1", "4.8.0.76", "5.0.0.93"))
+        assert not any(
+            cons[name].specifier.contains(v, prereleases=True) for v in ("0", "0.0.1", "4.8.0.76", "5.0.0.93")
+        )
     (numpy,) = cons["numpy"].specifier
     assert numpy.operator == "==" and Version(numpy.version).major == 1
     assert reqs["numpy"].specifier.contains(numpy.version)
     assert cons["cuda-python"].specifier == reqs["cuda-python"].specifier
-    assert reqs["cuda-python"].specifier.contains(f"{cuda}.9") and not reqs["cuda-python"].specifier.contains(f"{int(cuda) + 1}.0")
+    assert reqs["cuda-python"].specifier.contains(f"{cuda}.9") and not reqs["cuda-python"].specifier.contains(
+        f"{int(cuda) + 1}.0"
+    )
     nvrtc = "nvidia-cuda-nvrtc-cu12" if cuda == "12" else "nvidia-cuda-nvrtc"
     (pin,) = cons[nvrtc].specifier
     jetpack_cuda = {"jp6": "12.6", "jp7": "13.0"}[jetpack]
@@ -126,34 +138,50 @@ def test_constraints_forbid_opencv_pin_numpy_1_and_agree_with_the_requirements(j
             assert req.specifier.contains(probe) and reqs[name].specifier.contains(probe), name
 
 
-# -- pip does what the steps say ------------------------------------------------------------------------------
+# -- pip does what the steps say
+# ------------------------------------------------------------------------------
 #: (name, version, requires) of the fake index: the numpy / OpenCV / CUDA requirements of the real releases
 INDEX = [
-    ("numpy", "1.21.5", []), ("numpy", "1.26.4", []), ("numpy", "2.2.6", []),
+    ("numpy", "1.21.5", []),
+    ("numpy", "1.26.4", []),
+    ("numpy", "2.2.6", []),
     ("opencv-contrib-python-headless", "4.10.0.84", ["numpy>=1.21.2"]),
     ("opencv-python-headless", "4.10.0.84", ["numpy>=1.21.2"]),
-    ("onnx", "1.18.0", ["numpy>=1.22"]), ("onnx", "1.23.2", ["numpy>=1.23.2"]),
+    ("onnx", "1.18.0", ["numpy>=1.22"]),
+    ("onnx", "1.23.2", ["numpy>=1.23.2"]),
     ("onnxruntime", "1.23.2", ["numpy>=1.21.6"]),
-    ("typer", "0.29.1", []), ("rich", "15.0.0", []),
-    ("cuda-python", "12.9.10", ["cuda-bindings~=12.9.10"]), ("cuda-bindings", "12.9.10", []),
-    ("cuda-python", "13.4.4", ["cuda-bindings~=13.4.4", "cuda-core"]), ("cuda-bindings", "13.4.4", []),
+    ("typer", "0.29.1", []),
+    ("rich", "15.0.0", []),
+    ("cuda-python", "12.9.10", ["cuda-bindings~=12.9.10"]),
+    ("cuda-bindings", "12.9.10", []),
+    ("cuda-python", "13.4.4", ["cuda-bindings~=13.4.4", "cuda-core"]),
+    ("cuda-bindings", "13.4.4", []),
     ("cuda-core", "1.2.2", ["numpy"]),
-    ("nvidia-cuda-nvrtc-cu12", "12.6.85", []), ("nvidia-cuda-nvrtc-cu12", "12.9.86", []),
-    ("nvidia-cuda-nvrtc", "13.0.88", []), ("nvidia-cuda-nvrtc", "13.5.37", []),
+    ("nvidia-cuda-nvrtc-cu12", "12.6.85", []),
+    ("nvidia-cuda-nvrtc-cu12", "12.9.86", []),
+    ("nvidia-cuda-nvrtc", "13.0.88", []),
+    ("nvidia-cuda-nvrtc", "13.5.37", []),
     ("pairedge", "0.1.0", [r for r in PYPROJECT["project"]["dependencies"]]),
-]  # fmt: skip
+]
 
 
 def _metadata(name: str, version: str, requires: list[str]) -> str:
-    return "".join([f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-                    *(f"Requires-Dist: {r}\n" for r in requires)])  # fmt: skip
+    return "".join(
+        [
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            *(f"Requires-Dist: {r}\n" for r in requires),
+        ]
+    )
 
 
 def _wheel(folder: Path, name: str, version: str, requires: list[str]) -> None:
     stem = f"{name.replace('-', '_')}-{version}"
     with zipfile.ZipFile(folder / f"{stem}-py3-none-any.whl", "w") as zf:
         zf.writestr(f"{stem}.dist-info/METADATA", _metadata(name, version, requires))
-        zf.writestr(f"{stem}.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(
+            f"{stem}.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         zf.writestr(f"{stem}.dist-info/RECORD", "")
 
 
@@ -169,22 +197,31 @@ def _env(home: Path) -> dict[str, str]:
     """This process's environment without pip settings and with an empty home: no config file of the
     machine's (global, user) can add an index, find-links or a constraint."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CONFIG_DIRS=str(home / "xdg"),
-               PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CONFIG_DIRS=str(home / "xdg"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return env
 
 
 class Venv:
     """A venv without pip whose "system" site folder (a .pth entry outside the venv, as JetPack's
-    dist-packages are for a ``--system-site-packages`` venv) holds numpy ``system_numpy`` with pip metadata and a
-    cv2 package without (JetPack's OpenCV has none); pip runs in it through ``pip --python``."""
+    dist-packages are for a ``--system-site-packages`` venv) holds numpy ``system_numpy`` with pip metadata
+    and a cv2 package without (JetPack's OpenCV has none); pip runs in it through ``pip --python``."""
 
     def __init__(self, root: Path, system_numpy: str) -> None:
         self.root = root
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=60
+        )
         system = root / "system"
         (system / f"numpy-{system_numpy}.dist-info").mkdir(parents=True)
-        (system / f"numpy-{system_numpy}.dist-info" / "METADATA").write_text(_metadata("numpy", system_numpy, []))
+        (system / f"numpy-{system_numpy}.dist-info" / "METADATA").write_text(
+            _metadata("numpy", system_numpy, [])
+        )
         (system / "cv2").mkdir()
         (system / "cv2" / "__init__.py").write_text("__version__ = '4.8.0'\n")
         site = next((root / "venv" / "lib").glob("python3*/site-packages"))
@@ -194,10 +231,19 @@ class Venv:
     def pip(self, *args: str, index: Path) -> subprocess.CompletedProcess[str]:
         base = [sys.executable, "-m", "pip", "--python", str(self.python)]
         if args[0] == "install":
-            args = (*args, "--no-index", "--find-links", str(index), "--dry-run", "--quiet",
-                    "--report", str(self.root / "report.json"))  # fmt: skip
-        return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120, env=_env(self.root),
-                              cwd=ROOT)  # fmt: skip
+            args = (
+                *args,
+                "--no-index",
+                "--find-links",
+                str(index),
+                "--dry-run",
+                "--quiet",
+                "--report",
+                str(self.root / "report.json"),
+            )
+        return subprocess.run(
+            [*base, *args], capture_output=True, text=True, timeout=120, env=_env(self.root), cwd=ROOT
+        )
 
     def would_install(self, *args: str, index: Path) -> dict[str, str]:
         done = self.pip("install", *args, index=index)
@@ -221,7 +267,9 @@ pip_required = pytest.mark.skipif(
 
 @pip_required
 @pytest.mark.slow
-def test_jetpack6_venv_gets_numpy_1_26_onnx_1_18_nvrtc_12_6_and_no_opencv(tmp_path: Path, index: Path) -> None:
+def test_jetpack6_venv_gets_numpy_1_26_onnx_1_18_nvrtc_12_6_and_no_opencv(
+    tmp_path: Path, index: Path
+) -> None:
     env = Venv(tmp_path, system_numpy="1.21.5")
     plain = env.would_install("-r", str(JETSON / "requirements-jp6.txt"), index=index)
     assert plain["numpy"].startswith("2.") and plain["onnx"] == "1.23.2"  # what the constraints prevent
@@ -236,7 +284,9 @@ def test_jetpack6_venv_gets_numpy_1_26_onnx_1_18_nvrtc_12_6_and_no_opencv(tmp_pa
 @pytest.mark.slow
 def test_jetpack7_venv_keeps_the_system_numpy(tmp_path: Path, index: Path) -> None:
     env = Venv(tmp_path, system_numpy="1.26.4")
-    assert env.would_install("numpy>=2", index=index)["numpy"].startswith("2.")  # what the constraints prevent
+    assert env.would_install("numpy>=2", index=index)["numpy"].startswith(
+        "2."
+    )  # what the constraints prevent
     env.set_constraints("jp7")
     got = env.would_install("-r", str(JETSON / "requirements-jp7.txt"), index=index)
     assert "numpy" not in got and got["cuda-core"] == "1.2.2"
@@ -251,7 +301,9 @@ def test_constraints_refuse_pip_opencv_numpy_2_and_pairedge_with_its_dependencie
     tmp_path: Path, index: Path, jetpack: str
 ) -> None:
     env = Venv(tmp_path, system_numpy="1.21.5" if jetpack == "jp6" else "1.26.4")
-    assert env.pip("install", "opencv-contrib-python-headless", index=index).returncode == 0  # allowed without
+    assert (
+        env.pip("install", "opencv-contrib-python-headless", index=index).returncode == 0
+    )  # allowed without
     env.set_constraints(jetpack)
     for spec in ("opencv-contrib-python-headless", "opencv-python-headless", "numpy>=2", "pairedge"):
         done = env.pip("install", spec, index=index)

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from pairedge.apps import probe as pj
 
-ORIN_RELEASE = "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8\n"
+ORIN_RELEASE = (
+    "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8\n"
+)
 NVPMODEL_OUT = "NV Power Mode: MAXN\n0\n"
 
 
@@ -89,15 +91,20 @@ def test_no_release_file_means_not_a_jetson_and_nothing_is_run(tmp_path: Path) -
     ("answer", "why"),
     [
         (None, "dpkg-query not found"),
-        ((1, "", "dpkg-query: no packages found matching nvidia-jetpack\n"),
-         "dpkg-query -W -f=${Version} nvidia-jetpack exited 1: dpkg-query: no packages found matching nvidia-jetpack"),
+        (
+            (1, "", "dpkg-query: no packages found matching nvidia-jetpack\n"),
+            "dpkg-query -W -f=${Version} nvidia-jetpack exited 1: dpkg-query: no packages found matching "
+            "nvidia-jetpack",
+        ),
         (subprocess.TimeoutExpired("dpkg-query", 5), "dpkg-query took more than 5 s"),
     ],
-)  # fmt: skip
+)
 def test_jetpack_meta_package_missing_keeps_the_l4t_version(orin: Path, answer: Any, why: str) -> None:
     runner = FakeRunner({"dpkg-query": answer, "nvpmodel": (0, NVPMODEL_OUT, "")})
     check = rows(orin, runner)["Jetson L4T / JetPack"]
-    assert check == pj.Check("Jetson L4T / JetPack", True, f"L4T 36.4.3, JetPack meta-package not found ({why})")
+    assert check == pj.Check(
+        "Jetson L4T / JetPack", True, f"L4T 36.4.3, JetPack meta-package not found ({why})"
+    )
 
 
 def test_power_mode_when_nvpmodel_is_missing_hangs_or_prints_nonsense(orin: Path) -> None:
@@ -118,7 +125,9 @@ def test_unreadable_or_odd_release_file(tmp_path: Path) -> None:
     check = rows(tmp_path, jetson_runner())["Jetson L4T / JetPack"]
     assert not check.ok and check.detail.startswith("L4T release file not understood: 'garbage'")
     (tmp_path / "etc/nv_tegra_release").unlink()
-    os.mkfifo(tmp_path / "etc/nv_tegra_release")  # never opened: the bounded reader refuses a FIFO by its type
+    os.mkfifo(
+        tmp_path / "etc/nv_tegra_release"
+    )  # never opened: the bounded reader refuses a FIFO by its type
     start = time.monotonic()
     check = rows(tmp_path, jetson_runner())["Jetson L4T / JetPack"]
     assert time.monotonic() - start < 5 and check == pj.Check("Jetson L4T / JetPack", False, pj.NOT_A_JETSON)
@@ -132,13 +141,22 @@ def test_a_huge_sysfs_file_is_not_read_whole(orin: Path) -> None:
 def test_gpu_clock_on_other_jetsons_and_unreadable_gpu_clock(orin: Path) -> None:
     gpu = orin / "sys/devices/platform/bus@0/17000000.gpu/devfreq/17000000.gpu/cur_freq"
     gpu.unlink()
-    assert rows(orin, jetson_runner())["clocks"].detail == "CPU 6 cores 730-1984 MHz, GPU devfreq not readable"
+    assert (
+        rows(orin, jetson_runner())["clocks"].detail == "CPU 6 cores 730-1984 MHz, GPU devfreq not readable"
+    )
     write(orin, "sys/class/devfreq/17000000.ga10b/cur_freq", "306000000\n")
     assert rows(orin, jetson_runner())["clocks"].detail.endswith("GPU 306 MHz")
 
 
-@pytest.mark.parametrize(("text", "want"), [(ORIN_RELEASE, "36.4.3"), ("# R38 (release), REVISION: 2.0, GCID", "38.2.0"),
-                                            ("# R35 (release), REVISION: 4", "35.4"), ("R36 (beta)", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        (ORIN_RELEASE, "36.4.3"),
+        ("# R38 (release), REVISION: 2.0, GCID", "38.2.0"),
+        ("# R35 (release), REVISION: 4", "35.4"),
+        ("R36 (beta)", None),
+    ],
+)
 def test_parse_tegra_release(text: str, want: str | None) -> None:
     assert pj.parse_tegra_release(text) == want
 
@@ -172,7 +190,9 @@ def test_pip_opencv_on_a_jetson_is_a_problem_and_system_opencv_is_fine(
     check = pj.opencv_origin_check(orin)
     assert not check.ok and "pip opencv-contrib-python-headless 4.10.0.84" in check.detail
     assert "pip uninstall -y opencv-contrib-python-headless" in check.detail
-    assert pj.opencv_origin_check(tmp_path_factory.mktemp("x86")).ok  # off a Jetson pip's OpenCV is the normal one
+    assert pj.opencv_origin_check(
+        tmp_path_factory.mktemp("x86")
+    ).ok  # off a Jetson pip's OpenCV is the normal one
     installed.clear()  # JetPack's cv2 has no pip metadata
     check = pj.opencv_origin_check(orin)
     assert check.ok and check.detail.startswith("system build, no pip package (")
@@ -189,14 +209,25 @@ def test_numpy_2_on_a_jetson_is_a_problem(orin: Path, monkeypatch: pytest.Monkey
 def test_real_probe_has_the_rows_and_never_raises() -> None:
     """On this machine (whatever it is): every row present, in order, each a (bool, str)."""
     names = [c.name for c in pj.jetson_checks()]
-    assert names == ["Jetson L4T / JetPack", "Jetson power mode", "clocks", "OpenCV build", "numpy build",
-                     "rosbags", "ray", "trackers"]  # fmt: skip
+    assert names == [
+        "Jetson L4T / JetPack",
+        "Jetson power mode",
+        "clocks",
+        "OpenCV build",
+        "numpy build",
+        "rosbags",
+        "ray",
+        "trackers",
+    ]
 
 
 def test_trackers_row_names_the_two_step_install(monkeypatch) -> None:
     """The library trackers go in without their dependencies: the row says both commands when missing."""
     monkeypatch.setattr(pj, "_dist_version", lambda name: None)
     row = [c for c in pj.jetson_checks(Path("/nonexistent-root")) if c.name == "trackers"][0]
-    assert not row.ok and "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'" in row.detail
+    assert (
+        not row.ok
+        and "pip install -e '.[trackers]' && pip install --no-deps 'trackers>=2.6,<2.7'" in row.detail
+    )
     monkeypatch.setattr(pj, "_dist_version", lambda name: "2.6.1")
     assert pj.package_check("trackers", "trackers", "x", "y") == pj.Check("trackers", True, "2.6.1")

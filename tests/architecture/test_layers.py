@@ -22,13 +22,18 @@ LAYERS = ("apps", "export", "calibration", "compare", "runtime", "gpu", "core")
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
     """pairedge modules ``name`` imports anywhere in its file (module level, functions, branches); a name
-    that is not a module (``from m import func``) counts as its module. ``if TYPE_CHECKING:`` blocks excluded."""
+    that is not a module (``from m import func``) counts as its module. ``if TYPE_CHECKING:`` blocks
+    excluded."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+            if (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
                 continue
             if isinstance(child, ast.Import):
                 found.extend(a.name for a in child.names)
@@ -37,7 +42,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
                 if child.level:
                     up = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
                     base = f"{up}.{base}" if base else up
-                found.extend(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in child.names)
+                found.extend(
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in child.names
+                )
             visit(child)
 
     visit(ast.parse(path.read_text("utf-8")))
@@ -108,8 +115,14 @@ def test_import_linter_contracts_are_kept(tmp_path: Path) -> None:
     contracts = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     assert [c["layers"] for c in contracts if c["type"] == "layers"] == [[f"pairedge.{x}" for x in LAYERS]]
     lint = Path(sys.executable).with_name("lint-imports")
-    res = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""},
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    res = subprocess.run(
+        [str(lint), "--no-cache"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert f"Contracts: {len(contracts)} kept, 0 broken." in res.stdout
 
@@ -120,7 +133,9 @@ def test_docs_architecture_matches_the_tree() -> None:
     for layer in LAYERS:
         assert f"pairedge.{layer}" in doc
         # every subpackage of a layer, and every module of sdk/apps, is named in the map
-        children = {m.split(".")[2] for m in modules if m.startswith(f"pairedge.{layer}.") and len(m.split(".")) > 3}
+        children = {
+            m.split(".")[2] for m in modules if m.startswith(f"pairedge.{layer}.") and len(m.split(".")) > 3
+        }
         if layer == "apps":
             children |= {m.split(".")[2] for m in modules if m.startswith("pairedge.apps.")}
         missing = sorted(c for c in children if c not in doc)

@@ -25,8 +25,20 @@ def test_false_sitting_and_sitting_recall_by_hand() -> None:
 
 
 def test_a_tiny_run_never_ignores_box_shape_for_the_simulated_detector(tmp_path: Path) -> None:
-    rc = bench.main(["--presets", "static", "--seeds", "1000", "--frames", "45", "--aspects", "0,0.5",
-                     "--out", str(tmp_path)])  # fmt: skip
+    rc = bench.main(
+        [
+            "--presets",
+            "static",
+            "--seeds",
+            "1000",
+            "--frames",
+            "45",
+            "--aspects",
+            "0,0.5",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     res = json.loads((tmp_path / "bench_box_shape.json").read_text())
     assert res["box_shape_columns"] == ["a_aspect", "b_aspect"]
@@ -35,9 +47,19 @@ def test_a_tiny_run_never_ignores_box_shape_for_the_simulated_detector(tmp_path:
     assert fixed["ignored_share"] > 0.5
 
 
-@pytest.mark.parametrize("args", [["--aspects", "0.05"], ["--aspects", "x"], ["--presets", "nope"],
-                                  ["--seeds", "a-b"], ["--seeds", ""], ["--presets", ","], ["--frames", "1"],
-                                  ["--model", "/no/such/[bold]model"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--aspects", "0.05"],
+        ["--aspects", "x"],
+        ["--presets", "nope"],
+        ["--seeds", "a-b"],
+        ["--seeds", ""],
+        ["--presets", ","],
+        ["--frames", "1"],
+        ["--model", "/no/such/[bold]model"],
+    ],
+)
 def test_bad_arguments_are_refused_in_one_line(args: list[str], tmp_path: Path, capsys) -> None:
     assert bench.main([*args, "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err

@@ -1,6 +1,6 @@
-"""bench_cad: the nested CV never trains on a copy of an inner-validation or held-out sequence, its headline is
-the pooled out-of-fold metric as `pairedge score` computes it, and the `pairedge train` command it prints is the
-recipe it benchmarks (fast, synthetic)."""
+"""bench_cad: the nested CV never trains on a copy of an inner-validation or held-out sequence, its headline
+is the pooled out-of-fold metric as `pairedge score` computes it, and the `pairedge train` command it prints
+is the recipe it benchmarks (fast, synthetic)."""
 
 from __future__ import annotations
 
@@ -78,8 +78,15 @@ def test_simulator_rows_are_trained_on_in_every_fold_and_never_validated(monkeyp
     import pairedge.export.refit as refit_module
 
     data = synthetic(0.0)
-    sim = FeatureData.from_arrays(np.full((30, 6), 500.0, np.float32), np.arange(30) % 3, np.full(30, "sim0"),
-                                  ("a", "b", "c"), person_features=2, pair_features=2, stage=2)  # fmt: skip
+    sim = FeatureData.from_arrays(
+        np.full((30, 6), 500.0, np.float32),
+        np.arange(30) % 3,
+        np.full(30, "sim0"),
+        ("a", "b", "c"),
+        person_features=2,
+        pair_features=2,
+        stage=2,
+    )
     seen, refits = [], []
     real_train, real_refit = augmented_module.train, refit_module.refit
 
@@ -122,7 +129,9 @@ def test_bad_arguments_are_refused_in_one_line_before_any_work(tmp_path, args, m
         bench_cad.main(["--data", str(tmp_path), "--out", str(tmp_path / "out"), *args])
     text = str(exc.value)
     assert text.startswith("error: ") and message in text and "\n" not in text
-    assert not (tmp_path / "out").exists()  # no results written (an empty --variants used to write empty ones)
+    assert not (
+        tmp_path / "out"
+    ).exists()  # no results written (an empty --variants used to write empty ones)
 
 
 def test_missing_data_is_refused(tmp_path):
@@ -138,8 +147,9 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
 
     y = np.array([0] * 10 + [1] * 10 + [2] * 5)
     groups = np.array(["s0"] * 10 + ["s1"] * 10 + ["s1"] * 5)
-    data = FeatureData.from_arrays(np.zeros((25, 6), np.float32), y, groups, ("a", "b", "c"), person_features=2,
-                                   pair_features=2, stage=2)  # fmt: skip
+    data = FeatureData.from_arrays(
+        np.zeros((25, 6), np.float32), y, groups, ("a", "b", "c"), person_features=2, pair_features=2, stage=2
+    )
 
     def fit(part, seed):  # answers the class the OTHER sequence does not hold: 0 on s0, 1 on s1
         answer = 1 if 0 in part.y else 0
@@ -164,7 +174,9 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
     assert sorted(tuple(c["absent"]) for c in composition) == [("a",), ("b", "c")]
 
 
-@pytest.mark.parametrize("name", ["boxes", "orientation", "boxes_no_refit", "orientation_no_refit", "boxes_plain"])
+@pytest.mark.parametrize(
+    "name", ["boxes", "orientation", "boxes_no_refit", "orientation_no_refit", "boxes_plain"]
+)
 def test_the_printed_train_command_is_the_benchmarked_recipe(monkeypatch, tmp_path, name):
     """`pairedge train` parses the command the report prints into the training config, features (spec
     version, track history, orientation, stride), augmentation and refit the benchmark uses."""
@@ -196,10 +208,15 @@ def test_the_printed_train_command_is_the_benchmarked_recipe(monkeypatch, tmp_pa
     assert "train" in seen and "Stop" in result.output, result.output
     recipe = bench_cad.RECIPES[name]
     assert seen["source"] == str(tmp_path / "cad_choi" / "annotations")
-    assert seen["load"] == {"spec": "pairedge", "stage": 2, "labels": None,
-                            "spec_version": bench_cad.variant_spec_version(name, args),
-                            "augment": tuple(recipe["augment"]), "orientation": recipe["orientation"],
-                            "feature_config": {"history": args.history}}  # fmt: skip
+    assert seen["load"] == {
+        "spec": "pairedge",
+        "stage": 2,
+        "labels": None,
+        "spec_version": bench_cad.variant_spec_version(name, args),
+        "augment": tuple(recipe["augment"]),
+        "orientation": recipe["orientation"],
+        "feature_config": {"history": args.history},
+    }
     assert args.stride == bench_cad.CLI_STRIDE  # the rows `pairedge train` builds from a CAD folder
     assert seen["train"]["config"] == bench_cad.variant_config(name, base)
     assert seen["train"]["refit"] is bench_cad.variant_refit(name, args) is recipe["refit"]
@@ -215,21 +232,40 @@ def test_no_train_command_where_the_cli_cannot_express_the_variant(tmp_path):
     assert bench_cad.train_argv("boxes", other, bench_cad.base_config(other)) is None
     ensemble = bench_cad.parse_args(["--data", str(tmp_path), "--members", "3"])
     assert bench_cad.train_argv("boxes", ensemble, bench_cad.base_config(ensemble)) is None
-    assert "--refit" not in bench_cad.train_argv("boxes", bench_cad.parse_args(["--data", str(tmp_path), "--refit", "off"]), base)
+    assert "--refit" not in bench_cad.train_argv(
+        "boxes", bench_cad.parse_args(["--data", str(tmp_path), "--refit", "off"]), base
+    )
 
 
 def _report(y: np.ndarray, groups: np.ndarray, seeds: list[int]) -> dict:
-    """A bench_cad report of one variant ("boxes") whose model always answers class 0, as main() assembles it."""
+    """A bench_cad report of one variant ("boxes") whose model always answers class 0, as main() assembles
+    it."""
     labels = ("a", "b", "c")
-    data = FeatureData.from_arrays(np.zeros((len(y), 6), np.float32), y, groups, labels, person_features=2,
-                                   pair_features=2, stage=2)  # fmt: skip
-    cv = bench_cad.nested_cv(data, TrainConfig(), 2, seeds, lambda part, seed: lambda X: np.zeros(len(X), np.int64))
-    return {"command": "python benchmarks/bench_cad.py", "rows": len(y), "stride": 5, "sequences": sorted(set(groups)),
-            "spec_version": "2", "history": 30, "folds": 2, "seeds": seeds, "members": 1,
-            "train_config": TrainConfig().to_dict(), "labels": list(labels), "environment": {},
-            "train_commands": {"boxes": "pairedge train --history 30"},
-            "variants": {"boxes": {"title": "t", "cv": cv, "summary": bench_cad.summary(cv, labels), "refit": True}},
-            "fold_composition": bench_cad.fold_composition(groups, y, labels, 2, seeds)}  # fmt: skip
+    data = FeatureData.from_arrays(
+        np.zeros((len(y), 6), np.float32), y, groups, labels, person_features=2, pair_features=2, stage=2
+    )
+    cv = bench_cad.nested_cv(
+        data, TrainConfig(), 2, seeds, lambda part, seed: lambda X: np.zeros(len(X), np.int64)
+    )
+    return {
+        "command": "python benchmarks/bench_cad.py",
+        "rows": len(y),
+        "stride": 5,
+        "sequences": sorted(set(groups)),
+        "spec_version": "2",
+        "history": 30,
+        "folds": 2,
+        "seeds": seeds,
+        "members": 1,
+        "train_config": TrainConfig().to_dict(),
+        "labels": list(labels),
+        "environment": {},
+        "train_commands": {"boxes": "pairedge train --history 30"},
+        "variants": {
+            "boxes": {"title": "t", "cv": cv, "summary": bench_cad.summary(cv, labels), "refit": True}
+        },
+        "fold_composition": bench_cad.fold_composition(groups, y, labels, 2, seeds),
+    }
 
 
 def test_the_report_labels_the_present_classes_mpca_where_it_differs():
@@ -237,7 +273,8 @@ def test_the_report_labels_the_present_classes_mpca_where_it_differs():
     everything = bench_cad.markdown(_report(np.tile([0, 1, 2], 8), groups, [0, 1]))
     assert "| variant | accuracy | MPCA (all 3 classes) | macro-F1 |" in everything
     assert "equals the all-classes one for every variant" in everything
-    # 4 sequences of 6 rows each: the seeded shuffle orders them, so the partitions differ and are listed per seed
+    # 4 sequences of 6 rows each: the seeded shuffle orders them, so the partitions differ and are listed per
+    # seed
     assert "has the same partition" not in everything and "| 1 | 1 | 2 | 12 | 3 | - |" in everything
     sizes = np.repeat(["s0", "s1", "s2", "s3"], [3, 5, 7, 9])  # distinct sizes: every seed, the same folds
     no_c = bench_cad.markdown(_report(np.tile([0, 1], 12), sizes, [0, 1]))
@@ -245,7 +282,9 @@ def test_the_report_labels_the_present_classes_mpca_where_it_differs():
     assert "| MPCA (all 3 classes) | MPCA over present classes | macro-F1 |" in no_c
     # answering class 0 everywhere: recall 1 / 0 over the 2 present classes, divided by C = 3 in the headline
     assert "**0.333 ± 0.000** | 0.500 ± 0.000 |" in no_c
-    assert "pairedge train --history 30" in no_c and "Secondary: mean ± std over the (fold, seed) scores" in no_c
+    assert (
+        "pairedge train --history 30" in no_c and "Secondary: mean ± std over the (fold, seed) scores" in no_c
+    )
 
 
 @pytest.mark.parametrize("name", ["boxes", "orientation"])
@@ -256,7 +295,11 @@ def test_docs_training_shows_the_benchmarked_command(name):
     import shlex
 
     root = Path(__file__).resolve().parents[2]
-    command = json.loads((root / "benchmarks" / "results" / "bench_cad.json").read_text())["train_commands"][name]
+    command = json.loads((root / "benchmarks" / "results" / "bench_cad.json").read_text())["train_commands"][
+        name
+    ]
     doc = (root / "docs" / "training.md").read_text().replace("\\\n", " ")
-    quoted = [" ".join(line.split()) for line in doc.splitlines() if line.strip().startswith("pairedge train ")]
+    quoted = [
+        " ".join(line.split()) for line in doc.splitlines() if line.strip().startswith("pairedge train ")
+    ]
     assert shlex.split(command) in [shlex.split(line) for line in quoted], command

@@ -1,4 +1,5 @@
-"""bench_camera: its run plan, its link breakdown on hand-made runs, bad input in one line, a short real run."""
+"""bench_camera: its run plan, its link breakdown on hand-made runs, bad input in one line, a short real
+run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from bench_camera import link_breakdown, main, plan  # noqa: E402
 
 def test_plan() -> None:
     runs = plan("bundled,det", "iou,botsort", "1,2")
-    assert runs == [("bundled", "iou", False), ("bundled", "iou", True), ("bundled", "botsort", True), ("det", "iou", True)]
+    assert runs == [
+        ("bundled", "iou", False),
+        ("bundled", "iou", True),
+        ("bundled", "botsort", True),
+        ("det", "iou", True),
+    ]
     for bad in (("x", "iou", "1"), ("bundled", "iou", "3")):
         with pytest.raises(SystemExit, match="^error: "):
             plan(*bad)
@@ -24,22 +30,41 @@ def _write(path: Path, frames: list[tuple[list, list]]) -> Path:
     with path.open("w") as fh:
         fh.write(json.dumps({"labels": ["walking_together", "standing_together", "sitting_together"]}) + "\n")
         for f, (tracks, links) in enumerate(frames):
-            fh.write(json.dumps({"frame": f, "tracks": [{"id": i, "box": b} for i, b in tracks],
-                                 "interactions": [{"ids": list(p), "label": "walking_together"} for p in links]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "frame": f,
+                        "tracks": [{"id": i, "box": b} for i, b in tracks],
+                        "interactions": [{"ids": list(p), "label": "walking_together"} for p in links],
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
 def test_link_breakdown_counts_each_cause(tmp_path: Path) -> None:
     gt = tmp_path / "gt.txt"
     people = {1: [0, 0, 40, 100], 2: [100, 0, 40, 100], 3: [300, 0, 40, 100]}
-    gt.write_text("".join(f"{f + 1},{i},{b[0]},{b[1]},{b[2]},{b[3]},1,-1,-1,-1\n" for f in range(3) for i, b in people.items()))
-    gold = _write(tmp_path / "gold.jsonl", [(list(people.items()), [(1, 2)])] * 2 + [(list(people.items()), [])])
+    gt.write_text(
+        "".join(
+            f"{f + 1},{i},{b[0]},{b[1]},{b[2]},{b[3]},1,-1,-1,-1\n"
+            for f in range(3)
+            for i, b in people.items()
+        )
+    )
+    gold = _write(
+        tmp_path / "gold.jsonl", [(list(people.items()), [(1, 2)])] * 2 + [(list(people.items()), [])]
+    )
     # the run's ids 7, 8, 9 on people 1, 2, 3; frame 1: person 2's box is off (matches nobody)
-    run = _write(tmp_path / "run.jsonl", [
-        ([(7, people[1]), (8, people[2]), (9, people[3])], [(7, 8)]),
-        ([(7, people[1]), (8, [200, 200, 40, 100]), (9, people[3])], [(7, 8), (7, 9)]),
-        ([(7, people[1]), (8, people[2]), (9, people[3])], [(7, 8)]),
-    ])  # fmt: skip
+    run = _write(
+        tmp_path / "run.jsonl",
+        [
+            ([(7, people[1]), (8, people[2]), (9, people[3])], [(7, 8)]),
+            ([(7, people[1]), (8, [200, 200, 40, 100]), (9, people[3])], [(7, 8), (7, 9)]),
+            ([(7, people[1]), (8, people[2]), (9, people[3])], [(7, 8)]),
+        ],
+    )
     b = link_breakdown(run, gold, gt, 0, None)
     assert b["correct"] == 1 and b["a box matching no true person"] == 1
     assert b["never linked by the gt.txt run"] == 1  # (1, 3)
@@ -58,11 +83,29 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.data
 def test_a_short_real_run(tmp_path: Path, shared_data: Path) -> None:
     out = tmp_path / "out"
-    assert main([str(shared_data / "pets09_s2l1"), "--sources", "bundled,gt", "--trackers", "iou", "--threads", "2",
-                 "--frames", "30", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                str(shared_data / "pets09_s2l1"),
+                "--sources",
+                "bundled,gt",
+                "--trackers",
+                "iou",
+                "--threads",
+                "2",
+                "--frames",
+                "30",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads((out / "bench_camera.json").read_text())
     gt_run = next(r for r in res["runs"] if r["source"] == "gt")
-    assert gt_run["scores"]["whole video"]["pairs_vs_gt_run"]["pair_f1"] == 1.0  # the reference against itself
+    assert (
+        gt_run["scores"]["whole video"]["pairs_vs_gt_run"]["pair_f1"] == 1.0
+    )  # the reference against itself
     bundled = next(r for r in res["runs"] if r["source"] == "bundled")
     assert bundled["frames"] == 30 and bundled["detector"]["layout"] == "yolox-raw"
     assert bundled["scores"]["whole video"]["tracking"]["idf1"] > 0.4 and res["motmetrics_agrees"]

@@ -25,10 +25,18 @@ def test_compare_gates_every_preset_both_models_were_made_for() -> None:
     def scored(acc: float, mpca: float) -> dict:
         return {"n": 10.0, "accuracy": acc, "mpca": mpca, "macro_f1": 0.5, "per_class": {}}
 
-    old = {"presets": {"static": {"stage1": scored(0.80, 0.80), "stage2": scored(0.80, 0.80)},
-                       "surveillance": {"stage1": scored(0.80, 0.80), "stage2": scored(0.80, 0.80)}}}  # fmt: skip
-    new = {"presets": {"static": {"stage1": scored(0.79, 0.81), "stage2": scored(0.80, 0.80)},
-                       "surveillance": {"stage1": scored(0.80, 0.80), "stage2": scored(0.85, 0.779)}}}  # fmt: skip
+    old = {
+        "presets": {
+            "static": {"stage1": scored(0.80, 0.80), "stage2": scored(0.80, 0.80)},
+            "surveillance": {"stage1": scored(0.80, 0.80), "stage2": scored(0.80, 0.80)},
+        }
+    }
+    new = {
+        "presets": {
+            "static": {"stage1": scored(0.79, 0.81), "stage2": scored(0.80, 0.80)},
+            "surveillance": {"stage1": scored(0.80, 0.80), "stage2": scored(0.85, 0.779)},
+        }
+    }
     rows = {(r["stage"], r["preset"]): r for r in gate.compare(old, new, 0.02)}
     assert rows["stage1", "static"]["pass"] and rows["stage1", "static"]["gated"]
     bad = rows["stage2", "surveillance"]
@@ -36,7 +44,9 @@ def test_compare_gates_every_preset_both_models_were_made_for() -> None:
 
 
 @pytest.mark.parametrize("item", ["crowd=1-3", "surveillance=", "surveillance=x-y", "surveillance"])
-def test_seeds_option_refuses_what_it_cannot_use(item: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_seeds_option_refuses_what_it_cannot_use(
+    item: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     with pytest.raises(SystemExit) as exc:
         gate.main(["--old", str(tmp_path), "--seeds", item])
     assert exc.value.code == 2 and "--seeds" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""bench_ego_refine: the closed-form similarity against hand-made transforms, the replica of OpenCV's refinement
-against OpenCV itself, and a short run end to end."""
+"""bench_ego_refine: the closed-form similarity against hand-made transforms, the replica of OpenCV's
+refinement against OpenCV itself, and a short run end to end."""
 
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def test_replica_converges_on_an_exact_similarity() -> None:
     src = rng.uniform(0, 320, (300, 2))
     dst = src @ np.array([[1.01, -0.02], [0.02, 1.01]]).T + [3.0, -1.0]
     p, iterations = ego.levmarq(np.array([1.0, 0.0, 0.0, 0.0]), src, dst)
-    # from the identity, 0.02 off in a, b and 3 px in t: within 1e-5 when a tolerance stops it (as OpenCV's does:
+    # from the identity, 0.02 off in a, b and 3 px in t: within 1e-5 when a tolerance stops it (as OpenCV's
+    # does:
     # the relative energy change below 1e-6), before the iteration limit
     np.testing.assert_allclose(p, [1.01, 0.02, 3.0, -1.0], rtol=0, atol=1e-5)
     assert iterations < 10
@@ -100,8 +101,12 @@ def test_short_run_writes_its_tables(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "bench_ego_refine.json").read_text())
     assert res["fits"]["fits"] > 0 and res["fits"]["ransac_search_us"] > 0
     control = "OpenCV's fit, replayed in another process (control)"
-    assert set(res["features"]) == {"closed form", "OpenCV 5 replica", control,
-                                    f"OpenCV's fit, OpenCV without {ego.NO_AVX}"}  # fmt: skip
+    assert set(res["features"]) == {
+        "closed form",
+        "OpenCV 5 replica",
+        control,
+        f"OpenCV's fit, OpenCV without {ego.NO_AVX}",
+    }
     assert all(set(streams) == {"simulator moving:1000"} for streams in res["features"].values())
     assert res["features"][control]["simulator moving:1000"]["bit_identical"] == 1.0
     assert res["fits"]["replica_same_iterations"] <= res["fits"]["fits"]

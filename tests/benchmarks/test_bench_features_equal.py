@@ -24,15 +24,28 @@ def _git_ok() -> bool:
 def test_features_equal_their_own_revision(tmp_path: Path):
     """Against HEAD (the committed feature modules, loaded from git into a temporary package) the replay
     finds every value bit-identical: the mechanism compares what it claims to."""
-    dirty = subprocess.run(["git", "status", "--porcelain", "sdk/core/features"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "sdk/core/features"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     if dirty:
         pytest.skip("uncommitted changes in sdk/core/features")
     out = tmp_path / "equal"
     done = subprocess.run(
-        [sys.executable, "benchmarks/bench_features_equal.py", "--baseline", "HEAD", "--frames", "4",
-         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "benchmarks/bench_features_equal.py",
+            "--baseline",
+            "HEAD",
+            "--frames",
+            "4",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     res = json.loads(out.with_suffix(".json").read_text())
     assert len(res["streams"]) == 4
@@ -61,7 +74,17 @@ def test_a_changed_feature_module_is_caught(tmp_path: Path):
     (pkg / "pairblock.py").write_text(source.replace("MOVING_SPEED = 0.15", "MOVING_SPEED = 0.0"))
     inputs, outputs = tmp_path / "in.pkl", tmp_path / "out.pkl"
     inputs.write_bytes(bench.replay_inputs(streams))
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_features_equal.py"), "--replay", str(pkg),
-                    str(inputs), str(outputs)], check=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_features_equal.py"),
+            "--replay",
+            str(pkg),
+            str(inputs),
+            str(outputs),
+        ],
+        check=True,
+        timeout=120,
+    )
     result = bench.compare(streams["scene"][1:], pickle.loads(outputs.read_bytes())["scene"])
     assert result["pairs_equal"] and not result["pass"] and result["bit_identical"] < 1.0

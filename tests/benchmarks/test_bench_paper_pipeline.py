@@ -1,4 +1,5 @@
-"""The released-code baseline of bench_paper_pipeline: two full-image flows per pair, outputs equal the runtime's."""
+"""The released-code baseline of bench_paper_pipeline: two full-image flows per pair, outputs equal the
+runtime's."""
 
 from __future__ import annotations
 

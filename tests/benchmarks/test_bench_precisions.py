@@ -29,26 +29,57 @@ def _qdq_model(path: Path) -> None:
         helper.make_node("MatMul", ["x_dq", "w_dq"], ["h"], name="int8_matmul"),
         helper.make_node("MatMul", ["h", "w2"], ["y"], name="float_matmul"),
     ]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [w, wf, scale, zero])  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [w, wf, scale, zero],
+    )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
 
 
 def test_int8_coverage_counts_matmuls_between_dequantize(tmp_path: Path) -> None:
     _qdq_model(tmp_path / "m.onnx")
-    assert _precisions.int8_coverage(tmp_path / "m.onnx") == {"nodes": 2, "int8": 1, "float": ["float_matmul"]}
+    assert _precisions.int8_coverage(tmp_path / "m.onnx") == {
+        "nodes": 2,
+        "int8": 1,
+        "float": ["float_matmul"],
+    }
 
 
 def test_parity_summary_reads_a_report(tmp_path: Path) -> None:
-    report = {"verdict": "FAIL", "summary": "FAIL at logits: ...", "levels": [
-        {"name": "features", "status": "PASS", "metrics": {"columns": {"a": {"max": 0.0}, "b": {"max": 0.2}}}},
-        {"name": "logits", "status": "FAIL", "metrics": {"stage1": {"max": 1.5}, "stage2": {"max": 0.1}}},
-        {"name": "labels", "status": "PASS", "metrics": {"gate_agreement": 0.995, "top1_agreement": 1.0,
-                                                         "gate_near_tie_disagreements": 1, "top1_near_tie_disagreements": 0}},
-        {"name": "task", "status": "SKIP", "metrics": {}}]}  # fmt: skip
+    report = {
+        "verdict": "FAIL",
+        "summary": "FAIL at logits: ...",
+        "levels": [
+            {
+                "name": "features",
+                "status": "PASS",
+                "metrics": {"columns": {"a": {"max": 0.0}, "b": {"max": 0.2}}},
+            },
+            {"name": "logits", "status": "FAIL", "metrics": {"stage1": {"max": 1.5}, "stage2": {"max": 0.1}}},
+            {
+                "name": "labels",
+                "status": "PASS",
+                "metrics": {
+                    "gate_agreement": 0.995,
+                    "top1_agreement": 1.0,
+                    "gate_near_tie_disagreements": 1,
+                    "top1_near_tie_disagreements": 0,
+                },
+            },
+            {"name": "task", "status": "SKIP", "metrics": {}},
+        ],
+    }
     (tmp_path / "r.json").write_text(json.dumps(report))
     s = _precisions.parity_summary(tmp_path / "r.json", 1)
-    assert (s["verdict"], s["first_failure"], s["features_max_drift_std"], s["stage1_logit_max"]) == ("FAIL", "logits", 0.2, 1.5)
+    assert (s["verdict"], s["first_failure"], s["features_max_drift_std"], s["stage1_logit_max"]) == (
+        "FAIL",
+        "logits",
+        0.2,
+        1.5,
+    )
     assert s["near_tie_disagreements"] == [1, 0] and s["statuses"]["task"] == "SKIP"
     assert _precisions.parity_summary(tmp_path / "none.json", 2)["verdict"] == "ERROR"
 

@@ -69,12 +69,16 @@ def test_detector_coverage_by_hand(tmp_path: Path) -> None:
     # people 1 and 2 together in all 6 frames; the detector finds both / 1 / none / both / 2 / both
     boxes = {1: (0, 0, 10, 20), 2: (100, 0, 10, 20)}
     found = [(1, 2), (1,), (), (1, 2), (2,), (1, 2)]
-    lines = [f"{f + 1},-1,{','.join(map(str, boxes[p]))},0.9,-1,-1,-1" for f, ps in enumerate(found) for p in ps]
+    lines = [
+        f"{f + 1},-1,{','.join(map(str, boxes[p]))},0.9,-1,-1,-1" for f, ps in enumerate(found) for p in ps
+    ]
     lines.append("6,-1,300,300,10,20,0.9,-1,-1,-1")  # a false positive matches nobody
     det = tmp_path / "det.txt"
     det.write_text("\n".join(lines) + "\n")
-    truth = {f + 1: Detections.from_arrays(np.array([boxes[1], boxes[2]], np.float32), np.array([1, 2]))
-             for f in range(6)}  # fmt: skip
+    truth = {
+        f + 1: Detections.from_arrays(np.array([boxes[1], boxes[2]], np.float32), np.array([1, 2]))
+        for f in range(6)
+    }
     together = np.zeros((6, 3, 3), bool)
     together[:, 1, 2] = together[:, 2, 1] = True
     cov = detector_coverage(det, truth, together, lags=(0, 1, 3))
@@ -92,11 +96,19 @@ def test_detector_coverage_by_hand(tmp_path: Path) -> None:
 
 def test_label_stability_compares_only_pairs_both_runs_link() -> None:
     labels = ["walking_together", "standing_together", "sitting_together"]
-    gt = {(0, 1, 2): "walking_together", (1, 1, 2): "walking_together", (1, 3, 4): "standing_together",
-          (2, 3, 4): "standing_together"}  # fmt: skip
+    gt = {
+        (0, 1, 2): "walking_together",
+        (1, 1, 2): "walking_together",
+        (1, 3, 4): "standing_together",
+        (2, 3, 4): "standing_together",
+    }
     # det misses frame 2's pair and links one of its own; of the 3 common pair-frames it labels 2 alike
-    det = {(0, 1, 2): "walking_together", (1, 1, 2): "standing_together", (1, 3, 4): "standing_together",
-           (5, 6, 7): "sitting_together"}  # fmt: skip
+    det = {
+        (0, 1, 2): "walking_together",
+        (1, 1, 2): "standing_together",
+        (1, 3, 4): "standing_together",
+        (5, 6, 7): "sitting_together",
+    }
     st = label_stability(gt, det, labels)
     assert st["common_pair_frames"] == 3
     assert st["same_label"] == pytest.approx(2 / 3)
@@ -138,9 +150,14 @@ def test_motion_funnel_and_the_share_gap_the_boxes_alone_cause() -> None:
 
 
 def test_perfect_stage1_scores_each_source_on_what_it_delivered() -> None:
-    # gt delivered 4 together pair-frames (3 labelled walking), det 2 (both walking); one of gt's is judged out
-    gt = {(0, 0, 1): "walking_together", (1, 0, 1): "walking_together", (0, 2, 3): "standing_together",
-          (2, 0, 1): "walking_together"}  # fmt: skip
+    # gt delivered 4 together pair-frames (3 labelled walking), det 2 (both walking); one of gt's is judged
+    # out
+    gt = {
+        (0, 0, 1): "walking_together",
+        (1, 0, 1): "walking_together",
+        (0, 2, 3): "standing_together",
+        (2, 0, 1): "walking_together",
+    }
     det = {(0, 0, 1): "walking_together", (1, 0, 1): "walking_together"}
     judged = {(0, 0, 1), (1, 0, 1), (0, 2, 3)}
     got = perfect_stage1(gt, det, judged)
@@ -149,7 +166,11 @@ def test_perfect_stage1_scores_each_source_on_what_it_delivered() -> None:
     assert got["judged"]["walking_share"] == [pytest.approx(2 / 3), 1.0]
     assert got["judged"]["gap"] == pytest.approx(1 / 3)
     assert set(perfect_stage1(gt, det)) == {"all"}
-    assert perfect_stage1(gt, {})["all"] == {"pair_frames": [4, 0], "walking_share": [0.75, None], "gap": None}
+    assert perfect_stage1(gt, {})["all"] == {
+        "pair_frames": [4, 0],
+        "walking_share": [0.75, None],
+        "gap": None,
+    }
 
 
 def test_ground_speed_and_walking_vs_standing() -> None:
@@ -164,14 +185,25 @@ def test_ground_speed_and_walking_vs_standing() -> None:
     assert np.isnan(v[:, 0]).all()
     rule = Together()
     assert motion_class(1.2, 0.9, rule) == "walking" and motion_class(0.1, 0.2, rule) == "standing"
-    assert motion_class(1.2, 0.1, rule) == "" and motion_class(0.4, 0.4, rule) == "" and motion_class(np.nan, 1, rule) == ""
-    rows = [(0, "walking_together", 0.4, 0.8, True, "walking"), (1, "standing_together", 0.4, 0.8, True, "walking"),
-            (2, "standing_together", 0.4, 0.8, True, "standing"), (3, "sitting_together", 0.4, 0.8, True, "standing"),
-            (4, "walking_together", 0.4, 0.8, True, ""), (5, "walking_together", 0.4, 0.8, False, "")]  # fmt: skip
+    assert (
+        motion_class(1.2, 0.1, rule) == ""
+        and motion_class(0.4, 0.4, rule) == ""
+        and motion_class(np.nan, 1, rule) == ""
+    )
+    rows = [
+        (0, "walking_together", 0.4, 0.8, True, "walking"),
+        (1, "standing_together", 0.4, 0.8, True, "walking"),
+        (2, "standing_together", 0.4, 0.8, True, "standing"),
+        (3, "sitting_together", 0.4, 0.8, True, "standing"),
+        (4, "walking_together", 0.4, 0.8, True, ""),
+        (5, "walking_together", 0.4, 0.8, False, ""),
+    ]
     got = motion_agreement(rows)
     assert got["judged"] == 4 and got["agreement"] == 0.5 and got["together_linked"] == 5
-    assert got["confusion"] == {"walking": {"walking_together": 1, "standing_together": 1},
-                                "standing": {"standing_together": 1, "sitting_together": 1}}  # fmt: skip
+    assert got["confusion"] == {
+        "walking": {"walking_together": 1, "standing_together": 1},
+        "standing": {"standing_together": 1, "sitting_together": 1},
+    }
 
 
 @pytest.mark.data

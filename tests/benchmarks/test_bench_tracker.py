@@ -1,4 +1,5 @@
-"""bench_tracker's scoring of linked pairs and coasted boxes against the simulator's truth (hand-made frames)."""
+"""bench_tracker's scoring of linked pairs and coasted boxes against the simulator's truth (hand-made
+frames)."""
 
 from __future__ import annotations
 
@@ -26,19 +27,29 @@ def _frame() -> SimpleNamespace:
     )
 
 
-def _result(boxes: list[list[float]], ids: list[int], pairs: list[list[int]], labels: list[int],
-            coasted: list[bool]) -> SimpleNamespace:  # fmt: skip
+def _result(
+    boxes: list[list[float]], ids: list[int], pairs: list[list[int]], labels: list[int], coasted: list[bool]
+) -> SimpleNamespace:
     return SimpleNamespace(
-        boxes=np.array(boxes, np.float32), track_ids=np.array(ids), pairs=np.array(pairs).reshape(-1, 2),
-        label_ids=np.array(labels), coasted_mask=np.array(coasted, bool),
-    )  # fmt: skip
+        boxes=np.array(boxes, np.float32),
+        track_ids=np.array(ids),
+        pairs=np.array(pairs).reshape(-1, 2),
+        label_ids=np.array(labels),
+        coasted_mask=np.array(coasted, bool),
+    )
 
 
 def test_links_are_judged_through_box_matching() -> None:
     counts = new_counts()
-    # tracker ids 1, 2, 3 on people 7, 8 and a box on nobody; links (1, 2) right, (1, 3) wrong, (2, 3) unlinked
-    r = _result([[1, 0, 40, 100], [51, 0, 40, 100], [600, 0, 40, 100]], [1, 2, 3],
-                [[1, 2], [1, 3], [2, 3]], [0, 0, -1], [False, False, True])  # fmt: skip
+    # tracker ids 1, 2, 3 on people 7, 8 and a box on nobody; links (1, 2) right, (1, 3) wrong, (2, 3)
+    # unlinked
+    r = _result(
+        [[1, 0, 40, 100], [51, 0, 40, 100], [600, 0, 40, 100]],
+        [1, 2, 3],
+        [[1, 2], [1, 3], [2, 3]],
+        [0, 0, -1],
+        [False, False, True],
+    )
     score_frame(r, _frame(), counts)
     assert (counts["tp"], counts["fp"], counts["fn"]) == (1, 1, 0)
     assert (counts["coasted"], counts["coasted_on_a_person"]) == (1, 0)
@@ -59,8 +70,14 @@ def test_bad_inputs_are_refused_in_one_line_before_any_work(tmp_path: Path, caps
     import pytest
     from bench_tracker import main
 
-    for args in (["--coast-grid", "x"], ["--coast-grid", "99"], ["--nms-grid", "2"], ["--frames", "0"],
-                 ["--choose-seeds", "zz"], ["--model", str(tmp_path / "[bold]none")]):  # fmt: skip
+    for args in (
+        ["--coast-grid", "x"],
+        ["--coast-grid", "99"],
+        ["--nms-grid", "2"],
+        ["--frames", "0"],
+        ["--choose-seeds", "zz"],
+        ["--model", str(tmp_path / "[bold]none")],
+    ):
         with pytest.raises(SystemExit) as exc:
             main([*args, "--out", str(tmp_path / "out")])
         message = str(exc.value.code)

@@ -28,7 +28,9 @@ def test_motmetrics_check_sees_agreement_and_a_difference(tmp_path: Path) -> Non
     pytest.importorskip("motmetrics", reason="py-motmetrics (dev extra) is not installed")
     a, b = "0,0,10,20", "100,0,10,20"
     gt = _mot(tmp_path / "gt.txt", [(f, i, box) for f in range(1, 5) for i, box in ((1, a), (2, b))])
-    pred = _mot(tmp_path / "pred.txt", [(1, 10, a), (2, 10, a), (3, 11, a), (4, 11, a), (1, 20, b), (3, 20, b)])
+    pred = _mot(
+        tmp_path / "pred.txt", [(1, 10, a), (2, 10, a), (3, 11, a), (4, 11, a), (1, 20, b), (3, 20, b)]
+    )
     m = tracking_metrics(pred, gt)
     assert m["id_switches"] == 1 and m["misses"] == 2
     assert motmetrics_agrees(pred, gt, m) is True

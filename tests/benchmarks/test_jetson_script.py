@@ -1,6 +1,6 @@
-"""benchmarks/jetson/run_all.sh runs end to end with ONNX Runtime on a machine without TensorRT: every TensorRT
-step is skipped with the probe's reason (never a pass), and report.md says PASS / FAIL per precision on
-held-out data, as the parity reports and bench.json say."""
+"""benchmarks/jetson/run_all.sh runs end to end with ONNX Runtime on a machine without TensorRT: every
+TensorRT step is skipped with the probe's reason (never a pass), and report.md says PASS / FAIL per precision
+on held-out data, as the parity reports and bench.json say."""
 
 from __future__ import annotations
 
@@ -17,17 +17,31 @@ from pairedge.apps.probe import gpu_skip_reason
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "jetson" / "run_all.sh"
 #: Small but real: calibrate on two training scenes, a 12-frame held-out pack, a 12-frame held-out bench.
-QUICK = {"CAL_SCENES": "static:0,moving:0", "CAL_FRAMES": "40", "FRAMES": "12",
-         "BENCH_DATA": "sim:static:seeds=5001:frames=12", "BENCH_REPEATS": "5", "BENCH_PEOPLE": "2"}  # fmt: skip
+QUICK = {
+    "CAL_SCENES": "static:0,moving:0",
+    "CAL_FRAMES": "40",
+    "FRAMES": "12",
+    "BENCH_DATA": "sim:static:seeds=5001:frames=12",
+    "BENCH_REPEATS": "5",
+    "BENCH_PEOPLE": "2",
+}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = tmp_path_factory.mktemp("jetson") / "run"
     bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, **QUICK, "OUT": str(out), "PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
-           "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}  # fmt: skip
-    done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        **QUICK,
+        "OUT": str(out),
+        "PYTHON": sys.executable,
+        "OMP_NUM_THREADS": "1",
+        "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+    }
+    done = subprocess.run(
+        ["bash", str(SCRIPT)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     return out, done
 
 
@@ -72,6 +86,8 @@ def test_run_all_on_cpu_end_to_end(run: tuple[Path, subprocess.CompletedProcess[
     bench = json.loads((out / "bench" / "bench.json").read_text())
     fp32 = next(r for r in bench["rows"] if r["precision"] == "fp32" and r["backend"] == "onnxruntime")
     assert fp32["gate_passed"] and verdicts["fp32"][1] == "PASS" and verdicts["fp32"][3].startswith("PASS")
-    everything_passed = all(c.startswith(("PASS", "skipped:")) for cells in verdicts.values() for c in cells[1:])
+    everything_passed = all(
+        c.startswith(("PASS", "skipped:")) for cells in verdicts.values() for c in cells[1:]
+    )
     assert done.returncode == (0 if everything_passed else 1), done.stdout[-3000:] + done.stderr[-2000:]
     assert ("NOT PASSED" in done.stdout) == (not everything_passed)

@@ -1,5 +1,5 @@
-"""Helpers of bench_calibrate.py and bench_cad_deploy.py: the selection rule, pack-sized windows judged as parity
-judges a pack, the CAD split and the out-of-range diagnosis."""
+"""Helpers of bench_calibrate.py and bench_cad_deploy.py: the selection rule, pack-sized windows judged as
+parity judges a pack, the CAD split and the out-of-range diagnosis."""
 
 from __future__ import annotations
 
@@ -21,13 +21,22 @@ def _entry(agreement: float, drop: float, fails: int) -> dict[str, Any]:
 
 
 def test_selection_rule_order() -> None:
-    scores = {"lower": _entry(0.998, 0.1, 10), "higher": _entry(0.999, 0.1, 10),
-              "fewer_fails_low_agreement": _entry(0.99, 0.1, 1), "big_drop": _entry(0.999, 0.4, 0),
-              "most_fails": _entry(0.9999, 0.0, 30)}  # fmt: skip
+    scores = {
+        "lower": _entry(0.998, 0.1, 10),
+        "higher": _entry(0.999, 0.1, 10),
+        "fewer_fails_low_agreement": _entry(0.99, 0.1, 1),
+        "big_drop": _entry(0.999, 0.4, 0),
+        "most_fails": _entry(0.9999, 0.0, 30),
+    }
     assert bench_calibrate.select(scores) == "higher"  # eligible, fewest failing windows, then agreement
     assert bench_calibrate.rule_met(scores["higher"]) and not bench_calibrate.rule_met(scores["big_drop"])
     # none reaches the agreement bound: the same order without it; None when every one drops MPCA too far
-    assert bench_calibrate.select({"x": _entry(0.9, 0.0, 60), "y": _entry(0.95, 0.1, 50), "z": _entry(0.97, 0.4, 0)}) == "y"
+    assert (
+        bench_calibrate.select(
+            {"x": _entry(0.9, 0.0, 60), "y": _entry(0.95, 0.1, 50), "z": _entry(0.97, 0.4, 0)}
+        )
+        == "y"
+    )
     assert bench_calibrate.select({"z": _entry(0.97, 0.4, 0)}) is None
     assert set(bench_calibrate.QUICK) <= set(bench_calibrate.CANDIDATES)
     assert all("copies" not in c for c in bench_calibrate.CANDIDATES.values())  # plain int8 only
@@ -76,12 +85,17 @@ def test_beyond_training_names_the_columns_outside(tmp_path: Path) -> None:
     pack = tmp_path / "p.npz"
     np.savez(pack, stage2_features=np.array([[0.5, 0.5], [0.5, 3.0], [0.5, 0.2]], np.float32))
     out = bench_cad_deploy.beyond_training(pack, Rows(), ("a", "b"))
-    assert out["rows_outside"] == pytest.approx(1 / 3) and out["columns"] == {"b": pytest.approx(1 / 3, abs=1e-4)}
+    assert out["rows_outside"] == pytest.approx(1 / 3) and out["columns"] == {
+        "b": pytest.approx(1 / 3, abs=1e-4)
+    }
 
 
 def test_cad_targets_judged() -> None:
-    ok = {"stage1": {"agreement_excl_near_ties": 0.999}, "stage2": {"agreement_excl_near_ties": 0.995},
-          "mpca_drop_points": 0.2}  # fmt: skip
+    ok = {
+        "stage1": {"agreement_excl_near_ties": 0.999},
+        "stage2": {"agreement_excl_near_ties": 0.995},
+        "mpca_drop_points": 0.2,
+    }
     bad = {**ok, "mpca_drop_points": 0.7}
     judged = bench_cad_deploy.judge({"int8": ok, "fp16": ok})
     assert judged["int8"]["meets_target"] and not judged["fp16"]["meets_target"]  # fp16 needs 99.9 %

@@ -33,8 +33,19 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory, features: tuple[Path, P
     """The bundled model ('default') calibrated into a new folder."""
     out = tmp_path_factory.mktemp("cal") / "model"
     before = sorted(p.name for p in model_dir().iterdir())
-    result = runner.invoke(app, ["calibrate", "default", "--out", str(out), "--features", str(features[0]),
-                                 "--features", str(features[1])])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "calibrate",
+            "default",
+            "--out",
+            str(out),
+            "--features",
+            str(features[0]),
+            "--features",
+            str(features[1]),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"model: the bundled model pairedge-default ({model_dir()})" in result.stdout
     assert sorted(p.name for p in model_dir().iterdir()) == before  # nothing written into the package
@@ -48,8 +59,16 @@ def test_a_new_out_folder_gets_copies_of_the_fp32_files(calibrated: Path) -> Non
 
 
 def test_writes_every_file_registered_in_the_manifest(calibrated: Path) -> None:
-    names = {"stage1.onnx", "stage2.onnx", "stage1.int8.onnx", "stage2.int8.onnx", "stage1.fp16.onnx",
-             "stage2.fp16.onnx", "calibration.json", "calibration.md"}  # fmt: skip
+    names = {
+        "stage1.onnx",
+        "stage2.onnx",
+        "stage1.int8.onnx",
+        "stage2.int8.onnx",
+        "stage1.fp16.onnx",
+        "stage2.fp16.onnx",
+        "calibration.json",
+        "calibration.md",
+    }
     manifest = verify_files(calibrated)
     assert names <= set(manifest.files)
     roles = {e.role for e in manifest.files.values()}
@@ -145,9 +164,16 @@ def test_out_folder_of_another_model(tmp_path: Path, features: tuple[Path, Path]
 
 def test_strict_fails_on_small_strata(tmp_path: Path, features: tuple[Path, Path]) -> None:
     _fails_cleanly(
-        tmp_path, "--features", str(features[0]), "--features", str(features[1]), "--min-per-stratum", "100000",
-        "--strict", match="too small",
-    )  # fmt: skip
+        tmp_path,
+        "--features",
+        str(features[0]),
+        "--features",
+        str(features[1]),
+        "--min-per-stratum",
+        "100000",
+        "--strict",
+        match="too small",
+    )
 
 
 def test_in_place_keeps_the_other_manifest_entries(tmp_path: Path, features: tuple[Path, Path]) -> None:
@@ -193,8 +219,11 @@ def test_report_gives_each_layer_its_range_and_the_multiply_adds(calibrated: Pat
         fp32 = onnx.load(str(calibrated / f"{key}.onnx"))
         int8 = onnx.load(str(calibrated / f"{key}.int8.onnx"))
         shapes = sorted(numpy_helper.to_array(t).shape for t in fp32.graph.initializer if len(t.dims) == 2)
-        q = sorted(numpy_helper.to_array(t).shape for t in int8.graph.initializer
-                   if len(t.dims) == 2 and t.data_type == onnx.TensorProto.INT8)  # fmt: skip
+        q = sorted(
+            numpy_helper.to_array(t).shape
+            for t in int8.graph.initializer
+            if len(t.dims) == 2 and t.data_type == onnx.TensorProto.INT8
+        )
         assert q and set(q) <= set(shapes)
         assert graph_macs(int8)["macs_per_pair"] == graph_macs(fp32)["macs_per_pair"] == macs["fp32"]
         assert set(st["cost"]) == {"fp32", "fp16", "int8"}
@@ -203,8 +232,9 @@ def test_report_gives_each_layer_its_range_and_the_multiply_adds(calibrated: Pat
     assert "multiply-adds per pair" in md and "Cost per precision" in md
 
 
-@pytest.mark.parametrize(("option", "value", "match"), [("--headroom", "6,0.5", "headroom"),
-                                                        ("--headroom", "1,2,3", "--headroom")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "value", "match"), [("--headroom", "6,0.5", "headroom"), ("--headroom", "1,2,3", "--headroom")]
+)
 def test_bad_headroom_fails_before_collecting(tmp_path: Path, option: str, value: str, match: str) -> None:
     missing = tmp_path / "never-read.npz"
     _fails_cleanly(tmp_path, "--features", str(missing), option, value, match=match)
@@ -214,8 +244,18 @@ def test_copies_is_gone_and_headroom_reaches_the_graph(tmp_path: Path, features:
     code, output = _run("--out", str(tmp_path / "x"), "--features", str(features[0]), "--copies", "1")
     assert code != 0 and "--copies" in output  # the shifted copies were removed (issue 38)
     out = tmp_path / "plain"
-    code, output = _run("--out", str(out), "--features", str(features[0]), "--features", str(features[1]),
-                        "--headroom", "2,3", "--target-agreement", "0")  # fmt: skip
+    code, output = _run(
+        "--out",
+        str(out),
+        "--features",
+        str(features[0]),
+        "--features",
+        str(features[1]),
+        "--headroom",
+        "2,3",
+        "--target-agreement",
+        "0",
+    )
     assert code == 0, output
     stage2 = json.loads((out / "calibration.json").read_text())["stages"]["stage2"]["layers"]
     assert {w["headroom"] for w in stage2["weights"].values()} == {2.0, 3.0}

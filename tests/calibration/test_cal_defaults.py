@@ -1,5 +1,5 @@
-"""calibrate's defaults are the ones bench_calibrate.py's selection rule picked on selection seeds (its committed
-results), so a changed default without a rerun of the selection fails here."""
+"""calibrate's defaults are the ones bench_calibrate.py's selection rule picked on selection seeds (its
+committed results), so a changed default without a rerun of the selection fails here."""
 
 from __future__ import annotations
 

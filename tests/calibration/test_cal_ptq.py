@@ -62,7 +62,9 @@ def test_gemm_placement_quantizes_only_gemm_inputs(stage: int) -> None:
     inits = {t.name for t in q.graph.initializer}
     act_q = [n for n in q.graph.node if n.op_type == "QuantizeLinear" and n.input[0] not in inits]
     gemms = [n for n in q.graph.node if n.op_type == "Gemm"]
-    assert len(act_q) == len({g.input[0] for g in gemms})  # one activation Q/DQ per Gemm input, none elsewhere
+    assert len(act_q) == len(
+        {g.input[0] for g in gemms}
+    )  # one activation Q/DQ per Gemm input, none elsewhere
     for qn in act_q:
         for dq, _ in users[qn.output[0]]:
             assert all(u.op_type == "Gemm" and k == 0 for u, k in users[dq.output[0]])
@@ -96,8 +98,12 @@ def test_default_set_comes_from_the_recipe_and_avoids_held_out_seeds() -> None:
     assert {"static", "moving", "noisy", "surveillance"} <= set(scenes)
     for seeds in scenes.values():
         assert len(seeds) == 4 and all(0 <= s <= 23 for s in seeds)
-    recipe = {"presets": ["static"], "train_seeds": "0-3,1000,2001,4000", "test_seeds": "1000-1007",
-              "confirm": {"seeds": "0-1"}}  # fmt: skip
+    recipe = {
+        "presets": ["static"],
+        "train_seeds": "0-3,1000,2001,4000",
+        "test_seeds": "1000-1007",
+        "confirm": {"seeds": "0-1"},
+    }
     assert default_scenes(recipe) == [("static", (2, 3))]  # test, confirm and reserved seeds are dropped
     assert all(not lo <= s <= hi for s in (2, 3) for lo, hi in RESERVED_SEEDS)
     with pytest.raises(InputError, match="--scenes"):
@@ -130,8 +136,13 @@ def test_no_source_calibrates_on_the_default_set(tmp_path: Path, monkeypatch: py
     presets = {p for p, _ in seen[0]}
     assert {"static", "moving", "noisy", "surveillance"} <= presets
     assert result.report["options"]["scenes"].startswith("static:0+1+2+3")
-    w = numpy_helper.to_array(next(t for t in onnx.load(str(tmp_path / "out" / "stage1.int8.onnx")).graph.initializer
-                                   if t.data_type == onnx.TensorProto.INT8))  # fmt: skip
+    w = numpy_helper.to_array(
+        next(
+            t
+            for t in onnx.load(str(tmp_path / "out" / "stage1.int8.onnx")).graph.initializer
+            if t.data_type == onnx.TensorProto.INT8
+        )
+    )
     assert w.dtype == np.int8
 
 

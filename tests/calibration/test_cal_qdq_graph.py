@@ -25,16 +25,23 @@ W2, B2 = RNG.normal(size=(3, 16)).astype(np.float32) / 4, RNG.normal(size=3).ast
 def _mlp(matmul: bool = False) -> onnx.ModelProto:
     """features (N, 6) -> Gemm -> Relu -> Gemm (or MatMul with a (K, C) weight) -> logits (N, 3)."""
     inits = [numpy_helper.from_array(W1, "w1"), numpy_helper.from_array(B1, "b1")]
-    nodes = [helper.make_node("Gemm", ["features", "w1", "b1"], ["h"], name="g1", transB=1),
-             helper.make_node("Relu", ["h"], ["r"], name="relu")]  # fmt: skip
+    nodes = [
+        helper.make_node("Gemm", ["features", "w1", "b1"], ["h"], name="g1", transB=1),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+    ]
     if matmul:
         inits.append(numpy_helper.from_array(np.ascontiguousarray(W2.T), "w2"))
         nodes.append(helper.make_node("MatMul", ["r", "w2"], ["logits"], name="m2"))
     else:
         inits += [numpy_helper.from_array(W2, "w2"), numpy_helper.from_array(B2, "b2")]
         nodes.append(helper.make_node("Gemm", ["r", "w2", "b2"], ["logits"], name="g2", transB=1))
-    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["n", 6])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 3])], inits)  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["n", 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 3])],
+        inits,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -68,7 +75,10 @@ def test_every_gemm_reads_its_input_once_with_weights_of_the_fp32_shape() -> Non
     assert ops.count("QuantizeLinear") == 2 and "Concat" not in ops and "Add" not in ops
     inits = {t.name: t for t in q.graph.initializer}
     for w, shape in (("w1", W1.shape), ("w2", W2.shape)):
-        assert tuple(inits[f"{w}_quantized"].dims) == shape and inits[f"{w}_quantized"].data_type == TensorProto.INT8
+        assert (
+            tuple(inits[f"{w}_quantized"].dims) == shape
+            and inits[f"{w}_quantized"].data_type == TensorProto.INT8
+        )
         assert w not in inits  # no float copy of the weight left
     assert inits["b1"].data_type == TensorProto.FLOAT  # the bias stays float (TensorRT)
 
@@ -83,7 +93,9 @@ def test_weights_round_per_channel_within_int8() -> None:
 def test_headroom_covers_rows_beyond_the_calibration_set() -> None:
     model = _mlp()
     cal = RNG.normal(size=(500, 6)).astype(np.float32)
-    far = RNG.normal(size=(500, 6)).astype(np.float32) * 3.0  # rows up to three times beyond anything calibrated
+    far = (
+        RNG.normal(size=(500, 6)).astype(np.float32) * 3.0
+    )  # rows up to three times beyond anything calibrated
 
     def error(**kw: Any) -> float:
         q = quantize(model, cal, QuantConfig(**kw))
@@ -123,7 +135,8 @@ def test_shared_weights_get_one_plan_and_exclusions_stay_float() -> None:
 def test_bundled_model_every_gemm_int8_close_to_fp32() -> None:
     """Plain int8 on the bundled model as calibrate makes it (equalized, then quantized): every Gemm reads one
     int8 input, and the logits stay within a few percent of their spread (measured: p99 error 3 % of the
-    median spread for stage 1, 4 % for stage 2; the held-out agreement gate is benchmarks/bench_calibrate.py's)."""
+    median spread for stage 1, 4 % for stage 2; the held-out agreement gate is
+    benchmarks/bench_calibrate.py's)."""
     from pairedge.calibration.api import DEFAULT_STRENGTH
     from pairedge.calibration.equalize import equalize
 

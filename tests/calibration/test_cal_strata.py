@@ -1,4 +1,5 @@
-"""Small strata: an empty motion bin of a class that has rows is a stratum of 0 rows (warned, listed, strict)."""
+"""Small strata: an empty motion bin of a class that has rows is a stratum of 0 rows (warned, listed,
+strict)."""
 
 from __future__ import annotations
 
@@ -38,10 +39,16 @@ def test_empty_motion_bin_of_a_present_class_is_warned_and_listed() -> None:
     strata = stratify(st)
     assert strata.edges == pytest.approx((11 / 3, 19 / 3))
     assert counts(st, strata) == {
-        "a/low": 1, "a/mid": 2, "a/high": 1,
-        "b/low": 1, "b/mid": 1, "b/high": 1,
-        "c/low": 1, "c/mid": 0, "c/high": 1,
-    }  # fmt: skip
+        "a/low": 1,
+        "a/mid": 2,
+        "a/high": 1,
+        "b/low": 1,
+        "b/mid": 1,
+        "b/high": 1,
+        "c/low": 1,
+        "c/mid": 0,
+        "c/high": 1,
+    }
     assert small_strata(st, strata, min_rows=1) == ["stage 2: stratum c/mid has 0 sample(s) (< 1)"]
     assert "stage 2: stratum c/mid has 0 sample(s) (< 2)" in small_strata(st, strata, min_rows=2)
 

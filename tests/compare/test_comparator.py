@@ -1,5 +1,5 @@
-"""pairedge.compare.comparator: one decision rule and one agreement arithmetic, and calibrate, bench and parity
-print the same figures on the same rows."""
+"""pairedge.compare.comparator: one decision rule and one agreement arithmetic, and calibrate, bench and
+parity print the same figures on the same rows."""
 
 from __future__ import annotations
 
@@ -106,7 +106,11 @@ def test_near_ties_counted_and_excepted(logits: dict[str, np.ndarray]) -> None:
     assert judge(c, tol).passed  # judged on the figure with near-ties excepted
     strict = AgreementTolerances(min_gate_agreement=g.agreement_excl_near_ties + 1e-6, min_top1_agreement=0.0)
     problems = judge(c, strict).problems
-    assert len(problems) == 1 and "stage-1 gate agreement" in problems[0] and f"{g.near_tie_disagreements} near-tie" in problems[0]
+    assert (
+        len(problems) == 1
+        and "stage-1 gate agreement" in problems[0]
+        and f"{g.near_tie_disagreements} near-tie" in problems[0]
+    )
 
 
 def test_logit_error_statistics_and_nonfinite() -> None:
@@ -126,7 +130,10 @@ def test_logit_error_statistics_and_nonfinite() -> None:
 
 def test_metric_delta_is_one_sided() -> None:
     assert metric_delta("MPCA", 0.80, 0.797, 0.005) == (pytest.approx(-0.003), None)
-    assert "MPCA drops 1.00 points (0.8000 -> 0.7900), tolerance 0.50" in metric_delta("MPCA", 0.8, 0.79, 0.005)[1]
+    assert (
+        "MPCA drops 1.00 points (0.8000 -> 0.7900), tolerance 0.50"
+        in metric_delta("MPCA", 0.8, 0.79, 0.005)[1]
+    )
     assert metric_delta("MPCA", 0.80, 0.90, 0.005)[1] is None  # doing better never fails
     assert metric_delta("MPCA", math.nan, math.nan, 0.005) == (0.0, None)
     delta, problem = metric_delta("pair_f1", 0.5, math.nan, 0.01, who="the device")
@@ -156,10 +163,24 @@ def test_calibrate_bench_and_parity_agree_on_the_same_rows(logits: dict[str, np.
 
     assert cal1.agreement == bench["gate"] == lab["gate_agreement"]
     assert cal2.agreement == bench["top1"] == lab["top1_agreement"]
-    assert cal1.agreement_excl_near_ties == bench["gate_excl_near_ties"] == lab["gate_agreement_excl_near_ties"]
-    assert cal2.agreement_excl_near_ties == bench["top1_excl_near_ties"] == lab["top1_agreement_excl_near_ties"]
-    assert cal1.near_tie_disagreements == bench["gate_near_tie_disagreements"] == lab["gate_near_tie_disagreements"] >= 10  # fmt: skip
-    assert cal2.near_tie_disagreements == bench["top1_near_tie_disagreements"] == lab["top1_near_tie_disagreements"] >= 10  # fmt: skip
+    assert (
+        cal1.agreement_excl_near_ties == bench["gate_excl_near_ties"] == lab["gate_agreement_excl_near_ties"]
+    )
+    assert (
+        cal2.agreement_excl_near_ties == bench["top1_excl_near_ties"] == lab["top1_agreement_excl_near_ties"]
+    )
+    assert (
+        cal1.near_tie_disagreements
+        == bench["gate_near_tie_disagreements"]
+        == lab["gate_near_tie_disagreements"]
+        >= 10
+    )
+    assert (
+        cal2.near_tie_disagreements
+        == bench["top1_near_tie_disagreements"]
+        == lab["top1_near_tie_disagreements"]
+        >= 10
+    )
     assert cal2.n == bench["top1_rows"] == lab["top1_pairs"] == lgt["stage2_pairs"] == int(gated.sum())
     assert cal1.max_abs == bench["max_abs_logit_error_stage1"] == lgt["stage1"]["max"]
     assert cal2.max_abs == bench["max_abs_logit_error_stage2"] == lgt["stage2"]["max"]
@@ -179,9 +200,22 @@ def test_the_three_verdicts_agree(logits: dict[str, np.ndarray]) -> None:
     gate = agreement(1, z1, c1, TAU).agreement_excl_near_ties
     ident = {"stage1_labels": ["no", "yes"], "labels": ["a", "b", "c"]}
     for minimum in (min(gate, top1) - 1e-9, max(gate, top1) + 1e-9):
-        bench = score_variant(ref, truth >= 0, truth, (c1, c2), TAU,
-                              Gate(max_mpca_drop=1.0, min_top1_agreement=minimum, min_gate_agreement=minimum))  # fmt: skip
-        parity = labels_level(ident, ident, ref, (c1, c2), TAU, truth,
-                              Tolerances(gate_agreement=minimum, top1_agreement=minimum))  # fmt: skip
+        bench = score_variant(
+            ref,
+            truth >= 0,
+            truth,
+            (c1, c2),
+            TAU,
+            Gate(max_mpca_drop=1.0, min_top1_agreement=minimum, min_gate_agreement=minimum),
+        )
+        parity = labels_level(
+            ident,
+            ident,
+            ref,
+            (c1, c2),
+            TAU,
+            truth,
+            Tolerances(gate_agreement=minimum, top1_agreement=minimum),
+        )
         assert bench.passed == (parity.status == "PASS") == (minimum <= min(gate, top1))
         assert list(bench.problems) == list(parity.problems)

@@ -47,14 +47,27 @@ def test_the_names_of_every_precision() -> None:
     assert stage_files() == stage_files("fp32") == ("stage1.onnx", "stage2.onnx")
     assert stage_files("fp16") == ("stage1.fp16.onnx", "stage2.fp16.onnx")
     assert stage_files("int8") == ("stage1.int8.onnx", "stage2.int8.onnx")
-    assert [artefact(1, p).engine for p in PRECISIONS] == ["stage1.fp32.engine", "stage1.fp16.engine",
-                                                           "stage1.int8.engine"]  # fmt: skip
+    assert [artefact(1, p).engine for p in PRECISIONS] == [
+        "stage1.fp32.engine",
+        "stage1.fp16.engine",
+        "stage1.int8.engine",
+    ]
     assert [artefact(2, p).role for p in PRECISIONS] == ["stage2", "stage2.fp16", "stage2.int8"]
     assert {a.made_by for a in ARTEFACTS.values() if a.precision == "fp32"} == {"pairedge export"}
 
 
-@pytest.mark.parametrize("name", ["stage3.onnx", "stage1.bf16.onnx", "model.onnx", "stage1.fp32.onnx",
-                                  "stage1.engine", "calibration.json", ""])  # fmt: skip
+@pytest.mark.parametrize(
+    "name",
+    [
+        "stage3.onnx",
+        "stage1.bf16.onnx",
+        "model.onnx",
+        "stage1.fp32.onnx",
+        "stage1.engine",
+        "calibration.json",
+        "",
+    ],
+)
 def test_precision_of_is_strict(name: str) -> None:
     assert find(name) is None
     with pytest.raises(UnknownArtefactError, match="not a model folder artefact; expected one of: "):

@@ -1,4 +1,5 @@
-"""The shared ceilings (pairedge.core.limits) and the header-only image measurement (pairedge.core.io.imagesize)."""
+"""The shared ceilings (pairedge.core.limits) and the header-only image measurement
+(pairedge.core.io.imagesize)."""
 
 from __future__ import annotations
 

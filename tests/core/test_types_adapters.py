@@ -27,8 +27,12 @@ class FakeTensor:
 
 
 def test_from_ultralytics_tensors_tracking() -> None:
-    boxes = SimpleNamespace(xyxy=FakeTensor(XYXY), conf=FakeTensor(np.array([0.9, 0.8, 0.7])),
-                            cls=FakeTensor(np.array([0.0, 2.0, 0.0])), id=FakeTensor(np.array([5.0, 6.0, 7.0])))  # fmt: skip
+    boxes = SimpleNamespace(
+        xyxy=FakeTensor(XYXY),
+        conf=FakeTensor(np.array([0.9, 0.8, 0.7])),
+        cls=FakeTensor(np.array([0.0, 2.0, 0.0])),
+        id=FakeTensor(np.array([5.0, 6.0, 7.0])),
+    )
     d = Detections.from_ultralytics(SimpleNamespace(boxes=boxes))
     np.testing.assert_allclose(d.boxes, [[10, 20, 40, 100], [200, 0, 60, 40]])
     assert d.track_ids.tolist() == [5, 7]
@@ -42,7 +46,9 @@ def test_from_ultralytics_numpy_no_ids_every_class() -> None:
 
 
 def test_from_supervision() -> None:
-    sv = SimpleNamespace(xyxy=XYXY, confidence=None, class_id=np.array([1, 0, 0]), tracker_id=np.array([3, 4, 9]))
+    sv = SimpleNamespace(
+        xyxy=XYXY, confidence=None, class_id=np.array([1, 0, 0]), tracker_id=np.array([3, 4, 9])
+    )
     d = Detections.from_supervision(sv)
     assert d.track_ids.tolist() == [4, 9] and (d.scores == 1).all()
     np.testing.assert_allclose(d.boxes[0], [100, 30, 30, 60])
@@ -56,13 +62,25 @@ def test_adapters_refuse_other_objects() -> None:
     with pytest.raises(InputError, match=".xyxy"):
         Detections.from_supervision({"xyxy": XYXY})
     with pytest.raises(InputError, match="expected 3 scores"):
-        Detections.from_supervision(SimpleNamespace(xyxy=XYXY, confidence=np.ones(2), class_id=None, tracker_id=None))
+        Detections.from_supervision(
+            SimpleNamespace(xyxy=XYXY, confidence=np.ones(2), class_id=None, tracker_id=None)
+        )
 
 
 def _det(left, top, right, bottom, conf, cls_id, **track):
-    """A stand-in of jetson-inference's ``detectNet.Detection`` (attribute names as in its Python bindings)."""
-    return SimpleNamespace(Left=left, Top=top, Right=right, Bottom=bottom, Width=right - left, Height=bottom - top,
-                           Confidence=conf, ClassID=cls_id, **track)  # fmt: skip
+    """A stand-in of jetson-inference's ``detectNet.Detection`` (attribute names as in its Python
+    bindings)."""
+    return SimpleNamespace(
+        Left=left,
+        Top=top,
+        Right=right,
+        Bottom=bottom,
+        Width=right - left,
+        Height=bottom - top,
+        Confidence=conf,
+        ClassID=cls_id,
+        **track,
+    )
 
 
 def test_from_jetson_inference_untracked_and_tracked() -> None:
@@ -71,10 +89,14 @@ def test_from_jetson_inference_untracked_and_tracked() -> None:
     np.testing.assert_allclose(d.boxes, [[10, 20, 40, 100], [200, 0, 60, 40]])
     np.testing.assert_allclose(d.scores, [0.9, 0.7])
     assert (d.track_ids == -1).all()
-    tracked = [_det(10, 20, 50, 120, 0.9, 0, TrackID=4, TrackStatus=1),
-               _det(60, 20, 90, 120, 0.6, 0, TrackID=5, TrackStatus=0),
-               _det(300, 20, 340, 120, 0.5, 0, TrackID=2, TrackStatus=-1)]  # fmt: skip
-    t = Detections.from_jetson_inference(tracked, person_class=0)  # PeopleNet: person = 0; dropped track left out
+    tracked = [
+        _det(10, 20, 50, 120, 0.9, 0, TrackID=4, TrackStatus=1),
+        _det(60, 20, 90, 120, 0.6, 0, TrackID=5, TrackStatus=0),
+        _det(300, 20, 340, 120, 0.5, 0, TrackID=2, TrackStatus=-1),
+    ]
+    t = Detections.from_jetson_inference(
+        tracked, person_class=0
+    )  # PeopleNet: person = 0; dropped track left out
     assert t.track_ids.tolist() == [4, 5]
     assert len(Detections.from_jetson_inference([])) == 0
     assert len(Detections.from_jetson_inference(plain, person_class=None)) == 3

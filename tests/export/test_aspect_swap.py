@@ -20,8 +20,9 @@ def _rows(n: int = 600, seed: int = 0) -> FeatureData:
     # mean width over the image width of a 4:3 frame: (aspect * height * H) summed over both, / 2 / W
     width = (asp_a * h_a + asp_b * h_b) / 2 * 0.75
     X = np.stack([asp_a, h_a, asp_b, h_b, width, rng.normal(size=n)], 1)
-    return FeatureData.from_arrays(X, y, np.array([f"s{i % 7}" for i in range(n)]), LABELS,
-                                   feature_names=NAMES, stage=2)  # fmt: skip
+    return FeatureData.from_arrays(
+        X, y, np.array([f"s{i % 7}" for i in range(n)]), LABELS, feature_names=NAMES, stage=2
+    )
 
 
 def test_all_walking_rows_take_a_standing_rows_aspects_and_keep_their_boxes_consistent() -> None:
@@ -64,9 +65,14 @@ def test_rows_without_the_columns_or_labels_and_bad_fractions_are_refused() -> N
     cad = FeatureData.from_arrays(data.X, data.y, data.groups, ("a", "b", "c"), feature_names=NAMES, stage=2)
     with pytest.raises(InputError, match="walking_together, standing_together"):
         borrow_standing_aspect(cad, 0.5)
-    box_only = FeatureData.from_arrays(data.X[:, :5], data.y, data.groups, LABELS, feature_names=NAMES[:5][::-1],
-                                       stage=2)  # fmt: skip
+    box_only = FeatureData.from_arrays(
+        data.X[:, :5], data.y, data.groups, LABELS, feature_names=NAMES[:5][::-1], stage=2
+    )
     borrow_standing_aspect(box_only, 0.5)  # every needed column is there, in another order
     with pytest.raises(InputError, match="pair_mean_width"):
-        borrow_standing_aspect(FeatureData.from_arrays(data.X[:, :4], data.y, data.groups, LABELS,
-                                                       feature_names=NAMES[:4], stage=2), 0.5)  # fmt: skip
+        borrow_standing_aspect(
+            FeatureData.from_arrays(
+                data.X[:, :4], data.y, data.groups, LABELS, feature_names=NAMES[:4], stage=2
+            ),
+            0.5,
+        )

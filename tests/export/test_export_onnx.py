@@ -1,4 +1,5 @@
-"""ONNX export: graph contract, metadata, checker, and ONNX Runtime vs PyTorch parity for every architecture."""
+"""ONNX export: graph contract, metadata, checker, and ONNX Runtime vs PyTorch parity for every
+architecture."""
 
 from __future__ import annotations
 

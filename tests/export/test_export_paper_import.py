@@ -1,4 +1,5 @@
-"""Importing the paper's released-code checkpoints: exact layouts, weights-only loading, parity after export."""
+"""Importing the paper's released-code checkpoints: exact layouts, weights-only loading, parity after
+export."""
 
 from __future__ import annotations
 

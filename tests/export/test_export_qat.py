@@ -28,9 +28,14 @@ from pairedge.export.qat_train import QatConfig, finetune  # noqa: E402
 from pairedge.export.train import predict_logits  # noqa: E402
 
 MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8)), STAGE1.classes)
-RELATION = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6), PAPER3.classes)
-SQUASHED = (ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6, input_squash=1.0),
-            PAPER3.classes)  # fmt: skip
+RELATION = (
+    ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6),
+    PAPER3.classes,
+)
+SQUASHED = (
+    ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6, input_squash=1.0),
+    PAPER3.classes,
+)
 CASES = [MLP, RELATION, SQUASHED]
 IDS = ["stage1_mlp", "relation_net", "relation_net_squashed"]
 
@@ -43,17 +48,30 @@ def _rows(f: int, n: int = 3000, seed: int = 0) -> np.ndarray:
     return X.astype(np.float32)
 
 
-def _fp32(tmp_path: Path, config: ModelConfig, labels: tuple[str, ...], seed: int = 0,
-          spec: tuple[str, str] = ("liang2026", "1")) -> Path:  # fmt: skip
+def _fp32(
+    tmp_path: Path,
+    config: ModelConfig,
+    labels: tuple[str, ...],
+    seed: int = 0,
+    spec: tuple[str, str] = ("liang2026", "1"),
+) -> Path:
     """A small model exported as a pairedge fp32 file (stage from the labels; ``spec``: name and version)."""
     torch.manual_seed(seed)
     model = build_model(config)
     X = _rows(config.num_features, seed=seed)
     set_normalization(model, X.mean(0), X.std(0), X)
     stage = 1 if labels == STAGE1.classes else 2
-    ckpt = Checkpoint(model=model, config=config, stage=stage, labels=labels, feature_spec=spec[0],
-                      feature_spec_version=spec[1], thresholds={"p_interact": 0.5}, data_fingerprint="sha256:t",
-                      extra={"train": {"hidden": list(config.hidden), "input_squash": config.input_squash}})  # fmt: skip
+    ckpt = Checkpoint(
+        model=model,
+        config=config,
+        stage=stage,
+        labels=labels,
+        feature_spec=spec[0],
+        feature_spec_version=spec[1],
+        thresholds={"p_interact": 0.5},
+        data_fingerprint="sha256:t",
+        extra={"train": {"hidden": list(config.hidden), "input_squash": config.input_squash}},
+    )
     path = tmp_path / f"stage{stage}.onnx"
     export_checkpoint(ckpt, path, check_batches=(3,))
     return path
@@ -90,7 +108,10 @@ def test_equalisation_keeps_the_fp32_function_and_halves_the_input_spread(
     gains = equalize(model, X, 99.9, 0.5)
     assert np.abs(predict_logits(model, X) - before).max() < 1e-4 * max(1.0, np.abs(before).max())
     u = z * gains
-    spread = lambda a: np.percentile(a, 99.9, axis=0).max() / np.percentile(a, 99.9, axis=0).min()  # noqa: E731
+
+    def spread(a: np.ndarray) -> float:
+        return np.percentile(a, 99.9, axis=0).max() / np.percentile(a, 99.9, axis=0).min()
+
     assert spread(z) > 1.5
     if config.architecture == "relation_net":  # one shared person encoder: tied gains for a and b
         assert np.array_equal(gains[:4], gains[4:8]) and spread(u) < spread(z) ** 0.75
@@ -120,8 +141,12 @@ def test_the_squash_bounds_the_first_layers_input(tmp_path: Path) -> None:
     z_train = np.abs((X - X.mean(0)) / X.std(0))
     np.testing.assert_allclose(knee, np.maximum(np.quantile(z_train, KNEE_QUANTILE, axis=0), 1.0), rtol=1e-5)
     with torch.no_grad():  # every training row keeps its plain z-scores
-        np.testing.assert_allclose(norm(torch.from_numpy(X)).numpy(), (X - norm.mean.numpy()) / norm.std.numpy(),
-                                   rtol=1e-6, atol=1e-6)  # fmt: skip
+        np.testing.assert_allclose(
+            norm(torch.from_numpy(X)).numpy(),
+            (X - norm.mean.numpy()) / norm.std.numpy(),
+            rtol=1e-6,
+            atol=1e-6,
+        )
     assert (knee >= 1.0).all() and knee[-1] > 4  # the heavy-tailed last column has the farthest knee
     x = _rows(14, 200, seed=5)
     assert np.abs(predict_logits(model, x) - logits(session(path), x)).max() < 1e-5
@@ -254,11 +279,15 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
     written = export_int8(path, result, out, stage_info({"name": "t"}, "stage1", result), X[:200])
     props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
     fp32 = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
-    assert {k: v for k, v in props.items() if k not in ("pairedge.precision", "pairedge.quantization")} == fp32
+    assert {
+        k: v for k, v in props.items() if k not in ("pairedge.precision", "pairedge.quantization")
+    } == fp32
     info = json.loads(props["pairedge.quantization"])
     assert props["pairedge.precision"] == "int8" and info["method"] == "qat"
     assert info["fp32_sha256"] == sha256_file(path) and info["qat_recipe"] == {"name": "t"}
-    assert written.quantized_ops == 3 and written.export_max_abs_diff < 1e-2  # fused int8 kernels: float order
+    assert (
+        written.quantized_ops == 3 and written.export_max_abs_diff < 1e-2
+    )  # fused int8 kernels: float order
 
 
 def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_computes_otherwise(
@@ -300,23 +329,34 @@ def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path
 
     spec = ("pairedge", "2")  # the runtime checks the widths: 31 and 61 = 2 x 15 + 31
     _fp32(tmp_path, ModelConfig("stage1_mlp", 31, 2, hidden=(16, 8)), STAGE1.classes, spec=spec)
-    _fp32(tmp_path, ModelConfig("relation_net", 61, 3, hidden=(8, 16), person_features=15, pair_features=31),
-          PAPER3.classes, seed=1, spec=spec)  # fmt: skip
+    _fp32(
+        tmp_path,
+        ModelConfig("relation_net", 61, 3, hidden=(8, 16), person_features=15, pair_features=31),
+        PAPER3.classes,
+        seed=1,
+        spec=spec,
+    )
     rng = np.random.default_rng(5)
     n = 1200
     groups = np.repeat([f"static-{k}" for k in range(6)], n // 6)
     y7 = rng.integers(0, 5, n)  # SIM7-like: 0-2 together (the PAPER3 classes), 3-4 strangers
     X1, X2 = _rows(31, n, seed=6), _rows(61, n, seed=7)
     together = y7 < 3
-    rows = RecipeRows(FeatureData.from_arrays(X1, together.astype(int), groups, STAGE1.classes),
-                      FeatureData.from_arrays(X2[together], y7[together], groups[together], PAPER3.classes), X2)  # fmt: skip
+    rows = RecipeRows(
+        FeatureData.from_arrays(X1, together.astype(int), groups, STAGE1.classes),
+        FeatureData.from_arrays(X2[together], y7[together], groups[together], PAPER3.classes),
+        X2,
+    )
     small = {"epochs": 1, "samples_per_epoch": 500, "calibration": "max"}
     record = build_int8(tmp_path, {}, {"stage1": small, "stage2": {**small, "gate_floor": 0.3}}, rows)
     assert set(record["stages"]) == {"stage1", "stage2"}
     for st in record["stages"].values():
         assert (tmp_path / st["file"]).is_file() and st["train_rows"] > 0 and st["validation_rows"] > 0
         assert len(st["history"]) == 2 and st["best_epoch"] in (0, 1)
-    assert record["training_data_matches_fp32"] == {"stage1": False, "stage2": False}  # other data than "sha256:t"
+    assert record["training_data_matches_fp32"] == {
+        "stage1": False,
+        "stage2": False,
+    }  # other data than "sha256:t"
     roles = {name: e.role for name, e in read_manifest(tmp_path).files.items()}
     assert roles == {"stage1.int8.onnx": "stage1.int8", "stage2.int8.onnx": "stage2.int8"}
     verify_files(tmp_path)
@@ -332,15 +372,22 @@ def test_headroom_widens_every_range_and_keeps_rows_beyond_the_extremes_in_range
     path = _fp32(tmp_path, *RELATION)
     X = _rows(14, 1200, seed=5)
     plain, wide = (
-        finetune(import_fp32(path)[0], 2, X, X[:300], QatConfig(epochs=0, calibration="max", input_headroom=i,
-                                                                hidden_headroom=h))  # fmt: skip
+        finetune(
+            import_fp32(path)[0],
+            2,
+            X,
+            X[:300],
+            QatConfig(epochs=0, calibration="max", input_headroom=i, hidden_headroom=h),
+        )
         for i, h in ((1.0, 1.0), (4.0, 2.0))
     )
     first = first_layer_paths(plain.model)
     assert plain.ranges.keys() == wide.ranges.keys() and first
     for name, r in plain.ranges.items():
         assert wide.ranges[name] == pytest.approx(r * (4.0 if name in first else 2.0), rel=1e-6)
-        assert float(qat_fake.quant_layers(wide.model)[name].amax) == pytest.approx(wide.ranges[name], rel=1e-6)
+        assert float(qat_fake.quant_layers(wide.model)[name].amax) == pytest.approx(
+            wide.ranges[name], rel=1e-6
+        )
     # a row 3x beyond the training extremes: clipped without headroom, inside the range with it
     glitch = X[:50] * 3.0
     teacher = predict_logits(import_fp32(path)[0], glitch)

@@ -48,12 +48,12 @@ def test_copies_of_validation_sequences_are_left_out_and_refit_uses_everything(m
     monkeypatch.setattr(refit_module, "refit", spy_refit)
     config = TrainConfig(epochs=2, patience=1, samples_per_epoch=64)
     result = train_augmented(data, [copy], config, refit=True)
-    (groups, x0, val), = seen
+    ((groups, x0, val),) = seen
     is_copy = x0 > 50
     assert not is_copy[val].any()
     assert not set(groups[val]) & set(groups[is_copy])  # no copy of a validation sequence
     assert set(groups[is_copy]) == set(groups[~val & ~is_copy])  # every training sequence has its copy
-    (rg, rx, epochs), = refits
+    ((rg, rx, epochs),) = refits
     assert len(rg) == 640 and (rx > 50).sum() == 320 and epochs == result.best_epoch
     assert result.info["refit"] == {"epochs": result.best_epoch, "rows": 640}
     assert result.info["augmented_rows"] == int(is_copy.sum())
@@ -70,8 +70,19 @@ def test_copies_must_match_the_layout() -> None:
 
 def test_cli_options_and_errors(tmp_path: Path) -> None:
     runner = CliRunner()
-    base = ["train", "--spec", "pairedge", "--stage", "1", "--out", str(tmp_path / "m"), "--epochs", "1",
-            "--no-progress", "--no-export"]  # fmt: skip
+    base = [
+        "train",
+        "--spec",
+        "pairedge",
+        "--stage",
+        "1",
+        "--out",
+        str(tmp_path / "m"),
+        "--epochs",
+        "1",
+        "--no-progress",
+        "--no-export",
+    ]
     sim = "sim:static:seeds=0-1:frames=30:stride=3"
     result = runner.invoke(app, [*base, "--data", sim, "--augment", "mirror"])
     assert result.exit_code == 1 and "Collective Activity folder" in result.output
@@ -100,18 +111,38 @@ def test_cli_augments_a_cad_folder(tmp_path: Path, shared_data: Path) -> None:
     small.mkdir()
     for name in ("anno01.mat", "anno02.mat", "anno03.mat", "anno04.mat", "anno12.mat", "anno13.mat"):
         (small / name).symlink_to(folder / name)
-    result = CliRunner().invoke(app, ["train", "--data", str(small), "--spec", "pairedge", "--spec-version", "3",
-                                      "--stage", "2", "--out", str(tmp_path / "m"), "--epochs", "1",
-                                      "--augment", "mirror,reverse", "--refit", "--no-orientation",
-                                      "--no-progress"])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--data",
+            str(small),
+            "--spec",
+            "pairedge",
+            "--spec-version",
+            "3",
+            "--stage",
+            "2",
+            "--out",
+            str(tmp_path / "m"),
+            "--epochs",
+            "1",
+            "--augment",
+            "mirror,reverse",
+            "--refit",
+            "--no-orientation",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     assert doc["feature_spec_version"] == "3" and doc["extra"]["augmented_rows"] > 0
     from pairedge.export.datasets.training_data import load_with_copies
 
     for orientation in (True, False):
-        data, copies = load_with_copies(str(small), spec="pairedge", stage=2, augment=("mirror",),
-                                        orientation=orientation)  # fmt: skip
+        data, copies = load_with_copies(
+            str(small), spec="pairedge", stage=2, augment=("mirror",), orientation=orientation
+        )
         conf = data.X[:, data.feature_names.index("a_ori_conf")].max()
         # annotated orientation has confidence 1; without it only the walking fallback (0.5) remains
         assert conf == (1.0 if orientation else 0.5)

@@ -27,8 +27,13 @@ def test_parse_sources() -> None:
     assert parse_seeds("0-3,10") == (0, 1, 2, 3, 10)
     ds = parse_sim_source("sim:static+moving:seeds=4-5:frames=50:stride=2:boxes=truth", stage=2)
     assert (ds.presets, ds.seeds, ds.frames, ds.stride, ds.boxes, ds.task) == (
-        ("static", "moving"), (4, 5), 50, 2, "truth", "paper3"
-    )  # fmt: skip
+        ("static", "moving"),
+        (4, 5),
+        50,
+        2,
+        "truth",
+        "paper3",
+    )
     assert parse_sim_source("sim:static", stage=1).task == "stage1"
     assert parse_sim_source("sim:static", stage=2, labels="sim7").task == "sim7"
     with pytest.raises(InputError, match="options"):

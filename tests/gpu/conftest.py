@@ -30,8 +30,11 @@ def emulated() -> Iterator[KernelRunner]:
     device = EmulatedDevice()
     start = time.perf_counter()
     kernels = load_flow_kernels(device)
-    _BUILD.append(f"built in {device.build_seconds:.1f} s of g++ ({time.perf_counter() - start:.1f} s to load)"
-                  if device.build_seconds else f"from the disk cache in {time.perf_counter() - start:.2f} s")  # fmt: skip
+    _BUILD.append(
+        f"built in {device.build_seconds:.1f} s of g++ ({time.perf_counter() - start:.1f} s to load)"
+        if device.build_seconds
+        else f"from the disk cache in {time.perf_counter() - start:.2f} s"
+    )
     yield KernelRunner(device, kernels)
     device.close()
 
@@ -49,5 +52,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     from pairedge.gpu.cuda.emulated.build import BUILDS
 
     if _BUILD or BUILDS:
-        built = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in BUILDS) or "none (all from the disk cache)"
+        built = (
+            ", ".join(f"{name} {seconds:.1f} s" for name, seconds in BUILDS)
+            or "none (all from the disk cache)"
+        )
         terminalreporter.write_line(f"emulated CUDA device (HIP-CPU): g++ builds this session: {built}")

@@ -210,9 +210,9 @@ def test_gpu_graphs_equal_eager_launches(cuda_flow):
 
 
 def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
-    """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference`` runs.
-    With ``PAIREDGE_CUDA_EMULATION=hip-cpu`` it runs on the emulated device and scores what the reference
-    scores."""
+    """``pairedge run --flow cuda`` without a GPU: exit 1, one line with the reason; ``--flow reference``
+    runs. With ``PAIREDGE_CUDA_EMULATION=hip-cpu`` it runs on the emulated device and scores what the
+    reference scores."""
     from pairedge.apps.cli import app
     from pairedge.core.sim.output import write_scene
     from run_demo_helpers import toy_model
@@ -237,6 +237,7 @@ def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
     monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "hip-cpu")
     emulated = runner.invoke(app, [*base, "--flow", "cuda", "--out", str(tmp_path / "emulated")])
     assert emulated.exit_code == 0, emulated.output
+
     def scored(folder):
         records = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()[1:]]
         return [[(i["ids"], i["label"], i["probs"]) for i in r["interactions"]] for r in records]

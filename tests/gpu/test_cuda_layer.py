@@ -1,6 +1,6 @@
-"""The one CUDA layer (``pairedge.gpu.cuda``): kernel signatures read from the source, launch checks shared by every
-implementation, explicit selection of the emulated device, its build cache, the doctor rows, and a source scan
-that no other module imports cuda-python or pycuda."""
+"""The one CUDA layer (``pairedge.gpu.cuda``): kernel signatures read from the source, launch checks shared by
+every implementation, explicit selection of the emulated device, its build cache, the doctor rows, and a
+source scan that no other module imports cuda-python or pycuda."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def test_signatures_and_shared_memory_are_read_from_the_kernel_files():
     assert len(lk) == 13 and list(pool) == ["box_moments", "grid_sample"]
     moments = pool["box_moments"]
     assert [p.kind for p in moments.params] == ["p", "p", "i", "p", "i", "p"]
-    assert moments.declaration() == "const float* u, const float* v, int w, const int* rects, int n, double* out"
+    assert (
+        moments.declaration() == "const float* u, const float* v, int w, const int* rects, int n, double* out"
+    )
     assert moments.static_shared == 4 * 256 * 8 and lk["lk_terms"].params[8].kind == "f"
     text = """
     // __global__ void commented_out(double x) {}
@@ -37,7 +39,9 @@ def test_signatures_and_shared_memory_are_read_from_the_kernel_files():
     """
     with pytest.raises(BackendError, match="parameter n has type 'unsigned long'"):
         parse_kernels(text)
-    dynamic = parse_kernels("__global__ void d(float* a) { extern __shared__ float s[]; __shared__ int t[3][5]; }")
+    dynamic = parse_kernels(
+        "__global__ void d(float* a) { extern __shared__ float s[]; __shared__ int t[3][5]; }"
+    )
     assert dynamic["d"].static_shared == 60  # the extern array is sized at launch
 
 
@@ -46,12 +50,18 @@ def _kernel(rule: BlockRule = BlockRule()) -> Kernel:
 
 
 def test_launch_checks_follow_the_device_limits():
-    small = Limits(max_threads_per_block=512, max_block=(512, 512, 64), max_grid=(100, 10, 1), max_shared_per_block=9000)
+    small = Limits(
+        max_threads_per_block=512, max_block=(512, 512, 64), max_grid=(100, 10, 1), max_shared_per_block=9000
+    )
     args = (("p", 1), ("p", 2), ("i", 3), ("p", 4), ("i", 5), ("p", 6))
     assert check_launch(_kernel(), (7,), (512,), 0, args, small) == ((7, 1, 1), (512, 1, 1))
-    for grid, block, shared, match in (((7,), (1024,), 0, "at most 512 per block"), ((101,), (32,), 0, "grid dimension x is 101"),
-                                       ((7,), (32,), 809, "the device allows 9000"), ((1, 1, 2), (32,), 0, "grid dimension z is 2"),
-                                       ((7,), (32, 1, 1, 1), 0, "1 to 3 dimensions")):  # fmt: skip
+    for grid, block, shared, match in (
+        ((7,), (1024,), 0, "at most 512 per block"),
+        ((101,), (32,), 0, "grid dimension x is 101"),
+        ((7,), (32,), 809, "the device allows 9000"),
+        ((1, 1, 2), (32,), 0, "grid dimension z is 2"),
+        ((7,), (32, 1, 1, 1), 0, "1 to 3 dimensions"),
+    ):
         with pytest.raises(BackendError, match=match):
             check_launch(_kernel(), grid, block, shared, args, small)
 
@@ -73,24 +83,31 @@ def test_selection_is_explicit(monkeypatch):
     with pytest.raises(InputError, match="expected 'hip-cpu'"):
         resolve_kind("auto")
     monkeypatch.setenv("PAIREDGE_CUDA_EMULATION", "off")
-    assert not (unavailable_reason("auto") or "").startswith("the emulated CUDA device")  # "off": the GPU path
+    assert not (unavailable_reason("auto") or "").startswith(
+        "the emulated CUDA device"
+    )  # "off": the GPU path
 
 
 def test_missing_pieces_give_the_exact_reason(monkeypatch, tmp_path):
     with monkeypatch.context() as m:
         m.setenv("PAIREDGE_HIP_CPU", str(tmp_path / "nowhere"))
         reason = unavailable_reason("hip-cpu")
-        assert reason == (f"the emulated CUDA device (hip-cpu) is not usable here: HIP-CPU not found at "
-                          f"$PAIREDGE_HIP_CPU={tmp_path / 'nowhere'} (no include/hip/hip_runtime.h); point "
-                          "PAIREDGE_HIP_CPU at a HIP CPU Runtime checkout (github.com/ROCm/HIP-CPU)")  # fmt: skip
+        assert reason == (
+            f"the emulated CUDA device (hip-cpu) is not usable here: HIP-CPU not found at "
+            f"$PAIREDGE_HIP_CPU={tmp_path / 'nowhere'} (no include/hip/hip_runtime.h); point "
+            "PAIREDGE_HIP_CPU at a HIP CPU Runtime checkout (github.com/ROCm/HIP-CPU)"
+        )
         assert emulation_skip_reason() == "CUDA emulation: " + reason.split("here: ")[1]
         row = probe().get("CUDA emulation")
         assert not row.ok and "HIP-CPU not found" in row.detail
     if toolchain.hip_cpu_root()[0] is None:
         pytest.skip(toolchain.hip_cpu_root()[1])
     monkeypatch.setattr(toolchain, "_tbb_header", lambda: None)
+    # only the headers missing (the library found), whatever this machine has installed
+    monkeypatch.setattr(toolchain, "_tbb_library", lambda: "/usr/lib/libtbb.so")
     assert unavailable_reason("hip-cpu").endswith(
-        "Intel TBB headers not found (HIP-CPU runs grids on TBB); install with: apt-get install -y libtbb-dev")
+        "Intel TBB headers not found (HIP-CPU runs grids on TBB); install with: apt-get install -y libtbb-dev"
+    )
     monkeypatch.setenv("PAIREDGE_CXX", "no-such-gxx")
     assert "no-such-gxx not found" in unavailable_reason("hip-cpu")
 
@@ -129,7 +146,9 @@ def _cuda_imports(path: Path) -> list[str]:
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             value = node.args[0].value
             names = [value] if isinstance(value, str) and "." in value else []
-        found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in CUDA_MODULES]
+        found += [
+            f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in CUDA_MODULES
+        ]
     return found
 
 
@@ -176,5 +195,7 @@ def test_build_cache_and_compile_errors(monkeypatch, tmp_path):
 
     tc = toolchain.find_toolchain()[0]
     assert build.build_library("sum.cu", source, tc)[1] == "disk"
-    with pytest.raises(BackendError, match="g\\+\\+ could not build broken.cu with HIP-CPU \\(full log: .*build.log\\)"):
+    with pytest.raises(
+        BackendError, match="g\\+\\+ could not build broken.cu with HIP-CPU \\(full log: .*build.log\\)"
+    ):
         build.build_library("broken.cu", source.replace("acc += x[i];", "acc += undefined_thing;"), tc)

@@ -1,7 +1,7 @@
 """``CudaFlow`` on the emulated device: the real kernels, launched as on a GPU, wired as the reference says.
 
-Buffer wiring, pyramid levels, ping-pong slots, the reused previous pyramid, size changes, graphs (recorded and
-replayed) and their fallback, the pooling launches, and the release of everything on close or on a failed
+Buffer wiring, pyramid levels, ping-pong slots, the reused previous pyramid, size changes, graphs (recorded
+and replayed) and their fallback, the pooling launches, and the release of everything on close or on a failed
 construction. The emulated device runs ``lk.cu`` / ``pool.cu`` through HIP-CPU; its copies run in stream order
 only when synchronised, so a missing synchronise would show here as wrong numbers.
 """

@@ -2,8 +2,8 @@
 
 Measured here (and in ``benchmarks/bench_emulated_cuda.py``): the emulated ``flow="cuda"`` field equals the
 reference's bit for bit on every Sintel scene and on PETS, so the documented tolerance is 0 for the field.
-The fused pooled statistics equal the dense path's (:func:`~pairedge.core.features.flowpool.flow_moments`) up to
-float64 summation order (each GPU block sums in a tree; numpy sums pairwise): relative 1e-12. Pipeline.step
+The fused pooled statistics equal the dense path's (:func:`~pairedge.core.features.flowpool.flow_moments`) up
+to float64 summation order (each GPU block sums in a tree; numpy sums pairwise): relative 1e-12. Pipeline.step
 and ``pairedge run`` then score the same interactions with either flow. Needs ``../shared/data`` (marked
 ``data``) and the emulated device's toolchain; skips with the reason when either is missing.
 """
@@ -23,7 +23,10 @@ from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.flow.pooling import PoolRequest
 
 EMULATION_REASON = emulation_skip_reason()
-pytestmark = [pytest.mark.data, pytest.mark.skipif(EMULATION_REASON is not None, reason=str(EMULATION_REASON))]
+pytestmark = [
+    pytest.mark.data,
+    pytest.mark.skipif(EMULATION_REASON is not None, reason=str(EMULATION_REASON)),
+]
 SCENES = [f"{p}/{d}" for p in ("clean", "final") for d in ("easy", "medium", "hard")]
 
 
@@ -120,8 +123,15 @@ def test_pairedge_run_flow_cuda_emulated_equals_reference_on_pets(shared_data, t
     from typer.testing import CliRunner
 
     pets = shared_data / "pets09_s2l1"
-    base = ["run", str(pets / "vtest.avi"), "--detections", str(pets / "mot15" / "gt" / "gt.txt"),
-            "--max-frames", "30", "--no-video"]  # fmt: skip
+    base = [
+        "run",
+        str(pets / "vtest.avi"),
+        "--detections",
+        str(pets / "mot15" / "gt" / "gt.txt"),
+        "--max-frames",
+        "30",
+        "--no-video",
+    ]
     runner = CliRunner()
     ref = runner.invoke(app, [*base, "--flow", "reference", "--out", str(tmp_path / "ref")])
     assert ref.exit_code == 0, ref.output

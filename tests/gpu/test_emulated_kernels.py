@@ -48,8 +48,13 @@ def test_launches_a_gpu_would_refuse_are_refused(runner):
     n = 8
     u, v, rects, out = (runner.empty(64) for _ in range(4))
     args = (("p", u), ("p", v), ("i", 4), ("p", rects), ("i", n), ("p", out))
-    for block, match in (((200,), "power of two"), ((512,), "takes at most 256"), ((16, 16), "threadIdx.x only"),
-                         ((2048,), "at most 1024 per block"), ((0,), "at least 1")):  # fmt: skip
+    for block, match in (
+        ((200,), "power of two"),
+        ((512,), "takes at most 256"),
+        ((16, 16), "threadIdx.x only"),
+        ((2048,), "at most 1024 per block"),
+        ((0,), "at least 1"),
+    ):
         with pytest.raises(BackendError, match=match):
             runner.launch("box_moments", (n,), block, *args)
     with pytest.raises(BackendError, match="7 arguments for the 6 parameters"):
@@ -63,6 +68,8 @@ def test_launches_a_gpu_would_refuse_are_refused(runner):
         runner.launch("median3", (1, 1), (32, 33), ("p", u), ("p", v), ("i", 1), ("i", 1))
     with pytest.raises(BackendError, match="grid dimension y is 70000"):
         runner.launch("median3", (1, 70000), (16, 16), ("p", u), ("p", v), ("i", 1), ("i", 1))
-    with pytest.raises(BackendError, match="8192 bytes of static and 40961 of dynamic shared memory, the device allows 49152"):
+    with pytest.raises(
+        BackendError, match="8192 bytes of static and 40961 of dynamic shared memory, the device allows 49152"
+    ):
         runner.device.launch(runner.kernels["box_moments"], (n,), (256,), args, shared=48 * 1024 - 8191)
     assert runner.device.stream.ops == []  # nothing was queued

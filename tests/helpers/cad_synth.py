@@ -41,7 +41,6 @@ def write_mat(path, people, interaction, collective, nframe, drop=None):
     return path
 
 
-
 W, H = 720, 480
 
 
@@ -63,7 +62,14 @@ def sequence(tracks: np.ndarray, labels: np.ndarray, pose: np.ndarray | None = N
             )
         )
     return CadSequence(
-        path=Path("anno90.mat"), sequence=90, num_frames=nf, frame_size=(W, H), fps=30.0,
-        people=tuple(people), present=present, boxes=tracks.astype(np.float32), labels=labels.astype(np.int8),
+        path=Path("anno90.mat"),
+        sequence=90,
+        num_frames=nf,
+        frame_size=(W, H),
+        fps=30.0,
+        people=tuple(people),
+        present=present,
+        boxes=tracks.astype(np.float32),
+        labels=labels.astype(np.int8),
         collective=np.zeros(nf, np.int64),
-    )  # fmt: skip
+    )

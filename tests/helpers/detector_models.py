@@ -17,22 +17,34 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 def pad_to_grid(rows: np.ndarray, size: tuple[int, int], per_cell: int = 1) -> np.ndarray:
-    """``rows`` (N, K) followed by zero rows up to ``per_cell`` x the stride-8/16/32 grid cells of ``size``."""
+    """``rows`` (N, K) followed by zero rows up to ``per_cell`` x the stride-8/16/32 grid cells of
+    ``size``."""
     cells = per_cell * sum((size[0] // s) * (size[1] // s) for s in (8, 16, 32))
     return np.concatenate([rows, np.zeros((cells - len(rows), rows.shape[1]), rows.dtype)]).astype(np.float32)
 
 
 #: The metadata keys an Ultralytics export writes (values shortened), as in signatures.json.
-ULTRALYTICS_METADATA = {"description": "Ultralytics YOLOv8n model", "author": "Ultralytics", "version": "8.4.190",
-                        "stride": "32", "task": "detect", "head": "Detect", "batch": "1",
-                        "names": "{0: 'person', 1: 'car'}", "args": "{'batch': 1, 'nms': False}",
-                        "end2end": "False"}  # fmt: skip
+ULTRALYTICS_METADATA = {
+    "description": "Ultralytics YOLOv8n model",
+    "author": "Ultralytics",
+    "version": "8.4.190",
+    "stride": "32",
+    "task": "detect",
+    "head": "Detect",
+    "batch": "1",
+    "names": "{0: 'person', 1: 'car'}",
+    "args": "{'batch': 1, 'nms': False}",
+    "end2end": "False",
+}
 
 
 def _graph_outputs(
-    consts: dict[str, np.ndarray], size: tuple[int, int], extra_inputs: list | None = None, image_shape=None,
+    consts: dict[str, np.ndarray],
+    size: tuple[int, int],
+    extra_inputs: list | None = None,
+    image_shape=None,
     exp: bool = False,
-) -> onnx.GraphProto:  # fmt: skip
+) -> onnx.GraphProto:
     h, w = size
     shape = image_shape if image_shape is not None else [1, 3, h, w]
     inputs = [helper.make_tensor_value_info("images", TensorProto.FLOAT, shape), *(extra_inputs or [])]
@@ -78,12 +90,24 @@ def yolox_model(path: Path, rows: np.ndarray, size=(320, 320), decoded: bool = T
     return save(_graph_outputs({"output": pad_to_grid(rows, size)[None]}, size, exp=decoded), path)
 
 
-def detr_model(path: Path, boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, size=(320, 320),
-               size_input: bool = True, metadata: dict[str, str] | None = None) -> Path:  # fmt: skip
+def detr_model(
+    path: Path,
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    size=(320, 320),
+    size_input: bool = True,
+    metadata: dict[str, str] | None = None,
+) -> Path:
     """DETR outputs boxes [1, N, 4], scores [1, N], labels [1, N]; with RT-DETR's orig_target_sizes input."""
-    extra = [helper.make_tensor_value_info("orig_target_sizes", TensorProto.INT64, [1, 2])] if size_input else []
-    consts = {"labels": labels[None].astype(np.int64), "boxes": boxes[None].astype(np.float32),
-              "scores": scores[None].astype(np.float32)}  # fmt: skip
+    extra = (
+        [helper.make_tensor_value_info("orig_target_sizes", TensorProto.INT64, [1, 2])] if size_input else []
+    )
+    consts = {
+        "labels": labels[None].astype(np.int64),
+        "boxes": boxes[None].astype(np.float32),
+        "scores": scores[None].astype(np.float32),
+    }
     return save(_graph_outputs(consts, size, extra), path, metadata)
 
 

@@ -1,7 +1,8 @@
 """A stand-in for rclpy and the ROS 2 message packages, for testing the pairedge node without ROS.
 
-``install(monkeypatch)`` puts modules named ``rclpy``, ``rclpy.node``, ``rclpy.qos``, ``rcl_interfaces.msg`` and
-the message packages (``sensor_msgs.msg``, ``std_msgs.msg``, ``vision_msgs.msg``, ...) into ``sys.modules``.
+``install(monkeypatch)`` puts modules named ``rclpy``, ``rclpy.node``, ``rclpy.qos``, ``rcl_interfaces.msg``
+and the message packages (``sensor_msgs.msg``, ``std_msgs.msg``, ``vision_msgs.msg``, ...) into
+``sys.modules``.
 
 The message classes are generated from the same ``.msg`` definitions ROS 2 uses (rosbags' Humble type store
 plus pairedge's vision_msgs 4.x) and check fields as rosidl's generated Python does: unknown constructor
@@ -28,13 +29,26 @@ from typing import Any
 
 import numpy as np
 
-PACKAGES = ("sensor_msgs", "std_msgs", "vision_msgs", "visualization_msgs", "geometry_msgs",
-            "builtin_interfaces", "diagnostic_msgs")  # fmt: skip
+PACKAGES = (
+    "sensor_msgs",
+    "std_msgs",
+    "vision_msgs",
+    "visualization_msgs",
+    "geometry_msgs",
+    "builtin_interfaces",
+    "diagnostic_msgs",
+)
 _INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1), "uint8": (0, 2**8 - 1), "int16": (-(2**15), 2**15 - 1), "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-(2**63), 2**63 - 1),
-    "uint64": (0, 2**64 - 1), "char": (0, 255),
-}  # fmt: skip
+    "int8": (-(2**7), 2**7 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+    "char": (0, 255),
+}
 _FLOATS = ("float32", "float64")
 
 
@@ -59,7 +73,9 @@ def _check(classes: dict[str, type], typename: str, name: str, desc: Any, value:
         elif base in _FLOATS:
             assert isinstance(value, float), f"The '{where}' field must be of type 'float', got {value!r}"
         elif base in ("byte", "octet"):
-            assert isinstance(value, bytes) and len(value) == 1, f"The '{where}' field must be bytes of length 1"
+            assert isinstance(value, bytes) and len(value) == 1, (
+                f"The '{where}' field must be bytes of length 1"
+            )
         else:
             low, high = _INT_RANGES[base]
             assert isinstance(value, int) and low <= value <= high, f"The '{where}' field must be an {base}"
@@ -69,18 +85,24 @@ def _check(classes: dict[str, type], typename: str, name: str, desc: Any, value:
         return
     sub, count = rest
     if kind == "ARRAY" and getattr(sub[0], "name", "") == "BASE" and sub[1][0] != "string":
-        assert isinstance(value, np.ndarray) and value.shape == (count,), f"The '{where}' field: {count} values"
+        assert isinstance(value, np.ndarray) and value.shape == (count,), (
+            f"The '{where}' field: {count} values"
+        )
         return
     assert isinstance(value, list | tuple | array.array | bytes), (
         f"The '{where}' field must be a set or sequence, got {type(value).__name__}"
     )
     if kind == "ARRAY":
         assert len(value) == count, f"The '{where}' field must have {count} items"
-    if isinstance(value, array.array | bytes) and getattr(sub[0], "name", "") == "BASE" and sub[1][0] in (
-        "uint8", "char", "octet", "byte"
+    if (
+        isinstance(value, array.array | bytes)
+        and getattr(sub[0], "name", "") == "BASE"
+        and sub[1][0] in ("uint8", "char", "octet", "byte")
     ):
         # unsigned bytes by construction ('B' arrays, bytes): an image's data is checked at once, not per byte
-        assert isinstance(value, bytes) or value.typecode == "B", f"The '{where}' field must hold unsigned bytes"
+        assert isinstance(value, bytes) or value.typecode == "B", (
+            f"The '{where}' field must hold unsigned bytes"
+        )
         return
     for item in value:
         _check(classes, typename, name, sub, item)
@@ -101,7 +123,11 @@ def _default(classes: dict[str, type], desc: Any) -> Any:
         return np.zeros(count, np.float64 if sub[1][0] in _FLOATS else np.int64)
     if kind == "ARRAY":
         return [_default(classes, sub) for _ in range(count)]
-    if getattr(sub[0], "name", "") == "BASE" and sub[1][0] not in ("string", "bool") and sub[1][0] not in _FLOATS:
+    if (
+        getattr(sub[0], "name", "") == "BASE"
+        and sub[1][0] not in ("string", "bool")
+        and sub[1][0] not in _FLOATS
+    ):
         return array.array("B") if sub[1][0] in ("uint8", "byte", "octet", "char") else array.array("q")
     return []
 
@@ -140,9 +166,15 @@ def _make_class(classes: dict[str, type], typename: str, consts: Any, fielddefs:
     def __repr__(self: Any) -> str:
         return f"{typename.split('/')[-1]}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
-    attrs: dict[str, Any] = {"__slots__": tuple(names), "__init__": __init__, "__setattr__": __setattr__,
-                             "__eq__": __eq__, "__repr__": __repr__, "__hash__": None,
-                             "_TYPE": typename}  # fmt: skip
+    attrs: dict[str, Any] = {
+        "__slots__": tuple(names),
+        "__init__": __init__,
+        "__setattr__": __setattr__,
+        "__eq__": __eq__,
+        "__repr__": __repr__,
+        "__hash__": None,
+        "_TYPE": typename,
+    }
     for cname, ctype, cvalue in consts:
         attrs[cname] = bytes([cvalue]) if ctype in ("byte", "octet") else cvalue
     return type(typename.split("/")[-1], (), attrs)
@@ -191,7 +223,9 @@ class Publisher:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def publish(self, msg: Any) -> None:
-        assert isinstance(msg, self.msg_type), f"{self.topic}: expected {self.msg_type.__name__}, got {type(msg)}"
+        assert isinstance(msg, self.msg_type), (
+            f"{self.topic}: expected {self.msg_type.__name__}, got {type(msg)}"
+        )
         with self.lock:
             self.published.append(msg)
             self.threads.append(threading.current_thread().name)
@@ -224,8 +258,9 @@ class FakeNode:
         self.declared[name] = (value, descriptor)
         chosen = self.OVERRIDES.get(name, value)
         if type(chosen) is not type(value):
-            raise InvalidParameterTypeException(f"Trying to set parameter '{name}' to '{chosen!r}' of another "
-                                                f"type than its default {value!r}")  # fmt: skip
+            raise InvalidParameterTypeException(
+                f"Trying to set parameter '{name}' to '{chosen!r}' of another type than its default {value!r}"
+            )
         return types.SimpleNamespace(name=name, value=chosen)
 
     def create_publisher(self, msg_type: type, topic: str, qos: QoSProfile) -> Publisher:
@@ -234,8 +269,9 @@ class FakeNode:
         self.publishers.append(pub)
         return pub
 
-    def create_subscription(self, msg_type: Any, topic: str, callback: Callable[[Any], None],
-                            qos: QoSProfile) -> Subscription:  # fmt: skip
+    def create_subscription(
+        self, msg_type: Any, topic: str, callback: Callable[[Any], None], qos: QoSProfile
+    ) -> Subscription:
         assert isinstance(qos, QoSProfile), "the node passes explicit QoS profiles"
         sub = Subscription(msg_type, topic, callback, qos)
         self.subscriptions.append(sub)
@@ -298,16 +334,26 @@ def install(monkeypatch: Any) -> FakeRclpy:
         for script in fake.spin:
             script(node)
 
-    rclpy_mod.__dict__.update(init=lambda args=None: None, spin=spin,
-                              try_shutdown=lambda: fake.shutdown.append(True))  # fmt: skip
-    qos_mod = {"QoSProfile": QoSProfile, "ReliabilityPolicy": ReliabilityPolicy, "HistoryPolicy": HistoryPolicy,
-               "DurabilityPolicy": DurabilityPolicy,
-               "qos_profile_sensor_data": QoSProfile(5, reliability=ReliabilityPolicy.BEST_EFFORT)}  # fmt: skip
-    modules.update({"rclpy.node": {"Node": FakeNode}, "rclpy.qos": qos_mod,
-                    "rclpy.exceptions": {"InvalidParameterTypeException": InvalidParameterTypeException},
-                    "rclpy.executors": {"ExternalShutdownException": ExternalShutdownException},
-                    "rcl_interfaces": {},
-                    "rcl_interfaces.msg": {"ParameterDescriptor": types.SimpleNamespace}})  # fmt: skip
+    rclpy_mod.__dict__.update(
+        init=lambda args=None: None, spin=spin, try_shutdown=lambda: fake.shutdown.append(True)
+    )
+    qos_mod = {
+        "QoSProfile": QoSProfile,
+        "ReliabilityPolicy": ReliabilityPolicy,
+        "HistoryPolicy": HistoryPolicy,
+        "DurabilityPolicy": DurabilityPolicy,
+        "qos_profile_sensor_data": QoSProfile(5, reliability=ReliabilityPolicy.BEST_EFFORT),
+    }
+    modules.update(
+        {
+            "rclpy.node": {"Node": FakeNode},
+            "rclpy.qos": qos_mod,
+            "rclpy.exceptions": {"InvalidParameterTypeException": InvalidParameterTypeException},
+            "rclpy.executors": {"ExternalShutdownException": ExternalShutdownException},
+            "rcl_interfaces": {},
+            "rcl_interfaces.msg": {"ParameterDescriptor": types.SimpleNamespace},
+        }
+    )
     monkeypatch.setitem(sys.modules, "rclpy", rclpy_mod)
     for name, attrs in modules.items():
         module = types.ModuleType(name)
@@ -323,9 +369,14 @@ def image_msg(fake: FakeRclpy, bgr: np.ndarray, stamp: int, frame_id: str = "cam
     """A ``sensor_msgs/Image`` (bgr8) as rclpy delivers it (``data`` an ``array.array`` of bytes)."""
     h, w = bgr.shape[:2]
     return fake.msg("sensor_msgs/Image")(
-        header=header(fake, stamp, frame_id), height=h, width=w, encoding="bgr8", is_bigendian=0, step=w * 3,
+        header=header(fake, stamp, frame_id),
+        height=h,
+        width=w,
+        encoding="bgr8",
+        is_bigendian=0,
+        step=w * 3,
         data=array.array("B", np.ascontiguousarray(bgr).tobytes()),
-    )  # fmt: skip
+    )
 
 
 def header(fake: FakeRclpy, stamp: int, frame_id: str = "camera") -> Any:
@@ -334,7 +385,9 @@ def header(fake: FakeRclpy, stamp: int, frame_id: str = "camera") -> Any:
     return fake.msg("std_msgs/Header")(stamp=time_msg, frame_id=frame_id)
 
 
-def detections_msg(fake: FakeRclpy, boxes: np.ndarray, ids: np.ndarray, stamp: int, class_id: str = "person") -> Any:
+def detections_msg(
+    fake: FakeRclpy, boxes: np.ndarray, ids: np.ndarray, stamp: int, class_id: str = "person"
+) -> Any:
     """A ``vision_msgs/Detection2DArray`` of (N, 4) ``x y w h`` boxes with their track ids (-1: none)."""
     m = fake.msg
     hdr = header(fake, stamp)
@@ -342,8 +395,12 @@ def detections_msg(fake: FakeRclpy, boxes: np.ndarray, ids: np.ndarray, stamp: i
     for (x, y, w, h), tid in zip(np.asarray(boxes, float).tolist(), np.asarray(ids).tolist(), strict=True):
         centre = m("vision_msgs/Pose2D")(position=m("vision_msgs/Point2D")(x=x + w / 2, y=y + h / 2))
         hyp = m("vision_msgs/ObjectHypothesis")(class_id=class_id, score=1.0)
-        items.append(m("vision_msgs/Detection2D")(
-            header=hdr, bbox=m("vision_msgs/BoundingBox2D")(center=centre, size_x=w, size_y=h),
-            results=[m("vision_msgs/ObjectHypothesisWithPose")(hypothesis=hyp)], id="" if tid < 0 else str(tid),
-        ))  # fmt: skip
+        items.append(
+            m("vision_msgs/Detection2D")(
+                header=hdr,
+                bbox=m("vision_msgs/BoundingBox2D")(center=centre, size_x=w, size_y=h),
+                results=[m("vision_msgs/ObjectHypothesisWithPose")(hypothesis=hyp)],
+                id="" if tid < 0 else str(tid),
+            )
+        )
     return m("vision_msgs/Detection2DArray")(header=hdr, detections=items)

@@ -1,6 +1,6 @@
-"""The Jetson install's documents, read for the tests: README's "Deploying to a Jetson" section, docs/jetson.md,
-their bash blocks as argv lists, pyproject's extras, and the ``pairedge`` (sub)command an argv runs.
-Shared by tests/apps/test_jetson_install.py and tests/apps/test_dockerfiles.py."""
+"""The Jetson install's documents, read for the tests: README's "Deploying to a Jetson" section,
+docs/jetson.md, their bash blocks as argv lists, pyproject's extras, and the ``pairedge`` (sub)command an argv
+runs. Shared by tests/apps/test_jetson_install.py and tests/apps/test_dockerfiles.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 JETSON = ROOT / "install" / "jetson"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
-OPENCV = ("opencv-python", "opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless")
+OPENCV = (
+    "opencv-python",
+    "opencv-python-headless",
+    "opencv-contrib-python",
+    "opencv-contrib-python-headless",
+)
 #: JetPack -> the gpu extra of its CUDA major
 GPU_EXTRA = {"jp6": "gpu-cu12", "jp7": "gpu-cu13"}
 
@@ -57,16 +62,23 @@ def commands(block: str) -> list[list[str]]:
 
 
 def all_commands() -> list[list[str]]:
-    return [argv for text in (readme_section(), docs_text()) for b in bash_blocks(text) for argv in commands(b)]
+    return [
+        argv for text in (readme_section(), docs_text()) for b in bash_blocks(text) for argv in commands(b)
+    ]
 
 
 def read_reqs(path: Path) -> dict[str, Requirement]:
-    reqs = [Requirement(ln.strip()) for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    reqs = [
+        Requirement(ln.strip())
+        for ln in path.read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     return {r.name: r for r in reqs}
 
 
 def command_of(argv: list[str]):  # type: ignore[no-untyped-def]
-    """The (sub)command ``argv`` runs and its remaining words (Typer's click is duck-typed: it may be vendored)."""
+    """The (sub)command ``argv`` runs and its remaining words (Typer's click is duck-typed: it may be
+    vendored)."""
     cmd = typer.main.get_command(app)
     words = argv[1:]
     while hasattr(cmd, "commands") and words and words[0] in cmd.commands:

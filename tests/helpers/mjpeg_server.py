@@ -45,7 +45,7 @@ def mjpeg_server(frames: int, fps: float = 50.0, *, serve_once: bool = True) -> 
             try:
                 for k in range(frames):
                     data = frame_jpeg(k)
-                    self.wfile.write(f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(data)}\r\n\r\n".encode())
+                    self.wfile.write(part_header(len(data)))
                     self.wfile.write(data + b"\r\n")
                     self.wfile.flush()
                     time.sleep(1.0 / fps)
@@ -64,6 +64,11 @@ def mjpeg_server(frames: int, fps: float = 50.0, *, serve_once: bool = True) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def part_header(size: int) -> bytes:
+    """The header of one multipart part: boundary, content type and length."""
+    return f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {size}\r\n\r\n".encode()
 
 
 class RestartableMjpegServer:
@@ -92,7 +97,7 @@ class RestartableMjpegServer:
                     while not owner._stopping.is_set():
                         data = frame_jpeg(owner.served)
                         owner.served += 1
-                        self.wfile.write(f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(data)}\r\n\r\n".encode())
+                        self.wfile.write(part_header(len(data)))
                         self.wfile.write(data + b"\r\n")
                         self.wfile.flush()
                         time.sleep(1.0 / owner.fps)

@@ -62,15 +62,23 @@ def box_only_toy(path: Path, stage: int) -> None:
     labels = STAGE1.classes if stage == 1 else CAD8.classes
     w = np.random.default_rng(stage).normal(size=(f, len(labels))).astype(np.float32)
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["features", "w"], ["logits"])], "toy",
+        [helper.make_node("MatMul", ["features", "w"], ["logits"])],
+        "toy",
         [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])],
         [numpy_helper.from_array(w, "w")],
-    )  # fmt: skip
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    meta = ModelMetadata(stage=stage, feature_spec="pairedge", feature_spec_version=spec.version, labels=labels,
-                         num_features=f, norm_mean=(0.0,) * f, norm_std=(1.0,) * f,
-                         extra={"feature_config": {"motion": "boxes"}})  # fmt: skip
+    meta = ModelMetadata(
+        stage=stage,
+        feature_spec="pairedge",
+        feature_spec_version=spec.version,
+        labels=labels,
+        num_features=f,
+        norm_mean=(0.0,) * f,
+        norm_std=(1.0,) * f,
+        extra={"feature_config": {"motion": "boxes"}},
+    )
     for k, v in meta.to_props().items():
         model.metadata_props.add(key=k, value=v)
     onnx.save(model, str(path))

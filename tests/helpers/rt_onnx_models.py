@@ -1,7 +1,8 @@
 """Tiny ONNX classifiers with pairedge metadata, built with onnx.helper for the runtime tests.
 
 Graph: ``features`` (pairs, F) -> (x - mean) / std -> MatMul W -> Add b -> ``logits`` (pairs, C), the
-z-scoring inside the graph as :mod:`pairedge.core.modelmeta` requires. :func:`reference` computes the same in numpy.
+z-scoring inside the graph as :mod:`pairedge.core.modelmeta` requires. :func:`reference` computes the same in
+numpy.
 """
 
 from __future__ import annotations

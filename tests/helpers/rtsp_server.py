@@ -33,20 +33,28 @@ def rtsp_available() -> str | None:
     done = subprocess.run([SYSTEM_PYTHON, "-c", _PROBE], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        return ("GStreamer's RTSP server is not installed (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 "
-                f"gstreamer1.0-plugins-good): {last}")  # fmt: skip
+        return (
+            "GStreamer's RTSP server is not installed (apt-get install python3-gi gir1.2-gst-rtsp-server-1.0 "
+            f"gstreamer1.0-plugins-good): {last}"
+        )
     return None
 
 
 def start_rtsp(frames: Path, port: int, fps: int = 10) -> subprocess.Popen:
     """Start the server on ``port`` serving the ``%05d.jpg`` files of ``frames``; returns once it listens."""
-    proc = subprocess.Popen([SYSTEM_PYTHON, str(HERE), str(frames), str(port), str(fps)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [SYSTEM_PYTHON, str(HERE), str(frames), str(port), str(fps)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if line.strip() != "ready":
         proc.kill()
-        raise RuntimeError(f"the RTSP server did not start: {line} {proc.stderr.read() if proc.stderr else ''}")
+        raise RuntimeError(
+            f"the RTSP server did not start: {line} {proc.stderr.read() if proc.stderr else ''}"
+        )
     time.sleep(0.2)
     return proc
 

@@ -10,7 +10,8 @@ from rt_onnx_models import write_toy_model  # noqa: E402
 
 
 def toy_model(folder: Path) -> Path:
-    """A stage-1 + stage-2 pair of linear ONNX classifiers (``pairedge`` spec, PAPER3 labels) in ``folder``."""
+    """A stage-1 + stage-2 pair of linear ONNX classifiers (``pairedge`` spec, PAPER3 labels) in
+    ``folder``."""
     write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1)
     write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2)
     return folder

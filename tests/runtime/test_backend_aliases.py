@@ -1,4 +1,5 @@
-"""One vocabulary of classifier backends: registry names everywhere, short aliases accepted, unknown refused."""
+"""One vocabulary of classifier backends: registry names everywhere, short aliases accepted, unknown
+refused."""
 
 from __future__ import annotations
 
@@ -18,5 +19,7 @@ def test_aliases_map_onto_registry_names() -> None:
 
 
 def test_unknown_backend_lists_names_and_aliases() -> None:
-    with pytest.raises(InputError, match="unknown classifier backend 'bogus'.*onnxruntime.*ort-cpu = onnxruntime"):
+    with pytest.raises(
+        InputError, match="unknown classifier backend 'bogus'.*onnxruntime.*ort-cpu = onnxruntime"
+    ):
         canonical_backend_name("bogus")

@@ -66,4 +66,6 @@ def test_pipeline_config_takes_an_options_dataclass_only() -> None:
         with pytest.raises(InputError, match="backend_options: expected the backend's options dataclass"):
             PipelineConfig(backend_options=bad)
     with pytest.raises(InputError, match="expected options of type OrtOptions"):
-        Deployment(default_model_dir(), backend="onnxruntime").load(PipelineConfig(backend_options=OtherOptions()))
+        Deployment(default_model_dir(), backend="onnxruntime").load(
+            PipelineConfig(backend_options=OtherOptions())
+        )

@@ -12,7 +12,9 @@ def test_interact_probability_is_the_sigmoid_of_the_logit_difference() -> None:
     z = np.array([[0.0, 0.0], [0.0, 2.0], [3.0, 1.0]], np.float32)
     expected = 1.0 / (1.0 + np.exp(-np.array([0.0, 2.0, -2.0])))
     np.testing.assert_allclose(interact_probability(z), expected, rtol=1e-6)
-    np.testing.assert_allclose(interact_probability(np.array([[0.0], [1.0]])), [0.5, 1 / (1 + np.exp(-1.0))], rtol=1e-6)
+    np.testing.assert_allclose(
+        interact_probability(np.array([[0.0], [1.0]])), [0.5, 1 / (1 + np.exp(-1.0))], rtol=1e-6
+    )
     assert interact_probability(np.array([[0.0, -1e4]])).tolist() == [0.0]  # no overflow warning, exact 0
 
 

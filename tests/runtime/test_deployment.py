@@ -98,8 +98,12 @@ def test_run_options_hold_the_deployment_once() -> None:
     options = RunOptions(Deployment(backend="ort-cpu", precision="fp16"), video=False)
     assert options.deployment.backend == "onnxruntime"
     assert (options.deployment.folder, options.deployment.flow, options.deployment.precision) == (
-        default_model_dir(), "auto", "fp16"
+        default_model_dir(),
+        "auto",
+        "fp16",
     )
-    assert not hasattr(options, "model") and not hasattr(options, "precision")  # no second copy of the settings
+    assert not hasattr(options, "model") and not hasattr(
+        options, "precision"
+    )  # no second copy of the settings
     assert RunOptions().deployment == Deployment()
     assert "precision" not in RunOptions.__dataclass_fields__  # typed once: in the Deployment

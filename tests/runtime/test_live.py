@@ -118,8 +118,11 @@ def test_a_finite_source_ends_at_its_last_frame() -> None:
             return 6.0 if prop == cv2.CAP_PROP_FRAME_COUNT else float(self.pos)
 
     opened = []
-    source = LiveSource("http://127.0.0.1:9/v.mp4", LiveOptions(reconnect_s=30),
-                        capture_factory=lambda t, a: opened.append(1) or File())  # fmt: skip
+    source = LiveSource(
+        "http://127.0.0.1:9/v.mp4",
+        LiveOptions(reconnect_s=30),
+        capture_factory=lambda t, a: opened.append(1) or File(),
+    )
     start = time.monotonic()
     with source:
         frames = [index for index, _, _ in source]
@@ -151,7 +154,9 @@ def test_close_stops_a_running_camera_promptly() -> None:
         for index, _, _ in source:
             if index >= 5:
                 break
-    assert source.stats.ended == "closed" and not any(t.name == "pairedge-live" for t in threading.enumerate())
+    assert source.stats.ended == "closed" and not any(
+        t.name == "pairedge-live" for t in threading.enumerate()
+    )
 
 
 def test_loopback_mjpeg_stream_with_drops_and_a_stream_that_dies() -> None:
@@ -184,8 +189,22 @@ def test_pairedge_run_on_a_loopback_stream_writes_the_summary(tmp_path) -> None:
     model = ultralytics_model(tmp_path / "det.onnx", rows, size=(160, 160))
     out = tmp_path / "out"
     with mjpeg_server(frames=30, fps=30.0) as url:
-        result = CliRunner().invoke(app, ["run", url, "--detector", str(model), "--model", str(toy_model(tmp_path / "m")),
-                                          "--no-video", "--out", str(out), "--reconnect-s", "1"])  # fmt: skip
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                url,
+                "--detector",
+                str(model),
+                "--model",
+                str(toy_model(tmp_path / "m")),
+                "--no-video",
+                "--out",
+                str(out),
+                "--reconnect-s",
+                "1",
+            ],
+        )
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     notes = " ".join(summary["notes"])

@@ -137,7 +137,11 @@ def test_complex_and_float32_overflowing_detections_are_dropped_without_warnings
 
 def test_unusable_orientation_is_ignored_and_reported_not_a_stage_error(pipe: Pipeline) -> None:
     class Raising:
-        boxes, track_ids, scores = np.array([[1, 1, 5, 8], [8, 2, 5, 8]], np.float32), np.array([1, 2]), np.ones(2)
+        boxes, track_ids, scores = (
+            np.array([[1, 1, 5, 8], [8, 2, 5, 8]], np.float32),
+            np.array([1, 2]),
+            np.ones(2),
+        )
 
         @property
         def orientation(self) -> Any:
@@ -236,7 +240,8 @@ def test_huge_crowds_are_capped_and_memory_stays_small(tmp_path: Path, n: int) -
     assert peak < 150 * 2**20  # the uncapped 10,000-person step needed 8.7 GB
 
 
-# -- inputs of pairedge run: corrupt / truncated video, empty detection files ---------------------------------
+# -- inputs of pairedge run: corrupt / truncated video, empty detection files
+# ---------------------------------
 
 
 def _mp4(path: Path, frames: int = 30) -> bytes:

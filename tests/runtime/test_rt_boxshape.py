@@ -84,18 +84,27 @@ def test_neutral_columns_are_the_specs_box_shape_columns_at_the_training_mean() 
     np.testing.assert_allclose(values, means[cols].astype(np.float32))
     assert len(neutral_columns(names, spec.box_shape_names, means[:-1])[0]) == 0  # means of another layout
     liang = get_spec("liang2026")
-    assert [liang.stage2_names[c] for c in neutral_columns(liang.stage2_names, liang.box_shape_names,
-                                                          np.zeros(liang.stage2_dim))[0]] == ["mean_aspect_ratio"]  # fmt: skip
+    assert [
+        liang.stage2_names[c]
+        for c in neutral_columns(liang.stage2_names, liang.box_shape_names, np.zeros(liang.stage2_dim))[0]
+    ] == ["mean_aspect_ratio"]
 
 
 def _folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     spec = get_spec("pairedge")
     mean = np.linspace(-1.0, 1.0, spec.stage2_dim)
     folder = tmp_path / "m"
-    write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1,
-                    thresholds={"p_interact": 0.0, "tau_group": 0.5}, extra={"confirm_s": 0.0})  # fmt: skip
-    write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2,
-                    norm_mean=tuple(float(v) for v in mean))  # fmt: skip
+    write_toy_model(
+        folder / "stage1.onnx",
+        stage=1,
+        spec_name="pairedge",
+        seed=1,
+        thresholds={"p_interact": 0.0, "tau_group": 0.5},
+        extra={"confirm_s": 0.0},
+    )
+    write_toy_model(
+        folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2, norm_mean=tuple(float(v) for v in mean)
+    )
     return folder, mean
 
 
@@ -114,7 +123,9 @@ def _run(folder: Path, config: PipelineConfig, aspect: float | None, frames: int
     return seen, notes, described
 
 
-def test_the_pipeline_sets_box_shape_to_the_training_mean_under_a_fixed_ratio_detector(tmp_path: Path) -> None:
+def test_the_pipeline_sets_box_shape_to_the_training_mean_under_a_fixed_ratio_detector(
+    tmp_path: Path,
+) -> None:
     folder, mean = _folder(tmp_path)
     names = get_spec("pairedge").stage2_names
     cols = [names.index("a_aspect"), names.index("b_aspect")]
@@ -150,8 +161,12 @@ def test_the_run_summary_says_when_box_shape_was_ignored(tmp_path: Path) -> None
     for aspect, expected in ((0.44, True), (None, False)):
         with Pipeline.load(folder, flow="none") as pipe:
             for k in range(12):
-                pipe.step(None, Detections.from_arrays(boxes(6, rng, aspect), track_ids=np.arange(6)), k / 10,
-                          image_size=SIZE)  # fmt: skip
+                pipe.step(
+                    None,
+                    Detections.from_arrays(boxes(6, rng, aspect), track_ids=np.arange(6)),
+                    k / 10,
+                    image_size=SIZE,
+                )
             notes = pipeline_notes(pipe)
             assert (pipe.fixed_ratio_detector is not None) == expected
             assert any("one width/height ratio (0.440" in n for n in notes) == expected

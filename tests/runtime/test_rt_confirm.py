@@ -89,8 +89,9 @@ def test_the_pipeline_reports_and_groups_links_only_once_confirmed(tmp_path: Pat
 def test_the_model_metadata_sets_confirm_s_and_bad_values_are_refused(tmp_path: Path) -> None:
     with Pipeline.load(_folder(tmp_path / "a", confirm_s=0.4), flow="none") as pipe:
         assert pipe.confirm_s == pytest.approx(0.4)
-    with Pipeline.load(_folder(tmp_path / "b", confirm_s=0.4), flow="none",
-                       config=PipelineConfig(confirm_s=0.0)) as pipe:  # fmt: skip
+    with Pipeline.load(
+        _folder(tmp_path / "b", confirm_s=0.4), flow="none", config=PipelineConfig(confirm_s=0.0)
+    ) as pipe:
         assert pipe.confirm_s == 0.0  # the config wins
     for bad in ("soon", -1, 1e9):
         with pytest.raises(ModelError, match="confirm_s"):
@@ -101,7 +102,11 @@ def test_named_operating_points_set_the_threshold_and_confirm_s(tmp_path: Path) 
     points = {"surveillance": {"p_interact": 0.7, "confirm_s": 1.0}}
     folder = _folder(tmp_path, confirm_s=0.2, operating_points=points)
     with Pipeline.load(folder, flow="none") as pipe:
-        assert (pipe.operating_point, pipe.tau_interact, pipe.confirm_s) == ("default", 0.5, 0.2)  # no auto points
+        assert (pipe.operating_point, pipe.tau_interact, pipe.confirm_s) == (
+            "default",
+            0.5,
+            0.2,
+        )  # no auto points
     config = PipelineConfig(operating_point="surveillance")
     with Pipeline.load(folder, flow="none", config=config) as pipe:
         assert (pipe.tau_interact, pipe.confirm_s) == (0.7, 1.0)

@@ -1,4 +1,5 @@
-"""Flow backends: interface, registry, buffer reuse, FlowStream, and accuracy on real MPI-Sintel ground truth."""
+"""Flow backends: interface, registry, buffer reuse, FlowStream, and accuracy on real MPI-Sintel ground
+truth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Typed flow options and the declared FlowBackend contract (close, GPU time, pooled flow) of every backend."""
+"""Typed flow options and the declared FlowBackend contract (close, GPU time, pooled flow) of every
+backend."""
 
 from __future__ import annotations
 

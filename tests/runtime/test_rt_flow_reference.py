@@ -1,4 +1,5 @@
-"""The CPU reference of the CUDA flow (``flow="reference"``) and the dense-or-pooled contract with the spec."""
+"""The CPU reference of the CUDA flow (``flow="reference"``) and the dense-or-pooled contract with the
+spec."""
 
 from __future__ import annotations
 

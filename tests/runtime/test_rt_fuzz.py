@@ -188,10 +188,22 @@ def test_pipeline_survives_seeded_mutations(tmp_path: Path, spec: str) -> None:
         from pairedge.core.features import spec_layout
 
         v = spec_layout(name, version)
-        layout = {st: {"feature_spec_version": version, "num_features": w, "norm_mean": (0.0,) * w,
-                       "norm_std": (1.0,) * w} for st, w in ((1, v.stage1_dim), (2, v.stage2_dim))}  # fmt: skip
-    write_toy_model(tmp_path / "m" / "stage1.onnx", stage=1, spec_name=name, thresholds={"p_interact": 0.3},
-                    **layout.get(1, {}))  # fmt: skip
+        layout = {
+            st: {
+                "feature_spec_version": version,
+                "num_features": w,
+                "norm_mean": (0.0,) * w,
+                "norm_std": (1.0,) * w,
+            }
+            for st, w in ((1, v.stage1_dim), (2, v.stage2_dim))
+        }
+    write_toy_model(
+        tmp_path / "m" / "stage1.onnx",
+        stage=1,
+        spec_name=name,
+        thresholds={"p_interact": 0.3},
+        **layout.get(1, {}),
+    )
     write_toy_model(tmp_path / "m" / "stage2.onnx", stage=2, spec_name=name, **layout.get(2, {}))
     mutate = _Mutator(seed={"pairedge": 9, "liang2026": 10}.get(spec, 11))
     configs = [

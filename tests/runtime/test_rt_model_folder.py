@@ -275,8 +275,11 @@ def test_calibrated_files_from_another_fp32_model_are_refused(folder: Path) -> N
     for stage in (1, 2):
         meta = toy_metadata(stage)
         info = json.dumps({"fp32_sha256": sha256_file(folder / f"stage{stage}.onnx")})
-        proto = toy_proto(toy_weights(meta.num_features, len(meta.labels), 7), meta,
-                          extra_props={"pairedge.quantization": info})  # fmt: skip
+        proto = toy_proto(
+            toy_weights(meta.num_features, len(meta.labels), 7),
+            meta,
+            extra_props={"pairedge.quantization": info},
+        )
         onnx.save_model(proto, str(folder / f"stage{stage}.int8.onnx"))
     assert find_models(folder, precision="int8").precision == "int8"
     write_toy_model(folder / "stage1.onnx", 1, seed=99)  # re-exported fp32 model, calibration not redone

@@ -33,13 +33,16 @@ def test_observers_see_each_steps_features_once_and_are_removed(folder: Path) ->
         with pipe.observe_features(lambda d, f: calls.append((d, f))) as handle:
             results = [pipe.step(f.image, f.detections, f.timestamp) for f in frames]
         assert pipe.extractor is extractor  # nothing swapped
-        assert len(calls) == 3 and all(d.track_ids.tolist() == r.track_ids.tolist() for (d, _), r
-                                       in zip(calls, results, strict=True))  # fmt: skip
+        assert len(calls) == 3 and all(
+            d.track_ids.tolist() == r.track_ids.tolist() for (d, _), r in zip(calls, results, strict=True)
+        )
         for (_, feats), result, x in zip(calls, results, given, strict=True):
             assert feats.stage1 is x  # the very array stage 1 was given, no copy
             np.testing.assert_array_equal(feats.pairs, result.pairs)
             cols = pipe.box_shape.columns
-            np.testing.assert_array_equal(feats.stage2[:, cols], np.tile(pipe.box_shape.means, (len(feats), 1)))
+            np.testing.assert_array_equal(
+                feats.stage2[:, cols], np.tile(pipe.box_shape.means, (len(feats), 1))
+            )
         handle.remove()
         handle.remove()  # idempotent
         pipe.step(frames[0].image, frames[0].detections, 1.0)

@@ -1,4 +1,5 @@
-"""PipelineConfig.pair_radius: far pairs skipped (features, classifiers, results), checked, liang2026 refused."""
+"""PipelineConfig.pair_radius: far pairs skipped (features, classifiers, results), checked, liang2026
+refused."""
 
 from __future__ import annotations
 

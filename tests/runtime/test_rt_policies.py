@@ -39,8 +39,9 @@ def test_input_repair_counts_frames_repairs_the_clock_and_keeps_the_size() -> No
     _, reason, _ = repair.frame(None, None, "unreadable PNG", False, notes)
     assert reason == "unreadable PNG"
     boxes = np.array([[10, 10, 30, 60], [50, 10, 30, 60], [90, 10, 30, 60], [0, 0, np.nan, 1]], np.float32)
-    dets, dropped = repair.detections(Detections(boxes, np.arange(4), np.array([0.9, 0.5, 0.8, 1.0], np.float32)),
-                                      (640, 480))  # fmt: skip
+    dets, dropped = repair.detections(
+        Detections(boxes, np.arange(4), np.array([0.9, 0.5, 0.8, 1.0], np.float32)), (640, 480)
+    )
     assert dets.track_ids.tolist() == [0, 2]
     assert dropped == {"non-finite box or score": 1, "over max_people=2 (kept the most confident)": 1}
 
@@ -61,7 +62,12 @@ def test_box_shape_policy_judges_gives_and_neutralises() -> None:
     fixed = np.column_stack([rng.uniform(10, 500, 60), rng.uniform(10, 300, 60), 0.44 * h, h])
     assert policy.observe(fixed[:30], SIZE) is None  # 30 boxes: too few to judge
     note = policy.observe(fixed[30:], SIZE)
-    assert note is not None and "(0.440)" in note and policy.ignored and policy.fixed_ratio == pytest.approx(0.44)
+    assert (
+        note is not None
+        and "(0.440)" in note
+        and policy.ignored
+        and policy.fixed_ratio == pytest.approx(0.44)
+    )
     feats = _features(2, spec.stage2_dim)
     policy.neutralise(feats)
     np.testing.assert_array_equal(feats.stage2[:, cols], np.tile(means[cols].astype(np.float32), (2, 1)))
@@ -80,10 +86,17 @@ def test_box_shape_policy_judges_gives_and_neutralises() -> None:
 
 def _models(tmp_path: Path):
     folder = tmp_path / "m"
-    points = {"surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3},
-              "strict": {"p_interact": 0.9, "confirm_s": 1.0}}  # fmt: skip
-    write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1,
-                    extra={"confirm_s": 0.2, "operating_points": points})  # fmt: skip
+    points = {
+        "surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3},
+        "strict": {"p_interact": 0.9, "confirm_s": 1.0},
+    }
+    write_toy_model(
+        folder / "stage1.onnx",
+        stage=1,
+        spec_name="pairedge",
+        seed=1,
+        extra={"confirm_s": 0.2, "operating_points": points},
+    )
     write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2)
     return find_models(folder)
 
@@ -92,10 +105,15 @@ def test_operating_point_policy_names_overrides_gives_and_resets(tmp_path: Path)
     models = _models(tmp_path)
     auto = OperatingPointPolicy(models, PipelineConfig())
     assert (auto.name, auto.current, auto.tau_interact, auto.confirm_s) == ("auto", "default", 0.5, 0.2)
-    assert auto.describe() == "auto (now default)" and auto.describe_start().startswith("auto (starts at default;")
+    assert auto.describe() == "auto (now default)" and auto.describe_start().startswith(
+        "auto (starts at default;"
+    )
     auto.give(0.1, 0.0)
     auto.record(3)
-    assert (auto.tau_interact, auto.confirm_s) == (0.1, 0.0) and auto.switches.count == 0  # same point: no record
+    assert (auto.tau_interact, auto.confirm_s) == (
+        0.1,
+        0.0,
+    ) and auto.switches.count == 0  # same point: no record
     auto.reset()
     assert (auto.tau_interact, auto.confirm_s) == (0.5, 0.2)
     strict = OperatingPointPolicy(models, PipelineConfig(operating_point="strict", confirm_s=0.0))

@@ -154,7 +154,9 @@ def test_pairs_below_tau_group_do_not_link_but_still_vote() -> None:
 
 def test_no_group_without_a_labelled_link() -> None:
     """A pair above tau_group that stage 2 never labelled (not gated or not confirmed) links nobody."""
-    assert find_groups(np.array([[3, 8]]), np.array([0.9]), np.array([-1]), np.zeros((1, 3)), 0.5, LABELS) == ()
+    assert (
+        find_groups(np.array([[3, 8]]), np.array([0.9]), np.array([-1]), np.zeros((1, 3)), 0.5, LABELS) == ()
+    )
     pairs = np.array([[1, 2], [2, 3]])
     (group,) = find_groups(pairs, np.array([0.9, 0.9]), np.array([0, -1]), np.eye(3)[[0, 0]], 0.5, LABELS)
     assert group.members == (1, 2) and group.activity == "walking_together"

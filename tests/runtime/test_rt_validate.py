@@ -1,4 +1,5 @@
-"""Input sanitising: malformed frames and detections are dropped and reported, never raised (SPEC section 9)."""
+"""Input sanitising: malformed frames and detections are dropped and reported, never raised (SPEC section
+9)."""
 
 from __future__ import annotations
 

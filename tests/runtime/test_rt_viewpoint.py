@@ -15,8 +15,9 @@ from rt_onnx_models import write_toy_model
 SIZE = (768, 576)
 
 
-def pinhole_boxes(camera_m: float, n: int, rng: np.random.Generator, horizon: float = 100.0,
-                  f: float = 700.0) -> np.ndarray:  # fmt: skip
+def pinhole_boxes(
+    camera_m: float, n: int, rng: np.random.Generator, horizon: float = 100.0, f: float = 700.0
+) -> np.ndarray:
     """(n, 4) boxes of 1.75 m people at random depths seen by a level pinhole camera ``camera_m`` high."""
     depth = rng.uniform(6.0, 30.0, n)
     h = f * 1.75 / depth
@@ -76,8 +77,9 @@ def test_the_ring_keeps_the_latest_boxes_only() -> None:
 
 def test_auto_switches_with_hysteresis() -> None:
     main = {"p_interact": 0.5, "confirm_s": 0.2}
-    auto = AutoOperatingPoint(main, {"high": {"p_interact": 0.7, "confirm_s": 0.4, "min_camera_height": 1.3}},
-                              every=1)  # fmt: skip
+    auto = AutoOperatingPoint(
+        main, {"high": {"p_interact": 0.7, "confirm_s": 0.4, "min_camera_height": 1.3}}, every=1
+    )
     rng = np.random.default_rng(4)
     assert auto.observe(pinhole_boxes(5.0, 10, rng), SIZE) is None  # not enough boxes yet
     notes = [auto.observe(pinhole_boxes(5.0, 10, rng), SIZE) for _ in range(10)]
@@ -97,8 +99,13 @@ def test_auto_switches_with_hysteresis() -> None:
 
 def _folder(tmp_path: Path, points: dict) -> Path:
     folder = tmp_path / "m"
-    write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1,
-                    extra={"confirm_s": 0.0, "operating_points": points})  # fmt: skip
+    write_toy_model(
+        folder / "stage1.onnx",
+        stage=1,
+        spec_name="pairedge",
+        seed=1,
+        extra={"confirm_s": 0.0, "operating_points": points},
+    )
     write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2)
     return folder
 

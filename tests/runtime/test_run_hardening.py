@@ -4,6 +4,8 @@ only, frames above the pixel ceiling dropped with their reason, link confirmatio
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,7 +48,9 @@ def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: py
     for name in linked | {"standing_together"}:
         monkeypatch.setitem(palette.LABEL_COLOURS, name, marker)
     preview = draw_preview(frame)
-    assert (preview.reshape(-1, 3) == marker).all(axis=1).any(), "the preview does not use pairedge.core.palette"
+    assert (preview.reshape(-1, 3) == marker).all(axis=1).any(), (
+        "the preview does not use pairedge.core.palette"
+    )
     canvas = annotate(np.full((240, 320, 3), 128, np.uint8), _result())
     assert (canvas.reshape(-1, 3) == marker).all(axis=1).any(), "the video does not use pairedge.core.palette"
 
@@ -87,7 +91,8 @@ def test_unknown_labels_fall_back_to_the_index_cycle() -> None:
     assert palette.label_colours(LABELS) == tuple(palette.LABEL_COLOURS[n] for n in LABELS)
 
 
-# -- groups: confirmed links only, None = no activity ---------------------------------------------------------
+# -- groups: confirmed links only, None = no activity
+# ---------------------------------------------------------
 def test_no_group_from_pairs_without_a_confirmed_link() -> None:
     """Two people above tau_group but below the stage-1 gate (no label) used to form a group whose activity
     was '' in Python and null in JSON."""
@@ -154,10 +159,12 @@ def _outcome(result: FrameResult) -> tuple:  # type: ignore[type-arg]
 
 
 @pytest.mark.parametrize(
-    "fps, hold, flow", [(30.0, 0.3, "none"), (30.0, 0.5, "none"), (10.0, 0.7, "none"), (25.0, 0.2, "none"),
-                        (30.0, 0.3, "auto")],
-)  # fmt: skip
-def test_robot_epoch_timestamps_link_on_the_same_frames(tmp_path, fps: float, hold: float, flow: str) -> None:  # noqa: ANN001
+    "fps, hold, flow",
+    [(30.0, 0.3, "none"), (30.0, 0.5, "none"), (10.0, 0.7, "none"), (25.0, 0.2, "none"), (30.0, 0.3, "auto")],
+)
+def test_robot_epoch_timestamps_link_on_the_same_frames(
+    tmp_path: Path, fps: float, hold: float, flow: str
+) -> None:
     """A stream stamped like a robot (seconds since the epoch, ~1.7e9) gives the same results on every frame
     as the same frames stamped from 0: confirmation used to compare float epoch seconds, linking one frame
     later when ``t + hold`` rounded below the frame's stamp."""
@@ -199,7 +206,9 @@ def test_hold_comparison_tolerates_float_rounding_only() -> None:
         assert late.confirm(np.array([True]), t, 0.3).tolist() == [expected]
 
 
-def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     from pairedge.runtime import Pipeline
     from rt_scenes import scene
 
@@ -215,7 +224,8 @@ def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(tmp_path
     assert after.diagnostics.frame_dropped is None
 
 
-# -- the automatic operating point: printed and recorded where it switches ------------------------------------
+# -- the automatic operating point: printed and recorded where it switches
+# ------------------------------------
 def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None:  # noqa: ANN001
     import json
 
@@ -252,7 +262,10 @@ def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
     marked = [r["frame"] for r in records if "operating_point" in r]
     assert marked == [switch["frame"]] and 0 < switch["frame"] < 40
-    assert records[switch["frame"]]["operating_point"] == {"name": "surveillance", "p_interact": 0.8,
-                                                           "confirm_s": 0.5}  # fmt: skip
+    assert records[switch["frame"]]["operating_point"] == {
+        "name": "surveillance",
+        "p_interact": 0.8,
+        "confirm_s": 0.5,
+    }
     assert len(read_pairwise_file(tmp_path / "r.jsonl", LABELS).frames) == 40  # the scorer still reads it
     assert summary.to_dict()["operating_point_switches"] == [switch]

@@ -42,7 +42,9 @@ def run_through_an_outage(url: str, out: Path, stop, restart, before: int = 15, 
     options = RunOptions(max_frames=total, video=False)
     live = LiveOptions(reconnect_s=30.0, read_timeout_s=2.0)
     result: dict = {}
-    thread = threading.Thread(target=lambda: result.update(summary=run_live(url, out, options, live, on_frame)))
+    thread = threading.Thread(
+        target=lambda: result.update(summary=run_live(url, out, options, live, on_frame))
+    )
     thread.start()
     try:
         assert seen.wait(60), "the stream never delivered"

@@ -18,7 +18,9 @@ def test_iou_matrix_and_nms() -> None:
     iou = iou_matrix(a, b)
     np.testing.assert_allclose(iou[0], [50 / 150, 1.0, 0.0])
     assert (iou[1] == 0).all()
-    keep = nms_keep(np.array([[0, 0, 10, 10], [1, 0, 10, 10], [50, 0, 10, 10]], float), np.array([0.5, 0.9, 0.1]), 0.5)
+    keep = nms_keep(
+        np.array([[0, 0, 10, 10], [1, 0, 10, 10], [50, 0, 10, 10]], float), np.array([0.5, 0.9, 0.1]), 0.5
+    )
     assert keep.tolist() == [False, True, True]
 
 
@@ -90,7 +92,9 @@ def test_appearance_keeps_crossing_people_apart() -> None:
         swaps = 0
         for k in range(30):
             t = k / 10
-            xa = 150 + 10 * k if k <= 10 else 250 - 10 * (k - 10)  # A walks right, meets B at x 250, turns back
+            xa = (
+                150 + 10 * k if k <= 10 else 250 - 10 * (k - 10)
+            )  # A walks right, meets B at x 250, turns back
             xb = 350 - 10 * k if k <= 10 else 250 + 10 * (k - 10)  # B walks left, turns back
             boxes = np.array([[xa, 100, 40, 100], [xb, 100, 40, 100]], float)
             frame[:] = 0
@@ -108,7 +112,10 @@ def test_appearance_keeps_crossing_people_apart() -> None:
 def test_kalman_prediction_follows_a_fast_mover() -> None:
     # 25 px per frame with 40 px wide boxes: IoU with the last box is low, the prediction keeps it
     tracker = IoUTracker()
-    ids = {int(tracker.step(np.array([_walk((0, 0), (250, 0), k / 10)]), k / 10, np.array([0.9]))[0]) for k in range(30)}
+    ids = {
+        int(tracker.step(np.array([_walk((0, 0), (250, 0), k / 10)]), k / 10, np.array([0.9]))[0])
+        for k in range(30)
+    }
     assert ids == {1}
 
 
@@ -157,9 +164,16 @@ def test_reset_keeps_ids_increasing() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"min_iou": 1.5}, {"max_tracks": 0}, {"high_score": 0.9, "new_score": 0.8}, {"appearance_momentum": 1.0},
-     {"coast_frames": 20, "max_age": 15}, {"confirm_hits": 0}, {"low_score": "0.1"}],
-)  # fmt: skip
+    [
+        {"min_iou": 1.5},
+        {"max_tracks": 0},
+        {"high_score": 0.9, "new_score": 0.8},
+        {"appearance_momentum": 1.0},
+        {"coast_frames": 20, "max_age": 15},
+        {"confirm_hits": 0},
+        {"low_score": "0.1"},
+    ],
+)
 def test_config_is_validated(kwargs) -> None:
     with pytest.raises(InputError):
         TrackerConfig(**kwargs)

@@ -1,4 +1,5 @@
-"""Tracker backends: names, the built-in default, the trackers-library adapters and camera-motion compensation."""
+"""Tracker backends: names, the built-in default, the trackers-library adapters and camera-motion
+compensation."""
 
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def _walk(n: int, dx: float = 8.0) -> list[np.ndarray]:
     """Two people 300 px apart walking right ``dx`` px per frame: (2, 4) x y w h boxes per frame."""
-    return [np.array([[50 + dx * k, 100, 40, 100], [350 + dx * k, 120, 40, 100]], np.float64) for k in range(n)]
+    return [
+        np.array([[50 + dx * k, 100, 40, 100], [350 + dx * k, 120, 40, 100]], np.float64) for k in range(n)
+    ]
 
 
 @pytest.mark.parametrize("name", LIBRARY)
@@ -94,7 +97,7 @@ def _panning(n: int, shift: int, gray: bool) -> tuple[list[np.ndarray], list[np.
     world = np.repeat(np.repeat(world[::4, ::4], 4, 0), 4, 1)  # 4 px blocks: trackable corners
     frames, boxes = [], []
     for k in range(n):
-        view = np.ascontiguousarray(world[:, k * shift: k * shift + 640])
+        view = np.ascontiguousarray(world[:, k * shift : k * shift + 640])
         frames.append(view if gray else np.dstack([view] * 3))
         boxes.append(np.array([[200 - k * shift, 80, 40, 100], [420 - k * shift, 90, 40, 100]], np.float64))
     return frames, boxes
@@ -109,7 +112,9 @@ def test_botsort_compensates_camera_motion(gray: bool) -> None:
     frames, boxes = _panning(6, 30, gray)
     scores = np.array([0.9, 0.9])
     with_cmc, without = make_tracker("botsort"), make_tracker("botsort")
-    ids_cmc = [with_cmc.step(b, k / 10, scores, f) for k, (b, f) in enumerate(zip(boxes, frames, strict=True))]
+    ids_cmc = [
+        with_cmc.step(b, k / 10, scores, f) for k, (b, f) in enumerate(zip(boxes, frames, strict=True))
+    ]
     ids_none = [without.step(b, k / 10, scores, None) for k, b in enumerate(boxes)]
     assert {tuple(i.tolist()) for i in ids_cmc} == {(1, 2)}
     # without: the people are lost at once; every later box starts a new track that never confirms
@@ -128,20 +133,26 @@ def test_pipeline_runs_a_library_tracker(tmp_path: Path, name: str) -> None:
     frames, boxes = _panning(5, 10, gray=False)
     with Pipeline.load(folder, config=cfg) as pipe:
         assert isinstance(pipe._tracker, LibraryTracker) and pipe._tracker.uses_frame == (name == "botsort")
-        results = [pipe.step(f, Detections.from_arrays(b, None, np.full(2, 0.9)), k / 10)
-                   for k, (b, f) in enumerate(zip(boxes, frames, strict=True))]  # fmt: skip
+        results = [
+            pipe.step(f, Detections.from_arrays(b, None, np.full(2, 0.9)), k / 10)
+            for k, (b, f) in enumerate(zip(boxes, frames, strict=True))
+        ]
     assert sorted(results[-1].track_ids.tolist()) == [1, 2] and results[-1].pairs.tolist() == [[1, 2]]
     if name == "bytetrack":  # a new track gets its id on its second frame (minimum_consecutive_frames 2)
         assert len(results[0].track_ids) == 0
-        assert dict(results[0].diagnostics.dropped) == {"suppressed by the tracker (duplicate or low score)": 2}
+        assert dict(results[0].diagnostics.dropped) == {
+            "suppressed by the tracker (duplicate or low score)": 2
+        }
 
 
 def test_duplicates_are_suppressed_before_the_library() -> None:
     """A raw detector's second box on one person (IoU 0.6 > nms_iou 0.35) gets -1 instead of a track of its
     own; with nms_iou None both reach the library and both get tracks."""
     pytest.importorskip("trackers", reason="Roboflow's trackers library is not installed")
-    frames = [np.array([[50 + 8 * k, 100, 40, 100], [58 + 8 * k, 100, 40, 100], [350, 100, 40, 100]], np.float64)
-              for k in range(6)]  # fmt: skip
+    frames = [
+        np.array([[50 + 8 * k, 100, 40, 100], [58 + 8 * k, 100, 40, 100], [350, 100, 40, 100]], np.float64)
+        for k in range(6)
+    ]
     scores = np.array([0.9, 0.8, 0.9])
     dedup, raw = make_tracker("botsort", TrackerConfig(nms_iou=0.35)), LibraryTracker("botsort", nms_iou=None)
     assert dedup.nms_iou == 0.35

@@ -6,7 +6,8 @@ import sys
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console entry point; ``args`` default to ``sys.argv`` (``--ros-args ...`` as ``ros2 run`` passes them)."""
+    """Console entry point; ``args`` default to ``sys.argv`` (``--ros-args ...`` as ``ros2 run`` passes
+    them)."""
     try:
         from pairedge.apps.ros.node import main as pairedge_main
     except ImportError as exc:

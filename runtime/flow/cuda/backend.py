@@ -8,11 +8,11 @@ what the runtime uses) or the dense field is copied back (``compute``, for check
 once per frame size; nothing is allocated per frame. Device time of the last call (CUDA events) is in
 :attr:`CudaFlow.last_gpu_ms`.
 
-Everything device-side goes through the one CUDA layer (:mod:`pairedge.gpu.cuda`): on a GPU through cuda-python
-or pycuda, and on the emulated device (``api="hip-cpu"`` or ``PAIREDGE_CUDA_EMULATION=hip-cpu``) the same
-kernel files run on the CPU through HIP-CPU, with the same launches: then :attr:`CudaFlow.emulated` is True,
-its repr says so and :attr:`CudaFlow.last_gpu_ms` is emulated (host) time, which the pipeline does not
-report as GPU time.
+Everything device-side goes through the one CUDA layer (:mod:`pairedge.gpu.cuda`): on a GPU through
+cuda-python or pycuda, and on the emulated device (``api="hip-cpu"`` or ``PAIREDGE_CUDA_EMULATION=hip-cpu``)
+the same kernel files run on the CPU through HIP-CPU, with the same launches: then :attr:`CudaFlow.emulated`
+is True, its repr says so and :attr:`CudaFlow.last_gpu_ms` is emulated (host) time, which the pipeline does
+not report as GPU time.
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ class CudaFlow(FlowBackend):
         pooled: bool | None = None,
         graphs: bool | None = None,
     ) -> None:
-        super().__init__(options, scale=scale, params=params, device=device, api=api, pooled=pooled, graphs=graphs)
+        super().__init__(
+            options, scale=scale, params=params, device=device, api=api, pooled=pooled, graphs=graphs
+        )
         opts = self.options
         self.graphs = bool(opts.graphs)
         self._graphs: dict[tuple[int, bool], Any] = {}
@@ -110,7 +112,9 @@ class CudaFlow(FlowBackend):
         self.api = open_device(opts.api, opts.device)
         self.graphs = self.graphs and self.api.supports_graphs
         self._fn: dict[str, Kernel] = {}
-        self.compile_info: dict[str, str] = {"device": self.api.kind + (" (emulated)" if self.emulated else "")}
+        self.compile_info: dict[str, str] = {
+            "device": self.api.kind + (" (emulated)" if self.emulated else "")
+        }
         try:
             for name in KERNEL_FILES:
                 module = self.api.load_module(name, kernel_source(name))
@@ -271,8 +275,19 @@ class CudaFlow(FlowBackend):
                 self.api.memset_async(lv.u, 4 * lv.n)
                 self.api.memset_async(lv.v, 4 * lv.n)
             else:
-                self._k("upsample", g, B2, ("p", above.u), ("p", above.v), ("i", above.w), ("i", above.h),
-                        ("p", lv.u), ("p", lv.v), ("i", lv.w), ("i", lv.h))  # fmt: skip
+                self._k(
+                    "upsample",
+                    g,
+                    B2,
+                    ("p", above.u),
+                    ("p", above.v),
+                    ("i", above.w),
+                    ("i", above.h),
+                    ("p", lv.u),
+                    ("p", lv.v),
+                    ("i", lv.w),
+                    ("i", lv.h),
+                )
             dims = (("i", lv.w), ("i", lv.h))
             for d in p.propagation:
                 self._k(
@@ -303,11 +318,32 @@ class CudaFlow(FlowBackend):
                 lv.u, lv.u2, lv.v, lv.v2 = lv.u2, lv.u, lv.v2, lv.v
             self._k("gradient", g, B2, ("p", i0), ("p", lv.ix), ("p", lv.iy), *dims)
             for _ in range(p.iterations):
-                self._k("lk_terms", g, B2, ("p", i0), ("p", i1), ("p", lv.ix), ("p", lv.iy), ("p", lv.u), ("p", lv.v),
-                        *dims, ("f", float(np.float32(1.0 / p.sigma))), ("p", lv.planes))  # fmt: skip
+                self._k(
+                    "lk_terms",
+                    g,
+                    B2,
+                    ("p", i0),
+                    ("p", i1),
+                    ("p", lv.ix),
+                    ("p", lv.iy),
+                    ("p", lv.u),
+                    ("p", lv.v),
+                    *dims,
+                    ("f", float(np.float32(1.0 / p.sigma))),
+                    ("p", lv.planes),
+                )
                 self._box(lv.planes, lv.sums, lv.planes, lv, 5)
-                self._k("lk_solve", ((lv.n + B1 - 1) // B1, 1), (B1, 1), ("p", lv.planes), ("p", lv.u), ("p", lv.v),
-                        ("i", lv.n), ("f", float(p.reg)), ("f", float(p.max_step)))  # fmt: skip
+                self._k(
+                    "lk_solve",
+                    ((lv.n + B1 - 1) // B1, 1),
+                    (B1, 1),
+                    ("p", lv.planes),
+                    ("p", lv.u),
+                    ("p", lv.v),
+                    ("i", lv.n),
+                    ("f", float(p.reg)),
+                    ("f", float(p.max_step)),
+                )
             self._k("median3", g, B2, ("p", lv.u), ("p", lv.u2), *dims)
             self._k("median3", g, B2, ("p", lv.v), ("p", lv.v2), *dims)
             lv.u, lv.u2, lv.v, lv.v2 = lv.u2, lv.u, lv.v2, lv.v
@@ -360,8 +396,18 @@ class CudaFlow(FlowBackend):
         ys, xs = grid_axes(h, w, request.grid_step)
         gh, gw = len(ys), len(xs)
         if gh and gw:
-            self._k("grid_sample", _grid(gw, gh), B2, ("p", lv.u), ("p", lv.v), ("i", w), ("i", gh), ("i", gw),
-                    ("i", int(request.grid_step)), ("p", self._grid))  # fmt: skip
+            self._k(
+                "grid_sample",
+                _grid(gw, gh),
+                B2,
+                ("p", lv.u),
+                ("p", lv.v),
+                ("i", w),
+                ("i", gh),
+                ("i", gw),
+                ("i", int(request.grid_step)),
+                ("p", self._grid),
+            )
             self.api.dtoh_async(self._grid_host[: 2 * gh * gw], self._grid)
         self._finish_timing()  # synchronises: the host buffers are complete
         moments = self._moments_host[:n].copy() if n else np.zeros((0, 4))
@@ -379,4 +425,3 @@ class CudaFlow(FlowBackend):
     def __repr__(self) -> str:
         where = "EMULATED on the CPU (HIP-CPU)" if self.emulated else f"sm_{self.api.info.arch}"
         return f"CudaFlow(scale={self.scale}, api={self.api.kind!r}, device={self.api.info.name!r}, {where})"
-

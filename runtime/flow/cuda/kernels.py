@@ -11,13 +11,28 @@ from pairedge.runtime.flow.cuda import KERNEL_FILES
 
 #: kernel file -> the ``__global__`` kernels the backend launches from it.
 FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "lk.cu": ("u8_to_float", "smooth_h", "smooth_v", "gradient", "upsample", "prop_residual", "prop_select",
-              "box_h", "box_v", "lk_terms", "lk_solve", "median3", "interleave"),
+    "lk.cu": (
+        "u8_to_float",
+        "smooth_h",
+        "smooth_v",
+        "gradient",
+        "upsample",
+        "prop_residual",
+        "prop_select",
+        "box_h",
+        "box_v",
+        "lk_terms",
+        "lk_solve",
+        "median3",
+        "interleave",
+    ),
     "pool.cu": ("box_moments", "grid_sample"),
-}  # fmt: skip
+}
 
 #: ``box_moments`` reduces ``blockDim.x`` partial sums in a ``__shared__ double s[4][256]`` tree.
-RULES: dict[str, BlockRule] = {"box_moments": BlockRule(max_threads=256, power_of_two=True, one_dimensional=True)}
+RULES: dict[str, BlockRule] = {
+    "box_moments": BlockRule(max_threads=256, power_of_two=True, one_dimensional=True)
+}
 
 
 def kernel_source(name: str) -> str:

@@ -2,10 +2,10 @@
 
 The twins are the CPU reference's own steps (:mod:`pairedge.runtime.flow.lk_reference`; for the pooling
 :func:`pairedge.core.features.flowpool.flow_moments`, the dense path's sums, and the background grid of
-:func:`pairedge.core.features.flowpool.pooled_reference`); each case launches the kernels with the grid and block
-sizes :class:`~pairedge.runtime.flow.cuda.backend.CudaFlow` uses and returns both results, so the tests, the
-emulated-device benchmark and the GPU check compare the same things. Inputs are random: an image is a random
-uint8 field smoothed once, a flow field is normal with a spread of 2 pixels.
+:func:`pairedge.core.features.flowpool.pooled_reference`); each case launches the kernels with the grid and
+block sizes :class:`~pairedge.runtime.flow.cuda.backend.CudaFlow` uses and returns both results, so the tests,
+the emulated-device benchmark and the GPU check compare the same things. Inputs are random: an image is a
+random uint8 field smoothed once, a flow field is normal with a spread of 2 pixels.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ class KernelRunner:
         self.device.synchronize()
         return host.copy()
 
-    def launch(self, name: str, grid: tuple[int, ...], block: tuple[int, ...], *args: tuple[str, Any]) -> None:
+    def launch(
+        self, name: str, grid: tuple[int, ...], block: tuple[int, ...], *args: tuple[str, Any]
+    ) -> None:
         self.device.launch(self.kernels[name], grid, block, args)
 
 
@@ -103,12 +105,26 @@ def _u8_to_float(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> t
     return k.download(dst, (h, w), F32), a.astype(F32)
 
 
-def _smooth(k: KernelRunner, rng: np.random.Generator, h: int, w: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+def _smooth(
+    k: KernelRunner, rng: np.random.Generator, h: int, w: int, step: int
+) -> tuple[np.ndarray, np.ndarray]:
     a = rng.integers(0, 256, (h, w)).astype(F32)
     ho, wo = ((h + 1) // 2, (w + 1) // 2) if step == 2 else (h, w)
     tmp, dst = k.empty(4 * h * wo), k.empty(4 * ho * wo)
-    k.launch("smooth_h", grid2(wo, h), B2, ("p", k.upload(a)), ("p", tmp), ("i", w), ("i", h), ("i", wo), ("i", step))
-    k.launch("smooth_v", grid2(wo, ho), B2, ("p", tmp), ("p", dst), ("i", wo), ("i", h), ("i", ho), ("i", step))
+    k.launch(
+        "smooth_h",
+        grid2(wo, h),
+        B2,
+        ("p", k.upload(a)),
+        ("p", tmp),
+        ("i", w),
+        ("i", h),
+        ("i", wo),
+        ("i", step),
+    )
+    k.launch(
+        "smooth_v", grid2(wo, ho), B2, ("p", tmp), ("p", dst), ("i", wo), ("i", h), ("i", ho), ("i", step)
+    )
     return k.download(dst, (ho, wo), F32), np.ascontiguousarray(ref.smooth(a)[::step, ::step])
 
 
@@ -124,8 +140,19 @@ def _upsample(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> tupl
     hc, wc = (h + 1) // 2, (w + 1) // 2
     uc, vc = _flow(rng, hc, wc)
     u, v = k.empty(4 * h * w), k.empty(4 * h * w)
-    k.launch("upsample", grid2(w, h), B2, ("p", k.upload(uc)), ("p", k.upload(vc)), ("i", wc), ("i", hc),
-             ("p", u), ("p", v), ("i", w), ("i", h))  # fmt: skip
+    k.launch(
+        "upsample",
+        grid2(w, h),
+        B2,
+        ("p", k.upload(uc)),
+        ("p", k.upload(vc)),
+        ("i", wc),
+        ("i", hc),
+        ("p", u),
+        ("p", v),
+        ("i", w),
+        ("i", h),
+    )
     got = np.stack([k.download(u, (h, w), F32), k.download(v, (h, w), F32)])
     return got, np.stack([ref.upsample(uc, h, w), ref.upsample(vc, h, w)])
 
@@ -136,9 +163,31 @@ def _propagate(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> tup
     di0, di1, du, dv = (k.upload(x) for x in (i0, i1, u, v))
     res, planes, uo, vo = k.empty(20 * n), k.empty(20 * n), k.empty(4 * n), k.empty(4 * n)
     dims = (("i", w), ("i", h))
-    k.launch("prop_residual", grid2(w, h), B2, ("p", di0), ("p", di1), ("p", du), ("p", dv), *dims, ("i", d), ("p", res))
+    k.launch(
+        "prop_residual",
+        grid2(w, h),
+        B2,
+        ("p", di0),
+        ("p", di1),
+        ("p", du),
+        ("p", dv),
+        *dims,
+        ("i", d),
+        ("p", res),
+    )
     _box(k, res, planes, h, w, r, 5)
-    k.launch("prop_select", grid2(w, h), B2, ("p", planes), ("p", du), ("p", dv), ("p", uo), ("p", vo), *dims, ("i", d))
+    k.launch(
+        "prop_select",
+        grid2(w, h),
+        B2,
+        ("p", planes),
+        ("p", du),
+        ("p", dv),
+        ("p", uo),
+        ("p", vo),
+        *dims,
+        ("i", d),
+    )
     got = np.stack([k.download(uo, (h, w), F32), k.download(vo, (h, w), F32)])
     return got, np.stack(ref.propagate(ref.Sampler(i1), i0, u, v, d, r))
 
@@ -157,11 +206,33 @@ def _lk_step(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> tuple
     n = h * w
     dix, diy, du, dv = (k.upload(x) for x in (ix, iy, u, v))
     t5, s5 = k.empty(20 * n), k.empty(20 * n)
-    k.launch("lk_terms", grid2(w, h), B2, ("p", k.upload(i0)), ("p", k.upload(i1)), ("p", dix), ("p", diy),
-             ("p", du), ("p", dv), ("i", w), ("i", h), ("f", float(F32(1.0 / p.sigma))), ("p", t5))  # fmt: skip
+    k.launch(
+        "lk_terms",
+        grid2(w, h),
+        B2,
+        ("p", k.upload(i0)),
+        ("p", k.upload(i1)),
+        ("p", dix),
+        ("p", diy),
+        ("p", du),
+        ("p", dv),
+        ("i", w),
+        ("i", h),
+        ("f", float(F32(1.0 / p.sigma))),
+        ("p", t5),
+    )
     _box(k, t5, s5, h, w, p.radius, 5)
-    k.launch("lk_solve", grid1(n), (B1,), ("p", s5), ("p", du), ("p", dv), ("i", n), ("f", float(p.reg)),
-             ("f", float(p.max_step)))  # fmt: skip
+    k.launch(
+        "lk_solve",
+        grid1(n),
+        (B1,),
+        ("p", s5),
+        ("p", du),
+        ("p", dv),
+        ("i", n),
+        ("f", float(p.reg)),
+        ("f", float(p.max_step)),
+    )
     got = np.stack([k.download(du, (h, w), F32), k.download(dv, (h, w), F32)])
     return got, np.stack(ref.lk_step(ref.Sampler(i1), i0, ix, iy, u, v, p))
 
@@ -176,36 +247,71 @@ def _median3(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> tuple
 def _interleave(k: KernelRunner, rng: np.random.Generator, h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
     u, v = _flow(rng, h, w)
     out = k.empty(8 * h * w)
-    k.launch("interleave", grid1(h * w), (B1,), ("p", k.upload(u)), ("p", k.upload(v)), ("p", out), ("i", h * w))
+    k.launch(
+        "interleave", grid1(h * w), (B1,), ("p", k.upload(u)), ("p", k.upload(v)), ("p", out), ("i", h * w)
+    )
     return k.download(out, (h, w, 2), F32), np.stack([u, v], axis=2)
 
 
 def pooling_rects(h: int, w: int) -> np.ndarray:
     """Rectangles ``x0 y0 x1 y1`` of every kind the pooling meets: the whole field, one pixel, empty ones
     (zero width, zero height), a thin row, a thin column, a corner."""
-    return np.array([[0, 0, w, h], [w // 2, h // 2, w // 2 + 1, h // 2 + 1], [0, 0, 0, h], [0, h, w, h],
-                     [0, h - 1, w, h], [w - 1, 0, w, h], [w // 3, h // 3, w, h]], np.int32)  # fmt: skip
+    return np.array(
+        [
+            [0, 0, w, h],
+            [w // 2, h // 2, w // 2 + 1, h // 2 + 1],
+            [0, 0, 0, h],
+            [0, h, w, h],
+            [0, h - 1, w, h],
+            [w - 1, 0, w, h],
+            [w // 3, h // 3, w, h],
+        ],
+        np.int32,
+    )
 
 
-def _box_moments(k: KernelRunner, rng: np.random.Generator, h: int, w: int, block: int = B1) -> tuple[np.ndarray, np.ndarray]:
+def _box_moments(
+    k: KernelRunner, rng: np.random.Generator, h: int, w: int, block: int = B1
+) -> tuple[np.ndarray, np.ndarray]:
     u, v = _flow(rng, h, w)
     rects = pooling_rects(h, w)
     out = k.empty(32 * len(rects))
-    k.launch("box_moments", (len(rects),), (block,), ("p", k.upload(u)), ("p", k.upload(v)), ("i", w),
-             ("p", k.upload(rects)), ("i", len(rects)), ("p", out))  # fmt: skip
+    k.launch(
+        "box_moments",
+        (len(rects),),
+        (block,),
+        ("p", k.upload(u)),
+        ("p", k.upload(v)),
+        ("i", w),
+        ("p", k.upload(rects)),
+        ("i", len(rects)),
+        ("p", out),
+    )
     want = flow_moments(np.stack([u, v], axis=2), rects.astype(np.int64))  # the dense path's sums
     return k.download(out, (len(rects), 4), np.float64), want
 
 
-def _grid_sample(k: KernelRunner, rng: np.random.Generator, h: int, w: int, step: int = 5) -> tuple[np.ndarray, np.ndarray]:
+def _grid_sample(
+    k: KernelRunner, rng: np.random.Generator, h: int, w: int, step: int = 5
+) -> tuple[np.ndarray, np.ndarray]:
     u, v = _flow(rng, h, w)
     want = pooled_reference(np.stack([u, v], axis=2), np.zeros((0, 4)), 1.0, (0.0, 0.0), step).grid
     gh, gw = want.shape[:2]
     if not gh or not gw:
         return np.zeros((gh, gw, 2), F32), want
     out = k.empty(8 * gh * gw)
-    k.launch("grid_sample", grid2(gw, gh), B2, ("p", k.upload(u)), ("p", k.upload(v)), ("i", w), ("i", gh),
-             ("i", gw), ("i", step), ("p", out))  # fmt: skip
+    k.launch(
+        "grid_sample",
+        grid2(gw, gh),
+        B2,
+        ("p", k.upload(u)),
+        ("p", k.upload(v)),
+        ("i", w),
+        ("i", gh),
+        ("i", gw),
+        ("i", step),
+        ("p", out),
+    )
     return k.download(out, (gh, gw, 2), F32), want
 
 
@@ -231,9 +337,13 @@ CASES: dict[str, Case] = {
 }
 
 
-def compare(runner: KernelRunner, name: str, h: int, w: int, seed: int = 0) -> tuple[TwinResult, np.ndarray, np.ndarray]:
+def compare(
+    runner: KernelRunner, name: str, h: int, w: int, seed: int = 0
+) -> tuple[TwinResult, np.ndarray, np.ndarray]:
     """Run case ``name`` on an (h, w) input: the result summary, the device's output and the twin's."""
     got, want = CASES[name](runner, np.random.default_rng(seed), h, w)
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    summary = TwinResult(name, (h, w), float(diff.max()) if diff.size else 0.0, int((diff > 0).sum()), diff.size)
+    summary = TwinResult(
+        name, (h, w), float(diff.max()) if diff.size else 0.0, int((diff > 0).sum()), diff.size
+    )
     return summary, got, want

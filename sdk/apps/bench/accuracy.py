@@ -64,14 +64,20 @@ def agreement_summary(c: Comparison) -> dict[str, Any]:
     shares; ``*_excl_near_ties``: the figures the gate judges)."""
     g, t = c.gate.decision, c.top1.decision
     return {
-        "gate": g.agreement, "top1": t.agreement,
-        "gate_excl_near_ties": g.agreement_excl_near_ties, "top1_excl_near_ties": t.agreement_excl_near_ties,
-        "gate_near_ties": g.near_ties, "top1_near_ties": t.near_ties,
+        "gate": g.agreement,
+        "top1": t.agreement,
+        "gate_excl_near_ties": g.agreement_excl_near_ties,
+        "top1_excl_near_ties": t.agreement_excl_near_ties,
+        "gate_near_ties": g.near_ties,
+        "top1_near_ties": t.near_ties,
         "gate_near_tie_disagreements": g.near_tie_disagreements,
         "top1_near_tie_disagreements": t.near_tie_disagreements,
-        "gate_rows": g.rows, "top1_rows": t.rows, "top1_scope": t.scope,
-        "max_abs_logit_error_stage1": c.gate.logits.max, "max_abs_logit_error_stage2": c.top1.logits.max,
-    }  # fmt: skip
+        "gate_rows": g.rows,
+        "top1_rows": t.rows,
+        "top1_scope": t.scope,
+        "max_abs_logit_error_stage1": c.gate.logits.max,
+        "max_abs_logit_error_stage2": c.top1.logits.max,
+    }
 
 
 def score_variant(
@@ -100,11 +106,19 @@ def score_variant(
     num_classes = logits[1].shape[1]
     m = classification_metrics(truth_label[scored], top, num_classes)
     accuracy = {"accuracy_scored": scored_accuracy(m.confusion), "mpca": m.mpca, "macro_f1": m.macro_f1}
-    ref_mpca, cand_mpca = mpca_pair(truth_label[scored], comp.rule.top1(ref.stage2_logits)[scored], top,
-                                    num_classes)  # fmt: skip
+    ref_mpca, cand_mpca = mpca_pair(
+        truth_label[scored], comp.rule.top1(ref.stage2_logits)[scored], top, num_classes
+    )
     verdict = judge(comp, gate.tolerances(), (ref_mpca, cand_mpca))
-    return VariantAccuracy(accuracy, agreement_summary(comp), comp.to_dict(), ref_mpca, ref_mpca - cand_mpca,
-                           verdict.passed, verdict.problems)  # fmt: skip
+    return VariantAccuracy(
+        accuracy,
+        agreement_summary(comp),
+        comp.to_dict(),
+        ref_mpca,
+        ref_mpca - cand_mpca,
+        verdict.passed,
+        verdict.problems,
+    )
 
 
 @dataclass(frozen=True)
@@ -134,8 +148,9 @@ class Reference:
         return score_variant(self.rows, self.scored, self.truth_label, logits, self.tau, gate)
 
 
-def reference_rows(model: Path, sources: Sequence[Any], frames: int | None,
-                   progress: Callable[[str], None]) -> Reference:  # fmt: skip
+def reference_rows(
+    model: Path, sources: Sequence[Any], frames: int | None, progress: Callable[[str], None]
+) -> Reference:
     """fp32 ONNX Runtime CPU replay of every source through the streaming pipeline (``frames`` per source)."""
     from pairedge.compare.parity.build import pair_truth
     from pairedge.compare.parity.pack import PairRows
@@ -170,7 +185,8 @@ def reference_rows(model: Path, sources: Sequence[Any], frames: int | None,
 
 
 def tau_summary(tau: float | np.ndarray) -> float | dict[str, Any]:
-    """The gate threshold of the reference rows: one number, or the values an automatic operating point took."""
+    """The gate threshold of the reference rows: one number, or the values an automatic operating point
+    took."""
     if np.ndim(tau) == 0:
         return float(tau)
     return {"per_row": True, "values": sorted(set(np.asarray(tau, np.float64).tolist()))}

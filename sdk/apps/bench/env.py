@@ -11,8 +11,11 @@ from typing import Any
 
 #: Where Jetson boards expose their clocks (read when present; absent elsewhere).
 _CPU_FREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
-_GPU_FREQ_GLOBS = ("/sys/devices/gpu.0/devfreq/*/cur_freq", "/sys/devices/platform/*gpu*/devfreq/*/cur_freq",
-                   "/sys/devices/platform/bus@0/*gpu*/devfreq/*/cur_freq")  # fmt: skip
+_GPU_FREQ_GLOBS = (
+    "/sys/devices/gpu.0/devfreq/*/cur_freq",
+    "/sys/devices/platform/*gpu*/devfreq/*/cur_freq",
+    "/sys/devices/platform/bus@0/*gpu*/devfreq/*/cur_freq",
+)
 _EMC_FREQ = Path("/sys/kernel/debug/bpmp/debug/clk/emc/rate")
 _TEGRA = Path("/etc/nv_tegra_release")
 
@@ -63,7 +66,8 @@ def jetson() -> dict[str, Any] | None:
 
 
 def environment() -> dict[str, Any]:
-    """CPU, GPU, library versions (``pairedge doctor``'s probe), Jetson power mode and clocks when readable."""
+    """CPU, GPU, library versions (``pairedge doctor``'s probe), Jetson power mode and clocks when
+    readable."""
     from pairedge.apps.probe import probe
     from pairedge.core.version import __version__
 

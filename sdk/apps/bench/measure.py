@@ -1,4 +1,5 @@
-"""Timing primitives of ``pairedge bench``: classifier latency per pair count, and pipeline FPS per crowd size.
+"""Timing primitives of ``pairedge bench``: classifier latency per pair count, and pipeline FPS per crowd
+size.
 
 Classifier latency calls the pipeline's own backends (``Backend.infer``, input validation included) on real
 feature rows sampled to the pair count. Variants are measured interleaved (round-robin), so a busy shared
@@ -19,7 +20,15 @@ import numpy as np
 from pairedge.compare.cost import PAIR_COUNTS, classifier_latency, percentiles
 from pairedge.core.types import Detections
 
-__all__ = ["PAIR_COUNTS", "PEOPLE", "boxes_scene", "classifier_latency", "gpu_memory_mib", "peak_rss_mib", "percentiles"]
+__all__ = [
+    "PAIR_COUNTS",
+    "PEOPLE",
+    "boxes_scene",
+    "classifier_latency",
+    "gpu_memory_mib",
+    "peak_rss_mib",
+    "percentiles",
+]
 #: Crowd sizes of the pipeline measurements (SPEC: scaling with the number of people, 2 .. 100).
 PEOPLE = (2, 10, 30, 100)
 
@@ -48,19 +57,30 @@ def gpu_memory_mib(pid: int | None = None) -> float | None:
         return None
     pid = os.getpid() if pid is None else pid
     try:
-        out = subprocess.run([exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10, check=False).stdout  # fmt: skip
+        out = subprocess.run(
+            [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    used = [float(mem) for line in out.splitlines() if len(parts := [p.strip() for p in line.split(",")]) == 2
-            and parts[0] == str(pid) and (mem := parts[1]).replace(".", "", 1).isdigit()]  # fmt: skip
+    used = [
+        float(mem)
+        for line in out.splitlines()
+        if len(parts := [p.strip() for p in line.split(",")]) == 2
+        and parts[0] == str(pid)
+        and (mem := parts[1]).replace(".", "", 1).isdigit()
+    ]
     return sum(used) if used else None
 
 
 def boxes_scene(
     people: int, frames: int, size: tuple[int, int] = (640, 480), seed: int = 0
 ) -> Iterator[tuple[np.ndarray, Detections, float]]:
-    """``(image (H, W, 3) uint8, detections, timestamp)`` of exactly ``people`` moving textured boxes at 15 fps."""
+    """``(image (H, W, 3) uint8, detections, timestamp)`` of exactly ``people`` moving textured boxes at 15
+    fps."""
     import cv2
 
     w, h = size
@@ -72,8 +92,10 @@ def boxes_scene(
     start = rng.uniform(0, 1, (people, 2)) * (np.array([w, h]) - np.column_stack([bw, bh]))
     speed = rng.normal(0, 30, (people, 2))
     room = np.maximum(np.array([w, h]) - np.column_stack([bw, bh]), 1)
-    patches = [cv2.resize(rng.integers(0, 255, (8, 4, 3), dtype=np.uint8), (int(a), int(b)))
-               for a, b in zip(bw, bh, strict=True)]  # fmt: skip
+    patches = [
+        cv2.resize(rng.integers(0, 255, (8, 4, 3), dtype=np.uint8), (int(a), int(b)))
+        for a, b in zip(bw, bh, strict=True)
+    ]
     for k in range(frames):
         t = k / 15.0
         xy = np.abs(start + speed * t) % room
@@ -107,7 +129,14 @@ def pipeline_fps(
     out = []
     for timings in series:
         stats = percentiles(timings["total"])
-        out.append({"people": people, "frames": frames, "pairs_per_frame": pairs / max(frames, 1), "step_ms": stats,
-                    "stages_ms": {stage: percentiles(v) for stage, v in timings.items()},
-                    "fps": 1000.0 / stats["mean"] if stats["mean"] > 0 else 0.0})  # fmt: skip
+        out.append(
+            {
+                "people": people,
+                "frames": frames,
+                "pairs_per_frame": pairs / max(frames, 1),
+                "step_ms": stats,
+                "stages_ms": {stage: percentiles(v) for stage, v in timings.items()},
+                "fps": 1000.0 / stats["mean"] if stats["mean"] > 0 else 0.0,
+            }
+        )
     return out

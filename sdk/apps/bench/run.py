@@ -7,10 +7,10 @@
    accuracy on the true interacting pairs the pipeline scored (stage 2 scored on the true pairs, as in the
    paper; true pairs the pipeline missed are not in the replay, so ``accuracy_scored`` = "accuracy of scored
    pairs (misses excluded)", where ``pairedge eval``'s ``accuracy`` counts misses as wrong); the comparison
-   with fp32 by :mod:`pairedge.compare.comparator` (:mod:`pairedge.apps.bench.accuracy`): stage-1 gate agreement
-   on every pair-frame, stage-2 top-1 agreement on the pair-frames the fp32 reference gates, near-ties
-   counted, logit errors; classifier latency at 1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the whole
-   pipeline at 2 / 10 / 30 / 100 people: FPS and the latency of every stage (flow, features, stage 1,
+   with fp32 by :mod:`pairedge.compare.comparator` (:mod:`pairedge.apps.bench.accuracy`): stage-1 gate
+   agreement on every pair-frame, stage-2 top-1 agreement on the pair-frames the fp32 reference gates,
+   near-ties counted, logit errors; classifier latency at 1 / 64 / 512 / 4,950 pairs (p50 / p90 / p99); the
+   whole pipeline at 2 / 10 / 30 / 100 people: FPS and the latency of every stage (flow, features, stage 1,
    stage 2, total); the process's peak RSS and, where ``nvidia-smi`` tells, its GPU memory.
 3. The accuracy gate, judged by the comparator (default: MPCA at most 0.5 points below the fp32 reference's,
    stage-1 gate and stage-2 top-1 agreement >= 99 %, near-ties excepted), and the recommendation: the
@@ -179,12 +179,20 @@ def run_bench(
     rows, gpu_mib = _measure_all(folder, reference_run, opts, say)
     _apply_speed(rows)
     text, best, notes = recommend(rows, opts)
-    reference = {"data": opts.data, "sources": names, "pair_frames": len(ref), "scored_pairs": int(scored.sum()),
-                 "gate": asdict(opts.gate), "speed_definition": _speed_text(opts),
-                 "accuracy_definition": _accuracy_text(), "tau_interact": tau_summary(reference_run.tau)}  # fmt: skip
+    reference = {
+        "data": opts.data,
+        "sources": names,
+        "pair_frames": len(ref),
+        "scored_pairs": int(scored.sum()),
+        "gate": asdict(opts.gate),
+        "speed_definition": _speed_text(opts),
+        "accuracy_definition": _accuracy_text(),
+        "tau_interact": tau_summary(reference_run.tau),
+    }
     memory = {"gpu_memory_mib": gpu_mib, "peak_rss_mib": peak_rss_mib()}
-    return BenchResult(str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)),
-                       memory)  # fmt: skip
+    return BenchResult(
+        str(folder), rows, environment(), reference, text, best, notes, json_safe(asdict(opts)), memory
+    )
 
 
 def variants(folder: Path, opts: BenchOptions) -> list[Deployment]:
@@ -192,8 +200,9 @@ def variants(folder: Path, opts: BenchOptions) -> list[Deployment]:
     return [Deployment(folder, precision=p, backend=b) for b in opts.backends for p in opts.precisions]
 
 
-def _measure_all(folder: Path, reference: Reference, opts: BenchOptions,
-                 say: Progress) -> tuple[list[BenchRow], float | None]:  # fmt: skip
+def _measure_all(
+    folder: Path, reference: Reference, opts: BenchOptions, say: Progress
+) -> tuple[list[BenchRow], float | None]:
     """Accuracy per variant, then latency and FPS of all runnable variants measured interleaved; with the GPU
     memory (MiB) held while they are all open (None where nvidia-smi cannot tell)."""
     from contextlib import ExitStack
@@ -299,12 +308,17 @@ def recommend(rows: list[BenchRow], opts: BenchOptions) -> tuple[str, dict[str, 
     if not passing:
         return "no variant passes the accuracy gate (fp32 did not run?)", None, notes
     best = min(passing, key=lambda r: r.speed_ms)
-    text = (f"Recommended: {best.precision} on {best.backend} — the fastest variant that passes the accuracy gate: "
-            f"{best.speed_ms:.3f} ms ({_speed_text(opts)}), MPCA {best.accuracy['mpca']:.4f} "
-            f"({-best.mpca_drop * 100 + 0.0:+.2f} points vs fp32), stage-2 top-1 agreement {best.agreement['top1']:.2%}, "
-            f"stage-1 gate agreement {best.agreement['gate']:.2%}.")  # fmt: skip
-    slower = [r for r in passing if r is not best and r.precision != "fp32" and r.backend == best.backend
-              and best.precision == "fp32"]  # fmt: skip
+    text = (
+        f"Recommended: {best.precision} on {best.backend} — the fastest variant that passes the accuracy "
+        f"gate: {best.speed_ms:.3f} ms ({_speed_text(opts)}), MPCA {best.accuracy['mpca']:.4f} "
+        f"({-best.mpca_drop * 100 + 0.0:+.2f} points vs fp32), stage-2 top-1 agreement "
+        f"{best.agreement['top1']:.2%}, stage-1 gate agreement {best.agreement['gate']:.2%}."
+    )
+    slower = [
+        r
+        for r in passing
+        if r is not best and r.precision != "fp32" and r.backend == best.backend and best.precision == "fp32"
+    ]
     if slower:
         text += (
             " " + ", ".join(r.precision for r in slower) + " also pass(es) but run(s) slower than fp32 here."
@@ -326,15 +340,22 @@ def _row_notes(rows: list[BenchRow], opts: BenchOptions) -> list[str]:
             notes.append(
                 f"{r.precision} on {r.backend} fails the accuracy gate: " + "; ".join(r.gate_problems)
             )
-        ties = [f"{r.agreement.get(f'{k}_near_tie_disagreements', 0)} {what}" for k, what in
-                (("gate", "stage-1 gate"), ("top1", "stage-2 top-1")) if r.agreement.get(f"{k}_near_tie_disagreements")]  # fmt: skip
+        ties = [
+            f"{r.agreement.get(f'{k}_near_tie_disagreements', 0)} {what}"
+            for k, what in (("gate", "stage-1 gate"), ("top1", "stage-2 top-1"))
+            if r.agreement.get(f"{k}_near_tie_disagreements")
+        ]
         if ties:
-            notes.append(f"{r.precision} on {r.backend}: {' and '.join(ties)} disagreement(s) on near-ties (the fp32 "
-                         "decision within 1e-3 of its boundary): counted, and excepted from the gate")  # fmt: skip
+            notes.append(
+                f"{r.precision} on {r.backend}: {' and '.join(ties)} disagreement(s) on near-ties (the fp32 "
+                "decision within 1e-3 of its boundary): counted, and excepted from the gate"
+            )
         base = fp32.get(r.backend)
         if base is not None and r is not base and r.speed_ms > base.speed_ms and r.backend != "onnxruntime":
-            notes.append(f"{r.precision} on {r.backend} is {r.speed_ms / base.speed_ms:.2f}x SLOWER than fp32 "
-                         f"({r.speed_ms:.3f} vs {base.speed_ms:.3f} ms, {_speed_text(opts)})")  # fmt: skip
+            notes.append(
+                f"{r.precision} on {r.backend} is {r.speed_ms / base.speed_ms:.2f}x SLOWER than fp32 "
+                f"({r.speed_ms:.3f} vs {base.speed_ms:.3f} ms, {_speed_text(opts)})"
+            )
     gone = [f"{', '.join(p)} on {b}: {status} — {reason}" for (b, status, reason), p in not_run.items()]
     return gone + notes
 
@@ -354,8 +375,10 @@ def _cpu_notes(rows: list[BenchRow], opts: BenchOptions) -> list[str]:
     if slower:
         text += f" {' and '.join(slower)} {'is' if len(slower) == 1 else 'are'} SLOWER than fp32 here."
     if "int8" in slower:
-        text += (" ONNX Runtime's CPU kernels add quantize / dequantize work around layers this small that their "
-                 "int8 arithmetic does not win back.")  # fmt: skip
+        text += (
+            " ONNX Runtime's CPU kernels add quantize / dequantize work around layers this small that their "
+            "int8 arithmetic does not win back."
+        )
     if "fp16" in slower:
         text += (
             " The fp16 files keep float32 inputs and outputs, and this CPU gains nothing from fp16 layers."

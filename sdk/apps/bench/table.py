@@ -11,9 +11,20 @@ from pairedge.core.metrics.result import Table
 
 #: Markdown columns: accuracy, MPCA and macro-F1 over the true interacting pairs the pipeline scored; the
 #: agreement figures, near-ties and logit errors from the comparator (:mod:`pairedge.compare.comparator`).
-HEAD = ("Backend", "Precision", "Size", "accuracy of scored pairs (misses excluded)", "MPCA", "MPCA drop (points)",
-        "macro-F1", "stage-1 gate agreement", "stage-2 top-1 agreement", "near-tie disagreements (gate / top-1)",
-        "max abs logit error (stage 1 / 2)", "gate")  # fmt: skip
+HEAD = (
+    "Backend",
+    "Precision",
+    "Size",
+    "accuracy of scored pairs (misses excluded)",
+    "MPCA",
+    "MPCA drop (points)",
+    "macro-F1",
+    "stage-1 gate agreement",
+    "stage-2 top-1 agreement",
+    "near-tie disagreements (gate / top-1)",
+    "max abs logit error (stage 1 / 2)",
+    "gate",
+)
 #: The terminal table: one row per backend x precision, one value per cell and short headers, so that it
 #: prints whole at 80 columns (every latency percentile and stage is in bench.json / bench.md).
 TERMINAL = ("backend", "prec.", "MPCA", "drop", "gate", "top-1", "verdict", "ms", "FPS")
@@ -43,8 +54,12 @@ def columns(result: BenchResult) -> list[str]:
         next((r.stage1_ms for r in result.rows if r.stage1_ms), {}) or result.options["pair_counts"]
     )
     people = result.options["people"]
-    return [*HEAD, *(f"stage1 p50/p90/p99 ms @{n}" for n in counts), *(f"stage2 p50/p90/p99 ms @{n}" for n in counts),
-            *(f"FPS @{p} people" for p in people)]  # fmt: skip
+    return [
+        *HEAD,
+        *(f"stage1 p50/p90/p99 ms @{n}" for n in counts),
+        *(f"stage2 p50/p90/p99 ms @{n}" for n in counts),
+        *(f"FPS @{p} people" for p in people),
+    ]
 
 
 def cells(row: BenchRow, result: BenchResult) -> list[str]:
@@ -55,14 +70,27 @@ def cells(row: BenchRow, result: BenchResult) -> list[str]:
         return first + [""] * (len(HEAD) - len(first) + 2 * len(counts) + len(people))
     a = row.agreement
     ties = f"{a.get('gate_near_tie_disagreements', 0)} / {a.get('top1_near_tie_disagreements', 0)}"
-    errors = f"{_num(a.get('max_abs_logit_error_stage1', float('nan')), '.3g')} / " \
-             f"{_num(a.get('max_abs_logit_error_stage2', float('nan')), '.3g')}"  # fmt: skip
-    return [row.backend, row.precision, _size(row.size_bytes), _num(scored_accuracy_of(row)),
-            _num(row.accuracy["mpca"]), _num(row.mpca_drop * 100, "+.2f"), _num(row.accuracy["macro_f1"]),
-            _pct(a.get("gate")), _pct(a.get("top1")) + f" ({a.get('top1_rows', '?')} rows)", ties, errors,
-            "PASS" if row.gate_passed else "FAIL", *(_lat(row.stage1_ms, n) for n in counts),
-            *(_lat(row.stage2_ms, n) for n in counts),
-            *(_num(row.fps[p]["fps"], ".0f") if p in row.fps else "-" for p in people)]  # fmt: skip
+    errors = (
+        f"{_num(a.get('max_abs_logit_error_stage1', float('nan')), '.3g')} / "
+        f"{_num(a.get('max_abs_logit_error_stage2', float('nan')), '.3g')}"
+    )
+    return [
+        row.backend,
+        row.precision,
+        _size(row.size_bytes),
+        _num(scored_accuracy_of(row)),
+        _num(row.accuracy["mpca"]),
+        _num(row.mpca_drop * 100, "+.2f"),
+        _num(row.accuracy["macro_f1"]),
+        _pct(a.get("gate")),
+        _pct(a.get("top1")) + f" ({a.get('top1_rows', '?')} rows)",
+        ties,
+        errors,
+        "PASS" if row.gate_passed else "FAIL",
+        *(_lat(row.stage1_ms, n) for n in counts),
+        *(_lat(row.stage2_ms, n) for n in counts),
+        *(_num(row.fps[p]["fps"], ".0f") if p in row.fps else "-" for p in people),
+    ]
 
 
 def _pct(v: float | None) -> str:
@@ -83,36 +111,49 @@ def markdown(result: BenchResult) -> str:
     env, ref = result.environment, result.reference
     cols = columns(result)
     lines = [
-        "# pairedge bench", "", f"Model: `{result.model}`", "",
-        f"**{result.recommendation}**", "",
-        "| " + " | ".join(cols) + " |", "|---|---|" + "---:|" * (len(cols) - 2),
-        *("| " + " | ".join(c.replace("|", "/") for c in cells(r, result)) + " |" for r in result.rows), "",
-        f"Accuracy and agreement: {ref['pair_frames']} pair-frames from {', '.join(ref['sources'])} (`{ref['data']}`), "
-        "features computed once by the fp32 pipeline on ONNX Runtime CPU and fed to every variant. Accuracy of "
-        f"scored pairs / MPCA / macro-F1: stage 2 on the {ref['scored_pairs']} true interacting pair-frames the "
-        "pipeline tracked, whatever stage 1 decided (true pairs it never tracked are left out, unlike "
-        "`pairedge eval`'s accuracy over true pairs, where a miss counts as wrong); MPCA drop: the fp32 "
-        "reference's MPCA minus the variant's, in points. Agreement with fp32 "
-        "(`pairedge.compare.comparator`, the comparison `pairedge calibrate` and `pairedge parity check` use): "
-        "stage-1 gate agreement on every pair-frame, stage-2 top-1 agreement on the pair-frames the fp32 "
-        "reference gates; a near-tie is a row whose fp32 decision is within 1e-3 (probability) of its boundary: "
-        "its disagreements are counted and excepted from the gate. Gate: MPCA drop <= "
+        "# pairedge bench",
+        "",
+        f"Model: `{result.model}`",
+        "",
+        f"**{result.recommendation}**",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|---|---|" + "---:|" * (len(cols) - 2),
+        *("| " + " | ".join(c.replace("|", "/") for c in cells(r, result)) + " |" for r in result.rows),
+        "",
+        f"Accuracy and agreement: {ref['pair_frames']} pair-frames from {', '.join(ref['sources'])} "
+        f"(`{ref['data']}`), features computed once by the fp32 pipeline on ONNX Runtime CPU and fed to "
+        f"every variant. Accuracy of scored pairs / MPCA / macro-F1: stage 2 on the {ref['scored_pairs']} "
+        "true interacting pair-frames the pipeline tracked, whatever stage 1 decided (true pairs it never "
+        "tracked are left out, unlike `pairedge eval`'s accuracy over true pairs, where a miss counts as "
+        "wrong); MPCA drop: the fp32 reference's MPCA minus the variant's, in points. Agreement with fp32 "
+        "(`pairedge.compare.comparator`, the comparison `pairedge calibrate` and `pairedge parity check` "
+        "use): stage-1 gate agreement on every pair-frame, stage-2 top-1 agreement on the pair-frames the "
+        "fp32 reference gates; a near-tie is a row whose fp32 decision is within 1e-3 (probability) of its "
+        "boundary: its disagreements are counted and excepted from the gate. Gate: MPCA drop <= "
         f"{ref['gate']['max_mpca_drop'] * 100:.1f} points, gate and top-1 agreement >= "
-        f"{ref['gate'].get('min_gate_agreement', 0.99):.0%} / {ref['gate']['min_top1_agreement']:.0%}. "
-        f"Speed for the recommendation: {ref['speed_definition']}. "
-        "Latency: `Backend.infer` wall time (validation included), ONNX Runtime with one intra-op thread; FPS: whole "
-        "pipeline (flow, features, both stages, smoothing, groups) at 640 x 480 with exactly N moving people. "
-        "Variants are timed interleaved (round-robin), so load from other processes falls on all alike; p99 on a "
-        "shared machine mostly measures that load.", "",
-    ]  # fmt: skip
+        f"{ref['gate'].get('min_gate_agreement', 0.99):.0%} / {ref['gate']['min_top1_agreement']:.0%}. Speed "
+        f"for the recommendation: {ref['speed_definition']}. Latency: `Backend.infer` wall time (validation "
+        "included), ONNX Runtime with one intra-op thread; FPS: whole pipeline (flow, features, both "
+        "stages, smoothing, groups) at 640 x 480 with exactly N moving people. Variants are timed "
+        "interleaved (round-robin), so load from other processes falls on all alike; p99 on a shared "
+        "machine mostly measures that load.",
+        "",
+    ]
     lines += cost_lines(result)
     lines += stage_lines(result)
     mem = result.memory or {}
     rss, gpu = mem.get("peak_rss_mib"), mem.get("gpu_memory_mib")
-    lines += [f"Memory: peak RSS of the bench process {_num(rss, '.0f')} MiB (the reference replay and every "
-              f"variant included); GPU memory held with every variant open: "
-              f"{'n/a (no nvidia-smi: no NVIDIA GPU, or a Jetson, where tegrastats reports it)' if gpu is None else f'{gpu:.0f} MiB'}.",
-              ""]  # fmt: skip
+    gpu_text = (
+        "n/a (no nvidia-smi: no NVIDIA GPU, or a Jetson, where tegrastats reports it)"
+        if gpu is None
+        else f"{gpu:.0f} MiB"
+    )
+    lines += [
+        f"Memory: peak RSS of the bench process {_num(rss, '.0f')} MiB (the reference replay and every "
+        f"variant included); GPU memory held with every variant open: {gpu_text}.",
+        "",
+    ]
     if result.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in result.notes), ""]
     lines += [
@@ -136,15 +177,22 @@ def cost_lines(result: BenchResult) -> list[str]:
     if not ok:
         return []
     base = {r.backend: r for r in ok if r.precision == "fp32"}
-    lines = ["## Cost per precision", "", "| Backend | Precision | MACs per pair (stage 1 / 2) | in int8 | bytes | "
-             "stage 1 + 2 p50 ms @512 | vs fp32 |", "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "## Cost per precision",
+        "",
+        "| Backend | Precision | MACs per pair (stage 1 / 2) | in int8 | bytes | "
+        "stage 1 + 2 p50 ms @512 | vs fp32 |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in ok:
         macs = [r.macs[k]["macs_per_pair"] for k in ("stage1", "stage2")]
         int8 = sum(r.macs[k]["int8_macs_per_pair"] for k in ("stage1", "stage2")) / max(sum(macs), 1)
         ms = _ms512(r)
         ref = _ms512(base[r.backend]) if r.backend in base else float("nan")
-        lines.append(f"| {r.backend} | {r.precision} | {macs[0]:,} / {macs[1]:,} | {100 * int8:.0f} % | "
-                     f"{r.size_bytes:,} | {_num(ms)} | {_num(ms / ref, '.2f')}x |")  # fmt: skip
+        lines.append(
+            f"| {r.backend} | {r.precision} | {macs[0]:,} / {macs[1]:,} | {100 * int8:.0f} % | "
+            f"{r.size_bytes:,} | {_num(ms)} | {_num(ms / ref, '.2f')}x |"
+        )
     return [*lines, ""]
 
 
@@ -159,17 +207,24 @@ def stage_lines(result: BenchResult) -> list[str]:
     ok = [r for r in result.rows if r.status == "ok" and r.fps]
     if not ok:
         return []
-    lines = ["## Pipeline latency per stage", "",
-             "ms per frame, p50 / p90 / p99, 640 x 480, exactly N moving people (stages of `FrameResult.timings_ms`; "
-             "`total` also holds validation, tracking, groups and smoothing).", "",
-             "| Backend | Precision | people | pairs | " + " | ".join(STAGES) + " | FPS |",
-             "|---|---|---:|---:|" + "---:|" * (len(STAGES) + 1)]  # fmt: skip
+    lines = [
+        "## Pipeline latency per stage",
+        "",
+        "ms per frame, p50 / p90 / p99, 640 x 480, exactly N moving people (stages of "
+        "`FrameResult.timings_ms`; `total` also holds validation, tracking, groups and smoothing).",
+        "",
+        "| Backend | Precision | people | pairs | " + " | ".join(STAGES) + " | FPS |",
+        "|---|---|---:|---:|" + "---:|" * (len(STAGES) + 1),
+    ]
     for r in ok:
         for people, f in sorted(r.fps.items()):
             stages = f.get("stages_ms") or {"total": f["step_ms"]}
             cells = [_ms(stages[s]) if s in stages else "-" for s in STAGES]
-            lines.append(f"| {r.backend} | {r.precision} | {people} | {f['pairs_per_frame']:.0f} | "
-                         + " | ".join(cells) + f" | {f['fps']:.0f} |")  # fmt: skip
+            lines.append(
+                f"| {r.backend} | {r.precision} | {people} | {f['pairs_per_frame']:.0f} | "
+                + " | ".join(cells)
+                + f" | {f['fps']:.0f} |"
+            )
     return [*lines, ""]
 
 
@@ -189,9 +244,17 @@ def _terminal_cells(r: BenchRow, people: int | None) -> tuple[str, ...]:
     def agree(key: str) -> str:  # "*": near-tie disagreements excepted by the gate
         return _pct(a.get(key)) + ("*" if a.get(f"{key}_near_tie_disagreements") else "")
 
-    return (r.backend, r.precision, _num(r.accuracy.get("mpca", float("nan"))), _num(r.mpca_drop * 100, ".2f"),
-            agree("gate"), agree("top1"), "PASS" if r.gate_passed else "FAIL", _num(r.speed_ms),
-            _num(fps["fps"], ".0f") if fps else "-")  # fmt: skip
+    return (
+        r.backend,
+        r.precision,
+        _num(r.accuracy.get("mpca", float("nan"))),
+        _num(r.mpca_drop * 100, ".2f"),
+        agree("gate"),
+        agree("top1"),
+        "PASS" if r.gate_passed else "FAIL",
+        _num(r.speed_ms),
+        _num(fps["fps"], ".0f") if fps else "-",
+    )
 
 
 def terminal_table(result: BenchResult) -> Table:
@@ -209,8 +272,10 @@ def terminal_lines(result: BenchResult, width: int = 80) -> list[str]:
     gap = "  " if sum(widths) + 2 * (len(widths) - 1) <= width else " "
 
     def line(row: tuple[str, ...]) -> str:
-        return gap.join(str(c).ljust(w) if k < 2 or k == 6 else str(c).rjust(w)
-                        for k, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()  # fmt: skip
+        return gap.join(
+            str(c).ljust(w) if k < 2 or k == 6 else str(c).rjust(w)
+            for k, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
 
     return [line(table.columns), gap.join("-" * w for w in widths), *(line(r) for r in table.rows)]
 

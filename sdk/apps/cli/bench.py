@@ -52,7 +52,8 @@ def _stage_per_message() -> Iterator[Callable[[str], None]]:
 def bench_command(
     model: str = typer.Argument(
         ...,
-        help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model).",
+        help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled "
+        "model).",
     ),
     precisions: str = typer.Option(
         "fp32,fp16,int8", "--precisions", help="Comma-separated; must include fp32."
@@ -60,9 +61,9 @@ def bench_command(
     backends: str = typer.Option(
         "onnxruntime",
         "--backends",
-        help="Comma-separated classifier backends: onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, tensorrt "
-        "(aliases ort-cpu, ort-cuda, ort-trt, trt accepted; tables name the registry names).",
-    ),  # fmt: skip
+        help="Comma-separated classifier backends: onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, "
+        "tensorrt (aliases ort-cpu, ort-cuda, ort-trt, trt accepted; tables name the registry names).",
+    ),
     data: str | None = typer.Option(
         None, "--data", help="Held-out sources for accuracy (pairedge eval syntax)."
     ),
@@ -77,13 +78,20 @@ def bench_command(
     ),
     out: Path | None = typer.Option(None, "--out", help="Write bench.json and bench.md here."),
 ) -> None:
-    """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy gate."""
+    """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy
+    gate."""
     from pairedge.apps.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
     from pairedge.apps.bench.table import terminal_legend, terminal_lines, write_bench
     from pairedge.core.bundled import describe_model, resolve_model_dir
 
-    opts = BenchOptions(precisions=_split(precisions), backends=_split(backends), data=data or DEFAULT_DATA,
-                        frames=frames, repeats=repeats, people=_people(people))  # fmt: skip
+    opts = BenchOptions(
+        precisions=_split(precisions),
+        backends=_split(backends),
+        data=data or DEFAULT_DATA,
+        frames=frames,
+        repeats=repeats,
+        people=_people(people),
+    )
     opts, _ = check_options(opts)  # unknown backends / precisions and too much --data refused before any work
     folder = resolve_model_dir(model)
     console.print(f"model: {escape(describe_model(folder))}", highlight=False, soft_wrap=True)
@@ -99,14 +107,24 @@ def bench_command(
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, overflow="fold")
     console.print(f"[bold]{escape(result.recommendation)}[/]", highlight=False, overflow="fold")
     env = result.environment
-    console.print(escape(f"environment: {env['cpu']}; GPU: {env['gpu']}; onnxruntime "
-                         f"{env['libraries'].get('onnxruntime')}"), highlight=False, soft_wrap=True)  # fmt: skip
+    console.print(
+        escape(
+            f"environment: {env['cpu']}; GPU: {env['gpu']}; onnxruntime {env['libraries'].get('onnxruntime')}"
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
     if env.get("jetson"):
         console.print(escape(f"jetson: {env['jetson']}"), highlight=False, soft_wrap=True)
     mem = result.memory
     gpu = mem.get("gpu_memory_mib")
-    console.print(escape(f"memory: peak RSS {mem.get('peak_rss_mib') or 0:.0f} MiB; GPU "
-                         f"{'n/a' if gpu is None else f'{gpu:.0f} MiB'}"), highlight=False)  # fmt: skip
+    console.print(
+        escape(
+            f"memory: peak RSS {mem.get('peak_rss_mib') or 0:.0f} MiB; GPU "
+            f"{'n/a' if gpu is None else f'{gpu:.0f} MiB'}"
+        ),
+        highlight=False,
+    )
     if out is not None:
         files = write_bench(result, out)
         console.print("files: " + escape(", ".join(files.values())), highlight=False, soft_wrap=True)

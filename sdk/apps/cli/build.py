@@ -67,21 +67,23 @@ def build_command(
         None,
         "--dla-core",
         min=0,
-        help="Build for this DLA core of a Jetson Orin (fp16 or int8, a fixed --profile N,N,N); the engines go "
-        "to engines/<device>-sm<cc>-trt<version>-dla<N>/ and run with the tensorrt backend's dla_core option.",
+        help="Build for this DLA core of a Jetson Orin (fp16 or int8, a fixed --profile N,N,N); the engines "
+        "go to engines/<device>-sm<cc>-trt<version>-dla<N>/ and run with the tensorrt backend's dla_core "
+        "option.",
     ),
     gpu_fallback: bool = typer.Option(
         False,
         "--gpu-fallback",
-        help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, named).",
+        help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, "
+        "named).",
     ),
     detector: str | None = typer.Option(
         None,
         "--detector",
-        help="Build a person detector instead: 'yolox-nano' (the bundled one; fp16 from its fp16 ONNX; engine "
-        "in ./engines/<device tag>/ unless --out) or an exported .onnx (the layouts pairedge run --help lists; "
-        "input [1, 3, H, W] of a fixed size): MODEL.<precision>.engine in DIR/engines/<device tag>/ beside it, "
-        "run with `pairedge run VIDEO --detector MODEL.<precision>.engine`.",
+        help="Build a person detector instead: 'yolox-nano' (the bundled one; fp16 from its fp16 ONNX; "
+        "engine in ./engines/<device tag>/ unless --out) or an exported .onnx (the layouts pairedge run "
+        "--help lists; input [1, 3, H, W] of a fixed size): MODEL.<precision>.engine in DIR/engines/<device "
+        "tag>/ beside it, run with `pairedge run VIDEO --detector MODEL.<precision>.engine`.",
     ),
     detector_layout: str | None = typer.Option(
         None,
@@ -103,10 +105,22 @@ def build_command(
 
     if detector is not None:
         if model_dir is not None or profile is not None:
-            raise InputError("--detector: builds one detector ONNX at its fixed input size; pass no MODEL_DIR and "
-                             "no --profile")  # fmt: skip
-        _build_detector(detector, precision, workspace, timing_cache, out, target, verbose, dla_core, gpu_fallback,
-                        detector_layout)  # fmt: skip
+            raise InputError(
+                "--detector: builds one detector ONNX at its fixed input size; pass no MODEL_DIR and "
+                "no --profile"
+            )
+        _build_detector(
+            detector,
+            precision,
+            workspace,
+            timing_cache,
+            out,
+            target,
+            verbose,
+            dla_core,
+            gpu_fallback,
+            detector_layout,
+        )
         return
     if detector_layout is not None:
         raise InputError("--detector-layout: goes with --detector")
@@ -117,14 +131,19 @@ def build_command(
     for folder, what in ((model_dir, "MODEL_DIR"), (out, "--out")):
         if folder is not None and in_installed_package(folder) is not None:
             raise InputError(
-                f"{what} {folder}: inside the installed pairedge package; build writes engines and the manifest "
-                "into the model folder, never into the package: copy the model first (pairedge calibrate "
-                "default --out ~/model, or cp -r the folder) and build that copy"
+                f"{what} {folder}: inside the installed pairedge package; build writes engines and the "
+                "manifest into the model folder, never into the package: copy the model first (pairedge "
+                "calibrate default --out ~/model, or cp -r the folder) and build that copy"
             )
     settings = BuildSettings(
-        precision, Profile.parse(profile), workspace, timing_cache, verbose=verbose, dla_core=dla_core,
+        precision,
+        Profile.parse(profile),
+        workspace,
+        timing_cache,
+        verbose=verbose,
+        dla_core=dla_core,
         gpu_fallback=gpu_fallback,
-    )  # fmt: skip
+    )
     settings.check_dla_profile()
     files = stage_onnx_files(model_dir, precision)
     trt = _installed_tensorrt()
@@ -151,24 +170,34 @@ def build_command(
         layers, missed = int8_summary(b.output.gemm_precisions, int8_requested(files[b.stage - 1]))
         console.print(
             f"stage {b.stage}: {escape(str(b.engine))} ({m.engine['size']} bytes, {m.precision}, TensorRT "
-            f"{escape(m.tensorrt_version)}, {escape(m.device_name)} sm{m.compute_capability.replace('.', '')}, "
-            f"profile {m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, {_device(m.dla_core, m.gpu_fallback)}, "
-            f"{layers}, built in {b.output.seconds:.1f} s)",
+            f"{escape(m.tensorrt_version)}, {escape(m.device_name)} "
+            f"sm{m.compute_capability.replace('.', '')}, profile "
+            f"{m.profile['min']}/{m.profile['opt']}/{m.profile['max']}, "
+            f"{_device(m.dla_core, m.gpu_fallback)}, {layers}, built in {b.output.seconds:.1f} s)",
             highlight=False,
         )
         if missed:
             err_console.print(
-                f"[yellow]warning:[/] stage {b.stage}: {len(missed)} Gemm(s) the ONNX quantizes run in higher "
-                f"precision in this engine: {escape(', '.join(missed[:8]))} (TensorRT did not fuse their Q/DQ; "
-                "the engine is correct but slower than int8)",
-                highlight=False, soft_wrap=True,
-            )  # fmt: skip
+                f"[yellow]warning:[/] stage {b.stage}: {len(missed)} Gemm(s) the ONNX quantizes run in "
+                f"higher precision in this engine: {escape(', '.join(missed[:8]))} (TensorRT did not fuse "
+                "their Q/DQ; the engine is correct but slower than int8)",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def _build_detector(
-    spec: str, precision: str, workspace: int, timing_cache: Path | None, out: Path | None, target: str | None,
-    verbose: bool, dla_core: int | None, gpu_fallback: bool, layout: str | None = None,
-) -> None:  # fmt: skip
+    spec: str,
+    precision: str,
+    workspace: int,
+    timing_cache: Path | None,
+    out: Path | None,
+    target: str | None,
+    verbose: bool,
+    dla_core: int | None,
+    gpu_fallback: bool,
+    layout: str | None = None,
+) -> None:
     """``pairedge build --detector``: check, then build one detector engine and print what was written."""
     from pairedge.apps.cli.check import run_checks
     from pairedge.export.tensorrt.builder import BuildSettings
@@ -176,8 +205,14 @@ def _build_detector(
     from pairedge.gpu.tensorrt import load_tensorrt
 
     onnx, root = detector_source(spec, precision)
-    settings = BuildSettings(precision, workspace_mib=workspace, timing_cache=timing_cache, verbose=verbose,
-                             dla_core=dla_core, gpu_fallback=gpu_fallback)  # fmt: skip
+    settings = BuildSettings(
+        precision,
+        workspace_mib=workspace,
+        timing_cache=timing_cache,
+        verbose=verbose,
+        dla_core=dla_core,
+        gpu_fallback=gpu_fallback,
+    )
     read_build_graph(onnx, layout)  # a file that is no detector is refused before the check and TensorRT
     trt = _installed_tensorrt()
     if not run_checks([onnx], target or _default_target(trt)):
@@ -189,7 +224,8 @@ def _build_detector(
         f"detector: {escape(str(built.engine))} ({m.engine['size']} bytes, {m.precision}, {m.layout['kind']} "
         f"layout, input {w}x{h}, TensorRT {escape(m.tensorrt_version)}, {escape(m.device_name)} "
         f"sm{m.compute_capability.replace('.', '')}, {_device(m.dla_core, m.gpu_fallback)}, built in "
-        f"{built.output.seconds:.1f} s); run it with: pairedge run VIDEO --detector {escape(str(built.engine))}",
+        f"{built.output.seconds:.1f} s); run it with: pairedge run VIDEO --detector "
+        f"{escape(str(built.engine))}",
         highlight=False,
     )
 

@@ -13,20 +13,22 @@ from rich.markup import escape
 @handle_errors
 def calibrate(
     model: str = typer.Argument(
-        ..., help="Model folder with stage1.onnx + stage2.onnx (pairedge export), or 'default' (the bundled model)."
+        ...,
+        help="Model folder with stage1.onnx + stage2.onnx (pairedge export), or 'default' (the bundled "
+        "model).",
     ),
     out: Path = typer.Option(
         ...,
         "--out",
         "-o",
-        help="Output folder: a new one (the fp32 files are copied there), or the model folder itself (files are "
-        "added; never the bundled model's).",
+        help="Output folder: a new one (the fp32 files are copied there), or the model folder itself (files "
+        "are added; never the bundled model's).",
     ),
     scenes: str | None = typer.Option(
         None,
         "--scenes",
-        help="Simulator scenes, e.g. 'static:0-3,moving:0-3' (rendered, through the runtime). With no source at "
-        "all: training scenes of the model's own recipe (its metadata), 4 seeds per preset.",
+        help="Simulator scenes, e.g. 'static:0-3,moving:0-3' (rendered, through the runtime). With no source "
+        "at all: training scenes of the model's own recipe (its metadata), 4 seeds per preset.",
     ),
     video: Path | None = typer.Option(None, "--video", help="Video or image folder (as for `pairedge run`)."),
     detections: Path | None = typer.Option(
@@ -36,9 +38,11 @@ def calibrate(
         [], "--features", help="Features .npz in the training format (repeatable; one stage per file)."
     ),
     cad: Path | None = typer.Option(
-        None, "--cad", help="Collective Activity annoNN.mat folder (or file) through the model's pipeline "
+        None,
+        "--cad",
+        help="Collective Activity annoNN.mat folder (or file) through the model's pipeline "
         "(box-only models: every pair the runtime scores).",
-    ),  # fmt: skip
+    ),
     method: str | None = typer.Option(
         None, "--method", help="Activation ranges: percentile (default), minmax or entropy."
     ),
@@ -46,7 +50,9 @@ def calibrate(
         None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
     ),
     headroom: str | None = typer.Option(
-        None, "--headroom", help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
+        None,
+        "--headroom",
+        help="Int8 ranges as multiples of the calibrated ones, first layers and others, "
         "e.g. '2,1.5' (default '1,1': values beyond the calibration rows' extremes saturate).",
     ),
     no_equalize: bool = typer.Option(
@@ -59,7 +65,7 @@ def calibrate(
         max=1.0,
         help="Agreement with fp32 each INT8 stage must reach on the held-out search rows; below it the most "
         "sensitive Gemms stay in float. 0 disables the search.",
-    ),  # fmt: skip
+    ),
     frames: int = typer.Option(300, "--frames", min=2, help="Frames per simulator scene."),
     stride: int = typer.Option(3, "--stride", min=1, help="Keep the pairs of every N-th frame."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Read at most N video frames."),
@@ -120,43 +126,77 @@ def _print(result: object) -> None:
     for key, st in report["stages"].items():
         i8, f16 = st["held_out"].get("int8_gated", st["held_out"]["int8"]), st["held_out"]["fp16"]
         floats = st.get("float_nodes", {})
-        gemms = f"{len(floats.get('gemms', [])) - len(floats.get('gemms_in_float', []))}/{len(floats.get('gemms', []))}"
-        rows.append((key, st["rows"]["calibration"], st["rows"].get("report", st["rows"]["held_out"]),
-                     f"{100 * i8['agreement']:.2f} %", f"{i8['max_abs_logit_error']:.3g}",
-                     f"{100 * f16['agreement']:.2f} %", gemms))  # fmt: skip
+        n_gemms = len(floats.get("gemms", []))
+        gemms = f"{n_gemms - len(floats.get('gemms_in_float', []))}/{n_gemms}"
+        rows.append(
+            (
+                key,
+                st["rows"]["calibration"],
+                st["rows"].get("report", st["rows"]["held_out"]),
+                f"{100 * i8['agreement']:.2f} %",
+                f"{i8['max_abs_logit_error']:.3g}",
+                f"{100 * f16['agreement']:.2f} %",
+                gemms,
+            )
+        )
     columns = ("stage", "cal rows", "held out", "int8", "dlogit", "fp16", "int8 Gemms")
     costs = [st.get("layers", {}).get("macs_per_pair") for st in report["stages"].values()]
     print_table(Table(f"pairedge calibrate: method {report['method']}", columns, tuple(rows)))
     console.print(
-        "int8 / fp16: decisions equal to fp32 on held-out rows that no choice used (stage 2: the pairs the fp32 "
-        "gate passes); dlogit: int8's max |logit - fp32 logit|; int8 Gemms: Gemms with Q/DQ (any other runs in "
-        "fp16 on TensorRT)",
+        "int8 / fp16: decisions equal to fp32 on held-out rows that no choice used (stage 2: the pairs the "
+        "fp32 gate passes); dlogit: int8's max |logit - fp32 logit|; int8 Gemms: Gemms with Q/DQ (any other "
+        "runs in fp16 on TensorRT)",
         highlight=False,
         soft_wrap=True,
     )
     if all(costs):
-        console.print("multiply-adds per pair (int8 Gemms read their input once: fp32's count): " + ", ".join(
-            f"{key} {c['fp32']:,}, {100 * c['int8_share']:.1f} % in int8"
-            for key, c in zip(report["stages"], costs, strict=True)), highlight=False, soft_wrap=True)  # fmt: skip
+        console.print(
+            "multiply-adds per pair (int8 Gemms read their input once: fp32's count): "
+            + ", ".join(
+                f"{key} {c['fp32']:,}, {100 * c['int8_share']:.1f} % in int8"
+                for key, c in zip(report["stages"], costs, strict=True)
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
     cost_rows = []  # bytes and the 64-pair figure are in calibration.md: the table fits 80 columns
     for key, st in report["stages"].items():
         for name, c in st.get("cost", {}).items():
             lat = {int(n): v for n, v in c["latency_ms"].items()}
             ratio = {int(n): v for n, v in c.get("vs_fp32", {}).items()}.get(512)
-            cost_rows.append((key, name, f"{c['macs_per_pair']:,}", f"{100 * c['int8_share']:.0f} %",
-                              *(f"{lat[n]:.3f}" for n in (1, 512, 4950) if n in lat),
-                              "-" if ratio is None else f"{ratio:.2f}x"))  # fmt: skip
+            cost_rows.append(
+                (
+                    key,
+                    name,
+                    f"{c['macs_per_pair']:,}",
+                    f"{100 * c['int8_share']:.0f} %",
+                    *(f"{lat[n]:.3f}" for n in (1, 512, 4950) if n in lat),
+                    "-" if ratio is None else f"{ratio:.2f}x",
+                )
+            )
     if cost_rows:
-        print_table(Table("cost (ONNX Runtime CPU, 1 thread, p50; vs fp32 @512)",
-                          ("stage", "prec.", "MACs/pair", "int8", "ms @1", "@512", "@4950", "vs fp32"),
-                          tuple(cost_rows)))  # fmt: skip
+        print_table(
+            Table(
+                "cost (ONNX Runtime CPU, 1 thread, p50; vs fp32 @512)",
+                ("stage", "prec.", "MACs/pair", "int8", "ms @1", "@512", "@4950", "vs fp32"),
+                tuple(cost_rows),
+            )
+        )
     for key, st in report["stages"].items():
         mixed = st.get("mixed_precision")
         if mixed and mixed["float_gemms"]:
-            console.print(escape(f"{key}: kept in float (fp16 on TensorRT): {', '.join(mixed['float_gemms'])} "
-                                 f"({100 * mixed['float_macs_share']:.1f} % of the multiply-adds): {mixed['why']}"),
-                          highlight=False, soft_wrap=True)  # fmt: skip
+            console.print(
+                escape(
+                    f"{key}: kept in float (fp16 on TensorRT): {', '.join(mixed['float_gemms'])} "
+                    f"({100 * mixed['float_macs_share']:.1f} % of the multiply-adds): {mixed['why']}"
+                ),
+                highlight=False,
+                soft_wrap=True,
+            )
     for warning in result.warnings:  # type: ignore[attr-defined]
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
-    console.print(f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)", highlight=False,  # type: ignore[attr-defined]
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"wrote {escape(str(result.out))} (calibration.md has the per-tensor ranges)",
+        highlight=False,  # type: ignore[attr-defined]
+        soft_wrap=True,
+    )

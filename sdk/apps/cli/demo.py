@@ -23,14 +23,14 @@ def demo(
         "--out",
         help="Output folder (created); the files of an earlier demo there are "
         "replaced (demo.mp4, results.jsonl, pairs_gt*.jsonl, metrics.json, summary.json).",
-    ),  # fmt: skip
+    ),
     preset: str = typer.Option("static", "--preset", help="Simulator preset: static | moving | noisy | ..."),
     seed: int | None = typer.Option(
         None,
         "--seed",
         min=0,
-        help="Scene seed (default 1000, pairedge.apps.demo.DEMO_SEED: held out, a test seed of the bundled model; it "
-        "trained on seeds 0-11).",
+        help="Scene seed (default 1000, pairedge.apps.demo.DEMO_SEED: held out, a test seed of the bundled "
+        "model; it trained on seeds 0-11).",
         show_default=False,
     ),
     frames: int = typer.Option(150, "--frames", min=2, help="Number of frames to simulate."),
@@ -72,7 +72,8 @@ def demo(
 
 
 def print_demo(result: DemoResult) -> None:
-    """The scene (seed, box source, held out or not), interactions of a few frames, metrics, latency, files."""
+    """The scene (seed, box source, held out or not), interactions of a few frames, metrics, latency,
+    files."""
     from pairedge.apps.cli.run import summary_table
 
     style = "yellow" if result.scene.role in ("training", "validation") else "bold"

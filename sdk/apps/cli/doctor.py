@@ -1,4 +1,5 @@
-"""``pairedge doctor``: what this machine can run, and with ``--model`` what it can run from a model folder."""
+"""``pairedge doctor``: what this machine can run, and with ``--model`` what it can run from a model
+folder."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def doctor(
     model: Path | None = typer.Option(
         None,
         "--model",
-        help="A model folder (or default, the bundled model): which precisions and backends run here (files checked as the runtime checks "
-        "them, realistic batches of 1, 64 and 512 pairs on each); exit code 1 when nothing in it runs or a "
-        "file is broken.",
+        help="A model folder (or default, the bundled model): which precisions and backends run here (files "
+        "checked as the runtime checks them, realistic batches of 1, 64 and 512 pairs on each); exit code 1 "
+        "when nothing in it runs or a file is broken.",
     ),
 ) -> None:
     """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU, the emulated CUDA
@@ -49,8 +50,10 @@ def doctor(
         if report is not None:
             _print_folder(report)
     if report is not None and (not report.runnable or report.problems):
-        raise fail(f"{report.folder}: {report.summary()}" + (f"; {len(report.problems)} broken file(s)"
-                                                                 if report.problems else ""))  # fmt: skip
+        raise fail(
+            f"{report.folder}: {report.summary()}"
+            + (f"; {len(report.problems)} broken file(s)" if report.problems else "")
+        )
 
 
 class _Notes:

@@ -13,15 +13,17 @@ from rich.markup import escape
 @handle_errors
 def eval_command(
     model: Path = typer.Argument(
-        ..., help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled model)."
+        ...,
+        help="Model folder (stage1.onnx + stage2.onnx, + calibrated variants), or 'default' (the bundled "
+        "model).",
     ),
     data: str = typer.Option(
         ...,
         "--data",
         help="sim:PRESET[+PRESET][:seeds=A-B][:frames=N][:boxes=truth|detections], a CAD folder / annoNN.mat "
-        "(box-only models), a ROS 2 log or a folder of logs (gold.jsonl beside each), or a video / image folder "
-        "(with --detections, and --gold for metrics).",
-    ),  # fmt: skip
+        "(box-only models), a ROS 2 log or a folder of logs (gold.jsonl beside each), or a video / image "
+        "folder (with --detections, and --gold for metrics).",
+    ),
     detections: Path | None = typer.Option(
         None, "--detections", help="Detections of a video (MOT, JRDB, CVML)."
     ),
@@ -29,14 +31,15 @@ def eval_command(
     match_boxes: Path | None = typer.Option(
         None,
         "--match-boxes",
-        help="A MOT ground-truth file (gt.txt) with the true boxes of the video (or ROS 2 log): match the run's "
-        "people to the true people per frame (Hungarian, IoU >= 0.5) before scoring pairs, as pairedge score "
-        "--match-boxes does; for tracker ids on raw detections.",
-    ),  # fmt: skip
+        help="A MOT ground-truth file (gt.txt) with the true boxes of the video (or ROS 2 log): match the "
+        "run's people to the true people per frame (Hungarian, IoU >= 0.5) before scoring pairs, as "
+        "pairedge score --match-boxes does; for tracker ids on raw detections.",
+    ),
     tracker: str = typer.Option(
         "iou",
         "--tracker",
-        help="Tracker for detections without ids: iou (built in), bytetrack, ocsort, botsort (see pairedge run).",
+        help="Tracker for detections without ids: iou (built in), bytetrack, ocsort, botsort (see pairedge "
+        "run).",
     ),
     precision: str = typer.Option(
         "fp32", "--precision", help="fp32, fp16 or int8 files of the model folder."
@@ -75,15 +78,27 @@ def eval_command(
 
     check_tracker_name(tracker)
     deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
-    find_models(deployment.folder, deployment.precision)  # a wrong model folder: one line now, not once per source
+    find_models(
+        deployment.folder, deployment.precision
+    )  # a wrong model folder: one line now, not once per source
     sources = parse_sources(data, detections=detections, gold=gold, frames=frames)
     if match_boxes is not None:
         check_match_boxes(match_boxes, sources)
     console.print(f"model: {escape(deployment.describe())}", highlight=False, soft_wrap=True)
-    with stage_progress(f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources") as advance:
-        result = evaluate_many(deployment, sources, max_frames=frames, executor=executor, address=address,
-                               workers=workers, on_done=lambda _: advance(), tracker=tracker,
-                               match_boxes=match_boxes)  # fmt: skip
+    with stage_progress(
+        f"evaluating {len(sources)} source(s) ({executor})", len(sources), unit="sources"
+    ) as advance:
+        result = evaluate_many(
+            deployment,
+            sources,
+            max_frames=frames,
+            executor=executor,
+            address=address,
+            workers=workers,
+            on_done=lambda _: advance(),
+            tracker=tracker,
+            match_boxes=match_boxes,
+        )
     failures = result.failures
     if result.report is None:
         raise fail(f"every source failed; first: {failures[0][0]}: {failures[0][1]}")
@@ -96,8 +111,10 @@ def eval_command(
         console.print(f"[yellow]note:[/] {escape(files.pop('png_skipped'))}", highlight=False, soft_wrap=True)
     console.print("files: " + escape(", ".join(files.values())), highlight=False, soft_wrap=True)
     if failures:
-        raise fail(f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
-                   f"first: {failures[0][0]}: {failures[0][1]}")  # fmt: skip
+        raise fail(
+            f"{len(failures)} of {len(sources)} source(s) failed (reported in {files.get('json', out)}); "
+            f"first: {failures[0][0]}: {failures[0][1]}"
+        )
 
 
 def check_match_boxes(path: Path, sources: list) -> None:
@@ -111,6 +128,8 @@ def check_match_boxes(path: Path, sources: list) -> None:
 
     kinds = {s.kind for s in sources}
     if len(sources) != 1 or not kinds <= {"video", "log"}:
-        raise fail(f"--match-boxes: expected one video or ROS 2 log source, got {len(sources)} source(s) of kind "
-                   f"{', '.join(sorted(kinds))}; simulator scenes and CAD bring their own ids")  # fmt: skip
+        raise fail(
+            f"--match-boxes: expected one video or ROS 2 log source, got {len(sources)} source(s) of kind "
+            f"{', '.join(sorted(kinds))}; simulator scenes and CAD bring their own ids"
+        )
     read_truth_boxes(path)  # a missing or malformed file: one line now, not after the run

@@ -55,7 +55,8 @@ def export_command(
         raise InputError("--labels applies to --paper-stage2 only (pairedge checkpoints store their labels)")
     if panoramic is not None and not paper_stage1:
         raise InputError(
-            "--panoramic/--no-panoramic applies to --paper-stage1 only (other checkpoints store their feature options)"
+            "--panoramic/--no-panoramic applies to --paper-stage1 only (other checkpoints store their "
+            "feature options)"
         )
     with folded_warnings():  # a hostile file: one error line, torch's warnings folded into it
         if paper_stage1:

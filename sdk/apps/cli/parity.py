@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from pairedge.compare.parity import ParityPack, ParityReport, Tolerances
 
 parity_app = typer.Typer(
-    name="parity", help="Prove on the robot that the deployed model still matches the fp32 one.",
+    name="parity",
+    help="Prove on the robot that the deployed model still matches the fp32 one.",
     no_args_is_help=True,
-)  # fmt: skip
+)
 app.add_typer(parity_app, name="parity")
 
 
@@ -57,7 +58,9 @@ def pack_command(
         None, "--cad", help="A Collective Activity annoNN.mat (box-only models)."
     ),
     log: Path | None = typer.Option(
-        None, "--log", help="A ROS 2 log (rosbag2 folder, .mcap or .db3) with one image and one detections topic."
+        None,
+        "--log",
+        help="A ROS 2 log (rosbag2 folder, .mcap or .db3) with one image and one detections topic.",
     ),
     frames: int = typer.Option(30, "--frames", min=2, help="Clip length in frames."),
     start: int = typer.Option(
@@ -69,7 +72,9 @@ def pack_command(
     backend: str = typer.Option("onnxruntime", "--backend", help="Reference classifier backend."),
     flow: str = typer.Option("auto", "--flow", help="Reference flow backend (auto: the model's)."),
     box_shape: BoxShape = typer.Option(
-        BoxShape.auto, "--box-shape", help="Box-shape features: auto (ignored for a fixed-ratio detector), off, ignore."
+        BoxShape.auto,
+        "--box-shape",
+        help="Box-shape features: auto (ignored for a fixed-ratio detector), off, ignore.",
     ),
     operating_point: str | None = typer.Option(
         None, "--operating-point", help="auto (default), default, or a named operating point of the model."
@@ -86,7 +91,9 @@ def pack_command(
     from pairedge.core.bundled import describe_model
     from pairedge.runtime.deployment import Deployment
 
-    limits.check_sim_work(1, start + frames, "--start + --frames")  # before any clip is opened or model loaded
+    limits.check_sim_work(
+        1, start + frames, "--start + --frames"
+    )  # before any clip is opened or model loaded
     given = [x for x in (scene, video, cad, log) if x is not None]
     if len(given) > 1:
         raise fail("give one clip: --scene, --video (with --detections), --log or --cad")
@@ -98,8 +105,16 @@ def pack_command(
     folder = reference.folder
     source = _clip_source(scene, video, detections, gold, cad, log, start + frames, boxes.value)
     with stage_progress(f"packing {printable(source.name)}", start + frames) as advance:
-        pack = build_pack(reference, source, out, frames=frames, on_frame=advance, start=start, box_shape=box_shape.value,
-                          operating_point=operating_point)  # fmt: skip
+        pack = build_pack(
+            reference,
+            source,
+            out,
+            frames=frames,
+            on_frame=advance,
+            start=start,
+            box_shape=box_shape.value,
+            operating_point=operating_point,
+        )
     size = out.stat().st_size / 1e6
     where = f"frames {start}-{start + pack.num_frames - 1}" if start else f"{pack.num_frames} frames"
     console.print(
@@ -108,7 +123,7 @@ def pack_command(
         f"{'yes' if pack.has_truth else 'no'}; reference flow {escape(str(pack.reference['flow']['repr']))}; "
         f"{decisions(pack)}",
         highlight=False,
-    )  # fmt: skip
+    )
 
 
 def decisions(pack: ParityPack) -> str:
@@ -117,20 +132,32 @@ def decisions(pack: ParityPack) -> str:
     ignored = sum(s.box_shape_ignored for s in st)
     shape = "box shape used" if not ignored else f"box shape ignored on {ignored} of {len(st)} frames"
     changes = [k for k in range(1, len(st)) if st[k].tau_interact != st[k - 1].tau_interact]
-    gate = f"gate {st[0].tau_interact:g}" + "".join(f", {st[k].tau_interact:g} from frame {k}" for k in changes[:3])
+    gate = f"gate {st[0].tau_interact:g}" + "".join(
+        f", {st[k].tau_interact:g} from frame {k}" for k in changes[:3]
+    )
     return f"{shape}, {gate}" if st else shape
 
 
-def _clip_source(scene: str | None, video: Path | None, detections: Path | None, gold: Path | None,
-                 cad: Path | None, log: Path | None, frames: int, boxes: str) -> Any:  # fmt: skip
+def _clip_source(
+    scene: str | None,
+    video: Path | None,
+    detections: Path | None,
+    gold: Path | None,
+    cad: Path | None,
+    log: Path | None,
+    frames: int,
+    boxes: str,
+) -> Any:
     """The one :class:`~pairedge.apps.evaluation.sources.StreamSource` the options name."""
     from pairedge.apps.evaluation.sources import parse_scene, parse_sources
     from pairedge.apps.ros.bag import is_log
 
     if log is not None:
         if not is_log(log):
-            raise fail(f"--log {printable(log)}: not a ROS 2 log (a rosbag2 folder with metadata.yaml, a .mcap or "
-                       "a .db3 file); `pairedge simulate --bag mcap` writes one")  # fmt: skip
+            raise fail(
+                f"--log {printable(log)}: not a ROS 2 log (a rosbag2 folder with metadata.yaml, a .mcap or "
+                "a .db3 file); `pairedge simulate --bag mcap` writes one"
+            )
         return parse_sources(str(log), gold=gold)[0]
     if video is not None:
         return parse_sources(str(video), detections=detections, gold=gold)[0]
@@ -182,8 +209,9 @@ def check_command(
 
 
 def read_tolerances(path: Path | None) -> Tolerances:
-    """The ``--tolerances`` JSON (a regular file within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`) over the
-    defaults; every value a finite number >= 0 (checked by :class:`Tolerances`, naming the level and key)."""
+    """The ``--tolerances`` JSON (a regular file within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`) over
+    the defaults; every value a finite number >= 0 (checked by :class:`Tolerances`, naming the level and
+    key)."""
     from pairedge.compare.parity import Tolerances
     from pairedge.core import limits
     from pairedge.core.errors import InputError

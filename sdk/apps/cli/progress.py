@@ -53,7 +53,12 @@ def stage_progress(
                     TimeElapsedColumn,
                 )
 
-                columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+                columns = (
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                )
                 progress = stack.enter_context(Progress(*columns, console=out, transient=True))
                 task = progress.add_task(escape(description), total=total)
                 bar.append(lambda n: progress.advance(task, n))
@@ -74,5 +79,7 @@ def stage_progress(
             seconds = time.perf_counter() - start[0]
             of = f" of {total}" if total is not None else ""
             out.print(
-                f"{escape(description)}: {done[0]}{of} {unit} in {seconds:.1f} s", highlight=False, soft_wrap=True
+                f"{escape(description)}: {done[0]}{of} {unit} in {seconds:.1f} s",
+                highlight=False,
+                soft_wrap=True,
             )

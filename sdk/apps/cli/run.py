@@ -36,7 +36,7 @@ def run(
         help="Video file (anything OpenCV decodes), a folder of images, a ROS 2 log (rosbag2 folder, "
         ".mcap or .db3 file), or a live source: a camera index (0) or /dev/videoN, an rtsp:// or http:// "
         "stream, a GStreamer pipeline ending in appsink.",
-    ),  # fmt: skip
+    ),
     detections: Path | None = typer.Option(
         None,
         "--detections",
@@ -44,41 +44,42 @@ def run(
         help="Boxes per frame: MOT .txt (1-based frames), JRDB .json or CVML .xml. Id -1 = no identity: "
         "the built-in tracker assigns ids. Without it a video runs --detector; a ROS 2 log uses "
         "--detections-topic.",
-    ),  # fmt: skip
+    ),
     detector: str | None = typer.Option(
         None,
         "--detector",
         help="Person detector when there is no --detections: 'yolox-nano' (the bundled CNN, YOLOX-Nano, "
-        "Apache-2.0; the default), 'hog' (OpenCV's built-in HOG, no weights file), an exported .onnx detector "
-        "(its layout told apart from the graph: YOLOX raw or decoded, YOLOv5, Ultralytics YOLOv8/11 with or "
-        "without NMS, RT-DETR / D-FINE; COCO class 0 kept) or the .engine pairedge build --detector made.",
-    ),  # fmt: skip
+        "Apache-2.0; the default), 'hog' (OpenCV's built-in HOG, no weights file), an exported .onnx "
+        "detector (its layout told apart from the graph: YOLOX raw or decoded, YOLOv5, Ultralytics "
+        "YOLOv8/11 with or without NMS, RT-DETR / D-FINE; COCO class 0 kept) or the .engine pairedge build "
+        "--detector made.",
+    ),
     detector_layout: str | None = typer.Option(
         None,
         "--detector-layout",
         help="Read an .onnx detector's output as this layout instead of the one told apart from its graph: "
         "yolox-raw, yolox, yolov5, ultralytics, ultralytics-nms, ultralytics-rtdetr, detr (docs/runtime.md).",
-    ),  # fmt: skip
+    ),
     detector_backend: str = typer.Option(
         "onnxruntime",
         "--detector-backend",
         help="ONNX Runtime provider of an .onnx --detector: onnxruntime (CPU), onnxruntime-cuda, "
         "onnxruntime-tensorrt.",
-    ),  # fmt: skip
+    ),
     pair_radius: float | None = typer.Option(
         None,
         "--pair-radius",
         help="Skip pairs whose box centres are more than this many mean box heights apart (no features, no "
         "classifier call; they are not in the results). Default: every pair. See "
         "benchmarks/results/bench_pair_radius.md for a radius that lost no link.",
-    ),  # fmt: skip
+    ),
     dla_core: int | None = typer.Option(
         None,
         "--dla-core",
         min=0,
         help="With --backend tensorrt: run the classifiers on this Jetson DLA core, with the engines "
         "pairedge build --dla-core N made (engines/<tag>-dla<N>/).",
-    ),  # fmt: skip
+    ),
     image_topic: str | None = typer.Option(
         None,
         "--image-topic",
@@ -88,14 +89,14 @@ def run(
         None,
         "--detections-topic",
         help="ROS 2 log: vision_msgs/Detection2DArray topic (default: the only one).",
-    ),  # fmt: skip
+    ),
     stamp_tolerance: float = typer.Option(
         0.01,
         "--stamp-tolerance",
         min=0.0,
         max=10.0,
         help="ROS 2 log: largest image / detections header-stamp difference of a pair, seconds.",
-    ),  # fmt: skip
+    ),
     detection_class: list[str] = typer.Option(
         [],
         "--detection-class",
@@ -118,11 +119,12 @@ def run(
         "--precision",
         help="Model files to run: fp32, fp16 or int8 (from pairedge calibrate; with "
         "--backend tensorrt, the engines pairedge build made from them).",
-    ),  # fmt: skip
+    ),
     flow: str = typer.Option(
         "auto",
         "--flow",
-        help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA GPU, fused pooling), none.",
+        help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA "
+        "GPU, fused pooling), none.",
     ),
     flow_preset: str | None = typer.Option(
         None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
@@ -135,7 +137,7 @@ def run(
         max=100_000,
         help="At most this many detections per frame go on (the most confident); bounds the work per frame "
         "at n(n-1)/2 pairs.",
-    ),  # fmt: skip
+    ),
     confirm_s: float | None = typer.Option(
         None,
         "--confirm-s",
@@ -144,14 +146,14 @@ def run(
         help="Seconds a pair must stay above the stage-1 threshold before it is reported as interacting "
         "(strangers who cross for a moment are not linked); default: the model's (the bundled model's is "
         "chosen on simulator validation clips), 0 = at once.",
-    ),  # fmt: skip
+    ),
     operating_point: str | None = typer.Option(
         None,
         "--operating-point",
         help="A named operating point of the model: its own stage-1 threshold and link confirmation time. "
         "The bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
         "default: the model's main one.",
-    ),  # fmt: skip
+    ),
     coast_frames: int | None = typer.Option(
         None,
         "--coast-frames",
@@ -160,36 +162,36 @@ def run(
         help="Frames the built-in tracker keeps a person the detector missed, at the predicted box (marked "
         "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
         "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
-    ),  # fmt: skip
+    ),
     tracker: str = typer.Option(
         "iou",
         "--tracker",
         help="Tracker for detections without ids: iou (built in, the default), bytetrack, ocsort, or botsort "
         "(camera-motion compensation, for a moving camera); the last three need pip install "
         "'.[trackers]' (see docs/tracking.md) and run with the trackers library's defaults.",
-    ),  # fmt: skip
+    ),
     box_shape: BoxShape = typer.Option(
         BoxShape.auto,
         "--box-shape",
         help="Box width/height as a posture cue: 'auto' ignores it once every box has the same shape (a "
         "sliding-window detector such as ACF or HOG), 'off' always uses it, 'ignore' never does.",
-    ),  # fmt: skip
+    ),
     out: Path = typer.Option(
         Path("out"),
         "--out",
         help="Output folder (created): results.jsonl, summary.json, annotated.mp4. "
         "Those files of an earlier run there that this run does not rewrite are removed.",
-    ),  # fmt: skip
+    ),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Stop after N frames."),
     reconnect_s: float = typer.Option(
         30.0,
         "--reconnect-s",
         min=0.0,
         max=86400.0,
-        help="Live source: how long an outage may last while the stream is reopened (backoff from 0.5 s to 4 s) "
-        "before the run ends; 0 = end at the first failure. A finite source (a file behind http://) ends at "
-        "its last frame.",
-    ),  # fmt: skip
+        help="Live source: how long an outage may last while the stream is reopened (backoff from 0.5 s to 4 "
+        "s) before the run ends; 0 = end at the first failure. A finite source (a file behind http://) ends "
+        "at its last frame.",
+    ),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
     fps: float | None = typer.Option(
         None,
@@ -216,29 +218,52 @@ def run(
     source = Path(source_text)
     live = is_live(source_text)
     if not live and not source.exists():  # before any option is judged: the first thing wrong is the path
-        raise FormatError(source, "no such file or folder; expected a video file, an image folder or a ROS 2 "
-                          "log (a rosbag2 folder, an .mcap or .db3 file)")  # fmt: skip
+        raise FormatError(
+            source,
+            "no such file or folder; expected a video file, an image folder or a ROS 2 "
+            "log (a rosbag2 folder, an .mcap or .db3 file)",
+        )
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = RunOptions(
-        deployment=Deployment(model, precision=precision, backend=backend, flow=flow), flow_preset=flow_preset,
-        flow_scale=flow_scale, max_frames=max_frames, video=not no_video, fps=fps, max_people=max_people,
-        confirm_s=confirm_s, operating_point=operating_point, coast_frames=coast_frames,
-        box_shape=box_shape.value, detector=detector or DEFAULT_DETECTOR, detector_backend=detector_backend,
+        deployment=Deployment(model, precision=precision, backend=backend, flow=flow),
+        flow_preset=flow_preset,
+        flow_scale=flow_scale,
+        max_frames=max_frames,
+        video=not no_video,
+        fps=fps,
+        max_people=max_people,
+        confirm_s=confirm_s,
+        operating_point=operating_point,
+        coast_frames=coast_frames,
+        box_shape=box_shape.value,
+        detector=detector or DEFAULT_DETECTOR,
+        detector_backend=detector_backend,
         detector_layout=detector_layout,
-        tracker_backend=tracker, dla_core=dla_core, pair_radius=pair_radius,
-    )  # fmt: skip
+        tracker_backend=tracker,
+        dla_core=dla_core,
+        pair_radius=pair_radius,
+    )
     from pairedge.apps.ros.bag import is_log
 
-    ros_only = {"--list-topics": list_topics, "--out-bag": out_bag is not None, "--image-topic": image_topic,
-                "--detections-topic": detections_topic}  # fmt: skip
+    ros_only = {
+        "--list-topics": list_topics,
+        "--out-bag": out_bag is not None,
+        "--image-topic": image_topic,
+        "--detections-topic": detections_topic,
+    }
     if live:
         given = [name for name, value in ros_only.items() if value]
         if given:
-            raise fail(f"{', '.join(given)}: for ROS 2 logs (a rosbag2 folder, an .mcap or .db3 file), not a live source")
+            raise fail(
+                f"{', '.join(given)}: for ROS 2 logs (a rosbag2 folder, an .mcap or .db3 file), not a live "
+                "source"
+            )
         run_live_command(source_text, options, detections, out, reconnect_s)
         return
     if reconnect_s != 30.0:
-        raise fail("--reconnect-s: for live sources (a camera, an rtsp:// or http:// stream, a GStreamer pipeline)")
+        raise fail(
+            "--reconnect-s: for live sources (a camera, an rtsp:// or http:// stream, a GStreamer pipeline)"
+        )
     if is_log(source):
         from pairedge.apps.cli.run_log import run_log_command
         from pairedge.apps.ros.bag import LogTopics
@@ -247,11 +272,15 @@ def run(
         run_log_command(source, options, topics, out, out_bag, list_topics)
         return
     if list_topics or out_bag is not None or image_topic or detections_topic:
-        raise fail(f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
-                   "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)")  # fmt: skip
+        raise fail(
+            f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
+            "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)"
+        )
     if detections is not None and (detector is not None or detector_layout is not None):
-        raise fail("--detections and --detector / --detector-layout exclude each other: boxes come from a file "
-                   "or from a detector")  # fmt: skip
+        raise fail(
+            "--detections and --detector / --detector-layout exclude each other: boxes come from a file "
+            "or from a detector"
+        )
     frames = FrameSource(source, fps)
     total = frames.frame_count
     if total is not None and max_frames is not None:
@@ -275,8 +304,10 @@ def run_live_command(
         raise fail("--detections: a live source has no detection file; people come from --detector")
     where = live_target(spec)
     assert where is not None
-    console.print(escape(f"live {where.describe()}: Ctrl-C ends the run (the summary is still written)"),
-                  highlight=False)  # fmt: skip
+    console.print(
+        escape(f"live {where.describe()}: Ctrl-C ends the run (the summary is still written)"),
+        highlight=False,
+    )
     with frame_progress(f"running {printable(where.describe())}", options.max_frames) as advance:
         summary = run_live(where, out, options, LiveOptions(reconnect_s=reconnect_s), on_frame=advance)
     print_summary(summary, f"pairedge run {where.describe()}")
@@ -285,8 +316,9 @@ def run_live_command(
 
 @contextmanager
 def frame_progress(description: str, total: int | None) -> Iterator[Callable[[object], None]]:
-    """:func:`pairedge.apps.cli.progress.stage_progress` over frames (it starts with the first frame, so a model
-    that fails to load prints only its error line). Yields ``advance(result)`` for ``on_frame`` callbacks."""
+    """:func:`pairedge.apps.cli.progress.stage_progress` over frames (it starts with the first frame, so a
+    model that fails to load prints only its error line). Yields ``advance(result)`` for ``on_frame``
+    callbacks."""
     from pairedge.apps.cli.progress import stage_progress
 
     with stage_progress(description, total=total) as advance:
@@ -356,8 +388,11 @@ def summary_table(summary: RunSummary, title: str) -> RenderableType:
     latency.add_column("p99", justify="right", no_wrap=True)
     for stage, values in summary.latency_ms.items():
         if stage == "total" or values["p99"] >= 0.005:
-            latency.add_row("step total" if stage == "total" else escape(stage), f"{values['p50']:.2f}",
-                            f"{values['p99']:.2f}")  # fmt: skip
+            latency.add_row(
+                "step total" if stage == "total" else escape(stage),
+                f"{values['p50']:.2f}",
+                f"{values['p99']:.2f}",
+            )
     return Group(table, latency)
 
 
@@ -367,8 +402,11 @@ def print_notes(summary: RunSummary) -> None:
     if summary.frames and not summary.frames_scored:
         console.print("[red]warning:[/] no frame was scored (every frame was dropped)", highlight=False)
     for reason, count in {**summary.frames_dropped, **summary.detections_dropped}.items():
-        console.print(f"[yellow]dropped[/] {count} x {escape(printable(str(reason), 1000))}", highlight=False,
-                      soft_wrap=True)  # fmt: skip
+        console.print(
+            f"[yellow]dropped[/] {count} x {escape(printable(str(reason), 1000))}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for note in summary.notes:
         style = "[yellow]note:[/]" if note.startswith("WARNING") else "[dim]note:[/]"
         console.print(f"{style} {escape(printable(str(note), 1000))}", highlight=False, soft_wrap=True)

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
     from pairedge.runtime.run import RunOptions
 
 
-def run_log_command(source: Path, options: RunOptions, topics: LogTopics, out: Path, out_bag: Path | None,
-             list_only: bool) -> None:  # fmt: skip
+def run_log_command(
+    source: Path, options: RunOptions, topics: LogTopics, out: Path, out_bag: Path | None, list_only: bool
+) -> None:
     """``pairedge run LOG``: a ROS 2 log through the runtime (or ``--list-topics``).
 
     Every name that comes from the log (topics, types) is echoed through
@@ -38,6 +39,8 @@ def run_log_command(source: Path, options: RunOptions, topics: LogTopics, out: P
         summary = run_log(source, out, options, topics, out_bag, on_frame=advance)
     print_summary(summary, f"pairedge run {name}")
     if summary.frames == 0:
-        raise fail(f"{printable(source)}: no image was paired with detections; see the drops above "
-                   "(wrong topics, or stamps further apart than --stamp-tolerance?)")  # fmt: skip
+        raise fail(
+            f"{printable(source)}: no image was paired with detections; see the drops above "
+            "(wrong topics, or stamps further apart than --stamp-tolerance?)"
+        )
     check_scored(summary)

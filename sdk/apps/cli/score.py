@@ -103,9 +103,10 @@ def score(
     match_boxes: Path | None = typer.Option(
         None,
         "--match-boxes",
-        help="pairwise: a MOT ground-truth file (gt.txt) with the true boxes: match PRED's people (the tracks "
-        "of a pairedge run results.jsonl) to the true people per frame (Hungarian, IoU >= 0.5) before scoring "
-        "pairs; unmatched predicted people make false-positive pairs, unmatched true people misses.",
+        help="pairwise: a MOT ground-truth file (gt.txt) with the true boxes: match PRED's people (the "
+        "tracks of a pairedge run results.jsonl) to the true people per frame (Hungarian, IoU >= 0.5) "
+        "before scoring pairs; unmatched predicted people make false-positive pairs, unmatched true people "
+        "misses.",
     ),
     mode: PcpMode | None = typer.Option(
         None, "--mode", help="pcp: loose (Buffy official; the default) or strict."
@@ -273,7 +274,9 @@ def rich_tables(table: Table, width: int) -> list[Any]:
         part = RichTable(title=Text(title), min_width=min(cell_len(title) + 4, width))  # a title on one line
         for i in cols:
             # sized to fit, nothing wraps; a column wider than the terminal on its own folds (never cut)
-            part.add_column(Text(str(table.columns[i])), justify="left" if i == 0 else "right", overflow="fold")
+            part.add_column(
+                Text(str(table.columns[i])), justify="left" if i == 0 else "right", overflow="fold"
+            )
         for row in table.rows:
             part.add_row(*(Text(_cell(row[i]) if i < len(row) else "") for i in cols))
         out.append(part)
@@ -281,7 +284,8 @@ def rich_tables(table: Table, width: int) -> list[Any]:
 
 
 def print_table(table: Table, out: Any = None) -> None:
-    """Print ``table`` (:class:`pairedge.core.metrics.result.Table`) to fit ``out`` (default: the CLI console)."""
+    """Print ``table`` (:class:`pairedge.core.metrics.result.Table`) to fit ``out`` (default: the CLI
+    console)."""
     out = out or console
     for part in rich_tables(table, out.width):
         out.print(part)

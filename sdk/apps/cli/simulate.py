@@ -26,9 +26,11 @@ def simulate(
         0, "--preview", min=0, help="Write K preview PNGs with boxes and pair links."
     ),
     bag: str | None = typer.Option(
-        None, "--bag", help="Also record the scene as a ROS 2 log in log/ (mcap or sqlite3): camera images and "
+        None,
+        "--bag",
+        help="Also record the scene as a ROS 2 log in log/ (mcap or sqlite3): camera images and "
         "the simulated detector's vision_msgs/Detection2DArray, as a robot would (needs pairedge[ros]).",
-    ),  # fmt: skip
+    ),
 ) -> None:
     """Simulate a scene: video, JRDB JSON, MOT gt/det, stickmen, JRDB-PAR labels, pairwise ground truth."""
     from pairedge.apps.cli.progress import stage_progress
@@ -42,18 +44,26 @@ def simulate(
     if bag is not None:  # before any rendering: a missing rosbags or a taken log/ would fail only after it
         require("rosbags.rosbag2", extra="ros", purpose="simulate --bag (writing ROS 2 logs)")
         if (out / "log").exists():
-            raise InputError(f"--bag: {printable(out / 'log')} exists (logs are never overwritten); choose "
-                             "another --out or remove it")  # fmt: skip
+            raise InputError(
+                f"--bag: {printable(out / 'log')} exists (logs are never overwritten); choose "
+                "another --out or remove it"
+            )
 
     with stage_progress(f"simulating {printable(preset)}", total=frames) as advance:
-        result = write_scene(preset, seed, frames, out, png=png, preview=preview, on_frame=lambda _: advance(1))
+        result = write_scene(
+            preset, seed, frames, out, png=png, preview=preview, on_frame=lambda _: advance(1)
+        )
     if bag is not None:
         from pairedge.apps.ros.write import write_log
         from pairedge.core.sim import simulate as simulate_frames
 
-        items = ((f.image, f.detections, f.timestamp) for f in simulate_frames(preset, seed=seed, frames=frames))
+        items = (
+            (f.image, f.detections, f.timestamp) for f in simulate_frames(preset, seed=seed, frames=frames)
+        )
         count = write_log(items, Path(out) / "log", storage=bag)
-        console.print(f"ROS 2 log ({escape(bag)}, {count} frames): {escape(str(Path(out) / 'log'))}", highlight=False)
+        console.print(
+            f"ROS 2 log ({escape(bag)}, {count} frames): {escape(str(Path(out) / 'log'))}", highlight=False
+        )
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(str(note))}", highlight=False, soft_wrap=True)
     table = Table(title=f"pairedge simulate --preset {escape(preset)} --seed {seed}")

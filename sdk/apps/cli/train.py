@@ -21,8 +21,8 @@ def train_command(
     data: str = typer.Option(
         ...,
         "--data",
-        help="Features .npz (docs/formats.md), a Collective Activity folder of annoNN.mat files, or simulator "
-        "scenes 'sim:static+moving:seeds=0-11:frames=300'.",
+        help="Features .npz (docs/formats.md), a Collective Activity folder of annoNN.mat files, or "
+        "simulator scenes 'sim:static+moving:seeds=0-11:frames=300'.",
     ),
     spec: Spec = typer.Option(..., "--spec", help="Feature spec."),
     spec_version: str | None = typer.Option(
@@ -68,9 +68,9 @@ def train_command(
         min=0.1,
         max=100.0,
         help="Squash each z-scored input beyond its knee (the training rows' largest |z|) as "
-        "knee + c*log1p((|z| - knee)/c) inside the model (the bundled model: c = 1): heavy tails bounded for fp32, "
-        "fp16 and int8 alike, every training row unchanged. Default: off.",
-    ),  # fmt: skip
+        "knee + c*log1p((|z| - knee)/c) inside the model (the bundled model: c = 1): heavy tails bounded "
+        "for fp32, fp16 and int8 alike, every training row unchanged. Default: off.",
+    ),
     augment: str = typer.Option(
         "",
         "--augment",
@@ -140,9 +140,16 @@ def train_command(
         input_squash=input_squash,
     )
     names = tuple(a.strip() for a in augment.split(",") if a.strip())
-    rows, copies = load_with_copies(data, spec=spec.value, stage=stage, labels=labels, spec_version=spec_version,
-                                    augment=names, orientation=orientation,
-                                    feature_config=feature_options(spec, history))  # fmt: skip
+    rows, copies = load_with_copies(
+        data,
+        spec=spec.value,
+        stage=stage,
+        labels=labels,
+        spec_version=spec_version,
+        augment=names,
+        orientation=orientation,
+        feature_config=feature_options(spec, history),
+    )
     extra = {}
     if aspect_swap > 0:
         from pairedge.export.aspect_swap import borrow_standing_aspect
@@ -151,10 +158,22 @@ def train_command(
             raise InputError("--aspect-swap: stage 2 only (stage 1 has no box-aspect column)")
         rows, swapped = borrow_standing_aspect(rows, aspect_swap, seed)
         extra["aspect_swap"] = {"fraction": aspect_swap, "seed": seed, "rows": swapped}
-        console.print(f"aspect swap: {swapped} walking rows took a standing row's box aspects", highlight=False)
-    outputs = train_to_dir(rows, out, spec=spec.value, stage=stage, config=config, export=export,
-                           progress=progress, spec_version=spec_version, copies=copies, refit=refit,
-                           extra=extra)  # fmt: skip
+        console.print(
+            f"aspect swap: {swapped} walking rows took a standing row's box aspects", highlight=False
+        )
+    outputs = train_to_dir(
+        rows,
+        out,
+        spec=spec.value,
+        stage=stage,
+        config=config,
+        export=export,
+        progress=progress,
+        spec_version=spec_version,
+        copies=copies,
+        refit=refit,
+        extra=extra,
+    )
     result, val = outputs.result, outputs.result.val_metrics
     console.print(
         f"stage {result.stage} {result.model_config.architecture} ({result.num_parameters} parameters), "
@@ -166,8 +185,8 @@ def train_command(
     if result.info.get("refit"):
         r = result.info["refit"]
         console.print(
-            f"refit: a fresh model trained on all {r['rows']} rows for {r['epochs']} epochs (the model written; "
-            "the validation numbers above are the early-stopped model's)",
+            f"refit: a fresh model trained on all {r['rows']} rows for {r['epochs']} epochs (the model "
+            "written; the validation numbers above are the early-stopped model's)",
             highlight=False,
         )
     console.print(
@@ -177,8 +196,8 @@ def train_command(
     )
     if outputs.export is not None:
         console.print(
-            f"wrote {escape(str(outputs.export.path))} ({outputs.export.onnx_bytes} bytes), max abs difference "
-            f"ONNX Runtime vs PyTorch {outputs.export.max_abs_diff:.3g}",
+            f"wrote {escape(str(outputs.export.path))} ({outputs.export.onnx_bytes} bytes), max abs "
+            f"difference ONNX Runtime vs PyTorch {outputs.export.max_abs_diff:.3g}",
             highlight=False,
             soft_wrap=True,
         )

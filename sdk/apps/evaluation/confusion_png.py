@@ -80,8 +80,9 @@ def fit(text: str, max_px: int, scale: float = SCALE) -> str:
     return ".."
 
 
-def _centred(img: np.ndarray, text: str, cx: int, cy: int, colour: tuple[int, int, int],
-             scale: float = SCALE) -> None:  # fmt: skip
+def _centred(
+    img: np.ndarray, text: str, cx: int, cy: int, colour: tuple[int, int, int], scale: float = SCALE
+) -> None:
     w, h, _ = _size(text, scale)
     cv2.putText(img, text, (cx - w // 2, cy + h // 2), FONT, scale, colour, 1, cv2.LINE_AA)
 

@@ -67,14 +67,30 @@ class EvalReport:
         ``accuracy`` counts missed true pairs as wrong, ``accuracy_scored`` leaves them out
         (:data:`pairedge.core.metrics.pairwise_report.ACCURACY_LABELS`)."""
         nan = float("nan")
-        out = dict.fromkeys(("accuracy", "accuracy_scored", "mpca", "macro_f1", "pair_precision", "pair_recall",
-                             "pair_f1", "group_activity_accuracy", "group_f1"), nan)  # fmt: skip
+        out = dict.fromkeys(
+            (
+                "accuracy",
+                "accuracy_scored",
+                "mpca",
+                "macro_f1",
+                "pair_precision",
+                "pair_recall",
+                "pair_f1",
+                "group_activity_accuracy",
+                "group_f1",
+            ),
+            nan,
+        )
         if not self.has_truth:
             return out
         if int(self.confusion.sum() + self.missing.sum()):
             m = metrics_from_confusion(self.confusion, self.missing, self.labels)
-            out.update(accuracy=m.accuracy, accuracy_scored=scored_accuracy(m.confusion), mpca=m.mpca,
-                       macro_f1=m.macro_f1)  # fmt: skip
+            out.update(
+                accuracy=m.accuracy,
+                accuracy_scored=scored_accuracy(m.confusion),
+                mpca=m.mpca,
+                macro_f1=m.macro_f1,
+            )
         s1 = DetectionScore(**self.stage1)
         out.update(pair_precision=s1.precision, pair_recall=s1.recall, pair_f1=s1.f1)
         if self.group_activity and self.group_activity["scored"]:
@@ -85,18 +101,29 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(confusion=self.confusion.tolist(), missing=self.missing.tolist(), labels=list(self.labels),
-                 sources=list(self.sources), notes=list(self.notes), per_source=list(self.per_source),
-                 summary=_json_floats(self.summary()))  # fmt: skip
+        d.update(
+            confusion=self.confusion.tolist(),
+            missing=self.missing.tolist(),
+            labels=list(self.labels),
+            sources=list(self.sources),
+            notes=list(self.notes),
+            per_source=list(self.per_source),
+            summary=_json_floats(self.summary()),
+        )
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EvalReport:
         """Inverse of :meth:`to_dict` (for reports sent between processes as JSON)."""
         fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        fields.update(confusion=np.asarray(d["confusion"], np.int64), missing=np.asarray(d["missing"], np.int64),
-                      labels=tuple(d["labels"]), sources=tuple(d["sources"]), notes=tuple(d.get("notes", ())),
-                      per_source=tuple(d.get("per_source", ())))  # fmt: skip
+        fields.update(
+            confusion=np.asarray(d["confusion"], np.int64),
+            missing=np.asarray(d["missing"], np.int64),
+            labels=tuple(d["labels"]),
+            sources=tuple(d["sources"]),
+            notes=tuple(d.get("notes", ())),
+            per_source=tuple(d.get("per_source", ())),
+        )
         return cls(**fields)
 
 
@@ -122,7 +149,8 @@ def evaluate(
         config: a :class:`~pairedge.runtime.config.PipelineConfig` for the pipeline (None: the defaults).
         match_boxes: a MOT ground-truth file with the true boxes (``gt.txt``, 1-based frames: MOT frame
             ``k + 1`` is the source's frame ``k``): the run's people are matched to the true people per frame
-            by box IoU (Hungarian, IoU >= 0.5) before its pairs are scored, as ``pairedge score --match-boxes``
+            by box IoU (Hungarian, IoU >= 0.5) before its pairs are scored, as ``pairedge score
+            --match-boxes``
             does (:mod:`pairedge.core.metrics.pairwise_boxes`): for a tracker's ids on raw detections.
 
     Raises:
@@ -175,17 +203,23 @@ def evaluate(
         notes.append(f"{source.name}: no ground truth; only run statistics")
     c = len(labels)
     report = EvalReport(
-        model=str(deployment.folder), precision=deployment.precision, backend=str(describe["stage1"]),
+        model=str(deployment.folder),
+        precision=deployment.precision,
+        backend=str(describe["stage1"]),
         flow=str(describe["flow"]),
-        labels=tuple(labels), sources=(source.name,), frames=run.frames, pairs=run.pairs,
+        labels=tuple(labels),
+        sources=(source.name,),
+        frames=run.frames,
+        pairs=run.pairs,
         confusion=counts["confusion"] if counts else np.zeros((c, c), np.int64),
         missing=counts["missing"] if counts else np.zeros(c, np.int64),
         stage1=counts["stage1"] if counts else {"tp": 0, "fp": 0, "fn": 0},
         group_activity=counts["group_activity"] if counts else None,
         group_detection=counts["group_detection"] if counts else None,
         latency_ms={s: run.latency_ms[s]["mean"] for s in _STAGES if s in run.latency_ms},
-        has_truth=counts is not None, notes=tuple(notes),
-    )  # fmt: skip
+        has_truth=counts is not None,
+        notes=tuple(notes),
+    )
     return report
 
 
@@ -200,12 +234,20 @@ def _run_sized(pipe: Any, items: Any, jsonl: Any, size: tuple[int, int]) -> Any:
     return stats
 
 
-def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], tmp: Path, score_files: Any,
-           tau: float, match_boxes: str | Path | None = None) -> dict[str, Any] | None:  # fmt: skip
+def _score(
+    pred: Path,
+    gold_lines: list[dict[str, Any]],
+    labels: Sequence[str],
+    tmp: Path,
+    score_files: Any,
+    tau: float,
+    match_boxes: str | Path | None = None,
+) -> dict[str, Any] | None:
     """The counts behind the pairwise metrics (and the box-matching note, or None), or None when the source
     has no truth.
 
-    A truth without any interacting pair is still scored: the predicted interactions there are false positives.
+    A truth without any interacting pair is still scored: the predicted interactions there are false
+    positives.
     """
     import json
 
@@ -221,12 +263,13 @@ def _score(pred: Path, gold_lines: list[dict[str, Any]], labels: Sequence[str], 
     s1 = d["stage1"]
     ga, gd = d.get("group_activity"), d.get("group_detection")
     return {
-        "confusion": np.asarray(d["confusion"], np.int64), "missing": np.asarray(d["missing"], np.int64),
+        "confusion": np.asarray(d["confusion"], np.int64),
+        "missing": np.asarray(d["missing"], np.int64),
         "stage1": {k: int(s1[k]) for k in ("tp", "fp", "fn")},
         "group_activity": {"scored": int(ga["scored"]), "correct": int(ga["correct"])} if ga else None,
         "group_detection": {k: int(gd["overall"][k]) for k in ("tp", "fp", "fn")} if gd else None,
         "note": rep.notes[-1] if match_boxes is not None and rep.notes else None,
-    }  # fmt: skip
+    }
 
 
 def pool(reports: Sequence[EvalReport]) -> EvalReport:
@@ -241,8 +284,9 @@ def pool(reports: Sequence[EvalReport]) -> EvalReport:
     for r in reports[1:]:
         if (r.labels, r.model, r.precision) != (first.labels, first.model, first.precision):
             raise InputError(
-                f"pool(): reports of different models, precisions or label sets ({first.model} {first.precision} "
-                f"{first.labels} vs {r.model} {r.precision} {r.labels}); pool each model separately"
+                f"pool(): reports of different models, precisions or label sets ({first.model} "
+                f"{first.precision} {first.labels} vs {r.model} {r.precision} {r.labels}); pool each model "
+                "separately"
             )
     frames = sum(r.frames for r in reports)
 
@@ -255,13 +299,23 @@ def pool(reports: Sequence[EvalReport]) -> EvalReport:
         for s in first.latency_ms
     }
     return EvalReport(
-        model=first.model, precision=first.precision, backend=first.backend, flow=first.flow, labels=first.labels,
-        sources=tuple(s for r in reports for s in r.sources), frames=frames, pairs=sum(r.pairs for r in reports),
+        model=first.model,
+        precision=first.precision,
+        backend=first.backend,
+        flow=first.flow,
+        labels=first.labels,
+        sources=tuple(s for r in reports for s in r.sources),
+        frames=frames,
+        pairs=sum(r.pairs for r in reports),
         confusion=sum((r.confusion for r in reports), np.zeros_like(first.confusion)),
         missing=sum((r.missing for r in reports), np.zeros_like(first.missing)),
-        stage1=add("stage1") or {"tp": 0, "fp": 0, "fn": 0}, group_activity=add("group_activity"),
-        group_detection=add("group_detection"), latency_ms=latency, has_truth=any(r.has_truth for r in reports),
+        stage1=add("stage1") or {"tp": 0, "fp": 0, "fn": 0},
+        group_activity=add("group_activity"),
+        group_detection=add("group_detection"),
+        latency_ms=latency,
+        has_truth=any(r.has_truth for r in reports),
         notes=tuple(n for r in reports for n in r.notes),
-        per_source=tuple({"source": ", ".join(r.sources), "frames": r.frames, **_json_floats(r.summary())}
-                         for r in reports),
-    )  # fmt: skip
+        per_source=tuple(
+            {"source": ", ".join(r.sources), "frames": r.frames, **_json_floats(r.summary())} for r in reports
+        ),
+    )

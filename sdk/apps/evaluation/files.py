@@ -10,8 +10,17 @@ from pairedge.apps.evaluation.confusion_png import render, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
 from pairedge.core.metrics.result import Table
 
-METRICS = ("accuracy", "accuracy_scored", "mpca", "macro_f1", "pair_precision", "pair_recall", "pair_f1",
-           "group_activity_accuracy", "group_f1")  # fmt: skip
+METRICS = (
+    "accuracy",
+    "accuracy_scored",
+    "mpca",
+    "macro_f1",
+    "pair_precision",
+    "pair_recall",
+    "pair_f1",
+    "group_activity_accuracy",
+    "group_f1",
+)
 
 
 def metric_label(name: str) -> str:
@@ -42,16 +51,26 @@ def markdown(report: EvalReport) -> str:
     """The report as Markdown: settings, headline metrics, per-source rows, confusion matrix, latency."""
     s = report.summary()
     lines = [
-        "# pairedge eval", "",
+        "# pairedge eval",
+        "",
         f"- Model: `{report.model}` ({report.precision}); classifier {report.backend}; flow {report.flow}",
         f"- Sources ({len(report.sources)}): {', '.join(report.sources)}",
-        f"- Frames {report.frames}, pair-frames scored by stage 1 {report.pairs}", "",
-        "| " + " | ".join(METRICS) + " |", "|" + "---:|" * len(METRICS),
-        "| " + " | ".join(_fmt(s[m]) for m in METRICS) + " |", "", *_legend(), "",
-    ]  # fmt: skip
+        f"- Frames {report.frames}, pair-frames scored by stage 1 {report.pairs}",
+        "",
+        "| " + " | ".join(METRICS) + " |",
+        "|" + "---:|" * len(METRICS),
+        "| " + " | ".join(_fmt(s[m]) for m in METRICS) + " |",
+        "",
+        *_legend(),
+        "",
+    ]
     if len(report.per_source) > 1:
-        lines += ["## Per source", "", "| source | frames | " + " | ".join(METRICS) + " |",
-                  "|---|---:|" + "---:|" * len(METRICS)]  # fmt: skip
+        lines += [
+            "## Per source",
+            "",
+            "| source | frames | " + " | ".join(METRICS) + " |",
+            "|---|---:|" + "---:|" * len(METRICS),
+        ]
         for row in report.per_source:
             lines.append(
                 f"| {row['source']} | {row['frames']} | "
@@ -60,23 +79,32 @@ def markdown(report: EvalReport) -> str:
             )
         lines.append("")
     if report.has_truth:
-        lines += ["## Confusion matrix (rows = truth, columns = prediction)", "",
-                  "| truth \\ pred | " + " | ".join(report.labels) + " | missing |",
-                  "|---|" + "---:|" * (len(report.labels) + 1)]  # fmt: skip
+        lines += [
+            "## Confusion matrix (rows = truth, columns = prediction)",
+            "",
+            "| truth \\ pred | " + " | ".join(report.labels) + " | missing |",
+            "|---|" + "---:|" * (len(report.labels) + 1),
+        ]
         for k, name in enumerate(report.labels):
             cells = " | ".join(str(int(v)) for v in report.confusion[k])
             lines.append(f"| {name} | {cells} | {int(report.missing[k])} |")
         lines.append("")
-    lines += ["## Latency (mean ms per frame)", "", "| " + " | ".join(report.latency_ms) + " |",
-              "|" + "---:|" * len(report.latency_ms),
-              "| " + " | ".join(f"{v:.3f}" for v in report.latency_ms.values()) + " |", ""]  # fmt: skip
+    lines += [
+        "## Latency (mean ms per frame)",
+        "",
+        "| " + " | ".join(report.latency_ms) + " |",
+        "|" + "---:|" * len(report.latency_ms),
+        "| " + " | ".join(f"{v:.3f}" for v in report.latency_ms.values()) + " |",
+        "",
+    ]
     if report.notes:
         lines += ["## Notes", "", *(f"- {n}" for n in report.notes), ""]
     return "\n".join(lines)
 
 
 def confusion_png(report: EvalReport, path: Path) -> str | None:
-    """Write the confusion matrix as a PNG heat-map (OpenCV, no optional package); None, or why it was skipped.
+    """Write the confusion matrix as a PNG heat-map (OpenCV, no optional package); None, or why it was
+    skipped.
 
     An unwritable ``path`` raises ``OSError``, as for ``eval.json`` and ``eval.md``.
     """
@@ -91,7 +119,8 @@ def confusion_png(report: EvalReport, path: Path) -> str | None:
 
 
 def write_eval(report: EvalReport, out: str | Path) -> dict[str, str]:
-    """Write ``eval.json``, ``eval.md`` and ``confusion.png`` into ``out``; returns name -> path (and notes)."""
+    """Write ``eval.json``, ``eval.md`` and ``confusion.png`` into ``out``; returns name -> path (and
+    notes)."""
     folder = Path(out).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     files = {"json": str(folder / "eval.json"), "markdown": str(folder / "eval.md")}

@@ -35,8 +35,9 @@ class EvalTask:
 def evaluate_task(task: EvalTask) -> dict[str, Any]:
     """Evaluate one source; the report as a dict (module level, so Ray ships it by reference)."""
     config = None if task.tracker == "iou" else PipelineConfig(tracker_backend=task.tracker)
-    return evaluate(task.deployment, task.source, max_frames=task.max_frames, config=config,
-                    match_boxes=task.match_boxes).to_dict()  # fmt: skip
+    return evaluate(
+        task.deployment, task.source, max_frames=task.max_frames, config=config, match_boxes=task.match_boxes
+    ).to_dict()
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def evaluate_many(
     every source (one task each) and pool the reports.
 
     ``tracker``: the tracker backend for detections without ids (``PipelineConfig.tracker_backend``);
-    ``match_boxes``: a MOT ground truth the run's people are matched to by box before scoring (:func:`evaluate`).
+    ``match_boxes``: a MOT ground truth the run's people are matched to by box before scoring
+        (:func:`evaluate`).
 
     Raises:
         InputError: no sources; MissingDependencyError: Ray requested but not installed.
@@ -81,7 +83,14 @@ def evaluate_many(
 
     boxes = None if match_boxes is None else str(match_boxes)
     tasks = [EvalTask(deployment, s, max_frames, check_tracker_name(tracker), boxes) for s in sources]
-    outcomes = run_tasks(evaluate_task, tasks, [s.name for s in sources], executor=executor, address=address,
-                         workers=workers, on_done=on_done)  # fmt: skip
+    outcomes = run_tasks(
+        evaluate_task,
+        tasks,
+        [s.name for s in sources],
+        executor=executor,
+        address=address,
+        workers=workers,
+        on_done=on_done,
+    )
     reports = [EvalReport.from_dict(o.value) for o in outcomes if o.ok and o.value is not None]
     return FleetResult(pool(reports) if reports else None, tuple(outcomes))

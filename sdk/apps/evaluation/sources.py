@@ -1,9 +1,9 @@
 """Evaluation sources: one stream (a simulator scene, a video with its detections, a CAD sequence) each.
 
-:func:`parse_sources` turns the ``--data`` text of ``pairedge eval`` (and the clip options of ``pairedge parity
-pack``) into a list of :class:`StreamSource` — one per scene / log / sequence, so a caller can evaluate them in
-parallel and pool the reports. A source opens to an iterator of :class:`SourceFrame` with the truth where
-it is known:
+:func:`parse_sources` turns the ``--data`` text of ``pairedge eval`` (and the clip options of ``pairedge
+parity pack``) into a list of :class:`StreamSource` — one per scene / log / sequence, so a caller can evaluate
+them in parallel and pool the reports. A source opens to an iterator of :class:`SourceFrame` with the truth
+where it is known:
 
 * ``sim:PRESET[+PRESET...][:seeds=A-B][:frames=N][:boxes=truth|detections]`` — simulator scenes (one source
   per preset and seed; the simulator's exact pair labels and groups);
@@ -48,7 +48,8 @@ class FrameTruth:
     groups: tuple[tuple[tuple[int, ...], str], ...] = ()
 
     def record(self, frame: int, model_labels: Sequence[str]) -> dict[str, Any]:
-        """One ground-truth line of the pairwise schema; labels outside ``model_labels`` count as not interacting."""
+        """One ground-truth line of the pairwise schema; labels outside ``model_labels`` count as not
+        interacting."""
         inter = []
         for (a, b), name, yes in zip(
             self.pairs.tolist(), self.labels, self.interacting.tolist(), strict=True
@@ -125,7 +126,9 @@ def parse_sources(
             source that brings its own, nothing found.
     """
     if data.startswith("sim:"):
-        _refuse_files(data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold)
+        _refuse_files(
+            data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold
+        )
         from pairedge.core.sim import get_preset
         from pairedge.export.datasets.training_data import parse_sim_scenes
 
@@ -133,12 +136,16 @@ def parse_sources(
         for preset in ds.presets:
             get_preset(preset)
         n = ds.frames
-        return [StreamSource("sim", f"sim:{p}:{s}", {"preset": p, "seed": s, "frames": n, "boxes": ds.boxes})
-                for p in ds.presets for s in ds.seeds]  # fmt: skip
+        return [
+            StreamSource("sim", f"sim:{p}:{s}", {"preset": p, "seed": s, "frames": n, "boxes": ds.boxes})
+            for p in ds.presets
+            for s in ds.seeds
+        ]
     path = Path(data).expanduser()
     if not path.exists():
         raise InputError(
-            f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, a ROS 2 log or a folder of logs, or a video"
+            f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, a ROS 2 log or a "
+            "folder of logs, or a video"
         )
     from pairedge.apps.ros.bag import is_log
 
@@ -146,13 +153,17 @@ def parse_sources(
         _refuse_files(data, "a ROS 2 log brings its own detections topic", detections=detections)
         return [_log_source(path, gold)]
     if path.suffix.lower() == ".mat" or (path.is_dir() and any(path.glob("anno*.mat"))):
-        _refuse_files(data, "CAD sequences bring their own boxes and labels", detections=detections, gold=gold)
+        _refuse_files(
+            data, "CAD sequences bring their own boxes and labels", detections=detections, gold=gold
+        )
         return _cad_sources(path)
     logs = _find_logs(path) if path.is_dir() else []
     if logs:
         _refuse_files(data, "ROS 2 logs bring their own detections topic", detections=detections)
         if gold is not None:
-            raise InputError(f"--data {data}: {len(logs)} logs; --gold is for one log (put a gold.jsonl beside each)")
+            raise InputError(
+                f"--data {data}: {len(logs)} logs; --gold is for one log (put a gold.jsonl beside each)"
+            )
         return [_log_source(log, None, name=f"log:{log.relative_to(path)}") for log in logs]
     if detections is None:
         raise InputError(
@@ -166,7 +177,9 @@ def _refuse_files(data: str, why: str, **given: str | Path | None) -> None:
     """An InputError when an option that this kind of source would ignore was given."""
     named = [f"--{name}" for name, value in given.items() if value is not None]
     if named:
-        raise InputError(f"--data {data}: {' and '.join(named)} cannot be used here ({why}); drop {' and '.join(named)}")
+        raise InputError(
+            f"--data {data}: {' and '.join(named)} cannot be used here ({why}); drop {' and '.join(named)}"
+        )
 
 
 def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
@@ -186,8 +199,11 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
     from pairedge.core import limits
 
     limits.check_sim_work(1, frames, "--frames")
-    return StreamSource("sim", f"sim:{preset}:{seed_value}",
-                        {"preset": preset, "seed": seed_value, "frames": frames, "boxes": boxes})  # fmt: skip
+    return StreamSource(
+        "sim",
+        f"sim:{preset}:{seed_value}",
+        {"preset": preset, "seed": seed_value, "frames": frames, "boxes": boxes},
+    )
 
 
 # -- openers ---------------------------------------------------------------------------------------------
@@ -199,10 +215,11 @@ def _sim_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
     for f in Scene(params["preset"], int(params["seed"])).frames(int(params["frames"])):
         names = tuple(SIM7.classes[int(k)] for k in f.pair_labels)
         truth = FrameTruth(
-            np.asarray(f.pairs, np.int64).reshape(-1, 2), names,
+            np.asarray(f.pairs, np.int64).reshape(-1, 2),
+            names,
             np.array([n in together for n in names], bool),
             tuple((tuple(int(m) for m in g.members), g.activity) for g in f.groups),
-        )  # fmt: skip
+        )
         dets = f.truth if params["boxes"] == "truth" else f.detections
         yield SourceFrame(f.index, f.image, dets, f.timestamp, truth)
 
@@ -213,8 +230,10 @@ def _cad_sources(path: Path) -> list[StreamSource]:
     seqs = read_cad_dir(path) if path.is_dir() else [read_cad_mat(path)]
     if not seqs:
         raise InputError(f"{path}: no Collective Activity annoNN.mat files")
-    return [StreamSource("cad", f"cad:{s.path.stem}", {"path": str(s.path), "fps": s.fps}, s.frame_size)
-            for s in seqs]  # fmt: skip
+    return [
+        StreamSource("cad", f"cad:{s.path.stem}", {"path": str(s.path), "fps": s.fps}, s.frame_size)
+        for s in seqs
+    ]
 
 
 def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
@@ -250,13 +269,17 @@ GOLD_NAMES = ("gold.jsonl", "pairs_gt_paper3.jsonl")
 
 
 def _find_logs(folder: Path) -> list[Path]:
-    """Every ROS 2 log below ``folder`` (rosbag2 folders, bare .mcap / .db3 files), sorted; not inside a log."""
+    """Every ROS 2 log below ``folder`` (rosbag2 folders, bare .mcap / .db3 files), sorted; not inside a
+    log."""
     from pairedge.apps.ros.bag import LOG_SUFFIXES
 
     folders = sorted(p.parent for p in folder.rglob("metadata.yaml"))
     # not p.is_file(): a FIFO or device named like a log is listed, then refused with its reason when opened
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in LOG_SUFFIXES and not p.is_dir()
-                   and not any(f in p.parents for f in folders))  # fmt: skip
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix.lower() in LOG_SUFFIXES and not p.is_dir() and not any(f in p.parents for f in folders)
+    )
     return sorted([*folders, *files])
 
 
@@ -267,7 +290,9 @@ def _log_source(log: Path, gold: str | Path | None, name: str | None = None) -> 
     return StreamSource("log", name or f"log:{log.name}", params)
 
 
-def _log_frames(params: dict[str, Any], model_labels: Sequence[str], notes: list[str]) -> Iterator[SourceFrame]:
+def _log_frames(
+    params: dict[str, Any], model_labels: Sequence[str], notes: list[str]
+) -> Iterator[SourceFrame]:
     from pairedge.apps.ros.bag import log_frames, open_log, pick_topic
     from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
     from pairedge.apps.ros.runner import FrameDecoder
@@ -316,7 +341,9 @@ def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTru
         rows = by_frame[lo:hi]
         labels = tuple(names[int(v)] if v >= 0 else NO_INTERACTION for v in table.label[rows])
         out[int(frame)] = FrameTruth(
-            np.stack([table.id_a[rows], table.id_b[rows]], axis=1).astype(np.int64), labels,
-            table.p_interact[rows] >= 0.5, tuple(groups.get(int(frame), ())),
-        )  # fmt: skip
+            np.stack([table.id_a[rows], table.id_b[rows]], axis=1).astype(np.int64),
+            labels,
+            table.p_interact[rows] >= 0.5,
+            tuple(groups.get(int(frame), ())),
+        )
     return out

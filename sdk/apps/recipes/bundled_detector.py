@@ -3,8 +3,8 @@
 Checks that ``yolox_nano.onnx`` in the folder (or ``--source FILE``, copied in) is the YOLOX-Nano export of
 its provenance (SHA-256 :data:`SOURCE_SHA256`), writes its fp16 copy ``yolox_nano.fp16.onnx``
 (:func:`pairedge.calibration.fp16.to_fp16`: float16 weights and compute, float32 input and output) and
-``manifest.json`` (:mod:`pairedge.runtime.detectors.bundled` reads it: title, source, licence, layout, and each
-file's role, SHA-256 and size). ``LICENSE`` and ``PROVENANCE.md`` are kept beside them as committed.
+``manifest.json`` (:mod:`pairedge.runtime.detectors.bundled` reads it: title, source, licence, layout, and
+each file's role, SHA-256 and size). ``LICENSE`` and ``PROVENANCE.md`` are kept beside them as committed.
 Deterministic: the same source gives the same bytes.
 """
 
@@ -49,9 +49,16 @@ def make(folder: Path, source: Path | None = None) -> dict[str, object]:
     model = onnx.load(str(folder / FP32))
     (input_name,) = [i.name for i in model.graph.input]
     (output_name,) = [o.name for o in model.graph.output]
-    onnx.save(to_fp16(model, keep_fp32=[], input_name=input_name, output_name=output_name), str(folder / FP16))
+    onnx.save(
+        to_fp16(model, keep_fp32=[], input_name=input_name, output_name=output_name), str(folder / FP16)
+    )
     files = [
-        {"name": name, "role": role, "sha256": sha256_file(folder / name), "size": (folder / name).stat().st_size}
+        {
+            "name": name,
+            "role": role,
+            "sha256": sha256_file(folder / name),
+            "size": (folder / name).stat().st_size,
+        }
         for name, role in ((FP32, "fp32"), (FP16, "fp16"))
     ]
     manifest = {**INFO, "files": files}

@@ -21,8 +21,8 @@ pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]`
 gives a fraction of stage 2's walking rows the box aspects of standing rows before training
 (:mod:`pairedge.export.aspect_swap`; validation rows included, held-out rows never). The last step makes
 ``stage{1,2}.int8.onnx`` from the final fp32 files by quantization-aware training
-(:data:`pairedge.core.bundled.QAT_RECIPE`, :mod:`pairedge.export.qat_build`; every Gemm in int8) and records it
-in ``recipe.json["int8"]``; ``--int8-only`` redoes only that step for an existing folder (minutes, no fp32
+(:data:`pairedge.core.bundled.QAT_RECIPE`, :mod:`pairedge.export.qat_build`; every Gemm in int8) and records
+it in ``recipe.json["int8"]``; ``--int8-only`` redoes only that step for an existing folder (minutes, no fp32
 retraining).
 """
 
@@ -142,8 +142,8 @@ def check_fingerprints(recipe: dict[str, Any], seeds: str = CHECK_SEEDS) -> dict
 
     ``recipe.json`` records them so a fast test can show that this code still produces the shipped model's
     training data (rebuilding all of it is the opt-in full check). They are compared with a tolerance
-    (:func:`pairedge.export.datasets.fingerprint.compare_summaries`), so another CPU's BLAS kernel still matches;
-    the exact SHA-256 and the BLAS kernel are recorded for reference only.
+    (:func:`pairedge.export.datasets.fingerprint.compare_summaries`), so another CPU's BLAS kernel still
+    matches; the exact SHA-256 and the BLAS kernel are recorded for reference only.
     """
     sets = feature_sets(recipe, seeds, list(recipe["presets"]))
     return {
@@ -158,7 +158,9 @@ def full_summaries(recipe: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Value summaries of all training rows of both stages (minutes of CPU: the opt-in full check)."""
     sets = training_sets(recipe)
     return {
-        key: value_summary(resolve_data(sets[recipe[key]["task"]], str(recipe["spec"]), TASK_STAGE[recipe[key]["task"]]))
+        key: value_summary(
+            resolve_data(sets[recipe[key]["task"]], str(recipe["spec"]), TASK_STAGE[recipe[key]["task"]])
+        )
         for key in ("stage1", "stage2")
     }
 
@@ -206,8 +208,8 @@ def read_summary(out: Path) -> dict[str, Any]:
 
 
 def folder_roles(out: Path) -> dict[str, str]:
-    """The manifest roles of the folder: the fp32 files and the recipe, plus the int8 files (:data:`INT8_ROLES`,
-    made by the QAT step) when present."""
+    """The manifest roles of the folder: the fp32 files and the recipe, plus the int8 files
+    (:data:`INT8_ROLES`, made by the QAT step) when present."""
     return {**MANIFEST_ROLES, **{name: role for name, role in INT8_ROLES.items() if (out / name).is_file()}}
 
 
@@ -261,7 +263,9 @@ def build_default_model(
     ``int8=False`` skips the QAT step (``recipe.json["int8"]`` None): for a baseline that is only run at fp32,
     or an architecture the QAT import does not take (``residual_mlp``'s BatchNorm counters)."""
     t0 = time.perf_counter()
-    (out / "manifest.json").unlink(missing_ok=True)  # stale once any file is rewritten; written again at the end
+    (out / "manifest.json").unlink(
+        missing_ok=True
+    )  # stale once any file is rewritten; written again at the end
     train_sets = training_sets(recipe)
     tests = held_out_sets(recipe)
     summary: dict[str, Any] = {"recipe": recipe, "stages": {}}
@@ -282,8 +286,11 @@ def build_default_model(
         held_out = {}
         for preset, sets in tests.items():
             test = sets[task]
-            pred = (_p1(result.model, test.X) >= tau).astype(np.int64) if number == 1 else (
-                predict_logits(result.model, test.X).argmax(1))  # fmt: skip
+            pred = (
+                (_p1(result.model, test.X) >= tau).astype(np.int64)
+                if number == 1
+                else (predict_logits(result.model, test.X).argmax(1))
+            )
             held_out[preset] = classification_metrics(test.y, pred, test.labels)
         summary["stages"][key] = {
             "task": task,
@@ -306,7 +313,9 @@ def build_default_model(
         }
     if "confirm" in recipe:  # the runtime's link confirmation times, chosen on validation clips
         extra, summary["confirm"] = link_settings(out, recipe)
-        export_checkpoint(replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / artefact(1, "fp32").onnx)
+        export_checkpoint(
+            replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / artefact(1, "fp32").onnx
+        )
     summary["check"] = check_fingerprints(recipe)
     for name in INT8_ROLES:  # made from the fp32 files just written, never left from an older model
         (out / name).unlink(missing_ok=True)
@@ -328,7 +337,11 @@ def link_settings(out: Path, recipe: dict[str, Any]) -> tuple[dict[str, Any], di
     from pairedge.apps.recipes.link_policy import choose_confirm_s, choose_operating_point
 
     c = recipe["confirm"]
-    seeds, grid, frames = str(c["seeds"]), [float(x) for x in c["grid"]], int(c.get("frames", recipe["frames"]))
+    seeds, grid, frames = (
+        str(c["seeds"]),
+        [float(x) for x in c["grid"]],
+        int(c.get("frames", recipe["frames"])),
+    )
     presets = list(recipe["presets"]) + [e["preset"] for e in recipe.get("extra_presets", ())]
     confirm_s, table = choose_confirm_s(out, presets, seeds, grid, frames)
     record: dict[str, Any] = {"confirm_s": confirm_s, "validation": table, "operating_points": {}}
@@ -378,8 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--int8-only",
         action="store_true",
-        help="only (re)build stage{1,2}.int8.onnx of an existing folder by quantization-aware training from its "
-        "fp32 files (minutes; no fp32 retraining), record it in recipe.json and rewrite manifest.json",
+        help="only (re)build stage{1,2}.int8.onnx of an existing folder by quantization-aware training from "
+        "its fp32 files (minutes; no fp32 retraining), record it in recipe.json and rewrite manifest.json",
     )
     parser.add_argument(
         "--add-input-squash",
@@ -398,8 +411,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.int8_only:
         record = build_int8_step(args.out, progress=not args.no_progress)["int8"]
         for key, st in record["stages"].items():
-            print(f"{key}: {st['file']}, {st['gemm_matmul_int8']} Gemm/MatMul in int8, validation agreement "
-                  f"{st['validation']['agreement']:.4f} (epoch {st['best_epoch']})")  # fmt: skip
+            print(
+                f"{key}: {st['file']}, {st['gemm_matmul_int8']} Gemm/MatMul in int8, validation agreement "
+                f"{st['validation']['agreement']:.4f} (epoch {st['best_epoch']})"
+            )
         print(f"wrote the int8 files of {args.out} in {record['seconds']} s")
         return
     if args.record_check:

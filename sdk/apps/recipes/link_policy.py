@@ -54,8 +54,8 @@ def choose_confirm_s(
     frames: int = 300,
     tau: float | None = None,
 ) -> tuple[float, list[dict[str, Any]]]:
-    """The ``confirm_s`` of ``grid`` with the best mean pipeline-level F1 over ``presets`` (ties: the shorter),
-    at the model's ``p_interact`` threshold or ``tau``.
+    """The ``confirm_s`` of ``grid`` with the best mean pipeline-level F1 over ``presets`` (ties: the
+    shorter), at the model's ``p_interact`` threshold or ``tau``.
 
     Returns:
         The chosen seconds and one row per grid value: ``{"confirm_s", "mean_f1", preset: {tp, fp, fn,

@@ -37,8 +37,10 @@ TRAIN_ROW_TOLERANCE = 1e-4
 
 def without_squash(recipe: dict[str, Any]) -> dict[str, Any]:
     """``recipe`` with no ``input_squash`` in its stages: what a folder trained before the squash records."""
-    return {k: ({n: v for n, v in s.items() if n != "input_squash"} if k in ("stage1", "stage2") else s)
-            for k, s in recipe.items()}  # fmt: skip
+    return {
+        k: ({n: v for n, v in s.items() if n != "input_squash"} if k in ("stage1", "stage2") else s)
+        for k, s in recipe.items()
+    }
 
 
 def squash_model(path: Path, squash: float, X: np.ndarray) -> tuple[Any, Any, float]:
@@ -52,11 +54,17 @@ def squash_model(path: Path, squash: float, X: np.ndarray) -> tuple[Any, Any, fl
     model = build_model(replace(model_config(meta, state), input_squash=float(squash)))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or set(missing) != {"norm.knee"}:
-        raise ModelError(f"{path}: the squashed model's state differs beyond the knee: {missing} {unexpected}")
+        raise ModelError(
+            f"{path}: the squashed model's state differs beyond the knee: {missing} {unexpected}"
+        )
     model.norm.set_knee(X)
     model.eval()
     change = float(np.abs(predict_logits(model, X) - predict_logits(plain, X)).max()) if len(X) else 0.0
-    return model, replace(meta, extra={**meta.extra, "train": {**train, "input_squash": float(squash)}}), change
+    return (
+        model,
+        replace(meta, extra={**meta.extra, "train": {**train, "input_squash": float(squash)}}),
+        change,
+    )
 
 
 def add_input_squash(
@@ -81,15 +89,19 @@ def add_input_squash(
     from pairedge.export.qat_build import INT8_ROLES, build_int8
 
     if KNEE_QUANTILE != 1.0:
-        raise SystemExit(f"the knee is the {KNEE_QUANTILE} quantile of the training rows, not their maximum: "
-                         "the trained weights are not those of a squashed model; retrain instead")  # fmt: skip
+        raise SystemExit(
+            f"the knee is the {KNEE_QUANTILE} quantile of the training rows, not their maximum: "
+            "the trained weights are not those of a squashed model; retrain instead"
+        )
     t0 = time.perf_counter()
     path = out / "recipe.json"
     summary = read_summary(out)
     if summary.get("recipe") == recipe:
         raise SystemExit(f"{path}: the folder already has the recipe's input squash; nothing to do")
     if summary.get("recipe") != without_squash(recipe):
-        raise SystemExit(f"{path}: was not built from this recipe without the squash; rebuild the model instead")
+        raise SystemExit(
+            f"{path}: was not built from this recipe without the squash; rebuild the model instead"
+        )
     train_sets, tests = training_sets(recipe), held_out_sets(recipe)
     record: dict[str, Any] = {"knee_quantile": KNEE_QUANTILE, "stages": {}}
     for key in ("stage1", "stage2"):
@@ -108,8 +120,11 @@ def add_input_squash(
         held_out = {}
         for preset, sets in tests.items():
             test = sets[task]
-            pred = (_p1(model, test.X) >= tau).astype(np.int64) if number == 1 else (
-                predict_logits(model, test.X).argmax(1))  # fmt: skip
+            pred = (
+                (_p1(model, test.X) >= tau).astype(np.int64)
+                if number == 1
+                else (predict_logits(model, test.X).argmax(1))
+            )
             m = classification_metrics(test.y, pred, test.labels)
             held_out[preset] = {k: m[k] for k in ("n", "accuracy", "mpca", "macro_f1")}
         knee = model.norm.knee.numpy()
@@ -124,8 +139,13 @@ def add_input_squash(
         }
         st.update(held_out=held_out, onnx_bytes=exported.onnx_bytes, onnx_max_abs_diff=exported.max_abs_diff)
         if say:
-            moved = ", ".join(f"{p} MPCA {before[p]['mpca']:.4f} -> {m['mpca']:.4f}" for p, m in held_out.items())
-            say(f"{key}: knees {knee.min():.1f}-{knee.max():.1f} std, training rows moved by {change:.1e}; {moved}")
+            moved = ", ".join(
+                f"{p} MPCA {before[p]['mpca']:.4f} -> {m['mpca']:.4f}" for p, m in held_out.items()
+            )
+            say(
+                f"{key}: knees {knee.min():.1f}-{knee.max():.1f} std, training rows moved by {change:.1e}; "
+                f"{moved}"
+            )
     summary["recipe"] = recipe
     summary["input_squash"] = record
     for name in INT8_ROLES:  # made again from the new fp32 files

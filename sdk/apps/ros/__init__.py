@@ -5,11 +5,11 @@ Everything here but :mod:`pairedge.apps.ros.node` works without a ROS installati
 runtime (``pairedge run LOG``), :mod:`~pairedge.apps.ros.write` records frames and detections as a log,
 :mod:`~pairedge.apps.ros.runner` is the ROS-free core that the bag path and the node share, and
 :mod:`~pairedge.apps.ros.node` is the rclpy node shell for a robot (started by the ament_python package in
-``ros2/pairedge_ros``) around :mod:`~pairedge.apps.ros.node_core`, the node without rclpy: its parameters are one
-table (:mod:`~pairedge.apps.ros.node_params`), its QoS profiles :mod:`~pairedge.apps.ros.qos`, its latest-frame
-worker thread :mod:`~pairedge.apps.ros.worker` and its messages :mod:`~pairedge.apps.ros.outputs`.
-:mod:`~pairedge.apps.ros.storage` and
-:mod:`~pairedge.apps.ros.mcap` check a log before rosbags reads it (regular files, an MCAP file's record framing,
-bounded chunk inflation, sqlite3 messages measured first); :mod:`~pairedge.apps.ros.bagcopy` writes ``--out-bag``
-aside and moves it into place whole.
+``ros2/pairedge_ros``) around :mod:`~pairedge.apps.ros.node_core`, the node without rclpy: its parameters are
+one table (:mod:`~pairedge.apps.ros.node_params`), its QoS profiles :mod:`~pairedge.apps.ros.qos`, its
+latest-frame worker thread :mod:`~pairedge.apps.ros.worker` and its messages
+:mod:`~pairedge.apps.ros.outputs`. :mod:`~pairedge.apps.ros.storage` and
+:mod:`~pairedge.apps.ros.mcap` check a log before rosbags reads it (regular files, an MCAP file's record
+framing, bounded chunk inflation, sqlite3 messages measured first); :mod:`~pairedge.apps.ros.bagcopy` writes
+``--out-bag`` aside and moves it into place whole.
 """

@@ -4,9 +4,9 @@ Read with the pure-Python ``rosbags`` library (``pip install '.[ros]'``; no ROS 
 :func:`pairedge.apps.ros.storage.check_log` has checked that every file is a regular file within the ceilings
 (an MCAP file's record framing is walked first, chunks inflate with a bound). Frames come from
 ``--image-topic`` (``sensor_msgs/Image`` or ``CompressedImage``), boxes from ``--detections-topic``
-(``vision_msgs/Detection2DArray``), paired by header stamp (:mod:`pairedge.apps.ros.matching`, which also holds
-back a stamp that jumps until the messages after it confirm it). The pipeline sees seconds since the first
-frame computed from integer nanoseconds; every record keeps the header stamp as ``stamp_ns``. One bad
+(``vision_msgs/Detection2DArray``), paired by header stamp (:mod:`pairedge.apps.ros.matching`, which also
+holds back a stamp that jumps until the messages after it confirm it). The pipeline sees seconds since the
+first frame computed from integer nanoseconds; every record keeps the header stamp as ``stamp_ns``. One bad
 message (undecodable CDR, an oversize or unconvertible image, a box beyond float32) is dropped and counted
 with its reason; the log goes on. Results go to the same files as a video run (``results.jsonl``,
 ``summary.json``, ``annotated.mp4``) and, with ``out_bag``, into a copy of the log
@@ -33,8 +33,19 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
 
-__all__ = ["MARKERS_TOPIC", "RESULTS_TOPIC", "LOG_SUFFIXES", "LogTopics", "Topic", "is_log", "list_topics",
-           "log_frames", "open_log", "pick_topic", "run_log"]  # fmt: skip
+__all__ = [
+    "MARKERS_TOPIC",
+    "RESULTS_TOPIC",
+    "LOG_SUFFIXES",
+    "LogTopics",
+    "Topic",
+    "is_log",
+    "list_topics",
+    "log_frames",
+    "open_log",
+    "pick_topic",
+    "run_log",
+]
 
 LOG_SUFFIXES = tuple(STORAGE_OF_SUFFIX)
 EXPECTED = "expected a rosbag2 folder (with metadata.yaml) or an .mcap / .db3 file"
@@ -63,7 +74,8 @@ class Topic:
 
 @dataclass(frozen=True)
 class LogTopics:
-    """Which topics to read. ``None`` picks the only topic of the right type (an error if there are several)."""
+    """Which topics to read. ``None`` picks the only topic of the right type (an error if there are
+    several)."""
 
     image: str | None = None
     detections: str | None = None
@@ -76,8 +88,8 @@ def open_log(path: str | Path) -> Iterator[Any]:
     """An open rosbags reader of a rosbag2 folder or a bare ``.mcap`` / ``.db3`` file.
 
     Raises:
-        FormatError: missing, not made of regular files, beyond a ceiling (:func:`~pairedge.apps.ros.storage.check_log`),
-            or a log rosbags cannot read (its reason).
+        FormatError: missing, not made of regular files, beyond a ceiling
+            (:func:`~pairedge.apps.ros.storage.check_log`), or a log rosbags cannot read (its reason).
     """
     rosbag2 = require("rosbags.rosbag2", extra="ros", purpose="reading ROS 2 logs")
     p = Path(path).expanduser()
@@ -90,7 +102,9 @@ def open_log(path: str | Path) -> Iterator[Any]:
     except FormatError as exc:  # raised by pairedge's bounded chunk inflation inside rosbags
         raise FormatError(printable(p), exc.problem) from None
     except Exception as exc:  # rosbags raises its own errors, OSError, and sqlite3 / struct errors on garbage
-        raise FormatError(printable(p), f"cannot read as a ROS 2 log ({type(exc).__name__}: {printable(exc)})") from None
+        raise FormatError(
+            printable(p), f"cannot read as a ROS 2 log ({type(exc).__name__}: {printable(exc)})"
+        ) from None
     try:
         yield reader
     finally:
@@ -122,8 +136,9 @@ def pick_topic(reader: Any, wanted: str | None, types: tuple[str, ...], what: st
         raise InputError(f"{log}: several {what} topics ({listed}); choose one with {flag}")
     bad = [c.msgtype for c in conns if c.msgtype not in types]
     if bad:
-        raise InputError(f"{log}: topic '{printable(names[0])}' carries {printable(bad[0])}, "
-                         f"expected {' or '.join(types)}")  # fmt: skip
+        raise InputError(
+            f"{log}: topic '{printable(names[0])}' carries {printable(bad[0])}, expected {' or '.join(types)}"
+        )
     return conns
 
 
@@ -177,17 +192,23 @@ def run_log(
         config = options.pipeline_config()
         with deployment.load(config) as pipe:
             stats = RunStats(pipe.labels)
-            header = {"source": str(log), "image_topic": images[0].topic, "detections_topic": dets[0].topic,
-                      "model": describe_model(model), "pipeline": pipe.describe_start()}  # fmt: skip
+            header = {
+                "source": str(log),
+                "image_topic": images[0].topic,
+                "detections_topic": dets[0].topic,
+                "model": describe_model(model),
+                "pipeline": pipe.describe_start(),
+            }
             files = {"results": str(folder / "results.jsonl")}
             video = open_video_writer(folder, "annotated", 30.0) if options.video else None
             if video is not None:
                 files["video"] = str(video.path)
             written = ["results.jsonl", "summary.json", *([video.path.name] if video is not None else [])]
             stale = remove_stale_outputs(folder, RUN_OUTPUTS, written)
-            with JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl, \
-                    BagCopy(reader, store, plan) as copy:  # fmt: skip
-
+            with (
+                JsonlWriter(folder / "results.jsonl", pipe.labels, header) as jsonl,
+                BagCopy(reader, store, plan) as copy,
+            ):
                 switches = [pipe.switches.count]
 
                 def emit(output: Output, log_time: int) -> None:
@@ -203,12 +224,20 @@ def run_log(
                     if on_frame is not None:
                         on_frame(output.result)
 
-                runner = RosRunner(pipe, store, tolerance_s=topics.tolerance_s, classes=topics.classes,
-                                   messages=copy.active)  # fmt: skip
+                runner = RosRunner(
+                    pipe, store, tolerance_s=topics.tolerance_s, classes=topics.classes, messages=copy.active
+                )
                 copy_all = copy.write_raw if copy.active else None
                 try:
-                    for log_time, frame in log_frames(reader, store, runner.decoder, images, dets,
-                                                      every_message=copy_all, max_frames=options.max_frames):  # fmt: skip
+                    for log_time, frame in log_frames(
+                        reader,
+                        store,
+                        runner.decoder,
+                        images,
+                        dets,
+                        every_message=copy_all,
+                        max_frames=options.max_frames,
+                    ):
                         emit(runner.step(frame), log_time)
                 finally:
                     if video is not None:
@@ -217,9 +246,11 @@ def run_log(
             if plan is not None:
                 files["bag"] = str(plan.target)
             files["summary"] = str(folder / "summary.json")
-            notes = [f"ROS 2 log: images {printable(images[0].topic)}, detections {printable(dets[0].topic)}, "
-                     f"paired by header stamp within {topics.tolerance_s * 1000:g} ms; timestamps are seconds "
-                     "since the first frame (stamp_ns: the header stamp)"]  # fmt: skip
+            notes = [
+                f"ROS 2 log: images {printable(images[0].topic)}, detections {printable(dets[0].topic)}, "
+                f"paired by header stamp within {topics.tolerance_s * 1000:g} ms; timestamps are seconds "
+                "since the first frame (stamp_ns: the header stamp)"
+            ]
             notes += [f"{count} message(s) dropped: {reason}" for reason, count in sorted(dropped.items())]
             notes += pipeline_notes(pipe, deployment) + stale_note(folder, stale)
             summary = stats.summary(notes=notes, files=files, pipeline=pipe.describe())
@@ -267,7 +298,9 @@ def log_frames(
         last_time = log_time
         ours = conn.id in image_ids or conn.id in det_ids
         if raw is None:
-            reason = message.problem if every_message is None else f"{message.problem} (not copied to --out-bag)"
+            reason = (
+                message.problem if every_message is None else f"{message.problem} (not copied to --out-bag)"
+            )
             if conn.id in image_ids:
                 decoder.skip_image(reason)
             else:

@@ -94,9 +94,12 @@ class BagCopy:
                     {"msgdef": msgdef, "rihs01": digest} if msgdef and digest else {"typestore": self.store}
                 )
                 self._conns[conn.id] = writer.add_connection(
-                    conn.topic, conn.msgtype, serialization_format=conn.ext.serialization_format,
-                    offered_qos_profiles=conn.ext.offered_qos_profiles, **known,
-                )  # fmt: skip
+                    conn.topic,
+                    conn.msgtype,
+                    serialization_format=conn.ext.serialization_format,
+                    offered_qos_profiles=conn.ext.offered_qos_profiles,
+                    **known,
+                )
             self._results = writer.add_connection(RESULTS_TOPIC, STRING, typestore=self.store)
             self._markers = writer.add_connection(MARKERS_TOPIC, MARKER_ARRAY, typestore=self.store)
         except BaseException as exc:  # __exit__ does not run when __enter__ fails: close and remove here
@@ -144,6 +147,8 @@ class BagCopy:
         if self.plan.bare:
             (source,) = [p for p in folder.iterdir() if p.suffix.lower() in STORAGE_OF_SUFFIX]
         if target.exists() or target.is_symlink():
-            raise InputError(f"--out-bag: {printable(target)} appeared while the run wrote the copy; nothing "
-                             "was overwritten")  # fmt: skip
+            raise InputError(
+                f"--out-bag: {printable(target)} appeared while the run wrote the copy; nothing "
+                "was overwritten"
+            )
         os.rename(source, target)

@@ -173,8 +173,10 @@ class StampMatcher:
         assert self._newest is not None
         newest, reach = self._newest, self.reach()
         if stamp < newest - reach:
-            self.dropped[f"header stamp {_seconds(newest - stamp)} behind the stream, more than its reach of "
-                         f"{_seconds(reach)} (late, or its clock jumped back)"] += 1  # fmt: skip
+            self.dropped[
+                f"header stamp {_seconds(newest - stamp)} behind the stream, more than its reach of "
+                f"{_seconds(reach)} (late, or its clock jumped back)"
+            ] += 1
             return []
         if stamp <= newest + reach:
             if self._held is not None:

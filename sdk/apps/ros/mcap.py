@@ -7,8 +7,9 @@ it is reading. So a 99 kB file can ask for gigabytes. :func:`walk_mcap` reads on
 every record (opcode ``uint8`` + length ``uint64`` LE, then the few fixed fields of Chunk and Chunk Index
 records; never a payload) and refuses, before rosbags sees the file:
 
-- a record whose length runs past the end of the file, more than :data:`~pairedge.core.limits.MAX_MCAP_RECORDS`
-  records, a footer whose summary offset is not the start of a record;
+- a record whose length runs past the end of the file, more than
+  :data:`~pairedge.core.limits.MAX_MCAP_RECORDS` records, a footer whose summary offset is not the start of a
+  record;
 - a Message record above :data:`~pairedge.core.limits.MAX_MESSAGE_BYTES`;
 - a Chunk (or Chunk Index) whose compressed records or declared ``uncompressed_size`` exceed
   :data:`~pairedge.core.limits.MAX_MCAP_CHUNK_BYTES`, an unknown compression, an uncompressed chunk whose two
@@ -122,22 +123,34 @@ class _Walker:
     def header(self, pos: int) -> tuple[int, int]:
         self.records += 1
         if self.records > limits.MAX_MCAP_RECORDS:
-            raise FormatError(self.path, f"more than {limits.MAX_MCAP_RECORDS:,} records, the ceiling "
-                              "(pairedge.core.limits.MAX_MCAP_RECORDS); split the log")  # fmt: skip
+            raise FormatError(
+                self.path,
+                f"more than {limits.MAX_MCAP_RECORDS:,} records, the ceiling "
+                "(pairedge.core.limits.MAX_MCAP_RECORDS); split the log",
+            )
         if self.size - pos < 9:
             raise self.fail(pos, "a truncated record header")
         op, length = struct.unpack("<BQ", self.read(pos, 9))
         if length > self.size - pos - 9:
-            raise self.fail(pos, f"a record (opcode 0x{op:02x}) of {limits.describe_size(length)} runs past "
-                            f"the end of the {limits.describe_size(self.size)} file")  # fmt: skip
+            raise self.fail(
+                pos,
+                f"a record (opcode 0x{op:02x}) of {limits.describe_size(length)} runs past "
+                f"the end of the {limits.describe_size(self.size)} file",
+            )
         return op, length
 
     def record(self, op: int, body: int, length: int) -> None:
         if op == OP_MESSAGE:
             if length < MESSAGE_HEADER:
                 raise self.fail(body - 9, f"a message record of {length} bytes (the header alone is 22)")
-            _ceiling(self, body - 9, "a message", length - MESSAGE_HEADER, limits.MAX_MESSAGE_BYTES,
-                     "MAX_MESSAGE_BYTES")  # fmt: skip
+            _ceiling(
+                self,
+                body - 9,
+                "a message",
+                length - MESSAGE_HEADER,
+                limits.MAX_MESSAGE_BYTES,
+                "MAX_MESSAGE_BYTES",
+            )
         elif op == OP_CHUNK:
             self.chunk(body, length)
         elif op == OP_CHUNK_INDEX:
@@ -150,8 +163,11 @@ class _Walker:
         name = self.compression(body - 9, body + CHUNK_FIXED, name_len, length - CHUNK_FIXED - 8)
         (stored,) = struct.unpack("<Q", self.read(body + CHUNK_FIXED + name_len, 8))
         if stored > length - CHUNK_FIXED - name_len - 8:
-            raise self.fail(body - 9, f"a chunk whose records ({limits.describe_size(stored)}) run past the "
-                            "end of the chunk record")  # fmt: skip
+            raise self.fail(
+                body - 9,
+                f"a chunk whose records ({limits.describe_size(stored)}) run past the "
+                "end of the chunk record",
+            )
         self.sizes(body - 9, name, stored, declared)
         if self.verify and name:
             try:
@@ -172,8 +188,11 @@ class _Walker:
         name = self.compression(body - 9, at + 4, name_len, length - (at + 4 - body) - 16)
         stored, declared = struct.unpack("<QQ", self.read(at + 4 + name_len, 16))
         if offset + chunk_length > self.size or 9 + CHUNK_FIXED + name_len + 8 + stored > chunk_length:
-            raise self.fail(body - 9, f"a chunk index that points outside the file or its chunk (chunk at "
-                            f"byte {offset}, {limits.describe_size(chunk_length)})")  # fmt: skip
+            raise self.fail(
+                body - 9,
+                f"a chunk index that points outside the file or its chunk (chunk at "
+                f"byte {offset}, {limits.describe_size(chunk_length)})",
+            )
         self.sizes(body - 9, name, stored, declared)
         self.indexed.append((start, end, declared))
 
@@ -182,15 +201,24 @@ class _Walker:
             raise self.fail(record, f"a chunk compression name of {n} bytes")
         name = self.read(at, n).decode("utf-8", "replace")
         if name not in COMPRESSIONS:
-            raise self.fail(record, f"a chunk compressed with '{printable(name)}'; pairedge reads zstd, lz4 "
-                            "or uncompressed chunks")  # fmt: skip
+            raise self.fail(
+                record,
+                f"a chunk compressed with '{printable(name)}'; pairedge reads zstd, lz4 "
+                "or uncompressed chunks",
+            )
         return name
 
     def sizes(self, record: int, name: str, stored: int, declared: int) -> None:
         what = f"a {name or 'uncompressed'} chunk"
         _ceiling(self, record, f"{what} holding", stored, limits.MAX_MCAP_CHUNK_BYTES, "MAX_MCAP_CHUNK_BYTES")
-        _ceiling(self, record, f"{what} that declares", declared, limits.MAX_MCAP_CHUNK_BYTES,
-                 "MAX_MCAP_CHUNK_BYTES")  # fmt: skip
+        _ceiling(
+            self,
+            record,
+            f"{what} that declares",
+            declared,
+            limits.MAX_MCAP_CHUNK_BYTES,
+            "MAX_MCAP_CHUNK_BYTES",
+        )
         if not name and stored != declared:
             raise self.fail(record, f"an uncompressed chunk of {stored} bytes that declares {declared}")
         self.largest = max(self.largest, declared)
@@ -200,16 +228,20 @@ class _Walker:
         worst = _largest_overlap(self.indexed)
         if worst > limits.MAX_MCAP_OVERLAP_BYTES:
             raise FormatError(
-                self.path, f"chunks with overlapping time ranges declare {limits.describe_size(worst)} "
+                self.path,
+                f"chunks with overlapping time ranges declare {limits.describe_size(worst)} "
                 f"together, more than the {limits.describe_size(limits.MAX_MCAP_OVERLAP_BYTES)} ceiling "
                 "(pairedge.core.limits.MAX_MCAP_OVERLAP_BYTES); re-record or re-chunk the log",
-            )  # fmt: skip
+            )
 
 
 def _ceiling(walker: _Walker, at: int, what: str, n: int, limit: int, name: str) -> None:
     if n > limit:
-        raise walker.fail(at, f"{what} {limits.describe_size(n)}, more than the {limits.describe_size(limit)} "
-                          f"ceiling (pairedge.core.limits.{name})")  # fmt: skip
+        raise walker.fail(
+            at,
+            f"{what} {limits.describe_size(n)}, more than the {limits.describe_size(limit)} "
+            f"ceiling (pairedge.core.limits.{name})",
+        )
 
 
 def _largest_overlap(chunks: list[tuple[int, int, int]]) -> int:
@@ -245,8 +277,11 @@ def inflate(data: bytes, compression: str, size: int) -> bytes:
         total += len(piece)
         parts.append(piece)
         if total > size:
-            raise FormatError("<mcap chunk>", f"a {compression} chunk inflates to more than the {size} bytes it "
-                              "declares; the log is corrupt or hostile")  # fmt: skip
+            raise FormatError(
+                "<mcap chunk>",
+                f"a {compression} chunk inflates to more than the {size} bytes it "
+                "declares; the log is corrupt or hostile",
+            )
         if not dec.eof:
             break  # truncated stream: the caller's size check reports it
         rest = dec.unused_data

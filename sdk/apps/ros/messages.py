@@ -2,10 +2,10 @@
 
 Images: ``sensor_msgs/Image`` in the common encodings (:data:`ENCODINGS`: BGR / RGB with or without alpha,
 mono 8 / 16 bit, YUV 4:2:2, Bayer 8 / 16 bit) and ``sensor_msgs/CompressedImage`` (the formats of
-:mod:`pairedge.core.io.imagesize`) -> (H, W, 3) uint8 BGR. Every size an image declares is checked before a byte
-is converted: a compressed image's header against :data:`~pairedge.core.limits.MAX_FRAME_PIXELS` before it is
-decoded, a raw image's width, height, step, encoding constraints (an even width for YUV 4:2:2, 2 x 2 pixels
-for a Bayer tile) and data length before any reshape. Detections: ``vision_msgs/Detection2DArray`` ->
+:mod:`pairedge.core.io.imagesize`) -> (H, W, 3) uint8 BGR. Every size an image declares is checked before a
+byte is converted: a compressed image's header against :data:`~pairedge.core.limits.MAX_FRAME_PIXELS` before
+it is decoded, a raw image's width, height, step, encoding constraints (an even width for YUV 4:2:2, 2 x 2
+pixels for a Bayer tile) and data length before any reshape. Detections: ``vision_msgs/Detection2DArray`` ->
 :class:`~pairedge.core.types.Detections` (box centre and size -> ``x y w h``, the best hypothesis score, the
 tracking id from ``Detection2D.id``); a box beyond the float32 range is dropped alone and counted.
 Results: a :class:`~pairedge.runtime.types.FrameResult` -> ``std_msgs/String`` holding the runtime's JSON
@@ -30,9 +30,21 @@ from pairedge.core.io.textio import FLOAT32_MAX, printable
 from pairedge.core.types import Detections
 
 _FLOATS = {"float32", "float64"}
-_DTYPES = {"bool": np.bool_, "int8": np.int8, "uint8": np.uint8, "byte": np.uint8, "char": np.uint8,
-           "int16": np.int16, "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
-           "int64": np.int64, "uint64": np.uint64, "float32": np.float32, "float64": np.float64}  # fmt: skip
+_DTYPES = {
+    "bool": np.bool_,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "byte": np.uint8,
+    "char": np.uint8,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "uint64": np.uint64,
+    "float32": np.float32,
+    "float64": np.float64,
+}
 
 #: encoding -> (channels, dtype, OpenCV conversion to BGR or None)
 ENCODINGS: dict[str, tuple[int, type, int | None]] = {
@@ -98,7 +110,8 @@ def stamp_ns(header: Any) -> int:
     """A header's stamp in integer nanoseconds.
 
     Raises:
-        InputError: a negative ``sec`` or a ``nanosec`` of 10^9 or more (not a valid ``builtin_interfaces/Time``).
+        InputError: a negative ``sec`` or a ``nanosec`` of 10^9 or more (not a valid
+            ``builtin_interfaces/Time``).
     """
     sec, nanosec = int(header.stamp.sec), int(header.stamp.nanosec)
     if not 0 <= nanosec < 1_000_000_000:
@@ -110,25 +123,29 @@ def image_to_bgr(msg: Any) -> np.ndarray:
     """A ``sensor_msgs/Image`` or ``CompressedImage`` as (H, W, 3) uint8 BGR.
 
     Raises:
-        InputError: unknown encoding, a size above the frame ceilings (:mod:`pairedge.core.limits`), a width or
-            height the encoding cannot have, a step or data buffer too short, bytes that do not decode.
+        InputError: unknown encoding, a size above the frame ceilings (:mod:`pairedge.core.limits`), a width
+            or height the encoding cannot have, a step or data buffer too short, bytes that do not decode.
     """
     if hasattr(msg, "format") and not hasattr(msg, "encoding"):
         return _decode_compressed(msg)
     encoding = str(msg.encoding)
     if encoding not in ENCODINGS:
         raise InputError(
-            f"image encoding '{printable(encoding)}' is not supported; expected one of {', '.join(ENCODINGS)} "
-            "(or a sensor_msgs/CompressedImage)"
+            f"image encoding '{printable(encoding)}' is not supported; expected one of "
+            f"{', '.join(ENCODINGS)} (or a sensor_msgs/CompressedImage)"
         )
     channels, dtype, conversion = ENCODINGS[encoding]
     height, width, step = int(msg.height), int(msg.width), int(msg.step)
     limits.check_frame_size(width, height, f"sensor_msgs/Image ({encoding})")
     if encoding in EVEN_WIDTH and width % 2:
-        raise InputError(f"image {width} x {height} {encoding}: expected an even width (4:2:2 shares chroma "
-                         "between pixel pairs)")  # fmt: skip
+        raise InputError(
+            f"image {width} x {height} {encoding}: expected an even width (4:2:2 shares chroma "
+            "between pixel pairs)"
+        )
     if encoding in BAYER and (width < 2 or height < 2):
-        raise InputError(f"image {width} x {height} {encoding}: expected at least 2 x 2 pixels (one Bayer tile)")
+        raise InputError(
+            f"image {width} x {height} {encoding}: expected at least 2 x 2 pixels (one Bayer tile)"
+        )
     itemsize = np.dtype(dtype).itemsize
     row = width * channels * itemsize
     raw = np.frombuffer(memoryview(msg.data), np.uint8)
@@ -154,7 +171,8 @@ def _decode_compressed(msg: Any) -> np.ndarray:
     image = cv2.imdecode(data, cv2.IMREAD_COLOR)
     if image is None:
         raise InputError(
-            f"compressed image ('{printable(msg.format)}'): the bytes do not decode although the header is valid"
+            f"compressed image ('{printable(msg.format)}'): the bytes do not decode although the header is "
+            "valid"
         )
     return image
 
@@ -163,14 +181,23 @@ def bgr_to_image(store: Any, image: np.ndarray, stamp: int, frame_id: str = "cam
     """A ``sensor_msgs/Image`` (bgr8) of an (H, W, 3) uint8 BGR array."""
     h, w = image.shape[:2]
     return build(
-        store, "sensor_msgs/msg/Image", header=header(store, stamp, frame_id), height=h, width=w,
-        encoding="bgr8", is_bigendian=0, step=w * 3, data=np.ascontiguousarray(image).reshape(-1),
-    )  # fmt: skip
+        store,
+        "sensor_msgs/msg/Image",
+        header=header(store, stamp, frame_id),
+        height=h,
+        width=w,
+        encoding="bgr8",
+        is_bigendian=0,
+        step=w * 3,
+        data=np.ascontiguousarray(image).reshape(-1),
+    )
 
 
 def header(store: Any, stamp: int, frame_id: str) -> Any:
     """A ``std_msgs/Header`` at ``stamp`` nanoseconds."""
-    time = build(store, "builtin_interfaces/msg/Time", sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
+    time = build(
+        store, "builtin_interfaces/msg/Time", sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000
+    )
     return build(store, "std_msgs/msg/Header", stamp=time, frame_id=frame_id)
 
 
@@ -239,7 +266,9 @@ def detections_from_msg(
         boxes.append(box)
         tids.append(ids(str(det.id)))
         scores.append(best_score)
-    return Detections.from_arrays(np.asarray(boxes, np.float64), np.asarray(tids), np.asarray(scores)), skipped
+    return Detections.from_arrays(
+        np.asarray(boxes, np.float64), np.asarray(tids), np.asarray(scores)
+    ), skipped
 
 
 def _box(bbox: Any) -> tuple[float, float, float, float] | None:
@@ -271,21 +300,37 @@ def detections_to_msg(
     """A ``vision_msgs/Detection2DArray`` of ``dets`` (ids -1 are written as empty ``id`` strings)."""
     hdr = header(store, stamp, frame_id)
     items = []
-    for (x, y, w, h), tid, score in zip(dets.boxes.tolist(), dets.track_ids.tolist(), dets.scores.tolist(),
-                                        strict=True):  # fmt: skip
+    for (x, y, w, h), tid, score in zip(
+        dets.boxes.tolist(), dets.track_ids.tolist(), dets.scores.tolist(), strict=True
+    ):
         point = build(store, "vision_msgs/msg/Point2D", x=x + w / 2, y=y + h / 2)
-        bbox = build(store, "vision_msgs/msg/BoundingBox2D", size_x=w, size_y=h,
-                     center=build(store, "vision_msgs/msg/Pose2D", position=point))  # fmt: skip
+        bbox = build(
+            store,
+            "vision_msgs/msg/BoundingBox2D",
+            size_x=w,
+            size_y=h,
+            center=build(store, "vision_msgs/msg/Pose2D", position=point),
+        )
         hyp = build(store, "vision_msgs/msg/ObjectHypothesis", class_id=class_id, score=score)
         result = build(store, "vision_msgs/msg/ObjectHypothesisWithPose", hypothesis=hyp)
-        items.append(build(store, "vision_msgs/msg/Detection2D", header=hdr, results=[result], bbox=bbox,
-                           id="" if tid < 0 else str(tid)))  # fmt: skip
+        items.append(
+            build(
+                store,
+                "vision_msgs/msg/Detection2D",
+                header=hdr,
+                results=[result],
+                bbox=bbox,
+                id="" if tid < 0 else str(tid),
+            )
+        )
     return build(store, "vision_msgs/msg/Detection2DArray", header=hdr, detections=items)
 
 
 def result_to_string(store: Any, record: dict[str, Any]) -> Any:
     """A ``std_msgs/String`` holding one JSON record (the ``results.jsonl`` schema)."""
-    return build(store, "std_msgs/msg/String", data=json.dumps(record, separators=(",", ":"), allow_nan=False))
+    return build(
+        store, "std_msgs/msg/String", data=json.dumps(record, separators=(",", ":"), allow_nan=False)
+    )
 
 
 def result_to_markers(
@@ -298,12 +343,15 @@ def result_to_markers(
     then one closed LINE_STRIP per group around its members' boxes.
     """
     hdr = header(store, stamp, frame_id)
-    centres = {int(t): (float(x + w / 2), float(y + h / 2))
-               for t, (x, y, w, h) in zip(result.track_ids.tolist(), result.boxes.tolist(), strict=True)}  # fmt: skip
+    centres = {
+        int(t): (float(x + w / 2), float(y + h / 2))
+        for t, (x, y, w, h) in zip(result.track_ids.tolist(), result.boxes.tolist(), strict=True)
+    }
     markers = [build(store, "visualization_msgs/msg/Marker", header=hdr, ns="pairedge", id=0, action=3)]
     points, cols = [], []
-    for (a, b), label in zip(result.pairs[result.interacting].tolist(),
-                             result.label_ids[result.interacting].tolist(), strict=True):  # fmt: skip
+    for (a, b), label in zip(
+        result.pairs[result.interacting].tolist(), result.label_ids[result.interacting].tolist(), strict=True
+    ):
         colour = _rgba(store, colours[int(label) % len(colours)])
         for tid in (a, b):
             points.append(build(store, "geometry_msgs/msg/Point", x=centres[tid][0], y=centres[tid][1]))
@@ -315,8 +363,12 @@ def result_to_markers(
         corners = np.array([c for m in group.members for c in _corners(boxes[int(m)])], np.float32)
         hull = cv2.convexHull(corners).reshape(-1, 2)
         ring = [build(store, "geometry_msgs/msg/Point", x=float(x), y=float(y)) for x, y in hull]
-        colour = _rgba(store, colours[group.activity_id % len(colours)] if group.activity_id >= 0 else (200,) * 3)
-        markers.append(_marker(store, hdr, "pairedge/groups", 2 + k, 4, [*ring, ring[0]], [colour] * (len(ring) + 1)))
+        colour = _rgba(
+            store, colours[group.activity_id % len(colours)] if group.activity_id >= 0 else (200,) * 3
+        )
+        markers.append(
+            _marker(store, hdr, "pairedge/groups", 2 + k, 4, [*ring, ring[0]], [colour] * (len(ring) + 1))
+        )
     return build(store, "visualization_msgs/msg/MarkerArray", markers=markers)
 
 
@@ -324,8 +376,20 @@ def _marker(store: Any, hdr: Any, ns: str, mid: int, kind: int, points: list[Any
     scale = build(store, "geometry_msgs/msg/Vector3", x=2.0)  # line width in pixels
     orientation = build(store, "geometry_msgs/msg/Quaternion", w=1.0)
     pose = build(store, "geometry_msgs/msg/Pose", orientation=orientation)
-    return build(store, "visualization_msgs/msg/Marker", header=hdr, ns=ns, id=mid, type=kind, action=0,
-                 pose=pose, scale=scale, color=colours[0], points=points, colors=colours)  # fmt: skip
+    return build(
+        store,
+        "visualization_msgs/msg/Marker",
+        header=hdr,
+        ns=ns,
+        id=mid,
+        type=kind,
+        action=0,
+        pose=pose,
+        scale=scale,
+        color=colours[0],
+        points=points,
+        colors=colours,
+    )
 
 
 def _rgba(store: Any, bgr: tuple[int, int, int]) -> Any:

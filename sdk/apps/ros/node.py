@@ -1,4 +1,5 @@
-"""The pairedge ROS 2 node: camera images (and detections) in; interactions, markers, pairs and diagnostics out.
+"""The pairedge ROS 2 node: camera images (and detections) in; interactions, markers, pairs and diagnostics
+out.
 
 Installed as the ``pairedge_node`` executable of the ament_python package ``ros2/pairedge_ros`` (build it with
 colcon and start it with ``ros2 launch pairedge_ros pairedge.launch.py``, see docs/ros2.md); pairedge itself
@@ -67,17 +68,29 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     from pairedge.runtime.run import RunOptions, open_run_detector
     from pairedge.runtime.tracker import TrackerConfig
 
-    deployment = Deployment(config.model or None, precision=config.precision, backend=config.backend,
-                            flow=config.flow)  # fmt: skip
-    # a pairedge detector has suppressed its duplicates: the tracker keeps overlapping people (RunOptions does so)
+    deployment = Deployment(
+        config.model or None, precision=config.precision, backend=config.backend, flow=config.flow
+    )
+    # a pairedge detector has suppressed its duplicates: the tracker keeps overlapping people (RunOptions does
+    # so)
     tracker = TrackerConfig(nms_iou=None) if config.uses_detector else TrackerConfig()
-    pipe = deployment.load(PipelineConfig(tracker=config.tracker_mode, tracker_backend=config.tracker,
-                                          tracker_config=tracker, max_people=config.max_people))  # fmt: skip
+    pipe = deployment.load(
+        PipelineConfig(
+            tracker=config.tracker_mode,
+            tracker_backend=config.tracker,
+            tracker_config=tracker,
+            max_people=config.max_people,
+        )
+    )
     if not config.uses_detector:
         return pipe, None, deployment.describe()
     try:
-        options = RunOptions(deployment=deployment, detector=config.detector.strip(),
-                             detector_backend=config.detector_backend, max_people=config.max_people)  # fmt: skip
+        options = RunOptions(
+            deployment=deployment,
+            detector=config.detector.strip(),
+            detector_backend=config.detector_backend,
+            max_people=config.max_people,
+        )
         detector = open_run_detector(options).activate()
         return pipe, detector, f"{deployment.describe()}, detector {detector.describe()}"
     except BaseException:
@@ -116,14 +129,22 @@ def build_node(rclpy: Any) -> Any:
             self.diagnostics = self.create_publisher(self.types.DiagnosticArray, DIAGNOSTICS_TOPIC, out)
             self.core = NodeCore(config, pipe, self._publish, detector, log=self.get_logger().warning)
             inputs = input_qos(qos, config.qos, config.qos_depth)
-            self.create_subscription(CompressedImage if config.compressed else Image, config.image_topic,
-                                     self.core.on_image, inputs)  # fmt: skip
+            self.create_subscription(
+                CompressedImage if config.compressed else Image,
+                config.image_topic,
+                self.core.on_image,
+                inputs,
+            )
             if not config.uses_detector:
-                self.create_subscription(Detection2DArray, config.detections_topic, self.core.on_detections, inputs)
+                self.create_subscription(
+                    Detection2DArray, config.detections_topic, self.core.on_detections, inputs
+                )
             self.timer = self.create_timer(config.diagnostics_period, self._diagnose)
             source = "the detector" if config.uses_detector else config.detections_topic
-            self.get_logger().info(f"pairedge: {what}; images from {config.image_topic}, boxes from {source}, "
-                                   f"QoS {config.qos} depth {config.qos_depth}")  # fmt: skip
+            self.get_logger().info(
+                f"pairedge: {what}; images from {config.image_topic}, boxes from {source}, "
+                f"QoS {config.qos} depth {config.qos_depth}"
+            )
 
         def _publish(self, output: Output) -> None:
             """The worker thread's output: one frame's three messages."""
@@ -135,15 +156,21 @@ def build_node(rclpy: Any) -> Any:
         def _diagnose(self) -> None:
             report = self.core.report()
             stamp = int(self.get_clock().now().nanoseconds)
-            self.diagnostics.publish(diagnostics_msg(self.types, stamp, report.level, report.message, report.values))
+            self.diagnostics.publish(
+                diagnostics_msg(self.types, stamp, report.level, report.message, report.values)
+            )
 
         def destroy_node(self) -> None:
             joined, drops = self.core.shutdown()
             logger = self.get_logger()
             if not joined:
-                logger.warning("pairedge: the inference thread did not finish its frame in time; left running")
+                logger.warning(
+                    "pairedge: the inference thread did not finish its frame in time; left running"
+                )
             listed = "; ".join(f"{reason}: {n}" for reason, n in drops.most_common()) or "none"
-            logger.info(f"pairedge: {self.core.frames} frames published; dropped {sum(drops.values())} ({listed})")
+            logger.info(
+                f"pairedge: {self.core.frames} frames published; dropped {sum(drops.values())} ({listed})"
+            )
             super().destroy_node()
 
     return PairedgeNode
@@ -155,8 +182,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         import rclpy
     except ImportError as exc:
         raise MissingDependencyError(
-            f"the pairedge ROS 2 node needs rclpy, which comes with ROS 2, not from pip ({exc}); install ROS 2 "
-            "(Humble or later) with vision_msgs, then `source /opt/ros/<distro>/setup.bash` and run it again"
+            f"the pairedge ROS 2 node needs rclpy, which comes with ROS 2, not from pip ({exc}); install ROS "
+            "2 (Humble or later) with vision_msgs, then `source /opt/ros/<distro>/setup.bash` and run it "
+            "again"
         ) from exc
     try:  # Iron and later end spin on Ctrl-C with this; Humble raises KeyboardInterrupt
         from rclpy.executors import ExternalShutdownException as shutdown_error

@@ -37,7 +37,8 @@ from pairedge.core.io.textio import printable
 REPLACED = "frame replaced before the worker took it (latest-frame policy)"
 #: Drop reason of a pair still waiting in the slot when the node shut down.
 AT_SHUTDOWN = "frame still waiting when the node shut down"
-#: Stands in for a detection message when the node runs its own detector (no boxes; the detector's come later).
+#: Stands in for a detection message when the node runs its own detector (no boxes; the detector's come
+#: later).
 NO_BOXES = SimpleNamespace(detections=())
 
 
@@ -202,13 +203,20 @@ class NodeCore:
             done = self._frames
         alive = self.worker.thread.is_alive()
         level = 2 if not alive and not self._closed else (1 if new > 0 else 0)
-        message = ("inference thread stopped" if level == 2 else
-                   f"{frames} frames in the period, {new} new drops" if new else f"{frames} frames in the period")  # fmt: skip
+        message = (
+            "inference thread stopped"
+            if level == 2
+            else f"{frames} frames in the period, {new} new drops"
+            if new
+            else f"{frames} frames in the period"
+        )
         values: dict[str, object] = {
-            "frames": done, "frames in period": frames, "dropped": total,
+            "frames": done,
+            "frames in period": frames,
+            "dropped": total,
             "mean ms per frame (period)": f"{ms / frames:.2f}" if frames else "n/a",
             "input pairs offered": self.slot.offered,
-        }  # fmt: skip
+        }
         values.update({f"dropped: {reason}": n for reason, n in sorted(drops.items())})
         return Report(level, message, values)
 
@@ -220,7 +228,9 @@ class NodeCore:
         joined = self.worker.stop(timeout)
         self._closed = True
         drops = self.drops(final=True)
-        if joined:  # a thread still inside a step keeps its pipeline; closing it under the thread would crash it
+        if (
+            joined
+        ):  # a thread still inside a step keeps its pipeline; closing it under the thread would crash it
             self.pipe.close()
             if self.detector is not None:
                 self.detector.deactivate()

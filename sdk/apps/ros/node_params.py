@@ -53,38 +53,81 @@ class Parameter:
 
 #: Every parameter of the node, in the order of the YAML file and the docs.
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("model", "", "model folder (stage1.onnx + stage2.onnx, calibrated variants); empty = the bundled model"),
+    Parameter(
+        "model",
+        "",
+        "model folder (stage1.onnx + stage2.onnx, calibrated variants); empty = the bundled model",
+    ),
     Parameter("precision", "fp32", "which files of the model folder run: fp32, fp16 or int8"),
-    Parameter("backend", "auto", "classifier backend: auto, onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, "
-              "tensorrt (or an alias such as ort-cpu, ort-cuda, trt)"),
-    Parameter("flow", "auto", "optical flow backend: auto (the model's), dis, farneback, reference, cuda, none"),
-    Parameter("detector", DEFAULT_DETECTOR, f"the person detector run on each image (the node then subscribes to "
-              f"the image only): '{DEFAULT_DETECTOR}' (the bundled CNN, the default), 'hog' (OpenCV's people detector), "
-              "an .onnx or .engine detector path; empty = boxes come from detections_topic"),
-    Parameter("detector_backend", "onnxruntime", "ONNX Runtime provider of an .onnx detector: onnxruntime, "
-              "onnxruntime-cuda or onnxruntime-tensorrt"),
-    Parameter("tracker", DEFAULT_TRACKER, f"tracker backend that gives ids: {', '.join(TRACKER_NAMES)} "
-              f"(pairedge.runtime.tracker_backends; {DEFAULT_TRACKER} is built in, the others need the trackers "
-              "library)"),
-    Parameter("tracker_mode", "auto", "auto = track detections that carry no id, always = ignore given ids, "
-              "never = use the detector's ids as they are"),
-    Parameter("image_topic", "image", "sensor_msgs/Image input (CompressedImage when compressed is true); a "
-              "relative name, remapped by the launch file"),
-    Parameter("detections_topic", "detections", "vision_msgs/Detection2DArray input (unused when detector is "
-              "set); remapped by the launch file"),
+    Parameter(
+        "backend",
+        "auto",
+        "classifier backend: auto, onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, "
+        "tensorrt (or an alias such as ort-cpu, ort-cuda, trt)",
+    ),
+    Parameter(
+        "flow", "auto", "optical flow backend: auto (the model's), dis, farneback, reference, cuda, none"
+    ),
+    Parameter(
+        "detector",
+        DEFAULT_DETECTOR,
+        "the person detector run on each image (the node then subscribes to the image only): "
+        f"'{DEFAULT_DETECTOR}' (the bundled CNN, the default), 'hog' (OpenCV's people detector), an .onnx or "
+        ".engine detector path; empty = boxes come from detections_topic",
+    ),
+    Parameter(
+        "detector_backend",
+        "onnxruntime",
+        "ONNX Runtime provider of an .onnx detector: onnxruntime, onnxruntime-cuda or onnxruntime-tensorrt",
+    ),
+    Parameter(
+        "tracker",
+        DEFAULT_TRACKER,
+        f"tracker backend that gives ids: {', '.join(TRACKER_NAMES)} "
+        f"(pairedge.runtime.tracker_backends; {DEFAULT_TRACKER} is built in, the others need the trackers "
+        "library)",
+    ),
+    Parameter(
+        "tracker_mode",
+        "auto",
+        "auto = track detections that carry no id, always = ignore given ids, "
+        "never = use the detector's ids as they are",
+    ),
+    Parameter(
+        "image_topic",
+        "image",
+        "sensor_msgs/Image input (CompressedImage when compressed is true); a "
+        "relative name, remapped by the launch file",
+    ),
+    Parameter(
+        "detections_topic",
+        "detections",
+        "vision_msgs/Detection2DArray input (unused when detector is set); remapped by the launch file",
+    ),
     Parameter("compressed", False, "subscribe to sensor_msgs/CompressedImage instead of sensor_msgs/Image"),
-    Parameter("stamp_tolerance", 0.01, "largest image / detections header stamp difference of a pair, seconds"),
+    Parameter(
+        "stamp_tolerance", 0.01, "largest image / detections header stamp difference of a pair, seconds"
+    ),
     Parameter("classes", "", "comma-separated detection class ids to keep (e.g. 'person,1'); empty = all"),
-    Parameter("max_people", 100, "at most this many detections per frame go on (the most confident); bounds "
-              "the work per frame at n(n-1)/2 pairs"),
+    Parameter(
+        "max_people",
+        100,
+        "at most this many detections per frame go on (the most confident); bounds "
+        "the work per frame at n(n-1)/2 pairs",
+    ),
     Parameter("qos", "sensor_data", "QoS of the input subscriptions: sensor_data (best effort) or reliable"),
     Parameter("qos_depth", 5, "history depth (keep last N) of each input subscription"),
-    Parameter("pairing_queue", 64, "most unpaired images and most unpaired detection messages kept while "
-              "waiting for their partner (the oldest is dropped beyond it)"),
+    Parameter(
+        "pairing_queue",
+        64,
+        "most unpaired images and most unpaired detection messages kept while "
+        "waiting for their partner (the oldest is dropped beyond it)",
+    ),
     Parameter("output_depth", 10, "history depth of the output publishers (reliable, keep last N)"),
-    Parameter("diagnostics_period", 1.0, "seconds between diagnostic_msgs/DiagnosticArray reports on "
-              "/diagnostics"),
-)  # fmt: skip
+    Parameter(
+        "diagnostics_period", 1.0, "seconds between diagnostic_msgs/DiagnosticArray reports on /diagnostics"
+    ),
+)
 
 _BY_NAME: Mapping[str, Parameter] = {p.name: p for p in PARAMETERS}
 
@@ -124,10 +167,14 @@ class NodeConfig:
                 object.__setattr__(self, f.name, float(value))
             elif type(value) is not kind:
                 type_name = _BY_NAME[f.name].type_name
-                raise InputError(f"parameter {f.name}: expected {'an' if type_name == 'integer' else 'a'} "
-                                 f"{type_name}, got {value!r}")
+                raise InputError(
+                    f"parameter {f.name}: expected {'an' if type_name == 'integer' else 'a'} "
+                    f"{type_name}, got {value!r}"
+                )
             if kind is str and len(value) > MAX_TEXT:
-                raise InputError(f"parameter {f.name}: expected at most {MAX_TEXT} characters, got {len(value)}")
+                raise InputError(
+                    f"parameter {f.name}: expected at most {MAX_TEXT} characters, got {len(value)}"
+                )
         _choice("qos", self.qos, QOS_PROFILES)
         _choice("tracker_mode", self.tracker_mode, TRACKER_MODES)
         try:
@@ -154,8 +201,10 @@ class NodeConfig:
         """
         unknown = sorted(set(values) - set(_BY_NAME))
         if unknown:
-            raise InputError(f"unknown parameter(s) {', '.join(unknown)}; expected names of "
-                             "pairedge.apps.ros.node_params.PARAMETERS")  # fmt: skip
+            raise InputError(
+                f"unknown parameter(s) {', '.join(unknown)}; expected names of "
+                "pairedge.apps.ros.node_params.PARAMETERS"
+            )
         return cls(**dict(values))
 
     def class_set(self) -> frozenset[str] | None:

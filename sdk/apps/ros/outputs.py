@@ -5,7 +5,8 @@ classes, which check every field's type when it is set (a float64 field takes a 
 ``int``; a ``byte`` field takes ``bytes`` of length 1). This module builds those directly from a frame's
 result: the earlier node built rosbags messages, serialised them to CDR and deserialised the bytes into
 rclpy messages, twice per frame. The marker geometry is :func:`marker_specs` (plain data), so the two
-message builders draw the same thing; ``tests/apps/ros/test_ros_node_outputs.py`` compares them field by field.
+message builders draw the same thing; ``tests/apps/ros/test_ros_node_outputs.py`` compares them field by
+field.
 
 Outputs of one frame (all stamped with the image's header stamp and frame):
 
@@ -34,16 +35,27 @@ OK, WARN, ERROR = 0, 1, 2
 
 #: Field of :class:`MessageTypes` -> "package/Type".
 MESSAGE_TYPES: Mapping[str, str] = {
-    "String": "std_msgs/String", "Header": "std_msgs/Header", "ColorRGBA": "std_msgs/ColorRGBA",
-    "Time": "builtin_interfaces/Time", "Point": "geometry_msgs/Point", "Pose": "geometry_msgs/Pose",
-    "Quaternion": "geometry_msgs/Quaternion", "Vector3": "geometry_msgs/Vector3",
-    "Marker": "visualization_msgs/Marker", "MarkerArray": "visualization_msgs/MarkerArray",
-    "Detection2DArray": "vision_msgs/Detection2DArray", "Detection2D": "vision_msgs/Detection2D",
-    "BoundingBox2D": "vision_msgs/BoundingBox2D", "Pose2D": "vision_msgs/Pose2D", "Point2D": "vision_msgs/Point2D",
+    "String": "std_msgs/String",
+    "Header": "std_msgs/Header",
+    "ColorRGBA": "std_msgs/ColorRGBA",
+    "Time": "builtin_interfaces/Time",
+    "Point": "geometry_msgs/Point",
+    "Pose": "geometry_msgs/Pose",
+    "Quaternion": "geometry_msgs/Quaternion",
+    "Vector3": "geometry_msgs/Vector3",
+    "Marker": "visualization_msgs/Marker",
+    "MarkerArray": "visualization_msgs/MarkerArray",
+    "Detection2DArray": "vision_msgs/Detection2DArray",
+    "Detection2D": "vision_msgs/Detection2D",
+    "BoundingBox2D": "vision_msgs/BoundingBox2D",
+    "Pose2D": "vision_msgs/Pose2D",
+    "Point2D": "vision_msgs/Point2D",
     "ObjectHypothesisWithPose": "vision_msgs/ObjectHypothesisWithPose",
-    "ObjectHypothesis": "vision_msgs/ObjectHypothesis", "DiagnosticArray": "diagnostic_msgs/DiagnosticArray",
-    "DiagnosticStatus": "diagnostic_msgs/DiagnosticStatus", "KeyValue": "diagnostic_msgs/KeyValue",
-}  # fmt: skip
+    "ObjectHypothesis": "vision_msgs/ObjectHypothesis",
+    "DiagnosticArray": "diagnostic_msgs/DiagnosticArray",
+    "DiagnosticStatus": "diagnostic_msgs/DiagnosticStatus",
+    "KeyValue": "diagnostic_msgs/KeyValue",
+}
 
 
 @dataclass(frozen=True)
@@ -98,8 +110,9 @@ def marker_specs(result: Any, colours: Sequence[tuple[int, int, int]]) -> list[M
     specs = [MarkerSpec("pairedge", 0, 0, DELETEALL)]
     points: list[tuple[float, float]] = []
     cols: list[tuple[float, float, float, float]] = []
-    for (a, b), label in zip(result.pairs[result.interacting].tolist(),
-                             result.label_ids[result.interacting].tolist(), strict=True):  # fmt: skip
+    for (a, b), label in zip(
+        result.pairs[result.interacting].tolist(), result.label_ids[result.interacting].tolist(), strict=True
+    ):
         colour = _rgba(colours[int(label) % len(colours)])
         points += [centres[int(a)], centres[int(b)]]
         cols += [colour, colour]
@@ -133,11 +146,20 @@ def markers_msg(types: MessageTypes, specs: Sequence[MarkerSpec], header: Any) -
             markers.append(types.Marker(header=header, ns=s.ns, id=s.id, action=DELETEALL))
             continue
         colours = [types.ColorRGBA(r=r, g=g, b=b, a=a) for r, g, b, a in s.colours]
-        markers.append(types.Marker(
-            header=header, ns=s.ns, id=s.id, type=s.type, action=s.action,
-            pose=types.Pose(orientation=types.Quaternion(w=1.0)), scale=types.Vector3(x=2.0),
-            color=colours[0], points=[types.Point(x=x, y=y) for x, y in s.points], colors=colours,
-        ))  # fmt: skip
+        markers.append(
+            types.Marker(
+                header=header,
+                ns=s.ns,
+                id=s.id,
+                type=s.type,
+                action=s.action,
+                pose=types.Pose(orientation=types.Quaternion(w=1.0)),
+                scale=types.Vector3(x=2.0),
+                color=colours[0],
+                points=[types.Point(x=x, y=y) for x, y in s.points],
+                colors=colours,
+            )
+        )
     return types.MarkerArray(markers=markers)
 
 
@@ -161,8 +183,10 @@ def pairs_msg(types: MessageTypes, result: Any, header: Any) -> Any:
         label = int(result.label_ids[r])
         hyps = [(result.labels[label], probs[label]), (P_INTERACT_CLASS, float(result.p_interact[r]))]
         hyps += list(zip(result.labels, probs, strict=True))
-        results = [types.ObjectHypothesisWithPose(hypothesis=types.ObjectHypothesis(class_id=str(name), score=score))
-                   for name, score in hyps]  # fmt: skip
+        results = [
+            types.ObjectHypothesisWithPose(hypothesis=types.ObjectHypothesis(class_id=str(name), score=score))
+            for name, score in hyps
+        ]
         centre = types.Pose2D(position=types.Point2D(x=float(x0 + x1) / 2, y=float(y0 + y1) / 2))
         bbox = types.BoundingBox2D(center=centre, size_x=float(x1 - x0), size_y=float(y1 - y0))
         items.append(types.Detection2D(header=header, results=results, bbox=bbox, id=f"{a}-{b}"))
@@ -179,9 +203,12 @@ def diagnostics_msg(
         level: :data:`OK`, :data:`WARN` or :data:`ERROR`. values: key -> value (written with ``str``).
     """
     status = types.DiagnosticStatus(
-        level=bytes([level]), name="pairedge: node", message=message, hardware_id="pairedge",
+        level=bytes([level]),
+        name="pairedge: node",
+        message=message,
+        hardware_id="pairedge",
         values=[types.KeyValue(key=str(k), value=str(v)) for k, v in values.items()],
-    )  # fmt: skip
+    )
     return types.DiagnosticArray(header=header_msg(types, stamp, ""), status=[status])
 
 

@@ -1,4 +1,5 @@
-"""The node's QoS profiles, made from the ``rclpy.qos`` module it is given (so importing this never needs rclpy).
+"""The node's QoS profiles, made from the ``rclpy.qos`` module it is given (so importing this never needs
+rclpy).
 
 Inputs default to the sensor-data profile (best effort, volatile, keep last N): camera drivers publish
 with it, and a subscriber that asks for reliable delivery hears nothing from a best-effort publisher. A
@@ -28,17 +29,22 @@ def input_qos(qos: Any, profile: str, depth: int) -> Any:
     """
     if profile not in QOS_PROFILES:
         raise InputError(f"qos: expected one of {', '.join(QOS_PROFILES)}, got {profile!r}")
-    reliability = (qos.ReliabilityPolicy.BEST_EFFORT if profile == "sensor_data"
-                   else qos.ReliabilityPolicy.RELIABLE)  # fmt: skip
+    reliability = (
+        qos.ReliabilityPolicy.BEST_EFFORT if profile == "sensor_data" else qos.ReliabilityPolicy.RELIABLE
+    )
     return qos.QoSProfile(
-        depth=depth, history=qos.HistoryPolicy.KEEP_LAST, reliability=reliability,
+        depth=depth,
+        history=qos.HistoryPolicy.KEEP_LAST,
+        reliability=reliability,
         durability=qos.DurabilityPolicy.VOLATILE,
-    )  # fmt: skip
+    )
 
 
 def output_qos(qos: Any, depth: int) -> Any:
     """The QoS of the output publishers: reliable, volatile, keep last ``depth``."""
     return qos.QoSProfile(
-        depth=depth, history=qos.HistoryPolicy.KEEP_LAST, reliability=qos.ReliabilityPolicy.RELIABLE,
+        depth=depth,
+        history=qos.HistoryPolicy.KEEP_LAST,
+        reliability=qos.ReliabilityPolicy.RELIABLE,
         durability=qos.DurabilityPolicy.VOLATILE,
-    )  # fmt: skip
+    )

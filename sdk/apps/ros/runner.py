@@ -2,11 +2,11 @@
 
 :class:`RosRunner` takes decoded ``sensor_msgs/Image`` (or ``CompressedImage``) and
 ``vision_msgs/Detection2DArray`` messages in any order, pairs them by header stamp
-(:class:`~pairedge.apps.ros.matching.StampMatcher`), steps the pipeline on each pair in stamp order and returns
-what to publish: a ``std_msgs/String`` with the runtime's JSON record and a ``visualization_msgs/MarkerArray``.
-:class:`FrameDecoder` is the pairing and decoding half alone (what ``pairedge eval`` uses to read a log).
-The bag path (:mod:`pairedge.apps.ros.bag`) and the live node (:mod:`pairedge.apps.ros.node`) are thin shells around
-them, so the tests of one cover the other.
+(:class:`~pairedge.apps.ros.matching.StampMatcher`), steps the pipeline on each pair in stamp order and
+returns what to publish: a ``std_msgs/String`` with the runtime's JSON record and a
+``visualization_msgs/MarkerArray``. :class:`FrameDecoder` is the pairing and decoding half alone (what
+``pairedge eval`` uses to read a log). The bag path (:mod:`pairedge.apps.ros.bag`) and the live node
+(:mod:`pairedge.apps.ros.node`) are thin shells around them, so the tests of one cover the other.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
 
 __all__ = ["MAX_REASONS", "OTHER_REASONS", "DropCounts", "Frame", "FrameDecoder", "Output", "RosRunner"]
+
 
 @dataclass(frozen=True)
 class Output:
@@ -105,7 +106,8 @@ class FrameDecoder:
         return [] if stamp is None else self._decode(self.matcher.add_image(stamp, (index, msg)))
 
     def skip_image(self, reason: str) -> None:
-        """Count an image message that could not even be read (it still takes its place in :attr:`Frame.index`)."""
+        """Count an image message that could not even be read (it still takes its place in
+        :attr:`Frame.index`)."""
         self._images += 1
         self.dropped[reason] += 1
 
@@ -146,7 +148,9 @@ class FrameDecoder:
                 self.dropped[str(exc)] += 1
                 continue
             except cv2.error as exc:
-                self.dropped[f"image conversion failed in OpenCV ({printable(exc.err or type(exc).__name__, 80)})"] += 1
+                self.dropped[
+                    f"image conversion failed in OpenCV ({printable(exc.err or type(exc).__name__, 80)})"
+                ] += 1
                 continue
             except Exception as exc:  # garbage field types and values: this frame only, the stream goes on
                 self.dropped[f"malformed message ({type(exc).__name__})"] += 1
@@ -164,9 +168,11 @@ class RosRunner:
 
     Args:
         pipe: a loaded :class:`~pairedge.runtime.Pipeline`.
-        store: the rosbags type store used to build output messages (:func:`~pairedge.apps.ros.msgdefs.make_typestore`).
+        store: the rosbags type store used to build output messages
+            (:func:`~pairedge.apps.ros.msgdefs.make_typestore`).
         tolerance_s, classes: see :class:`FrameDecoder`.
-        colours: BGR colour per label id for the markers (default: :mod:`pairedge.core.palette`, as in the video).
+        colours: BGR colour per label id for the markers (default: :mod:`pairedge.core.palette`, as in the
+            video).
         messages: build the String and MarkerArray of every frame (False: a bag run without ``--out-bag``,
             where nothing would publish them).
     """
@@ -224,8 +230,9 @@ class RosRunner:
 
 
 def header_stamp(msg: Any, what: str, dropped: Any) -> int | None:
-    """``msg.header``'s stamp in ns, or None with the reason counted in ``dropped[...]`` (a garbage header costs
-    only its own message); ``what`` is "image" or "detections". Shared by the bag runner and the live node."""
+    """``msg.header``'s stamp in ns, or None with the reason counted in ``dropped[...]`` (a garbage header
+    costs only its own message); ``what`` is "image" or "detections". Shared by the bag runner and the live
+    node."""
     try:
         return stamp_ns(msg.header)
     except Exception as exc:  # a garbage header: this message only

@@ -3,14 +3,15 @@
 Before rosbags sees a log (:func:`check_log`): every file of it must be a regular file (a FIFO would block,
 ``/dev/zero`` never ends; :func:`pairedge.core.limits.regular_file`), ``metadata.yaml`` at most
 :data:`~pairedge.core.limits.MAX_SIDECAR_BYTES`, every MCAP file's record framing within the ceilings
-(:func:`pairedge.apps.ros.mcap.walk_mcap`), and a log whose files are zstd-compressed whole is refused (rosbags
-would inflate each into a temporary file of any size before reading a byte).
+(:func:`pairedge.apps.ros.mcap.walk_mcap`), and a log whose files are zstd-compressed whole is refused
+(rosbags would inflate each into a temporary file of any size before reading a byte).
 
 While reading (:func:`read_messages`): a sqlite3 message is measured with ``length(data)`` in SQL and read
 only when it is at most :data:`~pairedge.core.limits.MAX_MESSAGE_BYTES`; a per-message-compressed message is
 inflated with a bound; an oversize message comes out as a :class:`RawMessage` without data and with the
 reason, so the caller drops and counts it and the log goes on. A storage error in the middle of a log (a
-corrupt sqlite page, a chunk whose checksum fails) ends it with one :class:`~pairedge.core.errors.FormatError`.
+corrupt sqlite page, a chunk whose checksum fails) ends it with one
+:class:`~pairedge.core.errors.FormatError`.
 
 The rosbags internals used here (``Reader.storage``, ``DirectoryReader.storages``, the sqlite3 storage's
 ``dbconn``) are those of rosbags 0.10 / 0.11; this is the one module that knows them.
@@ -52,10 +53,11 @@ def check_log(path: Path, *, verify_inflation: bool = False) -> None:
         info = _metadata(path / "metadata.yaml")
         if info["compression_mode"] == "file":
             raise FormatError(
-                path, "its storage files are zstd-compressed whole (compression_mode: file), which pairedge does "
-                "not inflate (no size is declared); convert it to an uncompressed or chunk-compressed log first "
-                "(ros2 bag convert)",
-            )  # fmt: skip
+                path,
+                "its storage files are zstd-compressed whole (compression_mode: file), which pairedge does "
+                "not inflate (no size is declared); convert it to an uncompressed or chunk-compressed log "
+                "first (ros2 bag convert)",
+            )
         for name in info["files"]:
             _check_file(path / PurePath(name).name, info["storage"], verify_inflation)
         return
@@ -106,7 +108,9 @@ def read_messages(reader: Any, connections: Iterable[Any] | None = None) -> Iter
                 count += 1
                 yield message
     except FormatError as exc:  # bounded chunk inflation inside rosbags, or a message ceiling
-        raise FormatError(printable(reader.path), f"unreadable after {count} messages: {exc.problem}") from None
+        raise FormatError(
+            printable(reader.path), f"unreadable after {count} messages: {exc.problem}"
+        ) from None
     except Exception as exc:  # rosbags' ReaderError, apsw's CorruptError, zstd / lz4 errors, struct errors
         raise FormatError(
             reader.path, f"unreadable after {count} messages ({type(exc).__name__}: {printable(exc)})"
@@ -124,9 +128,17 @@ def _sources(reader: Any, wanted: list[Any]) -> list[tuple[Any, dict[int, Any], 
     for sub in subs:
         connmap = {}
         for own in sub.connections:  # the same matching as rosbags' DirectoryReader.messages
-            match = next((c for c in wanted if c.topic == own.topic and c.msgtype == own.msgtype
-                          and c.ext == own.ext and (not own.digest or not c.digest or own.digest == c.digest)),
-                         None)  # fmt: skip
+            match = next(
+                (
+                    c
+                    for c in wanted
+                    if c.topic == own.topic
+                    and c.msgtype == own.msgtype
+                    and c.ext == own.ext
+                    and (not own.digest or not c.digest or own.digest == c.digest)
+                ),
+                None,
+            )
             if match is not None:
                 connmap[own.id] = match
         sources.append((sub, connmap, compressed))
@@ -151,9 +163,11 @@ def _storage_messages(storage: Any, connmap: dict[int, Any]) -> Iterator[RawMess
 def _sqlite_messages(db: Any, own: list[Any], connmap: dict[int, Any]) -> Iterator[RawMessage]:
     """rosbags' sqlite3 query, with each message measured before its bytes are read."""
     marks = ",".join("?" for _ in own)
-    query = ("SELECT topics.id, messages.timestamp, CASE WHEN length(messages.data) <= ? THEN messages.data END "
-             "FROM messages JOIN topics ON messages.topic_id = topics.id "
-             f"WHERE topics.id IN ({marks}) ORDER BY messages.timestamp")  # fmt: skip
+    query = (
+        "SELECT topics.id, messages.timestamp, CASE WHEN length(messages.data) <= ? THEN messages.data END "
+        "FROM messages JOIN topics ON messages.topic_id = topics.id "
+        f"WHERE topics.id IN ({marks}) ORDER BY messages.timestamp"
+    )
     for cid, log_time, data in db.execute(query, [limits.MAX_MESSAGE_BYTES, *(c.id for c in own)]):
         conn = connmap[cid]
         if data is None:
@@ -171,12 +185,18 @@ def _inflate_message(message: RawMessage) -> RawMessage:
     except FormatError:
         return RawMessage(message.connection, message.log_time, None, oversize(message.connection.topic))
     except Exception as exc:  # a corrupt zstd frame: this message only
-        return RawMessage(message.connection, message.log_time, None,
-                          f"compressed message on {topic} does not inflate ({type(exc).__name__})")  # fmt: skip
+        return RawMessage(
+            message.connection,
+            message.log_time,
+            None,
+            f"compressed message on {topic} does not inflate ({type(exc).__name__})",
+        )
     return RawMessage(message.connection, message.log_time, data)
 
 
 def oversize(topic: str) -> str:
     """The drop reason of a message above :data:`~pairedge.core.limits.MAX_MESSAGE_BYTES` (not read)."""
-    return (f"message on {printable(topic)} above the {limits.describe_size(limits.MAX_MESSAGE_BYTES)} ceiling "
-            "(pairedge.core.limits.MAX_MESSAGE_BYTES), not read")  # fmt: skip
+    return (
+        f"message on {printable(topic)} above the {limits.describe_size(limits.MAX_MESSAGE_BYTES)} ceiling "
+        "(pairedge.core.limits.MAX_MESSAGE_BYTES), not read"
+    )

@@ -50,8 +50,9 @@ def build_pack(
     Raises:
         InputError: fewer than 2 frames, ``start`` < 0, or ``start + frames`` above
             :data:`pairedge.core.limits.MAX_SIM_FRAMES` (checked before anything runs), frames whose PNGs pass
-            :data:`pairedge.core.limits.MAX_PACK_BYTES` (checked as they come), a source shorter than ``start``, or
-            the clip has no pair of people. ModelError / FormatError from the model and the source.
+            :data:`pairedge.core.limits.MAX_PACK_BYTES` (checked as they come), a source shorter than
+            ``start``, or the clip has no pair of people. ModelError / FormatError from the model and the
+            source.
     """
     if frames < 2:
         raise InputError(f"--frames: expected at least 2 frames (flow needs a previous frame), got {frames}")
@@ -61,7 +62,9 @@ def build_pack(
     config = PipelineConfig(box_shape=box_shape, operating_point=operating_point)
     reference = model if isinstance(model, Deployment) else Deployment(model, backend="onnxruntime")
     if reference.precision != "fp32":
-        raise InputError(f"a parity pack's reference runs the fp32 files, got precision {reference.precision}")
+        raise InputError(
+            f"a parity pack's reference runs the fp32 files, got precision {reference.precision}"
+        )
     with load_pipeline(reference, config=config) as pipe:
         clip = _Clip(source, start, frames, on_frame)
         size = source.image_size  # (W, H) of box-only sources, else None: the first frame's
@@ -76,12 +79,19 @@ def build_pack(
         reference = _reference(pipe, config, source, clip, size)
     truth_inter, truth_label = pair_truth(result.rows, clip.truths, pipe.labels)
     pack = ParityPack(
-        identity=identity, reference=reference, frame_png=clip.png(), frame_offsets=clip.offsets(),
-        timestamps=np.asarray(clip.stamps, np.float64), detections=result.detections, rows=result.rows,
-        truth_interacting=truth_inter, truth_label=truth_label, frame_states=result.states,
+        identity=identity,
+        reference=reference,
+        frame_png=clip.png(),
+        frame_offsets=clip.offsets(),
+        timestamps=np.asarray(clip.stamps, np.float64),
+        detections=result.detections,
+        rows=result.rows,
+        truth_interacting=truth_inter,
+        truth_label=truth_label,
+        frame_states=result.states,
         snapshot=None if begin is None else begin[0],
         lead_png=np.zeros(0, np.uint8) if begin is None or begin[1] is None else begin[1],
-    )  # fmt: skip
+    )
     save_pack(pack, out)
     return pack
 
@@ -142,7 +152,9 @@ def _warm_up(
         f = next(stream, None)
         if f is None:
             raise InputError(f"--start {clip.start}: {clip.source.name} has only {k} frames")
-        pipe.step(f.image, f.detections, f.timestamp, frame_index=k - clip.start, image_size=size)  # < 0: before
+        pipe.step(
+            f.image, f.detections, f.timestamp, frame_index=k - clip.start, image_size=size
+        )  # < 0: before
         last = f.image
         if clip.on_frame is not None:
             clip.on_frame()
@@ -154,15 +166,24 @@ def _warm_up(
 def _reference(pipe: Any, config: PipelineConfig, source: Any, clip: _Clip, size: Any) -> dict[str, Any]:
     """How the reference ran (the pack's ``reference`` entry)."""
     return {
-        "source": source.name, "frames": len(clip.stamps), "start": clip.start, "box_only": not clip.pngs,
+        "source": source.name,
+        "frames": len(clip.stamps),
+        "start": clip.start,
+        "box_only": not clip.pngs,
         "image_size": [int(size[0]), int(size[1])] if size is not None else clip.first or None,
-        "backend": repr(pipe.stage1), "precision": "fp32", "flow": flow_description(pipe),
-        "tau_interact": pipe.tau_interact, "tau_group": pipe.tau_group,
-        "smoothing_alpha": config.smoothing.alpha, "smoothing_grace_frames": config.smoothing.grace_frames,
-        "smoothing_max_pairs": config.smoothing.max_pairs, "box_shape": config.box_shape,
-        "operating_point": config.operating_point, "operating_point_switches": list(pipe.switches.records),
+        "backend": repr(pipe.stage1),
+        "precision": "fp32",
+        "flow": flow_description(pipe),
+        "tau_interact": pipe.tau_interact,
+        "tau_group": pipe.tau_group,
+        "smoothing_alpha": config.smoothing.alpha,
+        "smoothing_grace_frames": config.smoothing.grace_frames,
+        "smoothing_max_pairs": config.smoothing.max_pairs,
+        "box_shape": config.box_shape,
+        "operating_point": config.operating_point,
+        "operating_point_switches": list(pipe.switches.records),
         "pairedge_version": _version(),
-    }  # fmt: skip
+    }
 
 
 def _version() -> str:
@@ -174,8 +195,8 @@ def _version() -> str:
 def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(M,) int8 interacting (1 / 0 / -1 unknown) and (M,) int64 label id (-1: none) of every pair row.
 
-    ``truths[k]`` is the :class:`~pairedge.apps.evaluation.sources.FrameTruth` of clip frame ``k`` (None: unknown);
-    a row's truth is the first labelled pair of its frame with the same ``(id_a, id_b)``.
+    ``truths[k]`` is the :class:`~pairedge.apps.evaluation.sources.FrameTruth` of clip frame ``k`` (None:
+    unknown); a row's truth is the first labelled pair of its frame with the same ``(id_a, id_b)``.
     """
     from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 
@@ -184,8 +205,10 @@ def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tu
     index = {name: k for k, name in enumerate(labels)}
     known = np.array([t is not None for t in truths], bool)
     given = [(k, t) for k, t in enumerate(truths) if t is not None]
-    t_keys = np.concatenate([np.column_stack([np.full(len(t.pairs), k), t.pairs.reshape(-1, 2)])
-                             for k, t in given] or [np.zeros((0, 3))]).astype(np.int64)  # fmt: skip
+    t_keys = np.concatenate(
+        [np.column_stack([np.full(len(t.pairs), k), t.pairs.reshape(-1, 2)]) for k, t in given]
+        or [np.zeros((0, 3))]
+    ).astype(np.int64)
     t_inter = np.concatenate([np.asarray(t.interacting, bool) for _, t in given] or [np.zeros(0, bool)])
     t_label = np.array([index.get(name, -1) for _, t in given for name in t.labels], np.int64)
     has = known[rows.frame] if len(rows) else np.zeros(0, bool)

@@ -80,10 +80,16 @@ def check_pack(
         cand_id = model_identity(pipe.models, pipe.feature_config)
         precision = pipe.models.precision
         levels = _levels(pk, pipe, cand_id, precision, opts, on_frame)
-        candidate = {"model": str(deployment.folder), "name": describe_model(deployment.folder),
-                     "precision": precision, "relation": rel,
-                     "identity_note": rel_note, "integrity": pipe.models.integrity,
-                     "pipeline": pipe.describe(), "flow": flow_description(pipe)}  # fmt: skip
+        candidate = {
+            "model": str(deployment.folder),
+            "name": describe_model(deployment.folder),
+            "precision": precision,
+            "relation": rel,
+            "identity_note": rel_note,
+            "integrity": pipe.models.integrity,
+            "pipeline": pipe.describe(),
+            "flow": flow_description(pipe),
+        }
     return ParityReport(
         pack={
             "path": str(pk.path) if pk.path else None,
@@ -92,7 +98,7 @@ def check_pack(
             "pairs": len(pk.rows),
             "reference": pk.reference,
             "replayed": replayed_state(pk),
-        },  # fmt: skip
+        },
         candidate=candidate,
         mode="model-only" if opts.model_only else "full",
         levels=tuple(levels),
@@ -109,8 +115,11 @@ def reference_flow(
     if deployment.flow != "auto" or ref_flow.get("name") in (None, "none"):
         return deployment, config
     preset, scale = ref_flow.get("preset"), ref_flow.get("scale")
-    flow = FlowConfig(backend=config.flow.backend, preset=preset or config.flow.preset,
-                      scale=scale if scale is not None else config.flow.scale)  # fmt: skip
+    flow = FlowConfig(
+        backend=config.flow.backend,
+        preset=preset or config.flow.preset,
+        scale=scale if scale is not None else config.flow.scale,
+    )
     return replace(deployment, flow=ref_flow["name"]), replace(config, flow=flow)
 
 
@@ -123,8 +132,12 @@ def reference_config(reference: dict[str, Any]) -> PipelineConfig:
         grace_frames=int(ref.get("smoothing_grace_frames", base.grace_frames)),
         max_pairs=int(ref.get("smoothing_max_pairs", base.max_pairs)),
     )
-    return PipelineConfig(tau_group=ref.get("tau_group"), smoothing=smoothing,
-                          box_shape=str(ref.get("box_shape", "auto")), operating_point=ref.get("operating_point"))  # fmt: skip
+    return PipelineConfig(
+        tau_group=ref.get("tau_group"),
+        smoothing=smoothing,
+        box_shape=str(ref.get("box_shape", "auto")),
+        operating_point=ref.get("operating_point"),
+    )
 
 
 def replayed_state(pk: ParityPack) -> dict[str, Any]:
@@ -153,8 +166,14 @@ def gate_threshold(pk: ParityPack) -> float | np.ndarray:
     return tau[pk.rows.frame]
 
 
-def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: str, opts: CheckOptions,
-            on_frame: Callable[[], None] | None) -> list[LevelResult]:  # fmt: skip
+def _levels(
+    pk: ParityPack,
+    pipe: Pipeline,
+    cand_id: dict[str, Any],
+    precision: str,
+    opts: CheckOptions,
+    on_frame: Callable[[], None] | None,
+) -> list[LevelResult]:
     tol, ref, ident = opts.tolerances, pk.rows, pk.identity
     tau = gate_threshold(pk)
     widths_ok = (pipe.models.spec.stage1_dim, pipe.models.spec.stage2_dim) == (
@@ -169,8 +188,10 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
     flows = (pk.reference.get("flow", {}), flow_description(pipe))
     levels = [features_level(ident, cand_id, ref, dev, match, flows, tol)]
     if not widths_ok:
-        why = (f"not run: the model takes {pipe.models.spec.stage1_dim} / {pipe.models.spec.stage2_dim} features, "
-               f"the pack has {ref.stage1_features.shape[1]} / {ref.stage2_features.shape[1]}")  # fmt: skip
+        why = (
+            f"not run: the model takes {pipe.models.spec.stage1_dim} / {pipe.models.spec.stage2_dim} "
+            f"features, the pack has {ref.stage1_features.shape[1]} / {ref.stage2_features.shape[1]}"
+        )
         return levels + [LevelResult(n, SKIP, (), (why,)) for n in ("logits", "labels", "task")]
     logits = model_only_logits(pipe, ref.stage1_features, ref.stage2_features)
     levels.append(logits_level(ident, cand_id, ref, logits, precision, tol, tau))
@@ -180,8 +201,24 @@ def _levels(pk: ParityPack, pipe: Pipeline, cand_id: dict[str, Any], precision: 
     if not pk.has_truth:
         levels.append(task_level(None, None, tol))
     elif dev is None or match is None:  # model-only: raw gate and top-1 on both sides
-        ref_s = task_scores(keys, interact_probability(ref.stage1_logits), gated_labels(ref.stage1_logits, ref.stage2_logits, tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
-        dev_s = task_scores(keys, interact_probability(logits[0]), gated_labels(logits[0], logits[1], tau), tau, pk.truth_interacting, pk.truth_label, c)  # fmt: skip
+        ref_s = task_scores(
+            keys,
+            interact_probability(ref.stage1_logits),
+            gated_labels(ref.stage1_logits, ref.stage2_logits, tau),
+            tau,
+            pk.truth_interacting,
+            pk.truth_label,
+            c,
+        )
+        dev_s = task_scores(
+            keys,
+            interact_probability(logits[0]),
+            gated_labels(logits[0], logits[1], tau),
+            tau,
+            pk.truth_interacting,
+            pk.truth_label,
+            c,
+        )
         levels.append(task_level(ref_s, dev_s, tol))
     else:  # full: the pipelines' own outputs (smoothed gate, stage-2 labels)
         p, lab = np.zeros(len(ref), np.float32), np.full(len(ref), -1, np.int64)

@@ -7,8 +7,8 @@ A candidate is *the same model* when its files hash the same, *derived* when its
 files it was made from (``pairedge calibrate`` records their SHA-256; an engine manifest the ONNX hash), and
 *another model* when it names other fp32 files, when its stage-2 label **set** differs (another task), or
 when it was trained on other data (its data fingerprints differ). Another model is refused before any
-comparison (:class:`~pairedge.core.errors.ModelError`). A candidate whose files differ from the pack's and that
-records no provenance is *unverified*: it is compared (the levels show how far it is) but the check can
+comparison (:class:`~pairedge.core.errors.ModelError`). A candidate whose files differ from the pack's and
+that records no provenance is *unverified*: it is compared (the levels show how far it is) but the check can
 never PASS — a pack made from another model must not pass (:attr:`ParityReport.passed`). Everything else
 that can differ (spec, options, label order, normalisation) is what the levels are there to catch, and each
 level names it.
@@ -73,8 +73,11 @@ def declared_sources(meta_extra: Mapping[str, Any]) -> set[str]:
     Looks for keys such as ``source_sha256`` / ``fp32_sha256`` anywhere in ``meta_extra`` (two levels deep):
     the ``extra`` metadata, or the ``pairedge.quantization`` entry that ``pairedge calibrate`` writes.
     """
-    return {value.removeprefix("sha256:") for key, value in _walk(meta_extra, 2)
-            if "sha256" in key and any(w in key for w in ("source", "fp32", "onnx", "parent"))}  # fmt: skip
+    return {
+        value.removeprefix("sha256:")
+        for key, value in _walk(meta_extra, 2)
+        if "sha256" in key and any(w in key for w in ("source", "fp32", "onnx", "parent"))
+    }
 
 
 def _quantization_sources(path: Path) -> set[str]:
@@ -122,9 +125,10 @@ def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[st
         wrong = [n for n, _ in stages if pack_identity[f"{n}_sha256"] not in claimed[n]]
         if wrong:
             raise ModelError(
-                f"pack from another model: {where} was made from {wrong[0]} {sorted(claimed[wrong[0]])[0][:12]}..., "
-                f"the pack from {pack_identity[f'{wrong[0]}_sha256'][:12]}...; make a pack with the fp32 folder "
-                "this model was calibrated / built from"
+                f"pack from another model: {where} was made from {wrong[0]} "
+                f"{sorted(claimed[wrong[0]])[0][:12]}..., the pack from "
+                f"{pack_identity[f'{wrong[0]}_sha256'][:12]}...; make a pack with the fp32 folder this model "
+                "was calibrated / built from"
             )
         return "derived", "derived from the pack's fp32 model (metadata names its SHA-256)"
     prints = pack_identity.get("data_fingerprint", {})
@@ -132,8 +136,9 @@ def relation(pack_identity: Mapping[str, Any], candidate: ModelPair) -> tuple[st
         fp = mf.metadata.data_fingerprint
         if fp and prints.get(name) and fp != prints[name]:
             raise ModelError(
-                f"pack from another model: {where} {name} was trained on data {fp[:19]}..., the pack's model on "
-                f"{prints[name][:19]}...; make a pack with this model's fp32 folder (`pairedge parity pack`)"
+                f"pack from another model: {where} {name} was trained on data {fp[:19]}..., the pack's model "
+                f"on {prints[name][:19]}...; make a pack with this model's fp32 folder (`pairedge parity "
+                "pack`)"
             )
     ours = "/".join(hashes[n][:12] for n, _ in stages)
     theirs = "/".join(str(pack_identity[f"{n}_sha256"])[:12] for n, _ in stages)

@@ -3,9 +3,10 @@ is read, then the values once they are.
 
 A pack is the *reference* a device is judged against, so nothing in it may be silently wrong: a NaN
 ``p_interact``, an infinite box, a normalisation std of NaN (which would make every drift NaN and every
-comparison pass), a label id outside the label set or a frame larger than :data:`pairedge.core.limits.MAX_FRAME_PIXELS`
-is a :class:`~pairedge.core.errors.FormatError` naming the array ("a corrupt pack"), never a PASS. Array names,
-shapes and dtypes are documented in :mod:`pairedge.compare.parity.pack`.
+comparison pass), a label id outside the label set or a frame larger than
+:data:`pairedge.core.limits.MAX_FRAME_PIXELS` is a :class:`~pairedge.core.errors.FormatError` naming the array
+("a corrupt pack"), never a PASS. Array names, shapes and dtypes are documented in
+:mod:`pairedge.compare.parity.pack`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,17 @@ FRAMES = ("timestamps", "frame_box_shape", "frame_aspect", "frame_tau_interact",
 #: At most this many stream-state arrays (the pipeline keeps about 20).
 MAX_STATE_ARRAYS = 256
 #: The per pair-frame arrays: M rows each.
-ROWS = ("pairs", "stage1_features", "stage2_features", "stage1_logits", "stage2_logits", "p_interact",
-        "label", "truth_interacting", "truth_label")  # fmt: skip
+ROWS = (
+    "pairs",
+    "stage1_features",
+    "stage2_features",
+    "stage1_logits",
+    "stage2_logits",
+    "p_interact",
+    "label",
+    "truth_interacting",
+    "truth_label",
+)
 _DETECTIONS = ("det_ids", "det_scores", "det_orientation", "det_orientation_conf")
 
 
@@ -125,10 +135,13 @@ def check_identity(file: Path, identity: Any) -> dict[str, int]:
     for key in ("feature_config", "thresholds", "data_fingerprint"):
         if not isinstance(identity.get(key, {}), dict):
             raise bad(f"{key!r} must be an object")
-    return {"stage1_features": len(identity["stage1_feature_names"]),
-            "stage2_features": len(identity["stage2_feature_names"]),
-            "stage1_logits": len(identity["stage1_labels"]), "stage2_logits": len(identity["labels"]),
-            "pairs": 2}  # fmt: skip
+    return {
+        "stage1_features": len(identity["stage1_feature_names"]),
+        "stage2_features": len(identity["stage2_feature_names"]),
+        "stage1_logits": len(identity["stage1_labels"]),
+        "stage2_logits": len(identity["labels"]),
+        "pairs": 2,
+    }
 
 
 def check_reference(file: Path, reference: Any) -> None:
@@ -194,19 +207,27 @@ def check_headers(file: Path, infos: Mapping[str, ArrayInfo], widths: Mapping[st
     n = infos["timestamps"].shape[0]
     if n > limits.MAX_SIM_FRAMES:
         raise FormatError(
-            file, f"{n:,} frames, more than the ceiling of {limits.MAX_SIM_FRAMES:,} (pairedge.core.limits."
-            "MAX_SIM_FRAMES); a pack is a short clip", "timestamps",
-        )  # fmt: skip
+            file,
+            f"{n:,} frames, more than the ceiling of {limits.MAX_SIM_FRAMES:,} (pairedge.core.limits."
+            "MAX_SIM_FRAMES); a pack is a short clip",
+            "timestamps",
+        )
     d, m = infos["det_frame"].shape[0], infos["pair_frame"].shape[0]
-    want = {"frame_offsets": (n + 1,), "det_boxes": (d, 4), **{k: (d,) for k in _DETECTIONS},
-            **{k: (n,) for k in FRAMES},
-            **{k: ((m, widths[k]) if k in widths else (m,)) for k in ROWS}}  # fmt: skip
+    want = {
+        "frame_offsets": (n + 1,),
+        "det_boxes": (d, 4),
+        **{k: (d,) for k in _DETECTIONS},
+        **{k: (n,) for k in FRAMES},
+        **{k: ((m, widths[k]) if k in widths else (m,)) for k in ROWS},
+    }
     for key, shape in want.items():
         if infos[key].shape != shape:
             raise FormatError(
-                file, f"array {key!r}: expected shape {shape} (F={n} frames, D={d} detections, M={m} pair-frames), "
-                f"its header declares {infos[key].shape}", key,
-            )  # fmt: skip
+                file,
+                f"array {key!r}: expected shape {shape} (F={n} frames, D={d} detections, M={m} pair-frames), "
+                f"its header declares {infos[key].shape}",
+                key,
+            )
     for key in ("frame_png", "lead_png"):
         if infos[key].dtype != np.uint8:
             raise FormatError(file, f"array {key!r}: expected uint8 PNG bytes, got {infos[key].dtype}", key)
@@ -232,8 +253,12 @@ def check_stream_state(file: Path, text: str, infos: Mapping[str, ArrayInfo]) ->
         if keys:
             raise bad(f"{len(keys)} state arrays but no stream state", keys[0])
         return None
-    if not isinstance(state, dict) or set(state) != {"values", "flow_primed"} or not isinstance(
-        state["values"], dict) or not isinstance(state["flow_primed"], bool):  # fmt: skip
+    if (
+        not isinstance(state, dict)
+        or set(state) != {"values", "flow_primed"}
+        or not isinstance(state["values"], dict)
+        or not isinstance(state["flow_primed"], bool)
+    ):
         raise bad('expected {"values": {...}, "flow_primed": true|false}')
     if len(keys) + len(state["values"]) > MAX_STATE_ARRAYS:
         raise bad(f"{len(keys)} arrays and {len(state['values'])} values, more than {MAX_STATE_ARRAYS}")
@@ -247,7 +272,10 @@ def check_stream_state(file: Path, text: str, infos: Mapping[str, ArrayInfo]) ->
     for key in keys:
         info = infos[key]
         if info.dtype.kind not in "biuf" or info.ndim > 4:
-            raise bad(f"array {key!r} is {info.dtype} with {info.ndim} dimension(s), expected numbers, at most 4", key)
+            raise bad(
+                f"array {key!r} is {info.dtype} with {info.ndim} dimension(s), expected numbers, at most 4",
+                key,
+            )
     if state["flow_primed"] and not infos["lead_png"].shape[0]:
         raise bad("the flow had a previous frame, but the pack holds no frame before the clip", "lead_png")
     return state
@@ -265,14 +293,27 @@ def check_values(file: Path, data: Mapping[str, np.ndarray], reference: Mapping[
     n = len(data["timestamps"])
     _check_offsets(file, data, n)
     _check_frames(file, data, reference.get("image_size"))
-    for key, lo, hi in (("det_frame", 0, n - 1), ("pair_frame", 0, n - 1), ("truth_interacting", -1, 1),
-                        ("label", -1, data["stage2_logits"].shape[1] - 1),
-                        ("truth_label", -1, data["stage2_logits"].shape[1] - 1)):  # fmt: skip
+    for key, lo, hi in (
+        ("det_frame", 0, n - 1),
+        ("pair_frame", 0, n - 1),
+        ("truth_interacting", -1, 1),
+        ("label", -1, data["stage2_logits"].shape[1] - 1),
+        ("truth_label", -1, data["stage2_logits"].shape[1] - 1),
+    ):
         _in_range(file, data[key], key, lo, hi)
     if len(data["det_frame"]) and (np.diff(data["det_frame"]) < 0).any():
         raise FormatError(file, "det_frame: expected frame indices in increasing order", "det_frame")
-    finite = ("timestamps", "det_boxes", "det_scores", "det_orientation_conf", "stage1_features",
-              "stage2_features", "stage1_logits", "stage2_logits", "p_interact")  # fmt: skip
+    finite = (
+        "timestamps",
+        "det_boxes",
+        "det_scores",
+        "det_orientation_conf",
+        "stage1_features",
+        "stage2_features",
+        "stage1_logits",
+        "stage2_logits",
+        "p_interact",
+    )
     for key in finite:
         _finite_rows(file, data[key], key)
     if np.isinf(data["det_orientation"]).any():
@@ -291,23 +332,35 @@ def check_values(file: Path, data: Mapping[str, np.ndarray], reference: Mapping[
         )
     _check_frame_states(file, data)
     if len(data["lead_png"]):
-        _check_png(file, data["lead_png"], "the frame before the clip", reference.get("image_size"), "lead_png")
+        _check_png(
+            file, data["lead_png"], "the frame before the clip", reference.get("image_size"), "lead_png"
+        )
 
 
 def _check_frame_states(file: Path, data: Mapping[str, np.ndarray]) -> None:
-    """Per-frame decisions: a flag, a ratio (NaN, or positive where the flag is set), a probability, seconds."""
+    """Per-frame decisions: a flag, a ratio (NaN, or positive where the flag is set), a probability,
+    seconds."""
     from pairedge.runtime.config import MAX_CONFIRM_S
 
     _in_range(file, data["frame_box_shape"], "frame_box_shape", 0, 1)
     aspect = data["frame_aspect"]
     known = ~np.isnan(aspect)
-    if not (np.isfinite(aspect[known]) & (aspect[known] > 0)).all() or (data["frame_box_shape"][known] != 1).any():
-        raise FormatError(file, "array 'frame_aspect': expected NaN or a positive ratio on frames whose box shape "
-                          "was ignored; the pack is corrupt", "frame_aspect")  # fmt: skip
+    if (
+        not (np.isfinite(aspect[known]) & (aspect[known] > 0)).all()
+        or (data["frame_box_shape"][known] != 1).any()
+    ):
+        raise FormatError(
+            file,
+            "array 'frame_aspect': expected NaN or a positive ratio on frames whose box shape "
+            "was ignored; the pack is corrupt",
+            "frame_aspect",
+        )
     for key, hi in (("frame_tau_interact", 1.0), ("frame_confirm_s", MAX_CONFIRM_S)):
         v = data[key]
         if not (np.isfinite(v) & (v >= 0) & (v <= hi)).all():
-            raise FormatError(file, f"array {key!r}: expected values in [0, {hi:g}]; the pack is corrupt", key)
+            raise FormatError(
+                file, f"array {key!r}: expected values in [0, {hi:g}]; the pack is corrupt", key
+            )
 
 
 def _finite_rows(file: Path, values: np.ndarray, key: str) -> None:
@@ -315,9 +368,11 @@ def _finite_rows(file: Path, values: np.ndarray, key: str) -> None:
     if bad.any():
         row = int(np.flatnonzero(bad.reshape(len(values), -1).any(axis=1))[0])
         raise FormatError(
-            file, f"array {key!r} contains NaN or inf (first at row {row}): a reference is never NaN; the pack is "
-            "corrupt, make it again with `pairedge parity pack`", key,
-        )  # fmt: skip
+            file,
+            f"array {key!r} contains NaN or inf (first at row {row}): a reference is never NaN; the pack is "
+            "corrupt, make it again with `pairedge parity pack`",
+            key,
+        )
 
 
 def _in_range(file: Path, values: np.ndarray, key: str, lo: int, hi: int) -> None:
@@ -355,5 +410,7 @@ def _check_png(file: Path, data: np.ndarray, what: str, size: Any, key: str) -> 
     limits.check_frame_size(width, height, f"{file}, {what}")
     if size is not None and [width, height] != list(size):
         raise FormatError(
-            file, f"{what} is {width} x {height} pixels, the reference's image_size is {size[0]} x {size[1]}", key,
-        )  # fmt: skip
+            file,
+            f"{what} is {width} x {height} pixels, the reference's image_size is {size[0]} x {size[1]}",
+            key,
+        )

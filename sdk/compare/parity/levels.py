@@ -11,8 +11,9 @@
 4. **task** — pairwise accuracy, MPCA, macro-F1 and stage-1 pair F1 against the pack's truth: the device's
    drop versus the reference's (one-sided: a candidate may do better).
 
-Levels 2-4 compute their decisions, agreements, logit errors and drops with :mod:`pairedge.compare.comparator`,
-the comparison ``calibrate`` and ``bench`` use, so on the same rows they report the same figures.
+Levels 2-4 compute their decisions, agreements, logit errors and drops with
+:mod:`pairedge.compare.comparator`, the comparison ``calibrate`` and ``bench`` use, so on the same rows they
+report the same figures.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class Tolerances:
                 continue
             if not isinstance(value, dict) or set(value) != set(names):
                 raise InputError(
-                    f"tolerances: {level} level, {key!r}: expected an object with the keys {list(names)}, got "
-                    f"{value!r:.120}"
+                    f"tolerances: {level} level, {key!r}: expected an object with the keys {list(names)}, "
+                    f"got {value!r:.120}"
                 )
             for name, v in value.items():
                 _check_tolerance(level, f"{key}[{name!r}]", v, upper)
@@ -179,8 +180,9 @@ def features_level(
     flows: tuple[dict[str, Any], dict[str, Any]] | None,
     tol: Tolerances,
 ) -> LevelResult:
-    """Level 1. ``ref`` / ``dev``: pack and device :class:`PairRows`; ``match``: aligned row indices; ``flows``:
-    reference and device flow descriptions. ``dev`` None = model-only (only the definition is compared)."""
+    """Level 1. ``ref`` / ``dev``: pack and device :class:`PairRows`; ``match``: aligned row indices;
+    ``flows``: reference and device flow descriptions. ``dev`` None = model-only (only the definition is
+        compared)."""
     problems = spec_problems(pack_id, cand_id)
     tols = {"mean_z": tol.feature_mean_z, "p99_z": tol.feature_p99_z, "pair_coverage": tol.pair_coverage}
     if dev is None or match is None or problems:
@@ -192,11 +194,18 @@ def features_level(
         return LevelResult("features", FAIL if problems else PASS, tuple(problems), notes, {}, tols)
     ri, di = match
     coverage = len(ri) / max(len(ref), 1)
-    metrics: dict[str, Any] = {"pairs_reference": len(ref), "pairs_device": len(dev), "pairs_matched": len(ri),
-                               "coverage": coverage, "columns": {}}  # fmt: skip
+    metrics: dict[str, Any] = {
+        "pairs_reference": len(ref),
+        "pairs_device": len(dev),
+        "pairs_matched": len(ri),
+        "coverage": coverage,
+        "columns": {},
+    }
     if coverage < tol.pair_coverage:
-        problems.append(f"pair coverage {coverage:.3f} < {tol.pair_coverage}: the device produced "
-                        f"{len(ri)} of the pack's {len(ref)} pair-frames (detections dropped or re-tracked?)")  # fmt: skip
+        problems.append(
+            f"pair coverage {coverage:.3f} < {tol.pair_coverage}: the device produced "
+            f"{len(ri)} of the pack's {len(ref)} pair-frames (detections dropped or re-tracked?)"
+        )
     worst: list[tuple[float, str, dict[str, float]]] = []
     for stage in ("stage1", "stage2"):
         names = pack_id[f"{stage}_feature_names"]
@@ -213,15 +222,19 @@ def features_level(
         worst.sort(reverse=True)
         cols = ", ".join(f"{n} (p99 {s['p99']:.3g}, mean {s['mean']:.3g} std)" for _, n, s in worst[:3])
         rf, df = flows or ({}, {})
-        via = (f"; flow backend differs: reference {rf.get('repr')}, device {df.get('repr')}"
-               if rf.get("repr") != df.get("repr") else f"; flow backend {df.get('repr')} (same as the reference)")  # fmt: skip
+        via = (
+            f"; flow backend differs: reference {rf.get('repr')}, device {df.get('repr')}"
+            if rf.get("repr") != df.get("repr")
+            else f"; flow backend {df.get('repr')} (same as the reference)"
+        )
         problems.append(f"{len(worst)} feature column(s) drift beyond tolerance: {cols}{via}")
     return LevelResult("features", FAIL if problems else PASS, tuple(problems), (), metrics, tols)
 
 
 # -- 2. logits ------------------------------------------------------------------------------------------
 def _comparison(ref: Any, logits: tuple[np.ndarray, np.ndarray], tau: float) -> Comparison:
-    """The comparator on the pack's rows: the gate on every pair, the top-1 on the pairs the reference gates."""
+    """The comparator on the pack's rows: the gate on every pair, the top-1 on the pairs the reference
+    gates."""
     return compare((ref.stage1_logits, ref.stage2_logits), logits, DecisionRule(tau=tau))
 
 
@@ -274,10 +287,18 @@ def logits_level(
             metrics["stage2_scope"] = sc.decision.scope
         s = metrics[stage] = _error_stats(sc.logits)
         if s["p99"] > p99 or s["max"] > mx:
-            problems.append(f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "
-                            f"({precision}){_norm_hint(pack_id, cand_id, stage, precision)}")  # fmt: skip
-    return LevelResult("logits", FAIL if problems else PASS, tuple(problems), (), metrics,
-                       {"p99": p99, "max": mx, "precision": precision})  # fmt: skip
+            problems.append(
+                f"{stage} logit error max {s['max']:.3g} / p99 {s['p99']:.3g} exceeds {mx:g} / {p99:g} "
+                f"({precision}){_norm_hint(pack_id, cand_id, stage, precision)}"
+            )
+    return LevelResult(
+        "logits",
+        FAIL if problems else PASS,
+        tuple(problems),
+        (),
+        metrics,
+        {"p99": p99, "max": mx, "precision": precision},
+    )
 
 
 def _error_stats(e: LogitError) -> dict[str, float]:
@@ -291,7 +312,10 @@ def _norm_hint(pack_id: dict[str, Any], cand_id: dict[str, Any], stage: str, pre
     ):
         if precision == "fp32":
             return "; normalisation statistics match the pack's, so the weights differ"
-        return f"; normalisation statistics match the pack's: the error comes from {precision} weights/activations"
+        return (
+            f"; normalisation statistics match the pack's: the error comes from {precision} "
+            "weights/activations"
+        )
     return "; normalisation statistics differ from the pack's (model exported with another normalisation)"
 
 
@@ -331,23 +355,36 @@ def labels_level(
         "top1_agreement_excl_near_ties": top.agreement_excl_near_ties if top.rows else 1.0,
         "gate_near_tie_disagreements": gate.near_tie_disagreements,
         "top1_near_tie_disagreements": top.near_tie_disagreements,
-        "top1_scope": top.scope, "top1_pairs": top.rows, "reference_vs_device": agree_conf.tolist(),
+        "top1_scope": top.scope,
+        "top1_pairs": top.rows,
+        "reference_vs_device": agree_conf.tolist(),
         "comparison": comp.to_dict(),
-    }  # fmt: skip
+    }
     known = truth_label >= 0
     if known.any():
         ref_conf = classification_metrics(truth_label[known], ref_top[known], c).confusion
         dev_conf = classification_metrics(truth_label[known], dev_top[known], c).confusion
         metrics["confusion_delta_vs_truth"] = (dev_conf - ref_conf).tolist()
-    problems += [p for p in (decision_problem(gate, tol.gate_agreement),
-                             decision_problem(top, tol.top1_agreement)) if p]  # fmt: skip
+    problems += [
+        p
+        for p in (decision_problem(gate, tol.gate_agreement), decision_problem(top, tol.top1_agreement))
+        if p
+    ]
     return LevelResult("labels", FAIL if problems else PASS, tuple(problems), (), metrics, tols)
 
 
 # -- 4. task --------------------------------------------------------------------------------------------
-def task_scores(keys: np.ndarray, p: np.ndarray, label: np.ndarray, tau: float, truth_inter: np.ndarray,
-                truth_label: np.ndarray, c: int) -> dict[str, float]:  # fmt: skip
-    """Accuracy / MPCA / macro-F1 on the true interacting pairs and stage-1 pair F1 on pairs with known truth."""
+def task_scores(
+    keys: np.ndarray,
+    p: np.ndarray,
+    label: np.ndarray,
+    tau: float,
+    truth_inter: np.ndarray,
+    truth_label: np.ndarray,
+    c: int,
+) -> dict[str, float]:
+    """Accuracy / MPCA / macro-F1 on the true interacting pairs and stage-1 pair F1 on pairs with known
+    truth."""
     known = truth_inter >= 0
     scored = (truth_inter == 1) & (truth_label >= 0)
     m = classification_metrics(truth_label[scored], np.where(label[scored] >= 0, label[scored], -1), c)

@@ -150,7 +150,11 @@ class ParityPack:
 
     def lead_image(self) -> np.ndarray | None:
         """The frame before the clip, decoded (None when the pack has none)."""
-        return decode_png(self.lead_png, self.path, "the frame before the clip", "lead_png") if len(self.lead_png) else None
+        return (
+            decode_png(self.lead_png, self.path, "the frame before the clip", "lead_png")
+            if len(self.lead_png)
+            else None
+        )
 
 
 def decode_png(data: np.ndarray, path: Path | None, what: str, key: str) -> np.ndarray:
@@ -246,8 +250,10 @@ def _concat(
     """One field of every frame's detections stacked: (D, *width) of ``dtype``; ``missing`` fills the
     frames whose optional field (orientation) is None."""
     values = [get(d) for d in dets]
-    parts = [np.full((len(d), *width), missing, dtype) if v is None
-             else np.asarray(v, dtype).reshape(-1, *width) for d, v in zip(dets, values, strict=True)]  # fmt: skip
+    parts = [
+        np.full((len(d), *width), missing, dtype) if v is None else np.asarray(v, dtype).reshape(-1, *width)
+        for d, v in zip(dets, values, strict=True)
+    ]
     return np.concatenate(parts) if parts else np.zeros((0, *width), dtype)
 
 
@@ -256,8 +262,8 @@ def load_pack(path: str | Path) -> ParityPack:
 
     The file must be a regular file within the ceiling; the arrays' declared sizes (zip directory) and
     layout (``.npy`` headers: shapes consistent, widths as the identity says, frames within
-    :data:`pairedge.core.limits.MAX_FRAME_PIXELS`) are checked before any array is inflated; then every value a
-    reference must have (:mod:`pairedge.compare.parity.layout`).
+    :data:`pairedge.core.limits.MAX_FRAME_PIXELS`) are checked before any array is inflated; then every value
+    a reference must have (:mod:`pairedge.compare.parity.layout`).
 
     Raises:
         FormatError: not a regular file, above the ceiling, not an npz, truncated or corrupt, another format
@@ -282,12 +288,18 @@ def load_pack(path: str | Path) -> ParityPack:
             else -1
         )
         if version != PACK_VERSION:
-            why = (" (versions before 3 do not record the reference's per-frame box-shape and operating-point "
-                   "decisions, so a check could not reproduce them)" if 0 < version < 3 else "")  # fmt: skip
+            why = (
+                " (versions before 3 do not record the reference's per-frame box-shape and operating-point "
+                "decisions, so a check could not reproduce them)"
+                if 0 < version < 3
+                else ""
+            )
             raise FormatError(
-                file, f"pack layout version {version}, this pairedge reads version {PACK_VERSION}{why}; make the "
-                "pack again with `pairedge parity pack` of the same pairedge version as the robot", "version",
-            )  # fmt: skip
+                file,
+                f"pack layout version {version}, this pairedge reads version {PACK_VERSION}{why}; make the "
+                "pack again with `pairedge parity pack` of the same pairedge version as the robot",
+                "version",
+            )
         identity = layout.strict_json(file, _text(file, npz, "identity"), "identity")
         reference = layout.strict_json(file, _text(file, npz, "reference"), "reference")
         widths = layout.check_identity(file, identity)
@@ -295,9 +307,13 @@ def load_pack(path: str | Path) -> ParityPack:
         layout.check_headers(file, npz.infos, widths)
         stream = layout.check_stream_state(file, _text(file, npz, "stream_state"), npz.infos)
         data = {key: npz.read(key) for key in layout.ARRAYS}
-        state = {key.removeprefix(STATE_PREFIX): npz.read(key) for key in npz.infos if key.startswith(STATE_PREFIX)}
+        state = {
+            key.removeprefix(STATE_PREFIX): npz.read(key) for key in npz.infos if key.startswith(STATE_PREFIX)
+        }
     layout.check_values(file, data, reference)
-    snapshot = None if stream is None else StreamSnapshot(stream["values"], state, bool(stream["flow_primed"]))
+    snapshot = (
+        None if stream is None else StreamSnapshot(stream["values"], state, bool(stream["flow_primed"]))
+    )
     return _assemble(file, data, identity, reference, snapshot)
 
 
@@ -309,26 +325,47 @@ def _text(file: Path, npz: NpzReader, key: str) -> str:
 
 
 def _assemble(
-    file: Path, data: dict[str, np.ndarray], identity: dict[str, Any], reference: dict[str, Any],
+    file: Path,
+    data: dict[str, np.ndarray],
+    identity: dict[str, Any],
+    reference: dict[str, Any],
     snapshot: StreamSnapshot | None,
 ) -> ParityPack:
     rows = PairRows(
-        frame=data["pair_frame"], pairs=data["pairs"], stage1_features=data["stage1_features"],
-        stage2_features=data["stage2_features"], stage1_logits=data["stage1_logits"],
-        stage2_logits=data["stage2_logits"], p_interact=data["p_interact"], label=data["label"],
-    )  # fmt: skip
+        frame=data["pair_frame"],
+        pairs=data["pairs"],
+        stage1_features=data["stage1_features"],
+        stage2_features=data["stage2_features"],
+        stage1_logits=data["stage1_logits"],
+        stage2_logits=data["stage2_logits"],
+        p_interact=data["p_interact"],
+        label=data["label"],
+    )
     return ParityPack(
-        identity=identity, reference=reference, frame_png=data["frame_png"],
-        frame_offsets=data["frame_offsets"], timestamps=data["timestamps"],
-        detections=_split_detections(file, data, len(data["timestamps"])), rows=rows,
-        truth_interacting=data["truth_interacting"].astype(np.int8), truth_label=data["truth_label"],
-        frame_states=_frame_states(data), snapshot=snapshot, lead_png=data["lead_png"], path=file,
-    )  # fmt: skip
+        identity=identity,
+        reference=reference,
+        frame_png=data["frame_png"],
+        frame_offsets=data["frame_offsets"],
+        timestamps=data["timestamps"],
+        detections=_split_detections(file, data, len(data["timestamps"])),
+        rows=rows,
+        truth_interacting=data["truth_interacting"].astype(np.int8),
+        truth_label=data["truth_label"],
+        frame_states=_frame_states(data),
+        snapshot=snapshot,
+        lead_png=data["lead_png"],
+        path=file,
+    )
 
 
 def _frame_states(data: dict[str, np.ndarray]) -> tuple[FrameState, ...]:
-    cols = zip(data["frame_box_shape"].tolist(), data["frame_aspect"].tolist(),
-               data["frame_tau_interact"].tolist(), data["frame_confirm_s"].tolist(), strict=True)  # fmt: skip
+    cols = zip(
+        data["frame_box_shape"].tolist(),
+        data["frame_aspect"].tolist(),
+        data["frame_tau_interact"].tolist(),
+        data["frame_confirm_s"].tolist(),
+        strict=True,
+    )
     return tuple(FrameState(bool(b), float(a), float(t), float(c)) for b, a, t, c in cols)
 
 
@@ -342,7 +379,7 @@ def _split_detections(file: Path, data: dict[str, np.ndarray], n: int) -> tuple[
                 data["det_scores"][lo:hi],
                 data["det_orientation"][lo:hi],
                 data["det_orientation_conf"][lo:hi],
-            )  # fmt: skip
+            )
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
         )
     except InputError as exc:  # ids beyond int64, orientations out of range, ...

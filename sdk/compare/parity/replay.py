@@ -36,16 +36,19 @@ def load_pipeline(
     flow_preset: str | None = None,
     flow_scale: float | None = None,
 ) -> Pipeline:
-    """The pipeline of ``deployment`` with ``config``, its flow preset and scale replaced where given (a pack's
-    reference records them).
+    """The pipeline of ``deployment`` with ``config``, its flow preset and scale replaced where given (a
+    pack's reference records them).
 
     Raises:
         ModelError (missing precision files, integrity), BackendError (backend unavailable), InputError.
     """
     config = config or PipelineConfig()
     if flow_preset is not None or flow_scale is not None:
-        flow_cfg = FlowConfig(backend=config.flow.backend, preset=flow_preset or config.flow.preset,
-                              scale=flow_scale if flow_scale is not None else config.flow.scale)  # fmt: skip
+        flow_cfg = FlowConfig(
+            backend=config.flow.backend,
+            preset=flow_preset or config.flow.preset,
+            scale=flow_scale if flow_scale is not None else config.flow.scale,
+        )
         config = replace(config, flow=flow_cfg)
     return deployment.load(config)
 
@@ -55,8 +58,12 @@ def flow_description(pipe: Pipeline) -> dict[str, Any]:
     f = pipe.flow
     if f is None:
         return {"name": "none", "scale": None, "preset": None, "repr": "none"}
-    return {"name": type(f).name or type(f).__name__, "scale": float(f.scale),
-            "preset": f.preset, "repr": repr(f)}  # fmt: skip
+    return {
+        "name": type(f).name or type(f).__name__,
+        "scale": float(f.scale),
+        "preset": f.preset,
+        "repr": repr(f),
+    }
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,8 @@ class ReplayResult:
 @dataclass(frozen=True)
 class StreamStart:
     """Where a replayed clip starts: ``snapshot`` of the stream before its first frame and ``previous``, the
-    frame before it (for the flow; None when the flow had none). None in :func:`replay`: the stream's start."""
+    frame before it (for the flow; None when the flow had none). None in :func:`replay`: the stream's
+    start."""
 
     snapshot: StreamSnapshot
     previous: np.ndarray | None = None
@@ -128,8 +136,18 @@ def replay(
             feats = _aligned(seen.features, result.pairs, index)
             logits1 = pipe.stage1.infer(feats.stage1)
             logits2 = pipe.stage2.infer(np.ascontiguousarray(feats.stage2))
-            parts.append((np.full(len(result.pairs), index, np.int64), result.pairs, feats.stage1, feats.stage2,
-                          logits1, logits2, result.p_interact, result.label_ids))  # fmt: skip
+            parts.append(
+                (
+                    np.full(len(result.pairs), index, np.int64),
+                    result.pairs,
+                    feats.stage1,
+                    feats.stage2,
+                    logits1,
+                    logits2,
+                    result.p_interact,
+                    result.label_ids,
+                )
+            )
     return ReplayResult(_stack(parts, pipe), tuple(kept), tuple(decided))
 
 
@@ -137,7 +155,9 @@ def _state_at(states: Sequence[FrameState] | None, pos: int) -> FrameState | Non
     if states is None:
         return None
     if pos >= len(states):
-        raise InputError(f"replay: {len(states)} recorded frame states for a clip of more frames; the pack is corrupt")
+        raise InputError(
+            f"replay: {len(states)} recorded frame states for a clip of more frames; the pack is corrupt"
+        )
     return states[pos]
 
 
@@ -152,8 +172,16 @@ def _aligned(feats: PairFeatures | None, pairs: np.ndarray, index: int) -> PairF
 
 def _stack(parts: Sequence[tuple[np.ndarray, ...]], pipe: Pipeline) -> PairRows:
     spec = pipe.models.spec
-    widths = ((), (2,), (spec.stage1_dim,), (spec.stage2_dim,), (pipe.stage1.num_classes,),
-              (len(pipe.labels),), (), ())  # fmt: skip
+    widths = (
+        (),
+        (2,),
+        (spec.stage1_dim,),
+        (spec.stage2_dim,),
+        (pipe.stage1.num_classes,),
+        (len(pipe.labels),),
+        (),
+        (),
+    )
     dtypes = (np.int64, np.int64, np.float32, np.float32, np.float32, np.float32, np.float32, np.int64)
     cols = [
         np.concatenate([p[k] for p in parts]).astype(dtypes[k])

@@ -67,11 +67,17 @@ class ParityReport:
         return "; ".join([head, *parts[1:]]) + f" — {what}"
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({
-            "verdict": "PASS" if self.passed else "FAIL", "summary": self.verdict(), "mode": self.mode,
-            "pack": self.pack, "candidate": self.candidate, "levels": [asdict(lv) for lv in self.levels],
-            "tolerances": self.tolerances,
-        })  # fmt: skip
+        return json_safe(
+            {
+                "verdict": "PASS" if self.passed else "FAIL",
+                "summary": self.verdict(),
+                "mode": self.mode,
+                "pack": self.pack,
+                "candidate": self.candidate,
+                "levels": [asdict(lv) for lv in self.levels],
+                "tolerances": self.tolerances,
+            }
+        )
 
     def write_json(self, path: str | Path) -> Path:
         return _write(path, json.dumps(self.to_dict(), indent=2) + "\n", "the parity report (--json)")
@@ -82,15 +88,22 @@ class ParityReport:
     def markdown(self) -> str:
         c, p = self.candidate, self.pack
         lines = [
-            "# Parity check", "", f"**{self.verdict()}**", "",
-            f"- Pack: `{p.get('path')}` — {p.get('source')}, {p.get('frames')} frames, {p.get('pairs')} pair-frames; "
-            f"reference flow {p.get('reference', {}).get('flow', {}).get('repr')}",
-            f"- Candidate: `{c.get('model')}`, precision {c.get('precision')}, {c.get('pipeline', {}).get('stage1')}, "
-            f"flow {c.get('flow', {}).get('repr')}; {c.get('identity_note')}",
-            f"- Integrity: {c.get('integrity') or '-'}", f"- Mode: {self.mode}",
-            *([f"- Replayed from the pack: {replayed_line(p['replayed'])}"] if p.get("replayed") else []), "",
-            "| level | status | problems |", "|---|---|---|",
-        ]  # fmt: skip
+            "# Parity check",
+            "",
+            f"**{self.verdict()}**",
+            "",
+            f"- Pack: `{p.get('path')}` — {p.get('source')}, {p.get('frames')} frames, {p.get('pairs')} "
+            f"pair-frames; reference flow {p.get('reference', {}).get('flow', {}).get('repr')}",
+            f"- Candidate: `{c.get('model')}`, precision {c.get('precision')}, "
+            f"{c.get('pipeline', {}).get('stage1')}, flow {c.get('flow', {}).get('repr')}; "
+            f"{c.get('identity_note')}",
+            f"- Integrity: {c.get('integrity') or '-'}",
+            f"- Mode: {self.mode}",
+            *([f"- Replayed from the pack: {replayed_line(p['replayed'])}"] if p.get("replayed") else []),
+            "",
+            "| level | status | problems |",
+            "|---|---|---|",
+        ]
         for lv in self.levels:
             text = "; ".join(lv.problems) or "; ".join(lv.notes) or "-"
             lines.append(f"| {lv.name} | {lv.status} | {text.replace('|', '/')} |")
@@ -103,22 +116,37 @@ class ParityReport:
         cols = by["features"].metrics.get("columns") if "features" in by else None
         if cols:
             top = sorted(cols.items(), key=lambda kv: -kv[1]["p99"])[:10]
-            out += ["## Features: largest drift (units of the model's normalisation std)", "",
-                    "| column | max | mean | p99 |", "|---|---:|---:|---:|"]  # fmt: skip
+            out += [
+                "## Features: largest drift (units of the model's normalisation std)",
+                "",
+                "| column | max | mean | p99 |",
+                "|---|---:|---:|---:|",
+            ]
             out += [f"| {n} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |" for n, s in top] + [""]
         lg = by.get("logits")
         if lg and lg.status != SKIP:
             out += ["## Logits: absolute error", "", "| stage | max | mean | p99 |", "|---|---:|---:|---:|"]
-            out += [f"| {st} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |"
-                    for st, s in lg.metrics.items() if isinstance(s, dict)]  # fmt: skip
-            out += ["", f"stage2: the {lg.metrics.get('stage2_pairs', '?')} pair-frames the reference gates (what stage 2 "
-                    "classifies in the pipeline); stage2_all_pairs: every pair, for information.", ""]  # fmt: skip
+            out += [
+                f"| {st} | {s['max']:.3g} | {s['mean']:.3g} | {s['p99']:.3g} |"
+                for st, s in lg.metrics.items()
+                if isinstance(s, dict)
+            ]
+            out += [
+                "",
+                f"stage2: the {lg.metrics.get('stage2_pairs', '?')} pair-frames the reference gates (what "
+                "stage 2 classifies in the pipeline); stage2_all_pairs: every pair, for information.",
+                "",
+            ]
         lb = by.get("labels")
         if lb and lb.status != SKIP:
             m = lb.metrics
-            out += ["## Labels", "", f"- Stage-1 gate agreement {m['gate_agreement']:.4f}; stage-2 top-1 agreement "
-                    f"{m['top1_agreement']:.4f} on {m['top1_pairs']} {m['top1_scope']}",
-                    f"- Reference (rows) vs device (columns) top-1: {m['reference_vs_device']}"]  # fmt: skip
+            out += [
+                "## Labels",
+                "",
+                f"- Stage-1 gate agreement {m['gate_agreement']:.4f}; stage-2 top-1 agreement "
+                f"{m['top1_agreement']:.4f} on {m['top1_pairs']} {m['top1_scope']}",
+                f"- Reference (rows) vs device (columns) top-1: {m['reference_vs_device']}",
+            ]
             if "confusion_delta_vs_truth" in m:
                 out.append(
                     f"- Confusion delta vs truth (device - reference): {m['confusion_delta_vs_truth']}"
@@ -134,21 +162,26 @@ class ParityReport:
             ]
             for name, d in tk.metrics["delta"].items():
                 out.append(
-                    f"| {name} | {tk.metrics['reference'][name]:.4f} | {tk.metrics['device'][name]:.4f} | {d:+.4f} |"
+                    f"| {name} | {tk.metrics['reference'][name]:.4f} | {tk.metrics['device'][name]:.4f} | "
+                    f"{d:+.4f} |"
                 )
             out.append("")
         return out
 
 
 def replayed_line(r: dict[str, Any]) -> str:
-    """One sentence of what the check replayed as packed (:func:`pairedge.compare.parity.check.replayed_state`)."""
+    """One sentence of what the check replayed as packed
+    (:func:`pairedge.compare.parity.check.replayed_state`)."""
     n = r.get("box_shape_ignored_frames", 0)
     ratio = f" (detector ratio {r['fixed_ratio']:.4f})" if r.get("fixed_ratio") else ""
     shape = f"box shape ignored on {n} frame(s){ratio}" if n else "box shape used on every frame"
     taus = ", ".join(f"{t:g}" for t in r.get("gate_thresholds", []))
     changes = f", changing at clip frame(s) {r['gate_changes_at']}" if r.get("gate_changes_at") else ""
-    start = (f"; the clip starts at frame {r['start']} of the stream (its state there restored)"
-             if r.get("stream_state") else "")  # fmt: skip
+    start = (
+        f"; the clip starts at frame {r['start']} of the stream (its state there restored)"
+        if r.get("stream_state")
+        else ""
+    )
     return f"{shape}; gate threshold {taus}{changes}{start}"
 
 

@@ -271,8 +271,8 @@ def check_flow(flow: np.ndarray | None, flow_scale: float, image_size: tuple[int
     exp_h, exp_w = h_img * flow_scale, w_img * flow_scale
     if abs(flow.shape[0] - exp_h) > 1.5 or abs(flow.shape[1] - exp_w) > 1.5:
         raise InputError(
-            f"flow: expected about {exp_h:.0f} x {exp_w:.0f} (image {h_img} x {w_img} at scale {flow_scale}), "
-            f"got {flow.shape[0]} x {flow.shape[1]}; pass the scale the flow was computed at"
+            f"flow: expected about {exp_h:.0f} x {exp_w:.0f} (image {h_img} x {w_img} at scale "
+            f"{flow_scale}), got {flow.shape[0]} x {flow.shape[1]}; pass the scale the flow was computed at"
         )
     flow = flow.astype(np.float32, copy=False)
     if not np.isfinite(flow).all():  # NaN / inf vectors count as no motion

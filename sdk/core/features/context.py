@@ -24,8 +24,9 @@ constant frame rate, exactly the frame ``L * fps`` frames earlier. Memory and wo
 :class:`ContextHistory` keeps at most ``capacity`` observations per track (at frame rates above
 ``capacity / 4`` fps the 4-s lag is unknown) and at most ``max_tracks`` tracks besides the current frame's
 people (the least recently seen go first); tracks unseen for longer than the longest lag (+ 1 s) are
-dropped, and a timestamp that goes backwards starts the history afresh. :mod:`pairedge.export.datasets.cad_context`
-computes the same values offline from whole CAD sequences (the reference the tests compare against).
+dropped, and a timestamp that goes backwards starts the history afresh.
+:mod:`pairedge.export.datasets.cad_context` computes the same values offline from whole CAD sequences (the
+reference the tests compare against).
 """
 
 from __future__ import annotations
@@ -107,9 +108,15 @@ def group_values(points: np.ndarray, heights: np.ndarray, ia: np.ndarray, ib: np
         between = np.maximum(np.searchsorted(mp, hi, side="left") - np.searchsorted(mp, lo, side="right"), 0)
         others = max(len(members) - 2, 1)
         out[rows] = np.stack(
-            [np.full(len(rows), len(members) / 10.0), np.full(len(rows), linear), align, between / others,
-             np.ones(len(rows))], 1
-        )  # fmt: skip
+            [
+                np.full(len(rows), len(members) / 10.0),
+                np.full(len(rows), linear),
+                align,
+                between / others,
+                np.ones(len(rows)),
+            ],
+            1,
+        )
     return out
 
 
@@ -174,8 +181,10 @@ class ContextHistory:
             if s is None:
                 if not self._free:
                     if old is None:
-                        old = sorted((t for t in self._slot if t not in current),
-                                     key=lambda t: -self._seen[self._slot[t]])  # fmt: skip
+                        old = sorted(
+                            (t for t in self._slot if t not in current),
+                            key=lambda t: -self._seen[self._slot[t]],
+                        )
                     if len(self._slot) >= self.max_tracks and old:
                         self._drop(old.pop())
                     else:

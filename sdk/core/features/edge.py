@@ -3,8 +3,8 @@
 Per frame: optical flow once (at ``flow_scale`` of the image, any backend, DIS by default), camera
 ego-motion estimated on the background (:mod:`pairedge.core.features.egomotion`) and removed, flow pooled per
 **person** with integral images (O(1) per box), a short bounded track history
-(:mod:`pairedge.core.features.history`), and pair values computed for all pairs at once. Motion is normalised by
-the real time step and by the person's box height: velocities are in **body heights per second**, which
+(:mod:`pairedge.core.features.history`), and pair values computed for all pairs at once. Motion is normalised
+by the real time step and by the person's box height: velocities are in **body heights per second**, which
 makes them independent of image resolution, distance to the camera and frame rate.
 
 Layout (see ``docs/features.md`` for every formula):
@@ -13,9 +13,10 @@ Layout (see ``docs/features.md`` for every formula):
   A is the pair's lower track id.
 * stage 1 = the pair block (Fq values: geometry, relative motion, scene context;
   :mod:`pairedge.core.features.pairblock`). Every pair value is symmetric in A and B.
-* versions: 1 = Fp 12, Fq 25; **2 (current)** = + body orientation (:mod:`pairedge.core.features.orientation`),
-  Fp 15, Fq 31; 3 (opt-in) = version 2 + the long-horizon and group context
-  (:mod:`pairedge.core.features.context`), Fp 15, Fq 45. Models of every version load with their own layout.
+* versions: 1 = Fp 12, Fq 25; **2 (current)** = + body orientation
+  (:mod:`pairedge.core.features.orientation`), Fp 15, Fq 31; 3 (opt-in) = version 2 + the long-horizon and
+  group context (:mod:`pairedge.core.features.context`), Fp 15, Fq 45. Models of every version load with their
+  own layout.
 
 Motion sources: with flow (``motion="flow"`` and a flow given) the person motion ``vx, vy, speed, spread``
 comes from ego-compensated flow pooled in the box; in **box-only mode** (``motion="boxes"``, or no flow this
@@ -156,7 +157,8 @@ class PairedgeConfig:
     def __post_init__(self) -> None:
         if self.orientation_input not in ("use", "ignore"):
             raise InputError(
-                f"pairedge config: orientation_input must be 'use' or 'ignore', got {self.orientation_input!r}"
+                "pairedge config: orientation_input must be 'use' or 'ignore', got "
+                f"{self.orientation_input!r}"
             )
         if self.motion not in ("flow", "boxes"):
             raise InputError(f"pairedge config: motion must be 'flow' or 'boxes', got {self.motion!r}")
@@ -241,7 +243,8 @@ class PairedgeExtractor:
     """Per-stream state of the ``pairedge`` spec: track history, previous timestamp, frame counter."""
 
     #: The compiled pair block (:mod:`pairedge.core.features.pairkernel`), or None for the numpy one (the same
-    #: values; tests set None on an instance to compare the two). A class attribute, not stream state: a stream
+    #: values; tests set None on an instance to compare the two). A class attribute, not stream state: a
+    #: stream
     #: snapshot (parity packs) must restore on a machine that runs the other implementation.
     kernel: ModuleType | None = pairkernel.KERNEL
 
@@ -258,7 +261,9 @@ class PairedgeExtractor:
         ``context``: the version-3 layout (version 2 + :data:`pairedge.core.features.context.CONTEXT_NAMES`
         appended to the pair block; needs ``orientation``)."""
         if context and not orientation:
-            raise InputError("pairedge extractor: the context columns (version 3) need the orientation columns")
+            raise InputError(
+                "pairedge extractor: the context columns (version 3) need the orientation columns"
+            )
         self.config = config
         self.orientation = orientation
         self.context = ctx.ContextHistory() if context else None

@@ -27,9 +27,15 @@ from pairedge.core.errors import InputError
 
 METHODS = ("median", "affine", "none")
 BOX_MARGIN = 0.1  # boxes are enlarged by this fraction of their size on each side before masking
-#: ``cv2.estimateAffinePartial2D``'s options of the ``affine`` fit (threshold in flow pixels); OpenCV's default
+#: ``cv2.estimateAffinePartial2D``'s options of the ``affine`` fit (threshold in flow pixels); OpenCV's
+#: default
 #: refinement of the inliers (10 Levenberg-Marquardt iterations) follows the search.
-RANSAC: dict[str, Any] = {"method": cv2.RANSAC, "ransacReprojThreshold": 1.0, "maxIters": 500, "confidence": 0.99}
+RANSAC: dict[str, Any] = {
+    "method": cv2.RANSAC,
+    "ransacReprojThreshold": 1.0,
+    "maxIters": 500,
+    "confidence": 0.99,
+}
 
 
 def identity() -> np.ndarray:

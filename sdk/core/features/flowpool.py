@@ -145,7 +145,9 @@ def flow_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
     if compiled.KERNEL is not None:
         out = np.empty((len(rects), 4), np.float64)
         flow32 = np.ascontiguousarray(flow, np.float32)
-        compiled.KERNEL.rect_moments(flow32, np.ascontiguousarray(rects, np.int64), out, *flow32.shape[:2], len(rects))
+        compiled.KERNEL.rect_moments(
+            flow32, np.ascontiguousarray(rects, np.int64), out, *flow32.shape[:2], len(rects)
+        )
         return out
     h, w = flow.shape[:2]
     cover = float(rect_area(rects).sum()) / max(h * w, 1)
@@ -154,9 +156,7 @@ def flow_moments(flow: np.ndarray, rects: np.ndarray) -> np.ndarray:
     # one pass for both channels' sums and sums of squares, accumulated in float64 (cv2.integral2)
     sums, squares = cv2.integral2(np.ascontiguousarray(flow), sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
     x0, y0, x1, y1 = rects.T
-    return np.concatenate(
-        [t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1
-    )
+    return np.concatenate([t[y1, x1] - t[y0, x1] - t[y1, x0] + t[y0, x0] for t in (sums, squares)], axis=1)
 
 
 def pool_flow_reference(
@@ -215,7 +215,8 @@ def pooled_reference(
     """CPU reference of the fused GPU reduction: the :class:`PooledFlow` of a dense field.
 
     Sums each rectangle's pixels directly in float64 (as the kernel does, one block per box) and samples
-    the background grid. Non-finite flow vectors count as zero (as :func:`~pairedge.core.features.base.check_flow`).
+    the background grid. Non-finite flow vectors count as zero (as
+    :func:`~pairedge.core.features.base.check_flow`).
 
     Args:
         flow: (h, w, 2) float32; boxes: (N, 4) float ``x y w h`` full-image pixels.
@@ -247,11 +248,18 @@ def check_pooled(pooled: PooledFlow, boxes: np.ndarray, grid_step: int, inset: t
     if pooled.grid_step != grid_step:
         raise InputError(f"pooled flow: grid step {pooled.grid_step}, the spec's config uses {grid_step}")
     if not np.array_equal(pooled.rects, pool_rects(b, pooled.scale, pooled.shape, inset)):
-        raise InputError("pooled flow: its rectangles do not match the spec's pool_inset; pool with the same inset")
+        raise InputError(
+            "pooled flow: its rectangles do not match the spec's pool_inset; pool with the same inset"
+        )
 
 
 def ego_any(
-    flow: np.ndarray | PooledFlow, boxes: np.ndarray, scale: float, method: str, step: int, min_points: int = 20
+    flow: np.ndarray | PooledFlow,
+    boxes: np.ndarray,
+    scale: float,
+    method: str,
+    step: int,
+    min_points: int = 20,
 ) -> np.ndarray:
     """Ego-motion (2, 3) from a dense field or a :class:`PooledFlow` (the same background samples)."""
     if not isinstance(flow, PooledFlow):
@@ -285,9 +293,11 @@ def check_flow_result(
     if not isinstance(flow, PooledFlow):
         return check_flow(flow, flow_scale, image_size)
     w_img, h_img = image_size
-    if abs(flow.scale - flow_scale) > 1e-9 or abs(flow.shape[0] - h_img * flow_scale) > 1.5 or abs(
-        flow.shape[1] - w_img * flow_scale
-    ) > 1.5:
+    if (
+        abs(flow.scale - flow_scale) > 1e-9
+        or abs(flow.shape[0] - h_img * flow_scale) > 1.5
+        or abs(flow.shape[1] - w_img * flow_scale) > 1.5
+    ):
         raise InputError(
             f"pooled flow: computed on a {flow.shape[0]} x {flow.shape[1]} flow image at scale {flow.scale}, "
             f"the frame is {h_img} x {w_img} at flow_scale {flow_scale}; pass the backend's scale"

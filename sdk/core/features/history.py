@@ -38,7 +38,8 @@ class TrackMotion:
 
 
 def wrap_delta(dx: np.ndarray, width: float | None) -> np.ndarray:
-    """Horizontal differences wrapped into ``[-W/2, W/2)`` for 360-degree panoramas (``width`` None: as is)."""
+    """Horizontal differences wrapped into ``[-W/2, W/2)`` for 360-degree panoramas (``width`` None: as
+    is)."""
     if width is None:
         return dx
     return (dx + width / 2) % width - width / 2
@@ -142,15 +143,17 @@ class TrackHistory:
         self.count[gone] = 0
 
     def motion(self, slots: np.ndarray, wrap_width: float | None = None) -> TrackMotion:
-        """History-derived motion of the given slots (see :class:`TrackMotion`): by the compiled extension where
-        it is built (not for panoramas), else :meth:`motion_numpy`; the two agree to float64 rounding."""
+        """History-derived motion of the given slots (see :class:`TrackMotion`): by the compiled extension
+        where it is built (not for panoramas), else :meth:`motion_numpy`; the two agree to float64
+        rounding."""
         kernel = compiled.KERNEL
         if kernel is None or wrap_width is not None:
             return self.motion_numpy(slots, wrap_width)
         slots = np.ascontiguousarray(slots, np.int64)
         out = np.empty((len(slots), 7))
-        kernel.track_motion(self.pos, self.height, self.time, self.count, slots, out, self.length, len(self.ids),
-                            len(slots))  # fmt: skip
+        kernel.track_motion(
+            self.pos, self.height, self.time, self.count, slots, out, self.length, len(self.ids), len(slots)
+        )
         return TrackMotion(out[:, 0:2], out[:, 2:4], out[:, 4], out[:, 5], out[:, 6])
 
     def motion_numpy(self, slots: np.ndarray, wrap_width: float | None = None) -> TrackMotion:

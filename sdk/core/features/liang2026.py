@@ -144,7 +144,8 @@ class PilLuma:
 
 
 def pil_luma(image: np.ndarray) -> np.ndarray:
-    """(H, W) uint8 luma of a uint8 BGR / BGRA image, bit-exact with PIL's ``convert("L")`` (:class:`PilLuma`)."""
+    """(H, W) uint8 luma of a uint8 BGR / BGRA image, bit-exact with PIL's ``convert("L")``
+    (:class:`PilLuma`)."""
     return PilLuma()(image)
 
 

@@ -4,9 +4,9 @@ without orientation.
 
 **Convention.** A person's orientation is the direction the body faces, as an angle in the image plane in
 radians: ``0`` = facing image right (+x), ``pi/2`` = facing the camera (image down, +y: the ground plane seen
-from an ordinary camera, nearer = lower), ``pi`` (or ``-pi``) = facing image left, ``-pi/2`` = facing away from
-the camera. Collective Activity's 8 bins (1 right, 2 front-right, 3 front, 4 front-left, 5 left, 6 back-left,
-7 back, 8 back-right) map to ``(bin - 1) * pi / 4`` (:func:`from_cad_bins`). Each orientation has a
+from an ordinary camera, nearer = lower), ``pi`` (or ``-pi``) = facing image left, ``-pi/2`` = facing away
+from the camera. Collective Activity's 8 bins (1 right, 2 front-right, 3 front, 4 front-left, 5 left, 6
+back-left, 7 back, 8 back-right) map to ``(bin - 1) * pi / 4`` (:func:`from_cad_bins`). Each orientation has a
 confidence in [0, 1]; 0 (or a NaN angle) means unknown.
 
 **Fallback.** A person without a given orientation who walks (track-history speed above
@@ -52,9 +52,12 @@ def from_cad_bins(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def from_shoulders(
-    left: np.ndarray, right: np.ndarray, nose: np.ndarray | None = None, shoulder_width: float = 0.25,
+    left: np.ndarray,
+    right: np.ndarray,
+    nose: np.ndarray | None = None,
+    shoulder_width: float = 0.25,
     height: np.ndarray | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Orientation (N,) radians from 2D shoulder keypoints (a pose estimator's output), image pixels.
 
     The facing direction is perpendicular to the shoulder line ``s = right - left`` (the person's own right
@@ -172,7 +175,10 @@ def frame_pair_values(
     (cheaper at thousands of pairs; the same values)."""
     vec, conf = facing
     person = np.stack([boxes[:, 0] + boxes[:, 2] / 2, boxes[:, 1] + boxes[:, 3], vec[:, 0], vec[:, 1], conf])
-    (cxa, ba, fax, fay, ca), (cxb, bb, fbx, fby, cb) = np.take(person, ia, axis=1), np.take(person, ib, axis=1)
+    (cxa, ba, fax, fay, ca), (cxb, bb, fbx, fby, cb) = (
+        np.take(person, ia, axis=1),
+        np.take(person, ib, axis=1),
+    )
     dx, dy = wrap_delta(cxb - cxa, width), bb - ba
     dist = np.maximum(np.hypot(dx, dy), EPS)
     ux, uy = dx / dist, dy / dist

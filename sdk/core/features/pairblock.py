@@ -86,8 +86,8 @@ class Scene:
 
 
 def _median(x: np.ndarray) -> float:
-    """``np.median`` of a (N,) float64 array, N >= 1: the same value (NaN when any value is NaN), from one sort,
-    far cheaper than ``np.median``'s generic machinery for a frame's few people."""
+    """``np.median`` of a (N,) float64 array, N >= 1: the same value (NaN when any value is NaN), from one
+    sort, far cheaper than ``np.median``'s generic machinery for a frame's few people."""
     s = np.sort(x)
     if np.isnan(s[-1]):  # sorted last; np.median's answer then
         return float("nan")
@@ -114,8 +114,24 @@ def neighbours(centre_a, delta, mean_h, scene: Scene, width: float | None) -> li
 
 #: Per-person rows gathered for every pair (:func:`_people`): box edges and size, centre, and the person
 #: block's velocities turned into pixels per second.
-_ROWS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx", "vy", "speed", "px_vx", "px_vy",
-         "hist_px_vx", "hist_px_vy")  # fmt: skip
+_ROWS = (
+    "x",
+    "y",
+    "w",
+    "h",
+    "right",
+    "bottom",
+    "area",
+    "cx",
+    "cy",
+    "vx",
+    "vy",
+    "speed",
+    "px_vx",
+    "px_vy",
+    "hist_px_vx",
+    "hist_px_vy",
+)
 
 
 def _people(boxes: np.ndarray, person: np.ndarray) -> np.ndarray:
@@ -123,8 +139,26 @@ def _people(boxes: np.ndarray, person: np.ndarray) -> np.ndarray:
     b = boxes.T
     x, y, w, h = b
     v = person.T
-    return np.stack([x, y, w, h, x + w, y + h, w * h, x + w / 2, y + h / 2, v[VX], v[VY], v[SPEED],
-                     v[VX] * h, v[VY] * h, v[HIST_VX] * h, v[HIST_VY] * h])  # fmt: skip
+    return np.stack(
+        [
+            x,
+            y,
+            w,
+            h,
+            x + w,
+            y + h,
+            w * h,
+            x + w / 2,
+            y + h / 2,
+            v[VX],
+            v[VY],
+            v[SPEED],
+            v[VX] * h,
+            v[VY] * h,
+            v[HIST_VX] * h,
+            v[HIST_VY] * h,
+        ]
+    )
 
 
 class _Side:

@@ -2,15 +2,17 @@
 
 The numpy code of :mod:`pairedge.core.features.pairblock` (with :mod:`~pairedge.core.features.neighbours` and
 :func:`pairedge.core.features.orientation.frame_pair_values`) is the definition and the fallback; the kernel
-(``_pairkernel.c``, built by ``pip install`` when a C compiler is present) computes the same float64 formulas in
-one pass per pair and writes the finished float32 rows, which removes the per-frame cost of dozens of numpy calls
-and the (pairs x people) temporaries of the neighbour counts. Values equal the numpy ones to float32 rounding
-(``tests/core/features/test_pairkernel.py``; ``benchmarks/bench_features_equal.py``); neighbour counts are
-the reference's exactly (the kernel flags pairs whose counts depend on rounding and they are recomputed here).
+(``_pairkernel.c``, built by ``pip install`` when a C compiler is present) computes the same float64 formulas
+in one pass per pair and writes the finished float32 rows, which removes the per-frame cost of dozens of numpy
+calls and the (pairs x people) temporaries of the neighbour counts. Values equal the numpy ones to float32
+rounding (``tests/core/features/test_pairkernel.py``; ``benchmarks/bench_features_equal.py``); neighbour
+counts are the reference's exactly (the kernel flags pairs whose counts depend on rounding and they are
+recomputed here).
 
-The kernel covers layouts 1 and 2 without panorama wrap; :func:`supports` says when. ``PAIREDGE_PAIR_KERNEL=numpy``
-in the environment (read at import, :mod:`pairedge.core.features.compiled`) forces the numpy path (benchmarks
-before / after, debugging); :func:`implementation` says which one a process uses.
+The kernel covers layouts 1 and 2 without panorama wrap; :func:`supports` says when.
+``PAIREDGE_PAIR_KERNEL=numpy`` in the environment (read at import, :mod:`pairedge.core.features.compiled`)
+forces the numpy path (benchmarks before / after, debugging); :func:`implementation` says which one a process
+uses.
 """
 
 from __future__ import annotations
@@ -23,11 +25,41 @@ from pairedge.core.features.neighbours import neighbours_reference
 from pairedge.core.features.pairblock import EPS, HIST_VX, HIST_VY, SPEED, VX, VY, Scene
 
 #: Columns of the per-person table the kernel reads, in its order (``_pairkernel.c``'s ``C_*``).
-PERSON_COLUMNS = ("x", "y", "w", "h", "right", "bottom", "area", "cx", "cy", "vx", "vy", "speed", "px_vx", "px_vy",
-                  "hist_px_vx", "hist_px_vy", "facing_x", "facing_y", "facing_conf")  # fmt: skip
+PERSON_COLUMNS = (
+    "x",
+    "y",
+    "w",
+    "h",
+    "right",
+    "bottom",
+    "area",
+    "cx",
+    "cy",
+    "vx",
+    "vy",
+    "speed",
+    "px_vx",
+    "px_vy",
+    "hist_px_vx",
+    "hist_px_vy",
+    "facing_x",
+    "facing_y",
+    "facing_conf",
+)
 #: Per-frame parameters, in the kernel's order (``P_*``).
-PARAMS = ("width", "height", "min_speed", "min_speed2", "scene_count", "scene_median_speed", "scene_moving_fraction",
-          "crowd_vx", "crowd_vy", "crowd_norm", "orientation")  # fmt: skip
+PARAMS = (
+    "width",
+    "height",
+    "min_speed",
+    "min_speed2",
+    "scene_count",
+    "scene_median_speed",
+    "scene_moving_fraction",
+    "crowd_vx",
+    "crowd_vy",
+    "crowd_norm",
+    "orientation",
+)
 NEAR_COLUMN, INLINE_COLUMN = 23, 24  # the neighbour counts in the pair block
 LAYOUT_COLUMNS = {25: False, 31: True}  # pair-block width -> with the orientation columns
 CLAMP = 10.0
@@ -35,13 +67,15 @@ CLAMP = 10.0
 
 KERNEL = compiled.KERNEL  # the extension, or None (see pairedge.core.features.compiled)
 if KERNEL is not None and (KERNEL.NCOL, KERNEL.NPARAM) != (len(PERSON_COLUMNS), len(PARAMS)):
-    KERNEL = None  # a build whose table layout differs from this file's (its ABI should have said so): numpy is right
+    # a build whose table layout differs from this file's (its ABI should have said so): numpy is right
+    KERNEL = None
 implementation = compiled.implementation
 
 
 def supports(pair_dim: int, wrap: bool, kernel: ModuleType | None = KERNEL) -> bool:
     """Whether the kernel computes a pair block of ``pair_dim`` columns (25: layout 1, 31: layout 2; not the
-    context columns of layout 3) for a camera (``wrap`` False; a panorama's wrapped differences stay numpy)."""
+    context columns of layout 3) for a camera (``wrap`` False; a panorama's wrapped differences stay
+    numpy)."""
     return kernel is not None and pair_dim in LAYOUT_COLUMNS and not wrap
 
 
@@ -61,7 +95,8 @@ def person_table(
 
     Args:
         boxes: (N, 4) float64 ``x y w h``; person: (N, Fp) float64 person blocks (unclamped);
-        facing: :func:`pairedge.core.features.orientation.person_orientation` of the N people, or None (layout 1).
+        facing: :func:`pairedge.core.features.orientation.person_orientation` of the N people, or None (layout
+            1).
     """
     x, y, w, h = boxes.T
     v = person.T
@@ -118,8 +153,20 @@ def pair_rows_compiled(
     ia = np.ascontiguousarray(ia, np.int64)
     ib = np.ascontiguousarray(ib, np.int64)
     cv = scene.crowd_velocity
-    params = np.array([size[0], size[1], min_speed, min_speed**2, *scene.values, cv[0], cv[1],
-                       np.hypot(cv[0], cv[1]), float(orientation)], np.float64)  # fmt: skip
+    params = np.array(
+        [
+            size[0],
+            size[1],
+            min_speed,
+            min_speed**2,
+            *scene.values,
+            cv[0],
+            cv[1],
+            np.hypot(cv[0], cv[1]),
+            float(orientation),
+        ],
+        np.float64,
+    )
     table = person_table(boxes, person, facing)
     person32 = finish(person)
     stage1 = np.empty((m, pair_dim), np.float32)
@@ -132,7 +179,8 @@ def pair_rows_compiled(
 
 
 def _exact_counts(table, ia, ib, ambiguous, stage1, stage2, offset: int) -> None:
-    """Neighbour counts of the ``ambiguous`` pairs from :func:`neighbours_reference`, written into both rows."""
+    """Neighbour counts of the ``ambiguous`` pairs from :func:`neighbours_reference`, written into both
+    rows."""
     cx, cy, h = table[:, 7], table[:, 8], table[:, 3]
     a, b = ia[ambiguous], ib[ambiguous]
     centre_a = np.stack([cx[a], cy[a]], axis=1)

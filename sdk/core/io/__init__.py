@@ -1,1 +1,2 @@
-"""Readers and writers of real dataset formats (MOT, JRDB, Collective Activity, PETS/CVML, stickmen, JRDB-PAR)."""
+"""Readers and writers of real dataset formats (MOT, JRDB, Collective Activity, PETS/CVML, stickmen,
+JRDB-PAR)."""

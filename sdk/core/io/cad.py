@@ -263,7 +263,8 @@ def _labels(inter: np.ndarray, present: np.ndarray, path: Path) -> np.ndarray:
         fr, pr = np.argwhere(bad)[0]
         raise FormatError(
             path,
-            f"expected interaction ids 1..{len(CAD8)}, got {ids[fr, pr]} for people ({ia[pr] + 1}, {ib[pr] + 1})",
+            f"expected interaction ids 1..{len(CAD8)}, got {ids[fr, pr]} for people ({ia[pr] + 1}, "
+            f"{ib[pr] + 1})",
             f"interaction frame {fr + 1}",
         )
     lab = np.where(both, ids - 1, -1).astype(np.int8)
@@ -286,15 +287,17 @@ def read_cad_mat(
     Args:
         path: the file. frame_size: ``(W, H)``; by default from the sequence number (:func:`frame_size_of`).
         fps: frame rate used for timestamps.
-        isolate: probe the file with scipy in a child process first (:class:`pairedge.core.io.matfile.MatLoader`),
-            so that a corrupt file that crashes scipy gives a FormatError instead of killing this process.
-            Costs one process start (about 0.3 s) per call; ``False`` for trusted files.
+        isolate: probe the file with scipy in a child process first
+            (:class:`pairedge.core.io.matfile.MatLoader`), so that a corrupt file that crashes scipy gives a
+            FormatError instead of killing this process. Costs one process start (about 0.3 s) per call;
+            ``False`` for trusted files.
         loader: an open :class:`~pairedge.core.io.matfile.MatLoader` to reuse across many files (then
             ``isolate`` is the loader's).
 
     Raises:
         MissingDependencyError: scipy is not installed (``pip install '.[data]'``).
-        FormatError: the file is not a MATLAB file with the ``anno`` struct described above (names the record).
+        FormatError: the file is not a MATLAB file with the ``anno`` struct described above (names the
+            record).
     """
     return _read(Path(path), loader or MatLoader(isolate, PURPOSE), frame_size, fps)
 
@@ -344,7 +347,8 @@ def _read(path: Path, loader: MatLoader, frame_size: tuple[int, int] | None, fps
 
 
 def read_cad_dir(folder: str | Path, fps: float = DEFAULT_FPS, *, isolate: bool = True) -> list[CadSequence]:
-    """Every ``anno*.mat`` of a folder, sorted by sequence number (one probe process for all when isolated)."""
+    """Every ``anno*.mat`` of a folder, sorted by sequence number (one probe process for all when
+    isolated)."""
     files = sorted(Path(folder).glob("anno*.mat"), key=lambda p: (sequence_number(p) or 0, p.name))
     if not files:
         raise FormatError(folder, "expected annoNN.mat files in this folder, found none")
@@ -373,10 +377,12 @@ class CadKeyframes:
 
 
 def read_cad_annotations(path: str | Path) -> CadKeyframes:
-    """Read a CAD ``annotations.txt``: one box per line, ``frame x y w h action pose``, tab (or space) separated.
+    """Read a CAD ``annotations.txt``: one box per line, ``frame x y w h action pose``, tab (or space)
+    separated.
 
     Bounded before parsing (:func:`pairedge.core.io.textio.read_lines`): a regular file of at most
-    ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS`` lines.
+    ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS``
+    lines.
 
     Raises:
         FormatError: a line without 7 numeric fields, a non-integer frame / action / pose, or a box with
@@ -406,9 +412,11 @@ def read_cad_annotations(path: str | Path) -> CadKeyframes:
             )
         if max(abs(vals[i]) for i in (0, 5, 6)) > 2**62 or max(map(abs, vals[1:5])) > 3.4e38:
             raise FormatError(
-                path, "expected frame, action, pose within int64 and a box within the float32 range "
-                f"(|value| < 3.4e38), got {line.strip()[:120]!r}", f"line {lineno}",
-            )  # fmt: skip
+                path,
+                "expected frame, action, pose within int64 and a box within the float32 range "
+                f"(|value| < 3.4e38), got {line.strip()[:120]!r}",
+                f"line {lineno}",
+            )
         rows.append(vals)
     arr = np.asarray(rows, dtype=np.float64).reshape(-1, 7)
     return CadKeyframes(

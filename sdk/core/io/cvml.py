@@ -6,8 +6,8 @@ are the 0-based video frame indices). Other children of ``object`` (orientation,
 ignored.
 
 Reading is bounded before and during the parse: a regular file (a FIFO or a device is refused unopened) of
-at most ``pairedge.core.limits.MAX_TEXT_BYTES``, read in chunks and parsed as a stream by expat (no element tree
-is built: memory is the output arrays, about 48 bytes a box). A document that declares an entity (a DTD's
+at most ``pairedge.core.limits.MAX_TEXT_BYTES``, read in chunks and parsed as a stream by expat (no element
+tree is built: memory is the output arrays, about 48 bytes a box). A document that declares an entity (a DTD's
 ``<!ENTITY ...>``: the "billion laughs" expansion bomb or an external entity that names a file or URL) is
 refused before the entity can be used: CVML files declare none. Elements nested deeper than
 :data:`MAX_DEPTH` are refused (CVML nests five levels). External DTDs and entities are never fetched.
@@ -92,9 +92,11 @@ def _box(box: dict[str, str] | None, path: Path, record: str) -> list[float]:
             v = math.nan
         if not abs(v) <= FLOAT32_MAX:  # NaN, inf, or inf once stored as float32
             raise FormatError(
-                path, f"expected a finite number in box attribute {name!r} (|value| < 3.4e38, the float32 "
-                f"range), got {short(raw)}", record,
-            )  # fmt: skip
+                path,
+                f"expected a finite number in box attribute {name!r} (|value| < 3.4e38, the float32 "
+                f"range), got {short(raw)}",
+                record,
+            )
         vals.append(v)
     xc, yc, w, h = vals
     if w <= 0 or h <= 0:
@@ -135,9 +137,11 @@ class _Collector:
     def start(self, name: str, attrs: dict[str, str]) -> None:
         if len(self.stack) >= MAX_DEPTH:
             raise FormatError(
-                self.path, f"elements nested deeper than {MAX_DEPTH} levels; a CVML file nests 5 (dataset, "
-                "frame, objectlist, object, box)", f"<{short(name, 40)}>",
-            )  # fmt: skip
+                self.path,
+                f"elements nested deeper than {MAX_DEPTH} levels; a CVML file nests 5 (dataset, "
+                "frame, objectlist, object, box)",
+                f"<{short(name, 40)}>",
+            )
         parent = self.stack[-1] if self.stack else None
         self.root = self.root or name
         self.stack.append(name)
@@ -175,9 +179,10 @@ class _Collector:
 
     def entity(self, name: str, *_: object) -> None:
         raise FormatError(
-            self.path, f"the document declares an entity ({printable(name, 40)}); expected {EXPECTED}, which "
+            self.path,
+            f"the document declares an entity ({printable(name, 40)}); expected {EXPECTED}, which "
             "declares none (entities can expand to gigabytes or name other files, so they are refused)",
-        )  # fmt: skip
+        )
 
 
 def _parse(path: Path, data: bytes) -> _Collector:

@@ -10,12 +10,12 @@ A features file (``docs/formats.md``) holds one row per (frame, pair):
   e.g. ``{"motion": "boxes"}``; stored in the model metadata so the runtime extracts features the same way).
 
 :func:`load_npz` is bounded before it loads (SPEC 9): a regular file of at most
-``pairedge.core.limits.MAX_FEATURES_BYTES``, read through the bounded reader :class:`pairedge.core.io.npz.NpzReader`
-(at most ``MAX_MEMBERS`` zip members, counted from the zip's end record before its directory is parsed; the
-members' declared sizes within ``MAX_FEATURES_BYTES``; every ``.npy`` header checked against its member
-before any data), the arrays it reads as their headers declare them (plus the float32 / str copies it makes)
-within ``MAX_FEATURES_BYTES``; a member is never read past its declared size, so one that inflates further
-cannot grow the memory.
+``pairedge.core.limits.MAX_FEATURES_BYTES``, read through the bounded reader
+:class:`pairedge.core.io.npz.NpzReader` (at most ``MAX_MEMBERS`` zip members, counted from the zip's end
+record before its directory is parsed; the members' declared sizes within ``MAX_FEATURES_BYTES``; every
+``.npy`` header checked against its member before any data), the arrays it reads as their headers declare them
+(plus the float32 / str copies it makes) within ``MAX_FEATURES_BYTES``; a member is never read past its
+declared size, so one that inflates further cannot grow the memory.
 """
 
 from __future__ import annotations
@@ -32,8 +32,17 @@ from pairedge.core.io.npz import ArrayInfo, NpzReader
 
 REQUIRED = ("X", "y", "groups", "labels")
 #: Arrays load_npz reads (the others of an archive are ignored, never loaded).
-READ = (*REQUIRED, "feature_names", "feature_spec", "feature_spec_version", "stage", "person_features",
-        "pair_features", "label_set", "feature_config")  # fmt: skip
+READ = (
+    *REQUIRED,
+    "feature_names",
+    "feature_spec",
+    "feature_spec_version",
+    "stage",
+    "person_features",
+    "pair_features",
+    "label_set",
+    "feature_config",
+)
 EXPECTED = "a features .npz (numpy arrays, no pickles)"
 #: A numeric ``groups`` column becomes str: at most 21 characters of 4 bytes per row.
 _STR_ROW_BYTES = 84
@@ -192,10 +201,11 @@ def _read_arrays(path: Path) -> dict[str, np.ndarray]:
         total = _loaded_bytes(npz.infos)
         if total > limits.MAX_FEATURES_BYTES:
             raise FormatError(
-                path, f"arrays of {limits.describe_size(total)} once loaded, more than the "
+                path,
+                f"arrays of {limits.describe_size(total)} once loaded, more than the "
                 f"{limits.describe_size(limits.MAX_FEATURES_BYTES)} ceiling for {EXPECTED} "
                 "(pairedge.core.limits.MAX_FEATURES_BYTES); split the features into several files",
-            )  # fmt: skip
+            )
         return {key: npz.read(key) for key in READ if key in npz.infos}
 
 
@@ -236,4 +246,11 @@ def load_npz(path: str | Path) -> FeatureData:
         raise FormatError(
             path, f"expected {X.shape[1]} feature_names, got {len(names)}", record="feature_names"
         )
-    return FeatureData(X, y.astype(np.int64), groups, labels, feature_names=names, **meta)  # type: ignore[arg-type]
+    return FeatureData(
+        X,
+        y.astype(np.int64),
+        groups,
+        labels,
+        feature_names=names,
+        **meta,  # type: ignore[arg-type]
+    )

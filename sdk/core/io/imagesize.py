@@ -1,11 +1,12 @@
 """The pixel size an encoded image declares, read from its header without decoding it.
 
 A 100 kB PNG can declare 20,000 x 20,000 pixels and make the decoder allocate 1.2 GB; so every image file and
-compressed image message is measured here first and refused above :data:`pairedge.core.limits.MAX_FRAME_PIXELS`
-(:func:`check_image_bytes`) before OpenCV sees it. The formats are those the frame folders and ROS 2
-``CompressedImage`` messages accept: PNG, JPEG, BMP, WebP (lossy, lossless, extended), TIFF (classic, the
-first page, which is the one OpenCV decodes) and the binary / ASCII PNM family (PBM, PGM, PPM). Anything else
-is refused as an unknown format rather than handed to a decoder whose allocation nobody checked.
+compressed image message is measured here first and refused above
+:data:`pairedge.core.limits.MAX_FRAME_PIXELS` (:func:`check_image_bytes`) before OpenCV sees it. The formats
+are those the frame folders and ROS 2 ``CompressedImage`` messages accept: PNG, JPEG, BMP, WebP (lossy,
+lossless, extended), TIFF (classic, the first page, which is the one OpenCV decodes) and the binary / ASCII
+PNM family (PBM, PGM, PPM). Anything else is refused as an unknown format rather than handed to a decoder
+whose allocation nobody checked.
 
 Every parser reads only a bounded prefix of the bytes (a JPEG's markers up to its frame header, a TIFF's
 first directory) and never trusts an offset that points outside the data.
@@ -65,9 +66,10 @@ def check_image_bytes(data: bytes | memoryview, source: str) -> tuple[int, int]:
         raise FormatError(source, "an empty image; expected encoded image bytes")
     if len(data) > limits.MAX_IMAGE_BYTES:
         raise FormatError(
-            source, f"an encoded image of {limits.describe_size(len(data))}, more than the "
+            source,
+            f"an encoded image of {limits.describe_size(len(data))}, more than the "
             f"{limits.describe_size(limits.MAX_IMAGE_BYTES)} ceiling (pairedge.core.limits.MAX_IMAGE_BYTES)",
-        )  # fmt: skip
+        )
     found = image_size(data)
     if found is None:
         raise FormatError(source, f"not an image pairedge can measure before decoding; expected {FORMATS}")

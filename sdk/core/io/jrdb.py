@@ -8,7 +8,8 @@ Structure::
          "action_label": {"sitting": 1, "talking to someone": 1},
          "social_group": {"cluster_ID": 7, "cluster_stat": 1},
          "social_activity": {"sitting": 1},
-         "H-interaction": [{"pair": "pedestrian:7", "box_pair": [...], "inter_labels": {"sitting together": 1}}]},
+         "H-interaction": [{"pair": "pedestrian:7", "box_pair": [...], "inter_labels": {"sitting together":
+         1}}]},
         ...]}}
 
 The numbers after label names are annotation levels, kept as given. The frame number is the integer in the
@@ -16,8 +17,8 @@ image key (``"000123.jpg"`` -> 123). ``H-interaction`` may list a pair on one or
 reader merges both directions into one unordered pair ``(id_a < id_b)`` (label levels: the larger wins).
 Optional per person (pairedge extension): ``"orientation"`` = body orientation in radians in the image plane
 (0 = facing image right, pi/2 = facing the camera; see :mod:`pairedge.core.features.orientation`) and
-``"orientation_conf"`` in [0, 1] (default 1); absent = unknown. Unknown keys are ignored. Stitched 360-degree images are 3760 pixels wide and a box may extend past the
-right edge (``x + w > 3760``: it wraps around).
+``"orientation_conf"`` in [0, 1] (default 1); absent = unknown. Unknown keys are ignored. Stitched 360-degree
+images are 3760 pixels wide and a box may extend past the right edge (``x + w > 3760``: it wraps around).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class JrdbFrame:
         return [max(d.items(), key=lambda kv: kv[1])[0] if d else "" for d in self.pair_labels]
 
     def label_ids(self, labels: LabelSet) -> np.ndarray:
-        """(M,) int64 index of each pair's primary label in ``labels`` (spaces read as underscores), -1 if absent."""
+        """(M,) int64 index of each pair's primary label in ``labels`` (spaces read as underscores), -1 if
+        absent."""
         index = {name: i for i, name in enumerate(labels.classes)}
         return np.array([index.get(n.replace(" ", "_"), -1) for n in self.primary_labels()], np.int64)
 
@@ -122,27 +124,34 @@ def _box(path: Path, where: str, value: Any) -> list[float]:
     box = [float(v) if abs(v) <= FLOAT32_MAX else math.inf for v in value] if ok else []
     if not ok or not np.isfinite(box).all() or box[2] < 0 or box[3] < 0:
         raise FormatError(
-            path, f"expected box [x, y, w, h] of 4 finite numbers (|value| < 3.4e38, the float32 range) "
-            f"with w, h >= 0, got {short(value)}", where,
-        )  # fmt: skip
+            path,
+            f"expected box [x, y, w, h] of 4 finite numbers (|value| < 3.4e38, the float32 range) "
+            f"with w, h >= 0, got {short(value)}",
+            where,
+        )
     return box
 
 
 def _orientation(path: Path, where: str, person: dict[str, Any]) -> tuple[float, float]:
-    """Optional ``"orientation"`` (radians in the image plane, see :mod:`pairedge.core.features.orientation`) and
-    ``"orientation_conf"`` (0-1, default 1) of a person: ``(angle, confidence)``, ``(nan, 0)`` when absent."""
+    """Optional ``"orientation"`` (radians in the image plane, see :mod:`pairedge.core.features.orientation`)
+    and ``"orientation_conf"`` (0-1, default 1) of a person: ``(angle, confidence)``, ``(nan, 0)`` when
+    absent."""
     angle, conf = person.get("orientation"), person.get("orientation_conf", 1.0)
     if angle is None:
         return math.nan, 0.0
     for name, value in (("orientation", angle), ("orientation_conf", conf)):
         # abs() first: math.isfinite raises OverflowError for an integer beyond the float range
         if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) <= FLOAT32_MAX:
-            raise FormatError(path, f"expected {name} to be a finite number, got {short(value)}", f"{where}.{name}")
+            raise FormatError(
+                path, f"expected {name} to be a finite number, got {short(value)}", f"{where}.{name}"
+            )
     if abs(angle) > 2 * math.pi or not 0 <= conf <= 1:
         raise FormatError(
-            path, f"expected orientation in radians within +-2 pi (degrees? use radians) and orientation_conf in "
-            f"[0, 1], got {short(angle)} and {short(conf)}", f"{where}.orientation",
-        )  # fmt: skip
+            path,
+            f"expected orientation in radians within +-2 pi (degrees? use radians) and orientation_conf in "
+            f"[0, 1], got {short(angle)} and {short(conf)}",
+            f"{where}.orientation",
+        )
     return float(angle), float(conf)
 
 
@@ -150,7 +159,8 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
     m = _FRAME.search(key)
     if m is None or len(m.group(1).lstrip("0")) > 18:
         raise FormatError(
-            path, f"expected an image key with a frame number (< 10**18) like '000123.jpg', got {short(key)}",
+            path,
+            f"expected an image key with a frame number (< 10**18) like '000123.jpg', got {short(key)}",
             short(key),
         )
     if not isinstance(people, list):
@@ -179,7 +189,9 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
         integral = isinstance(cid, int) or (isinstance(cid, float) and cid.is_integer())
         if isinstance(cid, bool) or not integral or not -1 <= cid <= INT64_MAX:
             raise FormatError(
-                path, f"expected an integer cluster_ID (-1 or >= 0), got {short(cid)}", where + ".social_group"
+                path,
+                f"expected an integer cluster_ID (-1 or >= 0), got {short(cid)}",
+                where + ".social_group",
             )
         groups.append(int(cid))
         inter = person.get("H-interaction") or []
@@ -197,22 +209,34 @@ def _parse_frame(path: Path, key: str, people: Any) -> JrdbFrame:
                 merged[name] = max(level, merged.get(name, level))
     keys = sorted(pair_levels)
     return JrdbFrame(
-        frame=int(m.group(1)), image=key,
+        frame=int(m.group(1)),
+        image=key,
         people=Detections.from_arrays(
-            np.asarray(boxes, np.float32).reshape(-1, 4), ids, None,
-            *(np.asarray(orient, np.float64).reshape(-1, 2).T if any(c > 0 for _, c in orient) else (None, None)),
+            np.asarray(boxes, np.float32).reshape(-1, 4),
+            ids,
+            None,
+            *(
+                np.asarray(orient, np.float64).reshape(-1, 2).T
+                if any(c > 0 for _, c in orient)
+                else (None, None)
+            ),
         ),
-        occlusion=tuple(occ), attributes=tuple(attrs), actions=tuple(acts), social_activity=tuple(social),
-        group_ids=np.asarray(groups, np.int64), pairs=np.asarray(keys, np.int64).reshape(-1, 2),
+        occlusion=tuple(occ),
+        attributes=tuple(attrs),
+        actions=tuple(acts),
+        social_activity=tuple(social),
+        group_ids=np.asarray(groups, np.int64),
+        pairs=np.asarray(keys, np.int64).reshape(-1, 2),
         pair_labels=tuple(pair_levels[k] for k in keys),
-    )  # fmt: skip
+    )
 
 
 def read_jrdb(path: str | Path) -> list[JrdbFrame]:
     """Read a JRDB social / activity JSON file; frames sorted by frame number.
 
     Bounded before parsing (:func:`pairedge.core.io.textio.read_json`): a regular file of at most
-    ``pairedge.core.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS`` images.
+    ``pairedge.core.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS``
+    images.
 
     Raises:
         FormatError: unreadable JSON, a ceiling exceeded, or a record that does not follow the structure
@@ -260,15 +284,19 @@ def frame_to_json(f: JrdbFrame) -> list[dict[str, Any]]:
                 item["box_pair"] = [_num(v) for v in box_of[other].tolist()]
             item["inter_labels"] = {n: _num(v) for n, v in levels.items()}
             inter.append(item)
-        out.append({
-            "label_id": f"pedestrian:{tid}", "file_id": f.image, "box": box,
-            "attributes": _attributes(f, k),
-            "action_label": {n: _num(v) for n, v in f.actions[k].items()},
-            "social_group": {"cluster_ID": int(f.group_ids[k]), "cluster_stat": 1},
-            "social_activity": {n: _num(v) for n, v in f.social_activity[k].items()},
-            "H-interaction": inter,
-            **_orientation_json(f.people, k),
-        })  # fmt: skip
+        out.append(
+            {
+                "label_id": f"pedestrian:{tid}",
+                "file_id": f.image,
+                "box": box,
+                "attributes": _attributes(f, k),
+                "action_label": {n: _num(v) for n, v in f.actions[k].items()},
+                "social_group": {"cluster_ID": int(f.group_ids[k]), "cluster_stat": 1},
+                "social_activity": {n: _num(v) for n, v in f.social_activity[k].items()},
+                "H-interaction": inter,
+                **_orientation_json(f.people, k),
+            }
+        )
     return out
 
 

@@ -112,8 +112,9 @@ def _tag(census: _Census, view: memoryview, offset: int, end: int) -> tuple[int,
     if offset + 8 + size > end:
         raise census.fail(
             f"an element declaring {limits.describe_size(size)}, beyond the end of its container "
-            f"({end - offset - 8} bytes left): truncated or corrupt", f"byte {offset}",
-        )  # fmt: skip
+            f"({end - offset - 8} bytes left): truncated or corrupt",
+            f"byte {offset}",
+        )
     return word, size, offset + 8
 
 
@@ -138,8 +139,9 @@ def _inflate(census: _Census, body: memoryview) -> bytes:
     census.inflated += len(out)
     if len(out) > room:
         raise census.fail(
-            f"compressed variables that inflate to more than the {limits.describe_size(limits.MAX_MAT_BYTES)} "
-            "ceiling (pairedge.core.limits.MAX_MAT_BYTES); is it the right file?"
+            "compressed variables that inflate to more than the "
+            f"{limits.describe_size(limits.MAX_MAT_BYTES)} ceiling (pairedge.core.limits.MAX_MAT_BYTES); is "
+            "it the right file?"
         )
     return out
 
@@ -267,7 +269,8 @@ class MatLoader:
         if path.resolve() in self._crashed:
             raise FormatError(
                 path,
-                "expected a MATLAB v5 .mat file; the MATLAB reader (scipy) crashed on it, the file is corrupt",
+                "expected a MATLAB v5 .mat file; the MATLAB reader (scipy) crashed on it, the file is "
+                "corrupt",
             )
         try:
             return self._sio.loadmat(io.BytesIO(data), **_OPTIONS)

@@ -8,8 +8,8 @@ gets ``conf`` = 1.
 Malformed input (a non-numeric or complex field, fewer than 6 columns, frame < 1 or not an integer, a
 non-integer id, frame or id beyond 2**53 (not exact in float64), NaN / inf or a number beyond the float64
 range, a box or conf value beyond the float32 range, a negative width or height) raises
-:class:`~pairedge.core.errors.FormatError` naming the file, the line and the true reason. A UTF-8 byte-order mark
-is skipped; ``\r\n`` and ``\r`` line ends are accepted.
+:class:`~pairedge.core.errors.FormatError` naming the file, the line and the true reason. A UTF-8 byte-order
+mark is skipped; ``\r\n`` and ``\r`` line ends are accepted.
 
 Ceilings (:mod:`pairedge.core.limits`), checked before parsing: a regular file (a FIFO or a device is refused
 without being opened) of at most ``MAX_TEXT_BYTES``, read in chunks, with no line longer than
@@ -87,9 +87,9 @@ class MotTable:
 
     def orientation(self, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Optional body orientation of ``rows`` (pairedge extension): column 11 = radians in the image plane
-        (see :mod:`pairedge.core.features.orientation`), column 12 = its confidence in [0, 1] (0 = unknown; 1 when
-        the column is missing). ``(None, None)`` when the file has no column 11. Invalid values are dropped
-        and reported by the runtime's input validation."""
+        (see :mod:`pairedge.core.features.orientation`), column 12 = its confidence in [0, 1] (0 = unknown; 1
+        when the column is missing). ``(None, None)`` when the file has no column 11. Invalid values are
+        dropped and reported by the runtime's input validation."""
         if self.extra.ndim != 2 or self.extra.shape[1] < 4:
             return None, None
         angle = self.extra[rows, 3]
@@ -210,8 +210,8 @@ def _parse_rows(
         problem = None
         if len(fields) < 6:
             problem = (
-                f"expected at least 6 comma-separated values "
-                f"(frame,id,left,top,width,height[,conf,...]), got {len(fields)}: {_quote(text)}"
+                "expected at least 6 comma-separated values (frame,id,left,top,width,height[,conf,...]), "
+                f"got {len(fields)}: {_quote(text)}"
             )
         elif not all(_is_float(f) for f in fields):
             bad = next(f for f in fields if not _is_float(f))
@@ -267,19 +267,31 @@ def _check(path: Path, table: np.ndarray, present: np.ndarray, numbers: np.ndarr
     with np.errstate(invalid="ignore"):
         big32 = present[:, 2:7] & (np.abs(table[:, 2:7]) > FLOAT32_MAX)
         problems = [
-            ((present & ~np.isfinite(table)).any(1), "expected finite numbers, got NaN or inf (a number beyond "
-             "the float64 range, about 1.8e308, also reads as inf)"),
-            (frame >= MAX_EXACT_INT, f"expected a frame number below 2**53 = {MAX_EXACT_INT} (larger integers "
-             "are not exact in float64), got a larger one"),
-            (np.abs(ident) >= MAX_EXACT_INT, f"expected a track id of magnitude below 2**53 = {MAX_EXACT_INT}"),
-            (big32.any(1), f"expected box and conf values within the float32 range (|x| <= {FLOAT32_MAX:.4g}); "
-             "converting this one would overflow to inf"),
+            (
+                (present & ~np.isfinite(table)).any(1),
+                "expected finite numbers, got NaN or inf (a number beyond "
+                "the float64 range, about 1.8e308, also reads as inf)",
+            ),
+            (
+                frame >= MAX_EXACT_INT,
+                f"expected a frame number below 2**53 = {MAX_EXACT_INT} (larger integers "
+                "are not exact in float64), got a larger one",
+            ),
+            (
+                np.abs(ident) >= MAX_EXACT_INT,
+                f"expected a track id of magnitude below 2**53 = {MAX_EXACT_INT}",
+            ),
+            (
+                big32.any(1),
+                f"expected box and conf values within the float32 range (|x| <= {FLOAT32_MAX:.4g}); "
+                "converting this one would overflow to inf",
+            ),
             (frame != np.floor(frame), "expected an integer frame number"),
             (frame < 1, "expected a 1-based frame number (>= 1); MOT files count frames from 1"),
             (ident != np.floor(ident), "expected an integer track id (-1 for detections)"),
             (ident < -1, "expected a track id >= -1"),
             ((core[:, 4] < 0) | (core[:, 5] < 0), "expected a non-negative width and height"),
-        ]  # fmt: skip
+        ]
     masks = [np.asarray(bad, bool) for bad, _ in problems]
     anybad = np.logical_or.reduce(masks)
     if not anybad.any():

@@ -13,8 +13,8 @@ cost 2 GB before any shape is checked. :class:`NpzReader` instead
    refuses a member that inflates to more (or fewer) bytes than it declared.
 
 Errors are :class:`~pairedge.core.errors.FormatError` naming the file and the member. Parity packs
-(:mod:`pairedge.compare.parity.pack`) and training features (:func:`pairedge.core.io.featurefile.load_npz`) are
-read through it.
+(:mod:`pairedge.compare.parity.pack`) and training features (:func:`pairedge.core.io.featurefile.load_npz`)
+are read through it.
 """
 
 from __future__ import annotations
@@ -74,13 +74,17 @@ class NpzReader:
     Use as a context manager. ``limit``: the ceiling in bytes on the members' declared uncompressed sizes.
     """
 
-    def __init__(self, path: Path, limit: int, what: str = "a .npz file", ceiling: str = "MAX_PACK_BYTES") -> None:
+    def __init__(
+        self, path: Path, limit: int, what: str = "a .npz file", ceiling: str = "MAX_PACK_BYTES"
+    ) -> None:
         self.path = path
         self.what = what
         self.ceiling = ceiling
         members = zip_member_count(path)
         if members > MAX_MEMBERS:
-            raise FormatError(path, f"a zip of {members:,} members; expected {what} (at most {MAX_MEMBERS})", "npz")
+            raise FormatError(
+                path, f"a zip of {members:,} members; expected {what} (at most {MAX_MEMBERS})", "npz"
+            )
         try:
             self._zip = zipfile.ZipFile(path)
         except CORRUPT as exc:
@@ -99,9 +103,11 @@ class NpzReader:
 
     def _corrupt(self, exc: BaseException, member: str | None = None) -> FormatError:
         return FormatError(
-            self.path, f"not a readable {self.what}: {type(exc).__name__}: {exc}; the file is truncated or "
-            "corrupt, copy it again", member or "npz",
-        )  # fmt: skip
+            self.path,
+            f"not a readable {self.what}: {type(exc).__name__}: {exc}; the file is truncated or "
+            "corrupt, copy it again",
+            member or "npz",
+        )
 
     def _describe(self, limit: int) -> dict[str, ArrayInfo]:
         members = self._zip.infolist()
@@ -110,10 +116,13 @@ class NpzReader:
         declared = sum(m.file_size for m in members)
         if declared > limit:
             raise FormatError(
-                self.path, f"its arrays declare {limits.describe_size(declared)} once decompressed, more than "
-                f"the {limits.describe_size(limit)} ceiling for {self.what} (pairedge.core.limits.{self.ceiling}); "
-                "it is larger than such a file can be, or it is a zip bomb", "npz",
-            )  # fmt: skip
+                self.path,
+                f"its arrays declare {limits.describe_size(declared)} once decompressed, more than the "
+                f"{limits.describe_size(limit)} ceiling for {self.what} "
+                f"(pairedge.core.limits.{self.ceiling}); it is larger than such a file can be, or it is a "
+                "zip bomb",
+                "npz",
+            )
         infos: dict[str, ArrayInfo] = {}
         for member in members:
             if member.is_dir() or not member.filename.endswith(".npy"):
@@ -133,16 +142,20 @@ class NpzReader:
             raise self._corrupt(exc, key) from None
         if dtype.hasobject or dtype.kind not in _KINDS or dtype.names is not None:
             raise FormatError(
-                self.path, f"not a readable {self.what}: array {key!r} holds {dtype} values (Python objects or "
-                "records), which a pack never does; refusing it (no pickle)", key,
-            )  # fmt: skip
+                self.path,
+                f"not a readable {self.what}: array {key!r} holds {dtype} values (Python objects or "
+                "records), which a pack never does; refusing it (no pickle)",
+                key,
+            )
         info = ArrayInfo(key, tuple(int(d) for d in shape), dtype, bool(fortran), header, member)
         if header + info.nbytes != member.file_size:
             raise FormatError(
-                self.path, f"array {key!r}: its header declares shape {info.shape} of {dtype} "
+                self.path,
+                f"array {key!r}: its header declares shape {info.shape} of {dtype} "
                 f"({limits.describe_size(info.nbytes)}), the zip member holds "
-                f"{limits.describe_size(max(member.file_size - header, 0))}; the file is corrupt", key,
-            )  # fmt: skip
+                f"{limits.describe_size(max(member.file_size - header, 0))}; the file is corrupt",
+                key,
+            )
         return info
 
     def read(self, key: str) -> np.ndarray:
@@ -158,9 +171,11 @@ class NpzReader:
                 data = _read_exactly(fh, info.nbytes)
                 if len(data) != info.nbytes or fh.read(1):
                     raise FormatError(
-                        self.path, f"array {key!r} inflates to another size than its header declares; the file "
-                        "is corrupt, copy it again", key,
-                    )  # fmt: skip
+                        self.path,
+                        f"array {key!r} inflates to another size than its header declares; the file "
+                        "is corrupt, copy it again",
+                        key,
+                    )
         except CORRUPT as exc:
             raise self._corrupt(exc, key) from None
         array = np.frombuffer(data, dtype=info.dtype)

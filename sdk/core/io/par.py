@@ -165,8 +165,8 @@ def _groups_problem(groups: tuple[np.ndarray, ...], person_ids: np.ndarray) -> s
 def read_par(path: str | Path) -> list[ParFrame]:
     """Read a JRDB-PAR style JSON Lines file, frames in file order.
 
-    Bounded before parsing: a regular file of at most ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at most
-    ``MAX_LINE_BYTES`` and at most ``MAX_RECORDS`` lines (a frame costs about 1 KB in memory).
+    Bounded before parsing: a regular file of at most ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at
+    most ``MAX_LINE_BYTES`` and at most ``MAX_RECORDS`` lines (a frame costs about 1 KB in memory).
 
     Raises:
         FormatError: naming the file, the line (and frame) and the problem: bad JSON, unknown label ids,
@@ -214,7 +214,8 @@ def _parse_frame(obj: Any) -> ParFrame:
         m = g.get("members")
         if not isinstance(m, list) or not all(map(is_int64, m)):
             raise _Bad(
-                f"{where}, groups[{k}]: expected 'members' as a list of integer person ids (int64), got {short(m)}"
+                f"{where}, groups[{k}]: expected 'members' as a list of integer person ids (int64), got "
+                f"{short(m)}"
             )
         members.append(np.array(m, dtype=np.int64))
     activity = _rows(groups, "activity", "activity_scores", N_SOCIAL, f"{where}, groups")

@@ -72,7 +72,8 @@ def read_stickmen_images(path: str | Path) -> list[StickmenImage]:
 
     A bare file (no header line) is one image named ``""`` holding every person. In the official layout
     each header starts a new image; names must be unique. Bounded before parsing: a regular file of at most
-    ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS`` lines.
+    ``pairedge.core.limits.MAX_TEXT_BYTES``, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_RECORDS``
+    lines.
     """
     path = Path(path)
     lines = [

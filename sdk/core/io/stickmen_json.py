@@ -32,7 +32,8 @@ def read_stickmen_json(path: str | Path) -> list[StickmenImage]:
     """Read the JSON layout above.
 
     Bounded before parsing (:func:`pairedge.core.io.textio.read_json`): a regular file of at most
-    ``pairedge.core.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS`` images.
+    ``pairedge.core.limits.MAX_TEXT_BYTES`` with at most ``MAX_JSON_VALUES`` values and ``MAX_RECORDS``
+    images.
 
     Raises:
         FormatError: naming the file, the image (``images[k]``) and the problem.
@@ -116,7 +117,8 @@ def _windows(value: Any, count: int) -> np.ndarray:
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise _Bad(
-            f"windows[{k}]: expected finite [min_x, min_y, max_x, max_y] with max >= min, got {out[k].tolist()}"
+            f"windows[{k}]: expected finite [min_x, min_y, max_x, max_y] with max >= min, got "
+            f"{out[k].tolist()}"
         )
     return out
 

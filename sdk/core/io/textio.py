@@ -1,7 +1,7 @@
 """Safe reading of text and JSON input files: every failure is a :class:`FormatError` naming the file.
 
-What the readers share: the ceilings of :mod:`pairedge.core.limits`, checked before the work (a regular file of
-at most ``MAX_TEXT_BYTES`` read in chunks, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_JSON_VALUES``
+What the readers share: the ceilings of :mod:`pairedge.core.limits`, checked before the work (a regular file
+of at most ``MAX_TEXT_BYTES`` read in chunks, lines of at most ``MAX_LINE_BYTES``, at most ``MAX_JSON_VALUES``
 values in a JSON document, at most ``MAX_RECORDS`` records kept), a file that cannot be read (missing, a
 folder, a FIFO or a device, no permission, not UTF-8), a UTF-8 byte-order mark (accepted and skipped), JSON
 that is invalid, nested deeper than the parser allows or holds an integer with more digits than Python
@@ -70,8 +70,8 @@ def iter_lines(path: str | Path, expected: str) -> Iterator[tuple[int, str]]:
     line ends, removed; a UTF-8 byte-order mark dropped), for readers that keep little per line.
 
     Bounded: a regular file (a FIFO or a device is refused unopened) of at most
-    ``pairedge.core.limits.MAX_TEXT_BYTES``, read in chunks; a line longer than ``MAX_LINE_BYTES`` is refused as
-    soon as one chunk past the ceiling is seen, not read whole.
+    ``pairedge.core.limits.MAX_TEXT_BYTES``, read in chunks; a line longer than ``MAX_LINE_BYTES`` is refused
+    as soon as one chunk past the ceiling is seen, not read whole.
 
     Raises:
         FormatError: see :func:`read_text`, naming the line of an overlong or undecodable line.
@@ -85,10 +85,12 @@ def iter_lines(path: str | Path, expected: str) -> Iterator[tuple[int, str]]:
                 lineno += 1
                 if len(raw) > limits.MAX_LINE_BYTES:
                     raise FormatError(
-                        p, f"a line of more than {limits.describe_size(limits.MAX_LINE_BYTES)}, the ceiling "
-                        f"for one line of {expected} (pairedge.core.limits.MAX_LINE_BYTES); is it the right file?",
+                        p,
+                        f"a line of more than {limits.describe_size(limits.MAX_LINE_BYTES)}, the ceiling "
+                        f"for one line of {expected} (pairedge.core.limits.MAX_LINE_BYTES); is it the right "
+                        "file?",
                         f"line {lineno}",
-                    )  # fmt: skip
+                    )
                 yield lineno, _decode_line(p, raw, lineno, expected)
     except OSError as exc:
         raise FormatError(p, f"cannot read the file ({exc.strerror or exc}); expected {expected}") from None
@@ -167,14 +169,15 @@ def check_json_values(path: str | Path, text: str | bytes, expected: str) -> Non
     count = json_value_bound(text)
     if count > limits.MAX_JSON_VALUES:
         raise FormatError(
-            path, f"up to {count:,} JSON values, more than the ceiling of {limits.MAX_JSON_VALUES:,} for "
+            path,
+            f"up to {count:,} JSON values, more than the ceiling of {limits.MAX_JSON_VALUES:,} for "
             f"{expected} (pairedge.core.limits.MAX_JSON_VALUES); is it the right file?",
-        )  # fmt: skip
+        )
 
 
 def check_records(path: str | Path, count: int, what: str) -> None:
-    """Refuse ``count`` records (frames, lines, images) above ``pairedge.core.limits.MAX_RECORDS``, before they
-    are built as Python objects.
+    """Refuse ``count`` records (frames, lines, images) above ``pairedge.core.limits.MAX_RECORDS``, before
+    they are built as Python objects.
 
     Args:
         count: the number of records the file declares or an upper bound on it (e.g. its line count).
@@ -185,9 +188,10 @@ def check_records(path: str | Path, count: int, what: str) -> None:
     """
     if count > limits.MAX_RECORDS:
         raise FormatError(
-            path, f"{count:,} {what}, more than the ceiling of {limits.MAX_RECORDS:,} records a reader keeps "
+            path,
+            f"{count:,} {what}, more than the ceiling of {limits.MAX_RECORDS:,} records a reader keeps "
             "in memory (pairedge.core.limits.MAX_RECORDS); split the file",
-        )  # fmt: skip
+        )
 
 
 def parse_json(path: str | Path, text: str, record: str | None = None) -> Any:

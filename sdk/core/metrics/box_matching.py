@@ -32,8 +32,16 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     a, b = _boxes(a, "predicted"), _boxes(b, "true")
     aa, bb = a[:, None, :], b[None, :, :]
-    iw = np.clip(np.minimum(aa[..., 0] + aa[..., 2], bb[..., 0] + bb[..., 2]) - np.maximum(aa[..., 0], bb[..., 0]), 0, None)
-    ih = np.clip(np.minimum(aa[..., 1] + aa[..., 3], bb[..., 1] + bb[..., 3]) - np.maximum(aa[..., 1], bb[..., 1]), 0, None)
+    iw = np.clip(
+        np.minimum(aa[..., 0] + aa[..., 2], bb[..., 0] + bb[..., 2]) - np.maximum(aa[..., 0], bb[..., 0]),
+        0,
+        None,
+    )
+    ih = np.clip(
+        np.minimum(aa[..., 1] + aa[..., 3], bb[..., 1] + bb[..., 3]) - np.maximum(aa[..., 1], bb[..., 1]),
+        0,
+        None,
+    )
     inter = iw * ih
     union = aa[..., 2] * aa[..., 3] + bb[..., 2] * bb[..., 3] - inter
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -47,9 +55,14 @@ def _boxes(x: np.ndarray, what: str) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[1] != 4:
         raise InputError(f"{what} boxes: expected shape (N, 4) x y w h, got {arr.shape}")
     if len(arr) > MAX_BOXES:
-        raise InputError(f"{what} boxes: {len(arr)} in one frame, more than the {MAX_BOXES} box matching takes")
+        raise InputError(
+            f"{what} boxes: {len(arr)} in one frame, more than the {MAX_BOXES} box matching takes"
+        )
     if not np.isfinite(arr).all():
-        raise InputError(f"{what} boxes: expected finite numbers, got NaN or inf in {int((~np.isfinite(arr).all(1)).sum())} box(es)")
+        raise InputError(
+            f"{what} boxes: expected finite numbers, got NaN or inf in "
+            f"{int((~np.isfinite(arr).all(1)).sum())} box(es)"
+        )
     if (arr[:, 2:] < 0).any():
         raise InputError(f"{what} boxes: expected width and height >= 0")
     return arr

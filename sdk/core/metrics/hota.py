@@ -55,7 +55,9 @@ def hota(pred: Mapping[int, FrameBoxes], gt: Mapping[int, FrameBoxes]) -> dict[s
     if n_gt == 0 or n_pred == 0:
         return _degenerate()
     if len(gids) * len(pids) > MAX_ID_PAIRS:
-        raise InputError(f"HOTA: {len(gids)} true x {len(pids)} predicted ids, more than {MAX_ID_PAIRS:,} pairs")
+        raise InputError(
+            f"HOTA: {len(gids)} true x {len(pids)} predicted ids, more than {MAX_ID_PAIRS:,} pairs"
+        )
     per_frame = []  # (true index, predicted index, IoU matrix) of each frame
     potential = np.zeros((len(gids), len(pids)))
     gt_count, pred_count = np.zeros(len(gids)), np.zeros(len(pids))
@@ -104,13 +106,27 @@ def hota(pred: Mapping[int, FrameBoxes], gt: Mapping[int, FrameBoxes]) -> dict[s
     return _means(h, deta, assa, loca, detre, detpr, assre, asspr)
 
 
-def _means(h: np.ndarray, deta: np.ndarray, assa: np.ndarray, loca: np.ndarray, detre: np.ndarray,
-           detpr: np.ndarray, assre: np.ndarray, asspr: np.ndarray) -> dict[str, Any]:  # fmt: skip
+def _means(
+    h: np.ndarray,
+    deta: np.ndarray,
+    assa: np.ndarray,
+    loca: np.ndarray,
+    detre: np.ndarray,
+    detpr: np.ndarray,
+    assre: np.ndarray,
+    asspr: np.ndarray,
+) -> dict[str, Any]:
     return {
-        "hota": float(h.mean()), "deta": float(deta.mean()), "assa": float(assa.mean()),
-        "loca": float(loca.mean()), "detre": float(detre.mean()), "detpr": float(detpr.mean()),
-        "assre": float(assre.mean()), "asspr": float(asspr.mean()), "hota_alpha": [float(x) for x in h],
-    }  # fmt: skip
+        "hota": float(h.mean()),
+        "deta": float(deta.mean()),
+        "assa": float(assa.mean()),
+        "loca": float(loca.mean()),
+        "detre": float(detre.mean()),
+        "detpr": float(detpr.mean()),
+        "assre": float(assre.mean()),
+        "asspr": float(asspr.mean()),
+        "hota_alpha": [float(x) for x in h],
+    }
 
 
 def _degenerate() -> dict[str, Any]:

@@ -128,9 +128,11 @@ def resolve_labels(
     for path, names in declared.items():
         if given is not None and names != given:
             raise FormatError(
-                path, f"header declares labels {list(names)}, expected {list(given)}; fix by making "
-                "the headers (and --labels) name the same label set", "line 1",
-            )  # fmt: skip
+                path,
+                f"header declares labels {list(names)}, expected {list(given)}; fix by making "
+                "the headers (and --labels) name the same label set",
+                "line 1",
+            )
         given = names
     if given is None:
         raise InputError(
@@ -161,9 +163,11 @@ def score(
     unlabeled = np.flatnonzero(truth.label < 0)
     if len(unlabeled):
         raise FormatError(
-            gold.path, "an interacting ground-truth pair needs a label; fix by adding \"label\" or "
-            "setting \"p_interact\": 0 for a non-interacting pair", f"line {int(truth.line[unlabeled[0]])}",
-        )  # fmt: skip
+            gold.path,
+            'an interacting ground-truth pair needs a label; fix by adding "label" or '
+            'setting "p_interact": 0 for a non-interacting pair',
+            f"line {int(truth.line[unlabeled[0]])}",
+        )
     cls = classification_metrics(truth.label, _matched_labels(ppairs, truth), len(gold.labels), gold.labels)
     stage1 = pair_detection(ppairs.rows()[ppairs.p_interact >= tau], truth.rows())
     activity = detection = None
@@ -195,15 +199,17 @@ def _check_not_empty(gold: PairwiseFile, allow_empty: bool = False) -> None:
     """A ground truth without frames, or without any interacting pair or group, has nothing to score."""
     if len(gold.frames) == 0:
         raise FormatError(
-            gold.path, "no frame to score (the file is empty or holds only a header); expected at least one "
+            gold.path,
+            "no frame to score (the file is empty or holds only a header); expected at least one "
             "frame record (JSON Lines) or pair row (CSV)",
-        )  # fmt: skip
+        )
     has_pairs = bool((gold.pairs.p_interact >= GOLD_THRESHOLD).any())
     if not has_pairs and not allow_empty and (gold.groups is None or len(gold.groups.frame) == 0):
         raise FormatError(
-            gold.path, f"no interacting pair and no group in its {len(gold.frames)} frames: nothing to score "
+            gold.path,
+            f"no interacting pair and no group in its {len(gold.frames)} frames: nothing to score "
             "(accuracy, MPCA and F1 would be undefined); expected at least one true pair",
-        )  # fmt: skip
+        )
 
 
 def _matched_labels(pred: PairTable, truth: PairTable) -> np.ndarray:

@@ -89,10 +89,11 @@ def read_run_tracks(path: str | Path) -> dict[int, FrameBoxes]:
         out[frame] = FrameBoxes(np.asarray(ids, np.int64), np.asarray(boxes, np.float64).reshape(-1, 4))
     if not seen:
         raise FormatError(
-            p, "no frame record has 'tracks' (the people's boxes): box matching needs a run's results.jsonl "
+            p,
+            "no frame record has 'tracks' (the people's boxes): box matching needs a run's results.jsonl "
             "(pairedge run writes them); fix by scoring that file, or drop --match-boxes when the ids are "
             "already the ground truth's",
-        )  # fmt: skip
+        )
     return out
 
 
@@ -138,7 +139,10 @@ class IdMapping:
     def map(self, frame: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """(N,) int64 the true id of each ``(frame, id)`` or, unmatched, its fresh id."""
         return np.asarray(
-            [self.true_of.get((f, i), self.fresh + i) for f, i in zip(frame.tolist(), ids.tolist(), strict=True)],
+            [
+                self.true_of.get((f, i), self.fresh + i)
+                for f, i in zip(frame.tolist(), ids.tolist(), strict=True)
+            ],
             np.int64,
         )
 
@@ -173,7 +177,9 @@ def remap(pred: PairwiseFile, mapping: IdMapping) -> PairwiseFile:
     groups = pred.groups
     if groups is not None:
         member_frame = groups.frame[groups.member_group]
-        groups = Groups(groups.frame, groups.activity, groups.member_group, mapping.map(member_frame, groups.member_id))
+        groups = Groups(
+            groups.frame, groups.activity, groups.member_group, mapping.map(member_frame, groups.member_id)
+        )
     return PairwiseFile(pred.path, pred.labels, pred.frames, pairs, groups, pred.group_line)
 
 
@@ -189,13 +195,13 @@ def check_matched(mapping: IdMapping, gold: PairwiseFile, gt: str | Path, min_io
     c = mapping.counts
     if c["truth"] == 0:
         raise InputError(
-            f"--match-boxes {gt}: no true box in any of the {len(np.unique(gold.frames)):,} scored frames (MOT frame "
-            "k + 1 is the run's frame k): is it the ground truth of this clip?"
+            f"--match-boxes {gt}: no true box in any of the {len(np.unique(gold.frames)):,} scored frames "
+            "(MOT frame k + 1 is the run's frame k): is it the ground truth of this clip?"
         )
     if c["pred"] and not c["matched"]:
         raise InputError(
-            f"--match-boxes {gt}: none of the run's {c['pred']:,} people-frames overlaps a true box at IoU >= "
-            f"{min_iou:g} (its {c['truth']:,} boxes): boxes of another clip, or scaled differently?"
+            f"--match-boxes {gt}: none of the run's {c['pred']:,} people-frames overlaps a true box at IoU "
+            f">= {min_iou:g} (its {c['truth']:,} boxes): boxes of another clip, or scaled differently?"
         )
     named = {int(v) for v in np.concatenate([gold.pairs.id_a, gold.pairs.id_b]).tolist()}
     if gold.groups is not None:
@@ -203,8 +209,8 @@ def check_matched(mapping: IdMapping, gold: PairwiseFile, gt: str | Path, min_io
     matched = set(mapping.true_of.values())
     if matched and named and not matched & named:
         raise InputError(
-            f"--match-boxes {gt}: the true ids the run's people matched ({_some(matched)}) are none of the ids the "
-            f"pairwise ground truth names ({_some(named)}): the two truths number people differently"
+            f"--match-boxes {gt}: the true ids the run's people matched ({_some(matched)}) are none of the "
+            f"ids the pairwise ground truth names ({_some(named)}): the two truths number people differently"
         )
 
 
@@ -214,12 +220,15 @@ def _some(ids: set[int], shown: int = 6) -> str:
     return first if len(ids) <= shown else f"{first}, ... ({len(ids)} ids)"
 
 
-def matching_summary(mapping: IdMapping, gt: str | Path, min_iou: float = MIN_IOU) -> tuple[dict[str, Any], str]:
+def matching_summary(
+    mapping: IdMapping, gt: str | Path, min_iou: float = MIN_IOU
+) -> tuple[dict[str, Any], str]:
     """Details (JSON) and a one-line note saying how many people-frames matched."""
     c = mapping.counts
     note = (
         f"box matching against {gt} (Hungarian, IoU >= {min_iou:g}): {c['matched']} of {c['pred']} predicted "
         f"people-frames matched a true person; {c['pred_unmatched']} unmatched (their pairs are false "
-        f"positives); {c['truth_unmatched']} of {c['truth']} true people-frames unmatched (their pairs are misses)"
+        f"positives); {c['truth_unmatched']} of {c['truth']} true people-frames unmatched (their pairs are "
+        "misses)"
     )
     return {"box_matching": {"gt": str(gt), "min_iou": min_iou, **c}}, note

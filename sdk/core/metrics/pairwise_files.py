@@ -65,9 +65,14 @@ class PairTable:
         """Rows selected by a boolean mask."""
         probs = None if self.probs is None else self.probs[keep]
         return PairTable(
-            self.frame[keep], self.id_a[keep], self.id_b[keep], self.label[keep],
-            self.p_interact[keep], probs, self.line[keep],
-        )  # fmt: skip
+            self.frame[keep],
+            self.id_a[keep],
+            self.id_b[keep],
+            self.label[keep],
+            self.p_interact[keep],
+            probs,
+            self.line[keep],
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,9 +162,15 @@ class _Parsed:
             ) from None
 
     def add_pair(
-        self, frame: int, ids: tuple[int, int], label: int, p: float, line: int, rec: str,
+        self,
+        frame: int,
+        ids: tuple[int, int],
+        label: int,
+        p: float,
+        line: int,
+        rec: str,
         probs: list[float] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         a, b = ids
         if a < 0 or b < 0:
             raise FormatError(
@@ -185,9 +196,11 @@ class _Parsed:
         dup = first_duplicate(frames)
         if dup is not None:
             raise FormatError(
-                self.path, f"frame {int(frames[dup[1]])} already given on line {self.frame_lines[dup[0]]}; "
-                "expected one record per frame", f"line {self.frame_lines[dup[1]]}",
-            )  # fmt: skip
+                self.path,
+                f"frame {int(frames[dup[1]])} already given on line {self.frame_lines[dup[0]]}; "
+                "expected one record per frame",
+                f"line {self.frame_lines[dup[1]]}",
+            )
         f, a, b, lab, ln = (
             np.frombuffer(c, np.int64) if len(c) else np.zeros(0, np.int64) for c in self.pair_int
         )
@@ -212,10 +225,12 @@ class _Parsed:
         if dup is not None:
             i, j = dup
             raise FormatError(
-                self.path, f"duplicate pair {[int(table.id_a[j]), int(table.id_b[j])]} in frame "
+                self.path,
+                f"duplicate pair {[int(table.id_a[j]), int(table.id_b[j])]} in frame "
                 f"{int(table.frame[j])} (first on line {int(table.line[i])}); expected each unordered pair "
-                "once per frame", f"line {int(table.line[j])}",
-            )  # fmt: skip
+                "once per frame",
+                f"line {int(table.line[j])}",
+            )
 
     def _groups(self) -> tuple[Groups | None, np.ndarray]:
         if not self.has_groups:
@@ -229,10 +244,11 @@ class _Parsed:
         if dup is not None:
             i, j = dup
             raise FormatError(
-                self.path, f"person {int(m[j, 1])} appears twice in the groups of frame {int(g[m[j, 0], 0])} (first on "
+                self.path,
+                f"person {int(m[j, 1])} appears twice in the groups of frame {int(g[m[j, 0], 0])} (first on "
                 f"line {int(g[m[i, 0], 2])}); expected a person in at most one group per frame",
                 f"line {int(g[m[j, 0], 2])}",
-            )  # fmt: skip
+            )
         return groups, g[:, 2]
 
 
@@ -284,9 +300,11 @@ def _read_jsonl(path: Path, parsed: _Parsed, names: tuple[str, ...]) -> None:
             declared = _header_labels(path, lineno, obj)
             if declared != names:
                 raise FormatError(
-                    path, f"header declares labels {list(declared)} but the other file uses {list(names)}; "
-                    "expected the same label set in prediction and ground truth", f"line {lineno}",
-                )  # fmt: skip
+                    path,
+                    f"header declares labels {list(declared)} but the other file uses {list(names)}; "
+                    "expected the same label set in prediction and ground truth",
+                    f"line {lineno}",
+                )
             continue
         first = False
         _read_frame_record(path, parsed, lineno, obj, len(names))
@@ -343,9 +361,11 @@ def _read_csv(path: Path, parsed: _Parsed) -> None:
             fields = [f.strip() for f in next(csv.reader([text], strict=True))]
         except csv.Error as exc:
             raise FormatError(
-                path, f"malformed CSV ({exc}); expected frame,id_a,id_b,label[,p_interact] with balanced "
-                'quotes ("...")', rec,
-            ) from None  # fmt: skip
+                path,
+                f"malformed CSV ({exc}); expected frame,id_a,id_b,label[,p_interact] with balanced "
+                'quotes ("...")',
+                rec,
+            ) from None
         if fields and fields[0].lower() == "frame":
             continue  # header row
         if len(fields) not in (4, 5):
@@ -389,9 +409,11 @@ def _probs(path: Path, value: Any, c: int, rec: str) -> list[float]:
     ok = ok and all(map(is_number, value))
     if not ok:
         raise FormatError(
-            path, f"probs: expected {c} finite numbers (one per class, within the float64 range), got "
-            f"{short(value)}", rec,
-        )  # fmt: skip
+            path,
+            f"probs: expected {c} finite numbers (one per class, within the float64 range), got "
+            f"{short(value)}",
+            rec,
+        )
     return [float(v) for v in value]
 
 

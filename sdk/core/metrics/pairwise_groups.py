@@ -151,7 +151,8 @@ def pair_detection(pred_rows: np.ndarray, gold_rows: np.ndarray) -> DetectionSco
         dup = first_duplicate(keys)
         if dup is not None:
             raise InputError(
-                f"pair_detection: {name} pair rows {dup[0]} and {dup[1]} are the same pair; expected each once"
+                f"pair_detection: {name} pair rows {dup[0]} and {dup[1]} are the same pair; expected each "
+                "once"
             )
     tp = len(np.intersect1d(pk, gk, assume_unique=True))
     return DetectionScore(tp=tp, fp=len(pk) - tp, fn=len(gk) - tp)

@@ -28,9 +28,9 @@ ACCURACY_LABELS: dict[str, str] = {
 #: What each summary key means, copied into the report's details.
 DEFINITIONS: dict[str, str] = {
     "accuracy": "correct / N over the interacting ground-truth pairs (missing predictions are wrong)",
-    "accuracy_scored": "correct / (N - missing): over the interacting ground-truth pairs that got a predicted "
-    "label, missing predictions left out (pairedge bench runs stage 2 on every true pair the pipeline tracked, "
-    "whatever stage 1 decided)",
+    "accuracy_scored": "correct / (N - missing): over the interacting ground-truth pairs that got a "
+    "predicted label, missing predictions left out (pairedge bench runs stage 2 on every true pair the "
+    "pipeline tracked, whatever stage 1 decided)",
     "mpca": "mean of TP_c / N_c over the classes present in the ground truth",
     "mpca_over_all_classes": "sum of TP_c / N_c over present classes divided by C (published snippet)",
     "macro_f1": "mean over all C classes of 2PR/(P+R), P = TP/(TP+FP), R = TP/(TP+FN), 0 when undefined",

@@ -121,9 +121,10 @@ def _check_not_empty(gold: Sequence[ParFrame], gold_label: str) -> None:
         )
     if not any(len(f.person_ids) for f in gold):
         raise FormatError(
-            gold_label, f"no person in any of its {len(gold)} frames: nothing to score (F_i and F_a would be "
+            gold_label,
+            f"no person in any of its {len(gold)} frames: nothing to score (F_i and F_a would be "
             "undefined); expected ground truth with at least one person",
-        )  # fmt: skip
+        )
 
 
 def score_frames(
@@ -166,9 +167,18 @@ def score_frames(
     social = _social(aligned, g, p, variant, notes)
     f_a = (f_i + social["F_p"] + f_g) / 3
     summary = {
-        "F_a": f_a, "F_i": f_i, "P_i": p_i, "R_i": r_i, **social,
-        "F_g": f_g, "P_g": p_g, "R_g": r_g, "group_P": gp, "group_R": gr, "group_F1": group_f1,
-    }  # fmt: skip
+        "F_a": f_a,
+        "F_i": f_i,
+        "P_i": p_i,
+        "R_i": r_i,
+        **social,
+        "F_g": f_g,
+        "P_g": p_g,
+        "R_g": r_g,
+        "group_P": gp,
+        "group_R": gr,
+        "group_F1": group_f1,
+    }
     rows = (
         ("individual", p_i, r_i, f_i),
         ("social", social["P_p"], social["R_p"], social["F_p"]),

@@ -1,4 +1,5 @@
-"""Vectorised JRDB-PAR kernels: sample-averaged multi-label P/R/F1, Half-criterion group matching, social sums.
+"""Vectorised JRDB-PAR kernels: sample-averaged multi-label P/R/F1, Half-criterion group matching, social
+sums.
 
 Arithmetic follows the official code (RuizeHan/PAR: ``metrics.py``, ``my_utils/group_detection_PRF.py``,
 scikit-learn ``precision_recall_fscore_support(average="samples")``).

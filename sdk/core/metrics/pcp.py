@@ -86,9 +86,10 @@ def _flatten(
     gt_parts = [_as_sticks(im, gold_label) for im in gold]
     if not sum(map(len, gt_parts)):
         raise FormatError(
-            gold_label, f"no ground-truth stickman in its {len(names)} images: nothing to score (PCP would be "
+            gold_label,
+            f"no ground-truth stickman in its {len(names)} images: nothing to score (PCP would be "
             "undefined); expected at least one annotated person",
-        )  # fmt: skip
+        )
     by_image: dict[int, StickmenImage] = {}
     for im in pred:
         if im.name not in index:
@@ -151,8 +152,8 @@ def pcp_loose(
         li, lj = i - int(flat.est_start[image]), j - int(flat.est_start[image])
         raise FormatError(
             pred_label,
-            f"estimated stickmen {li} and {lj} have detection windows overlapping with IoU > 0.5; the official "
-            "protocol forbids this: keep one of them (e.g. by non-maximum suppression)",
+            f"estimated stickmen {li} and {lj} have detection windows overlapping with IoU > 0.5; the "
+            "official protocol forbids this: keep one of them (e.g. by non-maximum suppression)",
             f"image {flat.names[image]!r}",
         )
     gt_windows = stickman_windows(flat.gt)

@@ -58,9 +58,10 @@ def read_tracks(path: str | Path, *, truth: bool) -> dict[int, FrameBoxes]:
     bad = np.flatnonzero(keep & (table.track_id < 0))
     if len(bad):
         raise FormatError(
-            path, "id -1: expected track ids >= 0 (a tracker's output or ground truth, not raw detections)",
+            path,
+            "id -1: expected track ids >= 0 (a tracker's output or ground truth, not raw detections)",
             f"line {int(table.line[bad[0]])}",
-        )  # fmt: skip
+        )
     frame, ids, boxes = table.frame[keep], table.track_id[keep], table.boxes[keep].astype(np.float64)
     if len(frame) == 0:
         return {}
@@ -91,7 +92,9 @@ def tracking_metrics(pred_mot: str | Path, gt_mot: str | Path, min_iou: float = 
     return score_tracks(read_tracks(pred_mot, truth=False), read_tracks(gt_mot, truth=True), min_iou)
 
 
-def score_tracks(pred: dict[int, FrameBoxes], gt: dict[int, FrameBoxes], min_iou: float = MIN_IOU) -> dict[str, Any]:
+def score_tracks(
+    pred: dict[int, FrameBoxes], gt: dict[int, FrameBoxes], min_iou: float = MIN_IOU
+) -> dict[str, Any]:
     """:func:`tracking_metrics` on boxes already read (frame -> people)."""
     if not isinstance(min_iou, int | float) or not 0.0 < float(min_iou) <= 1.0:
         raise InputError(f"min_iou: expected a number in (0, 1], got {min_iou!r}")
@@ -149,7 +152,9 @@ def score_tracks(pred: dict[int, FrameBoxes], gt: dict[int, FrameBoxes], min_iou
     }
 
 
-def _clear_match(p: FrameBoxes, t: FrameBoxes, iou: np.ndarray, last: dict[int, int], min_iou: float) -> np.ndarray:
+def _clear_match(
+    p: FrameBoxes, t: FrameBoxes, iou: np.ndarray, last: dict[int, int], min_iou: float
+) -> np.ndarray:
     """(P,) index of the true box each predicted box matches in this frame, or -1 (CLEAR MOT rule)."""
     out = np.full(len(p.ids), -1, np.int64)
     row_of = {int(i): n for n, i in enumerate(p.ids.tolist())}
@@ -173,7 +178,9 @@ def _idtp(overlap: dict[tuple[int, int], int]) -> int:
     gids = sorted({g for g, _ in overlap})
     pids = sorted({q for _, q in overlap})
     if len(gids) > MAX_TRACKS or len(pids) > MAX_TRACKS:
-        raise InputError(f"IDF1: more than {MAX_TRACKS} overlapping tracks on one side; too many to pair exactly")
+        raise InputError(
+            f"IDF1: more than {MAX_TRACKS} overlapping tracks on one side; too many to pair exactly"
+        )
     gi, pi = {g: n for n, g in enumerate(gids)}, {q: n for n, q in enumerate(pids)}
     w = np.zeros((len(gids), len(pids)))
     for (g, q), n in overlap.items():

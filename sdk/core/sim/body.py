@@ -127,7 +127,8 @@ def sample_appearance(rng: np.random.Generator, child_share: float = 0.05) -> Ap
 
 
 def _leg(hip: np.ndarray, alpha: np.ndarray, beta: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Knee, ankle and toe from the hip (N, 3), hip flexion alpha and knee flexion beta (N,), height h (N,)."""
+    """Knee, ankle and toe from the hip (N, 3), hip flexion alpha and knee flexion beta (N,), height h
+    (N,)."""
     zero = np.zeros_like(alpha)
     knee = hip + (THIGH * h)[:, None] * np.stack([zero, -np.cos(alpha), np.sin(alpha)], 1)
     shin = alpha - beta

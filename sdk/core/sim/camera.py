@@ -71,7 +71,8 @@ class Projection:
         )
 
     def depth(self, xz: np.ndarray) -> np.ndarray:
-        """Depth used for scale and painter's order: Z (pinhole) or ground distance (cylinder). (...,) float."""
+        """Depth used for scale and painter's order: Z (pinhole) or ground distance (cylinder). (...,)
+        float."""
         if self.cylinder:
             return np.hypot(xz[..., 0], xz[..., 1])
         return xz[..., 1]
@@ -151,9 +152,11 @@ def render_canvas(
 class EgoMotion:
     """The camera's affine map ``A_t`` (canvas -> frame) for every frame, in order.
 
-    ``static``: the identity crop. ``moving``: lawnmower stripes (slow forward zoom with steering drift, then a
+    ``static``: the identity crop. ``moving``: lawnmower stripes (slow forward zoom with steering drift, then
+        a
     pan sweep to the other side while the zoom relaxes) plus shake. ``panorama``: yaw rotation (horizontal
-    shift with wrap-around) plus vertical shake, both rounded to whole pixels. Shake is an AR(1) process drawn from ``rng`` frame by frame.
+    shift with wrap-around) plus vertical shake, both rounded to whole pixels. Shake is an AR(1) process drawn
+    from ``rng`` frame by frame.
     """
 
     def __init__(self, cam: CameraConfig, proj: Projection, rng: np.random.Generator) -> None:
@@ -194,7 +197,8 @@ class EgoMotion:
             period = 30.0
             amp = math.radians(cam.yaw_deg_s) * period / (2 * math.pi)
             yaw = amp * (1 - math.cos(2 * math.pi * t / period))
-            # whole-pixel shifts: the panorama is moved by an exact integer roll (fast, and exact ground truth)
+            # whole-pixel shifts: the panorama is moved by an exact integer roll (fast, and exact ground
+            # truth)
             tx = float(round(yaw * proj.f + dx) % cam.width)
             ty = float(np.clip(round(dy), -PANO_PAD, PANO_PAD))
             return np.array([[1.0, 0.0, tx], [0.0, 1.0, ty - proj.origin[1]]])
@@ -208,7 +212,8 @@ class EgoMotion:
 
 
 def relative_motion(prev: np.ndarray, cur: np.ndarray, wrap_width: int | None = None) -> np.ndarray:
-    """The frame-to-frame camera motion ``cur o prev^-1``: previous-frame pixel -> current-frame pixel. (2, 3).
+    """The frame-to-frame camera motion ``cur o prev^-1``: previous-frame pixel -> current-frame pixel. (2,
+    3).
 
     With ``wrap_width`` (panorama), the horizontal shift is wrapped into ``[-W/2, W/2)``.
     """

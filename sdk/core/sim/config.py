@@ -149,10 +149,10 @@ class NoiseConfig:
         duplicate_persistence: probability that a person with a duplicate box in the previous frame has one
             again, at the same offset (a duplicate comes from how the person looks, which lasts); runs of
             ``1 / (1 - duplicate_persistence)`` frames on average. Below ``duplicate_rate`` it has no effect.
-        detector_nms: 0 (off), or the IoU above which the detector's own greedy non-maximum suppression removes
-            the lower-scored of two boxes (people, duplicates and false positives alike). A real detector's
-            duplicates that survive it overlap their person by less than this, which is what a tracker's
-            suppression must then catch; people who overlap more lose a box as well.
+        detector_nms: 0 (off), or the IoU above which the detector's own greedy non-maximum suppression
+            removes the lower-scored of two boxes (people, duplicates and false positives alike). A real
+            detector's duplicates that survive it overlap their person by less than this, which is what a
+            tracker's suppression must then catch; people who overlap more lose a box as well.
     """
 
     jitter: float = 0.03
@@ -173,7 +173,9 @@ class NoiseConfig:
             if not (math.isfinite(value) and 0.0 <= value < 1.0):
                 raise InputError(f"noise {name}: expected a value in [0, 1), got {value}")
         if not (math.isfinite(self.fixed_aspect) and 0.0 <= self.fixed_aspect <= 5.0):
-            raise InputError(f"noise fixed_aspect: expected 0 (off) or a ratio in (0, 5], got {self.fixed_aspect}")
+            raise InputError(
+                f"noise fixed_aspect: expected 0 (off) or a ratio in (0, 5], got {self.fixed_aspect}"
+            )
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ class PersonState:
     """What the labels need about the N visible people (rows sorted by track id).
 
     Attributes:
-        tids: (N,) int64. unit: (N,) int64 social-unit id. mode: (N,) int64 unit mode (0 walk, 1 stand, 2 sit).
+        tids: (N,) int64. unit: (N,) int64 social-unit id. mode: (N,) int64 unit mode (0 walk, 1 stand, 2
+            sit).
         unit_size: (N,) int64 members of the unit (visible or not). target: (N,) int64 unit being approached.
         left_from: (N,) int64 unit left (-1). left_age: (N,) float seconds since leaving.
         pos: (N, 2) ground X, Z metres. speed: (N,) m/s. sit: (N,) sitting amount.

@@ -31,7 +31,8 @@ class DetectorNoise:
         self.ids: dict[int, int] = {}
         self.next_id = SWITCH_ID_BASE
         self.missed: set[int] = set()  # truth ids missed in the previous frame (miss_persistence)
-        # truth id -> (dx, dy, scale) of the duplicate box it had in the previous frame (duplicate_persistence)
+        # truth id -> (dx, dy, scale) of the duplicate box it had in the previous frame
+        # (duplicate_persistence)
         self.duplicated: dict[int, tuple[float, float, float]] = {}
 
     def _fresh(self) -> int:
@@ -92,8 +93,11 @@ class DetectorNoise:
             return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
         before = np.array([t in self.duplicated for t in tids.tolist()], bool)
         draw = self.rng.random(len(boxes))
-        pick = np.flatnonzero(np.where(before, draw < max(cfg.duplicate_persistence, cfg.duplicate_rate),
-                                       draw < cfg.duplicate_rate))  # fmt: skip
+        pick = np.flatnonzero(
+            np.where(
+                before, draw < max(cfg.duplicate_persistence, cfg.duplicate_rate), draw < cfg.duplicate_rate
+            )
+        )
         fresh = self.rng.standard_normal((len(pick), 3)) * np.array([0.2, 0.1, 0.2])
         offsets = {}
         for k, row in enumerate(pick.tolist()):

@@ -85,18 +85,28 @@ def jrdb_frame(f: SimFrame) -> JrdbFrame:
         for m in g.members.tolist():
             social[tids.index(m)] = _posture(g.activity)
     attrs = [
-        {"occlusion": occlusion_category(float(v)), "truncated": "true" if t else "false",
-         "area": int(b[2] * b[3]), "interpolated": False, "no_eval": False}
+        {
+            "occlusion": occlusion_category(float(v)),
+            "truncated": "true" if t else "false",
+            "area": int(b[2] * b[3]),
+            "interpolated": False,
+            "no_eval": False,
+        }
         for v, t, b in zip(f.visibility.tolist(), f.truncated.tolist(), f.truth.boxes.tolist(), strict=True)
-    ]  # fmt: skip
+    ]
     keep = f.pair_labels != SIM7.index("no_interaction")
     return JrdbFrame(
-        frame=f.index, image=f"{f.index:06d}.jpg", people=f.truth,
-        occlusion=tuple(a["occlusion"] for a in attrs), attributes=tuple(attrs),
+        frame=f.index,
+        image=f"{f.index:06d}.jpg",
+        people=f.truth,
+        occlusion=tuple(a["occlusion"] for a in attrs),
+        attributes=tuple(attrs),
         actions=tuple({SIM_ACTIONS[a]: 1.0 for a in np.flatnonzero(row)} for row in f.actions),
-        social_activity=tuple({s: 1.0} for s in social), group_ids=f.group_ids.astype(np.int64),
-        pairs=f.pairs[keep], pair_labels=tuple({SIM7.classes[k].replace("_", " "): 1.0} for k in f.pair_labels[keep]),
-    )  # fmt: skip
+        social_activity=tuple({s: 1.0} for s in social),
+        group_ids=f.group_ids.astype(np.int64),
+        pairs=f.pairs[keep],
+        pair_labels=tuple({SIM7.classes[k].replace("_", " "): 1.0} for k in f.pair_labels[keep]),
+    )
 
 
 def par_frame(f: SimFrame) -> ParFrame:
@@ -188,8 +198,11 @@ class _Writer:
         self.gt.append(
             np.column_stack([np.full(n, f.index + 1), f.truth.track_ids, f.truth.boxes, np.ones(n)])
         )
-        self.det.append(np.column_stack([np.full(d, f.index + 1), f.detections.track_ids, f.detections.boxes,
-                                         f.detections.scores]))  # fmt: skip
+        self.det.append(
+            np.column_stack(
+                [np.full(d, f.index + 1), f.detections.track_ids, f.detections.boxes, f.detections.scores]
+            )
+        )
         self.jrdb.append(jrdb_frame(f))
         self.sticks.append((f"{f.index:06d}", f.stickmen))
         self.par.append(par_frame(f))
@@ -217,8 +230,17 @@ class _Writer:
         (out / "pairs_gt.jsonl").write_text("\n".join(self.pairs) + "\n")
         (out / "pairs_gt_paper3.jsonl").write_text("\n".join(self.pairs3) + "\n")
         (out / "scene.json").write_text(json.dumps(self.scene_info(seed, frames), indent=2))
-        files = ["gt/gt.txt", "det/det.txt", "det/tracked.txt", JRDB_FILE, "stickmen.txt", "par_labels.jsonl",
-                 "pairs_gt.jsonl", "pairs_gt_paper3.jsonl", "scene.json"]  # fmt: skip
+        files = [
+            "gt/gt.txt",
+            "det/det.txt",
+            "det/tracked.txt",
+            JRDB_FILE,
+            "stickmen.txt",
+            "par_labels.jsonl",
+            "pairs_gt.jsonl",
+            "pairs_gt_paper3.jsonl",
+            "scene.json",
+        ]
         files.insert(0, self.video_name)
         if self.preview_at:
             files.append("preview/")
@@ -230,24 +252,46 @@ class _Writer:
         from pairedge.core.version import __version__
 
         return {
-            "preset": cfg.name, "seed": seed, "frames": frames, "width": w, "height": h, "fps": cfg.camera.fps,
-            "camera": cfg.camera.kind, "wrap_around": self.scene.proj.cylinder,
-            "label_set": SIM7.name, "labels": list(SIM7.classes), "together_labels": list(MODE_LABELS),
-            "actions": list(SIM_ACTIONS), "global_activities": list(SIM_GLOBAL),
-            "par_ids": {"actions": "index into actions", "social": "index into actions (the group's posture)",
-                        "global": "index into global_activities"},
-            "stick_parts": ["torso", "left_upper_arm", "right_upper_arm", "left_lower_arm", "right_lower_arm",
-                            "head"],
+            "preset": cfg.name,
+            "seed": seed,
+            "frames": frames,
+            "width": w,
+            "height": h,
+            "fps": cfg.camera.fps,
+            "camera": cfg.camera.kind,
+            "wrap_around": self.scene.proj.cylinder,
+            "label_set": SIM7.name,
+            "labels": list(SIM7.classes),
+            "together_labels": list(MODE_LABELS),
+            "actions": list(SIM_ACTIONS),
+            "global_activities": list(SIM_GLOBAL),
+            "par_ids": {
+                "actions": "index into actions",
+                "social": "index into actions (the group's posture)",
+                "global": "index into global_activities",
+            },
+            "stick_parts": [
+                "torso",
+                "left_upper_arm",
+                "right_upper_arm",
+                "left_lower_arm",
+                "right_lower_arm",
+                "head",
+            ],
             "stick_joints": [list(p) for p in STICK_JOINTS],
             "conventions": {
-                "frame_index": "0-based in JSON / JSONL files and image keys; MOT files are 1-based (index + 1)",
+                "frame_index": "0-based in JSON / JSONL files and image keys; MOT files are 1-based (index + "
+                "1)",
                 "box": "x y w h in pixels; pixel (c, r) is inside when x <= c < x + w and y <= r < y + h",
                 "panorama_box": "x in [0, W); x + w may exceed W: the box wraps around the seam",
-                "detection_ids": "det/tracked.txt: simulated tracker ids; ids >= 100000 follow an identity switch",
+                "detection_ids": "det/tracked.txt: simulated tracker ids; ids >= 100000 follow an identity "
+                "switch",
             },
-            "video": self.video_name, "notes": self.notes, "pairedge_version": __version__,
+            "video": self.video_name,
+            "notes": self.notes,
+            "pairedge_version": __version__,
             "config": dataclasses.asdict(cfg),
-        }  # fmt: skip
+        }
 
 
 def write_scene(

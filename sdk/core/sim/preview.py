@@ -9,7 +9,8 @@ from pairedge.core import palette
 from pairedge.core.labels import SIM7
 from pairedge.core.sim.scene import SimFrame
 
-#: The SIM7 labels whose links are drawn (``no_interaction`` is not), coloured from :mod:`pairedge.core.palette`.
+#: The SIM7 labels whose links are drawn (``no_interaction`` is not), coloured from
+#: :mod:`pairedge.core.palette`.
 DRAWN_LABELS: tuple[str, ...] = tuple(name for name in SIM7.classes if name != "no_interaction")
 
 
@@ -39,8 +40,10 @@ def draw_preview(frame: SimFrame, wrap: bool = False) -> np.ndarray:
     """
     img = frame.image.copy()
     width = img.shape[1] if wrap else None
-    centre = {int(t): frame.truth.boxes[k, :2] + frame.truth.boxes[k, 2:] * [0.5, 0.35]
-              for k, t in enumerate(frame.truth.track_ids.tolist())}  # fmt: skip
+    centre = {
+        int(t): frame.truth.boxes[k, :2] + frame.truth.boxes[k, 2:] * [0.5, 0.35]
+        for k, t in enumerate(frame.truth.track_ids.tolist())
+    }
     counts: dict[str, int] = {}
     for (a, b), label in zip(frame.pairs.tolist(), frame.pair_labels.tolist(), strict=True):
         name = SIM7.classes[label]
@@ -65,8 +68,11 @@ def _legend(img: np.ndarray, counts: dict[str, int], frame: SimFrame) -> None:
     """Frame, time, people and the labels present (with their pair counts), bottom-left, each line on a
     filled box of its label's colour (:func:`pairedge.core.palette.draw_label`)."""
     lines = [(f"frame {frame.index}  t={frame.timestamp:.2f}s  people {len(frame.truth)}", (40, 40, 40))]
-    lines += [(f"{name.replace('_', ' ')}: {counts[name]}", palette.label_colour(name))
-              for name in DRAWN_LABELS if counts.get(name)]  # fmt: skip
+    lines += [
+        (f"{name.replace('_', ' ')}: {counts[name]}", palette.label_colour(name))
+        for name in DRAWN_LABELS
+        if counts.get(name)
+    ]
     scale = 0.32 if img.shape[1] < 600 else 0.4
     step = cv2.getTextSize("Ag", palette.FONT, scale, 1)[0][1] + 8
     bottom = img.shape[0] - 6  # bottom-left corner: usually ground, rarely people

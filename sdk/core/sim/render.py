@@ -116,7 +116,8 @@ class Renderer:
     """Draws frames for one camera.
 
     Args:
-        cam: camera configuration. proj: the virtual camera. canvas: (Hc, Wc, 3) uint8 pre-rendered background.
+        cam: camera configuration. proj: the virtual camera. canvas: (Hc, Wc, 3) uint8 pre-rendered
+            background.
         benches: the benches of the world. min_visible_px: fewer visible pixels than this = not visible.
     """
 
@@ -316,8 +317,9 @@ class Renderer:
 def _colourise(lab: np.ndarray, look: Appearance, anchor: np.ndarray, scale: float) -> np.ndarray:
     """Colour of a person's label image: part colour times the person's texture, which moves with its pelvis.
 
-    The texture maps 1 tile pixel to 1 cm of clothing at pyramid level 0; the level is chosen so that it is not
-    aliased; sampling is nearest-texel at continuous coordinates (texel edges move with sub-pixel accuracy).
+    The texture maps 1 tile pixel to 1 cm of clothing at pyramid level 0; the level is chosen so that it is
+    not aliased; sampling is nearest-texel at continuous coordinates (texel edges move with sub-pixel
+    accuracy).
 
     Args:
         lab: (h, w) uint8 part labels (0 = not the person).

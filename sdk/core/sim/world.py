@@ -77,7 +77,8 @@ class World:
         return max(1, min(n, cap))
 
     def _free_spot(self, radius: float) -> np.ndarray:
-        """A random interior point at least ``radius`` + 1 m from everyone and every bench (best of 30 tries)."""
+        """A random interior point at least ``radius`` + 1 m from everyone and every bench (best of 30
+        tries)."""
         best, best_d = self.area.random_interior(self.rng), -1.0
         alive = np.concatenate([self.people.pos[self.people.alive], self._bench_points()])
         for _ in range(30):

@@ -59,8 +59,10 @@ def resolve_kind(kind: str = "auto", *, emulation: bool = True) -> str:
     if kind not in KINDS:
         raise InputError(f"CUDA layer: expected one of {', '.join(KINDS)}, got {kind!r}")
     if kind == "hip-cpu" and not emulation:
-        raise InputError("the emulated CUDA device (hip-cpu) cannot run this (a TensorRT engine needs a GPU); "
-                         "pass it as an injected device in tests only")  # fmt: skip
+        raise InputError(
+            "the emulated CUDA device (hip-cpu) cannot run this (a TensorRT engine needs a GPU); "
+            "pass it as an injected device in tests only"
+        )
     if kind != "auto":
         return kind
     if emulation and emulation_requested():
@@ -68,10 +70,16 @@ def resolve_kind(kind: str = "auto", *, emulation: bool = True) -> str:
     for candidate in GPU_KINDS:
         if importable(_DRIVERS[candidate]):
             return candidate
-    hint = (f" (for tests and debugging without a GPU: {EMULATION_ENV}=hip-cpu runs the kernels emulated on "
-            "the CPU)" if emulation else "")  # fmt: skip
-    raise MissingDependencyError(f"the CUDA layer needs cuda-python or pycuda, neither is importable; install it "
-                                 f"with: {install_hint('cuda')}{hint}")  # fmt: skip
+    hint = (
+        f" (for tests and debugging without a GPU: {EMULATION_ENV}=hip-cpu runs the kernels emulated on "
+        "the CPU)"
+        if emulation
+        else ""
+    )
+    raise MissingDependencyError(
+        f"the CUDA layer needs cuda-python or pycuda, neither is importable; install it "
+        f"with: {install_hint('cuda')}{hint}"
+    )
 
 
 def open_device(kind: str = "auto", device: int = 0, *, emulation: bool = True) -> Device:
@@ -86,8 +94,11 @@ def open_device(kind: str = "auto", device: int = 0, *, emulation: bool = True) 
         from pairedge.gpu.cuda.emulated.device import EmulatedDevice
 
         emulated = EmulatedDevice(device)
-        LOG.warning("pairedge: CUDA runs on the EMULATED device (HIP-CPU on the CPU%s): results are emulated, "
-                    "timings are not GPU timings", f", {EMULATION_ENV}=hip-cpu" if kind == "auto" else "")  # fmt: skip
+        LOG.warning(
+            "pairedge: CUDA runs on the EMULATED device (HIP-CPU on the CPU%s): results are emulated, "
+            "timings are not GPU timings",
+            f", {EMULATION_ENV}=hip-cpu" if kind == "auto" else "",
+        )
         return emulated
     if resolved == "cuda-python":
         from pairedge.gpu.cuda.driver import CudaPythonDevice
@@ -118,7 +129,10 @@ def unavailable_reason(kind: str = "auto", *, emulation: bool = True, need_nvrtc
     if not devices:
         return why
     if need_nvrtc and not importable("cuda.bindings.nvrtc"):
-        return f"the kernels are compiled with NVRTC (cuda.bindings.nvrtc), missing; install it with: {install_hint('cuda')}"
+        return (
+            "the kernels are compiled with NVRTC (cuda.bindings.nvrtc), missing; install it with: "
+            f"{install_hint('cuda')}"
+        )
     return None
 
 

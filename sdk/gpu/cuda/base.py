@@ -89,7 +89,9 @@ class Module:
     def function(self, name: str, rule: BlockRule | None = None) -> Kernel:
         """The kernel ``name`` of this module (with the block ``rule`` its code needs)."""
         if name not in self.signatures:
-            raise BackendError(f"{self.name}: no __global__ kernel {name!r}; it has {sorted(self.signatures)}")
+            raise BackendError(
+                f"{self.name}: no __global__ kernel {name!r}; it has {sorted(self.signatures)}"
+            )
         return Kernel(self.signatures[name], self.device._function(self.handle, name), rule or BlockRule())
 
 
@@ -106,23 +108,31 @@ def _check_dims(name: str, g: tuple[int, int, int], b: tuple[int, int, int], lim
     if min(g) < 1 or min(b) < 1:
         raise BackendError(f"launch {name}: grid {g} and block {b} must be at least 1 in every dimension")
     if threads > limits.max_threads_per_block:
-        raise BackendError(f"launch {name}: block {b} has {threads} threads, the device allows at most "
-                           f"{limits.max_threads_per_block} per block; use a smaller block")  # fmt: skip
-    for axis, (got, top, what) in enumerate(zip((*b, *g), (*limits.max_block, *limits.max_grid),
-                                                ("block",) * 3 + ("grid",) * 3, strict=True)):  # fmt: skip
+        raise BackendError(
+            f"launch {name}: block {b} has {threads} threads, the device allows at most "
+            f"{limits.max_threads_per_block} per block; use a smaller block"
+        )
+    for axis, (got, top, what) in enumerate(
+        zip((*b, *g), (*limits.max_block, *limits.max_grid), ("block",) * 3 + ("grid",) * 3, strict=True)
+    ):
         if got > top:
-            raise BackendError(f"launch {name}: {what} dimension {'xyz'[axis % 3]} is {got}, the device allows "
-                               f"at most {top}")  # fmt: skip
+            raise BackendError(
+                f"launch {name}: {what} dimension {'xyz'[axis % 3]} is {got}, the device allows at most {top}"
+            )
 
 
 def _check_rule(name: str, b: tuple[int, int, int], rule: BlockRule) -> None:
     threads = b[0] * b[1] * b[2]
     if rule.max_threads is not None and threads > rule.max_threads:
-        raise BackendError(f"launch {name}: block {b} has {threads} threads, this kernel's code takes at most "
-                           f"{rule.max_threads}")  # fmt: skip
+        raise BackendError(
+            f"launch {name}: block {b} has {threads} threads, this kernel's code takes at most "
+            f"{rule.max_threads}"
+        )
     if rule.power_of_two and threads & (threads - 1):
-        raise BackendError(f"launch {name}: block {b} has {threads} threads, this kernel's reduction needs a "
-                           "power of two (e.g. 128 or 256)")  # fmt: skip
+        raise BackendError(
+            f"launch {name}: block {b} has {threads} threads, this kernel's reduction needs a "
+            "power of two (e.g. 128 or 256)"
+        )
     if rule.one_dimensional and (b[1], b[2]) != (1, 1):
         raise BackendError(f"launch {name}: block {b}: this kernel uses threadIdx.x only; use (n, 1, 1)")
 
@@ -130,19 +140,30 @@ def _check_rule(name: str, b: tuple[int, int, int], rule: BlockRule) -> None:
 def _check_args(kernel: Kernel, shared: int, args: Sequence[Arg], limits: Limits) -> None:
     name, signature = kernel.name, kernel.signature
     if shared < 0 or signature.static_shared + int(shared) > limits.max_shared_per_block:
-        raise BackendError(f"launch {name}: {signature.static_shared} bytes of static and {shared} of "
-                           f"dynamic shared memory, the device allows {limits.max_shared_per_block} per block")  # fmt: skip
+        raise BackendError(
+            f"launch {name}: {signature.static_shared} bytes of static and {shared} of "
+            f"dynamic shared memory, the device allows {limits.max_shared_per_block} per block"
+        )
     if len(args) != len(signature.params):
-        raise BackendError(f"launch {name}: {len(args)} arguments for the {len(signature.params)} parameters "
-                           f"({signature.declaration()})")  # fmt: skip
+        raise BackendError(
+            f"launch {name}: {len(args)} arguments for the {len(signature.params)} parameters "
+            f"({signature.declaration()})"
+        )
     for k, ((kind, _), param) in enumerate(zip(args, signature.params, strict=True)):
         if kind not in KINDS or kind != param.kind:
-            raise BackendError(f"launch {name}: argument {k} ({param.ctype} {param.name}) takes kind "
-                               f"{param.kind!r}, got {kind!r}")  # fmt: skip
+            raise BackendError(
+                f"launch {name}: argument {k} ({param.ctype} {param.name}) takes kind "
+                f"{param.kind!r}, got {kind!r}"
+            )
 
 
 def check_launch(
-    kernel: Kernel, grid: Sequence[int], block: Sequence[int], shared: int, args: Sequence[Arg], limits: Limits
+    kernel: Kernel,
+    grid: Sequence[int],
+    block: Sequence[int],
+    shared: int,
+    args: Sequence[Arg],
+    limits: Limits,
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Refuse what a GPU refuses, before the driver is called: the device's block, grid and shared-memory
     limits, the block rule of the kernel's code, arguments that do not match its parameters. Returns the
@@ -266,8 +287,15 @@ class Device(ABC):
         """The driver handle of kernel ``name`` in ``module``."""
 
     @abstractmethod
-    def _launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                args: Sequence[Arg], stream: Any) -> None:  # fmt: skip
+    def _launch(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        args: Sequence[Arg],
+        stream: Any,
+    ) -> None:
         """Queue a checked launch."""
 
     # -- graphs, context, lifetime ------------------------------------------------------------------------
@@ -291,7 +319,8 @@ class Device(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """Free every buffer, stream, event, module and graph this device made, and its context. Idempotent."""
+        """Free every buffer, stream, event, module and graph this device made, and its context.
+        Idempotent."""
 
     def __enter__(self) -> Device:
         return self

@@ -39,7 +39,9 @@ class CudaPythonDevice(Device):
             self._ok(self.drv.cuInit(0), "cuInit")
             (count,) = self._ok(self.drv.cuDeviceGetCount(), "cuDeviceGetCount")
         except BackendError as exc:
-            raise DeviceUnavailableError(f"CUDA device {device} is not usable ({exc}); run `pairedge doctor`") from None
+            raise DeviceUnavailableError(
+                f"CUDA device {device} is not usable ({exc}); run `pairedge doctor`"
+            ) from None
         except Exception as exc:  # DynamicLibNotFoundError when libcuda is absent
             raise DeviceUnavailableError(
                 f"CUDA device {device} is not usable (no CUDA driver: {type(exc).__name__}: {exc}); "
@@ -120,12 +122,16 @@ class CudaPythonDevice(Device):
         return int(stream)
 
     def htod_async(self, device_ptr: int, host: np.ndarray, stream: Any = None) -> None:
-        self._ok(self.drv.cuMemcpyHtoDAsync(device_ptr, host.ctypes.data, host.nbytes, self._s(stream)),
-                 "cuMemcpyHtoDAsync")  # fmt: skip
+        self._ok(
+            self.drv.cuMemcpyHtoDAsync(device_ptr, host.ctypes.data, host.nbytes, self._s(stream)),
+            "cuMemcpyHtoDAsync",
+        )
 
     def dtoh_async(self, host: np.ndarray, device_ptr: int, stream: Any = None) -> None:
-        self._ok(self.drv.cuMemcpyDtoHAsync(host.ctypes.data, device_ptr, host.nbytes, self._s(stream)),
-                 "cuMemcpyDtoHAsync")  # fmt: skip
+        self._ok(
+            self.drv.cuMemcpyDtoHAsync(host.ctypes.data, device_ptr, host.nbytes, self._s(stream)),
+            "cuMemcpyDtoHAsync",
+        )
 
     def memset_async(self, device_ptr: int, nbytes: int, stream: Any = None) -> None:
         self._ok(self.drv.cuMemsetD32Async(device_ptr, 0, nbytes // 4, self._s(stream)), "cuMemsetD32Async")
@@ -153,8 +159,10 @@ class CudaPythonDevice(Device):
         self._keep.append(image)
         err, module = self.drv.cuModuleLoadData(image.ctypes.data)
         if err != self.drv.CUresult.CUDA_SUCCESS:
-            raise BackendError(f"CUDA: loading the {target.kind} of {name} failed with {err.name}; "
-                               f"{load_error_hint(err.name, target.kind)}")  # fmt: skip
+            raise BackendError(
+                f"CUDA: loading the {target.kind} of {name} failed with {err.name}; "
+                f"{load_error_hint(err.name, target.kind)}"
+            )
         self._modules.append(module)
         return module, how, f"{target.kind} {target.arch}"
 
@@ -162,12 +170,23 @@ class CudaPythonDevice(Device):
         (fn,) = self._ok(self.drv.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
         return fn
 
-    def _launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                args: Sequence[Arg], stream: Any) -> None:  # fmt: skip
+    def _launch(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        args: Sequence[Arg],
+        stream: Any,
+    ) -> None:
         values: list[Any] = [_CTYPES[k](v) for k, v in args]
         params = np.array([ctypes.addressof(v) for v in values], np.uint64)
-        self._ok(self.drv.cuLaunchKernel(kernel.handle, *grid, *block, shared, self._s(stream),
-                                         params.ctypes.data, 0), f"cuLaunchKernel({kernel.name})")  # fmt: skip
+        self._ok(
+            self.drv.cuLaunchKernel(
+                kernel.handle, *grid, *block, shared, self._s(stream), params.ctypes.data, 0
+            ),
+            f"cuLaunchKernel({kernel.name})",
+        )
 
     # -- graphs, context, lifetime ------------------------------------------------------------------------
     def activate(self) -> None:

@@ -22,7 +22,11 @@ class PyCudaDevice(Device):
     kind = "pycuda"
 
     def __init__(self, device: int = 0, driver: Any = None) -> None:
-        self.drv = driver if driver is not None else require("pycuda.driver", extra="gpu", purpose="the pycuda CUDA layer")
+        self.drv = (
+            driver
+            if driver is not None
+            else require("pycuda.driver", extra="gpu", purpose="the pycuda CUDA layer")
+        )
         self.ctx = None
         try:
             self.drv.init()
@@ -30,7 +34,9 @@ class PyCudaDevice(Device):
             self.ctx = self._dev.retain_primary_context()
             self.ctx.push()
         except Exception as exc:  # pycuda raises pycuda.driver.Error subclasses
-            raise DeviceUnavailableError(f"CUDA device {device} is not usable through pycuda ({exc})") from None
+            raise DeviceUnavailableError(
+                f"CUDA device {device} is not usable through pycuda ({exc})"
+            ) from None
         major, minor = self._dev.compute_capability()
         version = int(self.drv.get_driver_version())
         self.info = DeviceInfo(device, str(self._dev.name()), f"{major}.{minor}", version_text(version))
@@ -104,17 +110,27 @@ class PyCudaDevice(Device):
         try:
             module = self.drv.module_from_buffer(code + (b"\0" if target.kind == "ptx" else b""))
         except self.drv.Error as exc:
-            raise BackendError(f"CUDA: loading the {target.kind} of {name} failed ({exc}); "
-                               f"{load_error_hint(str(exc).upper(), target.kind)}") from exc  # fmt: skip
+            raise BackendError(
+                f"CUDA: loading the {target.kind} of {name} failed ({exc}); "
+                f"{load_error_hint(str(exc).upper(), target.kind)}"
+            ) from exc
         return module, how, f"{target.kind} {target.arch}"
 
     def _function(self, module: Any, name: str) -> Any:
         return module.get_function(name)
 
-    def _launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                args: Sequence[Arg], stream: Any) -> None:  # fmt: skip
-        kernel.handle(*[_NUMPY[k](v) for k, v in args], block=block, grid=grid, shared=shared,
-                      stream=self._s(stream))  # fmt: skip
+    def _launch(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        args: Sequence[Arg],
+        stream: Any,
+    ) -> None:
+        kernel.handle(
+            *[_NUMPY[k](v) for k, v in args], block=block, grid=grid, shared=shared, stream=self._s(stream)
+        )
 
     def close(self) -> None:
         if self.ctx is None:

@@ -17,8 +17,19 @@ from pairedge.core.errors import BackendError
 KINDS = ("p", "i", "f")
 _SCALARS = {"int": "i", "float": "f"}
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict"}
-_SIZES = {"char": 1, "unsigned char": 1, "short": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
-          "double": 8, "long long": 8, "unsigned long long": 8, "size_t": 8}  # fmt: skip
+_SIZES = {
+    "char": 1,
+    "unsigned char": 1,
+    "short": 2,
+    "int": 4,
+    "unsigned": 4,
+    "unsigned int": 4,
+    "float": 4,
+    "double": 8,
+    "long long": 8,
+    "unsigned long long": 8,
+    "size_t": 8,
+}
 _KERNEL = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)\s*\{", re.S)
 _SHARED = re.compile(r"(extern\s+)?__shared__\s+([A-Za-z_][\w ]*?)\s+(\w+)\s*((?:\[[^\]]*\])*)\s*;")
 
@@ -89,8 +100,8 @@ def _shared_bytes(body: str, kernel: str) -> int:
         dims = re.findall(r"\[\s*(\d+)\s*\]", match.group(4))
         if ctype not in _SIZES or len(dims) != match.group(4).count("["):
             raise BackendError(
-                f"kernel {kernel}: cannot size the __shared__ array {match.group(3)} ({ctype}{match.group(4)}); "
-                "use a fixed-size array of a plain type"
+                f"kernel {kernel}: cannot size the __shared__ array {match.group(3)} "
+                f"({ctype}{match.group(4)}); use a fixed-size array of a plain type"
             )
         count = 1
         for d in dims:

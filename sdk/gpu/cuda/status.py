@@ -81,7 +81,8 @@ def _devices(cuda: ctypes.CDLL) -> list[tuple[str, str]]:
 
 
 def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
-    """``([(name, "major.minor"), ...], None)`` for the GPUs the driver sees, or ``([], why there is none)``."""
+    """``([(name, "major.minor"), ...], None)`` for the GPUs the driver sees, or ``([], why there is
+    none)``."""
     cuda, reason = _libcuda()
     if cuda is None:
         return [], reason
@@ -118,6 +119,9 @@ def emulation_check() -> tuple[bool, str]:
     toolchain, why = find_toolchain()
     if toolchain is None:
         return False, why + (f"; {wrong}" if wrong else "")
-    how = (wrong or (f"SELECTED by {EMULATION_ENV}=hip-cpu: flow='cuda' runs emulated on the CPU" if selected
-           else f"select with {EMULATION_ENV}=hip-cpu (a test / debugging device, not a GPU)"))  # fmt: skip
+    how = wrong or (
+        f"SELECTED by {EMULATION_ENV}=hip-cpu: flow='cuda' runs emulated on the CPU"
+        if selected
+        else f"select with {EMULATION_ENV}=hip-cpu (a test / debugging device, not a GPU)"
+    )
     return not wrong, f"{toolchain.describe()}; {how}"

@@ -135,8 +135,8 @@ def generation(version: TrtVersion) -> Generation:
     """
     if version.major < 10:
         raise InputError(
-            f"TensorRT {version} is not supported: pairedge needs TensorRT 10 or later (JetPack 6 ships 10.3); "
-            "upgrade JetPack, or on x86 `pip install -U '.[tensorrt]'` in the pairedge folder"
+            f"TensorRT {version} is not supported: pairedge needs TensorRT 10 or later (JetPack 6 ships "
+            "10.3); upgrade JetPack, or on x86 `pip install -U '.[tensorrt]'` in the pairedge folder"
         )
     if version.major >= 11:
         return Generation("11.x (always strongly typed)", True, False, False)

@@ -24,41 +24,70 @@ def _one_error_line(res, needle: str) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize(("option", "needle"), WRONG)
-def test_run_refuses_a_wrong_deployment_before_the_video(option: list[str], needle: str, tmp_path: Path) -> None:
+def test_run_refuses_a_wrong_deployment_before_the_video(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
     video = tmp_path / "clip.mp4"
     video.write_bytes(b"not a video")  # never opened: the deployment is judged first
-    res = runner.invoke(app, ["run", str(video), "--detections", str(tmp_path / "none.txt"),
-                              "--out", str(tmp_path / "out"), *option])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "--detections",
+            str(tmp_path / "none.txt"),
+            "--out",
+            str(tmp_path / "out"),
+            *option,
+        ],
+    )
     _one_error_line(res, needle)
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("option", "needle"), WRONG)
-def test_eval_refuses_a_wrong_deployment_before_any_source(option: list[str], needle: str, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["eval", "default", "--data", "sim:static:seeds=0:frames=3",
-                              "--out", str(tmp_path / "out"), *option])  # fmt: skip
+def test_eval_refuses_a_wrong_deployment_before_any_source(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        app,
+        ["eval", "default", "--data", "sim:static:seeds=0:frames=3", "--out", str(tmp_path / "out"), *option],
+    )
     _one_error_line(res, needle)
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("option", "needle"), WRONG)
-def test_parity_check_refuses_a_wrong_deployment_before_the_pack(option: list[str], needle: str,
-                                                                 tmp_path: Path) -> None:  # fmt: skip
+def test_parity_check_refuses_a_wrong_deployment_before_the_pack(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
     res = runner.invoke(app, ["parity", "check", str(tmp_path / "never_read.npz"), "default", *option])
     _one_error_line(res, needle)
 
 
 @pytest.mark.parametrize(("option", "needle"), WRONG[1:])
-def test_parity_pack_refuses_a_wrong_reference_before_the_clip(option: list[str], needle: str,
-                                                               tmp_path: Path) -> None:  # fmt: skip
+def test_parity_pack_refuses_a_wrong_reference_before_the_clip(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
     res = runner.invoke(app, ["parity", "pack", "default", "--out", str(tmp_path / "p.npz"), *option])
     _one_error_line(res, needle)
     assert not (tmp_path / "p.npz").exists()
 
 
 def test_eval_prints_the_deployment(tmp_path: Path) -> None:
-    res = runner.invoke(app, ["eval", "default", "--data", "sim:static:seeds=1000:frames=3", "--backend", "ort-cpu",
-                              "--out", str(tmp_path / "out")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "default",
+            "--data",
+            "sim:static:seeds=1000:frames=3",
+            "--backend",
+            "ort-cpu",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "model: the bundled model pairedge-default" in res.stdout
     assert "precision fp32, classifier backend onnxruntime, flow auto" in res.stdout.replace("\n", " ")

@@ -1,4 +1,5 @@
-"""pairedge eval and pairedge bench: real pipelines on simulator scenes, a rendered video, CAD; pooling is exact."""
+"""pairedge eval and pairedge bench: real pipelines on simulator scenes, a rendered video, CAD; pooling is
+exact."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -93,8 +95,18 @@ def test_eval_on_video_with_detections_and_gold(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     video = sim / "video.mp4" if (sim / "video.mp4").exists() else sim / "frames"
-    args = ["eval", str(default_model_dir()), "--data", str(video), "--detections", str(sim / "gt" / "gt.txt"),
-            "--gold", str(sim / "pairs_gt_paper3.jsonl"), "--out", str(tmp_path / "out")]  # fmt: skip
+    args = [
+        "eval",
+        str(default_model_dir()),
+        "--data",
+        str(video),
+        "--detections",
+        str(sim / "gt" / "gt.txt"),
+        "--gold",
+        str(sim / "pairs_gt_paper3.jsonl"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "out" / "eval.json").read_text())
@@ -130,8 +142,17 @@ def test_eval_box_only_model_on_cad(tmp_path: Path, shared_data: Path) -> None:
     model.mkdir()
     for stage in (1, 2):
         box_only_toy(model / f"stage{stage}.onnx", stage)
-    res = runner.invoke(app, ["eval", str(model), "--data", str(sorted(folder.glob("anno*.mat"))[0]),
-                              "--out", str(tmp_path / "out")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(model),
+            "--data",
+            str(sorted(folder.glob("anno*.mat"))[0]),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "out" / "eval.json").read_text())
     assert data["has_truth"] and data["frames"] > 0 and data["flow"] == "none"
@@ -155,9 +176,22 @@ def fp16_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path, tmp_path: Path) -> None:
-    args = ["bench", str(fp16_folder), "--precisions", "fp32,fp16,int8", "--backends", "ort-cpu,ort-cuda",
-            "--data", "sim:static:seeds=2000:frames=8:boxes=truth", "--repeats", "5", "--people", "10,2",
-            "--out", str(tmp_path)]  # fmt: skip
+    args = [
+        "bench",
+        str(fp16_folder),
+        "--precisions",
+        "fp32,fp16,int8",
+        "--backends",
+        "ort-cpu,ort-cuda",
+        "--data",
+        "sim:static:seeds=2000:frames=8:boxes=truth",
+        "--repeats",
+        "5",
+        "--people",
+        "10,2",
+        "--out",
+        str(tmp_path),
+    ]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "bench.json").read_text())
@@ -168,7 +202,11 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     assert fp32["status"] == fp16["status"] == "ok"
     assert fp32["agreement"]["top1"] == 1.0 and fp16["agreement"]["top1"] >= 0.99
     assert set(fp32["stage1_ms"]) == {"1", "64", "512", "4950"} and fp32["stage2_ms"]["4950"]["p50"] > 0
-    assert set(fp32["fps"]) == {"2", "10"} and fp32["fps"]["10"]["fps"] > 0 and fp32["fps"]["10"]["pairs_per_frame"] == 45
+    assert (
+        set(fp32["fps"]) == {"2", "10"}
+        and fp32["fps"]["10"]["fps"] > 0
+        and fp32["fps"]["10"]["pairs_per_frame"] == 45
+    )
     stages = fp32["fps"]["10"]["stages_ms"]
     assert {"flow", "features", "stage1", "stage2", "total"} <= set(stages)
     assert stages["total"]["p50"] <= stages["total"]["p90"] <= stages["total"]["p99"]
@@ -184,14 +222,20 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     assert data["reference"]["tau_interact"] == main  # the bundled model's threshold, held over the scene
     assert fp32["comparison"]["top1"]["decision"]["rows"] == fp32["agreement"]["top1_rows"] > 0
     assert fp32["mpca_drop"] == 0.0 and fp32["gate_passed"] and fp32["gate_problems"] == []
-    table = res.output[res.output.index("backend  "):].splitlines()[:8]  # header, rule, 6 rows
+    table = res.output[res.output.index("backend  ") :].splitlines()[:8]  # header, rule, 6 rows
     assert all(len(line) <= 80 for line in table), table
-    assert [line.split()[:2] for line in table[2:]] == [[b, p] for b in ("onnxruntime", "onnxruntime-cuda")
-                                                          for p in ("fp32", "fp16", "int8")]  # fmt: skip
+    assert [line.split()[:2] for line in table[2:]] == [
+        [b, p] for b in ("onnxruntime", "onnxruntime-cuda") for p in ("fp32", "fp16", "int8")
+    ]
     assert table[4].split()[-3:] == ["missing", "-", "-"] and table[5].split()[-3:] == ["n/a", "-", "-"]
     md = (tmp_path / "bench.md").read_text()
-    assert ("| Backend | Precision | Size | accuracy of scored pairs (misses excluded) | MPCA | MPCA drop (points) | "
-            "macro-F1 | stage-1 gate agreement | stage-2 top-1 agreement |" in md and "missing" in md)  # fmt: skip
+    assert (
+        "| Backend | Precision | Size | accuracy of scored pairs (misses excluded) | MPCA | MPCA drop "
+        "(points) | "
+        "macro-F1 | stage-1 gate agreement | stage-2 top-1 agreement |"
+        in md
+        and "missing" in md
+    )
     assert "accuracy_scored" in fp32["accuracy"] and "accuracy" not in fp32["accuracy"]
     assert "## Pipeline latency per stage" in md and "| onnxruntime | fp16 | 10 | 45 |" in md
     assert "peak RSS of the bench process" in md
@@ -201,13 +245,20 @@ def test_bench_cli_table_missing_precision_and_recommendation(fp16_folder: Path,
     for precision, row in (("fp32", fp32), ("fp16", fp16)):
         name = "" if precision == "fp32" else f".{precision}"
         want = {f"stage{k}": graph_macs(fp16_folder / f"stage{k}{name}.onnx") for k in (1, 2)}
-        assert row["macs"] == want and want["stage1"]["macs_per_pair"] > 0 and want["stage2"]["int8_share"] == 0
-    assert "## Cost per precision" in md and f"| onnxruntime | fp16 | {fp16['macs']['stage1']['macs_per_pair']:,} /" in md
+        assert (
+            row["macs"] == want and want["stage1"]["macs_per_pair"] > 0 and want["stage2"]["int8_share"] == 0
+        )
+    assert (
+        "## Cost per precision" in md
+        and f"| onnxruntime | fp16 | {fp16['macs']['stage1']['macs_per_pair']:,} /" in md
+    )
 
 
 @pytest.mark.parametrize("people", ["", "0,10", "10,101", "x", ","])
 def test_bench_people_is_checked_first(people: str, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["bench", str(default_model_dir()), "--people", people, "--out", str(tmp_path / "o")])
+    res = runner.invoke(
+        app, ["bench", str(default_model_dir()), "--people", people, "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 1 and "--people" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "o").exists()
 
@@ -219,7 +270,9 @@ def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
 
     samples = np.random.default_rng(0).gamma(2.0, 1.0, 1001)
     got = measure.percentiles(samples)
-    assert got["p90"] == pytest.approx(np.percentile(samples, 90)) and got["mean"] == pytest.approx(samples.mean())
+    assert got["p90"] == pytest.approx(np.percentile(samples, 90)) and got["mean"] == pytest.approx(
+        samples.mean()
+    )
     assert got["p50"] < got["p90"] < got["p99"]
     assert measure.peak_rss_mib() > 10
     monkeypatch.setattr("os.getpid", lambda: 4242)
@@ -232,13 +285,22 @@ def test_percentiles_and_memory_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert measure.gpu_memory_mib() is None
 
 
-def _row(precision: str, speed: float, passed: bool = True, problems: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+def _row(precision: str, speed: float, passed: bool = True, problems: tuple[str, ...] = ()) -> Any:
     from pairedge.apps.bench.run import BenchRow
 
     lat = {4950: {"p50": speed, "p99": speed}, 512: {"p50": 0.0, "p99": 0.0}}
-    return BenchRow("onnxruntime", precision, "ok", accuracy={"mpca": 0.9, "macro_f1": 0.9},
-                    agreement={"top1": 1.0, "gate": 1.0}, stage1_ms=lat, stage2_ms=dict(lat), mpca_drop=0.0,
-                    gate_passed=passed, gate_problems=list(problems))  # fmt: skip
+    return BenchRow(
+        "onnxruntime",
+        precision,
+        "ok",
+        accuracy={"mpca": 0.9, "macro_f1": 0.9},
+        agreement={"top1": 1.0, "gate": 1.0},
+        stage1_ms=lat,
+        stage2_ms=dict(lat),
+        mpca_drop=0.0,
+        gate_passed=passed,
+        gate_problems=list(problems),
+    )
 
 
 def test_recommendation_rules() -> None:
@@ -291,7 +353,9 @@ def test_gate_is_the_comparators_arithmetic() -> None:
     tie[:8, 1] = 1e-4  # fp32 p_interact 0.500025: near-ties, open
     cand = tie.copy()
     cand[:8, 1] = -1e-4  # the candidate closes them
-    v = score_variant(_rows(PairRows, tie, z2), scored, truth, (cand, z2), 0.5, Gate(min_gate_agreement=0.999))
+    v = score_variant(
+        _rows(PairRows, tie, z2), scored, truth, (cand, z2), 0.5, Gate(min_gate_agreement=0.999)
+    )
     assert v.agreement["gate"] == pytest.approx(1 - 8 / n) and v.agreement["gate_near_tie_disagreements"] == 8
     assert v.agreement["gate_excl_near_ties"] == 1.0 and v.passed
 
@@ -317,12 +381,34 @@ def test_terminal_table_fits_80_columns_with_every_row() -> None:
             row.agreement.update(gate=0.9912, top1=1.0, gate_near_tie_disagreements=2)
             row.fps[100] = {"fps": 1234.0}
             rows.append(row)
-    result = BenchResult("m", rows, {}, {"gate": {"max_mpca_drop": 0.005, "min_top1_agreement": 0.99},
-                                         "speed_definition": "x"}, "", None, [], {"people": [100]})  # fmt: skip
+    result = BenchResult(
+        "m",
+        rows,
+        {},
+        {"gate": {"max_mpca_drop": 0.005, "min_top1_agreement": 0.99}, "speed_definition": "x"},
+        "",
+        None,
+        [],
+        {"people": [100]},
+    )
     lines = terminal_lines(result)
     assert len(lines) == 2 + 9 and max(map(len, lines)) <= 80, "\n".join(lines)
-    assert lines[2].split() == ["onnxruntime", "fp32", "0.900", "0.00", "99.12%*", "100.00%", "PASS", "12.345", "1234"]
-    assert lines[6].split()[:2] == ["onnxruntime-tensorrt", "fp16"] and lines[6].split()[-3:] == ["n/a", "-", "-"]
+    assert lines[2].split() == [
+        "onnxruntime",
+        "fp32",
+        "0.900",
+        "0.00",
+        "99.12%*",
+        "100.00%",
+        "PASS",
+        "12.345",
+        "1234",
+    ]
+    assert lines[6].split()[:2] == ["onnxruntime-tensorrt", "fp16"] and lines[6].split()[-3:] == [
+        "n/a",
+        "-",
+        "-",
+    ]
     assert lines[10].split() == ["tensorrt", "int8", "-", "-", "-", "-", "missing", "-", "-"]
 
 
@@ -350,19 +436,28 @@ def test_bench_refuses_without_fp32_and_bad_model(tmp_path: Path) -> None:
 
 
 def test_gold_by_frame_groups_rows_of_interleaved_frames(tmp_path: Path) -> None:
-    """Per-frame truth keeps each frame's pairs and groups in file order, whatever order the frames come in."""
+    """Per-frame truth keeps each frame's pairs and groups in file order, whatever order the frames come
+    in."""
     from pairedge.apps.evaluation.sources import _gold_by_frame
 
     labels = ["walking_together", "standing_together", "sitting_together"]
     records = [
         {"labels": labels},
-        {"frame": 2, "interactions": [{"ids": [3, 4], "label": "sitting_together"},
-                                      {"ids": [1, 2], "label": "walking_together", "p_interact": 0.0}],
-         "groups": [{"members": [4, 3], "activity": "sitting_together"}]},
-        {"frame": 0, "interactions": [{"ids": [1, 5], "label": "standing_together"}],
-         "groups": [{"members": [5, 1, 7], "activity": "standing_together"}, {"members": [2, 9]}]},
+        {
+            "frame": 2,
+            "interactions": [
+                {"ids": [3, 4], "label": "sitting_together"},
+                {"ids": [1, 2], "label": "walking_together", "p_interact": 0.0},
+            ],
+            "groups": [{"members": [4, 3], "activity": "sitting_together"}],
+        },
+        {
+            "frame": 0,
+            "interactions": [{"ids": [1, 5], "label": "standing_together"}],
+            "groups": [{"members": [5, 1, 7], "activity": "standing_together"}, {"members": [2, 9]}],
+        },
         {"frame": 1, "interactions": []},
-    ]  # fmt: skip
+    ]
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(r) + "\n" for r in records))
     truth = _gold_by_frame(str(gold), labels)
@@ -384,17 +479,27 @@ def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: 
     labels = ["walking_together", "standing_together", "sitting_together"]
     head = json.dumps({"labels": labels}) + "\n"
     gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text(head + json.dumps({"frame": 0, "interactions": [{"ids": [1, 2], "p_interact": 0.0}]}) + "\n")
-    pred.write_text(head + json.dumps({"frame": 0, "interactions": [
-        {"ids": [1, 2], "label": "walking_together", "p_interact": 0.9}]}) + "\n")  # fmt: skip
+    gold.write_text(
+        head + json.dumps({"frame": 0, "interactions": [{"ids": [1, 2], "p_interact": 0.0}]}) + "\n"
+    )
+    pred.write_text(
+        head
+        + json.dumps(
+            {"frame": 0, "interactions": [{"ids": [1, 2], "label": "walking_together", "p_interact": 0.9}]}
+        )
+        + "\n"
+    )
     with pytest.raises(FormatError, match="nothing to score"):
         score_files(pred, gold)  # pairedge score still refuses it
     assert score_files(pred, gold, allow_empty=True).details["stage1"]["fp"] == 1
 
     from pairedge.runtime import PipelineConfig
 
-    report = evaluate(Deployment(default_model_dir(), backend="onnxruntime"), "sim:moving:seeds=2000:frames=5",
-                      config=PipelineConfig(confirm_s=0.0))  # 5 frames: report links at once  # fmt: skip
+    report = evaluate(
+        Deployment(default_model_dir(), backend="onnxruntime"),
+        "sim:moving:seeds=2000:frames=5",
+        config=PipelineConfig(confirm_s=0.0),
+    )  # 5 frames: report links at once
     assert report.has_truth and not any("no ground truth" in n for n in report.notes)
     assert report.stage1["tp"] == report.stage1["fn"] == 0 and report.stage1["fp"] > 0
 
@@ -407,8 +512,20 @@ def test_options_a_source_would_ignore_are_refused(tmp_path: Path) -> None:
         parse_sources("sim:static:seeds=0:frames=2", gold=tmp_path / "gold.jsonl")
     with pytest.raises(InputError, match="--detections cannot be used here"):
         parse_sources("sim:static:seeds=0:frames=2", detections=tmp_path / "det.txt")
-    res = runner.invoke(app, ["parity", "pack", str(default_model_dir()), "--out", str(tmp_path / "p.npz"),
-                              "--scene", "static:0", "--gold", str(tmp_path / "gold.jsonl")])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "parity",
+            "pack",
+            str(default_model_dir()),
+            "--out",
+            str(tmp_path / "p.npz"),
+            "--scene",
+            "static:0",
+            "--gold",
+            str(tmp_path / "gold.jsonl"),
+        ],
+    )
     assert res.exit_code == 1 and "--gold go" in res.output and "with --video" in res.output
 
 
@@ -421,7 +538,8 @@ def test_eval_refuses_a_bad_model_folder_before_any_source(tmp_path: Path) -> No
     fp32_only.mkdir()
     for stage in (1, 2):
         shutil.copy(default_model_dir() / f"stage{stage}.onnx", fp32_only)
-    res = runner.invoke(app, ["eval", str(fp32_only), "--data", SCENE, "--precision", "int8",
-                              "--out", str(tmp_path / "o")])  # fmt: skip
+    res = runner.invoke(
+        app, ["eval", str(fp32_only), "--data", SCENE, "--precision", "int8", "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 1 and "int8" in res.output and "every source failed" not in res.output
     assert not (tmp_path / "o").exists()

@@ -35,8 +35,14 @@ from typer.testing import CliRunner
 runner = CliRunner()
 
 LABELS = ["walking_together", "standing_together", "sitting_together"]
-PERSON = [[100, 90, 100, 190], [85, 100, 65, 150], [115, 100, 135, 150], [65, 150, 60, 200],
-          [135, 150, 140, 200], [100, 50, 100, 90]]  # fmt: skip
+PERSON = [
+    [100, 90, 100, 190],
+    [85, 100, 65, 150],
+    [115, 100, 135, 150],
+    [65, 150, 60, 200],
+    [135, 150, 140, 200],
+    [100, 50, 100, 90],
+]
 
 
 def _jsonl(records: list[Any]) -> bytes:
@@ -46,11 +52,16 @@ def _jsonl(records: list[Any]) -> bytes:
 def _pairwise_frames(score: bool) -> list[dict[str, Any]]:
     extra: dict[str, Any] = {"p_interact": 0.875, "probs": [0.75, 0.125, 0.125]} if score else {}
     return [
-        {"frame": f, "interactions": [{"ids": [1, 2], "label": "walking_together", **extra},
-                                      {"ids": [4, 3], "label": "sitting_together"}],
-         "groups": [{"members": [1, 2], "activity": "walking_together"}, {"members": [3, 4]}]}
+        {
+            "frame": f,
+            "interactions": [
+                {"ids": [1, 2], "label": "walking_together", **extra},
+                {"ids": [4, 3], "label": "sitting_together"},
+            ],
+            "groups": [{"members": [1, 2], "activity": "walking_together"}, {"members": [3, 4]}],
+        }
         for f in (1, 2)
-    ]  # fmt: skip
+    ]
 
 
 def _par_frames(scores: bool) -> list[dict[str, Any]]:
@@ -79,17 +90,28 @@ def _stickmen_text(official: bool) -> bytes:
 
 
 def _stickmen_json() -> bytes:
-    images = [{"name": "img1", "stickmen": [PERSON, [[v + 300 for v in s] for s in PERSON]],
-               "windows": [None, [370.0, 350.0, 430.0, 440.0]]}, {"name": "img2", "stickmen": [PERSON]}]  # fmt: skip
+    images = [
+        {
+            "name": "img1",
+            "stickmen": [PERSON, [[v + 300 for v in s] for s in PERSON]],
+            "windows": [None, [370.0, 350.0, 430.0, 440.0]],
+        },
+        {"name": "img2", "stickmen": [PERSON]},
+    ]
     return json.dumps({"images": images}).encode()
 
 
 def _jrdb() -> bytes:
     def person(k: int, other: int) -> dict[str, Any]:
-        return {"label_id": f"pedestrian:{k}", "box": [10.5 * k, 20, 30, 60.25],
-                "attributes": {"occlusion": "Fully_visible"}, "action_label": {"walking": 1},
-                "social_group": {"cluster_ID": 1, "cluster_stat": 1}, "social_activity": {"walking": 1},
-                "H-interaction": [{"pair": f"pedestrian:{other}", "inter_labels": {"walking together": 1}}]}  # fmt: skip
+        return {
+            "label_id": f"pedestrian:{k}",
+            "box": [10.5 * k, 20, 30, 60.25],
+            "attributes": {"occlusion": "Fully_visible"},
+            "action_label": {"walking": 1},
+            "social_group": {"cluster_ID": 1, "cluster_stat": 1},
+            "social_activity": {"walking": 1},
+            "H-interaction": [{"pair": f"pedestrian:{other}", "inter_labels": {"walking together": 1}}],
+        }
 
     return json.dumps({"labels": {f"{f:06d}.jpg": [person(1, 2), person(2, 1)] for f in (0, 1)}}).encode()
 
@@ -122,8 +144,18 @@ PAR_PRED = _jsonl(_par_frames(True))
 # ----------------------------------------------------------------------------------------------- mutations
 
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_HUGE = [b"1" + b"0" * 400, b"9" * 5000, b"1e999", b"-1e400", b"18446744073709551616", b"1e300", b"-0",
-         b"9223372036854775808", b"1e-400", b"3.5e38"]  # fmt: skip
+_HUGE = [
+    b"1" + b"0" * 400,
+    b"9" * 5000,
+    b"1e999",
+    b"-1e400",
+    b"18446744073709551616",
+    b"1e300",
+    b"-0",
+    b"9223372036854775808",
+    b"1e-400",
+    b"3.5e38",
+]
 _NONFINITE = [b"NaN", b"Infinity", b"-Infinity", b"nan", b"inf", b"-inf"]
 _WRONG = [b'"x"', b"null", b"true", b"[]", b"{}", b"[[1]]", b'""', b'"[/x]"', b'{"a": 1}']
 _DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -362,9 +394,22 @@ def test_subprocess_errors_are_one_stderr_line(tmp_path: Path) -> None:
         (1, ["score", "-p", "par", "--pred", str(huge), "--gold", str(huge)]),
         (1, ["score", "-p", "pcp", "--pred", str(sticks), "--gold", str(sticks)]),
         (1, ["score", "-p", "pairwise", "--pred", str(tmp_path), "--gold", str(gold)]),
-        (1, ["score", "-p", "pairwise", "--pred", str(gold), "--gold", str(gold), "--json", "/nonexistent/x.json"]),
+        (
+            1,
+            [
+                "score",
+                "-p",
+                "pairwise",
+                "--pred",
+                str(gold),
+                "--gold",
+                str(gold),
+                "--json",
+                "/nonexistent/x.json",
+            ],
+        ),
         (2, ["score", "-p", "pairwise", "--pred", str(gold)]),
-    ]  # fmt: skip
+    ]
     stderr = []
     for code, args in cases:
         proc = _cli(*args)

@@ -30,8 +30,14 @@ GOLD = [
     {"labels": ["walking_together", "standing_together"]},
     {"frame": 1, "interactions": [{"ids": [1, 2], "label": "walking_together"}]},
 ]
-PERSON = [[100, 90, 100, 190], [85, 100, 65, 150], [115, 100, 135, 150], [65, 150, 60, 200],
-          [135, 150, 140, 200], [100, 50, 100, 90]]  # fmt: skip
+PERSON = [
+    [100, 90, 100, 190],
+    [85, 100, 65, 150],
+    [115, 100, 135, 150],
+    [65, 150, 60, 200],
+    [135, 150, 140, 200],
+    [100, 50, 100, 90],
+]
 
 
 def _jsonl(path: Path, records: list[Any]) -> Path:
@@ -85,9 +91,13 @@ def test_no_arguments_prints_help() -> None:
 
 @pytest.mark.parametrize(
     "message",
-    ["pip install 'pairedge[train]'", "expected [x1, y1, x2, y2], got [1, 2]", "label [/x] and [bold]b[/bold]",
-     "trailing backslash \\"],
-)  # fmt: skip
+    [
+        "pip install 'pairedge[train]'",
+        "expected [x1, y1, x2, y2], got [1, 2]",
+        "label [/x] and [bold]b[/bold]",
+        "trailing backslash \\",
+    ],
+)
 def test_error_messages_print_intact(message: str) -> None:
     demo = typer.Typer()
 
@@ -101,8 +111,19 @@ def test_error_messages_print_intact(message: str) -> None:
 
 def test_markup_in_paths_and_data_prints_intact(tmp_path: Path) -> None:
     names = ["[/x]", "pairedge[train]", "[bold]b"]
-    gold = _jsonl(tmp_path / "gold.jsonl", [{"labels": names}, {"frame": 1, "interactions": [
-        {"ids": [1, 2], "label": "[/x]"}, {"ids": [3, 4], "label": "pairedge[train]"}]}])  # fmt: skip
+    gold = _jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"labels": names},
+            {
+                "frame": 1,
+                "interactions": [
+                    {"ids": [1, 2], "label": "[/x]"},
+                    {"ids": [3, 4], "label": "pairedge[train]"},
+                ],
+            },
+        ],
+    )
     result = runner.invoke(app, ["score", "-p", "pairwise", "--pred", str(gold), "--gold", str(gold)])
     assert result.exit_code == 0, result.output
     for name in names:
@@ -229,9 +250,10 @@ def test_par_numbers_beyond_range(tmp_path: Path, record: dict[str, Any], needle
 
 
 def test_pairwise_probs_and_pcp_coordinates_beyond_float_range(tmp_path: Path) -> None:
-    path = _jsonl(tmp_path / "p.jsonl", [
-        {"frame": 1, "interactions": [{"ids": [1, 2], "label": "walking_together", "probs": [10**400, 0]}]}
-    ])  # fmt: skip
+    path = _jsonl(
+        tmp_path / "p.jsonl",
+        [{"frame": 1, "interactions": [{"ids": [1, 2], "label": "walking_together", "probs": [10**400, 0]}]}],
+    )
     with pytest.raises(FormatError, match=r"line 1, interactions\[0\]: probs: .*float64 range"):
         read_pairwise_file(path, ("walking_together", "standing_together"))
     sticks = tmp_path / "s.json"
@@ -249,8 +271,11 @@ def test_pairwise_probs_and_pcp_coordinates_beyond_float_range(tmp_path: Path) -
 def test_jrdb_boxes_and_ids_beyond_range(tmp_path: Path) -> None:
     def frame(person: dict[str, Any]) -> Path:
         path = tmp_path / "j.json"
-        path.write_text(json.dumps({"labels": {"000001.jpg": [{"label_id": "pedestrian:1", "box": [1, 2, 3, 4],
-                                                               **person}]}}))  # fmt: skip
+        path.write_text(
+            json.dumps(
+                {"labels": {"000001.jpg": [{"label_id": "pedestrian:1", "box": [1, 2, 3, 4], **person}]}}
+            )
+        )
         return path
 
     with pytest.raises(FormatError, match="float32 range"):
@@ -270,8 +295,10 @@ def test_cvml_values_beyond_range(tmp_path: Path) -> None:
 
     def xml(frame: str, oid: str, w: str) -> Path:
         path = tmp_path / "c.xml"
-        path.write_text(f'<dataset><frame number="{frame}"><objectlist><object id="{oid}">'
-                        f'<box xc="10" yc="10" w="{w}" h="5"/></object></objectlist></frame></dataset>')  # fmt: skip
+        path.write_text(
+            f'<dataset><frame number="{frame}"><objectlist><object id="{oid}">'
+            f'<box xc="10" yc="10" w="{w}" h="5"/></object></objectlist></frame></dataset>'
+        )
         return path
 
     with pytest.raises(FormatError, match="int64"):
@@ -323,8 +350,11 @@ def test_empty_ground_truth_is_an_error_in_every_protocol(tmp_path: Path) -> Non
     empty.write_text("")
     header_only = _jsonl(tmp_path / "header.jsonl", GOLD[:1])
     no_pairs = _jsonl(tmp_path / "nopairs.jsonl", [GOLD[0], {"frame": 1, "interactions": []}])
-    for gold, needle in ((empty, "no frame to score"), (header_only, "no frame to score"),
-                         (no_pairs, "no interacting pair and no group")):  # fmt: skip
+    for gold, needle in (
+        (empty, "no frame to score"),
+        (header_only, "no frame to score"),
+        (no_pairs, "no interacting pair and no group"),
+    ):
         args = ["score", "-p", "pairwise", "--pred", str(gold), "--gold", str(gold)]
         args += ["--labels", "walking_together,standing_together"] if gold is empty else []
         assert_one_error_line(runner.invoke(app, args), 1, str(gold), needle)

@@ -19,8 +19,11 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path]:
     for k, image in enumerate(np.random.default_rng(0).integers(0, 255, (3, 240, 640, 3), dtype=np.uint8)):
         cv2.imwrite(str(frames / f"{k:06d}.png"), image)
     det = tmp_path / "det.txt"  # people 1 and 2 side by side, 3 far to the right
-    det.write_text("".join(f"{f},{i},{x},60,30,80,1,-1,-1,-1\n" for f in range(1, 4)
-                           for i, x in ((1, 20), (2, 60), (3, 560))))  # fmt: skip
+    det.write_text(
+        "".join(
+            f"{f},{i},{x},60,30,80,1,-1,-1,-1\n" for f in range(1, 4) for i, x in ((1, 20), (2, 60), (3, 560))
+        )
+    )
     return frames, det
 
 

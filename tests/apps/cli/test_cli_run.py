@@ -40,10 +40,19 @@ def _records(path: Path) -> tuple[dict, list[dict]]:
 def test_run_mot_ground_truth(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
     sim, video, model = scene
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model), "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
-    for text in ("frames scored", "interacting pair-frames", "step total", "p99", "FPS", "1-based", "model: "):
+    for text in (
+        "frames scored",
+        "interacting pair-frames",
+        "step total",
+        "p99",
+        "FPS",
+        "1-based",
+        "model: ",
+    ):
         assert text in result.output
     header, records = _records(out / "results.jsonl")
     assert header["labels"] == ["walking_together", "standing_together", "sitting_together"]
@@ -68,8 +77,10 @@ def test_results_score_directly(scene: tuple[Path, Path, Path], tmp_path: Path) 
     sim, video, model = scene
     run_files(video, sim / "gt/gt.txt", tmp_path, RunOptions(Deployment(model), video=False))
     gold = sim / "pairs_gt_paper3.jsonl"
-    result = runner.invoke(app, ["score", "--protocol", "pairwise", "--pred", str(tmp_path / "results.jsonl"),
-                                 "--gold", str(gold)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["score", "--protocol", "pairwise", "--pred", str(tmp_path / "results.jsonl"), "--gold", str(gold)],
+    )
     assert result.exit_code == 0, result.output
     assert "pair_f1" in result.output
     assert not (tmp_path / "annotated.mp4").exists()
@@ -97,8 +108,12 @@ def test_run_image_folder_and_jrdb(scene: tuple[Path, Path, Path], tmp_path: Pat
     for k, image in source:
         assert image is not None
         cv2.imwrite(str(frames / f"{k:06d}.png"), image)
-    summary = run_files(frames, sim / "labels_2d_activity_social_stitched.json", tmp_path / "out",
-                        RunOptions(Deployment(model), fps=15.0))  # fmt: skip
+    summary = run_files(
+        frames,
+        sim / "labels_2d_activity_social_stitched.json",
+        tmp_path / "out",
+        RunOptions(Deployment(model), fps=15.0),
+    )
     assert summary.frames == FRAMES and summary.error is None
     assert video_frames(Path(summary.files["video"])) == FRAMES
     jrdb = read_detections(sim / "labels_2d_activity_social_stitched.json")
@@ -111,8 +126,10 @@ def test_corrupt_video_exits_one_line(scene: tuple[Path, Path, Path], tmp_path: 
     sim, _, model = scene
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(np.random.default_rng(0).integers(0, 256, 4000, dtype=np.uint8).tobytes())
-    result = runner.invoke(app, ["run", str(bad), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        ["run", str(bad), "-d", str(sim / "gt/gt.txt"), "--model", str(model), "--out", str(tmp_path / "o")],
+    )
     assert result.exit_code == 1
     assert "cannot open as a video" in result.output and "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
@@ -128,8 +145,20 @@ def test_truncated_video_stops_cleanly(scene: tuple[Path, Path, Path], tmp_path:
     data = full.read_bytes()
     cut = tmp_path / "cut.avi"
     cut.write_bytes(data[: len(data) // 2])
-    result = runner.invoke(app, ["run", str(cut), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o"), "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(cut),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+        ],
+    )
     assert result.exit_code == 1, result.output
     assert "truncated or corrupt" in result.output and "Traceback" not in result.output
     _, records = _records(tmp_path / "o" / "results.jsonl")
@@ -141,8 +170,9 @@ def test_bad_detection_file_exits_one_line(scene: tuple[Path, Path, Path], tmp_p
     _, video, model = scene
     bad = tmp_path / "det.txt"
     bad.write_text("1,-1,10,10,20,40,0.9\n2,-1,10,10,oops,40,0.9\n")
-    result = runner.invoke(app, ["run", str(video), "-d", str(bad), "--model", str(model),
-                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app, ["run", str(video), "-d", str(bad), "--model", str(model), "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 1
     assert "det.txt, record 2" in result.output and "Traceback" not in result.output
     with pytest.raises(FormatError, match="unknown detection format"):
@@ -153,8 +183,9 @@ def test_missing_inputs_and_model(
     scene: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sim, video, _ = scene
-    result = runner.invoke(app, ["run", str(tmp_path / "absent.mp4"), "-d", str(sim / "gt/gt.txt"),
-                                 "--model", str(tmp_path)])  # fmt: skip
+    result = runner.invoke(
+        app, ["run", str(tmp_path / "absent.mp4"), "-d", str(sim / "gt/gt.txt"), "--model", str(tmp_path)]
+    )
     assert result.exit_code == 1 and "no such file" in result.output
     with pytest.raises(FormatError, match="expected image files"):
         FrameSource(tmp_path)
@@ -187,13 +218,27 @@ def test_operating_point_and_confirm_options(scene: tuple[Path, Path, Path], tmp
     unknown point is one error line naming the model's points."""
     sim, video, _ = scene
     args = ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--no-video"]
-    ok = runner.invoke(app, [*args, "--out", str(tmp_path / "a"), "--operating-point", "surveillance",
-                             "--confirm-s", "0.25", "--box-shape", "ignore"])  # fmt: skip
+    ok = runner.invoke(
+        app,
+        [
+            *args,
+            "--out",
+            str(tmp_path / "a"),
+            "--operating-point",
+            "surveillance",
+            "--confirm-s",
+            "0.25",
+            "--box-shape",
+            "ignore",
+        ],
+    )
     assert ok.exit_code == 0, ok.output
     pipeline = json.loads((tmp_path / "a" / "summary.json").read_text())["pipeline"]
     assert pipeline["operating_point"] == "surveillance" and pipeline["confirm_s"] == 0.25
     assert pipeline["box_shape"] == "ignore"
-    assert runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--box-shape", "sometimes"]).exit_code == 2
+    assert (
+        runner.invoke(app, [*args, "--out", str(tmp_path / "c"), "--box-shape", "sometimes"]).exit_code == 2
+    )
     assert pipeline["tau_interact"] == resolve_model_point("surveillance")["p_interact"]
     bad = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--operating-point", "indoor"])
     assert bad.exit_code == 1 and "no operating point 'indoor'" in bad.output and "surveillance" in bad.output

@@ -59,8 +59,20 @@ def test_run_with_an_onnx_detector_reports_the_encoded_boxes(tmp_path: Path, lay
     else:
         model = detr_model(tmp_path / "det.onnx", boxes, scores, np.zeros(4, np.int64))
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img")), "--detector", str(model), "--model",
-                                 str(toy_model(tmp_path / "model")), "--no-video", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames(tmp_path / "img")),
+            "--detector",
+            str(model),
+            "--model",
+            str(toy_model(tmp_path / "model")),
+            "--no-video",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     found = tracks(out)
     assert len(found) == 4
@@ -73,8 +85,19 @@ def test_run_with_an_onnx_detector_reports_the_encoded_boxes(tmp_path: Path, lay
 
 def test_run_with_a_bad_detector_is_one_line(tmp_path: Path) -> None:
     model = raw_model(tmp_path / "bad.onnx", {"out": np.zeros((1, 84))})
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "--detector", str(model),
-                                 "--model", str(toy_model(tmp_path / "model")), "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames(tmp_path / "img", 1)),
+            "--detector",
+            str(model),
+            "--model",
+            str(toy_model(tmp_path / "model")),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 1
     assert "unknown detector layout" in result.output and "Traceback" not in result.output
 
@@ -82,7 +105,9 @@ def test_run_with_a_bad_detector_is_one_line(tmp_path: Path) -> None:
 def test_detections_and_detector_exclude_each_other(tmp_path: Path) -> None:
     mot = tmp_path / "d.txt"
     mot.write_text("1,-1,10,10,20,40,1,-1,-1,-1\n")
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "-d", str(mot), "--detector", "hog"])
+    result = runner.invoke(
+        app, ["run", str(frames(tmp_path / "img", 1)), "-d", str(mot), "--detector", "hog"]
+    )
     assert result.exit_code == 1 and "exclude each other" in result.output
 
 
@@ -93,15 +118,20 @@ def test_run_video_without_detections_uses_the_bundled_detector(tmp_path: Path, 
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert any("YOLOX-Nano (bundled, Apache-2.0) (yolox-raw" in n for n in summary["notes"])
-    assert summary["people_per_frame"] >= 3  # measured 3.15 (the tracker confirms people over the first frames)
+    assert (
+        summary["people_per_frame"] >= 3
+    )  # measured 3.15 (the tracker confirms people over the first frames)
 
 
-@pytest.mark.skipif(HogDetector.unavailable_reason() is not None, reason=str(HogDetector.unavailable_reason()))
+@pytest.mark.skipif(
+    HogDetector.unavailable_reason() is not None, reason=str(HogDetector.unavailable_reason())
+)
 def test_run_video_with_hog_on_request(tmp_path: Path, shared_data: Path) -> None:
     out = tmp_path / "out"
     video = shared_data / "pets09_s2l1" / "vtest.avi"
-    result = runner.invoke(app, ["run", str(video), "--detector", "hog", "--max-frames", "3", "--no-video", "--out",
-                                 str(out)])  # fmt: skip
+    result = runner.invoke(
+        app, ["run", str(video), "--detector", "hog", "--max-frames", "3", "--no-video", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert any("OpenCV HOG people detector" in n for n in summary["notes"])
@@ -113,8 +143,20 @@ def test_an_implausible_detector_stops_the_run_in_one_line(tmp_path: Path) -> No
     tiny = np.array([[40 + 10 * i, 40, 1.5, 1.5, 0.9] for i in range(6)], np.float32)  # cx cy w h score
     model = ultralytics_model(tmp_path / "tiny.onnx", tiny)
     out = tmp_path / "out"
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 10)), "--detector", str(model), "--model",
-                                 str(toy_model(tmp_path / "model")), "--no-video", "--out", str(out)])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames(tmp_path / "img", 10)),
+            "--detector",
+            str(model),
+            "--model",
+            str(toy_model(tmp_path / "model")),
+            "--no-video",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 1
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("error:")]
@@ -134,15 +176,30 @@ def test_a_raw_yolox_read_as_decoded_stops_the_run(tmp_path: Path) -> None:
         cv2.imwrite(str(folder / f"{f.index:04d}.png"), f.image)
     base = ["run", str(folder), "--model", str(toy_model(tmp_path / "model")), "--no-video"]
     result = runner.invoke(app, [*base, "--detector-layout", "yolox", "--out", str(tmp_path / "bad")])
-    assert result.exit_code == 1 and "not plausible people" in result.output and "layout yolox (forced" in result.output
+    assert (
+        result.exit_code == 1
+        and "not plausible people" in result.output
+        and "layout yolox (forced" in result.output
+    )
     result = runner.invoke(app, [*base, "--out", str(tmp_path / "good")])
     assert result.exit_code == 0, result.output
     assert "--detector-layout" not in result.output
 
 
 def test_detector_layout_goes_with_a_network_detector(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 1)), "--detector", "hog", "--detector-layout",
-                                 "yolox", "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames(tmp_path / "img", 1)),
+            "--detector",
+            "hog",
+            "--detector-layout",
+            "yolox",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 1 and "HOG detector has no output layout" in result.output
 
 
@@ -166,7 +223,9 @@ def test_a_detector_input_above_the_ceiling_is_refused_before_a_session(tmp_path
     frames = tmp_path / "frames"
     frames.mkdir()
     cv2.imwrite(str(frames / "000000.png"), np.full((32, 32, 3), 90, np.uint8))
-    result = runner.invoke(app, ["run", str(frames), "--detector", str(path), "--no-video", "--out", str(tmp_path / "o")])
+    result = runner.invoke(
+        app, ["run", str(frames), "--detector", str(path), "--no-video", "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 1, result.output
     assert "ceiling" in result.output and "Traceback" not in result.output
 
@@ -186,8 +245,20 @@ def test_a_detector_of_nan_and_inf_stops_the_run_in_one_line(tmp_path: Path) -> 
     bad = np.full((2100, 5), np.nan, np.float32)  # every cell of the 320 x 320 grid (strides 8, 16, 32)
     bad[::3, 0] = np.inf
     model = ultralytics_model(tmp_path / "nan.onnx", bad)
-    result = runner.invoke(app, ["run", str(frames(tmp_path / "img", 10)), "--detector", str(model), "--model",
-                                 str(toy_model(tmp_path / "model")), "--no-video", "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames(tmp_path / "img", 10)),
+            "--detector",
+            str(model),
+            "--model",
+            str(toy_model(tmp_path / "model")),
+            "--no-video",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 1, result.output
     errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "nan.onnx" in errors[0] and "finite" in errors[0], result.output

@@ -62,7 +62,8 @@ def _lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.strip()]
 
 
-# -- item 1: image files and videos bounded in pixels before decoding -----------------------------------------
+# -- item 1: image files and videos bounded in pixels before decoding
+# -----------------------------------------
 def test_an_image_bomb_in_a_folder_is_a_dropped_frame_with_its_reason(
     scene: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -71,7 +72,9 @@ def test_an_image_bomb_in_a_folder_is_a_dropped_frame_with_its_reason(
     (frames / "000003.png").write_bytes(png_bomb(20_000, 20_000))  # 1.2 GB decoded
     (frames / "000005.png").unlink()
     os.mkfifo(frames / "000005.png")  # a FIFO would block a reader that opens it
-    summary = run_files(frames, sim / "gt/gt.txt", tmp_path / "out", RunOptions(Deployment(model), video=False))
+    summary = run_files(
+        frames, sim / "gt/gt.txt", tmp_path / "out", RunOptions(Deployment(model), video=False)
+    )
     assert summary.frames == FRAMES and summary.frames_scored == FRAMES - 2
     reasons = " | ".join(summary.frames_dropped)
     assert "000003.png" in reasons and "20000 x 20000" in reasons and "MAX_FRAME_PIXELS" in reasons
@@ -108,8 +111,19 @@ def test_a_video_above_the_pixel_ceiling_is_refused_before_decoding(
     monkeypatch.setattr(limits, "MAX_FRAME_PIXELS", 1000)
     with pytest.raises(FormatError, match=r"640 x 480 pixels.*MAX_FRAME_PIXELS"):
         FrameSource(video)
-    result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 1 and _lines(result.output)[-1].startswith("error:")
     assert len(_lines(result.output)) == 1, result.output
 
@@ -120,7 +134,8 @@ def test_a_video_path_that_is_a_fifo_is_refused_unopened(tmp_path: Path) -> None
         FrameSource(tmp_path / "clip.mp4")
 
 
-# -- item 3: a path that does not exist is said first ----------------------------------------------------------
+# -- item 3: a path that does not exist is said first
+# ----------------------------------------------------------
 @pytest.mark.parametrize("name", ["absent.mp4", "absent_folder", "absent.mcap", "absent.db3"])
 def test_a_missing_source_says_no_such_file_first(tmp_path: Path, name: str) -> None:
     result = runner.invoke(app, ["run", str(tmp_path / name)])  # no --detections either
@@ -129,7 +144,8 @@ def test_a_missing_source_says_no_such_file_first(tmp_path: Path, name: str) -> 
     assert "no such file or folder" in line and "--detections" not in line
 
 
-# -- item 4: no outputs of an earlier run left beside the new ones --------------------------------------------
+# -- item 4: no outputs of an earlier run left beside the new ones
+# --------------------------------------------
 def test_outputs_of_an_earlier_run_are_removed_and_noted(
     scene: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -161,11 +177,26 @@ def test_demo_removes_outputs_it_does_not_rewrite(tmp_path: Path) -> None:
     assert any("removed demo.mp4 of an earlier run" in n for n in result.notes)
 
 
-# -- item 5: nothing scored, or the flow never ran ------------------------------------------------------------
+# -- item 5: nothing scored, or the flow never ran
+# ------------------------------------------------------------
 def test_a_flow_that_never_ran_is_said_in_the_summary(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
     sim, video, model = scene
-    result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o"), "--no-video", "--flow-scale", "1e-9"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+            "--flow-scale",
+            "1e-9",
+        ],
+    )
     assert result.exit_code == 0, result.output  # the boxes were still scored
     assert "optical flow never ran" in result.output and "below the" in result.output
     assert any(
@@ -184,8 +215,20 @@ def test_a_run_that_scored_no_frame_exits_one(scene: tuple[Path, Path, Path], tm
     frames.mkdir()
     for k in range(4):  # 8 x 8 px: below the runtime's smallest frame, every frame is dropped
         cv2.imwrite(str(frames / f"{k:06d}.png"), np.full((8, 8, 3), 90, np.uint8))
-    result = runner.invoke(app, ["run", str(frames), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o"), "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(frames),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+        ],
+    )
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no frame was scored: all 4 frames were dropped" in errors[0]
@@ -195,21 +238,47 @@ def test_a_run_that_scored_no_frame_exits_one(scene: tuple[Path, Path, Path], tm
 
 def test_demo_says_when_its_flow_never_ran(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "o"), "--frames", "4", "--model", str(model),
-                                 "--no-video", "--flow-scale", "1e-9"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "demo",
+            "--out",
+            str(tmp_path / "o"),
+            "--frames",
+            "4",
+            "--model",
+            str(model),
+            "--no-video",
+            "--flow-scale",
+            "1e-9",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "optical flow never ran" in result.output
 
 
-# -- item 10: the model that ran is named ----------------------------------------------------------------------
+# -- item 10: the model that ran is named
+# ----------------------------------------------------------------------
 def test_model_default_names_the_bundled_model(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
     from pairedge.core.bundled import default_model_dir
 
     if not (default_model_dir() / "stage1.onnx").is_file():
         pytest.skip(f"the bundled default model is not in {default_model_dir()}")
     sim, video, _ = scene
-    result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", "default",
-                                 "--out", str(tmp_path / "o"), "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            "default",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "model: the bundled model pairedge-default" in result.output
     header = json.loads((tmp_path / "o" / "results.jsonl").read_text().splitlines()[0])
@@ -218,18 +287,32 @@ def test_model_default_names_the_bundled_model(scene: tuple[Path, Path, Path], t
 
 def test_demo_names_its_model(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "o"), "--frames", "4", "--model", str(model),
-                                 "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app, ["demo", "--out", str(tmp_path / "o"), "--frames", "4", "--model", str(model), "--no-video"]
+    )
     assert result.exit_code == 0 and f"model: {model}" in result.output.replace("\n", "")
 
 
-# -- item 9: 80 columns, no progress residue when piped --------------------------------------------------------
+# -- item 9: 80 columns, no progress residue when piped
+# --------------------------------------------------------
 def test_run_output_fits_80_columns_without_progress_residue(
     scene: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
     sim, video, model = scene
-    result = runner.invoke(app, ["run", str(video), "-d", str(sim / "gt/gt.txt"), "--model", str(model),
-                                 "--out", str(tmp_path / "o"), "--no-video"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "-d",
+            str(sim / "gt/gt.txt"),
+            "--model",
+            str(model),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "\r" not in result.output and "\x1b" not in result.output  # no live-display residue
     assert [line for line in result.output.splitlines() if line.startswith("running ")] == [
@@ -250,17 +333,31 @@ def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> Non
     long_label = "standing_together_near_the_entrance_of_the_building\nerror: x"
     summary = replace(
         RunStats(("walking_together", long_label)).summary(),
-        frames=10**9, frames_scored=10**9, pairs=10**12, interacting=10**11, groups=10**10,
-        interactions={"walking_together": 10**11, long_label: 12}, fps=123456.0, wall_fps=9999.0,
+        frames=10**9,
+        frames_scored=10**9,
+        pairs=10**12,
+        interacting=10**11,
+        groups=10**10,
+        interactions={"walking_together": 10**11, long_label: 12},
+        fps=123456.0,
+        wall_fps=9999.0,
         flow_frames=10**9 - 1,
-    )  # fmt: skip
+    )
     console = Console(file=StringIO(), width=80, color_system=None)
     console.print(summary_table(summary, "pairedge run " + "a_very_long_video_name_" * 6 + ".mp4"))
     text = console.file.getvalue()
     lines = text.splitlines()
     assert all(len(line) <= 80 for line in lines), text
-    for row in ("frames scored", "frames with flow", "pairs scored (pair-frames)", "interacting pair-frames",
-                "FPS, end to end", "dropped detections", "step total", "1000000000000"):  # fmt: skip
+    for row in (
+        "frames scored",
+        "frames with flow",
+        "pairs scored (pair-frames)",
+        "interacting pair-frames",
+        "FPS, end to end",
+        "dropped detections",
+        "step total",
+        "1000000000000",
+    ):
         assert any(row in line for line in lines), row  # whole, on one line: no wrap inside a word
     assert not any(line.lstrip("│ ").startswith("error:") for line in lines)  # the newline is escaped
 
@@ -280,7 +377,9 @@ def test_a_detection_file_that_is_a_device_or_folder_says_so(tmp_path: Path) -> 
         read_detections(tmp_path / "missing.txt")
 
 
-def test_an_eval_that_scored_no_frame_exits_one_as_run_does(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
+def test_an_eval_that_scored_no_frame_exits_one_as_run_does(
+    scene: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
     """``eval`` on a source without a usable frame: not exit 0 with null metrics and "no ground truth", but
     the one line ``run`` gives on the same input (issue 40, case 7)."""
     sim, _, model = scene
@@ -289,8 +388,21 @@ def test_an_eval_that_scored_no_frame_exits_one_as_run_does(scene: tuple[Path, P
     for k in range(4):
         cv2.imwrite(str(frames / f"{k:06d}.png"), np.full((8, 8, 3), 90, np.uint8))
     gold = next(sim.rglob("pairs_gt_paper3.jsonl"))
-    result = runner.invoke(app, ["eval", str(model), "--data", str(frames), "--detections", str(sim / "gt/gt.txt"),
-                                 "--gold", str(gold), "--out", str(tmp_path / "e")])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(model),
+            "--data",
+            str(frames),
+            "--detections",
+            str(sim / "gt/gt.txt"),
+            "--gold",
+            str(gold),
+            "--out",
+            str(tmp_path / "e"),
+        ],
+    )
     assert result.exit_code == 1, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no frame was scored: all 4 frames were dropped" in errors[0], result.output

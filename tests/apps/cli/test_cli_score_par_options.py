@@ -1,7 +1,7 @@
 """``pairedge score --protocol par``: --par-variant and the --par-*-threshold options map onto the API.
 
-Every CLI result is compared with ``pairedge.core.metrics.par.score_files`` on the same files; bad values and PAR
-options given with another protocol stop with one line and no traceback.
+Every CLI result is compared with ``pairedge.core.metrics.par.score_files`` on the same files; bad values and
+PAR options given with another protocol stop with one line and no traceback.
 """
 
 from __future__ import annotations
@@ -84,8 +84,17 @@ def test_default_is_the_api_official_result_with_released_thresholds(tmp_path: P
     assert report["details"]["thresholds"] == {"actions": 0.6, "social": 0.6, "global": 0.5}
     assert "par variant: official; thresholds" in result.output
     assert "actions 0.6, social 0.6, global 0.5" in result.output
-    _, explicit = _cli(tmp_path, "--par-variant", "official", "--par-actions-threshold", "0.6",
-                       "--par-social-threshold", "0.6", "--par-global-threshold", "0.5")  # fmt: skip
+    _, explicit = _cli(
+        tmp_path,
+        "--par-variant",
+        "official",
+        "--par-actions-threshold",
+        "0.6",
+        "--par-social-threshold",
+        "0.6",
+        "--par-global-threshold",
+        "0.5",
+    )
     assert explicit == report
 
 
@@ -129,8 +138,11 @@ def test_thresholds_change_the_result_exactly_as_the_api(
     assert report == expected
     assert report["summary"] != _api(tmp_path, variant=variant)["summary"]  # the thresholds did matter
     th = report["details"]["thresholds"]
-    assert th == {"actions": thresholds.actions, "social": thresholds.social,
-                  "global": thresholds.global_activity}  # fmt: skip
+    assert th == {
+        "actions": thresholds.actions,
+        "social": thresholds.social,
+        "global": thresholds.global_activity,
+    }
     assert f"par variant: {variant}" in result.output
     assert f"actions {thresholds.actions}, social {thresholds.social}" in result.output
 

@@ -25,8 +25,10 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
 
 def _run(scene: tuple[Path, Path, Path], out: Path, *extra: str) -> object:
     video, det, model = scene
-    return runner.invoke(app, ["run", str(video), "-d", str(det), "--model", str(model), "--out", str(out),
-                               "--no-video", *extra])  # fmt: skip
+    return runner.invoke(
+        app,
+        ["run", str(video), "-d", str(det), "--model", str(model), "--out", str(out), "--no-video", *extra],
+    )
 
 
 @pytest.mark.parametrize("name", ["iou", "bytetrack", "ocsort", "botsort"])
@@ -46,7 +48,11 @@ def test_run_with_each_tracker(scene: tuple[Path, Path, Path], tmp_path: Path, n
 def test_unknown_tracker_is_one_line(scene: tuple[Path, Path, Path], tmp_path: Path) -> None:
     res = _run(scene, tmp_path, "--tracker", "deepsort")
     assert res.exit_code == 1
-    assert res.output.strip().splitlines()[-1].startswith("error: tracker backend: expected one of iou, bytetrack")
+    assert (
+        res.output.strip()
+        .splitlines()[-1]
+        .startswith("error: tracker backend: expected one of iou, bytetrack")
+    )
 
 
 def test_missing_library_is_one_line_naming_the_extra(

@@ -14,7 +14,16 @@ from pairedge.apps.cli import app
 from typer.testing import CliRunner
 
 runner = CliRunner()
-JETSON_ROWS = ("Jetson L4T / JetPack", "Jetson power mode", "clocks", "OpenCV build", "numpy build", "rosbags", "ray", "trackers")
+JETSON_ROWS = (
+    "Jetson L4T / JetPack",
+    "Jetson power mode",
+    "clocks",
+    "OpenCV build",
+    "numpy build",
+    "rosbags",
+    "ray",
+    "trackers",
+)
 
 
 def fake_orin(root: Path) -> None:
@@ -46,7 +55,7 @@ def test_json_has_the_jetson_rows(on_orin: None) -> None:
     assert data["Jetson L4T / JetPack"] == {"ok": True, "detail": "L4T 36.4.3, JetPack 6.2.1"}
     assert data["Jetson power mode"] == {"ok": True, "detail": "25W (mode 1)"}
     assert data["clocks"] == {"ok": True, "detail": "CPU 4 cores 1728 MHz, GPU devfreq not readable"}
-    assert list(data)[-len(JETSON_ROWS):] == list(JETSON_ROWS)  # after the machine's rows, in this order
+    assert list(data)[-len(JETSON_ROWS) :] == list(JETSON_ROWS)  # after the machine's rows, in this order
 
 
 def test_table_shows_them_in_80_columns(on_orin: None) -> None:

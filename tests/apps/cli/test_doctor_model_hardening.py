@@ -11,6 +11,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -148,12 +149,22 @@ def _toy(path: Path, stage: int, body: Callable[[int, int], tuple[list, list]]) 
     labels = STAGE1.classes if stage == 1 else PAPER3.classes
     nodes, inits = body(f, len(labels))
     graph = helper.make_graph(
-        nodes, "toy", [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])], inits,
-    )  # fmt: skip
+        nodes,
+        "toy",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", f])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", len(labels)])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    meta = ModelMetadata(stage=stage, feature_spec="pairedge", feature_spec_version=spec.version, labels=labels,
-                         num_features=f, norm_mean=(0.0,) * f, norm_std=(1.0,) * f)  # fmt: skip
+    meta = ModelMetadata(
+        stage=stage,
+        feature_spec="pairedge",
+        feature_spec_version=spec.version,
+        labels=labels,
+        num_features=f,
+        norm_mean=(0.0,) * f,
+        norm_std=(1.0,) * f,
+    )
     for k, v in meta.to_props().items():
         model.metadata_props.add(key=k, value=v)
     onnx.save(model, str(path))
@@ -162,8 +173,10 @@ def _toy(path: Path, stage: int, body: Callable[[int, int], tuple[list, list]]) 
 def _batch_of_one(f: int, c: int) -> tuple[list, list]:
     """Reshape to (1, F): runs on one pair, fails on every real frame with more than one pair."""
     w = np.ones((f, c), np.float32)
-    nodes = [helper.make_node("Reshape", ["features", "shape"], ["one"]),
-             helper.make_node("MatMul", ["one", "w"], ["logits"])]  # fmt: skip
+    nodes = [
+        helper.make_node("Reshape", ["features", "shape"], ["one"]),
+        helper.make_node("MatMul", ["one", "w"], ["logits"]),
+    ]
     return nodes, [
         numpy_helper.from_array(np.array([1, f], np.int64), "shape"),
         numpy_helper.from_array(w, "w"),
@@ -177,9 +190,11 @@ def _log_of_features(f: int, c: int) -> tuple[list, list]:
     return nodes, [numpy_helper.from_array(w, "w")]
 
 
-@pytest.mark.parametrize(("body", "why"), [(_batch_of_one, "on a batch of realistic features"),
-                                           (_log_of_features, "NaN or inf logits")])  # fmt: skip
-def test_a_model_that_fails_on_real_batches_does_not_run_here(tmp_path: Path, body, why: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [(_batch_of_one, "on a batch of realistic features"), (_log_of_features, "NaN or inf logits")],
+)
+def test_a_model_that_fails_on_real_batches_does_not_run_here(tmp_path: Path, body: Any, why: str) -> None:
     from pairedge.core.modelfolder import write_manifest
     from pairedge.runtime.backends.registry import get_backend
 
@@ -214,9 +229,12 @@ def test_realistic_rows_follow_the_normalisation_statistics(folder: Path) -> Non
 # -- a broken listed file ---------------------------------------------------------------------------------
 def test_a_broken_listed_fp16_file_exits_1(folder: Path) -> None:
     for stage in (1, 2):  # valid ONNX, listed with the right hash, but no pairedge metadata
-        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])  # fmt: skip
+        graph = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
         onnx.save(helper.make_model(graph), str(folder / f"stage{stage}.fp16.onnx"))
     register_files(folder, {"stage1.fp16.onnx": "stage1.fp16", "stage2.fp16.onnx": "stage2.fp16"})
     report = inspect_model_folder(folder, gpu=NO_GPU)
@@ -246,12 +264,20 @@ def test_engine_manifest_onnx_outside_the_folder_is_not_hashed(
         engine = sub / f"stage{stage}.fp16.engine"
         engine.write_bytes(b"engine bytes")
         EngineManifest(
-            stage=stage, precision="fp16", tensorrt_version="10.3.0.30", cuda_version="12.6", device_name="Orin",
-            compute_capability="8.7", profile={"min": 1, "opt": 64, "max": 512},
+            stage=stage,
+            precision="fp16",
+            tensorrt_version="10.3.0.30",
+            cuda_version="12.6",
+            device_name="Orin",
+            compute_capability="8.7",
+            profile={"min": 1, "opt": 64, "max": 512},
             onnx={"file": source, "sha256": "0" * 64, "size": 1},
             engine={"file": engine.name, "sha256": sha256_file(engine), "size": engine.stat().st_size},
-            labels=("a", "b"), feature_spec="pairedge", feature_spec_version="2", num_features=31,
-        ).write(engine)  # fmt: skip
+            labels=("a", "b"),
+            feature_spec="pairedge",
+            feature_spec_version="2",
+            num_features=31,
+        ).write(engine)
     report = inspect_model_folder(folder, gpu=LocalGpu("10.3.0.30", "Orin", "8.7"))
     assert not option(report, "fp16", "tensorrt").runs
     assert any("its manifest's ONNX file" in p for p in report.problems), report.problems
@@ -261,10 +287,22 @@ def test_engine_manifest_fields_of_the_wrong_type_are_refused(tmp_path: Path) ->
     from pairedge.runtime.backends.tensorrt_loader import EngineFileError, EngineManifest
 
     engine = tmp_path / "stage1.fp16.engine"
-    good = {"format": 1, "stage": 1, "precision": "fp16", "tensorrt_version": "10.3", "cuda_version": "12.6",
-            "device_name": "Orin", "compute_capability": "8.7", "profile": {"min": 1, "opt": 1, "max": 1},
-            "onnx": {"file": "stage1.fp16.onnx"}, "engine": {"size": 1, "sha256": "0" * 64}, "labels": ["a", "b"],
-            "feature_spec": "pairedge", "feature_spec_version": "2", "num_features": 31}  # fmt: skip
+    good = {
+        "format": 1,
+        "stage": 1,
+        "precision": "fp16",
+        "tensorrt_version": "10.3",
+        "cuda_version": "12.6",
+        "device_name": "Orin",
+        "compute_capability": "8.7",
+        "profile": {"min": 1, "opt": 1, "max": 1},
+        "onnx": {"file": "stage1.fp16.onnx"},
+        "engine": {"size": 1, "sha256": "0" * 64},
+        "labels": ["a", "b"],
+        "feature_spec": "pairedge",
+        "feature_spec_version": "2",
+        "num_features": 31,
+    }
     for key, value in (("labels", 3), ("engine", {"size": "big"}), ("stage", "one"), ("onnx", [])):
         (tmp_path / "stage1.fp16.engine.json").write_text(json.dumps({**good, key: value}))
         with pytest.raises(EngineFileError, match=repr(key.split(".")[0])[1:-1]):

@@ -66,9 +66,20 @@ def test_train_errors_are_one_line(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and "not found" in result.output
     stage1 = runner.invoke(
-        app, ["train", "--data", str(_npz(tmp_path / "x.npz", features=7)), "--out", str(tmp_path / "o"),
-              "--spec", "liang2026", "--stage", "1", "--no-progress"],
-    )  # fmt: skip
+        app,
+        [
+            "train",
+            "--data",
+            str(_npz(tmp_path / "x.npz", features=7)),
+            "--out",
+            str(tmp_path / "o"),
+            "--spec",
+            "liang2026",
+            "--stage",
+            "1",
+            "--no-progress",
+        ],
+    )
     assert stage1.exit_code == 1 and "interacting-or-not" in stage1.output
 
 
@@ -77,21 +88,35 @@ def test_train_a_spec_version(tmp_path: Path) -> None:
 
     source = "sim:static:seeds=0-1:frames=40:stride=2"
     args = ["--spec", "pairedge", "--stage", "1", "--epochs", "1", "--no-progress", "--no-export"]
-    result = runner.invoke(app, ["train", "--data", source, "--spec-version", "3", "--out", str(tmp_path / "v3"), *args])
+    result = runner.invoke(
+        app, ["train", "--data", source, "--spec-version", "3", "--out", str(tmp_path / "v3"), *args]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "v3" / "model.json").read_text())
     assert doc["feature_spec_version"] == "3"
-    assert len(doc["norm_mean"]) == spec_layout("pairedge", "3").stage1_dim == spec_layout("pairedge", "2").stage1_dim + 14
-    bad = runner.invoke(app, ["train", "--data", source, "--spec-version", "7", "--out", str(tmp_path / "o"), *args])
+    assert (
+        len(doc["norm_mean"])
+        == spec_layout("pairedge", "3").stage1_dim
+        == spec_layout("pairedge", "2").stage1_dim + 14
+    )
+    bad = runner.invoke(
+        app, ["train", "--data", source, "--spec-version", "7", "--out", str(tmp_path / "o"), *args]
+    )
     assert bad.exit_code == 1 and "no version '7'" in bad.output and "Traceback" not in bad.output
     assert "implements 1, 2, 3 (current: 2)" in bad.output
     empty = tmp_path / "empty.npz"
     empty.write_bytes(b"")
     result = runner.invoke(app, ["train", "--data", str(empty), "--out", str(tmp_path / "o"), *args])
-    assert result.exit_code == 1 and "not a readable features .npz" in result.output and "EOFError" not in result.output
+    assert (
+        result.exit_code == 1
+        and "not a readable features .npz" in result.output
+        and "EOFError" not in result.output
+    )
     # a features file keeps its version: asking for another one is refused
     v2 = _npz(tmp_path / "v2.npz", features=spec_layout("pairedge", "2").stage1_dim, spec="pairedge")
-    result = runner.invoke(app, ["train", "--data", str(v2), "--spec-version", "3", "--out", str(tmp_path / "o"), *args])
+    result = runner.invoke(
+        app, ["train", "--data", str(v2), "--spec-version", "3", "--out", str(tmp_path / "o"), *args]
+    )
     assert result.exit_code == 1 and "features" in result.output
 
 
@@ -100,7 +125,9 @@ def test_train_history_reaches_the_features_and_the_model(tmp_path: Path) -> Non
     runtime reads it back); the CAD recipe of docs/training.md uses it."""
     source = "sim:static:seeds=0-1:frames=40:stride=2"
     args = ["--spec", "pairedge", "--stage", "1", "--epochs", "1", "--no-progress", "--no-export"]
-    result = runner.invoke(app, ["train", "--data", source, "--history", "12", "--out", str(tmp_path / "h"), *args])
+    result = runner.invoke(
+        app, ["train", "--data", source, "--history", "12", "--out", str(tmp_path / "h"), *args]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "h" / "model.json").read_text())
     assert doc["extra"]["feature_config"]["history"] == 12
@@ -111,9 +138,13 @@ def test_train_history_reaches_the_features_and_the_model(tmp_path: Path) -> Non
 
 def test_train_history_is_refused_where_it_cannot_apply(tmp_path: Path) -> None:
     data = _npz(tmp_path / "f.npz", features=10)
-    result = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "30", *ARGS])
+    result = runner.invoke(
+        app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "30", *ARGS]
+    )
     assert result.exit_code == 1 and "pairedge spec" in result.output and "Traceback" not in result.output
-    other = runner.invoke(app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "1", *ARGS])
+    other = runner.invoke(
+        app, ["train", "--data", str(data), "--out", str(tmp_path / "o"), "--history", "1", *ARGS]
+    )
     assert other.exit_code == 2 and "--history" in other.output
     assert not (tmp_path / "o").exists()
 
@@ -138,7 +169,9 @@ def test_load_with_copies_builds_every_copy_with_the_feature_options(tmp_path: P
         assert json.loads(d.feature_config)["history"] == 2
     assert rows.X[:, fill].tolist() != default.X[:, fill].tolist()  # 6 samples fill a history of 2, not of 8
     with pytest.raises(InputError, match="is a features file"):
-        load_with_copies(str(_npz(tmp_path / "f.npz")), spec="pairedge", stage=2, feature_config={"history": 2})
+        load_with_copies(
+            str(_npz(tmp_path / "f.npz")), spec="pairedge", stage=2, feature_config={"history": 2}
+        )
 
 
 def test_aspect_swap_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Path) -> None:
@@ -152,18 +185,48 @@ def test_aspect_swap_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Pat
     X[:, [names.index("a_aspect"), names.index("b_aspect")]] = 0.3 + 0.1 * (y == 0)[:, None]
     groups = np.array([f"s{i // 50}" for i in range(600)])
     path = tmp_path / "p.npz"
-    FeatureData.from_arrays(X, y, groups, PAPER3.classes, feature_spec="pairedge", feature_names=names,
-                            stage=2).save(path)  # fmt: skip
-    args = ["train", "--data", str(path), "--spec", "pairedge", "--epochs", "2", "--patience", "2", "--no-progress"]
+    FeatureData.from_arrays(
+        X, y, groups, PAPER3.classes, feature_spec="pairedge", feature_names=names, stage=2
+    ).save(path)
+    args = [
+        "train",
+        "--data",
+        str(path),
+        "--spec",
+        "pairedge",
+        "--epochs",
+        "2",
+        "--patience",
+        "2",
+        "--no-progress",
+    ]
     ok = runner.invoke(app, [*args, "--stage", "2", "--out", str(tmp_path / "m"), "--aspect-swap", "0.5"])
     assert ok.exit_code == 0, ok.output
     swap = json.loads((tmp_path / "m" / "model.json").read_text())["extra"]["aspect_swap"]
     walking = int((y == 0).sum())
     assert swap["fraction"] == 0.5 and swap["seed"] == 0 and 0.3 * walking < swap["rows"] < 0.7 * walking
     assert f"aspect swap: {swap['rows']} walking rows" in ok.output
-    stage1 = runner.invoke(app, [*args, "--stage", "1", "--out", str(tmp_path / "s1"), "--aspect-swap", "0.5"])
+    stage1 = runner.invoke(
+        app, [*args, "--stage", "1", "--out", str(tmp_path / "s1"), "--aspect-swap", "0.5"]
+    )
     assert stage1.exit_code == 1 and "stage 2 only" in stage1.output and "Traceback" not in stage1.output
-    liang = runner.invoke(app, ["train", "--data", str(_npz(tmp_path / "l.npz")), "--out", str(tmp_path / "l"),
-                                *ARGS, "--aspect-swap", "0.5"])  # fmt: skip
+    liang = runner.invoke(
+        app,
+        [
+            "train",
+            "--data",
+            str(_npz(tmp_path / "l.npz")),
+            "--out",
+            str(tmp_path / "l"),
+            *ARGS,
+            "--aspect-swap",
+            "0.5",
+        ],
+    )
     assert liang.exit_code == 1 and "no a_aspect" in liang.output and "Traceback" not in liang.output
-    assert runner.invoke(app, [*args, "--stage", "2", "--out", str(tmp_path / "x"), "--aspect-swap", "2"]).exit_code == 2
+    assert (
+        runner.invoke(
+            app, [*args, "--stage", "2", "--out", str(tmp_path / "x"), "--aspect-swap", "2"]
+        ).exit_code
+        == 2
+    )

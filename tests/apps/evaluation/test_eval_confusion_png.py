@@ -1,4 +1,5 @@
-"""confusion.png of ``pairedge eval``: drawn with OpenCV + numpy, so a plain install (no matplotlib) writes it."""
+"""confusion.png of ``pairedge eval``: drawn with OpenCV + numpy, so a plain install (no matplotlib) writes
+it."""
 
 from __future__ import annotations
 
@@ -16,16 +17,32 @@ from pairedge.core.errors import InputError
 from pairedge.core.labels import SIM7
 
 
-def _report(confusion: np.ndarray, labels: tuple[str, ...], *, has_truth: bool = True,
-            missing: np.ndarray | None = None, model: str = "models/default") -> EvalReport:  # fmt: skip
+def _report(
+    confusion: np.ndarray,
+    labels: tuple[str, ...],
+    *,
+    has_truth: bool = True,
+    missing: np.ndarray | None = None,
+    model: str = "models/default",
+) -> EvalReport:
     c = len(labels)
     return EvalReport(
-        model=model, precision="fp32", backend="onnxruntime", flow="none", labels=labels,
-        sources=("sim:static:1",), frames=4, pairs=10, confusion=np.asarray(confusion, np.int64),
+        model=model,
+        precision="fp32",
+        backend="onnxruntime",
+        flow="none",
+        labels=labels,
+        sources=("sim:static:1",),
+        frames=4,
+        pairs=10,
+        confusion=np.asarray(confusion, np.int64),
         missing=np.zeros(c, np.int64) if missing is None else np.asarray(missing, np.int64),
-        stage1={"tp": 5, "fp": 1, "fn": 2}, group_activity=None, group_detection=None,
-        latency_ms={"total": 1.0}, has_truth=has_truth,
-    )  # fmt: skip
+        stage1={"tp": 5, "fp": 1, "fn": 2},
+        group_activity=None,
+        group_detection=None,
+        latency_ms={"total": 1.0},
+        has_truth=has_truth,
+    )
 
 
 def _read(path: Path) -> np.ndarray:
@@ -91,8 +108,16 @@ def test_colour_darkens_with_row_share(tmp_path: Path) -> None:
         x0, y0, _, _ = drawn.cell_box(i, j)
         return image[y0 + 4, x0 + 4]
 
-    by_share = [(0.0, pixel(0, 2)), (0.1, pixel(0, 0)), (0.3, pixel(2, 3)), (0.4, pixel(1, 0)),
-                (0.6, pixel(1, 1)), (0.7, pixel(2, 2)), (0.9, pixel(0, 1)), (1.0, pixel(3, 3))]  # fmt: skip
+    by_share = [
+        (0.0, pixel(0, 2)),
+        (0.1, pixel(0, 0)),
+        (0.3, pixel(2, 3)),
+        (0.4, pixel(1, 0)),
+        (0.6, pixel(1, 1)),
+        (0.7, pixel(2, 2)),
+        (0.9, pixel(0, 1)),
+        (1.0, pixel(3, 3)),
+    ]
     for (_, lo), (_, hi) in zip(by_share, by_share[1:], strict=False):
         assert np.all(hi <= lo) and hi.sum() < lo.sum()
         assert (
@@ -158,8 +183,10 @@ def test_eval_cli_reports_an_unwritable_png_as_one_line(
     (tmp_path / "confusion.png").mkdir()
     from pairedge.core.bundled import default_model_dir
 
-    res = CliRunner().invoke(app, ["eval", str(default_model_dir()), "--data", "sim:static:seeds=1:frames=2",
-                                   "--out", str(tmp_path)])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        ["eval", str(default_model_dir()), "--data", "sim:static:seeds=1:frames=2", "--out", str(tmp_path)],
+    )
     assert res.exit_code == 1 and "confusion.png" in res.output and "Traceback" not in res.output
 
 

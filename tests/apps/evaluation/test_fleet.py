@@ -1,4 +1,5 @@
-"""pairedge.apps.fleet: one function over many items, serially or on a local Ray cluster, outcomes in order."""
+"""pairedge.apps.fleet: one function over many items, serially or on a local Ray cluster, outcomes in
+order."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def test_ray_equals_local_with_two_workers() -> None:
     keys = [f"log{k}" for k in range(len(items))]
     local = run_tasks(math.sqrt, items, keys)
     done: list[str] = []
-    remote = run_tasks(math.sqrt, items, keys, executor="ray", workers=2, on_done=lambda o: done.append(o.key))
+    remote = run_tasks(
+        math.sqrt, items, keys, executor="ray", workers=2, on_done=lambda o: done.append(o.key)
+    )
     assert [(o.key, o.value, o.error) for o in remote] == [(o.key, o.value, o.error) for o in local]
     assert sorted(done) == sorted(keys)
 

@@ -18,8 +18,11 @@ FRAMES = 8
 
 def _sources() -> list[StreamSource]:
     scenes = parse_sources("sim:static+moving:seeds=0-3", frames=FRAMES)
-    broken = StreamSource("video", "video:missing.mp4", {"video": "/nonexistent/missing.mp4",
-                                                          "detections": "/nonexistent/d.txt", "gold": None})  # fmt: skip
+    broken = StreamSource(
+        "video",
+        "video:missing.mp4",
+        {"video": "/nonexistent/missing.mp4", "detections": "/nonexistent/d.txt", "gold": None},
+    )
     return [*scenes[:4], broken, *scenes[4:]]
 
 
@@ -45,8 +48,11 @@ def _sim_logs(root: Path, count: int) -> None:
         preset = ("static", "moving")[k % 2]
         folder = root / f"robot{k}"
         write_scene(preset, k // 2, FRAMES, folder)
-        write_log(((f.image, f.detections, f.timestamp) for f in simulate(preset, seed=k // 2, frames=FRAMES)),
-                  folder / "log", storage=("mcap", "sqlite3")[k % 2])  # fmt: skip
+        write_log(
+            ((f.image, f.detections, f.timestamp) for f in simulate(preset, seed=k // 2, frames=FRAMES)),
+            folder / "log",
+            storage=("mcap", "sqlite3")[k % 2],
+        )
 
 
 def test_log_sources_equal_the_scenes_they_record(tmp_path: Path) -> None:
@@ -61,7 +67,9 @@ def test_log_sources_equal_the_scenes_they_record(tmp_path: Path) -> None:
     from_logs = pool([evaluate(model, s, config=at_once) for s in logs])
     from_scenes = pool([evaluate(model, s, config=at_once) for s in scenes])
     assert from_logs.frames == from_scenes.frames == 2 * FRAMES
-    assert np.array_equal(from_logs.confusion, from_scenes.confusion) and from_logs.stage1 == from_scenes.stage1
+    assert (
+        np.array_equal(from_logs.confusion, from_scenes.confusion) and from_logs.stage1 == from_scenes.stage1
+    )
     assert from_logs.confusion.sum() > 0
 
 

@@ -33,7 +33,12 @@ def test_without_int8_the_folder_is_fp32_with_a_manifest(tmp_path: Path) -> None
 
     summary = build_default_model(tmp_path, _tiny_recipe(), progress=False, int8=False)
     assert summary["int8"] is None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "recipe.json", "stage1.onnx", "stage2.onnx"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "manifest.json",
+        "recipe.json",
+        "stage1.onnx",
+        "stage2.onnx",
+    ]
     assert json.loads((tmp_path / "recipe.json").read_text())["int8"] is None
     manifest = verify_files(tmp_path)  # every listed file is there with its SHA-256
     assert sorted(manifest.files) == ["recipe.json", "stage1.onnx", "stage2.onnx"]

@@ -62,9 +62,16 @@ def test_link_settings_choose_on_validation_clips_through_the_pipeline() -> None
     from pairedge.apps.recipes.default_model import link_settings
     from pairedge.core.bundled import RECIPE, default_model_dir
 
-    recipe = {**RECIPE, "confirm": {"seeds": "2000", "grid": [0.0, 0.2], "frames": 12},
-              "stage1": {**RECIPE["stage1"], "operating_points": {
-                  "surveillance": {"preset": "surveillance", "taus": [0.6, 0.7], "min_camera_height": 1.3}}}}
+    recipe = {
+        **RECIPE,
+        "confirm": {"seeds": "2000", "grid": [0.0, 0.2], "frames": 12},
+        "stage1": {
+            **RECIPE["stage1"],
+            "operating_points": {
+                "surveillance": {"preset": "surveillance", "taus": [0.6, 0.7], "min_camera_height": 1.3}
+            },
+        },
+    }
     extra, record = link_settings(default_model_dir(), recipe)
     assert extra["confirm_s"] in (0.0, 0.2) and extra["confirm_s"] == record["confirm_s"]
     assert [r["confirm_s"] for r in record["validation"]] == [0.0, 0.2]

@@ -32,9 +32,16 @@ def _plain(tmp_path: Path) -> tuple[Path, np.ndarray]:
     X = (rng.standard_normal((2000, 14)) * np.linspace(0.1, 5, 14)).astype(np.float32)
     X[:, -1] = rng.standard_t(2, len(X))
     set_normalization(model, X.mean(0), X.std(0))
-    ckpt = Checkpoint(model=model, config=config, stage=2, labels=PAPER3.classes, feature_spec="liang2026",
-                      feature_spec_version="1", data_fingerprint="sha256:t",
-                      extra={"train": {"hidden": [8, 16], "input_squash": None}})  # fmt: skip
+    ckpt = Checkpoint(
+        model=model,
+        config=config,
+        stage=2,
+        labels=PAPER3.classes,
+        feature_spec="liang2026",
+        feature_spec_version="1",
+        data_fingerprint="sha256:t",
+        extra={"train": {"hidden": [8, 16], "input_squash": None}},
+    )
     path = tmp_path / "stage2.onnx"
     export_checkpoint(ckpt, path, check_batches=(3,))
     return path, X
@@ -75,7 +82,10 @@ def test_the_folder_step_refuses_a_folder_that_has_the_squash_or_another_recipe(
     from pairedge.apps.recipes.squash_step import add_input_squash
     from pairedge.core.bundled import QAT_RECIPE
 
-    for recorded, why in ((RECIPE, "already has"), ({**RECIPE, "spec": "other"}, "not built from this recipe")):
+    for recorded, why in (
+        (RECIPE, "already has"),
+        ({**RECIPE, "spec": "other"}, "not built from this recipe"),
+    ):
         (tmp_path / "recipe.json").write_text(json.dumps({"recipe": recorded}))
         with pytest.raises(SystemExit, match=why):
             add_input_squash(tmp_path, RECIPE, QAT_RECIPE, say=None)

@@ -13,7 +13,14 @@ from pairedge.core.types import Detections
 
 pytest.importorskip("rosbags")
 
-from pairedge.apps.ros.bag import MARKERS_TOPIC, RESULTS_TOPIC, LogTopics, list_topics, open_log, run_log  # noqa: E402
+from pairedge.apps.ros.bag import (  # noqa: E402
+    MARKERS_TOPIC,
+    RESULTS_TOPIC,
+    LogTopics,
+    list_topics,
+    open_log,
+    run_log,
+)
 from pairedge.apps.ros.messages import (  # noqa: E402
     TrackIds,
     bgr_to_image,
@@ -51,11 +58,14 @@ def _comparable(record: dict) -> dict:
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_bag_run_equals_video_run_and_writes_output_bag(scene, tmp_path: Path, storage: str) -> None:
     folder, frames = scene
-    video = run_files(folder / "frames", folder / "gt" / "gt.txt", tmp_path / "video",
-                      RunOptions(video=False, fps=15.0))  # fmt: skip
+    video = run_files(
+        folder / "frames", folder / "gt" / "gt.txt", tmp_path / "video", RunOptions(video=False, fps=15.0)
+    )
     assert video.frames == FRAMES
     write_log(frames, tmp_path / "log", storage=storage)
-    summary = run_log(tmp_path / "log", tmp_path / "bag", RunOptions(video=False), out_bag=tmp_path / "outbag")
+    summary = run_log(
+        tmp_path / "log", tmp_path / "bag", RunOptions(video=False), out_bag=tmp_path / "outbag"
+    )
     assert summary.frames == FRAMES and not summary.detections_dropped
     expected = [_comparable(r) for r in _records(tmp_path / "video" / "results.jsonl")]
     got = [_comparable(r) for r in _records(tmp_path / "bag" / "results.jsonl")]
@@ -138,7 +148,9 @@ def test_unpaired_messages_are_dropped_and_reported(scene, tmp_path: Path) -> No
         for k, (image, dets, t) in enumerate(frames[:6]):
             stamp = int(t * 1e9)
             if k != 2:  # frame 2: the detector published nothing
-                writer.write(det, stamp, store.serialize_cdr(detections_to_msg(store, dets, stamp), DETECTION_ARRAY))
+                writer.write(
+                    det, stamp, store.serialize_cdr(detections_to_msg(store, dets, stamp), DETECTION_ARRAY)
+                )
             if k != 4:  # frame 4: the camera message was lost
                 writer.write(img, stamp, store.serialize_cdr(bgr_to_image(store, image, stamp), IMAGE))
     summary = run_log(tmp_path / "log", tmp_path / "out", RunOptions(video=False))
@@ -191,7 +203,9 @@ def test_image_encodings_round_trip() -> None:
     with pytest.raises(InputError, match="bytes of data"):
         image_to_bgr(msg)
     ok, png = cv2.imencode(".png", bgr)
-    compressed = store.types["sensor_msgs/msg/CompressedImage"](header=msg.header, format="png", data=png.reshape(-1))
+    compressed = store.types["sensor_msgs/msg/CompressedImage"](
+        header=msg.header, format="png", data=png.reshape(-1)
+    )
     assert np.array_equal(image_to_bgr(compressed), bgr)
     compressed.data = np.frombuffer(b"not an image", np.uint8)
     with pytest.raises(InputError, match="not an image pairedge can measure"):
@@ -203,8 +217,9 @@ def test_image_encodings_round_trip() -> None:
 
 def test_detections_round_trip_ids_and_classes() -> None:
     store = make_typestore()
-    dets = Detections.from_arrays(np.array([[10, 20, 30, 60], [100, 50, 20, 40]], np.float32),
-                                  np.array([7, -1]), np.array([0.9, 0.5]))  # fmt: skip
+    dets = Detections.from_arrays(
+        np.array([[10, 20, 30, 60], [100, 50, 20, 40]], np.float32), np.array([7, -1]), np.array([0.9, 0.5])
+    )
     msg = detections_to_msg(store, dets, 123)
     got, skipped = detections_from_msg(msg, TrackIds())
     assert not skipped
@@ -216,6 +231,11 @@ def test_detections_round_trip_ids_and_classes() -> None:
     assert [ids("a"), ids("b"), ids("a"), ids("12"), ids("")] == [2**40, 2**40 + 1, 2**40, 12, -1]
     small = TrackIds(capacity=2)
     assert [small("a"), small("b"), small("a"), small("c"), small("a"), small("b")] == [
-        2**40, 2**40 + 1, 2**40, 2**40 + 2, 2**40, 2**40 + 3,  # "b" was the least recent name: evicted
-    ]  # fmt: skip
+        2**40,
+        2**40 + 1,
+        2**40,
+        2**40 + 2,
+        2**40,
+        2**40 + 3,  # "b" was the least recent name: evicted
+    ]
     assert len(small._names) == 2

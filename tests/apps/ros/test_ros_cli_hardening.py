@@ -23,15 +23,22 @@ def _lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize(("storage", "name", "magic"), [
-    ("mcap", "x.db3", SQLITE_MAGIC), ("sqlite3", "x.mcap", MCAP_MAGIC),
-    ("mcap", "copy", None), ("sqlite3", "copy", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("storage", "name", "magic"),
+    [
+        ("mcap", "x.db3", SQLITE_MAGIC),
+        ("sqlite3", "x.mcap", MCAP_MAGIC),
+        ("mcap", "copy", None),
+        ("sqlite3", "copy", None),
+    ],
+)
 def test_out_bag_storage_follows_its_name(sim_frames, tmp_path: Path, storage, name, magic) -> None:
     write_log(sim_frames[:4], tmp_path / "log", storage=storage)
     target = tmp_path / "o" / name
-    res = CliRunner().invoke(app, ["run", str(tmp_path / "log"), "--out", str(tmp_path / "o"), "--no-video",
-                                   "--out-bag", str(target)])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        ["run", str(tmp_path / "log"), "--out", str(tmp_path / "o"), "--no-video", "--out-bag", str(target)],
+    )
     assert res.exit_code == 0, res.output
     if magic is not None:  # a bare file in the storage its suffix names
         assert target.is_file() and target.read_bytes()[: len(magic)] == magic
@@ -60,8 +67,18 @@ def test_a_failed_run_leaves_no_partial_output_bag(sim_frames, tmp_path: Path, m
     for name in ("bag", "bag.mcap"):
         calls[0] = 0
         out = tmp_path / f"o_{name}"
-        res = CliRunner().invoke(app, ["run", str(tmp_path / "log"), "--out", str(out), "--no-video",
-                                       "--out-bag", str(tmp_path / "bags" / name)])  # fmt: skip
+        res = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(tmp_path / "log"),
+                "--out",
+                str(out),
+                "--no-video",
+                "--out-bag",
+                str(tmp_path / "bags" / name),
+            ],
+        )
         assert res.exit_code == 1 and "disk full" in res.output
         assert not (
             tmp_path / "bags"
@@ -71,8 +88,17 @@ def test_a_failed_run_leaves_no_partial_output_bag(sim_frames, tmp_path: Path, m
 def test_an_existing_out_bag_is_refused_before_any_work(sim_frames, tmp_path: Path) -> None:
     write_log(sim_frames[:2], tmp_path / "log", storage="mcap")
     (tmp_path / "taken.db3").write_bytes(b"keep me")
-    res = CliRunner().invoke(app, ["run", str(tmp_path / "log"), "--out", str(tmp_path / "o"),
-                                   "--out-bag", str(tmp_path / "taken.db3")])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(tmp_path / "log"),
+            "--out",
+            str(tmp_path / "o"),
+            "--out-bag",
+            str(tmp_path / "taken.db3"),
+        ],
+    )
     assert res.exit_code == 1 and len(_lines(res.output)) == 1 and "exists" in res.output
     assert (tmp_path / "taken.db3").read_bytes() == b"keep me" and not (tmp_path / "o").exists()
 
@@ -98,8 +124,11 @@ def test_names_from_a_log_cannot_start_a_line_of_their_own(frame_messages, write
 
     log = write_messages(tmp_path / "log", rename(frame_messages(image=frame_id)))
     runner = CliRunner()
-    for args in (["--list-topics"], ["--out", str(tmp_path / "o"), "--no-video"],
-                 ["--image-topic", "/nope\nerror: x", "--out", str(tmp_path / "o2")]):  # fmt: skip
+    for args in (
+        ["--list-topics"],
+        ["--out", str(tmp_path / "o"), "--no-video"],
+        ["--image-topic", "/nope\nerror: x", "--out", str(tmp_path / "o2")],
+    ):
         res = runner.invoke(app, ["run", str(log), *args])
         starts = [line for line in res.output.splitlines() if line.lstrip().startswith("error:")]
         assert len(starts) <= 1 and "\x1b" not in res.output, res.output

@@ -25,7 +25,13 @@ from pairedge.apps.ros.messages import (  # noqa: E402
     image_to_bgr,
 )
 from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE  # noqa: E402
-from pairedge.apps.ros.runner import MAX_REASONS, OTHER_REASONS, DropCounts, FrameDecoder, RosRunner  # noqa: E402
+from pairedge.apps.ros.runner import (  # noqa: E402
+    MAX_REASONS,
+    OTHER_REASONS,
+    DropCounts,
+    FrameDecoder,
+    RosRunner,
+)
 from pairedge.runtime.run import RunOptions  # noqa: E402
 
 
@@ -49,8 +55,9 @@ def _png_declaring(width: int, height: int) -> bytes:
     return bytes(data)
 
 
-def test_a_compressed_image_that_declares_400_megapixels_drops_that_frame(frame_messages, write_messages,
-                                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_a_compressed_image_that_declares_400_megapixels_drops_that_frame(
+    frame_messages, write_messages, tmp_path: Path
+) -> None:
     store = frame_messages.store
     cls = store.types[COMPRESSED_IMAGE]
 
@@ -70,12 +77,20 @@ def test_raw_images_are_checked_before_any_reshape() -> None:
 
     store = make_typestore()
     msg = store.types["sensor_msgs/msg/Image"]
-    header = store.types["std_msgs/msg/Header"](stamp=store.types["builtin_interfaces/msg/Time"](sec=0, nanosec=0),
-                                               frame_id="cam")  # fmt: skip
+    header = store.types["std_msgs/msg/Header"](
+        stamp=store.types["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id="cam"
+    )
 
     def image(w, h, encoding, step, size):
-        return msg(header=header, height=h, width=w, encoding=encoding, is_bigendian=0, step=step,
-                   data=np.zeros(size, np.uint8))  # fmt: skip
+        return msg(
+            header=header,
+            height=h,
+            width=w,
+            encoding=encoding,
+            is_bigendian=0,
+            step=step,
+            data=np.zeros(size, np.uint8),
+        )
 
     with pytest.raises(InputError, match=r"20000 x 20000 pixels \(400.0 MP\)"):
         image_to_bgr(image(20_000, 20_000, "mono8", 20_000, 10))
@@ -143,8 +158,10 @@ def _fake_pairs(n: int, stamps: list[int] | None = None):
     store = make_typestore()
     dets = Detections.from_arrays(np.array([[1, 1, 2, 2]], np.float32))
     stamps = stamps or [k * 100_000_000 for k in range(n)]
-    return [(bgr_to_image(store, np.zeros((4, 4, 3), np.uint8), s), detections_to_msg(store, dets, s))
-            for s in stamps]  # fmt: skip
+    return [
+        (bgr_to_image(store, np.zeros((4, 4, 3), np.uint8), s), detections_to_msg(store, dets, s))
+        for s in stamps
+    ]
 
 
 @pytest.mark.parametrize("which", ["both", "image"])
@@ -161,7 +178,10 @@ def test_one_stamp_1000_s_in_the_future_drops_only_its_frame(frame_messages, wri
     summary, records = _run(write_messages, messages, tmp_path)
     assert summary.frames == 9 and len(records) == 9
     dropped = summary.detections_dropped
-    jump = "header stamp jumps 1,000 s ahead of the stream (the messages after it continue from the earlier time)"
+    jump = (
+        "header stamp jumps 1,000 s ahead of the stream (the messages after it continue from the earlier "
+        "time)"
+    )
     if which == "both":
         assert dropped == {jump: 2}
     else:  # its detections had the right stamp: they are what the image was missing
@@ -169,7 +189,8 @@ def test_one_stamp_1000_s_in_the_future_drops_only_its_frame(frame_messages, wri
 
 
 def test_a_log_recorded_in_two_sessions_keeps_every_frame(frame_messages, write_messages, tmp_path) -> None:
-    """A real forward jump (ten minutes between sessions): the messages after it continue from the new time."""
+    """A real forward jump (ten minutes between sessions): the messages after it continue from the new
+    time."""
     gap = 600 * 10**9
 
     def later(k, msg):
@@ -177,8 +198,10 @@ def test_a_log_recorded_in_two_sessions_keeps_every_frame(frame_messages, write_
             msg.header.stamp.sec += gap // 10**9
         return msg
 
-    messages = [(t, ty, m, lt + (gap if k >= 10 else 0)) for k, (t, ty, m, lt) in
-                enumerate(frame_messages(image=later, dets=later))]  # fmt: skip
+    messages = [
+        (t, ty, m, lt + (gap if k >= 10 else 0))
+        for k, (t, ty, m, lt) in enumerate(frame_messages(image=later, dets=later))
+    ]
     summary, records = _run(write_messages, messages, tmp_path)
     assert summary.frames == 10 and not summary.detections_dropped
     stamps = [r["stamp_ns"] for r in records]
@@ -212,8 +235,9 @@ def test_stamp_matcher_jump_rules() -> None:
         m.add_image(10**12 + k * 33 * ms, k)
         m.add_detections(10**12 + k * 33 * ms, k)
     m.add_image(5 * 10**9, "back")
-    assert list(m.dropped) == ["header stamp 995 s behind the stream, more than its reach of 2.0 s "
-                               "(late, or its clock jumped back)"]  # fmt: skip
+    assert list(m.dropped) == [
+        "header stamp 995 s behind the stream, more than its reach of 2.0 s (late, or its clock jumped back)"
+    ]
 
     m = StampMatcher()  # one frame every 5 s: steps beyond the 2 s horizon are the stream's own cadence
     out = []
@@ -337,8 +361,9 @@ def test_box_values_nan_inf_and_overflowing_corners() -> None:
         (None, "undecodable sensor_msgs/msg/Image message"),  # another type's bytes on the topic
     ],
 )
-def test_one_undecodable_message_is_dropped_and_the_log_goes_on(frame_messages, write_messages, tmp_path, bad,
-                                                                reason) -> None:  # fmt: skip
+def test_one_undecodable_message_is_dropped_and_the_log_goes_on(
+    frame_messages, write_messages, tmp_path, bad, reason
+) -> None:
     store = frame_messages.store
     messages = frame_messages()
     for k, (topic, msgtype, msg, log_time) in enumerate(messages):
@@ -367,8 +392,10 @@ def test_fuzzed_messages_never_end_the_stream() -> None:
     frames = 0
     for k in range(400):
         stamp = k * 33_000_000
-        raws = [bytearray(store.serialize_cdr(bgr_to_image(store, np.zeros((6, 8, 3), np.uint8), stamp), IMAGE)),
-                bytearray(store.serialize_cdr(detections_to_msg(store, dets, stamp), DETECTION_ARRAY))]  # fmt: skip
+        raws = [
+            bytearray(store.serialize_cdr(bgr_to_image(store, np.zeros((6, 8, 3), np.uint8), stamp), IMAGE)),
+            bytearray(store.serialize_cdr(detections_to_msg(store, dets, stamp), DETECTION_ARRAY)),
+        ]
         for raw, msgtype, offer in (
             (raws[0], IMAGE, decoder.image),
             (raws[1], DETECTION_ARRAY, decoder.detections),
@@ -413,7 +440,8 @@ def test_eval_of_a_log_keeps_frames_against_their_truth_after_a_dropped_message(
     sim_frames, frame_messages, write_messages, tmp_path: Path
 ) -> None:
     """``pairedge eval`` on a log: a dropped image leaves a gap in the frame numbers (the frames after it
-    still meet their own truth) and timestamps are exact durations from the first frame, epoch stamps or not."""
+    still meet their own truth) and timestamps are exact durations from the first frame, epoch stamps or
+    not."""
     from pairedge.apps.evaluation.sources import parse_sources
 
     def yuv(k, msg):  # frame 3 cannot be converted (odd width): dropped
@@ -447,7 +475,9 @@ def test_a_fifo_named_like_a_log_in_a_fleet_folder_is_refused_not_skipped(tmp_pa
         list(source.open(("walking_together",)))
 
 
-def test_a_log_run_removes_the_video_an_earlier_run_left(frame_messages, write_messages, tmp_path: Path) -> None:
+def test_a_log_run_removes_the_video_an_earlier_run_left(
+    frame_messages, write_messages, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "annotated.mp4").write_bytes(b"old")

@@ -1,4 +1,5 @@
-"""ROS 2 logs that claim more than they hold: refused in seconds, in bounded memory, before rosbags reads them.
+"""ROS 2 logs that claim more than they hold: refused in seconds, in bounded memory, before rosbags reads
+them.
 
 Every hostile file is built here with a few lines of struct packing (the MCAP record framing), or by
 editing a log rosbags wrote.
@@ -81,8 +82,8 @@ def test_a_chunk_that_declares_3_gib_is_refused_from_its_header(tmp_path: Path) 
     assert bomb.stat().st_size < 1000
     line = one_line_error(["run", str(bomb), "--list-topics"])
     assert (
-        "a zstd chunk that declares 3 GiB, more than the 256 MiB ceiling (pairedge.core.limits.MAX_MCAP_CHUNK_BYTES)"
-        in line
+        "a zstd chunk that declares 3 GiB, more than the 256 MiB ceiling "
+        "(pairedge.core.limits.MAX_MCAP_CHUNK_BYTES)" in line
     )
 
 
@@ -283,7 +284,8 @@ def test_sqlite_messages_above_the_ceiling_are_dropped_unread(
     dropped = summary.detections_dropped
     assert (
         dropped[
-            "message on /camera/image_raw above the 1.3 MiB ceiling (pairedge.core.limits.MAX_MESSAGE_BYTES), not read"
+            "message on /camera/image_raw above the 1.3 MiB ceiling "
+            "(pairedge.core.limits.MAX_MESSAGE_BYTES), not read"
         ]
         == 1
     )

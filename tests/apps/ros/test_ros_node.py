@@ -107,19 +107,28 @@ def test_inputs_use_the_sensor_data_qos_by_default(make_node: Any) -> None:
         assert sub.qos.reliability is fake_rclpy.ReliabilityPolicy.BEST_EFFORT
         assert sub.qos.history is fake_rclpy.HistoryPolicy.KEEP_LAST and sub.qos.depth == 5
         assert sub.qos.durability is fake_rclpy.DurabilityPolicy.VOLATILE
-    assert subs["image"].msg_type.__name__ == "Image" and subs["detections"].msg_type.__name__ == "Detection2DArray"
+    assert (
+        subs["image"].msg_type.__name__ == "Image"
+        and subs["detections"].msg_type.__name__ == "Detection2DArray"
+    )
     outputs = {p.topic: p for p in node.publishers}
     assert {t: p.msg_type.__name__ for t, p in outputs.items()} == {
-        "/pairedge/interactions": "String", "/pairedge/markers": "MarkerArray",
-        "/pairedge/pairs": "Detection2DArray", "/diagnostics": "DiagnosticArray",
-    }  # fmt: skip
-    assert all(p.qos.reliability is fake_rclpy.ReliabilityPolicy.RELIABLE and p.qos.depth == 10
-               for p in outputs.values())  # fmt: skip
+        "/pairedge/interactions": "String",
+        "/pairedge/markers": "MarkerArray",
+        "/pairedge/pairs": "Detection2DArray",
+        "/diagnostics": "DiagnosticArray",
+    }
+    assert all(
+        p.qos.reliability is fake_rclpy.ReliabilityPolicy.RELIABLE and p.qos.depth == 10
+        for p in outputs.values()
+    )
     assert [period for period, _ in node.timers] == [1.0]
 
 
 def test_reliable_qos_depth_and_compressed_images_when_asked(make_node: Any) -> None:
-    node = make_node(qos="reliable", qos_depth=20, compressed=True, image_topic="/cam/compressed", output_depth=3)
+    node = make_node(
+        qos="reliable", qos_depth=20, compressed=True, image_topic="/cam/compressed", output_depth=3
+    )
     sub = node.subscription("/cam/compressed")
     assert sub.msg_type.__name__ == "CompressedImage"
     assert sub.qos.reliability is fake_rclpy.ReliabilityPolicy.RELIABLE and sub.qos.depth == 20
@@ -146,7 +155,9 @@ def test_node_hands_its_tracker_to_the_runtime(make_node: Any) -> None:
     assert isinstance(node.core.pipe._tracker, LibraryTracker)
 
 
-def test_every_pipeline_step_runs_on_the_worker_thread(make_node: Any, fake: Any, frames20: list[Any]) -> None:
+def test_every_pipeline_step_runs_on_the_worker_thread(
+    make_node: Any, fake: Any, frames20: list[Any]
+) -> None:
     node = make_node()
     pipe = node.core.pipe
     steps: list[str] = []
@@ -171,7 +182,9 @@ def test_every_pipeline_step_runs_on_the_worker_thread(make_node: Any, fake: Any
     last = node.publisher("/pairedge/pairs").published[-1]
     stamp = stamp_of(frames20[-1][2])
     assert (last.header.stamp.sec, last.header.stamp.nanosec) == divmod(stamp, SECOND)
-    assert [d.id for d in last.detections] == ["-".join(map(str, i["ids"])) for i in records[-1]["interactions"]]
+    assert [d.id for d in last.detections] == [
+        "-".join(map(str, i["ids"])) for i in records[-1]["interactions"]
+    ]
 
 
 def test_callbacks_return_while_a_step_is_running_and_replaced_frames_are_counted(
@@ -226,10 +239,13 @@ def test_a_failing_step_costs_its_frame_only(make_node: Any, fake: Any, sim_fram
     assert node.core.drops()["pipeline step failed (RuntimeError)"] == 1
     assert node.core.frames == len(calls) - 1 and node.core.worker.thread.is_alive()
     assert [t for level, t in node.logged if level == "warning"] == [
-        "pipeline step failed (RuntimeError): cuda: an illegal memory access"]
+        "pipeline step failed (RuntimeError): cuda: an illegal memory access"
+    ]
 
 
-def test_shutdown_joins_the_worker_and_logs_the_summary(make_node: Any, fake: Any, sim_frames: list[Any]) -> None:
+def test_shutdown_joins_the_worker_and_logs_the_summary(
+    make_node: Any, fake: Any, sim_frames: list[Any]
+) -> None:
     node = make_node()
     feed(fake, node, sim_frames[:5], wait=True)
     node.subscription("image").callback(image_msg(fake, sim_frames[5][0], 20 * SECOND))  # never paired
@@ -239,8 +255,10 @@ def test_shutdown_joins_the_worker_and_logs_the_summary(make_node: Any, fake: An
     summary = [t for level, t in node.logged if level == "info" and "frames published" in t]
     assert len(summary) == 1 and f"{node.core.frames} frames published" in summary[0]
     assert summary[0] == (
-        "pairedge: 3 frames published; dropped 3 (frame replaced before the worker took it (latest-frame policy): "
-        "2; header stamp jumps 9.7 s ahead of the stream (the stream ended before later messages confirmed it): 1)")
+        "pairedge: 3 frames published; dropped 3 (frame replaced before the worker took it (latest-frame "
+        "policy): 2; header stamp jumps 9.7 s ahead of the stream (the stream ended before later messages "
+        "confirmed it): 1)"
+    )
     assert node.core.slot.put("late") is False  # closed: nothing is taken after shutdown
 
 

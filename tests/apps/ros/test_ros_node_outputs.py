@@ -72,12 +72,20 @@ def test_markers_equal_the_bag_paths_markers(types: MessageTypes, results: list[
         for a, b in zip(ours.markers, theirs.markers, strict=True):
             assert (a.ns, a.id, a.type, a.action) == (b.ns, b.id, b.type, b.action)
             assert (a.header.stamp.sec, a.header.stamp.nanosec, a.header.frame_id) == (
-                b.header.stamp.sec, b.header.stamp.nanosec, b.header.frame_id)  # fmt: skip
+                b.header.stamp.sec,
+                b.header.stamp.nanosec,
+                b.header.frame_id,
+            )
             assert [(p.x, p.y, p.z) for p in a.points] == [(p.x, p.y, p.z) for p in b.points]
             assert [(c.r, c.g, c.b, c.a) for c in a.colors] == [(c.r, c.g, c.b, c.a) for c in b.colors]
             if b.action != 3:  # DELETEALL carries no geometry
                 assert (a.scale.x, a.pose.orientation.w) == (b.scale.x, b.pose.orientation.w) == (2.0, 1.0)
-                assert (a.color.r, a.color.g, a.color.b, a.color.a) == (b.color.r, b.color.g, b.color.b, b.color.a)
+                assert (a.color.r, a.color.g, a.color.b, a.color.a) == (
+                    b.color.r,
+                    b.color.g,
+                    b.color.b,
+                    b.color.a,
+                )
             compared += len(a.points)
     assert compared > 0
 
@@ -118,7 +126,8 @@ def test_string_and_diagnostics(types: MessageTypes) -> None:
 
 
 def test_the_fake_refuses_what_rclpy_refuses(types: MessageTypes) -> None:
-    """The builders' care (floats for float64 fields, bytes for a byte) is needed: the fake checks like rosidl."""
+    """The builders' care (floats for float64 fields, bytes for a byte) is needed: the fake checks like
+    rosidl."""
     with pytest.raises(AssertionError, match="float"):
         types.Point(x=1, y=2.0)
     with pytest.raises(AssertionError, match="bytes"):

@@ -28,18 +28,41 @@ ORDER: tuple[tuple[tuple[str, ...], int, int | None], ...] = (
     (("license",), 1, None),
     (("url",), 0, None),
     (("author",), 0, None),
-    (("build_depend", "build_export_depend", "buildtool_depend", "buildtool_export_depend", "exec_depend",
-      "depend", "doc_depend", "test_depend", "conflict", "replace", "group_depend", "member_of_group"), 0, None),
+    (
+        (
+            "build_depend",
+            "build_export_depend",
+            "buildtool_depend",
+            "buildtool_export_depend",
+            "exec_depend",
+            "depend",
+            "doc_depend",
+            "test_depend",
+            "conflict",
+            "replace",
+            "group_depend",
+            "member_of_group",
+        ),
+        0,
+        None,
+    ),
     (("export",), 0, 1),
-)  # fmt: skip
-REQUIRED_RUN_DEPENDS = {"rclpy", "sensor_msgs", "vision_msgs", "visualization_msgs", "std_msgs", "diagnostic_msgs"}
+)
+REQUIRED_RUN_DEPENDS = {
+    "rclpy",
+    "sensor_msgs",
+    "vision_msgs",
+    "visualization_msgs",
+    "std_msgs",
+    "diagnostic_msgs",
+}
 
 
 def check_format3(root: ET.Element) -> list[str]:
     """What breaks REP 149's format-3 rules in a parsed package.xml (empty: valid)."""
     problems = []
     if root.tag != "package" or root.get("format") != "3":
-        problems.append(f"root must be <package format=\"3\">, got <{root.tag} format={root.get('format')!r}>")
+        problems.append(f'root must be <package format="3">, got <{root.tag} format={root.get("format")!r}>')
     rank = {tag: k for k, (tags, _, _) in enumerate(ORDER) for tag in tags}
     last = 0
     counts = [0] * len(ORDER)
@@ -48,7 +71,9 @@ def check_format3(root: ET.Element) -> list[str]:
             problems.append(f"<{child.tag}> is not a format-3 element")
             continue
         if rank[child.tag] < last:
-            problems.append(f"<{child.tag}> comes after <{ORDER[last][0][0]}>; REP 149 orders them the other way")
+            problems.append(
+                f"<{child.tag}> comes after <{ORDER[last][0][0]}>; REP 149 orders them the other way"
+            )
         last = max(last, rank[child.tag])
         counts[rank[child.tag]] += 1
     for (tags, low, high), n in zip(ORDER, counts, strict=True):
@@ -56,7 +81,9 @@ def check_format3(root: ET.Element) -> list[str]:
             problems.append(f"<{tags[0]}> occurs {n} times; expected {low}..{high or 'n'}")
     name = root.findtext("name", "")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-        problems.append(f"package name {name!r}: expected lower case letters, digits and underscores (REP 144)")
+        problems.append(
+            f"package name {name!r}: expected lower case letters, digits and underscores (REP 144)"
+        )
     if not re.fullmatch(r"\d+\.\d+\.\d+", root.findtext("version", "")):
         problems.append("version: expected MAJOR.MINOR.PATCH")
     for person in root.findall("maintainer"):
@@ -82,8 +109,9 @@ def _setup_call() -> dict[str, ast.expr]:
 def _value(node: ast.expr, names: dict[str, Any]) -> Any:
     """A literal of setup.py, with f-strings over its module-level constants resolved."""
     if isinstance(node, ast.JoinedStr):
-        return "".join(str(_value(v.value, names)) if isinstance(v, ast.FormattedValue) else v.value
-                       for v in node.values)  # fmt: skip
+        return "".join(
+            str(_value(v.value, names)) if isinstance(v, ast.FormattedValue) else v.value for v in node.values
+        )
     if isinstance(node, ast.Name):
         return names[node.id]
     if isinstance(node, ast.Call):  # glob("launch/*.launch.py")
@@ -110,11 +138,22 @@ def test_package_xml_dependencies_and_build_type(package_xml: ET.Element) -> Non
 
 
 def test_the_checker_rejects_what_rep_149_rejects() -> None:
-    bad = ET.fromstring('<package format="2"><version>1.0</version><name>Pairedge</name><foo/>'
-                        '<export/><exec_depend/></package>')  # fmt: skip
+    bad = ET.fromstring(
+        '<package format="2"><version>1.0</version><name>Pairedge</name><foo/>'
+        "<export/><exec_depend/></package>"
+    )
     problems = " | ".join(check_format3(bad))
-    for part in ('format="3"', "<name> comes after <version>", "<foo> is not", "<exec_depend> comes after",
-                 "<description> occurs 0", "<maintainer> occurs 0", "REP 144", "MAJOR.MINOR", "is empty"):  # fmt: skip
+    for part in (
+        'format="3"',
+        "<name> comes after <version>",
+        "<foo> is not",
+        "<exec_depend> comes after",
+        "<description> occurs 0",
+        "<maintainer> occurs 0",
+        "REP 144",
+        "MAJOR.MINOR",
+        "is empty",
+    ):
         assert part in problems
 
 
@@ -132,7 +171,9 @@ def test_setup_py_installs_what_colcon_and_ros2_need(package_xml: ET.Element) ->
     assert kwargs["entry_points"] == {"console_scripts": [f"pairedge_node = {NAME}.node:main"]}
     assert (PKG / "resource" / NAME).is_file() and (PKG / NAME / "__init__.py").is_file()
     cfg = (PKG / "setup.cfg").read_text("utf-8")
-    assert f"script_dir=$base/lib/{NAME}" in cfg and f"install_scripts=$base/lib/{NAME}" in cfg  # ros2 run looks there
+    assert (
+        f"script_dir=$base/lib/{NAME}" in cfg and f"install_scripts=$base/lib/{NAME}" in cfg
+    )  # ros2 run looks there
 
 
 def test_entry_point_starts_pairedges_node(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,7 +199,9 @@ def _launch_node_call() -> tuple[ast.Call, ast.Module]:
 
 
 def _launch_config(node: ast.expr) -> str:
-    assert isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LaunchConfiguration", ast.dump(node)
+    assert isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LaunchConfiguration", ast.dump(
+        node
+    )
     return ast.literal_eval(node.args[0])
 
 
@@ -171,7 +214,10 @@ def test_launch_file_starts_the_node_with_remaps_and_the_parameter_file() -> Non
     assert ast.literal_eval(kw["name"]) == NODE_NAME
     remaps = {ast.literal_eval(pair.elts[0]): _launch_config(pair.elts[1]) for pair in kw["remappings"].elts}
     defaults = {p.name: p.default for p in PARAMETERS}
-    assert remaps == {defaults["image_topic"]: "camera_topic", defaults["detections_topic"]: "detections_topic"}
+    assert remaps == {
+        defaults["image_topic"]: "camera_topic",
+        defaults["detections_topic"]: "detections_topic",
+    }
     assert [_launch_config(p) for p in kw["parameters"].elts] == ["params_file"]
     declared = {}
     for n in ast.walk(tree):
@@ -192,7 +238,10 @@ def test_launch_file_starts_the_node_with_remaps_and_the_parameter_file() -> Non
 
 def test_yaml_is_the_parameter_table() -> None:
     text = (PKG / "config" / "pairedge.yaml").read_text("utf-8")
-    assert text == render_yaml(), "regenerate: python -c 'from pairedge.apps.ros.node_params import render_yaml; print(render_yaml(), end=\"\")' > ros2/pairedge_ros/config/pairedge.yaml"
+    assert text == render_yaml(), (
+        "regenerate: python -c 'from pairedge.apps.ros.node_params import render_yaml; print(render_yaml(), "
+        'end="")\' > ros2/pairedge_ros/config/pairedge.yaml'
+    )
     yaml = pytest.importorskip("yaml")
     loaded = yaml.safe_load(text)
     params = loaded["/**"]["ros__parameters"]  # any node name and namespace
@@ -204,6 +253,9 @@ def test_yaml_is_the_parameter_table() -> None:
 def test_docs_carry_the_parameter_table() -> None:
     doc = (ROOT / "docs" / "ros2.md").read_text("utf-8")
     assert markdown_table() in doc
-    for command in ("colcon build --packages-select pairedge_ros", "ros2 launch pairedge_ros pairedge.launch.py",
-                    "source install/setup.bash"):  # fmt: skip
+    for command in (
+        "colcon build --packages-select pairedge_ros",
+        "ros2 launch pairedge_ros pairedge.launch.py",
+        "source install/setup.bash",
+    ):
         assert command in doc

@@ -1,4 +1,5 @@
-"""``parity pack`` options of issue 23: --log, --start, --box-shape, --operating-point; each misuse one line."""
+"""``parity pack`` options of issue 23: --log, --start, --box-shape, --operating-point; each misuse one
+line."""
 
 from __future__ import annotations
 
@@ -24,13 +25,28 @@ def _one_error(output: str) -> str:
 
 
 def test_start_box_shape_and_operating_point_reach_the_pack(tmp_path: Path) -> None:
-    code, out = _pack(tmp_path, "--scene", "static:4100", "--frames", "4", "--start", "3", "--box-shape", "ignore",
-                      "--operating-point", "surveillance")  # fmt: skip
+    code, out = _pack(
+        tmp_path,
+        "--scene",
+        "static:4100",
+        "--frames",
+        "4",
+        "--start",
+        "3",
+        "--box-shape",
+        "ignore",
+        "--operating-point",
+        "surveillance",
+    )
     assert code == 0, out
     flat = " ".join(out.split())  # Rich wraps at the terminal's width, which the tmp path length shifts
     assert "frames 3-6" in flat and "box shape ignored on 4 of 4 frames" in flat and "gate 0.65" in flat
     pk = load_pack(tmp_path / "p.npz")
-    assert (pk.reference["start"], pk.reference["box_shape"], pk.reference["operating_point"]) == (3, "ignore", "surveillance")
+    assert (pk.reference["start"], pk.reference["box_shape"], pk.reference["operating_point"]) == (
+        3,
+        "ignore",
+        "surveillance",
+    )
     from pairedge.apps.evaluation.sources import parse_scene
 
     fourth = list(parse_scene("static:4100", 7).open())[3]  # the clip's first frame is the stream's fourth

@@ -16,7 +16,9 @@ from pairedge.runtime import Deployment, PipelineConfig
 
 def test_a_deployment_checks_as_the_folder_with_options_does(pack_path: Path) -> None:
     pk = load_pack(pack_path)
-    by_options = check_pack(pk, default_model_dir(), CheckOptions(model_only=True))  # a folder: Deployment(folder)
+    by_options = check_pack(
+        pk, default_model_dir(), CheckOptions(model_only=True)
+    )  # a folder: Deployment(folder)
     by_value = check_pack(pk, Deployment(backend="ort-cpu"), CheckOptions(model_only=True))
     assert by_value.passed and by_options.passed
     assert [lv.status for lv in by_value.levels] == [lv.status for lv in by_options.levels]
@@ -29,7 +31,10 @@ def test_auto_flow_is_the_references_and_a_named_one_wins(pack_path: Path) -> No
     assert reference["flow"]["name"] not in (None, "none")
     auto, config = reference_flow(Deployment(), reference, PipelineConfig())
     assert auto.flow == reference["flow"]["name"]
-    assert (config.flow.preset, config.flow.scale) == (reference["flow"]["preset"], reference["flow"]["scale"])
+    assert (config.flow.preset, config.flow.scale) == (
+        reference["flow"]["preset"],
+        reference["flow"]["scale"],
+    )
     named = Deployment(flow="farneback")
     assert reference_flow(named, reference, PipelineConfig()) == (named, PipelineConfig())
     assert reference_flow(Deployment(), {"flow": {"name": "none"}}, PipelineConfig())[0].flow == "auto"

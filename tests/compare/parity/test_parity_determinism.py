@@ -29,8 +29,12 @@ def device_rows(pk: ParityPack, exact: bool = True) -> PairRows:
     """The pack replayed through the bundled model as ``parity check`` sets it up."""
     flow = pk.reference["flow"]
     name = flow["name"] if flow["name"] != "none" else "auto"
-    with load_pipeline(Deployment(default_model_dir(), backend="onnxruntime", flow=name), config=reference_config(pk.reference),
-                       flow_preset=flow.get("preset"), flow_scale=flow.get("scale")) as pipe:  # fmt: skip
+    with load_pipeline(
+        Deployment(default_model_dir(), backend="onnxruntime", flow=name),
+        config=reference_config(pk.reference),
+        flow_preset=flow.get("preset"),
+        flow_scale=flow.get("scale"),
+    ) as pipe:
         return replay_pack(pk, pipe, exact=exact)
 
 
@@ -73,7 +77,9 @@ def test_simulator_truth_boxes_exact(pack_path: Path) -> None:
 
 def test_simulator_detector_boxes_exact(tmp_path: Path) -> None:
     """The simulated detector (no ids: the tracker assigns them, coasts missed people, drops duplicates)."""
-    out = build_pack(default_model_dir(), parse_scene("noisy:4100", 16, "detections"), tmp_path / "p.npz", frames=16)
+    out = build_pack(
+        default_model_dir(), parse_scene("noisy:4100", 16, "detections"), tmp_path / "p.npz", frames=16
+    )
     assert (out.detections[5].scores >= 0).all()
     assert_self_check_exact(tmp_path / "p.npz")
 
@@ -86,12 +92,27 @@ def test_ros2_log_exact(tmp_path: Path) -> None:
 
     runner = CliRunner()
     sim = tmp_path / "sim"
-    res = runner.invoke(app, ["simulate", "--preset", "moving", "--seed", "4101", "--frames", "14", "--out", str(sim),
-                              "--bag", "mcap"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--preset",
+            "moving",
+            "--seed",
+            "4101",
+            "--frames",
+            "14",
+            "--out",
+            str(sim),
+            "--bag",
+            "mcap",
+        ],
+    )
     assert res.exit_code == 0, res.output
     pack = tmp_path / "log.npz"
-    res = runner.invoke(app, ["parity", "pack", "default", "--out", str(pack), "--log", str(sim / "log"),
-                              "--frames", "12"])  # fmt: skip
+    res = runner.invoke(
+        app, ["parity", "pack", "default", "--out", str(pack), "--log", str(sim / "log"), "--frames", "12"]
+    )
     assert res.exit_code == 0, res.output
     pk = assert_self_check_exact(pack)
     assert pk.reference["source"].startswith("log:") and pk.has_truth  # gold.jsonl / pairs_gt beside the log
@@ -127,14 +148,17 @@ def test_clip_that_starts_after_the_switch(surveillance: tuple[Path, Path]) -> N
     """The clip's monitors would need 15 frames to decide: the pack gives the decision and the state."""
     pk = assert_self_check_exact(surveillance[1])
     assert _thresholds(pk) == [0.65] * 6 and pk.reference["start"] == 18
-    report = check_pack(pk, Deployment(default_model_dir(), backend="onnxruntime"), CheckOptions(model_only=True))
+    report = check_pack(
+        pk, Deployment(default_model_dir(), backend="onnxruntime"), CheckOptions(model_only=True)
+    )
     assert report.passed and "the clip starts at frame 18 of the stream" in report.markdown()
     assert pk.snapshot is not None and pk.snapshot.flow_primed and len(pk.lead_png)
     assert pk.image(0).shape == pk.lead_image().shape
     assert differs(pk, device_rows(pk, exact=False))  # deciding again on the clip alone is not the stream
 
 
-# -- box shape: a fixed-ratio detector, and the modes off / ignore -----------------------------------------------
+# -- box shape: a fixed-ratio detector, and the modes off / ignore
+# -----------------------------------------------
 @pytest.mark.parametrize("mode", ["off", "ignore"])
 def test_box_shape_modes_exact(tmp_path: Path, mode: str) -> None:
     source = parse_scene("static:4100", 10, "detections")
@@ -145,7 +169,8 @@ def test_box_shape_modes_exact(tmp_path: Path, mode: str) -> None:
     assert all(np.isnan(s.aspect) for s in pk.frame_states)
 
 
-# -- PETS 2009 S2.L1: annotated tracks and the raw ACF detector -------------------------------------------------
+# -- PETS 2009 S2.L1: annotated tracks and the raw ACF detector
+# -------------------------------------------------
 def _pets(shared_data: Path, boxes: str) -> list:
     base = shared_data / "pets09_s2l1"
     det = base / "mot15" / boxes / f"{boxes}.txt"

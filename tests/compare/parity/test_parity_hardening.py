@@ -10,6 +10,7 @@ import time
 import tracemalloc
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -150,9 +151,15 @@ def test_frame_declaring_a_huge_image_is_refused(pack_path: Path, tmp_path: Path
 # -- a reference is never NaN --------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("p_interact", np.nan), ("det_boxes", np.inf), ("timestamps", np.nan), ("det_scores", np.nan),
-     ("stage2_logits", np.nan), ("det_orientation", np.inf)],
-)  # fmt: skip
+    [
+        ("p_interact", np.nan),
+        ("det_boxes", np.inf),
+        ("timestamps", np.nan),
+        ("det_scores", np.nan),
+        ("stage2_logits", np.nan),
+        ("det_orientation", np.inf),
+    ],
+)
 def test_nan_in_the_reference_is_a_corrupt_pack(
     pack_path: Path, tmp_path: Path, key: str, value: float
 ) -> None:
@@ -176,7 +183,7 @@ def test_nan_in_the_reference_is_a_corrupt_pack(
         lambda i: i.__setitem__("stage1_sha256", "xyz"),
     ],
 )
-def test_malformed_identity_is_refused(pack_path: Path, tmp_path: Path, edit) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_identity_is_refused(pack_path: Path, tmp_path: Path, edit: Any) -> None:
     data = _arrays(pack_path)
     identity = json.loads(str(data["identity"]))
     edit(identity)
@@ -285,8 +292,22 @@ def test_pack_frames_ceiling_is_checked_before_anything_runs(tmp_path: Path) -> 
     res = runner.invoke(app, ["parity", "pack", "default", "--out", str(out), "--frames", "100000000"])
     assert res.exit_code == 1 and len(_error_lines(res.output)) == 1 and "ceiling" in res.output
     video = tmp_path / "missing.mp4"  # the ceiling comes before the clip is even looked at
-    res = runner.invoke(app, ["parity", "pack", "default", "--out", str(out), "--video", str(video),
-                              "--detections", str(tmp_path / "d.txt"), "--frames", "100000000"])  # fmt: skip
+    res = runner.invoke(
+        app,
+        [
+            "parity",
+            "pack",
+            "default",
+            "--out",
+            str(out),
+            "--video",
+            str(video),
+            "--detections",
+            str(tmp_path / "d.txt"),
+            "--frames",
+            "100000000",
+        ],
+    )
     assert res.exit_code == 1 and "100,000,000 frames" in res.output
     assert time.monotonic() - start < 20 and not out.exists()
 

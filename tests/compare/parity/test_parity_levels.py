@@ -212,7 +212,9 @@ def test_fp16_variant_stamped_like_calibrate_passes_as_derived(pack_path: Path, 
     assert report.candidate["relation"] == "derived" and report.candidate["precision"] == "fp16"
     assert 0.0 < report.levels[1].metrics["stage2"]["max"] <= 0.1
     strict = CheckOptions(tolerances=Tolerances.from_dict({"logit_max": {"fp16": 1e-6}}))
-    assert check_pack(pack_path, Deployment(tmp_path, precision="fp16"), strict).first_failure.name == "logits"
+    assert (
+        check_pack(pack_path, Deployment(tmp_path, precision="fp16"), strict).first_failure.name == "logits"
+    )
 
 
 def test_tolerance_overrides_are_checked() -> None:

@@ -63,7 +63,9 @@ def test_detection_orientation_survives_the_pack(pack_path: Path, tmp_path: Path
     got = again.detections[0]
     np.testing.assert_array_equal(got.orientation, ori)
     np.testing.assert_array_equal(got.orientation_conf, conf)
-    assert np.isnan(again.detections[1].orientation).all() and (again.detections[1].orientation_conf == 0).all()
+    assert (
+        np.isnan(again.detections[1].orientation).all() and (again.detections[1].orientation_conf == 0).all()
+    )
     with pytest.raises(FormatError, match="det_orientation.*expected shape"):
         load_pack(_rewrite(pack_path, tmp_path / "short.npz", det_orientation=np.zeros(1, np.float32)))
 
@@ -159,8 +161,10 @@ def test_check_side_imports_no_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pairedge.compare.parity, pairedge.compare.parity.check, pairedge.apps.cli.parity; "
-            "print('torch' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys, pairedge.compare.parity, pairedge.compare.parity.check, pairedge.apps.cli.parity; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,7 +43,7 @@ def mid_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- values and objects ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "value",
-    [None, True, 3, -2**40, 0.1, math.inf, -math.inf, "x", [1, 2.5, None], (1, (2.0,)), {3: 4, "a": [0.5]}],
+    [None, True, 3, -(2**40), 0.1, math.inf, -math.inf, "x", [1, 2.5, None], (1, (2.0,)), {3: 4, "a": [0.5]}],
 )
 def test_encode_round_trips_exactly(value: object) -> None:
     text = json.dumps(encode(value), allow_nan=False)  # strict JSON: NaN / inf as hex
@@ -142,8 +143,12 @@ def test_snapshot_and_restore_continue_the_stream() -> None:
             same = []
             for f, w, st in zip(frames[8:], whole[8:], states[8:], strict=True):
                 r = other.step(f.image, f.detections, f.timestamp, state=st)
-                same.append(np.array_equal(r.pairs, w.pairs) and np.array_equal(r.p_interact, w.p_interact)
-                            and np.array_equal(r.probs, w.probs) and np.array_equal(r.label_ids, w.label_ids))  # fmt: skip
+                same.append(
+                    np.array_equal(r.pairs, w.pairs)
+                    and np.array_equal(r.p_interact, w.p_interact)
+                    and np.array_equal(r.probs, w.probs)
+                    and np.array_equal(r.label_ids, w.label_ids)
+                )
             assert all(same) if restored else not all(same)
         with pytest.raises(InputError, match="previous frame"):
             other.restore(snap, None)
@@ -153,7 +158,8 @@ def _table(states: tuple[FrameState, ...]) -> np.ndarray:
     return np.array([dataclasses.astuple(s) for s in states], np.float64)
 
 
-# -- the pack -------------------------------------------------------------------------------------------------
+# -- the pack
+# -------------------------------------------------------------------------------------------------
 def test_mid_stream_pack_round_trips(mid_pack: Path, tmp_path: Path) -> None:
     pk = load_pack(mid_pack)
     assert pk.reference["start"] == 6 and pk.num_frames == 6 and pk.snapshot is not None
@@ -170,7 +176,9 @@ def test_mid_stream_pack_round_trips(mid_pack: Path, tmp_path: Path) -> None:
 def test_per_row_thresholds_only_when_they_change(pack_path: Path) -> None:
     pk = load_pack(pack_path)
     assert gate_threshold(pk) == pk.frame_states[0].tau_interact
-    states = tuple(dataclasses.replace(s, tau_interact=0.55 if k < 6 else 0.65) for k, s in enumerate(pk.frame_states))
+    states = tuple(
+        dataclasses.replace(s, tau_interact=0.55 if k < 6 else 0.65) for k, s in enumerate(pk.frame_states)
+    )
     tau = gate_threshold(dataclasses.replace(pk, frame_states=states))
     assert isinstance(tau, np.ndarray) and np.array_equal(tau, np.where(pk.rows.frame < 6, 0.55, 0.65))
 
@@ -185,16 +193,22 @@ def test_older_layout_is_refused_saying_why(pack_path: Path, tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda d: d.__setitem__("frame_box_shape", np.full(len(d["timestamps"]), 2, np.int8)), "frame_box_shape"),
+        (
+            lambda d: d.__setitem__("frame_box_shape", np.full(len(d["timestamps"]), 2, np.int8)),
+            "frame_box_shape",
+        ),
         (lambda d: d.__setitem__("frame_aspect", np.full(len(d["timestamps"]), 0.44)), "frame_aspect"),
-        (lambda d: d.__setitem__("frame_tau_interact", np.full(len(d["timestamps"]), np.nan)), "frame_tau_interact"),
+        (
+            lambda d: d.__setitem__("frame_tau_interact", np.full(len(d["timestamps"]), np.nan)),
+            "frame_tau_interact",
+        ),
         (lambda d: d.__setitem__("frame_confirm_s", np.full(len(d["timestamps"]), 1e9)), "frame_confirm_s"),
         (lambda d: d.__setitem__("frame_confirm_s", np.zeros(1)), "expected shape"),
         (lambda d: d.__setitem__("state:extractor.x", np.zeros(3)), "no stream state"),
         (lambda d: d.__setitem__("lead_png", np.frombuffer(b"not a png", np.uint8)), "not a PNG"),
     ],
 )
-def test_corrupt_frame_states_are_refused(pack_path: Path, tmp_path: Path, edit, match: str) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_frame_states_are_refused(pack_path: Path, tmp_path: Path, edit: Any, match: str) -> None:
     data = _arrays(pack_path)
     edit(data)
     with pytest.raises(FormatError, match=match):
@@ -211,7 +225,7 @@ def test_corrupt_frame_states_are_refused(pack_path: Path, tmp_path: Path, edit,
         (lambda s, d: d.__setitem__("state:extractor.last_ego", np.array(["a"])), "expected numbers"),
     ],
 )
-def test_corrupt_stream_state_is_refused(mid_pack: Path, tmp_path: Path, edit, match: str) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_stream_state_is_refused(mid_pack: Path, tmp_path: Path, edit: Any, match: str) -> None:
     data = _arrays(mid_pack)
     state = json.loads(str(data["stream_state"]))
     edit(state, data)

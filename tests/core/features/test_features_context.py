@@ -40,8 +40,9 @@ def crowd(frames: int = 200, people: int = 7, seed: int = 0):
 def test_streaming_context_equals_the_offline_reference(variant: str) -> None:
     seq = crowd()
     seq = {"plain": seq, "mirrored": mirror_sequence(seq), "reversed": reverse_sequence(seq)}[variant]
-    rows = sequence_pair_rows(seq, "pairedge", 2, 1, {"motion": "boxes", "history": 30}, orientation=False,
-                              spec_version="3")  # fmt: skip
+    rows = sequence_pair_rows(
+        seq, "pairedge", 2, 1, {"motion": "boxes", "history": 30}, orientation=False, spec_version="3"
+    )
     layout = spec_layout("pairedge", "3")
     assert layout.stage2_names[-len(CONTEXT_NAMES) :] == tuple(f"pair_{n}" for n in CONTEXT_NAMES)
     assert len(rows.y) > 2000
@@ -127,10 +128,20 @@ def test_a_v3_model_runs_in_the_pipeline(tmp_path: Path) -> None:
     folder = tmp_path / "v3"
     ws = []
     for stage, width in ((1, layout.stage1_dim), (2, layout.stage2_dim)):
-        ws.append(write_toy_model(folder / f"stage{stage}.onnx", stage=stage, spec_name="pairedge", seed=stage,
-                                  feature_spec_version="3", num_features=width, norm_mean=(0.0,) * width,
-                                  norm_std=(1.0,) * width, extra={"feature_config": {"motion": "boxes"}},
-                                  labels=None if stage == 1 else CAD8.classes))  # fmt: skip
+        ws.append(
+            write_toy_model(
+                folder / f"stage{stage}.onnx",
+                stage=stage,
+                spec_name="pairedge",
+                seed=stage,
+                feature_spec_version="3",
+                num_features=width,
+                norm_mean=(0.0,) * width,
+                norm_std=(1.0,) * width,
+                extra={"feature_config": {"motion": "boxes"}},
+                labels=None if stage == 1 else CAD8.classes,
+            )
+        )
     seq = crowd(frames=150, people=5, seed=3)
     extractor = layout.make_extractor({"motion": "boxes"})
     config = PipelineConfig(smoothing=SmoothingConfig(alpha=1.0), box_shape="off")
@@ -140,7 +151,9 @@ def test_a_v3_model_runs_in_the_pipeline(tmp_path: Path) -> None:
             result = pipe.step(None, det, t, image_size=seq.frame_size)
             feats = extractor.step(det, t, seq.frame_size)
             np.testing.assert_array_equal(result.pairs, feats.pairs)
-            np.testing.assert_allclose(result.p_interact, softmax(ws[0].reference(feats.stage1))[:, 1], atol=1e-5)
+            np.testing.assert_allclose(
+                result.p_interact, softmax(ws[0].reference(feats.stage1))[:, 1], atol=1e-5
+            )
         assert np.abs(feats.stage1[:, -len(CONTEXT_NAMES) :]).sum() > 0
 
 
@@ -151,7 +164,9 @@ def test_chain_groups_against_a_breadth_first_search() -> None:
     for _ in range(300):
         n = int(rng.integers(0, 40))
         points, heights = rng.uniform(0, rng.uniform(50, 1500), (n, 2)), rng.uniform(10, 200, n)
-        near = np.linalg.norm(points[:, None] - points[None], axis=-1) < CHAIN * (heights[:, None] + heights) / 2
+        near = (
+            np.linalg.norm(points[:, None] - points[None], axis=-1) < CHAIN * (heights[:, None] + heights) / 2
+        )
         want = np.full(n, -1)
         for start in range(n):  # components by breadth-first search, named by their smallest index
             if want[start] >= 0:
@@ -192,6 +207,11 @@ def test_group_values_against_a_direct_count() -> None:
             lo, hi = sorted((proj[a], proj[b]))
             between = sum(lo < proj[k] < hi for k in members)
             ab = points[b] - points[a]
-            want = [len(members) / 10, 1 - evals[0] / max(evals[1], EPS),
-                    abs(ab @ axis) / max(np.linalg.norm(ab), EPS), between / max(len(members) - 2, 1), 1.0]  # fmt: skip
+            want = [
+                len(members) / 10,
+                1 - evals[0] / max(evals[1], EPS),
+                abs(ab @ axis) / max(np.linalg.norm(ab), EPS),
+                between / max(len(members) - 2, 1),
+                1.0,
+            ]
             np.testing.assert_allclose(got[m], want, atol=1e-9)

@@ -1,4 +1,5 @@
-"""The ``pairedge`` spec: units, time-step and scale invariance, ego-motion removal, history, box-only mode."""
+"""The ``pairedge`` spec: units, time-step and scale invariance, ego-motion removal, history, box-only
+mode."""
 
 from __future__ import annotations
 
@@ -392,8 +393,8 @@ def test_scene_median_equals_numpy_median():
 
 
 def test_pair_radius_keeps_exactly_the_near_pairs_with_unchanged_features():
-    """A pair radius drops the far pairs; every kept pair's features equal those of the unpruned run (they read
-    the whole frame: scene context and neighbour counts include everyone)."""
+    """A pair radius drops the far pairs; every kept pair's features equal those of the unpruned run (they
+    read the whole frame: scene context and neighbour counts include everyone)."""
     from pairedge.core.features import get_spec
     from pairedge.core.features.edge import within_radius
     from pairedge.core.types import Detections

@@ -75,27 +75,46 @@ def _pairedge_rows(stage: int, n: int = 600) -> FeatureData:
         {} if stage == 1 else {"person_features": PAIREDGE.person_dim, "pair_features": PAIREDGE.pair_dim}
     )
     return FeatureData.from_arrays(
-        X, y, np.array([f"s{i // 50}" for i in range(n)]), PAPER3.classes, feature_spec="pairedge",
-        feature_spec_version=PAIREDGE.version, feature_names=names, **layout,
-    )  # fmt: skip
+        X,
+        y,
+        np.array([f"s{i // 50}" for i in range(n)]),
+        PAPER3.classes,
+        feature_spec="pairedge",
+        feature_spec_version=PAIREDGE.version,
+        feature_names=names,
+        **layout,
+    )
 
 
 def test_viewpoint_expands_to_the_spec_columns_of_the_stage() -> None:
     stage2 = _pairedge_rows(2)
     cols = ignored_columns(stage2, ("viewpoint",))
     assert [stage2.feature_names[i] for i in cols] == [
-        "a_height", "a_bottom", "b_height", "b_bottom", "pair_mean_height", "pair_mean_bottom", "pair_mean_width",
-    ]  # fmt: skip
+        "a_height",
+        "a_bottom",
+        "b_height",
+        "b_bottom",
+        "pair_mean_height",
+        "pair_mean_bottom",
+        "pair_mean_width",
+    ]
     stage1 = _pairedge_rows(1)
     assert [stage1.feature_names[i] for i in ignored_columns(stage1, ("viewpoint", "iou"))] == [
-        "iou", "mean_height", "mean_bottom", "mean_width",
-    ]  # fmt: skip
+        "iou",
+        "mean_height",
+        "mean_bottom",
+        "mean_width",
+    ]
     liang = get_spec("liang2026")
     assert liang.viewpoint_names <= set(liang.stage2_names)
     liang_stage1 = FeatureData.from_arrays(
-        stage1.X[:, :7], stage1.y, stage1.groups, stage1.labels, feature_spec="liang2026",
+        stage1.X[:, :7],
+        stage1.y,
+        stage1.groups,
+        stage1.labels,
+        feature_spec="liang2026",
         feature_names=liang.stage1_names,
-    )  # fmt: skip
+    )
     with pytest.raises(InputError, match="'viewpoint' matches no column"):
         ignored_columns(liang_stage1, ("viewpoint",))
     with pytest.raises(InputError, match=r"unknown feature names \['nope'\]"):
@@ -133,16 +152,37 @@ def test_trained_mask_survives_checkpoint_and_onnx(tmp_path: Path) -> None:
 def test_cli_ignore_features(tmp_path: Path) -> None:
     path = tmp_path / "rows.npz"
     _pairedge_rows(2).save(path)
-    args = ["train", "--data", str(path), "--spec", "pairedge", "--stage", "2", "--epochs", "2", "--patience", "1",
-            "--no-progress", "--no-export", "--arch", "residual_mlp"]  # fmt: skip
+    args = [
+        "train",
+        "--data",
+        str(path),
+        "--spec",
+        "pairedge",
+        "--stage",
+        "2",
+        "--epochs",
+        "2",
+        "--patience",
+        "1",
+        "--no-progress",
+        "--no-export",
+        "--arch",
+        "residual_mlp",
+    ]
     runner = CliRunner()
     ok = runner.invoke(app, [*args, "--out", str(tmp_path / "a"), "--ignore-features", "viewpoint, pair_iou"])
     assert ok.exit_code == 0, ok.output
     doc = json.loads((tmp_path / "a" / "model.json").read_text())
     names = PAIREDGE.stage2_names
     assert [names[i] for i in doc["model"]["ignored_features"]] == [
-        "a_height", "a_bottom", "b_height", "b_bottom", "pair_iou", "pair_mean_height", "pair_mean_bottom",
+        "a_height",
+        "a_bottom",
+        "b_height",
+        "b_bottom",
+        "pair_iou",
+        "pair_mean_height",
+        "pair_mean_bottom",
         "pair_mean_width",
-    ]  # fmt: skip
+    ]
     bad = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--ignore-features", "speed_of_light"])
     assert bad.exit_code == 1 and "unknown feature names ['speed_of_light']" in bad.output

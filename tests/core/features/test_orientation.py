@@ -60,8 +60,9 @@ def test_cad_bins_and_shoulders() -> None:
 
 def test_motion_fallback_for_walkers_only() -> None:
     vel = np.array([[1.0, 0.0], [0.01, 0.0], [0.0, -1.0]])
-    facing, conf = ori.person_orientation(np.array([np.nan, np.nan, 0.0]), np.array([0, 0, 0.9]), vel,
-                                          np.hypot(*vel.T))  # fmt: skip
+    facing, conf = ori.person_orientation(
+        np.array([np.nan, np.nan, 0.0]), np.array([0, 0, 0.9]), vel, np.hypot(*vel.T)
+    )
     np.testing.assert_allclose(facing, [[1, 0], [0, 0], [1, 0]])  # the given angle wins over the motion
     np.testing.assert_allclose(conf, [ori.MOTION_CONFIDENCE, 0, 0.9])
     # no confidences: a finite angle counts as known (1), as in Detections.from_arrays
@@ -95,8 +96,13 @@ def test_runtime_validation_drops_and_reports_bad_orientations() -> None:
     boxes = np.array([[10 + 30 * k, 10, 20, 40] for k in range(4)], np.float32)
     ids = np.arange(4, dtype=np.int64)
     sc = np.ones(4, np.float32)
-    bad = Detections(boxes, ids, sc, np.array([0.3, np.nan, 40.0, np.inf], np.float32),
-                     np.array([1, 1, 1, 0.5], np.float32))  # fmt: skip
+    bad = Detections(
+        boxes,
+        ids,
+        sc,
+        np.array([0.3, np.nan, 40.0, np.inf], np.float32),
+        np.array([1, 1, 1, 0.5], np.float32),
+    )
     clean, dropped = validate_detections(bad, (200, 100), ValidationConfig())
     assert len(clean) == 4  # boxes kept
     assert clean.orientation[0] == pytest.approx(0.3) and np.isnan(clean.orientation[1:]).all()
@@ -161,10 +167,14 @@ def test_mot_and_jrdb_orientation_fields(tmp_path: Path) -> None:
     d = read_mot(mot).by_frame()[1]
     assert d.orientation[0] == pytest.approx(1.5) and np.isnan(d.orientation[1:]).all()
     assert d.orientation_conf.tolist() == pytest.approx([0.8, 0, 0])
-    doc = {"labels": {"000001.jpg": [
-        {"label_id": "pedestrian:1", "box": [1, 2, 3, 4], "orientation": 1.0},
-        {"label_id": "pedestrian:2", "box": [5, 2, 3, 4]},
-    ]}}  # fmt: skip
+    doc = {
+        "labels": {
+            "000001.jpg": [
+                {"label_id": "pedestrian:1", "box": [1, 2, 3, 4], "orientation": 1.0},
+                {"label_id": "pedestrian:2", "box": [5, 2, 3, 4]},
+            ]
+        }
+    }
     path = tmp_path / "a.json"
     path.write_text(json.dumps(doc))
     people = read_jrdb(path)[0].people
@@ -237,7 +247,8 @@ def test_cad_features_without_orientation_record_it_for_the_runtime(shared_data)
 
 
 def test_frame_pair_values_equal_box_pair_values():
-    """The gathered-columns version used per frame gives the definition's values (unknown facings included)."""
+    """The gathered-columns version used per frame gives the definition's values (unknown facings
+    included)."""
     rng = np.random.default_rng(4)
     n = 12
     boxes = np.column_stack([rng.uniform(0, 600, (n, 2)), rng.uniform(10, 60, n), rng.uniform(40, 160, n)])
@@ -250,4 +261,3 @@ def test_frame_pair_values_equal_box_pair_values():
         got = np.stack(ori.frame_pair_values(boxes, facing, ia, ib, width), axis=1)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
         assert (want[:, -1] == 0).any() and (want[:, -1] > 0).any()
-

@@ -93,9 +93,17 @@ def test_compiled_rows_equal_numpy_on_boundaries_and_degenerate_boxes():
     """People exactly on the neighbour thresholds (the kernel flags them; the reference decides), coincident
     people, identical boxes, huge and tiny boxes, values beyond the clamp."""
     h = 100.0
-    centres = [(200.0, 300.0), (300.0, 300.0), (250.0 + NEAR * h, 300.0), (300.0 + 0.25 * h, 300.0),
-               (300.0 + 2.0 * h, 300.0), (200.0 - 0.25 * h, 300.0 + INLINE * h), (250.0, 300.0 + NEAR * h),
-               (200.0, 300.0), (250.0, 300.0)]  # fmt: skip
+    centres = [
+        (200.0, 300.0),
+        (300.0, 300.0),
+        (250.0 + NEAR * h, 300.0),
+        (300.0 + 0.25 * h, 300.0),
+        (300.0 + 2.0 * h, 300.0),
+        (200.0 - 0.25 * h, 300.0 + INLINE * h),
+        (250.0, 300.0 + NEAR * h),
+        (200.0, 300.0),
+        (250.0, 300.0),
+    ]
     boxes = np.array([[cx - 20, cy - h / 2, 40, h] for cx, cy in centres])
     boxes = np.vstack([boxes, boxes[:2], [[0, 0, 1e-3, 1e-3], [-5e4, -5e4, 1e5, 2e5], [1e6, 1e6, 3, 9]]])
     dets = Detections.from_arrays(boxes, np.arange(len(boxes)))
@@ -114,8 +122,9 @@ def test_pairs_on_a_threshold_are_flagged_and_recomputed(monkeypatch):
     real = pairkernel._exact_counts
     monkeypatch.setattr(pairkernel, "_exact_counts", lambda *a: calls.append(a[3].copy()) or real(*a))
     facing = (np.zeros((3, 2)), np.zeros(3))
-    s1, _ = pairkernel.pair_rows_compiled(boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes),
-                                          0.05, 31)  # fmt: skip
+    s1, _ = pairkernel.pair_rows_compiled(
+        boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes), 0.05, 31
+    )
     assert len(calls) == 1 and calls[0][0]  # pair (0, 1): person 2 on its near circle
     assert (
         s1[0, pairkernel.NEAR_COLUMN] == 0.0
@@ -125,8 +134,8 @@ def test_pairs_on_a_threshold_are_flagged_and_recomputed(monkeypatch):
 @needs_kernel
 @pytest.mark.parametrize("offset", [-1e-6, 1e-6])
 def test_float32_pass_defers_to_float64_near_a_threshold(monkeypatch, offset: float):
-    """A person 1e-6 heights inside / outside a pair's near circle: the float32 pass cannot decide, the float64
-    pass can (no Python fallback), and the count is the definition's."""
+    """A person 1e-6 heights inside / outside a pair's near circle: the float32 pass cannot decide, the
+    float64 pass can (no Python fallback), and the count is the definition's."""
     from pairedge.core.features.neighbours import neighbours_reference
 
     r = (NEAR + offset) * 100
@@ -136,8 +145,9 @@ def test_float32_pass_defers_to_float64_near_a_threshold(monkeypatch, offset: fl
     calls = []
     monkeypatch.setattr(pairkernel, "_exact_counts", lambda *a: calls.append(a))
     facing = (np.zeros((3, 2)), np.zeros(3))
-    s1, _ = pairkernel.pair_rows_compiled(boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes),
-                                          0.05, 31)  # fmt: skip
+    s1, _ = pairkernel.pair_rows_compiled(
+        boxes, person, facing, ia, ib, (640, 480), scene_context(person, boxes), 0.05, 31
+    )
     assert calls == []
     centres = boxes[:, :2] + boxes[:, 2:] / 2
     near, _ = neighbours_reference(
@@ -204,8 +214,8 @@ def _setup_flags() -> list[str]:
 
 @pytest.mark.parametrize("compiler", ["host", "aarch64-linux-gnu-gcc"])
 def test_the_kernel_compiles_without_warnings_and_without_fused_multiply_add(tmp_path, compiler):
-    """setup.py's flags, -Wall -Wextra -Werror; for the Jetson's Arm cores (a cross compiler, where installed) no
-    fused multiply-add instruction may appear (it would round differently from numpy)."""
+    """setup.py's flags, -Wall -Wextra -Werror; for the Jetson's Arm cores (a cross compiler, where installed)
+    no fused multiply-add instruction may appear (it would round differently from numpy)."""
     from pathlib import Path
 
     cc = _compiler() if compiler == "host" else shutil.which(compiler)
@@ -257,8 +267,8 @@ def test_the_implementation_is_not_stream_state(monkeypatch):
 
 @needs_kernel
 def test_rect_moments_equal_the_direct_float64_sums():
-    """The kernel's per-box flow sums are pooled_reference's (direct float64 sums), and within float64 rounding
-    of the two numpy / OpenCV methods flow_moments used before (per-box slicing, integral images)."""
+    """The kernel's per-box flow sums are pooled_reference's (direct float64 sums), and within float64
+    rounding of the two numpy / OpenCV methods flow_moments used before (per-box slicing, integral images)."""
     from pairedge.core.features import flowpool
 
     rng = np.random.default_rng(8)
@@ -306,8 +316,8 @@ def test_rect_moments_refuse_unclipped_rectangles_and_bad_buffers():
 @needs_kernel
 @pytest.mark.parametrize("length", [2, 8, 24])
 def test_track_motion_equals_numpy(length: int):
-    """The compiled TrackHistory.motion against motion_numpy: tracks of every age, repeated timestamps (no time
-    step), tracks leaving and coming back, camera warps; within float64 rounding."""
+    """The compiled TrackHistory.motion against motion_numpy: tracks of every age, repeated timestamps (no
+    time step), tracks leaving and coming back, camera warps; within float64 rounding."""
     from pairedge.core.features.history import TrackHistory
 
     rng = np.random.default_rng(length)

@@ -28,7 +28,10 @@ from pairedge.core.metrics.pairwise import read_pairwise_file
 
 PAPER3 = ("walking_together", "standing_together", "sitting_together")
 STICK = "1 2 3 4\n" * 6
-CVML = '<?xml version="1.0"?>\n<dataset><frame number="0"><objectlist><object id="1"><box xc="5" yc="5" w="2" h="2"/></object></objectlist></frame></dataset>\n'  # noqa: E501
+CVML = (
+    '<?xml version="1.0"?>\n<dataset><frame number="0"><objectlist><object id="1"><box xc="5" yc="5" '
+    'w="2" h="2"/></object></objectlist></frame></dataset>\n'
+)  # noqa: E501
 
 
 def _pairwise(path: str | Path) -> object:
@@ -154,8 +157,12 @@ def test_streamed_lines_survive_chunk_boundaries(tmp_path: Path, monkeypatch: py
     path.write_bytes(b"\xef\xbb\xbfab\r\ncd\rlong-ish line\n\r\nx")
     monkeypatch.setattr(limits, "READ_CHUNK", 3)
     assert list(iter_lines(path, "a test file")) == [
-        (1, "ab"), (2, "cd"), (3, "long-ish line"), (4, ""), (5, "x"),
-    ]  # fmt: skip
+        (1, "ab"),
+        (2, "cd"),
+        (3, "long-ish line"),
+        (4, ""),
+        (5, "x"),
+    ]
 
 
 def test_pairwise_overlong_line_is_not_read_whole(tmp_path: Path) -> None:
@@ -251,8 +258,10 @@ BILLION_LAUGHS = """<?xml version="1.0"?>
     "text",
     [
         BILLION_LAUGHS,
-        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n<dataset>&x;</dataset>',
-        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY % p SYSTEM "http://example.invalid/x.dtd"> %p;]>\n<dataset/>',
+        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM '
+        '"file:///etc/passwd">]>\n<dataset>&x;</dataset>',
+        '<?xml version="1.0"?>\n<!DOCTYPE d [<!ENTITY % p SYSTEM "http://example.invalid/x.dtd"> '
+        "%p;]>\n<dataset/>",
     ],
     ids=["billion-laughs", "external-entity", "parameter-entity"],
 )

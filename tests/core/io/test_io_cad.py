@@ -1,4 +1,5 @@
-"""Collective Activity readers: annoNN.mat (fixture in the real structure + the real files) and annotations.txt."""
+"""Collective Activity readers: annoNN.mat (fixture in the real structure + the real files) and
+annotations.txt."""
 
 from __future__ import annotations
 

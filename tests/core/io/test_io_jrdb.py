@@ -16,8 +16,13 @@ SAMPLE = {
         "000002.jpg": [
             {
                 "action_label": {"sitting": 1, "talking to someone": 1},
-                "attributes": {"area": 42701.0, "interpolated": False, "no_eval": False,
-                               "occlusion": "Fully_visible", "truncated": "false"},
+                "attributes": {
+                    "area": 42701.0,
+                    "interpolated": False,
+                    "no_eval": False,
+                    "occlusion": "Fully_visible",
+                    "truncated": "false",
+                },
                 "box": [2962, 63, 299, 397],
                 "file_id": "000002.jpg",
                 "label_id": "pedestrian:6",
@@ -25,8 +30,11 @@ SAMPLE = {
                 "social_group": {"cluster_ID": 7, "cluster_stat": 1},
                 "demographics_info": [{"gender": {"Female": "1"}}],
                 "H-interaction": [
-                    {"pair": "pedestrian:7", "box_pair": [3359, 106, 236, 366],
-                     "inter_labels": {"sitting together": 1}}
+                    {
+                        "pair": "pedestrian:7",
+                        "box_pair": [3359, 106, 236, 366],
+                        "inter_labels": {"sitting together": 1},
+                    }
                 ],
             },
             {
@@ -41,7 +49,7 @@ SAMPLE = {
         ],
         "000000.jpg": [],
     }
-}  # fmt: skip
+}
 
 
 def test_reads_the_jrdb_structure(tmp_path: Path) -> None:
@@ -72,7 +80,12 @@ def test_round_trip(tmp_path: Path) -> None:
     again = read_jrdb(out)
     for a, b in zip(frames, again, strict=True):
         assert (a.frame, a.image, a.occlusion, a.actions, a.social_activity) == (
-            b.frame, b.image, b.occlusion, b.actions, b.social_activity)  # fmt: skip
+            b.frame,
+            b.image,
+            b.occlusion,
+            b.actions,
+            b.social_activity,
+        )
         np.testing.assert_array_equal(a.people.boxes, b.people.boxes)
         np.testing.assert_array_equal(a.people.track_ids, b.people.track_ids)
         np.testing.assert_array_equal(a.group_ids, b.group_ids)

@@ -1,4 +1,5 @@
-"""benchmarks/bench_metrics.py runs end to end at a tiny size and writes its JSON and Markdown (no timing asserted)."""
+"""benchmarks/bench_metrics.py runs end to end at a tiny size and writes its JSON and Markdown (no timing
+asserted)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,11 @@ def test_assignment_is_optimal(seed: int) -> None:
     if seed % 5 == 0:
         w = np.round(w, 1)  # many ties
     rows, cols = max_weight_assignment(w)
-    assert len(rows) == min(n, m) and len(set(rows.tolist())) == len(rows) and len(set(cols.tolist())) == len(cols)
+    assert (
+        len(rows) == min(n, m)
+        and len(set(rows.tolist())) == len(rows)
+        and len(set(cols.tolist())) == len(cols)
+    )
     assert w[rows, cols].sum() == pytest.approx(_brute_force(w))
 
 

@@ -108,9 +108,16 @@ def test_true_group_label_is_the_lowest_index_members() -> None:
     social[1, 10] = True  # person 2, position 1: the lowest index among members {2, 3}
     social[2, 11] = True
     gold = [
-        ParFrame(0, gold_frame.person_ids, gold_frame.actions, gold_frame.groups,
-                 gold_frame.group_activity, gold_frame.global_activity, social)
-    ]  # fmt: skip
+        ParFrame(
+            0,
+            gold_frame.person_ids,
+            gold_frame.actions,
+            gold_frame.groups,
+            gold_frame.group_activity,
+            gold_frame.global_activity,
+            social,
+        )
+    ]
     assert score_frames([frame(3, (([2, 3], [10]),))], gold).summary["F_p"] == 1.0
     assert score_frames([frame(3, (([2, 3], [11]),))], gold).summary["F_p"] == 0.0
 

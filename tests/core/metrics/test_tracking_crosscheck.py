@@ -18,8 +18,21 @@ from pairedge.core.metrics.pairwise_boxes import FrameBoxes
 from pairedge.core.metrics.tracking import read_tracks, score_tracks
 from pairedge.runtime.tracker import IoUTracker
 
-METRICS = ["mota", "motp", "idf1", "idp", "idr", "num_switches", "num_false_positives", "num_misses",
-           "num_matches", "mostly_tracked", "mostly_lost", "num_objects", "num_predictions"]  # fmt: skip
+METRICS = [
+    "mota",
+    "motp",
+    "idf1",
+    "idp",
+    "idr",
+    "num_switches",
+    "num_false_positives",
+    "num_misses",
+    "num_matches",
+    "mostly_tracked",
+    "mostly_lost",
+    "num_objects",
+    "num_predictions",
+]
 
 
 @pytest.fixture()
@@ -46,11 +59,19 @@ def assert_agree(mine: dict[str, Any], theirs: dict[str, float]) -> None:
     for a, b in (("mota", "mota"), ("idf1", "idf1"), ("idp", "idp"), ("idr", "idr")):
         assert mine[a] == pytest.approx(theirs[b], abs=1e-9), a
     assert 1.0 - mine["motp"] == pytest.approx(theirs["motp"], abs=1e-9)
-    for a, b in (("id_switches", "num_switches"), ("false_positives", "num_false_positives"),
-                 ("misses", "num_misses"), ("mostly_tracked", "mostly_tracked"),
-                 ("mostly_lost", "mostly_lost"), ("gt_boxes", "num_objects"), ("pred_boxes", "num_predictions")):  # fmt: skip
+    for a, b in (
+        ("id_switches", "num_switches"),
+        ("false_positives", "num_false_positives"),
+        ("misses", "num_misses"),
+        ("mostly_tracked", "mostly_tracked"),
+        ("mostly_lost", "mostly_lost"),
+        ("gt_boxes", "num_objects"),
+        ("pred_boxes", "num_predictions"),
+    ):
         assert mine[a] == int(theirs[b]), a
-    assert mine["matches"] == int(theirs["num_matches"] + theirs["num_switches"])  # theirs leaves switches out
+    assert mine["matches"] == int(
+        theirs["num_matches"] + theirs["num_switches"]
+    )  # theirs leaves switches out
 
 
 def _walkers(seed: int) -> tuple[dict[int, FrameBoxes], dict[int, FrameBoxes]]:
@@ -86,8 +107,12 @@ def test_constructed_runs_agree_with_motmetrics(mm: Any, seed: int) -> None:
 def test_hand_case_agrees_with_motmetrics(mm: Any) -> None:
     a, b = [0.0, 0.0, 10.0, 20.0], [100.0, 0.0, 10.0, 20.0]
     gt = {f: FrameBoxes(np.array([1, 2]), np.array([a, b])) for f in range(1, 5)}
-    pred = {1: FrameBoxes(np.array([10, 20]), np.array([a, b])), 2: FrameBoxes(np.array([10]), np.array([a])),
-            3: FrameBoxes(np.array([11, 20]), np.array([a, b])), 4: FrameBoxes(np.array([20, 11]), np.array([b, a]))}  # fmt: skip
+    pred = {
+        1: FrameBoxes(np.array([10, 20]), np.array([a, b])),
+        2: FrameBoxes(np.array([10]), np.array([a])),
+        3: FrameBoxes(np.array([11, 20]), np.array([a, b])),
+        4: FrameBoxes(np.array([20, 11]), np.array([b, a])),
+    }
     mine = score_tracks(pred, gt)
     assert (mine["id_switches"], mine["misses"]) == (1, 1)
     assert_agree(mine, motmetrics_scores(mm, pred, gt))
@@ -120,11 +145,18 @@ def test_real_pets_tracker_run_agrees_with_motmetrics(mm: Any, shared_data: Path
 def test_two_true_people_last_matched_to_one_id(mm: Any) -> None:
     """True 17 and then true 9 were matched to predicted 2; when both overlap it, the first (9) keeps it."""
     a, far = [0.0, 0.0, 10.0, 20.0], [300.0, 0.0, 10.0, 20.0]
-    gt = {1: FrameBoxes(np.array([17]), np.array([a])), 2: FrameBoxes(np.array([9, 17]), np.array([a, far])),
-          3: FrameBoxes(np.array([9, 17]), np.array([a, [3.0, 0.0, 10.0, 20.0]]))}  # fmt: skip
-    pred = {1: FrameBoxes(np.array([2]), np.array([a])), 2: FrameBoxes(np.array([2]), np.array([a])),
-            3: FrameBoxes(np.array([2, 5]), np.array([[1.5, 0.0, 10.0, 20.0], [6.0, 0.0, 10.0, 20.0]]))}  # fmt: skip
+    gt = {
+        1: FrameBoxes(np.array([17]), np.array([a])),
+        2: FrameBoxes(np.array([9, 17]), np.array([a, far])),
+        3: FrameBoxes(np.array([9, 17]), np.array([a, [3.0, 0.0, 10.0, 20.0]])),
+    }
+    pred = {
+        1: FrameBoxes(np.array([2]), np.array([a])),
+        2: FrameBoxes(np.array([2]), np.array([a])),
+        3: FrameBoxes(np.array([2, 5]), np.array([[1.5, 0.0, 10.0, 20.0], [6.0, 0.0, 10.0, 20.0]])),
+    }
     mine = score_tracks(pred, gt)
-    # frame 3: 9 keeps 2 (IoU 0.74); 17 (its last match 2 is taken) takes 5 (IoU 0.54): one switch, no miss there
+    # frame 3: 9 keeps 2 (IoU 0.74); 17 (its last match 2 is taken) takes 5 (IoU 0.54): one switch, no miss
+    # there
     assert (mine["id_switches"], mine["misses"], mine["false_positives"]) == (1, 1, 0)
     assert_agree(mine, motmetrics_scores(mm, pred, gt))

@@ -13,8 +13,10 @@ def _frames(rows: list[tuple[int, int, list[float]]]) -> dict[int, FrameBoxes]:
     out: dict[int, list[tuple[int, list[float]]]] = {}
     for f, i, box in rows:
         out.setdefault(f, []).append((i, box))
-    return {f: FrameBoxes(np.array([i for i, _ in v], np.int64), np.array([b for _, b in v], np.float64))
-            for f, v in out.items()}  # fmt: skip
+    return {
+        f: FrameBoxes(np.array([i for i, _ in v], np.int64), np.array([b for _, b in v], np.float64))
+        for f, v in out.items()
+    }
 
 
 A, B = [0.0, 0.0, 10.0, 20.0], [100.0, 0.0, 10.0, 20.0]
@@ -36,7 +38,8 @@ def test_one_true_track_split_into_two_ids_by_hand() -> None:
     pred = _frames([(1, 7, A), (2, 7, A), (3, 8, A), (4, 8, A)])
     m = hota(pred, gt)
     # every box is a TP at every alpha: DetA 1. c(1, 7) = c(1, 8) = 2, n_1 = 4, m_7 = m_8 = 2:
-    # AssA = (2 * 2 / (4 + 2 - 2) + 2 * 2 / (4 + 2 - 2)) / 4 = 0.5; AssRe = (4/4 + 4/4) / 4; AssPr = (4/2 + 4/2) / 4
+    # AssA = (2 * 2 / (4 + 2 - 2) + 2 * 2 / (4 + 2 - 2)) / 4 = 0.5; AssRe = (4/4 + 4/4) / 4; AssPr = (4/2 +
+    # 4/2) / 4
     assert m["deta"] == pytest.approx(1.0)
     assert m["assa"] == pytest.approx(0.5)
     assert m["hota"] == pytest.approx(np.sqrt(0.5))
@@ -97,16 +100,29 @@ def _random_case(seed: int) -> tuple[dict[int, FrameBoxes], dict[int, FrameBoxes
 
 @pytest.mark.parametrize("seed", range(4))
 def test_agrees_with_the_trackeval_port_in_trackers(seed: int) -> None:
-    pytest.importorskip("trackers", reason="Roboflow's trackers (its eval is a TrackEval port) is not installed")
+    pytest.importorskip(
+        "trackers", reason="Roboflow's trackers (its eval is a TrackEval port) is not installed"
+    )
     from trackers.eval.box import box_iou
     from trackers.eval.hota import compute_hota_metrics
 
     pred, gt = _random_case(seed)
     frames = sorted(set(gt) | set(pred))
-    ref = compute_hota_metrics([gt[f].ids for f in frames], [pred[f].ids for f in frames],
-                               [box_iou(gt[f].boxes, pred[f].boxes, "xywh") for f in frames])  # fmt: skip
+    ref = compute_hota_metrics(
+        [gt[f].ids for f in frames],
+        [pred[f].ids for f in frames],
+        [box_iou(gt[f].boxes, pred[f].boxes, "xywh") for f in frames],
+    )
     m = hota(pred, gt)
     assert 0.0 < m["hota"] < 1.0
-    for mine, theirs in (("hota", "HOTA"), ("deta", "DetA"), ("assa", "AssA"), ("loca", "LocA"), ("detre", "DetRe"),
-                         ("detpr", "DetPr"), ("assre", "AssRe"), ("asspr", "AssPr")):  # fmt: skip
+    for mine, theirs in (
+        ("hota", "HOTA"),
+        ("deta", "DetA"),
+        ("assa", "AssA"),
+        ("loca", "LocA"),
+        ("detre", "DetRe"),
+        ("detpr", "DetPr"),
+        ("assre", "AssRe"),
+        ("asspr", "AssPr"),
+    ):
         assert m[mine] == pytest.approx(ref[theirs], abs=1e-12), mine

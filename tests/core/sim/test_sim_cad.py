@@ -36,8 +36,11 @@ def test_boxes_presence_and_labels_follow_the_simulator(scene) -> None:
         order = np.argsort(det.track_ids)
         np.testing.assert_array_equal(det.boxes[order], frame.truth.boxes)
         ids = dict(zip(frame.truth.track_ids.tolist(), det.track_ids[order].tolist(), strict=True))
-        two = {tuple(g.members.tolist()) for g in frame.groups
-               if g.activity == "standing_together" and len(g.members) == 2}  # fmt: skip
+        two = {
+            tuple(g.members.tolist())
+            for g in frame.groups
+            if g.activity == "standing_together" and len(g.members) == 2
+        }
         for (a, b), lab in zip(frame.pairs.tolist(), frame.pair_labels.tolist(), strict=True):
             got = int(seq.labels_for(f, np.array([[ids[a], ids[b]]]))[0])
             name = SIM7.classes[lab]

@@ -41,8 +41,11 @@ def test_noisy_detections_jitter_miss_switch_and_hallucinate() -> None:
 
 def test_without_noise_detections_equal_the_truth() -> None:
     cfg = dataclasses.replace(
-        _small("static"), noise=NoiseConfig(jitter=0, miss_rate=0, occluded_miss_rate=0, switch_per_s=0,
-                                            swap_prob=0, fp_per_frame=0))  # fmt: skip
+        _small("static"),
+        noise=NoiseConfig(
+            jitter=0, miss_rate=0, occluded_miss_rate=0, switch_per_s=0, swap_prob=0, fp_per_frame=0
+        ),
+    )
     for f in simulate(cfg, seed=0, frames=5):
         np.testing.assert_allclose(f.detections.boxes, f.truth.boxes, atol=1e-4)
         np.testing.assert_array_equal(f.detections.track_ids, f.truth.track_ids)
@@ -103,7 +106,8 @@ def test_a_fixed_aspect_detector_draws_every_box_at_one_ratio() -> None:
 
 
 def _miss_runs(cfg: object, seed: int, frames: int) -> tuple[list[int], int]:
-    """Lengths of the runs of frames in which a truth person had no detection (IoU >= 0.3), and the person-frames."""
+    """Lengths of the runs of frames in which a truth person had no detection (IoU >= 0.3), and the
+    person-frames."""
     runs, current, total = [], {}, 0
     for f in simulate(cfg, seed=seed, frames=frames):
         iou = iou_matrix(f.truth.boxes.astype(np.float64), f.detections.boxes.astype(np.float64))
@@ -119,12 +123,16 @@ def _miss_runs(cfg: object, seed: int, frames: int) -> tuple[list[int], int]:
 
 def test_miss_persistence_makes_runs_of_misses() -> None:
     cfg = _small("static")
-    base = dataclasses.replace(cfg, noise=dataclasses.replace(cfg.noise, miss_rate=0.1, occluded_miss_rate=0.0))
+    base = dataclasses.replace(
+        cfg, noise=dataclasses.replace(cfg.noise, miss_rate=0.1, occluded_miss_rate=0.0)
+    )
     runs = dataclasses.replace(base, noise=dataclasses.replace(base.noise, miss_persistence=0.7))
     plain, _ = _miss_runs(base, 3, 120)
     long, _ = _miss_runs(runs, 3, 120)
     assert np.mean(plain) < 1.3  # independent misses: runs of about one frame
-    assert np.mean(long) > 2.0  # mean run 1 / (1 - 0.7) = 3.3 frames (a run cut by the scene's end is not counted)
+    assert (
+        np.mean(long) > 2.0
+    )  # mean run 1 / (1 - 0.7) = 3.3 frames (a run cut by the scene's end is not counted)
 
 
 def test_duplicate_boxes_sit_on_detected_people() -> None:
@@ -151,9 +159,18 @@ def test_duplicate_boxes_sit_on_detected_people() -> None:
 
 def test_duplicate_runs_keep_their_offset() -> None:
     cfg = _small("static")
-    quiet = dataclasses.replace(cfg.noise, jitter=0.0, miss_rate=0.0, occluded_miss_rate=0.0, fp_per_frame=0.0,
-                                switch_per_s=0.0, swap_prob=0.0)  # fmt: skip
-    runs = dataclasses.replace(cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.1, duplicate_persistence=0.9))
+    quiet = dataclasses.replace(
+        cfg.noise,
+        jitter=0.0,
+        miss_rate=0.0,
+        occluded_miss_rate=0.0,
+        fp_per_frame=0.0,
+        switch_per_s=0.0,
+        swap_prob=0.0,
+    )
+    runs = dataclasses.replace(
+        cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.1, duplicate_persistence=0.9)
+    )
     once = dataclasses.replace(cfg, noise=dataclasses.replace(quiet, duplicate_rate=0.1))
 
     def stats(c: object) -> tuple[float, float]:
@@ -169,7 +186,9 @@ def test_duplicate_runs_keep_their_offset() -> None:
                 iou = iou_matrix(dup, truth.boxes.astype(np.float64))
                 for k, j in enumerate(iou.argmax(axis=1).tolist()):
                     tb = truth.boxes[j].astype(np.float64)
-                    rel = np.r_[(dup[k, :2] + dup[k, 2:] / 2 - tb[:2] - tb[2:] / 2) / tb[2:], dup[k, 3] / tb[3]]
+                    rel = np.r_[
+                        (dup[k, :2] + dup[k, 2:] / 2 - tb[:2] - tb[2:] / 2) / tb[2:], dup[k, 3] / tb[3]
+                    ]
                     tid = int(truth.track_ids[j])
                     repeated += tid in prev and np.allclose(prev[tid], rel, atol=0.02)
                     now[tid] = rel

@@ -25,8 +25,20 @@ PRESET, SEED, FRAMES = "moving", 3, 12
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[SimFrame]]:
     out = tmp_path_factory.mktemp("sim")
-    args = ["simulate", "--preset", PRESET, "--seed", str(SEED), "--frames", str(FRAMES), "--out", str(out),
-            "--preview", "2", "--png"]  # fmt: skip
+    args = [
+        "simulate",
+        "--preset",
+        PRESET,
+        "--seed",
+        str(SEED),
+        "--frames",
+        str(FRAMES),
+        "--out",
+        str(out),
+        "--preview",
+        "2",
+        "--png",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "walking_together" in result.output
@@ -35,16 +47,30 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[SimFra
 
 def test_every_file_is_written(written: tuple[Path, list[SimFrame]]) -> None:
     out, _ = written
-    for name in ("video.mp4", "gt/gt.txt", "det/det.txt", "det/tracked.txt", "stickmen.txt", "par_labels.jsonl",
-                 "labels_2d_activity_social_stitched.json", "pairs_gt.jsonl", "pairs_gt_paper3.jsonl",
-                 "scene.json"):  # fmt: skip
+    for name in (
+        "video.mp4",
+        "gt/gt.txt",
+        "det/det.txt",
+        "det/tracked.txt",
+        "stickmen.txt",
+        "par_labels.jsonl",
+        "labels_2d_activity_social_stitched.json",
+        "pairs_gt.jsonl",
+        "pairs_gt_paper3.jsonl",
+        "scene.json",
+    ):
         assert (out / name).stat().st_size > 0, name
     assert len(list((out / "frames").glob("*.png"))) == FRAMES
     previews = sorted((out / "preview").glob("*.png"))
     assert [p.name for p in previews] == ["preview_000000.png", f"preview_{FRAMES - 1:06d}.png"]
     info = json.loads((out / "scene.json").read_text())
     assert (info["preset"], info["seed"], info["frames"], info["width"], info["height"]) == (
-        PRESET, SEED, FRAMES, 424, 240)  # fmt: skip
+        PRESET,
+        SEED,
+        FRAMES,
+        424,
+        240,
+    )
     assert info["labels"] == list(SIM7.classes) and info["fps"] == 15.0
 
 

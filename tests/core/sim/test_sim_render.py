@@ -12,9 +12,11 @@ def _config(name: str, *, people: int | None = None, **camera: object) -> SimCon
     cfg = get_preset(name)
     crowd = cfg.crowd if people is None else dataclasses.replace(cfg.crowd, people=people)
     return dataclasses.replace(
-        cfg, camera=dataclasses.replace(cfg.camera, **camera), crowd=crowd,
+        cfg,
+        camera=dataclasses.replace(cfg.camera, **camera),
+        crowd=crowd,
         lighting=LightingConfig(gain_amplitude=0.0),  # frame = background + people, pixel for pixel
-    )  # fmt: skip
+    )
 
 
 def test_boxes_are_the_exact_extent_of_each_rendered_mask() -> None:

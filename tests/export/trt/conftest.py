@@ -15,7 +15,8 @@ from trt_models import DEFAULT_MODEL, make_fp16, make_int8  # noqa: E402
 
 @pytest.fixture()
 def model_dir(tmp_path: Path) -> Path:
-    """A copy of the bundled default model folder (stage{1,2}.onnx, stage{1,2}.int8.onnx, recipe.json, manifest.json)."""
+    """A copy of the bundled default model folder (stage{1,2}.onnx, stage{1,2}.int8.onnx, recipe.json,
+    manifest.json)."""
     folder = tmp_path / "model"
     folder.mkdir()
     for path in DEFAULT_MODEL.iterdir():
@@ -26,7 +27,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def reduced_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """stage{1,2}.fp16.onnx (float16 weights, float32 IO) and Q/DQ stage{1,2}.int8.onnx of the bundled model."""
+    """stage{1,2}.fp16.onnx (float16 weights, float32 IO) and Q/DQ stage{1,2}.int8.onnx of the bundled
+    model."""
     folder = tmp_path_factory.mktemp("reduced")
     for stage in (1, 2):
         src = DEFAULT_MODEL / f"stage{stage}.onnx"

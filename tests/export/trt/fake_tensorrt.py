@@ -99,7 +99,9 @@ def make_fake_tensorrt(
     mod.TensorIOMode = enum.IntEnum("TensorIOMode", {"NONE": 0, "INPUT": 1, "OUTPUT": 2})
     mod.DataType = enum.IntEnum("DataType", {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3, "INT64": 4})
     mod.DeviceType = enum.IntEnum("DeviceType", {"GPU": 0, "DLA": 1})
-    mod.ProfilingVerbosity = enum.IntEnum("ProfilingVerbosity", {"LAYER_NAMES_ONLY": 0, "NONE": 1, "DETAILED": 2})
+    mod.ProfilingVerbosity = enum.IntEnum(
+        "ProfilingVerbosity", {"LAYER_NAMES_ONLY": 0, "NONE": 1, "DETAILED": 2}
+    )
     mod.LayerInformationFormat = enum.IntEnum("LayerInformationFormat", {"ONELINE": 0, "JSON": 1})
 
     class ILogger:
@@ -235,7 +237,8 @@ def make_fake_tensorrt(
         def __init__(self) -> None:
             self.shapes: dict[str, tuple[Any, Any, Any]] = {}
 
-        def set_shape(self, input: str, min: Any, opt: Any, max: Any) -> None:  # noqa: A002 (TensorRT's names)
+        # the parameter names are TensorRT's (they shadow builtins)
+        def set_shape(self, input: str, min: Any, opt: Any, max: Any) -> None:
             rec("IOptimizationProfile.set_shape", input, tuple(min), tuple(opt), tuple(max))
             self.shapes[input] = (tuple(min), tuple(opt), tuple(max))
 
@@ -418,16 +421,28 @@ def make_fake_tensorrt(
                 "version": version,
                 "dla_core": config._dla_core if on_dla else None,
                 "verbosity": None if config.profiling_verbosity is None else int(config.profiling_verbosity),
-                "layers": engine_layers(network, config, mod.BuilderFlag, major >= 11 or bool(network.flags & 2),
-                                        int8_refused),
+                "layers": engine_layers(
+                    network, config, mod.BuilderFlag, major >= 11 or bool(network.flags & 2), int8_refused
+                ),
             }
             return IHostMemory(PLAN_MAGIC + json.dumps(plan).encode())
 
     mod.Builder = Builder
 
     # -- runtime ------------------------------------------------------------------------------------------
-    ort_types = {"tensor(float)": "FLOAT", "tensor(float16)": "HALF", "tensor(int64)": "INT64", "tensor(int32)": "INT32"}
-    np_types = {"FLOAT": np.float32, "HALF": np.float16, "INT64": np.int64, "INT32": np.int32, "INT8": np.int8}
+    ort_types = {
+        "tensor(float)": "FLOAT",
+        "tensor(float16)": "HALF",
+        "tensor(int64)": "INT64",
+        "tensor(int32)": "INT32",
+    }
+    np_types = {
+        "FLOAT": np.float32,
+        "HALF": np.float16,
+        "INT64": np.int64,
+        "INT32": np.int32,
+        "INT8": np.int8,
+    }
 
     class IExecutionContext:
         def __init__(self, engine: ICudaEngine) -> None:
@@ -464,7 +479,9 @@ def make_fake_tensorrt(
                 feeds[name] = memory.read(self._addresses[name], shape, np_types[engine.dtypes[name]])
             names = [n for n, _, _ in engine.outputs]
             for name, value in zip(names, engine.session.run(names, feeds), strict=True):
-                memory.write(self._addresses[name], np.ascontiguousarray(value, np_types[engine.dtypes[name]]))
+                memory.write(
+                    self._addresses[name], np.ascontiguousarray(value, np_types[engine.dtypes[name]])
+                )
             return True
 
     class ICudaEngine:
@@ -480,7 +497,9 @@ def make_fake_tensorrt(
 
             self.inputs = io(self.session.get_inputs(), mod.TensorIOMode.INPUT)
             self.outputs = io(self.session.get_outputs(), mod.TensorIOMode.OUTPUT)
-            self.dtypes = {a.name: ort_types[a.type] for a in [*self.session.get_inputs(), *self.session.get_outputs()]}
+            self.dtypes = {
+                a.name: ort_types[a.type] for a in [*self.session.get_inputs(), *self.session.get_outputs()]
+            }
             self.output_name = self.outputs[0][0]
             self._io = self.inputs + self.outputs
 
@@ -538,12 +557,20 @@ def make_fake_tensorrt(
             plan = self._engine.plan
             if plan.get("verbosity") != int(mod.ProfilingVerbosity.DETAILED):
                 return json.dumps({"Layers": [la["name"] for la in plan["layers"]], "Bindings": []})
-            known = self._context is not None and all(n in self._context._shapes for n, _, _ in self._engine.inputs)
+            known = self._context is not None and all(
+                n in self._context._shapes for n, _, _ in self._engine.inputs
+            )
             layers = []
             for la in plan["layers"]:
                 fmt = f"Row major linear {la['datatype']} format" if known else "N/A due to dynamic shapes"
-                layers.append({"Name": la["name"], "LayerType": la["type"], "Inputs": [{"Name": "x", "Format/Datatype": fmt}],
-                               "Outputs": [{"Name": "y", "Format/Datatype": fmt}]})  # fmt: skip
+                layers.append(
+                    {
+                        "Name": la["name"],
+                        "LayerType": la["type"],
+                        "Inputs": [{"Name": "x", "Format/Datatype": fmt}],
+                        "Outputs": [{"Name": "y", "Format/Datatype": fmt}],
+                    }
+                )
             return json.dumps({"Layers": layers, "Bindings": [n for n, _, _ in self._engine._io]})
 
     class Runtime:
@@ -574,7 +601,9 @@ def make_fake_tensorrt(
             plan = json.loads(blob[len(PLAN_MAGIC) :])
             core = plan.get("dla_core")
             if core is not None and self._dla_core != core:
-                self.logger_ref().log(ILogger.Severity.ERROR, f"fake: a DLA core {core} engine, Runtime.DLA_core unset")
+                self.logger_ref().log(
+                    ILogger.Severity.ERROR, f"fake: a DLA core {core} engine, Runtime.DLA_core unset"
+                )
                 return None
             return ICudaEngine(plan, self)
 
@@ -605,15 +634,21 @@ def readback_calls(shapes: dict[str, tuple[int, ...]], dla_core: int | None = No
     """The calls with which the builder reads a just-built engine back (``layer_info.engine_layers``)."""
     from unittest.mock import ANY
 
-    return [("Runtime.__init__", True), *([("Runtime.DLA_core=", dla_core)] if dla_core is not None else []),
-            ("Runtime.deserialize_cuda_engine", ANY), ("ICudaEngine.create_execution_context",),
-            *[("IExecutionContext.set_input_shape", n, tuple(s)) for n, s in shapes.items()],
-            ("ICudaEngine.create_engine_inspector",), ("EngineInspector.execution_context=",),
-            ("EngineInspector.get_engine_information", "JSON")]  # fmt: skip
+    return [
+        ("Runtime.__init__", True),
+        *([("Runtime.DLA_core=", dla_core)] if dla_core is not None else []),
+        ("Runtime.deserialize_cuda_engine", ANY),
+        ("ICudaEngine.create_execution_context",),
+        *[("IExecutionContext.set_input_shape", n, tuple(s)) for n, s in shapes.items()],
+        ("ICudaEngine.create_engine_inspector",),
+        ("EngineInspector.execution_context=",),
+        ("EngineInspector.get_engine_information", "JSON"),
+    ]
 
 
-def engine_layers(network: Any, config: Any, flags: Any, strongly_typed: bool,
-                  int8_refused: frozenset[str] = frozenset()) -> list[dict[str, Any]]:  # fmt: skip
+def engine_layers(
+    network: Any, config: Any, flags: Any, strongly_typed: bool, int8_refused: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """The fake's engine layers, fused as TensorRT fuses a Q/DQ classifier: Q/DQ nodes disappear, a Gemm /
     MatMul absorbs the Relu right after it (``"<gemm> + <relu>"``); a Gemm runs int8 when both its inputs
     come from DequantizeLinear (and the network is strongly typed or the INT8 flag is set), fp16 when the

@@ -18,14 +18,25 @@ from typer.testing import CliRunner
 F, C = 4, 3
 
 
-def _save(tmp: Path, nodes, inits=(), *, opset=17, in_type=TensorProto.FLOAT, in_shape=("pairs", F),
-          out_type=TensorProto.FLOAT, extra_inputs=(), domains=()) -> Path:  # fmt: skip
+def _save(
+    tmp: Path,
+    nodes,
+    inits=(),
+    *,
+    opset=17,
+    in_type=TensorProto.FLOAT,
+    in_shape=("pairs", F),
+    out_type=TensorProto.FLOAT,
+    extra_inputs=(),
+    domains=(),
+) -> Path:
     graph = helper.make_graph(
-        list(nodes), "g",
+        list(nodes),
+        "g",
         [helper.make_tensor_value_info("features", in_type, list(in_shape)), *extra_inputs],
         [helper.make_tensor_value_info("logits", out_type, ["pairs", C])],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits],
-    )  # fmt: skip
+    )
     imports = [helper.make_opsetid("", opset), *[helper.make_opsetid(d, 1) for d in domains]]
     model = helper.make_model(graph, opset_imports=imports)
     path = tmp / "m.onnx"
@@ -59,9 +70,12 @@ def test_unsupported_op_and_foreign_domain(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("opset", "target", "expected"),
-    [(8, "tensorrt-10.3", ("error", "opset")), (23, "tensorrt-10.3", ("warning", "opset")),
-     (23, "tensorrt-11", None)],
-)  # fmt: skip
+    [
+        (8, "tensorrt-10.3", ("error", "opset")),
+        (23, "tensorrt-10.3", ("warning", "opset")),
+        (23, "tensorrt-11", None),
+    ],
+)
 def test_opset_range(tmp_path: Path, opset: int, target: str, expected) -> None:
     nodes, inits = _gemm()
     report = check_model(_save(tmp_path, nodes, inits, opset=opset), target)
@@ -104,8 +118,13 @@ def _qdq_model(tmp: Path, *, zp=0, zp_type=np.int8, axis=0, bias_dq=False, dangl
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
         helper.make_node("DequantizeLinear", ["Wq", "ws", "wz"], ["Wd"], axis=axis),
     ]
-    inits = [("xs", np.float32(0.05)), ("xz", np.asarray(zp, zp_type)), ("Wq", w), ("ws", scale),
-             ("wz", np.zeros((C,), np.int8))]  # fmt: skip
+    inits = [
+        ("xs", np.float32(0.05)),
+        ("xz", np.asarray(zp, zp_type)),
+        ("Wq", w),
+        ("ws", scale),
+        ("wz", np.zeros((C,), np.int8)),
+    ]
     gemm_in = ["xd", "Wd"]
     if bias_dq:
         nodes.append(helper.make_node("DequantizeLinear", ["Bq", "bs"], ["Bd"]))
@@ -113,16 +132,23 @@ def _qdq_model(tmp: Path, *, zp=0, zp_type=np.int8, axis=0, bias_dq=False, dangl
         gemm_in.append("Bd")
     nodes.append(helper.make_node("Gemm", gemm_in, ["g" if dangling else "logits"], transB=1))
     if dangling:
-        nodes += [helper.make_node("QuantizeLinear", ["g", "xs", "xz"], ["gq"]),
-                  helper.make_node("Relu", ["gq"], ["logits"])]  # fmt: skip
+        nodes += [
+            helper.make_node("QuantizeLinear", ["g", "xs", "xz"], ["gq"]),
+            helper.make_node("Relu", ["gq"], ["logits"]),
+        ]
     return _save(tmp, nodes, inits, opset=13)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "rule"),
-    [({"zp": 3}, "qdq-zero-point"), ({"zp_type": np.uint8}, "qdq-int8"), ({"axis": 1}, "qdq-per-channel-axis"),
-     ({"bias_dq": True}, "qdq-bias"), ({"dangling": True}, "qdq-dangling")],
-)  # fmt: skip
+    [
+        ({"zp": 3}, "qdq-zero-point"),
+        ({"zp_type": np.uint8}, "qdq-int8"),
+        ({"axis": 1}, "qdq-per-channel-axis"),
+        ({"bias_dq": True}, "qdq-bias"),
+        ({"dangling": True}, "qdq-dangling"),
+    ],
+)
 def test_qdq_rules(tmp_path: Path, kwargs: dict, rule: str) -> None:
     assert check_model(_qdq_model(tmp_path)).findings == ()
     report = check_model(_qdq_model(tmp_path, **kwargs))
@@ -133,8 +159,10 @@ def test_fp16_range(tmp_path: Path) -> None:
     nodes, inits = _gemm(np.full((C, F), 1e6, np.float32))
     path = _save(tmp_path, nodes, inits)
     assert ("warning", "fp16-range") in _rules(check_model(path))
-    tensors = [{"tensor": "g", "scale": 1.0, "range": [-128.0, 127.0], "observed_max_abs": 2e5},
-               {"tensor": "h", "scale": 0.1, "range": [-12.8, 12.7], "observed_max_abs": 3.0}]  # fmt: skip
+    tensors = [
+        {"tensor": "g", "scale": 1.0, "range": [-128.0, 127.0], "observed_max_abs": 2e5},
+        {"tensor": "h", "scale": 0.1, "range": [-12.8, 12.7], "observed_max_abs": 3.0},
+    ]
     report_json = {"stages": {"stage1": {"tensors": tensors}, "stage2": {"tensors": [tensors[0]]}}}
     (tmp_path / "calibration.json").write_text(json.dumps(report_json))
     nodes, inits = _gemm()
@@ -174,7 +202,8 @@ def test_cli_check_table_and_exit_codes(full_model_dir: Path, tmp_path: Path) ->
 
 def test_cli_build_without_tensorrt_fails_fast_after_the_check(model_dir: Path) -> None:
     pytest.importorskip("onnx")
-    from pairedge.export.tensorrt.builder import BuildError  # noqa: F401  (module importable without TensorRT)
+    # the module imports without TensorRT
+    from pairedge.export.tensorrt.builder import BuildError  # noqa: F401
 
     result = runner.invoke(app, ["build", str(model_dir), "--precision", "fp32"])
     assert result.exit_code == 1

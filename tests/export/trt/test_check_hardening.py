@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -20,14 +21,16 @@ runner = CliRunner()
 F, C = 4, 3
 
 
-
 def _model(
     tmp: Path, nodes: list, inits: list | None = None, name: str = "m.onnx", ir: int | None = None
 ) -> Path:
     graph = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", F])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", C])], inits or [],
-    )  # fmt: skip
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["pairs", F])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["pairs", C])],
+        inits or [],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     if ir is not None:
         model.ir_version = ir
@@ -38,7 +41,8 @@ def _model(
 
 def _gemm(tmp: Path, **kw: object) -> Path:
     w = numpy_helper.from_array(np.ones((C, F), np.float32), "W")
-    return _model(tmp, [helper.make_node("Gemm", ["features", "W"], ["logits"], transB=1)], [w], **kw)  # type: ignore[arg-type]
+    gemm = helper.make_node("Gemm", ["features", "W"], ["logits"], transB=1)
+    return _model(tmp, [gemm], [w], **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -51,7 +55,7 @@ def _gemm(tmp: Path, **kw: object) -> Path:
         (lambda t: _gemm(t, ir=10**6), "ir_version 1000000 is higher"),
     ],
 )
-def test_graphs_onnx_checker_rejects_are_an_error_row(tmp_path: Path, make, match: str) -> None:  # type: ignore[no-untyped-def]
+def test_graphs_onnx_checker_rejects_are_an_error_row(tmp_path: Path, make: Any, match: str) -> None:
     path = make(tmp_path)
     report = check_model(path)
     assert not report.ok and report.findings[0].rule == "onnx-checker"
@@ -86,8 +90,14 @@ def test_external_data_leaving_the_folder_or_a_device_is_refused(tmp_path: Path,
     folder.mkdir()
     path = _gemm(folder)
     model = onnx.load(str(path))
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="w.data", size_threshold=0)  # fmt: skip
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="w.data",
+        size_threshold=0,
+    )
     assert check_model(path).ok  # inside the folder: read and checked
     (folder / "w.data").rename(tmp_path / "w.data")
     (folder / "w.data").symlink_to(tmp_path / "w.data")
@@ -109,8 +119,9 @@ def test_a_calibration_report_that_is_a_fifo_is_a_warning_not_a_hang(tmp_path: P
 
 def test_malformed_calibration_report_does_not_crash(tmp_path: Path) -> None:
     path = _gemm(tmp_path)
-    (tmp_path / "calibration.json").write_text('{"stages": {"stage1": {"tensors": ["x", {"range": 3}, '
-                                               '{"tensor": "t", "observed_max_abs": 1e400}]}}}')  # fmt: skip
+    (tmp_path / "calibration.json").write_text(
+        '{"stages": {"stage1": {"tensors": ["x", {"range": 3}, {"tensor": "t", "observed_max_abs": 1e400}]}}}'
+    )
     report = check_model(path)
     assert [(f.rule, f.where) for f in report.findings] == [("fp16-range", "stage1:t")]
 
@@ -182,8 +193,11 @@ def test_build_never_writes_into_the_installed_package(tmp_path) -> None:
     from pairedge.core.bundled import default_model_dir
     from typer.testing import CliRunner
 
-    for args in (["build", "default"], ["build", str(default_model_dir())],
-                 ["build", str(tmp_path), "--out", str(default_model_dir() / "engines")]):  # fmt: skip
+    for args in (
+        ["build", "default"],
+        ["build", str(default_model_dir())],
+        ["build", str(tmp_path), "--out", str(default_model_dir() / "engines")],
+    ):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 1 and "inside the installed pairedge package" in result.output, args
     assert not (default_model_dir() / "engines").exists()

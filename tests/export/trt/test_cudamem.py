@@ -56,13 +56,34 @@ class FakeDriver:
 
     CUdevice_attribute = enum.IntEnum(
         "CUdevice_attribute",
-        [f"CU_DEVICE_ATTRIBUTE_{n}" for n in ("COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
-         "MAX_THREADS_PER_BLOCK", "MAX_BLOCK_DIM_X", "MAX_BLOCK_DIM_Y", "MAX_BLOCK_DIM_Z", "MAX_GRID_DIM_X",
-         "MAX_GRID_DIM_Y", "MAX_GRID_DIM_Z", "MAX_SHARED_MEMORY_PER_BLOCK")],
-    )  # fmt: skip
-    ATTRS = {"COMPUTE_CAPABILITY_MAJOR": 8, "COMPUTE_CAPABILITY_MINOR": 7, "MAX_THREADS_PER_BLOCK": 1024,
-             "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64, "MAX_GRID_DIM_X": 2**31 - 1,
-             "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535, "MAX_SHARED_MEMORY_PER_BLOCK": 49152}  # fmt: skip
+        [
+            f"CU_DEVICE_ATTRIBUTE_{n}"
+            for n in (
+                "COMPUTE_CAPABILITY_MAJOR",
+                "COMPUTE_CAPABILITY_MINOR",
+                "MAX_THREADS_PER_BLOCK",
+                "MAX_BLOCK_DIM_X",
+                "MAX_BLOCK_DIM_Y",
+                "MAX_BLOCK_DIM_Z",
+                "MAX_GRID_DIM_X",
+                "MAX_GRID_DIM_Y",
+                "MAX_GRID_DIM_Z",
+                "MAX_SHARED_MEMORY_PER_BLOCK",
+            )
+        ],
+    )
+    ATTRS = {
+        "COMPUTE_CAPABILITY_MAJOR": 8,
+        "COMPUTE_CAPABILITY_MINOR": 7,
+        "MAX_THREADS_PER_BLOCK": 1024,
+        "MAX_BLOCK_DIM_X": 1024,
+        "MAX_BLOCK_DIM_Y": 1024,
+        "MAX_BLOCK_DIM_Z": 64,
+        "MAX_GRID_DIM_X": 2**31 - 1,
+        "MAX_GRID_DIM_Y": 65535,
+        "MAX_GRID_DIM_Z": 65535,
+        "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+    }
 
     def __init__(self, fail_malloc: bool = False) -> None:
         self.calls: list[str] = []
@@ -223,8 +244,9 @@ def _build(model_dir: Path, name: str, cc: str, version: str = "10.3.0.30") -> N
     from fake_tensorrt import FakeCudaMemory
 
     memory = FakeCudaMemory(name=name, cc=cc, cuda="12.6" if cc == "8.7" else "11.4")
-    build_model_folder(model_dir, BuildSettings("fp32", Profile(2, 8, 8)), trt=make_fake_tensorrt(version),
-                       memory=memory)  # fmt: skip
+    build_model_folder(
+        model_dir, BuildSettings("fp32", Profile(2, 8, 8)), trt=make_fake_tensorrt(version), memory=memory
+    )
 
 
 def _check_against_ort(backend: TensorRTBackend, onnx: Path, n: int = 19) -> None:
@@ -280,8 +302,13 @@ def _driver_calls() -> dict[str, int]:
     tree = ast.parse(inspect.getsource(driver_module))
     called: dict[str, int] = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("cu")
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "drv"):  # fmt: skip
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("cu")
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "drv"
+        ):
             called[node.func.attr] = sum(3 if isinstance(a, ast.Starred) else 1 for a in node.args)
     return called
 
@@ -290,13 +317,19 @@ def test_calls_match_the_installed_cuda_python() -> None:
     """Every driver function the layer calls exists in cuda.bindings.driver with that many parameters."""
     drv = pytest.importorskip("cuda.bindings.driver")
     called = _driver_calls()
-    assert {"cuMemAlloc", "cuMemHostAlloc", "cuMemcpyHtoDAsync", "cuLaunchKernel", "cuGraphLaunch"} <= set(called)
+    assert {"cuMemAlloc", "cuMemHostAlloc", "cuMemcpyHtoDAsync", "cuLaunchKernel", "cuGraphLaunch"} <= set(
+        called
+    )
     for name, nargs in called.items():
         first = getattr(drv, name).__doc__.split("\n", 1)[0]
         declared = [p for p in first[first.index("(") + 1 : first.rindex(")")].split(",") if p.strip()]
-        assert nargs == len(declared), f"{name}: the layer passes {nargs} arguments, cuda-python declares {first}"
-    for enum_name, member in (("CUstreamCaptureMode", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
-                              ("CUresult", "CUDA_SUCCESS")):  # fmt: skip
+        assert nargs == len(declared), (
+            f"{name}: the layer passes {nargs} arguments, cuda-python declares {first}"
+        )
+    for enum_name, member in (
+        ("CUstreamCaptureMode", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
+        ("CUresult", "CUDA_SUCCESS"),
+    ):
         assert hasattr(getattr(drv, enum_name), member)
     for attr in FakeDriver.ATTRS:
         assert hasattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{attr}"), attr
@@ -304,10 +337,22 @@ def test_calls_match_the_installed_cuda_python() -> None:
 
 def test_fake_driver_has_every_memory_call_the_layer_makes() -> None:
     """The fake above keeps up with the layer: the memory / stream calls it makes all exist in the fake."""
-    launch_only = {"cuLaunchKernel", "cuModuleLoadData", "cuModuleGetFunction", "cuEventCreate", "cuEventRecord",
-                   "cuEventSynchronize", "cuEventElapsedTime", "cuStreamBeginCapture", "cuStreamEndCapture",
-                   "cuGraphInstantiate", "cuGraphDestroy", "cuGraphLaunch", "cuGraphExecDestroy",
-                   "cuMemsetD32Async"}  # fmt: skip
+    launch_only = {
+        "cuLaunchKernel",
+        "cuModuleLoadData",
+        "cuModuleGetFunction",
+        "cuEventCreate",
+        "cuEventRecord",
+        "cuEventSynchronize",
+        "cuEventElapsedTime",
+        "cuStreamBeginCapture",
+        "cuStreamEndCapture",
+        "cuGraphInstantiate",
+        "cuGraphDestroy",
+        "cuGraphLaunch",
+        "cuGraphExecDestroy",
+        "cuMemsetD32Async",
+    }
     missing = sorted(set(_driver_calls()) - launch_only - set(dir(FakeDriver)))
     assert not missing, missing
 
@@ -319,7 +364,10 @@ def test_open_cuda_memory_never_opens_the_emulated_device(monkeypatch: pytest.Mo
         open_cuda_memory("hip-cpu")
     for name in ("cuda", "cuda.bindings", "cuda.bindings.driver", "pycuda", "pycuda.driver"):
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(ImportError, match="neither is importable; install it with: pip install '\\.\\[gpu\\]' in the pairedge folder") as info:
+    with pytest.raises(
+        ImportError,
+        match="neither is importable; install it with: pip install '\\.\\[gpu\\]' in the pairedge folder",
+    ) as info:
         open_cuda_memory("auto")
     assert "PAIREDGE_CUDA_EMULATION" not in str(info.value)  # no hint towards a device TensorRT cannot use
 

@@ -1,6 +1,7 @@
-"""``pairedge build --detector`` over the recording fake TensorRT, and the native TensorRT detector running the
-engine through the fake (which executes the ONNX with ONNX Runtime on the fake device buffers): constructed
-YOLOv8 and DETR / RT-DETR graphs return exactly the encoded boxes after NMS, as on ONNX Runtime."""
+"""``pairedge build --detector`` over the recording fake TensorRT, and the native TensorRT detector running
+the engine through the fake (which executes the ONNX with ONNX Runtime on the fake device buffers):
+constructed YOLOv8 and DETR / RT-DETR graphs return exactly the encoded boxes after NMS, as on ONNX
+Runtime."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from pairedge.runtime.detectors.tensorrt import TensorRTDetector, TensorRTDetect
 FRAME = np.full((480, 640, 3), 40, np.uint8)  # -> 320 x 320 input: scale 0.5, 40 rows of padding above
 PEOPLE = np.array([[100, 100, 200, 300], [300, 50, 360, 200]], np.float32)
 #: people, a duplicate of the first (NMS drops it), a car (class 1), a weak box (below the threshold)
-BOXES = np.stack([PEOPLE[0], PEOPLE[1], [104, 104, 204, 304], [400, 300, 500, 400], [500, 100, 560, 200]]).astype(np.float32)
+BOXES = np.stack(
+    [PEOPLE[0], PEOPLE[1], [104, 104, 204, 304], [400, 300, 500, 400], [500, 100, 560, 200]]
+).astype(np.float32)
 EXPECTED = np.concatenate([PEOPLE[:, :2], PEOPLE[:, 2:] - PEOPLE[:, :2]], axis=1)
 VERSION = "10.3.0.30"
 
@@ -50,7 +53,9 @@ def yolo(tmp_path: Path, image_shape=None) -> Path:
         return ultralytics_model(tmp_path / "yolo.onnx", rows)
     from detector_models import _graph_outputs, pad_to_grid, save
 
-    out = np.ascontiguousarray(pad_to_grid(rows, (320, 320)).T[None])  # no metadata: one candidate per grid cell
+    out = np.ascontiguousarray(
+        pad_to_grid(rows, (320, 320)).T[None]
+    )  # no metadata: one candidate per grid cell
     return save(_graph_outputs({"output0": out}, (320, 320), image_shape=image_shape), tmp_path / "yolo.onnx")
 
 
@@ -61,8 +66,13 @@ def _stretched(xyxy: np.ndarray) -> np.ndarray:
 
 def rtdetr(tmp_path: Path, size_input: bool = True) -> Path:
     boxes = _stretched(BOXES) if size_input else _stretched(BOXES) / 320
-    return detr_model(tmp_path / "rtdetr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
-                      np.array([0, 0, 0, 2, 0]), size_input=size_input)  # fmt: skip
+    return detr_model(
+        tmp_path / "rtdetr.onnx",
+        boxes,
+        np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
+        np.array([0, 0, 0, 2, 0]),
+        size_input=size_input,
+    )
 
 
 def _build(onnx: Path, precision: str = "fp32", version: str = VERSION, **settings) -> tuple:
@@ -149,7 +159,9 @@ def test_detr_engine_returns_the_encoded_people(tmp_path: Path, size_input: bool
 def test_yolox_engine_and_the_run_path_options(tmp_path: Path, available: None) -> None:
     obj = np.array([[0.95], [0.9], [0.8], [0.9], [0.2]], np.float32)
     cls = np.array([[0.9, 0.0], [0.9, 0.1], [0.9, 0.0], [0.1, 0.99], [0.5, 0.0]], np.float32)
-    rows = np.concatenate([np.concatenate([_cxcywh(_net(BOXES, 0)), obj, cls], axis=1), np.zeros((8, 7), np.float32)])
+    rows = np.concatenate(
+        [np.concatenate([_cxcywh(_net(BOXES, 0)), obj, cls], axis=1), np.zeros((8, 7), np.float32)]
+    )
     built, _ = _build(yolox_model(tmp_path / "yolox.onnx", rows))
     # pairedge run's path: ONNX detector options, backend "onnxruntime" -> the native detector by suffix
     memory = FakeCudaMemory()
@@ -171,15 +183,20 @@ def test_dla_detector_engine(tmp_path: Path) -> None:
         np.testing.assert_allclose(det.detect(FRAME).boxes, EXPECTED, atol=1e-3)
         names = [c[0] for c in det.trt_calls]
     assert names.index("Runtime.DLA_core=") < names.index("Runtime.deserialize_cuda_engine")
-    with pytest.raises(EngineMismatchError, match=r"built for DLA core 1, requested for the GPU.*--detector \S+yolo.onnx"
-                       r" --precision fp16$"):  # fmt: skip
+    with pytest.raises(
+        EngineMismatchError,
+        match=r"built for DLA core 1, requested for the GPU.*--detector \S+yolo.onnx"
+        r" --precision fp16$",
+    ):
         _detector(built.engine, options=TensorRTDetectorOptions(dla_core=None)).activate()
 
 
 def test_engine_of_another_tensorrt_is_refused(tmp_path: Path) -> None:
     built, _ = _build(yolo(tmp_path))
     det = _detector(built.engine, version="10.13.0.35")
-    with pytest.raises(EngineMismatchError, match="TensorRT 10.3.0.30 built it, this machine runs 10.13.0.35"):
+    with pytest.raises(
+        EngineMismatchError, match="TensorRT 10.3.0.30 built it, this machine runs 10.13.0.35"
+    ):
         det.activate()
     assert not [c for c in det.trt_calls if c[0] == "Runtime.deserialize_cuda_engine"]
 
@@ -233,7 +250,9 @@ def test_engine_files_and_manifests_are_checked(tmp_path: Path, available: None)
     assert not [c for c in det.trt_calls if c[0] == "Runtime.deserialize_cuda_engine"]
 
 
-def test_cli_build_detector_and_run_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, available: None) -> None:
+def test_cli_build_detector_and_run_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, available: None
+) -> None:
     from pairedge.apps.cli import app
     from pairedge.runtime.backends import cudamem
     from typer.testing import CliRunner
@@ -259,12 +278,19 @@ def test_cli_build_detector_and_run_it(tmp_path: Path, monkeypatch: pytest.Monke
         cv2.imwrite(str(video / f"{i:04d}.png"), FRAME)
     memory = FakeCudaMemory()
     monkeypatch.setitem(sys.modules, "tensorrt", make_fake_tensorrt(VERSION, memory=memory))
-    monkeypatch.setattr("pairedge.runtime.detectors.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr(
+        "pairedge.runtime.detectors.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory
+    )
     out = tmp_path / "run"
-    run = CliRunner().invoke(app, ["run", str(video), "--detector", str(engine), "--out", str(out), "--no-video"])
+    run = CliRunner().invoke(
+        app, ["run", str(video), "--detector", str(engine), "--out", str(out), "--no-video"]
+    )
     assert run.exit_code == 0, run.output
     printed = " ".join(run.output.split())
-    assert "people found by TensorRT detector yolo.fp16.engine (ultralytics, input 320x320, fp16, the GPU)" in printed
+    assert (
+        "people found by TensorRT detector yolo.fp16.engine (ultralytics, input 320x320, fp16, the GPU)"
+        in printed
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["frames"] == 3 and summary["people_per_frame"] == 2.0  # the two encoded people per frame
     assert sum(op[0] == "htod" for op in memory.ops) == 3  # one image copy per frame, on the run's device
@@ -281,6 +307,8 @@ def test_the_bundled_detector_builds_by_name(tmp_path: Path, monkeypatch: pytest
     assert onnx == bundled_detector().path("fp16") and root == tmp_path
     trt = make_fake_tensorrt(VERSION, dla_cores=2)
     built = build_detector(onnx, BuildSettings("fp16"), root=root, trt=trt, memory=FakeCudaMemory())
-    assert built.engine.parent.parent == tmp_path / "engines" and built.engine.name == "yolox_nano.fp16.engine"
+    assert (
+        built.engine.parent.parent == tmp_path / "engines" and built.engine.name == "yolox_nano.fp16.engine"
+    )
     assert built.manifest.layout["kind"] == "yolox-raw" and built.manifest.input_size == (416, 416)
     assert detector_source("model.onnx", "fp16") == (Path("model.onnx"), None)

@@ -1,5 +1,5 @@
-"""DLA builds (``pairedge build --dla-core N [--gpu-fallback]``): exact call sequences over the recording fake,
-the refusals (fp32, a dynamic profile, a core the device lacks, layers the DLA cannot run), the engine
+"""DLA builds (``pairedge build --dla-core N [--gpu-fallback]``): exact call sequences over the recording
+fake, the refusals (fp32, a dynamic profile, a core the device lacks, layers the DLA cannot run), the engine
 folder and manifest, and the runtime refusing an engine built for another device."""
 
 from __future__ import annotations
@@ -32,14 +32,18 @@ def _layers(onnx: Path) -> list[str]:
     return [n.name or f"{n.op_type}_{i}" for i, n in enumerate(onnx_lib.load(str(onnx)).graph.node)]
 
 
-def dla_calls(gen: str, precision: str, onnx: str, width: int, fallback: bool, layers: list[str]) -> list[tuple]:
+def dla_calls(
+    gen: str, precision: str, onnx: str, width: int, fallback: bool, layers: list[str]
+) -> list[tuple]:
     """The builder's calls for a DLA core 0 build (no timing cache file, no progress sink)."""
     flags = STRONG if gen == "10.13" else 0
     weak = {"fp16": ["FP16"], "int8": ["INT8", "FP16"]}[precision] if gen == "10.3" else []
     dla = [("IBuilderConfig.default_device_type=", "DLA"), ("IBuilderConfig.DLA_core=", 0)]
-    dla += [("IBuilderConfig.set_flag", "GPU_FALLBACK")] if fallback else [
-        ("IBuilderConfig.can_run_on_DLA", name) for name in layers
-    ]
+    dla += (
+        [("IBuilderConfig.set_flag", "GPU_FALLBACK")]
+        if fallback
+        else [("IBuilderConfig.can_run_on_DLA", name) for name in layers]
+    )
     return [
         ("ILogger.__init__",),
         ("Builder.__init__", True),
@@ -91,9 +95,15 @@ def test_layer_the_dla_cannot_run_is_named_without_fallback(full_model_dir: Path
 
     ops = {n.op_type for n in onnx_lib.load(str(onnx)).graph.node}
     op = "Gemm" if "Gemm" in ops else "MatMul"
-    refused = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(onnx_lib.load(str(onnx)).graph.node) if n.op_type == op]
+    refused = [
+        n.name or f"{n.op_type}_{i}"
+        for i, n in enumerate(onnx_lib.load(str(onnx)).graph.node)
+        if n.op_type == op
+    ]
     trt = make_fake_tensorrt("10.3.0.30", dla_cores=2, dla_unsupported_ops=frozenset({op}))
-    with pytest.raises(BuildError, match=rf"{len(refused)} of \d+ layers cannot run on DLA core 1 at fp16: ") as info:
+    with pytest.raises(
+        BuildError, match=rf"{len(refused)} of \d+ layers cannot run on DLA core 1 at fp16: "
+    ) as info:
         build_serialized(trt, onnx, BuildSettings("fp16", FIXED, dla_core=1))
     message = str(info.value)
     assert refused[0] in message and "--gpu-fallback" in message and "\n" not in message
@@ -120,10 +130,13 @@ def test_dynamic_or_oversized_profile_is_refused(full_model_dir: Path) -> None:
     assert trt.calls == []  # nothing touched TensorRT
 
 
-@pytest.mark.parametrize(("cores", "error", "needle"), [
-    (2, InputError, r"--dla-core 2: this device has 2 DLA cores \(0..1\)"),
-    (0, DeviceUnavailableError, "this device has no DLA"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("cores", "error", "needle"),
+    [
+        (2, InputError, r"--dla-core 2: this device has 2 DLA cores \(0..1\)"),
+        (0, DeviceUnavailableError, "this device has no DLA"),
+    ],
+)
 def test_core_out_of_range_is_refused_before_parsing(cores, error, needle, full_model_dir: Path) -> None:
     trt = make_fake_tensorrt("10.3.0.30", dla_cores=cores)
     with pytest.raises(error, match=needle):
@@ -145,12 +158,19 @@ def test_engine_folder_and_manifest_record_the_dla_core(full_model_dir: Path) ->
         m = EngineManifest.read(b.engine)
         assert (m.dla_core, m.gpu_fallback) == (0, True)
         assert m.build["builder_flags"] == ["INT8", "FP16", "GPU_FALLBACK"]
-        assert m.rebuild_command(full_model_dir).endswith("--precision int8 --profile 32,32,32 --workspace 256 "
-                                                          "--dla-core 0 --gpu-fallback")  # fmt: skip
-    roles = {f["name"]: f["role"] for f in json.loads((full_model_dir / "manifest.json").read_text())["files"]}
+        assert m.rebuild_command(full_model_dir).endswith(
+            "--precision int8 --profile 32,32,32 --workspace 256 --dla-core 0 --gpu-fallback"
+        )
+    roles = {
+        f["name"]: f["role"] for f in json.loads((full_model_dir / "manifest.json").read_text())["files"]
+    }
     assert roles["engines/orin-sm87-trt10.3.0-dla0/stage1.int8.engine"] == "engine"
-    gpu = build_model_folder(full_model_dir, BuildSettings("int8", FIXED), trt=make_fake_tensorrt("10.3.0.30"),
-                             memory=FakeCudaMemory())  # fmt: skip
+    gpu = build_model_folder(
+        full_model_dir,
+        BuildSettings("int8", FIXED),
+        trt=make_fake_tensorrt("10.3.0.30"),
+        memory=FakeCudaMemory(),
+    )
     assert gpu[0].engine.parent.name == "orin-sm87-trt10.3.0" and gpu[0].manifest.dla_core is None
 
 
@@ -174,23 +194,34 @@ def test_runtime_sets_the_dla_core_before_deserialising(full_model_dir: Path) ->
     assert ("Runtime.DLA_core=", 0) in backend.trt_calls
     shapes = [c[2] for c in backend.trt_calls if c[0] == "IExecutionContext.set_input_shape"]
     assert shapes == [(32, F1)]  # 5 pairs zero-padded to the fixed DLA profile
-    ref = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"]).run(["logits"], {"features": x})[0]
+    ref = onnxruntime.InferenceSession(str(onnx), providers=["CPUExecutionProvider"]).run(
+        ["logits"], {"features": x}
+    )[0]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize(("built_core", "asked", "needle", "rebuild"), [
-    (0, 1, "built for DLA core 0, requested for DLA core 1", "--dla-core 1 --gpu-fallback"),
-    (0, None, "built for DLA core 0, requested for the GPU", "--workspace 256"),
-    (None, 0, "built for the GPU, requested for DLA core 0", "--dla-core 0"),
-])  # fmt: skip
-def test_manifest_dla_core_mismatch_is_refused(built_core, asked, needle, rebuild, full_model_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("built_core", "asked", "needle", "rebuild"),
+    [
+        (0, 1, "built for DLA core 0, requested for DLA core 1", "--dla-core 1 --gpu-fallback"),
+        (0, None, "built for DLA core 0, requested for the GPU", "--workspace 256"),
+        (None, 0, "built for the GPU, requested for DLA core 0", "--dla-core 0"),
+    ],
+)
+def test_manifest_dla_core_mismatch_is_refused(
+    built_core, asked, needle, rebuild, full_model_dir: Path
+) -> None:
     if built_core is None:
         trt = make_fake_tensorrt("10.3.0.30", dla_cores=2)
-        built = build_model_folder(full_model_dir, BuildSettings("fp16", FIXED), trt=trt, memory=FakeCudaMemory())
+        built = build_model_folder(
+            full_model_dir, BuildSettings("fp16", FIXED), trt=trt, memory=FakeCudaMemory()
+        )
     else:
         built = _dla_folder(full_model_dir, "fp16", built_core)
     memory = FakeCudaMemory()
-    backend = _backend(full_model_dir / "stage1.fp16.onnx", memory, engine=str(built[0].engine), dla_core=asked)
+    backend = _backend(
+        full_model_dir / "stage1.fp16.onnx", memory, engine=str(built[0].engine), dla_core=asked
+    )
     with pytest.raises(EngineMismatchError, match=needle) as info:
         backend.activate()
     message = str(info.value)
@@ -199,13 +230,19 @@ def test_manifest_dla_core_mismatch_is_refused(built_core, asked, needle, rebuil
 
 
 def test_missing_dla_engine_names_the_dla_build(full_model_dir: Path) -> None:
-    with pytest.raises(Exception, match=r"DLA core 1\); build it here with: pairedge build .* --precision fp16 --dla-core 1"):
+    with pytest.raises(
+        Exception, match=r"DLA core 1\); build it here with: pairedge build .* --precision fp16 --dla-core 1"
+    ):
         _backend(full_model_dir / "stage1.fp16.onnx", FakeCudaMemory(), dla_core=1).activate()
 
 
 def test_manifest_without_dla_fields_reads_as_gpu(full_model_dir: Path) -> None:
-    built = build_model_folder(full_model_dir, BuildSettings("fp16", FIXED), trt=make_fake_tensorrt("10.3.0.30"),
-                               memory=FakeCudaMemory())  # fmt: skip
+    built = build_model_folder(
+        full_model_dir,
+        BuildSettings("fp16", FIXED),
+        trt=make_fake_tensorrt("10.3.0.30"),
+        memory=FakeCudaMemory(),
+    )
     path = manifest_path(built[0].engine)
     data = json.loads(path.read_text())
     del data["dla_core"], data["gpu_fallback"]
@@ -246,7 +283,9 @@ def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch:
     fake = make_fake_tensorrt("10.3.0.30", memory=memory, dla_cores=2)
     monkeypatch.setitem(sys.modules, "tensorrt", fake)
     monkeypatch.setattr(cudamem, "open_cuda_memory", lambda kind="auto", device=0: memory)
-    monkeypatch.setattr("pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr(
+        "pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory
+    )
     monkeypatch.setattr(TensorRTBackend, "unavailable_reason", classmethod(lambda cls: None))
     config = PipelineConfig(backend_options=TensorRTOptions(dla_core=0))
     pipeline = Pipeline.load(full_model_dir, "tensorrt", "none", config, precision="fp16")
@@ -255,8 +294,10 @@ def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch:
         assert names == ["Runtime.DLA_core=", "Runtime.deserialize_cuda_engine"] * 2
         assert ("Runtime.DLA_core=", 0) in fake.calls
         described = pipeline.describe()
-        assert (described["stage1"], described["stage2"]) == ("TensorRTBackend(stage1.fp16.engine)",
-                                                              "TensorRTBackend(stage2.fp16.engine)")  # fmt: skip
+        assert (described["stage1"], described["stage2"]) == (
+            "TensorRTBackend(stage1.fp16.engine)",
+            "TensorRTBackend(stage2.fp16.engine)",
+        )
     finally:
         pipeline.close()
 
@@ -272,9 +313,11 @@ def test_run_options_dla_core_needs_the_tensorrt_backend() -> None:
         RunOptions(deployment=Deployment(backend="onnxruntime"), dla_core=0).pipeline_config()
 
 
-def test_cli_run_on_dla_engines(full_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``pairedge build --dla-core 0`` then ``pairedge run --backend tensorrt --dla-core 0``: the run loads the
-    dla0 engines (Runtime.DLA_core set); without --backend tensorrt --dla-core is refused in one line."""
+def test_cli_run_on_dla_engines(
+    full_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pairedge build --dla-core 0`` then ``pairedge run --backend tensorrt --dla-core 0``: the run loads
+    the dla0 engines (Runtime.DLA_core set); without --backend tensorrt --dla-core is refused in one line."""
     import cv2
     from pairedge.apps.cli import app
     from pairedge.runtime.backends import cudamem
@@ -284,11 +327,25 @@ def test_cli_run_on_dla_engines(full_model_dir: Path, tmp_path: Path, monkeypatc
     trt = make_fake_tensorrt("10.3.0.30", memory=memory, dla_cores=2)
     monkeypatch.setitem(sys.modules, "tensorrt", trt)
     monkeypatch.setattr(cudamem, "open_cuda_memory", lambda kind="auto", device=0: memory)
-    monkeypatch.setattr("pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory)
+    monkeypatch.setattr(
+        "pairedge.runtime.backends.tensorrt.open_cuda_memory", lambda kind="auto", device=0: memory
+    )
     monkeypatch.setattr(TensorRTBackend, "unavailable_reason", classmethod(lambda cls: None))
     runner = CliRunner()
-    built = runner.invoke(app, ["build", str(full_model_dir), "--precision", "fp16", "--dla-core", "0",
-                                "--gpu-fallback", "--profile", "16,16,16"])  # fmt: skip
+    built = runner.invoke(
+        app,
+        [
+            "build",
+            str(full_model_dir),
+            "--precision",
+            "fp16",
+            "--dla-core",
+            "0",
+            "--gpu-fallback",
+            "--profile",
+            "16,16,16",
+        ],
+    )
     assert built.exit_code == 0, built.output
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -296,9 +353,22 @@ def test_cli_run_on_dla_engines(full_model_dir: Path, tmp_path: Path, monkeypatc
     for k, image in enumerate(pixels):
         cv2.imwrite(str(frames / f"{k:06d}.png"), image)
     det = tmp_path / "det.txt"
-    det.write_text("".join(f"{f},{i},{10 + 40 * i},30,20,50,1,-1,-1,-1\n" for f in range(1, 5) for i in (1, 2, 3)))
-    args = ["run", str(frames), "--detections", str(det), "--model", str(full_model_dir), "--precision", "fp16",
-            "--no-video", "--out", str(tmp_path / "out")]  # fmt: skip
+    det.write_text(
+        "".join(f"{f},{i},{10 + 40 * i},30,20,50,1,-1,-1,-1\n" for f in range(1, 5) for i in (1, 2, 3))
+    )
+    args = [
+        "run",
+        str(frames),
+        "--detections",
+        str(det),
+        "--model",
+        str(full_model_dir),
+        "--precision",
+        "fp16",
+        "--no-video",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     ran = runner.invoke(app, [*args, "--backend", "tensorrt", "--dla-core", "0"])
     assert ran.exit_code == 0, ran.output
     assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 5  # header + 4 frames

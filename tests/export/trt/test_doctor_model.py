@@ -44,20 +44,32 @@ def test_calibrated_folder_runs_every_precision(full_model_dir: Path) -> None:
 
 
 def test_engines_are_judged_against_this_machine(full_model_dir: Path) -> None:
-    build_model_folder(full_model_dir, BuildSettings("fp16", Profile(1, 32, 256), 128),
-                       trt=make_fake_tensorrt(ORIN.tensorrt_version), memory=FakeCudaMemory("Orin", "8.7", "12.6"))  # fmt: skip
+    build_model_folder(
+        full_model_dir,
+        BuildSettings("fp16", Profile(1, 32, 256), 128),
+        trt=make_fake_tensorrt(ORIN.tensorrt_version),
+        memory=FakeCudaMemory("Orin", "8.7", "12.6"),
+    )
     here = option(inspect_model_folder(full_model_dir, gpu=ORIN), "fp16", "tensorrt")
     assert here.runs and here.files[0].startswith("engines/") and here.files[1].endswith("stage2.fp16.engine")
     no_gpu = option(inspect_model_folder(full_model_dir, gpu=NO_GPU), "fp16", "tensorrt").reason
     assert "built for Orin (compute capability 8.7, TensorRT 10.3.0.30)" in str(no_gpu)
     assert "TensorRT is not installed" in str(no_gpu) and "no CUDA driver" in str(no_gpu)
-    xavier = option(inspect_model_folder(full_model_dir, gpu=LocalGpu("10.3.0.30", "Xavier", "7.2")), "fp16", "tensorrt")
+    xavier = option(
+        inspect_model_folder(full_model_dir, gpu=LocalGpu("10.3.0.30", "Xavier", "7.2")), "fp16", "tensorrt"
+    )
     assert "this GPU is 7.2 (Xavier)" in str(xavier.reason) and "pairedge build" in str(xavier.reason)
-    newer = option(inspect_model_folder(full_model_dir, gpu=LocalGpu("10.4.0.1", "Orin", "8.7")), "fp16", "tensorrt")
+    newer = option(
+        inspect_model_folder(full_model_dir, gpu=LocalGpu("10.4.0.1", "Orin", "8.7")), "fp16", "tensorrt"
+    )
     assert "this machine runs 10.4.0.1" in str(newer.reason)
     # engine rows are the table's engine files (pairedge.core.artefacts): a stray .engine is no option
     (next(full_model_dir.glob("engines/*/")) / "stage1.bf16.engine").write_bytes(b"x")
-    engines = [o for o in inspect_model_folder(full_model_dir, gpu=ORIN).options if o.backend.startswith("tensorrt (")]
+    engines = [
+        o
+        for o in inspect_model_folder(full_model_dir, gpu=ORIN).options
+        if o.backend.startswith("tensorrt (")
+    ]
     assert [o.precision for o in engines] == ["fp16"]
     # a corrupt engine is a broken file: reported, never deserialised, and the option does not run
     engine = next(full_model_dir.glob("engines/*/stage2.fp16.engine"))

@@ -2,9 +2,9 @@
 
 Bindings, pinned staging, batch splits beyond the profile, zero padding below it, async copies in stream
 order and everything freed: the recording fake engine stands in for TensorRT, the emulated device
-(:class:`pairedge.gpu.cuda.emulated.device.EmulatedDevice`, no compiler needed for memory) for the GPU. Its copies
-really are asynchronous (they run when the stream is synchronised), so a missing synchronise or a copy in
-the wrong order gives wrong numbers here, as on a GPU.
+(:class:`pairedge.gpu.cuda.emulated.device.EmulatedDevice`, no compiler needed for memory) for the GPU. Its
+copies really are asynchronous (they run when the stream is synchronised), so a missing synchronise or a copy
+in the wrong order gives wrong numbers here, as on a GPU.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ VERSION = "10.13.0.35"
 class EngineOnStream:
     """What the fake engine reads and writes, in stream order: a read first runs the work queued before the
     engine (its kernels follow the input copy); the output is written by a host function queued on the
-    backend's stream, so it lands after what was queued before ``execute_async_v3`` and before what follows."""
+    backend's stream, so it lands after what was queued before ``execute_async_v3`` and before what
+    follows."""
 
     def __init__(self, device: EmulatedDevice) -> None:
         self.device = device
@@ -62,8 +63,9 @@ class RecordingDevice(EmulatedDevice):
 
 def _setup(model_dir: Path, profile: Profile) -> tuple[RecordingDevice, Any]:
     # the engines are "built" for the emulated device, so the backend finds and accepts them there
-    build_model_folder(model_dir, BuildSettings("fp32", profile), trt=make_fake_tensorrt(VERSION),
-                       memory=EmulatedDevice())  # fmt: skip
+    build_model_folder(
+        model_dir, BuildSettings("fp32", profile), trt=make_fake_tensorrt(VERSION), memory=EmulatedDevice()
+    )
     slot: list[EngineOnStream] = []
     device = RecordingDevice(slot)
     slot.append(EngineOnStream(device))
@@ -84,7 +86,9 @@ def test_backend_on_emulated_memory_matches_onnx(model_dir: Path, n: int) -> Non
         assert device.live() == {"device": 2, "pinned": 2}  # buffers at profile max, allocated once
         got = backend.infer(x.astype(np.float32))
         again = backend.infer(x.astype(np.float32))
-    np.testing.assert_allclose(got, _ort(model_dir / "stage2.onnx", x.astype(np.float32)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        got, _ort(model_dir / "stage2.onnx", x.astype(np.float32)), rtol=1e-5, atol=1e-5
+    )
     np.testing.assert_array_equal(got, again)
     shapes = [c[2] for c in trt.calls if c[0] == "IExecutionContext.set_input_shape"]
     chunks = [min(8, n - s) for s in range(0, n, 8)]

@@ -72,9 +72,14 @@ def test_pipeline_style_lookup_by_precision(full_model_dir: Path) -> None:
 
 
 def test_precision_comes_from_the_table_of_artefacts(full_model_dir: Path, tmp_path: Path) -> None:
-    """No option: the table's precision of the ONNX file; a file it does not name is served by its fp32 engine."""
+    """No option: the table's precision of the ONNX file; a file it does not name is served by its fp32
+    engine."""
     memory = FakeCudaMemory()
-    for name, precision in (("stage1.onnx", "fp32"), ("stage2.fp16.onnx", "fp16"), ("stage1.int8.onnx", "int8")):
+    for name, precision in (
+        ("stage1.onnx", "fp32"),
+        ("stage2.fp16.onnx", "fp16"),
+        ("stage1.int8.onnx", "int8"),
+    ):
         assert _backend(full_model_dir / name, memory).precision == precision
     assert _backend(full_model_dir / "stage1.onnx", memory, precision="int8").precision == "int8"
     loose = tmp_path / "loose.fp16.onnx"

@@ -31,8 +31,12 @@ def manifest(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("m")
     for name in ("stage1.onnx", "stage2.onnx"):
         (folder / name).write_bytes((DEFAULT_MODEL / name).read_bytes())
-    built = build_model_folder(folder, BuildSettings("fp32", Profile(1, 32, 256), 128), trt=make_fake_tensorrt(
-        BUILT.tensorrt_version), memory=FakeCudaMemory("Orin", "8.7", "12.6"))  # fmt: skip
+    built = build_model_folder(
+        folder,
+        BuildSettings("fp32", Profile(1, 32, 256), 128),
+        trt=make_fake_tensorrt(BUILT.tensorrt_version),
+        memory=FakeCudaMemory("Orin", "8.7", "12.6"),
+    )
     return built[0].manifest, folder
 
 
@@ -65,14 +69,18 @@ def test_every_mismatch_is_refused(manifest, version: str | None, cc: str | None
 
 def test_int8_manifest_records_the_calibration_report(full_model_dir: Path) -> None:
     (full_model_dir / "calibration.json").write_text(json.dumps({"method": "percentile"}))
-    built = build_model_folder(full_model_dir, BuildSettings("int8"), trt=make_fake_tensorrt("10.13.0.35"),
-                               memory=FakeCudaMemory())  # fmt: skip
+    built = build_model_folder(
+        full_model_dir, BuildSettings("int8"), trt=make_fake_tensorrt("10.13.0.35"), memory=FakeCudaMemory()
+    )
     from pairedge.runtime.backends.tensorrt_loader import sha256_file
 
-    assert built[0].manifest.calibration == {"file": "calibration.json",
-                                             "sha256": sha256_file(full_model_dir / "calibration.json")}  # fmt: skip
-    fp32 = build_model_folder(full_model_dir, BuildSettings("fp32"), trt=make_fake_tensorrt("10.13.0.35"),
-                              memory=FakeCudaMemory())  # fmt: skip
+    assert built[0].manifest.calibration == {
+        "file": "calibration.json",
+        "sha256": sha256_file(full_model_dir / "calibration.json"),
+    }
+    fp32 = build_model_folder(
+        full_model_dir, BuildSettings("fp32"), trt=make_fake_tensorrt("10.13.0.35"), memory=FakeCudaMemory()
+    )
     assert fp32[0].manifest.calibration is None
 
 
@@ -94,15 +102,19 @@ def test_cli_build_over_the_fake_module(
     assert re.search(r"stage2\.onnx\s*│\s*tensorrt-10\.13\s*│\s*ok", result.output), result.output
     engines = sorted((model_dir / "engines" / "orin-sm87-trt10.13.0").glob("*.engine"))
     assert [e.name for e in engines] == ["stage1.fp32.engine", "stage2.fp32.engine"]
-    flat = " ".join(result.output.split())  # the console wraps at its width: the line length depends on the path
+    flat = " ".join(
+        result.output.split()
+    )  # the console wraps at its width: the line length depends on the path
     assert "profile 1/16/64" in flat and cache.is_file()
 
 
 def test_nothing_imports_torch() -> None:
     code = (
         "import sys\n"
-        "import pairedge.export.tensorrt.builder, pairedge.export.tensorrt.folder, pairedge.export.tensorrt.check\n"
-        "import pairedge.runtime.backends.tensorrt, pairedge.runtime.backends.cudamem, pairedge.apps.cli.build\n"
+        "import pairedge.export.tensorrt.builder, pairedge.export.tensorrt.folder, "
+        "pairedge.export.tensorrt.check\n"
+        "import pairedge.runtime.backends.tensorrt, pairedge.runtime.backends.cudamem, "
+        "pairedge.apps.cli.build\n"
         "import pairedge.apps.cli.check\n"
         "assert 'torch' not in sys.modules and 'tensorrt' not in sys.modules, sorted(sys.modules)\n"
     )

@@ -47,7 +47,10 @@ def test_install_hint_names_the_extra_and_the_platform_note() -> None:
     assert install_hint("pycuda.driver").startswith(GPU_EXTRA) and "JetPack" in install_hint("pycuda.driver")
     assert install_hint("cuda.bindings.runtime").startswith(GPU_EXTRA)
     assert install_hint("somepkg.sub") == "pip install somepkg"
-    assert install_hint("somepkg", extra="dev", note="a note") == "pip install '.[dev]' in the pairedge folder; a note"
+    assert (
+        install_hint("somepkg", extra="dev", note="a note")
+        == "pip install '.[dev]' in the pairedge folder; a note"
+    )
 
 
 def test_require_message_forms() -> None:
@@ -82,7 +85,8 @@ def test_load_tensorrt_stubs_only_names_the_extra_and_jetpack(monkeypatch: pytes
     from pairedge.gpu.tensorrt import load_tensorrt
 
     stubs = types.ModuleType("tensorrt")
-    stubs.__path__ = ["/site-packages/tensorrt"]  # type: ignore[attr-defined]  # a namespace package, no Builder
+    # a namespace package, no Builder
+    stubs.__path__ = ["/site-packages/tensorrt"]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tensorrt", stubs)
     with pytest.raises(MissingDependencyError, match="stubs only") as info:
         load_tensorrt()
@@ -167,7 +171,7 @@ def test_runtime_tensorrt_paths_never_import_torch() -> None:
         "from pairedge.runtime.backends import available_backends\n"
         "from pairedge.runtime.backends.tensorrt import TensorRTBackend\n"
         "reason = TensorRTBackend.unavailable_reason()\n"
-        'assert reason and "\'.[tensorrt]\'" in reason, reason\n'
+        "assert reason and \"'.[tensorrt]'\" in reason, reason\n"
         "available_backends()\n"
         "print('torch' in sys.modules)\n"
     )

@@ -1,5 +1,5 @@
-"""Every TensorRT name pairedge uses exists in the TensorRT 10.13 API (tensorrt-stubs), the fake offers nothing
-the stubs lack, and the 11.x path touches nothing NVIDIA removed in 11.x."""
+"""Every TensorRT name pairedge uses exists in the TensorRT 10.13 API (tensorrt-stubs), the fake offers
+nothing the stubs lack, and the 11.x path touches nothing NVIDIA removed in 11.x."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ from pairedge.runtime.backends import load_model
 from pairedge.runtime.backends.tensorrt import TensorRTBackend, TensorRTOptions
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCES = (sorted((ROOT / "export" / "tensorrt").glob("*.py")) + sorted((ROOT / "sdk" / "gpu" / "tensorrt").glob("*.py"))
-           + [ROOT / "runtime" / "backends" / "tensorrt.py", ROOT / "runtime" / "detectors" / "tensorrt.py"])  # fmt: skip  (tensorrt_loader.py only reads manifests: its `engine` is a Path)
+SOURCES = (
+    sorted((ROOT / "export" / "tensorrt").glob("*.py"))
+    + sorted((ROOT / "sdk" / "gpu" / "tensorrt").glob("*.py"))
+    + [ROOT / "runtime" / "backends" / "tensorrt.py", ROOT / "runtime" / "detectors" / "tensorrt.py"]
+)  # tensorrt_loader.py only reads manifests: its `engine` is a Path
 SURFACE = stub_surface.load()["surface"]
 
 
@@ -117,8 +120,9 @@ def _full_run(version: str, model_dir: Path) -> list[tuple]:
         calls += trt.calls
         memory = FakeCudaMemory()
         trt = make_fake_tensorrt(version, memory=memory, dla_cores=2)
-        backend = TensorRTBackend(load_model(model_dir / "stage1.fp16.onnx"), TensorRTOptions(dla_core=1), trt=trt,
-                                  memory=memory)  # fmt: skip
+        backend = TensorRTBackend(
+            load_model(model_dir / "stage1.fp16.onnx"), TensorRTOptions(dla_core=1), trt=trt, memory=memory
+        )
         with backend:
             backend.infer(np.zeros((3, backend.num_features), np.float32))
         calls += trt.calls
@@ -189,19 +193,31 @@ def test_11x_never_asks_for_precision_flags() -> None:
 
 #: Variables of pairedge's TensorRT code -> the TensorRT class they hold (names are kept stable on purpose).
 VARIABLE_CLASS = {
-    "builder": "Builder", "network": "INetworkDefinition", "parser": "OnnxParser", "config": "IBuilderConfig",
-    "profile": "IOptimizationProfile", "tensor": "ITensor", "engine": "ICudaEngine", "context": "IExecutionContext",
-    "runtime": "Runtime", "err": "ParserError", "_engine": "ICudaEngine", "_context": "IExecutionContext",
+    "builder": "Builder",
+    "network": "INetworkDefinition",
+    "parser": "OnnxParser",
+    "config": "IBuilderConfig",
+    "profile": "IOptimizationProfile",
+    "tensor": "ITensor",
+    "engine": "ICudaEngine",
+    "context": "IExecutionContext",
+    "runtime": "Runtime",
+    "err": "ParserError",
+    "_engine": "ICudaEngine",
+    "_context": "IExecutionContext",
     "layer": "ILayer",
-}  # fmt: skip
+}
 #: (class, method) -> class of what it returns, for chained calls.
 RETURNS = {
-    ("IBuilderConfig", "get_timing_cache"): "ITimingCache", ("INetworkDefinition", "get_input"): "ITensor",
-    ("INetworkDefinition", "get_output"): "ITensor", ("OnnxParser", "get_error"): "ParserError",
-    ("Runtime", "deserialize_cuda_engine"): "ICudaEngine", ("ICudaEngine", "create_execution_context"):
-    "IExecutionContext", ("Builder", "create_network"): "INetworkDefinition",
+    ("IBuilderConfig", "get_timing_cache"): "ITimingCache",
+    ("INetworkDefinition", "get_input"): "ITensor",
+    ("INetworkDefinition", "get_output"): "ITensor",
+    ("OnnxParser", "get_error"): "ParserError",
+    ("Runtime", "deserialize_cuda_engine"): "ICudaEngine",
+    ("ICudaEngine", "create_execution_context"): "IExecutionContext",
+    ("Builder", "create_network"): "INetworkDefinition",
     ("INetworkDefinition", "get_layer"): "ILayer",
-}  # fmt: skip
+}
 
 
 def _class_of(node: ast.AST) -> str | None:
@@ -216,7 +232,8 @@ def _class_of(node: ast.AST) -> str | None:
 
 
 def test_every_member_used_on_a_tensorrt_object_exists() -> None:
-    """Static: each ``builder.x`` / ``config.x`` / ``self._context.x`` ... in the source is in the 10.13 stubs."""
+    """Static: each ``builder.x`` / ``config.x`` / ``self._context.x`` ... in the source is in the 10.13
+    stubs."""
     used: set[str] = set()
     # modules that hold no TensorRT object (there `engine` is a Path, for instance)
     plain = {"manifest.py", "folder.py", "check.py", "onnx_ops.py", "__init__.py"}
@@ -224,11 +241,22 @@ def test_every_member_used_on_a_tensorrt_object_exists() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and (owner := _class_of(node.value)):
                 used.add(f"{owner}.{node.attr}")
-    expected = {"IBuilderConfig.set_memory_pool_limit", "ITimingCache.serialize", "IExecutionContext.execute_async_v3",
-                "ParserError.node_operator", "ICudaEngine.get_tensor_profile_shape", "ITensor.shape",
-                "Builder.num_DLA_cores", "IBuilderConfig.can_run_on_DLA", "IBuilderConfig.default_device_type",
-                "IBuilderConfig.DLA_core", "INetworkDefinition.num_layers", "ILayer.name", "Runtime.DLA_core",
-                "Runtime.num_DLA_cores"}  # fmt: skip
+    expected = {
+        "IBuilderConfig.set_memory_pool_limit",
+        "ITimingCache.serialize",
+        "IExecutionContext.execute_async_v3",
+        "ParserError.node_operator",
+        "ICudaEngine.get_tensor_profile_shape",
+        "ITensor.shape",
+        "Builder.num_DLA_cores",
+        "IBuilderConfig.can_run_on_DLA",
+        "IBuilderConfig.default_device_type",
+        "IBuilderConfig.DLA_core",
+        "INetworkDefinition.num_layers",
+        "ILayer.name",
+        "Runtime.DLA_core",
+        "Runtime.num_DLA_cores",
+    }
     assert expected <= used, expected - used
     missing = sorted(u for u in used if not _has(u))
     assert not missing, f"members used on TensorRT objects but absent from the 10.13 stubs: {missing}"

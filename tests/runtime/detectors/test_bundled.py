@@ -25,7 +25,9 @@ def scene_frames() -> list:
 
 def test_shipped_as_its_provenance_says() -> None:
     b = bundled_detector()
-    assert b.name == DEFAULT_DETECTOR == "yolox-nano" and b.licence == "Apache-2.0" and b.layout == "yolox-raw"
+    assert (
+        b.name == DEFAULT_DETECTOR == "yolox-nano" and b.licence == "Apache-2.0" and b.layout == "yolox-raw"
+    )
     folder = detectors_dir() / "yolox_nano"
     assert sha256_file(b.path("fp32")) == PROVENANCE_SHA
     assert PROVENANCE_SHA in (folder / "PROVENANCE.md").read_text()
@@ -35,7 +37,10 @@ def test_shipped_as_its_provenance_says() -> None:
     assert {f["role"] for f in manifest["files"]} == {"fp32", "fp16"}
     for precision in ("fp32", "fp16"):
         path = b.path(precision)
-        assert sha256_file(path) == b.files[precision]["sha256"] and path.stat().st_size == b.files[precision]["size"]
+        assert (
+            sha256_file(path) == b.files[precision]["sha256"]
+            and path.stat().st_size == b.files[precision]["size"]
+        )
 
 
 def test_the_recorded_layout_is_the_one_told_apart() -> None:

@@ -40,7 +40,9 @@ def test_phantoms_fail_in_one_line() -> None:
 
 
 def test_plausible_and_empty_scenes_pass() -> None:
-    guard_of(FrameCheck(3549, 0, 10, 1, 1), FrameCheck(3549, 0, 12, 0, 0)).judge()  # 2 of 22 odd boxes: a scene
+    guard_of(
+        FrameCheck(3549, 0, 10, 1, 1), FrameCheck(3549, 0, 12, 0, 0)
+    ).judge()  # 2 of 22 odd boxes: a scene
     guard_of(FrameCheck(3549, 0, 0, 0, 0), FrameCheck(3549, 0, 0, 0, 0)).judge()  # nobody in view
     guard_of().judge()  # no frame at all
     guard_of(FrameCheck(10, 0, 10, 10, 0), enabled=False).judge()
@@ -51,7 +53,9 @@ def test_a_detector_of_nan_and_inf_fails() -> None:
         guard_of(FrameCheck(100, 100, 0, 0, 0), FrameCheck(100, 100, 0, 0, 0)).judge()
     partly = guard_of(FrameCheck(100, 40, 3, 0, 0))
     partly.judge()
-    assert partly.notes() == ["detector: 40 of 100 raw candidates were NaN or inf, on 1 of 1 frames (dropped)"]
+    assert partly.notes() == [
+        "detector: 40 of 100 raw candidates were NaN or inf, on 1 of 1 frames (dropped)"
+    ]
 
 
 def test_guarded_holds_frames_until_judged() -> None:
@@ -84,7 +88,9 @@ def test_guarded_passes_everything_through_and_bounds_memory() -> None:
         out.append(item)
         seen.append(("used", item))
     assert out == list(range(10)) and guard.judged
-    assert seen.index(("used", 0)) == 3  # three items of 10 bytes reached max_bytes 30: judged, then handed on
+    assert (
+        seen.index(("used", 0)) == 3
+    )  # three items of 10 bytes reached max_bytes 30: judged, then handed on
     assert guard.frames == 10
 
 

@@ -22,15 +22,28 @@ from pairedge.runtime.detectors.layouts import (
     layout_record,
 )
 
-SIGNATURES = json.loads((Path(__file__).parents[2] / "fixtures" / "detectors" / "signatures.json").read_text())
+SIGNATURES = json.loads(
+    (Path(__file__).parents[2] / "fixtures" / "detectors" / "signatures.json").read_text()
+)
 #: The layout each recorded export must be read as (its project's default output).
 EXPECTED = {
-    "yolox_tiny_raw": "yolox-raw", "yolox_tiny_decoded": "yolox", "yolox_tiny_raw_onnxsim08": "yolox-raw",
-    "yolox_nano_decoded": "yolox", "yolox_nano_raw_shared": "yolox-raw", "yolov8_tiny": "ultralytics",
-    "yolov8_tiny_nms": "ultralytics-nms", "yolo11_tiny": "ultralytics", "yolo26_tiny": "ultralytics",
-    "yolo26_tiny_e2e": "ultralytics-nms", "ultralytics_rtdetr_tiny": "ultralytics-rtdetr", "yolov5_tiny": "yolov5",
-    "rtdetr_tiny": "detr", "rtdetrv2_r18vd_full": "detr", "dfine_tiny": "detr", "dfine_n_full": "detr",
-}  # fmt: skip
+    "yolox_tiny_raw": "yolox-raw",
+    "yolox_tiny_decoded": "yolox",
+    "yolox_tiny_raw_onnxsim08": "yolox-raw",
+    "yolox_nano_decoded": "yolox",
+    "yolox_nano_raw_shared": "yolox-raw",
+    "yolov8_tiny": "ultralytics",
+    "yolov8_tiny_nms": "ultralytics-nms",
+    "yolo11_tiny": "ultralytics",
+    "yolo26_tiny": "ultralytics",
+    "yolo26_tiny_e2e": "ultralytics-nms",
+    "ultralytics_rtdetr_tiny": "ultralytics-rtdetr",
+    "yolov5_tiny": "yolov5",
+    "rtdetr_tiny": "detr",
+    "rtdetrv2_r18vd_full": "detr",
+    "dfine_tiny": "detr",
+    "dfine_n_full": "detr",
+}
 
 
 def facts_of(entry: dict, metadata: bool = True) -> GraphFacts:
@@ -38,10 +51,13 @@ def facts_of(entry: dict, metadata: bool = True) -> GraphFacts:
     image = next(i for i in entry["inputs"] if i["name"] != "orig_target_sizes")
     outputs = tuple((o["name"], tuple(o["shape"])) for o in entry["outputs"])
     return GraphFacts(
-        name=str(entry.get("file") or "export.onnx"), outputs=outputs,
-        metadata=entry["metadata_props"] if metadata else {}, op_types=frozenset(entry["op_type_counts"]),
-        input_size=tuple(image["shape"][2:4]), size_input=any(i["name"] == "orig_target_sizes" for i in entry["inputs"]),
-    )  # fmt: skip
+        name=str(entry.get("file") or "export.onnx"),
+        outputs=outputs,
+        metadata=entry["metadata_props"] if metadata else {},
+        op_types=frozenset(entry["op_type_counts"]),
+        input_size=tuple(image["shape"][2:4]),
+        size_input=any(i["name"] == "orig_target_sizes" for i in entry["inputs"]),
+    )
 
 
 def test_every_recorded_export_is_expected() -> None:
@@ -56,7 +72,9 @@ def test_real_exports_are_told_apart(name: str) -> None:
     assert layout.reason
 
 
-@pytest.mark.parametrize("name", ["yolov8_tiny", "yolo11_tiny", "yolov5_tiny", "yolox_tiny_raw", "yolox_tiny_decoded"])
+@pytest.mark.parametrize(
+    "name", ["yolov8_tiny", "yolo11_tiny", "yolov5_tiny", "yolox_tiny_raw", "yolox_tiny_decoded"]
+)
 def test_without_metadata_the_candidate_count_decides(name: str) -> None:
     """onnx-simplifier, graph surgery or a converter can drop metadata_props: the grids still tell."""
     layout = identify(facts_of(SIGNATURES["exports"][name], metadata=False))
@@ -73,11 +91,18 @@ def test_nms_outputs_without_metadata_are_refused_with_the_override(name: str) -
 def test_quantized_and_fp16_graphs_keep_their_layout() -> None:
     decoded = SIGNATURES["exports"]["yolox_tiny_decoded"]
     quantized = facts_of(decoded)
-    quantized = GraphFacts(quantized.name, quantized.outputs, {}, quantized.op_types | {"ConvInteger", "DynamicQuantizeLinear"},
-                           quantized.input_size)  # fmt: skip
+    quantized = GraphFacts(
+        quantized.name,
+        quantized.outputs,
+        {},
+        quantized.op_types | {"ConvInteger", "DynamicQuantizeLinear"},
+        quantized.input_size,
+    )
     assert identify(quantized).kind == "yolox"
     raw = facts_of(SIGNATURES["exports"]["yolox_tiny_raw"])
-    qdq = GraphFacts(raw.name, raw.outputs, {}, raw.op_types | {"QuantizeLinear", "DequantizeLinear"}, raw.input_size)
+    qdq = GraphFacts(
+        raw.name, raw.outputs, {}, raw.op_types | {"QuantizeLinear", "DequantizeLinear"}, raw.input_size
+    )
     assert identify(qdq).kind == "yolox-raw"
 
 
@@ -99,7 +124,10 @@ def test_unknown_layouts_are_one_line(outputs, size, needle) -> None:
 
 def test_forced_layouts() -> None:
     facts = facts_of(SIGNATURES["exports"]["yolox_tiny_raw"])
-    assert forced("yolox", facts).kind == "yolox" and forced("yolox", facts).reason == "forced by --detector-layout"
+    assert (
+        forced("yolox", facts).kind == "yolox"
+        and forced("yolox", facts).reason == "forced by --detector-layout"
+    )
     with pytest.raises(ModelError, match="unknown layout"):
         forced("yolo9000", facts)
     with pytest.raises(ModelError, match="boxes, scores and labels"):
@@ -115,7 +143,8 @@ def test_record_round_trip() -> None:
         assert record["resize"] == PREPROCESS[kind].resize and json.loads(json.dumps(record)) == record
 
 
-# -- decoding, against each project's own post-processing formula (tests/fixtures/detectors/README.md) --------
+# -- decoding, against each project's own post-processing formula (tests/fixtures/detectors/README.md)
+# --------
 def yolox_demo_postprocess(raw: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """YOLOX ``demo_postprocess`` (demo_utils.py), written from its formula: cx cy w h in input pixels."""
     out = raw.copy()
@@ -140,8 +169,12 @@ def test_yolox_raw_is_decoded_on_its_grids() -> None:
     n = grid_cells(size)
     assert n == 8 * 12 + 4 * 6 + 2 * 3
     rng = np.random.default_rng(0)
-    raw = np.concatenate([rng.uniform(-0.5, 1.5, (n, 2)), rng.uniform(-1, 1, (n, 2)), rng.uniform(0, 1, (n, 3))], 1)
-    boxes, scores, classes = decode(Layout("yolox-raw", ("output",)), [raw[None].astype(np.float32)], size, "x")
+    raw = np.concatenate(
+        [rng.uniform(-0.5, 1.5, (n, 2)), rng.uniform(-1, 1, (n, 2)), rng.uniform(0, 1, (n, 3))], 1
+    )
+    boxes, scores, classes = decode(
+        Layout("yolox-raw", ("output",)), [raw[None].astype(np.float32)], size, "x"
+    )
     ref = yolox_demo_postprocess(raw, size)
     np.testing.assert_allclose(boxes, xyxy(ref[:, :4]), rtol=1e-5, atol=1e-3)
     np.testing.assert_allclose(scores, ref[:, 4] * ref[:, 5:].max(1), rtol=1e-6)
@@ -177,7 +210,9 @@ def test_detr_with_and_without_size_input() -> None:
     layout = Layout("detr", ("boxes", "scores", "labels"), "xyxy")
     boxes, _, _ = decode(layout, [b * 640, np.array([[0.9]]), np.array([[0]])], (640, 640), "x")
     np.testing.assert_allclose(boxes[0], [64, 128, 192, 256], rtol=1e-6)
-    boxes, _, _ = decode(Layout("detr", layout.outputs), [b, np.array([[0.9]]), np.array([[0]])], (100, 200), "x")
+    boxes, _, _ = decode(
+        Layout("detr", layout.outputs), [b, np.array([[0.9]]), np.array([[0]])], (100, 200), "x"
+    )
     np.testing.assert_allclose(boxes[0], [20, 20, 60, 40], rtol=1e-6)  # normalised: every value in [0, 1]
     with pytest.raises(ModelError, match="expected DETR outputs"):
         decode(layout, [b, np.zeros((1, 2)), np.zeros((1, 1))], (64, 64), "x")

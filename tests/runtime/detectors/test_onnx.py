@@ -86,12 +86,22 @@ def test_yolox_raw_and_forced_layout(tmp_path) -> None:
     """A raw export (no Exp) is grid-decoded; forcing it to be read as decoded turns offsets into corner
     phantoms, and the detector says that the layout was forced."""
     rows = np.zeros((1, 7), np.float32)
-    rows[0] = [0.5, 0.5, np.log(2.0), np.log(4.0), 0.9, 0.9, 0.0]  # cell (0, 0) of stride 8: centre (4, 4), 16 x 32
+    rows[0] = [
+        0.5,
+        0.5,
+        np.log(2.0),
+        np.log(4.0),
+        0.9,
+        0.9,
+        0.0,
+    ]  # cell (0, 0) of stride 8: centre (4, 4), 16 x 32
     path = yolox_model(tmp_path / "raw.onnx", rows, decoded=False)
     with open_detector(path) as det:
         assert det.layout.kind == "yolox-raw"
         found = det.detect(FRAME)  # frame 640 x 480 -> scale 0.5 at the top-left
-    np.testing.assert_allclose(found.boxes, [[0, 0, 24, 40]], atol=1e-3)  # x1 y1 -4 -12 (net px): clipped at 0
+    np.testing.assert_allclose(
+        found.boxes, [[0, 0, 24, 40]], atol=1e-3
+    )  # x1 y1 -4 -12 (net px): clipped at 0
     with open_detector(path, options=OnnxDetectorOptions(layout="yolox")) as det:
         assert det.layout.kind == "yolox" and "forced" in det.layout_note()
         assert det.detect(FRAME).boxes[:, 2:].max() < 5  # a box a pixel or two wide: a phantom
@@ -99,8 +109,9 @@ def test_yolox_raw_and_forced_layout(tmp_path) -> None:
 
 def test_detr_layout_with_rtdetr_size_input(tmp_path) -> None:
     boxes = to_stretched(frame_boxes())
-    path = detr_model(tmp_path / "rtdetr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
-                      np.array([0, 0, 0, 2, 0]))  # fmt: skip
+    path = detr_model(
+        tmp_path / "rtdetr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]), np.array([0, 0, 0, 2, 0])
+    )
     with open_detector(path) as det:
         assert det.layout.kind == "detr"
         found = det.detect(FRAME)
@@ -112,9 +123,14 @@ def test_detr_layout_normalised_boxes(tmp_path, fmt) -> None:
     boxes = to_stretched(frame_boxes()) / 320
     if fmt == "cxcywh-normalized":
         boxes = cxcywh(boxes)
-    path = detr_model(tmp_path / "detr.onnx", boxes, np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
-                      np.array([0, 0, 0, 2, 0]), size_input=False,
-                      metadata={"box_format": fmt} if fmt else None)  # fmt: skip
+    path = detr_model(
+        tmp_path / "detr.onnx",
+        boxes,
+        np.array([0.9, 0.8, 0.7, 0.95, 0.05]),
+        np.array([0, 0, 0, 2, 0]),
+        size_input=False,
+        metadata={"box_format": fmt} if fmt else None,
+    )
     with open_detector(path) as det:
         found = det.detect(FRAME)
     np.testing.assert_allclose(found.boxes, expected_xywh(), atol=1e-3)
@@ -188,18 +204,37 @@ def test_a_detector_that_fails_inside_onnx_runtime_is_one_line_without_its_log(t
 
     image = helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 64, 64])
     out = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 5, 7])
-    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [1, 5, 7])  # 12,288 values into 35: fails at run
-    graph = helper.make_graph([helper.make_node("Reshape", ["images", "shape"], ["output"], name="r")], "g",
-                              [image], [out], [shape])  # fmt: skip
+    shape = helper.make_tensor(
+        "shape", TensorProto.INT64, [3], [1, 5, 7]
+    )  # 12,288 values into 35: fails at run
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["images", "shape"], ["output"], name="r")], "g", [image], [out], [shape]
+    )
     model = tmp_path / "broken.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
     frames = tmp_path / "frames"
     frames.mkdir()
     for k in range(2):
         cv2.imwrite(str(frames / f"{k:06d}.png"), FRAME)
-    proc = subprocess.run([sys.executable, "-m", "pairedge.apps.cli", "run", str(frames), "--detector", str(model),
-                           "--no-video", "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                          timeout=120, check=False, env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pairedge.apps.cli",
+            "run",
+            str(frames),
+            "--detector",
+            str(model),
+            "--no-video",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[E:onnxruntime" not in proc.stderr and "[W:onnxruntime" not in proc.stderr, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]

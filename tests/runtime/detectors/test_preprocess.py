@@ -59,8 +59,9 @@ def test_top_left_letterbox_is_yolox(h, w, size) -> None:
     ref, r = yolox_preproc(img, size)
     assert np.array_equal(ours, ref)
     assert (box.pad_x, box.pad_y) == (0, 0) and box.scale_x == pytest.approx(r)
-    np.testing.assert_allclose(box.undo(np.array([[10, 20, 30, 40]], np.float32)), [[10 / r, 20 / r, 30 / r, 40 / r]],
-                               rtol=1e-6)  # fmt: skip  # YOLOX: boxes / ratio
+    np.testing.assert_allclose(
+        box.undo(np.array([[10, 20, 30, 40]], np.float32)), [[10 / r, 20 / r, 30 / r, 40 / r]], rtol=1e-6
+    )  # YOLOX: boxes / ratio
 
 
 @pytest.mark.parametrize(("h", "w"), SIZES)

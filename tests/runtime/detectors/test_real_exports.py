@@ -26,8 +26,9 @@ def image() -> np.ndarray:
 
 
 def test_dynamically_quantized_detector_keeps_its_layout(tmp_path, image) -> None:
-    """ONNX Runtime's dynamic quantization (ConvInteger): the same layout, decoded without error. (Its accuracy
-    is another matter: dynamic uint8 quantization of YOLOX-Nano's 0-255 input scores every person near 0.)"""
+    """ONNX Runtime's dynamic quantization (ConvInteger): the same layout, decoded without error. (Its
+    accuracy is another matter: dynamic uint8 quantization of YOLOX-Nano's 0-255 input scores every person
+    near 0.)"""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     q = tmp_path / "yolox_nano.int8.onnx"
@@ -68,7 +69,9 @@ def _recorded() -> list[tuple[str, str]]:
     return [(name, e["file"]) for name, e in sorted(sigs.items()) if e.get("file")]
 
 
-@pytest.mark.skipif(not EXPORTS, reason="PAIREDGE_DETECTOR_EXPORTS is not set (the real exports are not committed)")
+@pytest.mark.skipif(
+    not EXPORTS, reason="PAIREDGE_DETECTOR_EXPORTS is not set (the real exports are not committed)"
+)
 @pytest.mark.parametrize(("name", "file"), _recorded())
 def test_recorded_exports_are_read_as_their_project_writes_them(name: str, file: str, image) -> None:
     path = Path(str(EXPORTS)) / file
@@ -79,7 +82,9 @@ def test_recorded_exports_are_read_as_their_project_writes_them(name: str, file:
         det.detect(image)  # random weights: the boxes mean nothing, the shapes must decode
 
 
-@pytest.mark.skipif(not EXPORTS, reason="PAIREDGE_DETECTOR_EXPORTS is not set (the real exports are not committed)")
+@pytest.mark.skipif(
+    not EXPORTS, reason="PAIREDGE_DETECTOR_EXPORTS is not set (the real exports are not committed)"
+)
 def test_raw_and_decoded_yolox_exports_agree(image) -> None:
     raw, decoded = Path(str(EXPORTS)) / "yolox_tiny_raw.onnx", Path(str(EXPORTS)) / "yolox_tiny_decoded.onnx"
     if not (raw.is_file() and decoded.is_file()):

@@ -77,7 +77,9 @@ class EmulatedDevice(Device):
         if device != 0:
             raise DeviceUnavailableError(f"the emulated CUDA device has one device (0), {device} requested")
         self.toolchain: Toolchain | None = None  # found when the first module is loaded: memory needs none
-        self.info = DeviceInfo(0, f"HIP-CPU emulated device ({os.cpu_count()} CPU threads)", "0.0", "emulated")
+        self.info = DeviceInfo(
+            0, f"HIP-CPU emulated device ({os.cpu_count()} CPU threads)", "0.0", "emulated"
+        )
         self._blocks: dict[int, tuple[np.ndarray, int, str]] = {}  # address -> (owner array, bytes, kind)
         self._starts: list[int] = []
         self._order: list[int] = []
@@ -138,16 +140,20 @@ class EmulatedDevice(Device):
 
     def _check_device(self, address: int, nbytes: int, what: str) -> None:
         if not self._inside(int(address), int(nbytes), "device"):
-            raise BackendError(f"emulated device: {what}: {nbytes} bytes at {int(address):#x} are not inside a live "
-                               "device allocation of this device (released, host memory, or too small); a GPU "
-                               "would fault or corrupt memory here")  # fmt: skip
+            raise BackendError(
+                f"emulated device: {what}: {nbytes} bytes at {int(address):#x} are not inside a live "
+                "device allocation of this device (released, host memory, or too small); a GPU "
+                "would fault or corrupt memory here"
+            )
 
     def _check_host(self, host: np.ndarray, what: str) -> None:
         if not (isinstance(host, np.ndarray) and host.flags.c_contiguous):
             raise BackendError(f"emulated device: {what}: the host side must be a C-contiguous numpy array")
         if not self._inside(host.ctypes.data, host.nbytes, "pinned"):
-            raise BackendError(f"emulated device: {what}: the host array is not pinned memory of this device "
-                               "(allocate it with alloc_pinned); a GPU would not copy it asynchronously")  # fmt: skip
+            raise BackendError(
+                f"emulated device: {what}: the host array is not pinned memory of this device "
+                "(allocate it with alloc_pinned); a GPU would not copy it asynchronously"
+            )
 
     # -- streams, copies, events -----------------------------------------------------------------------
     def create_stream(self) -> _Stream:
@@ -177,22 +183,42 @@ class EmulatedDevice(Device):
         n, src = host.nbytes, host.ctypes.data
         self._check_device(device_ptr, n, "htod_async")
         keep = host  # the op holds the array: its memory lives until the copy ran
-        self._enqueue(_Op(lambda: ctypes.memmove(device_ptr, keep.ctypes.data, n), ((device_ptr, n),),
-                          f"htod_async of {n} bytes from {src:#x}"), stream)  # fmt: skip
+        self._enqueue(
+            _Op(
+                lambda: ctypes.memmove(device_ptr, keep.ctypes.data, n),
+                ((device_ptr, n),),
+                f"htod_async of {n} bytes from {src:#x}",
+            ),
+            stream,
+        )
 
     def dtoh_async(self, host: np.ndarray, device_ptr: int, stream: Any = None) -> None:
         self._check_host(host, "dtoh_async")
         n, keep = host.nbytes, host
         self._check_device(device_ptr, n, "dtoh_async")
-        self._enqueue(_Op(lambda: ctypes.memmove(keep.ctypes.data, device_ptr, n), ((device_ptr, n),),
-                          f"dtoh_async of {n} bytes"), stream)  # fmt: skip
+        self._enqueue(
+            _Op(
+                lambda: ctypes.memmove(keep.ctypes.data, device_ptr, n),
+                ((device_ptr, n),),
+                f"dtoh_async of {n} bytes",
+            ),
+            stream,
+        )
 
     def memset_async(self, device_ptr: int, nbytes: int, stream: Any = None) -> None:
         if nbytes % 4:
-            raise BackendError(f"emulated device: memset_async of {nbytes} bytes: a multiple of 4 (cuMemsetD32)")
+            raise BackendError(
+                f"emulated device: memset_async of {nbytes} bytes: a multiple of 4 (cuMemsetD32)"
+            )
         self._check_device(device_ptr, nbytes, "memset_async")
-        self._enqueue(_Op(lambda: ctypes.memset(device_ptr, 0, nbytes), ((device_ptr, nbytes),),
-                          f"memset_async of {nbytes} bytes"), stream)  # fmt: skip
+        self._enqueue(
+            _Op(
+                lambda: ctypes.memset(device_ptr, 0, nbytes),
+                ((device_ptr, nbytes),),
+                f"memset_async of {nbytes} bytes",
+            ),
+            stream,
+        )
 
     def host_function(self, fn: Callable[[], None], stream: Any = None) -> None:
         """Queue a Python callable on the stream (``cuLaunchHostFunc``): it runs in stream order."""
@@ -239,8 +265,15 @@ class EmulatedDevice(Device):
     def _function(self, module: Any, name: str) -> Any:
         return getattr(module, PREFIX + name)
 
-    def _launch(self, kernel: Kernel, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                args: Sequence[Arg], stream: Any) -> None:  # fmt: skip
+    def _launch(
+        self,
+        kernel: Kernel,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        args: Sequence[Arg],
+        stream: Any,
+    ) -> None:
         pointers = tuple((int(v), 1) for k, v in args if k == "p")
         for address, _ in pointers:
             self._check_device(address, 1, f"argument of {kernel.name}")

@@ -6,8 +6,8 @@
 * Intel TBB headers and ``libtbb.so`` (Debian / Ubuntu: ``apt-get install -y libtbb-dev``): HIP-CPU runs the
   blocks of a grid with the C++17 parallel algorithms, which libstdc++ implements on TBB.
 
-:func:`unavailable_reason` is cheap (file checks and one ``g++ -dumpfullversion``, cached): ``pairedge doctor``
-and the tests' skip reasons call it; nothing is compiled.
+:func:`unavailable_reason` is cheap (file checks and one ``g++ -dumpfullversion``, cached): ``pairedge
+doctor`` and the tests' skip reasons call it; nothing is compiled.
 """
 
 from __future__ import annotations
@@ -43,13 +43,17 @@ class Toolchain:
 def hip_cpu_root() -> tuple[Path | None, str]:
     """The HIP-CPU folder and "", or None and why it was not found."""
     explicit = os.environ.get(ENV_ROOT)
-    candidates = [Path(explicit).expanduser()] if explicit else [_CHECKOUT.parent / "shared" / "tools" / "hip-cpu"]
+    candidates = (
+        [Path(explicit).expanduser()] if explicit else [_CHECKOUT.parent / "shared" / "tools" / "hip-cpu"]
+    )
     for root in candidates:
         if (root / "include" / "hip" / "hip_runtime.h").is_file():
             return root.resolve(), ""
     where = f"${ENV_ROOT}={explicit}" if explicit else str(candidates[0])
-    return None, (f"HIP-CPU not found at {where} (no include/hip/hip_runtime.h); point {ENV_ROOT} at a HIP CPU "
-                  "Runtime checkout (github.com/ROCm/HIP-CPU)")  # fmt: skip
+    return None, (
+        f"HIP-CPU not found at {where} (no include/hip/hip_runtime.h); point {ENV_ROOT} at a HIP CPU "
+        "Runtime checkout (github.com/ROCm/HIP-CPU)"
+    )
 
 
 def _split(var: str) -> list[str]:
@@ -67,7 +71,12 @@ def _tbb_header() -> Path | None:
 
 def _tbb_library() -> str | None:
     patterns = [f"{d}/libtbb.so" for d in _split("LIBRARY_PATH")]
-    patterns += ["/usr/lib/*/libtbb.so", "/usr/lib*/libtbb.so", "/usr/local/lib*/libtbb.so", "/lib/*/libtbb.so"]
+    patterns += [
+        "/usr/lib/*/libtbb.so",
+        "/usr/lib*/libtbb.so",
+        "/usr/local/lib*/libtbb.so",
+        "/lib/*/libtbb.so",
+    ]
     for pattern in patterns:
         found = sorted(glob.glob(pattern))
         if found:
@@ -90,8 +99,13 @@ def tbb_version() -> tuple[str | None, str]:
 @functools.lru_cache(maxsize=4)
 def _cxx_version(path: str) -> str | None:
     try:
-        out = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True,
-                             timeout=30, check=False)  # fmt: skip
+        out = subprocess.run(
+            [path, "-dumpfullversion", "-dumpversion"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
