@@ -51,12 +51,12 @@ timeout 60 "$PY" -m pairedge.apps.cli doctor 2>&1 | tee -a "$LOG"
 say "emulated tests (the kernels on the CPU, HIP-CPU)"
 unset PAIREDGE_CUDA_EMULATION
 timeout 120 "$PY" -m pytest -q -p no:cacheprovider -rs --junitxml="$RES/gpu_check_emulated.xml" \
-  tests/gpu/test_emulated_kernels.py tests/gpu/test_cuda_orchestration.py tests/gpu/test_cuda_layer.py \
+  tests/gpu/test_twins.py tests/gpu/test_backend.py tests/gpu/test_cuda.py \
   tests/gpu/test_emulated_flow.py 2>&1 | tee -a "$LOG" || status=1
 
 say "tests"
 timeout 150 "$PY" -m pytest -q -p no:cacheprovider -rs --junitxml="$RES/gpu_check_pytest.xml" \
-  tests/gpu tests/runtime/test_rt_flow_reference.py 2>&1 | tee -a "$LOG" || status=1
+  tests/gpu tests/runtime/flow/test_reference.py 2>&1 | tee -a "$LOG" || status=1
 
 say "timing"
 (cd benchmarks && timeout 120 "$PY" bench_gpu_flow.py --frames 50) 2>&1 | tee -a "$LOG" || status=1

@@ -40,7 +40,7 @@ def supported_opsets() -> tuple[int, int]:
     The classic TorchScript exporter writes opsets 7 to 20 (torch 2.x: ``ONNX_MIN_OPSET`` /
     ``ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET``; above 20 it warns and then fails for 24 and up), ONNX Runtime
     guarantees 7 and up, and the installed onnx checks up to ``onnx.defs.onnx_opset_version()``. Every
-    architecture exports and matches PyTorch at each opset of that range (tests/apps/cli/test_export_cli.py).
+    architecture exports and matches PyTorch at each opset of that range (tests/apps/cli/test_export.py).
     """
     try:
         from torch.onnx import _constants as limits

@@ -279,7 +279,7 @@ def test_export_refuses_an_unsupported_opset_first(
 
 def test_export_opset_bounds_are_what_the_exporter_supports(tmp_path: Path) -> None:
     """Both ends of the range export and match PyTorch (every architecture:
-    tests/export/test_export_onnx.py)."""
+    tests/export/test_onnx_export.py)."""
     torch = pytest.importorskip("torch")
     import warnings
 

@@ -1,4 +1,4 @@
-"""Shared by ``test_cli_run.py`` and ``test_demo.py``: a toy ``pairedge``-spec model folder and a small
+"""Shared by ``test_run.py`` and ``test_demo.py``: a toy ``pairedge``-spec model folder and a small
 simulated scene on disk (video + MOT / JRDB files)."""
 
 from __future__ import annotations

@@ -234,7 +234,7 @@ def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None
     from pairedge.runtime import Pipeline
     from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import pipeline_notes, run_stream
-    from test_rt_viewpoint import SIZE, pinhole_boxes
+    from test_viewpoint import SIZE, pinhole_boxes
 
     points = {"surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3}}
     folder = _toy_folder(tmp_path, confirm_s=0.0, operating_points=points)

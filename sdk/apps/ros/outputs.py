@@ -5,7 +5,7 @@ classes, which check every field's type when it is set (a float64 field takes a 
 ``int``; a ``byte`` field takes ``bytes`` of length 1). This module builds those directly from a frame's
 result: the earlier node built rosbags messages, serialised them to CDR and deserialised the bytes into
 rclpy messages, twice per frame. The marker geometry is :func:`marker_specs` (plain data), so the two
-message builders draw the same thing; ``tests/apps/ros/test_ros_node_outputs.py`` compares them field by
+message builders draw the same thing; ``tests/apps/ros/test_outputs.py`` compares them field by
 field.
 
 Outputs of one frame (all stamped with the image's header stamp and frame):

@@ -33,7 +33,7 @@ from pairedge.core.errors import InputError
 STRONG_TYPING_FROM: tuple[int, int] = (10, 12)
 
 #: Python API names that TensorRT 11.x removed ("Removed Python APIs and Replacements"). pairedge's 11.x path
-#: must never touch them; ``tests/export/trt/test_surface.py`` checks the source against this list.
+#: must never touch them; ``tests/export/trt/test_tensorrt.py`` checks the source against this list.
 REMOVED_IN_11: frozenset[str] = frozenset(
     {
         "BuilderFlag.FP16",

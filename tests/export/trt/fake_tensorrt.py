@@ -1,6 +1,6 @@
 """A recording fake of the ``tensorrt`` Python module, one per TensorRT generation.
 
-Every class and member here exists in the TensorRT 10.13 stubs (``test_surface.py`` checks it); the 11.x
+Every class and member here exists in the TensorRT 10.13 stubs (``test_tensorrt.py`` checks it); the 11.x
 fake additionally lacks every API NVIDIA removed in 11.x, so code that touches one fails with
 AttributeError, as it would on a real 11.x install. Calls are recorded in ``module.calls`` as
 ``("Class.member", args...)``.

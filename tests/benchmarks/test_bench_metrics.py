@@ -7,7 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_metrics_writes_results(tmp_path: Path) -> None:

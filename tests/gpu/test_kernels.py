@@ -4,7 +4,7 @@ Compile checks need no GPU: ``nvcc`` (when installed) builds every ``.cu`` for t
 Thor (sm_110 with CUDA 13, sm_101 with CUDA 12.8/12.9) and the lent H200 (sm_90); NVRTC (cuda-python + the
 nvidia-cuda-nvrtc wheel) compiles the same sources. The GPU tests skip with the reason ``pairedge doctor``
 prints (:func:`pairedge.apps.probe.gpu_skip_reason`); the same kernels run on the CPU, emulated, in
-``test_emulated_kernels.py`` and ``test_emulated_flow.py``.
+``test_twins.py`` and ``test_emulated_flow.py``.
 """
 
 from __future__ import annotations
