@@ -37,12 +37,30 @@ from pairedge.calibration.collect import (
     collect_scenes,
     collect_video,
     merge,
+    parse_scenes,
 )
+from pairedge.calibration.default_set import default_source
+from pairedge.calibration.equalize import equalize
+from pairedge.calibration.fp16 import to_fp16
 from pairedge.calibration.output import folder_report, write_folder
+from pairedge.calibration.qdq_rules import check_qdq_rules
+from pairedge.calibration.quantize import (
+    QuantConfig,
+    SearchResult,
+    calibrate_ranges,
+    preprocess,
+    quantize,
+    search_exclusions,
+)
+from pairedge.calibration.report import activation_ranges, float_nodes, layer_plans_report
 from pairedge.calibration.samples import StageSamples, check_stage
 from pairedge.calibration.strata import counts, select, small_strata, stratify
-from pairedge.core import artefacts
+from pairedge.compare.cost import gemm_macs, precision_costs
+from pairedge.core import artefacts, limits
+from pairedge.core.bundled import in_installed_package, is_bundled, resolve_model_dir
 from pairedge.core.errors import InputError, ModelError
+from pairedge.core.modelfolder import sha256_file
+from pairedge.runtime.loading import find_models
 
 #: The default calibration method, equalization strength and range headroom (first layers, others), chosen on
 #: the selection seeds (6000-6011, never reported on) by benchmarks/bench_calibrate.py; the percentile is the
@@ -140,8 +158,6 @@ def calibrate(
         InputError: bad samples or options (nothing written). ModelError: unusable model folder, or ``out``
             holds another model.
     """
-    from pairedge.core.bundled import resolve_model_dir
-    from pairedge.runtime.loading import find_models
 
     options = options or CalibrateOptions()
     quant_config(options)  # a bad method, placement or headroom fails now, not after collecting
@@ -153,8 +169,6 @@ def calibrate(
     check_out(folder, target)
     if collected is None and not has_source(options):
         from dataclasses import replace
-
-        from pairedge.calibration.default_set import default_source
 
         options = replace(options, scenes=default_source(models))
         scenes = check_scenes(options)
@@ -215,7 +229,6 @@ def quant_config(options: CalibrateOptions, exclude: tuple[str, ...] = ()) -> An
     Raises:
         InputError: an unknown method or placement, headroom out of bounds.
     """
-    from pairedge.calibration.quantize import QuantConfig
 
     return QuantConfig(
         method=options.method,
@@ -235,8 +248,6 @@ def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]
     Raises:
         InputError: a bad scene list, ``frames`` or ``stride`` below 1, or more work than the ceilings allow.
     """
-    from pairedge.calibration.collect import parse_scenes
-    from pairedge.core import limits
 
     if options.frames < 1 or options.stride < 1:
         raise InputError(
@@ -249,7 +260,6 @@ def check_scenes(options: CalibrateOptions) -> list[tuple[str, tuple[int, ...]]]
 
 def _refuse_package_out(model: Path, out: Path) -> None:
     """Never write into the installed package (the bundled model's folder or anywhere else in it)."""
-    from pairedge.core.bundled import in_installed_package, is_bundled
 
     where = out.expanduser().resolve()
     inside = in_installed_package(where)
@@ -270,7 +280,6 @@ def _refuse_package_out(model: Path, out: Path) -> None:
 def check_out(model: Path, out: Path) -> None:
     """``out`` must be new, empty, the model folder itself, or a folder holding the same fp32 models, and
     never inside the installed package."""
-    from pairedge.core.modelfolder import sha256_file
 
     _refuse_package_out(model, out)
     if out.exists() and not out.is_dir():
@@ -402,7 +411,6 @@ def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
 def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any, Any]:
     """(QDQ model, its QuantConfig, the search result, the first agreement on the search rows, the ranges)."""
     from pairedge.calibration.infer import agreement, logits, session
-    from pairedge.calibration.quantize import SearchResult, calibrate_ranges, quantize, search_exclusions
 
     stage, X = plan.samples.stage, plan.chosen.X
     val = plan.search if len(plan.search) else plan.chosen
@@ -423,8 +431,6 @@ def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple
 def within_float_budget(model: Any, search: Any, share: float) -> Any:
     """``search`` cut at its last step whose float Gemms do at most ``share`` of the multiply-adds."""
     from dataclasses import replace as replace_
-
-    from pairedge.compare.cost import gemm_macs
 
     macs = {name: m for name, (m, _) in gemm_macs(model).items()}
     total = sum(macs.values()) or 1
@@ -451,11 +457,6 @@ def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]
 
 def _stage(plan: _Plan, path: Path, options: CalibrateOptions, tau: float) -> dict[str, Any]:
     import onnx
-    from pairedge.calibration.equalize import equalize
-    from pairedge.calibration.fp16 import to_fp16
-    from pairedge.calibration.qdq_rules import check_qdq_rules
-    from pairedge.calibration.quantize import preprocess
-    from pairedge.calibration.report import activation_ranges, float_nodes, layer_plans_report
 
     samples, warnings = plan.samples, list(plan.warnings)
     fp32 = onnx.load(str(path))
@@ -540,7 +541,6 @@ def stage_costs(models: dict[str, Any], rows: np.ndarray) -> dict[str, Any]:
     import tempfile
 
     import onnx
-    from pairedge.compare.cost import precision_costs
 
     with tempfile.TemporaryDirectory(prefix="pairedge-cost-") as tmp:
         files = {}

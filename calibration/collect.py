@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 from pairedge.calibration.samples import StageSamples, motion_of
+from pairedge.core import limits
 from pairedge.core.errors import InputError
+from pairedge.core.io.cad import read_cad_dir, read_cad_mat
+from pairedge.core.io.featurefile import load_npz
+from pairedge.core.labels import CAD8, CAD_TOGETHER, PAPER3, SIM7
+from pairedge.core.seeds import parse_seeds
+from pairedge.runtime import Deployment
+from pairedge.runtime.inputs import FrameSource, read_detections
 from pairedge.runtime.observers import LastFeatures
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
@@ -45,7 +52,6 @@ def parse_scenes(text: str) -> list[tuple[str, tuple[int, ...]]]:
 
     Seeds after a preset are ranges or single seeds separated by ``+`` or ``,``: ``static:0-3+7``.
     """
-    from pairedge.core.seeds import parse_seeds
     from pairedge.core.sim import get_preset
 
     out: list[tuple[str, tuple[int, ...]]] = []
@@ -133,7 +139,6 @@ def collect_frames(
 
 
 def _stage1_positive_names() -> frozenset[str]:
-    from pairedge.core.labels import PAPER3
 
     return frozenset(PAPER3.classes)
 
@@ -184,10 +189,7 @@ def collect_scenes(
 
     ``boxes``: "detections" (the simulated detector and tracker, as on a robot) or "truth".
     """
-    from pairedge.core import limits
-    from pairedge.core.labels import SIM7
     from pairedge.core.sim import simulate
-    from pairedge.runtime import Deployment
 
     if boxes not in ("detections", "truth"):
         raise InputError(f"boxes: expected 'detections' or 'truth', got {boxes!r}")
@@ -224,8 +226,6 @@ def collect_video(
     fps: float | None = None,
 ) -> Collected:
     """Samples of a video (or image folder) with a MOT / JRDB / CVML detection file (no truth)."""
-    from pairedge.runtime import Deployment
-    from pairedge.runtime.inputs import FrameSource, read_detections
     from pairedge.runtime.run import file_items
 
     dets = read_detections(detections)
@@ -243,9 +243,6 @@ def collect_cad(model: str | Path, path: str | Path, *, stride: int = 5) -> Coll
     extractor, every scored pair of every ``stride``-th frame), which is what a parity pack of a sequence and
     a robot see; training rows come from the training feature builder instead.
     """
-    from pairedge.core.io.cad import read_cad_dir, read_cad_mat
-    from pairedge.core.labels import CAD8, CAD_TOGETHER
-    from pairedge.runtime import Deployment
 
     p = Path(path)
     sequences = read_cad_dir(p) if p.is_dir() else [read_cad_mat(p)]
@@ -290,7 +287,6 @@ def collect_npz(paths: Sequence[str | Path], spec: Any, labels: dict[int, tuple[
         InputError / FormatError: unreadable file, another feature spec, a width or label set that does
             not fit the model.
     """
-    from pairedge.core.io.featurefile import load_npz
 
     widths = {1: spec.stage1_dim, 2: spec.stage2_dim}
     names = {1: spec.stage1_names, 2: spec.stage2_names}

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pairedge.core.errors import InputError
+from pairedge.core.seeds import parse_seeds
 
 #: Training seeds per preset in the default set (the recipe's first ones).
 SEEDS_PER_PRESET = 4
@@ -34,7 +35,6 @@ def recipe_of(models: Any) -> Mapping[str, Any] | None:
 
 
 def _seeds(text: Any) -> tuple[int, ...]:
-    from pairedge.core.seeds import parse_seeds
 
     return tuple(parse_seeds(str(text))) if text not in (None, "") else ()
 

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 from pairedge.calibration.qdq_graph import attribute as _attr
+from pairedge.calibration.qdq_rules import _constants
+from pairedge.calibration.ranges import tensor_values
 
 #: Equalization factors are kept within [1 / LIMIT, LIMIT].
 LIMIT = 1e3
@@ -77,7 +79,6 @@ def column_ranges(
     model: Any, X: np.ndarray, tensors: list[str], quantile: float = 100.0
 ) -> dict[str, np.ndarray]:
     """Per-column ``quantile`` of |value| (100: the max) of 2-D ``tensors`` over rows ``X`` (N, F) float32."""
-    from pairedge.calibration.ranges import tensor_values
 
     out = {}
     for t, v in tensor_values(model, X, tensors).items():
@@ -254,7 +255,6 @@ def _scale_rows(inits: dict[str, Any], gemm: Any, s: np.ndarray) -> None:
 
 
 def _consts(model: Any) -> dict[str, np.ndarray]:
-    from pairedge.calibration.qdq_rules import _constants
 
     return _constants(model)
 

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pairedge.compare.comparator import DecisionRule, compare_stage
 from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME
+from pairedge.runtime.backends.ort_session import make_session
 
 if TYPE_CHECKING:
     from pairedge.compare.comparator import StageComparison
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
 def session(model: str | Path | bytes | Any, threads: int = 1) -> Any:
     """An ONNX Runtime CPU session of a path, serialized bytes or a ModelProto (``threads`` intra-op threads;
     :func:`pairedge.runtime.backends.ort_session.make_session`, the one factory)."""
-    from pairedge.runtime.backends.ort_session import make_session
 
     return make_session(model, threads=threads)
 
@@ -42,7 +43,6 @@ def decisions(stage: int, z: np.ndarray, tau: float = 0.5) -> np.ndarray:
 
     The rule of :class:`pairedge.compare.comparator.DecisionRule` (the runtime's).
     """
-    from pairedge.compare.comparator import DecisionRule
 
     return DecisionRule(tau=tau).decisions(stage, z)
 
@@ -112,7 +112,6 @@ def agreement(
     Stage 1 is judged by the gate on every row; stage 2 by the top-1 on the rows the fp32 gate opens when
     ``reference_stage1`` ((N, 2) fp32 stage-1 logits of the same rows) is given, else on every row.
     """
-    from pairedge.compare.comparator import DecisionRule, compare_stage
 
     if not len(reference):
         return Agreement(0, float("nan"), float("nan"), float("nan"), float("nan"))

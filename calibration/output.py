@@ -17,7 +17,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pairedge.calibration.quantize import stamp
+from pairedge.calibration.report import write_reports
 from pairedge.core import artefacts
+from pairedge.core.modelfolder import MANIFEST_NAME, register_files, sha256_file
 
 if TYPE_CHECKING:
     from pairedge.calibration.api import CalibrateOptions
@@ -30,7 +33,6 @@ def folder_report(
     """The ``calibration.json`` content of one run (``stages``: per stage what :func:`write_folder`
     writes)."""
     import onnxruntime
-    from pairedge.core.modelfolder import sha256_file
     from pairedge.core.version import __version__
 
     inputs = {str(folder / name): sha256_file(folder / name) for name in artefacts.stage_files("fp32")}
@@ -67,9 +69,6 @@ def write_folder(model: Path, out: Path, stages: dict[str, Any], report: dict[st
     made of it (the ``int8`` and ``fp16`` ModelProtos, ``fp32_path``, ``config``, ``report``).
     """
     import onnx
-    from pairedge.calibration.quantize import stamp
-    from pairedge.calibration.report import write_reports
-    from pairedge.core.modelfolder import MANIFEST_NAME, register_files, sha256_file
 
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)

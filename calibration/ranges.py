@@ -17,7 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pairedge.calibration.infer import session
 from pairedge.calibration.qdq_graph import LayerPlan, weighted_nodes
+from pairedge.calibration.quantize import entropy_ranges as ort_entropy
+from pairedge.core.modelmeta import INPUT_NAME
 
 if TYPE_CHECKING:
     from pairedge.calibration.quantize import QuantConfig
@@ -29,8 +32,6 @@ MAX_VALUES = 4_000_000
 def tensor_values(model: Any, X: np.ndarray, tensors: list[str]) -> dict[str, np.ndarray]:
     """(N, C) float32 values of 2-D ``tensors`` of ``model`` over rows ``X`` (N, F) (ONNX Runtime CPU)."""
     import onnx
-    from pairedge.calibration.infer import session
-    from pairedge.core.modelmeta import INPUT_NAME
 
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
@@ -103,7 +104,6 @@ def layer_plans(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Lay
 def entropy_ranges(model: Any, X: np.ndarray, batch_rows: int = 8192) -> dict[str, float]:
     """Tensor name -> symmetric KL-divergence (entropy) range of ``model``'s tensors on rows ``X``."""
     from pairedge.calibration.quantize import QuantConfig
-    from pairedge.calibration.quantize import entropy_ranges as ort_entropy
 
     ranges = ort_entropy(model, X, QuantConfig(method="entropy", batch_rows=batch_rows))
     return {name: float(value[0]["rmax"]) for name, value in ranges.items()}

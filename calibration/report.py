@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.infer import session
+from pairedge.calibration.qdq_graph import weighted_nodes
+from pairedge.calibration.ranges import reads_features
+from pairedge.compare.cost import gemm_macs
 from pairedge.core.artefacts import CALIBRATION_FILE, CALIBRATION_REPORT_FILE
 from pairedge.core.modelmeta import INPUT_NAME
 
@@ -26,7 +30,6 @@ def activation_ranges(qdq: Any, X: np.ndarray) -> list[dict[str, Any]]:
     """
     import onnx
     from onnx import numpy_helper
-    from pairedge.calibration.infer import session
 
     consts = {t.name: numpy_helper.to_array(t) for t in qdq.graph.initializer}
     weights = set(consts)
@@ -101,7 +104,6 @@ def float_nodes(model: Any, qdq: Any, config: Any, search: Any) -> dict[str, Any
     ``search``: the mixed-precision SearchResult. Returns ``{"gemms", "gemms_in_float", "int8_macs_share",
     "nodes": [{"node", "op", "why", "macs_per_pair", "jetson_cost"}]}``.
     """
-    from pairedge.compare.cost import gemm_macs
 
     dequantized = {n.output[0] for n in qdq.graph.node if n.op_type == "DequantizeLinear"}
     q_gemms = {
@@ -168,8 +170,6 @@ def layer_plans_report(model: Any, plans: Any, config: Any) -> dict[str, Any]:
     placement): the int8 Gemms read their input once, so the engine's multiply-adds are fp32's, split into
     those done in int8 and those left in float.
     """
-    from pairedge.calibration.qdq_graph import weighted_nodes
-    from pairedge.calibration.ranges import reads_features
 
     if config.placement != "gemm" or not isinstance(plans, dict):
         return {}

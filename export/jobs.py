@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from pairedge.core.artefacts import artefact
 from pairedge.core.errors import InputError
+from pairedge.core.features import spec_layout
+from pairedge.export.augmented import train_augmented
 from pairedge.export.checkpoint import save_checkpoint
 from pairedge.export.data import FeatureData
 from pairedge.export.onnx_export import ExportResult, export_checkpoint
@@ -36,7 +38,6 @@ def resolve_data(
     ``spec_version`` None: the version the data names, else the one this pairedge makes by default; a version
     this pairedge does not implement, or data of another version than the one requested, is refused.
     """
-    from pairedge.core.features import spec_layout
 
     if spec not in SPECS:
         raise InputError(f"unknown feature spec {spec!r}; expected one of {list(SPECS)}")
@@ -111,8 +112,6 @@ def train_to_dir(
     epoch is chosen; ``refit`` retrains on everything for that many epochs."""
     data = resolve_data(data, spec, stage, spec_version)
     if copies or refit:
-        from pairedge.export.augmented import train_augmented
-
         copies = [resolve_data(c, spec, data.stage, data.feature_spec_version) for c in copies or []]
         result = train_augmented(
             data,

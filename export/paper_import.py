@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from pairedge.core.errors import ModelError, PairedgeError
+from pairedge.core.errors import FormatError, ModelError, PairedgeError
+from pairedge.core.features import get_spec
 from pairedge.core.labels import PAPER3, STAGE1
 from pairedge.export.checkpoint import DEFAULT_THRESHOLDS, Checkpoint
 from pairedge.export.models import ModelConfig, build_model, set_normalization
@@ -108,7 +109,6 @@ def _warning_text(caught: list[warnings.WarningMessage]) -> str:
 
 def _with_note(exc: PairedgeError, note: str) -> PairedgeError:
     """A copy of ``exc`` with ``note`` appended to its message (a FormatError keeps its path and record)."""
-    from pairedge.core.errors import FormatError
 
     if isinstance(exc, FormatError):
         return FormatError(exc.path, f"{exc.problem} ({note})", exc.record)
@@ -211,7 +211,6 @@ def _shape(state: dict[str, torch.Tensor], key: str, path: Path) -> tuple[int, .
 
 
 def _spec_version(name: str) -> str:
-    from pairedge.core.features import get_spec
 
     return str(get_spec(name).version)
 

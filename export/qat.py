@@ -32,11 +32,16 @@ from typing import Any
 
 import numpy as np
 import torch
+from pairedge.calibration.qdq_rules import check_qdq_rules
+from pairedge.calibration.quantize import stamp
 from pairedge.core.errors import ModelError
+from pairedge.core.modelfolder import sha256_file
 from pairedge.core.modelmeta import ModelMetadata
 from pairedge.export.models import ModelConfig, build_model
+from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
 from pairedge.export.qat_train import QatConfig, QatResult
 from pairedge.export.train import predict_logits
+from pairedge.runtime.backends.ort_session import make_session
 from torch import nn
 
 #: Largest |torch - ONNX Runtime| logit difference accepted when importing an fp32 file.
@@ -141,11 +146,6 @@ def export_int8(
     """
     import onnx
     from pairedge.calibration.infer import logits
-    from pairedge.calibration.qdq_rules import check_qdq_rules
-    from pairedge.calibration.quantize import stamp
-    from pairedge.core.modelfolder import sha256_file
-    from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
-    from pairedge.runtime.backends.ort_session import make_session
 
     fp32 = onnx.load(str(fp32_path))
     qdq = qdq_graph(fp32, result.model, result.gains)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.artefacts import artefact, stage_artefacts
+from pairedge.core.modelfolder import register_files
 from pairedge.export.data import split_by_sequence
 from pairedge.export.qat import Int8File, config_of, export_int8, import_fp32, stage_info
 from pairedge.export.qat_data import RecipeRows, check_fingerprints, recipe_rows
@@ -85,7 +86,6 @@ def build_int8(
         epoch, the int8 op count and the export check, whether the rebuilt rows hash to the fp32 files'
         training-data fingerprints, and the seconds it took.
     """
-    from pairedge.core.modelfolder import register_files
 
     t0 = time.perf_counter()
     say = say or (lambda _msg: None)

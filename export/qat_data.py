@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from pairedge.core.errors import ModelError
 from pairedge.core.io.featurefile import concat_rows
+from pairedge.core.labels import PAPER3
 from pairedge.core.seeds import parse_seeds
 from pairedge.export.aspect_swap import borrow_standing_aspect
 from pairedge.export.datasets import FeatureData
@@ -73,7 +74,6 @@ def recipe_rows(recipe: dict[str, Any], which: str = "train") -> RecipeRows:
 
 def scene_rows(recipe: dict[str, Any], parts: list[tuple[str, list[str]]]) -> RecipeRows:
     """The rows of the scenes ``parts`` (``(seeds, presets)`` each) rendered with the recipe's settings."""
-    from pairedge.core.labels import PAPER3
 
     passes = [_one_pass(recipe, seeds, presets) for seeds, presets in parts]
     stage1 = concat_rows([p["stage1"] for p in passes])

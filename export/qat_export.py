@@ -23,6 +23,7 @@ import numpy as np
 from pairedge.calibration.qdq_graph import LayerPlan
 from pairedge.calibration.qdq_graph import qdq_graph as write_qdq
 from pairedge.core.errors import ModelError
+from pairedge.export import qat_fake
 from torch import nn
 
 QUANTIZED_OPS = ("Gemm", "MatMul")
@@ -44,7 +45,6 @@ def qdq_graph(fp32: Any, model: nn.Module, gain: np.ndarray | None = None) -> An
     """
     import onnx
     from onnx import numpy_helper
-    from pairedge.export import qat_fake
 
     out = onnx.ModelProto()
     out.CopyFrom(fp32)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from pairedge.calibration.infer import decisions as runtime_decisions
 from pairedge.core.errors import InputError
 from pairedge.export import qat_fake
 from pairedge.export.qat_equalize import equalize, first_layer_paths
@@ -112,7 +113,6 @@ class QatResult:
 
 def decisions(stage: int, z: np.ndarray, tau: float) -> np.ndarray:
     """(N,) decisions of (N, C) logits as the runtime takes them (stage 1: the gate, stage 2: top-1)."""
-    from pairedge.calibration.infer import decisions as runtime_decisions
 
     return runtime_decisions(stage, z, tau)
 

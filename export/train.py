@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from pairedge.core.errors import InputError
+from pairedge.core.features import get_spec
 from pairedge.core.labels import STAGE1
 from pairedge.export.checkpoint import DEFAULT_THRESHOLDS, Checkpoint
 from pairedge.export.data import FeatureData, balanced_indices, split_by_sequence, standardization_stats
@@ -105,8 +106,6 @@ def ignored_columns(data: FeatureData, names: tuple[str, ...]) -> tuple[int, ...
     wanted: set[str] = set()
     for name in names:
         if name == VIEWPOINT:
-            from pairedge.core.features import get_spec
-
             matched = get_spec(data.feature_spec).viewpoint_names & set(data.feature_names)
             if not matched:
                 raise InputError(

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import MissingDependencyError
+from pairedge.core.optional import require
 from pairedge.export.train import TrainResult
 
 
@@ -103,7 +104,6 @@ def report_markdown(result: TrainResult, title: str = "Training report") -> str:
 
 def plot_curves(result: TrainResult, path: Path) -> None:
     """Loss and validation accuracy / MPCA / macro-F1 per epoch (needs matplotlib)."""
-    from pairedge.core.optional import require
 
     require("matplotlib", purpose="training curves")
     import matplotlib

@@ -46,7 +46,10 @@ import cv2
 import numpy as np
 from pairedge.core import limits
 from pairedge.core.errors import FormatError
+from pairedge.core.io.cvml import read_cvml
 from pairedge.core.io.imagesize import check_image_bytes
+from pairedge.core.io.jrdb import read_jrdb
+from pairedge.core.io.mot import read_mot
 from pairedge.core.types import Detections
 
 #: FFmpeg log level OpenCV's video backend uses: quiet, unless the user's environment says otherwise.
@@ -334,21 +337,15 @@ def _read_detections(path: str | Path) -> DetectionFile:
     suffix = p.suffix.lower()
     limits.regular_file(p, "a MOT .txt, JRDB .json or CVML .xml detection file")  # the true reason
     if suffix in (".txt", ".csv"):
-        from pairedge.core.io.mot import read_mot
-
         table = read_mot(p)
         frames = {k - 1: d for k, d in table.by_frame().items()}
         note = "MOT frames are 1-based: MOT frame k + 1 = video frame k"
         return DetectionFile(p, "mot", frames, bool((table.track_id >= 0).any()), len(table), note)
     if suffix == ".json":
-        from pairedge.core.io.jrdb import read_jrdb
-
         jrdb = {f.frame: f.people for f in read_jrdb(p)}
         note = "JRDB frames: the number in the image key is the video frame"
         return DetectionFile(p, "jrdb", jrdb, True, sum(len(d) for d in jrdb.values()), note)
     if suffix == ".xml":
-        from pairedge.core.io.cvml import read_cvml
-
         tracks = read_cvml(p)
         frames = {f: d for f, d in tracks.iter_frames() if len(d)}
         note = "CVML frames as written (0-based video index)"

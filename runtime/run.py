@@ -28,11 +28,14 @@ from pairedge.core.bundled import describe_model, resolve_model_dir
 from pairedge.core.errors import BackendError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
+from pairedge.runtime.backends.tensorrt import TensorRTOptions
 from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.detectors import Detector
 from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 from pairedge.runtime.detectors.guard import DetectorGuard, FrameCheck, GuardOptions, guarded
+from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
+from pairedge.runtime.detectors.registry import ENGINE_SUFFIX, HOG, detector_class, open_detector
 from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
@@ -196,7 +199,6 @@ class RunOptions:
                 f"--dla-core: needs --backend tensorrt (the engines pairedge build --dla-core N made), "
                 f"got --backend {self.deployment.backend}"
             )
-        from pairedge.runtime.backends.tensorrt import TensorRTOptions
 
         return TensorRTOptions(dla_core=self.dla_core)
 
@@ -339,8 +341,6 @@ def open_run_detector(options: RunOptions) -> Detector:
         InputError: a layout forced on a detector that has none to choose (HOG, a TensorRT engine: its
         manifest records the layout it was built with).
     """
-    from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
-    from pairedge.runtime.detectors.registry import ENGINE_SUFFIX, HOG, detector_class, open_detector
 
     spec = str(options.detector).strip()
     is_hog = spec.lower() == HOG

@@ -41,6 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pairedge.core.boxes import nms_keep
 from pairedge.core.errors import InputError
+from pairedge.core.optional import require
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig
 
 #: name -> the ``trackers`` class it runs (the built-in ``iou`` is not in the library). Read-only.
@@ -120,7 +121,6 @@ def make_tracker(name: str = DEFAULT_TRACKER, config: TrackerConfig | None = Non
 
 
 def _library() -> Any:
-    from pairedge.core.optional import require
 
     return require(
         "trackers",

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pairedge.core import limits
 from pairedge.core.errors import InputError
+from pairedge.core.features import spec_layout
 from pairedge.core.io.featurefile import FeatureData
 from pairedge.core.labels import PAPER3, SIM7, STAGE1
 
@@ -61,7 +63,6 @@ class SimDataset:
             raise InputError(
                 "simulator dataset: expected frames >= 2, stride >= 1 and some presets and seeds"
             )
-        from pairedge.core import limits
 
         # every scene is rendered: the work is bounded before any of it (SPEC 9)
         limits.check_sim_work(len(self.presets) * len(self.seeds), self.frames, "simulator dataset")
@@ -90,7 +91,6 @@ def scene_rows(
     spec: str, preset: str, seed: int, ds: SimDataset
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(stage-1 (M, F1), stage-2 (M, F2) float32, SIM7 labels (M,) int64)`` of one scene's kept frames."""
-    from pairedge.core.features import spec_layout
     from pairedge.core.sim import simulate
     from pairedge.runtime.flow import FlowStream, get_flow_backend
 
@@ -131,7 +131,6 @@ def sim_feature_sets(
 def _task_rows(
     spec: str, ds: SimDataset, task: str, x1: np.ndarray, x2: np.ndarray, y: np.ndarray, g: np.ndarray
 ) -> FeatureData:
-    from pairedge.core.features import spec_layout
 
     spec_obj = spec_layout(spec, ds.spec_version)
     together = y < len(PAPER3)

@@ -17,9 +17,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pairedge.core import limits
 from pairedge.core.errors import InputError
+from pairedge.core.io.cad import read_cad_dir
 from pairedge.core.io.featurefile import FeatureData, load_npz
 from pairedge.core.seeds import parse_seeds
+from pairedge.export.datasets.cad import cad_features
+from pairedge.export.datasets.cad_context import AUGMENTATIONS
 from pairedge.export.datasets.sim import SimDataset, sim_features
 
 SIM_PREFIX = "sim:"
@@ -48,7 +52,6 @@ def parse_sim_scenes(source: str, frames: int | None = None, min_frames: int = 1
         InputError: unknown option, bad number, too few frames, or more work (presets x seeds scenes of
             ``frames`` each) than :func:`pairedge.core.limits.check_sim_work` allows.
     """
-    from pairedge.core import limits
 
     parts = source[len(SIM_PREFIX) :].split(":")
     presets = tuple(p for p in parts[0].split("+") if p)
@@ -121,7 +124,6 @@ def load_with_copies(
     file has its features already and is refused with them."""
     path = Path(source)
     is_cad = not source.startswith(SIM_PREFIX) and path.is_dir()
-    from pairedge.export.datasets.cad_context import AUGMENTATIONS
 
     if feature_config and not (is_cad or source.startswith(SIM_PREFIX)):
         raise InputError(
@@ -157,9 +159,6 @@ def load_with_copies(
             get_preset(preset)  # unknown preset -> InputError before any rendering
         return sim_features(spec, ds), []
     if is_cad:
-        from pairedge.core.io.cad import read_cad_dir
-        from pairedge.export.datasets.cad import cad_features
-
         if labels not in (None, "cad8"):
             raise InputError(f"Collective Activity data has the cad8 labels, got --labels {labels}")
         sequences = read_cad_dir(path)

@@ -39,6 +39,7 @@ import numpy as np
 from pairedge.core import limits
 from pairedge.core.artefacts import CALIBRATION_FILE, find
 from pairedge.core.errors import FormatError, InputError, ModelError
+from pairedge.core.modelfolder import load_onnx
 from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
 
 FP16_MAX = 65504.0
@@ -140,7 +141,6 @@ def read_model(file: Path) -> Any:
         ModelError: not ONNX; external data outside the folder, missing, not a regular file or too large.
     """
     from onnx.external_data_helper import load_external_data_for_model
-    from pairedge.core.modelfolder import load_onnx
     from pairedge.runtime.backends.model import check_external_data
 
     model = load_onnx(file, "an ONNX model (.onnx)")

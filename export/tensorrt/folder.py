@@ -21,11 +21,13 @@ from typing import Any
 
 from pairedge.core import artefacts
 from pairedge.core.errors import ModelError
+from pairedge.core.modelfolder import register_files
 from pairedge.core.version import __version__
 from pairedge.export.tensorrt.builder import BuildOutput, BuildSettings, build_record, build_serialized
 from pairedge.export.tensorrt.engine_files import build_environment, file_record, write_engine
 from pairedge.export.tensorrt.progress import ProgressSink
 from pairedge.gpu.tensorrt import load_tensorrt
+from pairedge.runtime.backends.model import load_model
 from pairedge.runtime.backends.tensorrt_loader import (
     EngineManifest,
     engine_folder,
@@ -88,7 +90,6 @@ def build_model_folder(
         ModelError: missing ONNX files. BuildError: the parser or builder failed, or a layer cannot run
         on the DLA. InputError: a DLA build with a dynamic profile or a DLA core the device lacks.
     """
-    from pairedge.runtime.backends.model import load_model
 
     settings.check_dla_profile()  # before anything is loaded
     onnx_files = stage_onnx_files(model_dir, settings.precision)
@@ -143,7 +144,6 @@ def build_model_folder(
 
 def _register(model_dir: Path, engines: list[Path]) -> None:
     """Record the engines and their manifests in the folder's manifest.json (when they lie inside it)."""
-    from pairedge.core.modelfolder import register_files
 
     root = model_dir.resolve()
     roles: dict[str, str] = {}

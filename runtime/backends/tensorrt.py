@@ -31,10 +31,23 @@ from typing import Any
 import numpy as np
 from pairedge.core import artefacts
 from pairedge.core.errors import BackendError, DeviceUnavailableError, InputError, ModelError
+from pairedge.gpu.cuda import binding_reason
+from pairedge.gpu.tensorrt import load_tensorrt
+from pairedge.gpu.tensorrt.logger import make_logger
 from pairedge.runtime.backends.base import Backend
 from pairedge.runtime.backends.cudamem import KINDS, CudaMemory, open_cuda_memory
 from pairedge.runtime.backends.model import ModelFile
-from pairedge.runtime.backends.tensorrt_loader import device_label, dla_arguments, engine_folder, tensor_dtype
+from pairedge.runtime.backends.tensorrt_loader import (
+    EngineManifest,
+    check_compatible,
+    device_label,
+    dla_arguments,
+    engine_folder,
+    environment,
+    read_verified_engine,
+    sha256_file,
+    tensor_dtype,
+)
 
 
 @dataclass(frozen=True)
@@ -110,8 +123,6 @@ class TensorRTBackend(Backend):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        from pairedge.gpu.cuda import binding_reason
-        from pairedge.gpu.tensorrt import load_tensorrt
 
         try:
             load_tensorrt()  # lazy: only when asked whether this backend can run
@@ -121,9 +132,6 @@ class TensorRTBackend(Backend):
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _activate(self) -> None:
-        from pairedge.gpu.tensorrt import load_tensorrt
-        from pairedge.gpu.tensorrt.logger import make_logger
-        from pairedge.runtime.backends.tensorrt_loader import environment
 
         trt = self._trt if self._trt is not None else load_tensorrt()
         memory = self._injected_memory or open_cuda_memory(self.options.memory, self.options.device_id)
@@ -183,12 +191,6 @@ class TensorRTBackend(Backend):
         return path
 
     def _checked_engine_bytes(self, engine_path: Path, env: Any) -> bytes:
-        from pairedge.runtime.backends.tensorrt_loader import (
-            EngineManifest,
-            check_compatible,
-            read_verified_engine,
-            sha256_file,
-        )
 
         manifest = EngineManifest.read(engine_path)
         if manifest.stage != self.model.metadata.stage:

@@ -29,9 +29,18 @@ from typing import Any
 import numpy as np
 from pairedge.core import limits
 from pairedge.core.errors import BackendError, FormatError, InputError, ModelError
+from pairedge.gpu.tensorrt import load_tensorrt
+from pairedge.gpu.tensorrt.logger import make_logger
 from pairedge.runtime.backends.cudamem import KINDS, open_cuda_memory
-from pairedge.runtime.backends.tensorrt_loader import tensor_dtype
+from pairedge.runtime.backends.tensorrt import TensorRTBackend, use_dla_core
+from pairedge.runtime.backends.tensorrt_loader import (
+    check_compatible,
+    environment,
+    read_verified_engine,
+    tensor_dtype,
+)
 from pairedge.runtime.detectors.base import Detector
+from pairedge.runtime.detectors.engine_manifest import DetectorEngineManifest
 from pairedge.runtime.detectors.layouts import Layout, decode
 from pairedge.runtime.detectors.postprocess import DetectorOptions
 from pairedge.runtime.detectors.preprocess import letterbox, to_blob
@@ -125,21 +134,11 @@ class TensorRTDetector(Detector):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        from pairedge.runtime.backends.tensorrt import TensorRTBackend
 
         return TensorRTBackend.unavailable_reason()
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def _activate(self) -> None:
-        from pairedge.gpu.tensorrt import load_tensorrt
-        from pairedge.gpu.tensorrt.logger import make_logger
-        from pairedge.runtime.backends.tensorrt import use_dla_core
-        from pairedge.runtime.backends.tensorrt_loader import (
-            check_compatible,
-            environment,
-            read_verified_engine,
-        )
-        from pairedge.runtime.detectors.engine_manifest import DetectorEngineManifest
 
         trt = self._trt if self._trt is not None else load_tensorrt()
         o: Any = self.options

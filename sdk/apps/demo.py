@@ -30,10 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.core.bundled import RECIPE, describe_model, is_bundled
 from pairedge.core.errors import InputError
 from pairedge.core.labels import PAPER3, SIM7
+from pairedge.core.metrics.pairwise import score_files
 from pairedge.core.metrics.result import ScoreReport
+from pairedge.core.seeds import parse_seeds
+from pairedge.runtime import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.output import JsonlWriter
 
 TOGETHER = frozenset(PAPER3.classes)
 #: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held
@@ -142,7 +147,6 @@ class SceneInfo:
 def scene_role(preset: str, seed: int, recipe: Mapping[str, Any]) -> tuple[str, str]:
     """What scene ``preset`` / ``seed`` was to a model trained by ``recipe`` (the bundled model's
     :data:`pairedge.core.bundled.RECIPE` layout): ``(role, text)`` as :class:`SceneInfo` describes them."""
-    from pairedge.core.seeds import parse_seeds
 
     families = {str(p): (str(recipe["train_seeds"]), str(recipe["test_seeds"])) for p in recipe["presets"]}
     for extra in recipe.get("extra_presets", ()):
@@ -172,7 +176,6 @@ def scene_role(preset: str, seed: int, recipe: Mapping[str, Any]) -> tuple[str, 
 def scene_info(options: DemoOptions, model: Path) -> SceneInfo:
     """The :class:`SceneInfo` of the demo's scene for ``model`` (the scene's role is known for the bundled
     model only)."""
-    from pairedge.core.bundled import RECIPE, is_bundled
 
     if is_bundled(model):
         role, text = scene_role(options.preset, options.seed, RECIPE)
@@ -339,9 +342,6 @@ def _run(
 
     ``notes``: what the pipeline decided a user should know (:func:`pairedge.runtime.run.pipeline_notes`:
     an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
-    from pairedge.core.bundled import describe_model
-    from pairedge.runtime import FlowConfig, PipelineConfig
-    from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import open_video_writer, pipeline_notes, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
@@ -376,8 +376,6 @@ def _score(
     """Pairwise report of ``results.jsonl`` against the matching ground truth (written to ``metrics.json``
     with the scene in ``details["scene"]``) and the stage-2 accuracy over the true pairs stage 1 passed."""
     from dataclasses import replace
-
-    from pairedge.core.metrics.pairwise import score_files
 
     gold = _gold_labels(labels)
     if gold is None:

@@ -24,8 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.probe import cuda_devices
 from pairedge.core import artefacts, limits
-from pairedge.core.errors import ModelError, PairedgeError
+from pairedge.core.errors import ModelError, ModelIntegrityError, PairedgeError
+from pairedge.core.modelfolder import (
+    MANIFEST_NAME,
+    inside_folder,
+    read_manifest,
+    sha256_file,
+    summary_problems,
+    verify_files,
+)
 
 #: Backends tried for every precision whose ONNX files are present: the table's ONNX backends.
 ORT_BACKENDS = artefacts.ONNX_BACKENDS
@@ -112,7 +121,6 @@ class LocalGpu:
 
 def local_gpu() -> LocalGpu:
     """Probe TensorRT (imported only when installed) and the first CUDA device (through libcuda)."""
-    from pairedge.apps.probe import cuda_devices
 
     trt_version, trt_reason = None, ""
     try:
@@ -172,8 +180,6 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
 
 
 def _integrity(path: Path) -> tuple[str, list[str]]:
-    from pairedge.core.errors import ModelIntegrityError
-    from pairedge.core.modelfolder import MANIFEST_NAME, read_manifest, summary_problems, verify_files
 
     try:
         manifest = read_manifest(path)
@@ -300,7 +306,6 @@ def _engines(path: Path, gpu: LocalGpu | None) -> tuple[list[RunOption], list[st
 
 def _engine_reason(folder: Path, engine: Path, stage: int, gpu: LocalGpu, problems: list[str]) -> str | None:
     """Why ``engine`` cannot run here (None: it can), with the checks the TensorRT backend makes first."""
-    from pairedge.core.modelfolder import inside_folder, sha256_file
     from pairedge.runtime.backends.tensorrt_loader import (
         EngineEnvironment,
         EngineManifest,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairedge.core.errors import FormatError
+from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.limits import read_bytes
 
 
@@ -404,7 +404,6 @@ def probe() -> Probe:
 def _detector_check() -> Check:
     """The bundled person detector (the default of ``pairedge run`` without detections): what it is, where it
     comes from, its licence, whether its files match their manifest; and whether HOG runs here."""
-    from pairedge.core.errors import ModelError
     from pairedge.runtime.detectors.bundled import bundled_detector
     from pairedge.runtime.detectors.hog import HogDetector
 

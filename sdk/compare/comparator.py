@@ -46,7 +46,9 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import InputError
+from pairedge.core.metrics.pairwise import classification_metrics
 from pairedge.runtime.decisions import gate_open, interact_probability, top1
+from pairedge.runtime.pipeline import softmax
 
 #: Width of the near-tie band around a decision boundary, in probability.
 NEAR_TIE = 1e-3
@@ -103,7 +105,6 @@ class DecisionRule:
         if stage == 1:
             p = self.gate_probability(z).astype(np.float64)
             return np.abs(p - self._tau(len(p)))
-        from pairedge.runtime.pipeline import softmax
 
         z = _logits2d(z, "stage-2")
         if z.shape[1] < 2:
@@ -365,7 +366,6 @@ def mpca_pair(
 ) -> tuple[float, float]:
     """MPCA of the reference's and of the candidate's stage-2 labels against ``truth`` (rows with truth >= 0;
     a label of -1, "not classified", counts as wrong)."""
-    from pairedge.core.metrics.pairwise import classification_metrics
 
     known = np.asarray(truth) >= 0
     t = np.asarray(truth)[known]

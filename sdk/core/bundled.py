@@ -18,6 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pairedge.core.artefacts import stage_files
+from pairedge.core.errors import ModelError
+
 #: Everything that decides the default model. Changing it means retraining (the command above).
 RECIPE: dict[str, Any] = {
     "name": "pairedge-default",
@@ -178,12 +181,10 @@ def resolve_model_dir(model: str | Path | None) -> Path:
     Raises:
         ModelError: the bundled model is asked for but not installed.
     """
-    from pairedge.core.errors import ModelError
 
     if model is not None and str(model) != BUNDLED_NAME:
         return Path(model).expanduser()
     folder = default_model_dir()
-    from pairedge.core.artefacts import stage_files
 
     missing = [n for n in stage_files("fp32") if not (folder / n).is_file()]
     if missing:

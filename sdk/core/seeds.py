@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pairedge.core import limits
 from pairedge.core.errors import InputError
 
 
@@ -14,7 +15,6 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     Raises:
         InputError: not a seed list, a range that runs backwards or has a negative seed, or too many seeds.
     """
-    from pairedge.core import limits
 
     spans: list[tuple[int, int]] = []
     try:

@@ -23,6 +23,12 @@ from pairedge.compare.comparator import (
     judge,
     mpca_pair,
 )
+from pairedge.compare.parity.build import pair_truth
+from pairedge.compare.parity.pack import PairRows
+from pairedge.compare.parity.replay import replay
+from pairedge.core.metrics.pairwise import classification_metrics
+from pairedge.core.metrics.pairwise_report import scored_accuracy
+from pairedge.runtime.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -97,8 +103,6 @@ def score_variant(
         logits: the variant's (N, 2) stage-1 and (N, C) stage-2 logits on ``ref``'s features.
         tau: the gate threshold: one number, or (N,) per row (see :class:`Reference`).
     """
-    from pairedge.core.metrics.pairwise import classification_metrics
-    from pairedge.core.metrics.pairwise_report import scored_accuracy
 
     gate = gate or Gate()
     comp = compare((ref.stage1_logits, ref.stage2_logits), logits, DecisionRule(tau=tau))
@@ -152,10 +156,6 @@ def reference_rows(
     model: Path, sources: Sequence[Any], frames: int | None, progress: Callable[[str], None]
 ) -> Reference:
     """fp32 ONNX Runtime CPU replay of every source through the streaming pipeline (``frames`` per source)."""
-    from pairedge.compare.parity.build import pair_truth
-    from pairedge.compare.parity.pack import PairRows
-    from pairedge.compare.parity.replay import replay
-    from pairedge.runtime.deployment import Deployment
 
     parts, inter, label, taus, names = [], [], [], [], []
     with Deployment(model, backend="onnxruntime").load() as pipe:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.apps.bench.accuracy import Gate, Reference, reference_rows, tau_summary
+from pairedge.apps.bench.env import environment
 from pairedge.apps.bench.measure import (
     PAIR_COUNTS,
     PEOPLE,
@@ -38,10 +39,15 @@ from pairedge.apps.bench.measure import (
     peak_rss_mib,
     pipeline_fps,
 )
+from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.compare.cost import graph_macs
+from pairedge.compare.parity.replay import model_only_logits
 from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.artefacts import PRECISIONS, check_precision, stage_files
+from pairedge.core.bundled import resolve_model_dir
 from pairedge.core.errors import BackendError, InputError, ModelError
+from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
+from pairedge.runtime.backends.registry import BACKENDS, canonical_backend_name
 from pairedge.runtime.deployment import Deployment
 
 #: Held-out scenes: seeds 2000+ are used by no training recipe (0-11) and no calibration set.
@@ -120,7 +126,6 @@ def resolve_backend(name: str) -> str:
     Raises:
         InputError: an unknown name, or ``auto`` (a benchmark names what it measures).
     """
-    from pairedge.runtime.backends.registry import BACKENDS, canonical_backend_name
 
     try:
         canonical = canonical_backend_name(name)
@@ -146,8 +151,6 @@ def check_options(opts: BenchOptions) -> tuple[BenchOptions, list[Any]]:
     """
     from dataclasses import replace
 
-    from pairedge.apps.evaluation.sources import parse_sources
-
     if not opts.backends:
         raise InputError("--backends: expected at least one classifier backend, e.g. onnxruntime")
     backends = _unique(resolve_backend(b) for b in opts.backends)
@@ -164,8 +167,6 @@ def run_bench(
     model: str | Path, options: BenchOptions | None = None, progress: Progress | None = None
 ) -> BenchResult:
     """Measure every backend x precision of ``model`` (see the module docstring)."""
-    from pairedge.apps.bench.env import environment
-    from pairedge.core.bundled import resolve_model_dir
 
     opts, sources = check_options(options or BenchOptions())
     say = progress or (lambda _: None)
@@ -238,7 +239,6 @@ def _measure_all(
 
 def _open(deployment: Deployment, reference: Reference, gate: Gate, say: Progress) -> tuple[BenchRow, Any]:
     """The row of one variant with its accuracy and agreement, and its (open) pipeline, or None."""
-    from pairedge.compare.parity.replay import model_only_logits
 
     folder, backend, precision = deployment.folder, deployment.backend, deployment.precision
     row = BenchRow(backend, precision, "ok")
@@ -276,7 +276,6 @@ def _open(deployment: Deployment, reference: Reference, gate: Gate, say: Progres
 
 
 def _accuracy_text() -> str:
-    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
 
     return f"{ACCURACY_LABELS['accuracy_scored']}: {DEFINITIONS['accuracy_scored']}"
 

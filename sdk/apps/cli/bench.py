@@ -8,6 +8,9 @@ from pathlib import Path
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.apps.cli.progress import stage_progress
+from pairedge.core.bundled import describe_model, resolve_model_dir
+from pairedge.core.errors import InputError
 from rich.markup import escape
 
 
@@ -17,7 +20,6 @@ def _split(text: str) -> tuple[str, ...]:
 
 def _people(text: str) -> tuple[int, ...]:
     """``--people`` as sorted unique ints in 1..100 (the runtime's default ``max_people``)."""
-    from pairedge.core.errors import InputError
 
     try:
         values = sorted({int(v) for v in _split(text)})
@@ -32,7 +34,6 @@ def _people(text: str) -> tuple[int, ...]:
 def _stage_per_message() -> Iterator[Callable[[str], None]]:
     """A progress callback for which each message starts a stage of work (and ends the one before): a bar on
     a terminal, a start and an end line when piped (:func:`pairedge.apps.cli.progress.stage_progress`)."""
-    from pairedge.apps.cli.progress import stage_progress
 
     current = ExitStack()
 
@@ -82,7 +83,6 @@ def bench_command(
     gate."""
     from pairedge.apps.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
     from pairedge.apps.bench.table import terminal_legend, terminal_lines, write_bench
-    from pairedge.core.bundled import describe_model, resolve_model_dir
 
     opts = BenchOptions(
         precisions=_split(precisions),

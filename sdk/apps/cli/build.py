@@ -9,6 +9,11 @@ from typing import Any
 
 import typer
 from pairedge.apps.cli.app import app, console, err_console, handle_errors
+from pairedge.apps.cli.check import run_checks
+from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_model_dir
+from pairedge.core.errors import InputError
+from pairedge.gpu.tensorrt import load_tensorrt
+from pairedge.gpu.tensorrt.versions import TrtVersion
 from rich.markup import escape
 
 
@@ -94,13 +99,9 @@ def build_command(
 ) -> None:
     """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU);
     with --detector, the engine of a person detector."""
-    from pairedge.apps.cli.check import run_checks
-    from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_model_dir
-    from pairedge.core.errors import InputError
     from pairedge.export.tensorrt.builder import BuildSettings, Profile
     from pairedge.export.tensorrt.folder import build_model_folder, stage_onnx_files
     from pairedge.export.tensorrt.layer_info import int8_requested, int8_summary
-    from pairedge.gpu.tensorrt import load_tensorrt
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if detector is not None:
@@ -199,10 +200,8 @@ def _build_detector(
     layout: str | None = None,
 ) -> None:
     """``pairedge build --detector``: check, then build one detector engine and print what was written."""
-    from pairedge.apps.cli.check import run_checks
     from pairedge.export.tensorrt.builder import BuildSettings
     from pairedge.export.tensorrt.detector import build_detector, read_build_graph
-    from pairedge.gpu.tensorrt import load_tensorrt
 
     onnx, root = detector_source(spec, precision)
     settings = BuildSettings(
@@ -261,7 +260,6 @@ def _installed_tensorrt() -> Any:
 def _default_target(trt: Any) -> str:
     """The check target of the installed TensorRT (JetPack 6's tensorrt-10.3 when none is installed)."""
     from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, target_for
-    from pairedge.gpu.tensorrt.versions import TrtVersion
 
     if trt is None:
         return DEFAULT_TARGET

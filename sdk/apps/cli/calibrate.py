@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 from pairedge.apps.cli.app import app, console, err_console, handle_errors
+from pairedge.apps.cli.score import print_table
+from pairedge.core.bundled import describe_model, resolve_model_dir
+from pairedge.core.metrics.result import Table
 from rich.markup import escape
 
 
@@ -87,7 +90,6 @@ def calibrate(
         quant_config,
     )
     from pairedge.calibration.api import calibrate as run_calibration
-    from pairedge.core.bundled import describe_model, resolve_model_dir
 
     options = CalibrateOptions(
         scenes=scenes,
@@ -118,8 +120,6 @@ def calibrate(
 
 
 def _print(result: object) -> None:
-    from pairedge.apps.cli.score import print_table
-    from pairedge.core.metrics.result import Table
 
     report = result.report  # type: ignore[attr-defined]
     rows = []

@@ -12,6 +12,9 @@ from typing import Any
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.core import limits
+from pairedge.core.bundled import BUNDLED_NAME, resolve_model_dir
+from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
 from rich.markup import escape
 from rich.table import Table
@@ -68,7 +71,6 @@ def print_report(report: Any) -> None:
 def run_checks(models: list[Path], target: str) -> bool:
     """Check every file (each refused first if it is not a regular ONNX file), print the reports; True when
     none has an error."""
-    from pairedge.core import limits
     from pairedge.export.tensorrt.check import check_model
 
     for model in models:  # before any work: a FIFO or /dev/zero is one line, in milliseconds
@@ -90,12 +92,10 @@ def check_command(
 ) -> None:
     """Lint ONNX models for a TensorRT target: onnx.checker, ops, opset, dtypes, dynamic axes, Q/DQ rules,
     fp16 range. A table, exit code 1 on errors."""
-    from pairedge.core.errors import InputError
     from pairedge.export.tensorrt.onnx_ops import TARGETS
 
     if target not in TARGETS:  # before reading any file
         raise InputError(f"--target: expected one of {', '.join(TARGETS)}, got {target!r}")
-    from pairedge.core.bundled import BUNDLED_NAME, resolve_model_dir
 
     files: list[Path] = []
     for given in models:

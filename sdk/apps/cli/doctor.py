@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
+from pairedge.apps.folder_check import inspect_model_folder
+from pairedge.apps.probe import probe
+from pairedge.core.bundled import describe_model, resolve_model_dir
 from pairedge.core.io.textio import printable
 from rich.markup import escape
 from rich.table import Table
@@ -33,14 +36,10 @@ def doctor(
     """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU, the emulated CUDA
     device (HIP-CPU) and nvcc; on a Jetson the L4T / JetPack version, power mode and clocks; where OpenCV and
     numpy come from (a pip build shadowing JetPack's is flagged); rosbags and ray."""
-    from pairedge.apps.probe import probe
 
     found = probe()
     report = None
     if model is not None:
-        from pairedge.apps.folder_check import inspect_model_folder
-        from pairedge.core.bundled import resolve_model_dir
-
         report = inspect_model_folder(resolve_model_dir(str(model)))
     if as_json:
         data = found.as_dict() if report is None else {"machine": found.as_dict(), "model": report.as_dict()}
@@ -93,7 +92,6 @@ def _print_probe(found: Probe) -> None:
 
 def _print_folder(report: FolderReport) -> None:
     """The model-folder part of the table output: facts as lines, options as a narrow table, reasons below."""
-    from pairedge.core.bundled import describe_model
 
     console.print(
         f"\n[bold]model folder[/] {escape(printable(describe_model(report.folder), 1000))}", highlight=False

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
+from pairedge.apps.cli.progress import stage_progress
+from pairedge.apps.cli.score import print_table
+from pairedge.apps.evaluation.sources import parse_sources
+from pairedge.core.metrics.pairwise_boxes import read_truth_boxes
 from rich.markup import escape
 
 
@@ -67,11 +71,8 @@ def eval_command(
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
     from dataclasses import replace
 
-    from pairedge.apps.cli.progress import stage_progress
-    from pairedge.apps.cli.score import print_table
     from pairedge.apps.evaluation.files import summary_table, write_eval
     from pairedge.apps.evaluation.fleet_eval import evaluate_many
-    from pairedge.apps.evaluation.sources import parse_sources
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.loading import find_models
     from pairedge.runtime.tracker_backends import check_tracker_name
@@ -124,7 +125,6 @@ def check_match_boxes(path: Path, sources: list) -> None:
     Raises:
         typer.Exit: code 1 with one line; FormatError: an unreadable MOT file.
     """
-    from pairedge.core.metrics.pairwise_boxes import read_truth_boxes
 
     kinds = {s.kind for s in sources}
     if len(sources) != 1 or not kinds <= {"video", "log"}:

@@ -7,6 +7,9 @@ from pathlib import Path
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.core.errors import InputError
+from pairedge.core.labels import get_label_set
+from pairedge.core.modelfolder import MANIFEST_NAME
+from pairedge.core.optional import require
 from rich.markup import escape
 
 
@@ -39,11 +42,8 @@ def export_command(
     opset: int = typer.Option(17, "--opset", help="ai.onnx opset to declare (7 to 20 with torch 2.x)."),
 ) -> None:
     """Export CHECKPOINT to ONNX (dynamic pair axis, metadata) and print the ONNX Runtime vs PyTorch error."""
-    from pairedge.core.optional import require
 
     require("torch", purpose="pairedge export")
-    from pairedge.core.labels import get_label_set
-    from pairedge.core.modelfolder import MANIFEST_NAME
     from pairedge.export.checkpoint import load_checkpoint
     from pairedge.export.onnx_export import check_opset, export_checkpoint, register_export
     from pairedge.export.paper_import import folded_warnings, import_paper_stage1, import_paper_stage2

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
+from pairedge.apps.evaluation.sources import parse_scene, parse_sources
+from pairedge.core import limits
+from pairedge.core.bundled import describe_model
+from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
 from rich.markup import escape
 
@@ -87,8 +91,6 @@ def pack_command(
     the run exactly.
     """
     from pairedge.compare.parity.build import build_pack
-    from pairedge.core import limits
-    from pairedge.core.bundled import describe_model
     from pairedge.runtime.deployment import Deployment
 
     limits.check_sim_work(
@@ -149,7 +151,6 @@ def _clip_source(
     boxes: str,
 ) -> Any:
     """The one :class:`~pairedge.apps.evaluation.sources.StreamSource` the options name."""
-    from pairedge.apps.evaluation.sources import parse_scene, parse_sources
     from pairedge.apps.ros.bag import is_log
 
     if log is not None:
@@ -213,8 +214,6 @@ def read_tolerances(path: Path | None) -> Tolerances:
     the defaults; every value a finite number >= 0 (checked by :class:`Tolerances`, naming the level and
     key)."""
     from pairedge.compare.parity import Tolerances
-    from pairedge.core import limits
-    from pairedge.core.errors import InputError
 
     if path is None:
         return Tolerances()

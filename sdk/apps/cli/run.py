@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
+from pairedge.apps.cli.progress import stage_progress
+from pairedge.apps.cli.run_log import run_log_command
+from pairedge.core.errors import FormatError
 from pairedge.core.io.textio import printable
 from rich.markup import escape
 
@@ -207,7 +210,6 @@ def run(
     with --no-video). Those files of an earlier run there that this run does not rewrite are removed (a note
     says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
     """
-    from pairedge.core.errors import FormatError
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
     from pairedge.runtime.inputs import FrameSource
@@ -265,7 +267,6 @@ def run(
             "--reconnect-s: for live sources (a camera, an rtsp:// or http:// stream, a GStreamer pipeline)"
         )
     if is_log(source):
-        from pairedge.apps.cli.run_log import run_log_command
         from pairedge.apps.ros.bag import LogTopics
 
         topics = LogTopics(image_topic, detections_topic, stamp_tolerance, frozenset(detection_class) or None)
@@ -319,7 +320,6 @@ def frame_progress(description: str, total: int | None) -> Iterator[Callable[[ob
     """:func:`pairedge.apps.cli.progress.stage_progress` over frames (it starts with the first frame, so a
     model that fails to load prints only its error line). Yields ``advance(result)`` for ``on_frame``
     callbacks."""
-    from pairedge.apps.cli.progress import stage_progress
 
     with stage_progress(description, total=total) as advance:
         yield lambda _=None: advance(1)

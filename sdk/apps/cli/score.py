@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.core.errors import InputError
+from pairedge.core.metrics import pairwise, par, pcp, tracking
+from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -199,21 +201,14 @@ def _dispatch(
     par_options: dict[str, Any] | None = None,
 ) -> ScoreReport:
     if protocol is Protocol.pairwise:
-        from pairedge.core.metrics import pairwise
-
         label_arg: str | list[str] | None = labels
         if labels is not None and "," in labels:
             label_arg = [name.strip() for name in labels.split(",") if name.strip()]
         return pairwise.score_files(pred, gold, tau=tau, labels=label_arg, match_boxes=match_boxes)
     if protocol is Protocol.pcp:
-        from pairedge.core.metrics import pcp
-
         return pcp.score_files(pred, gold, mode=mode, threshold=threshold)
     if protocol is Protocol.mot:
-        from pairedge.core.metrics import tracking
-
         return tracking.score_files(pred, gold)
-    from pairedge.core.metrics import par
 
     # Only what was given is passed: everything else keeps the API's defaults (official, 0.6 / 0.6 / 0.5).
     given = dict(par_options or {})
@@ -319,6 +314,5 @@ def print_report(report: ScoreReport) -> None:
 
 def summary_label(name: str) -> str:
     """How a summary key is shown: the two accuracies say what they count (``pairedge.core.metrics``)."""
-    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS
 
     return ACCURACY_LABELS.get(name, name)

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.apps.cli.progress import stage_progress
+from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
+from pairedge.core.optional import require
 from rich.markup import escape
 from rich.table import Table
 
@@ -33,9 +36,6 @@ def simulate(
     ),
 ) -> None:
     """Simulate a scene: video, JRDB JSON, MOT gt/det, stickmen, JRDB-PAR labels, pairwise ground truth."""
-    from pairedge.apps.cli.progress import stage_progress
-    from pairedge.core import limits
-    from pairedge.core.optional import require
     from pairedge.core.sim.output import write_scene
 
     if bag not in (None, "mcap", "sqlite3"):

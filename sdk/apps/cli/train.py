@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.core.errors import InputError
+from pairedge.core.optional import require
 from rich.markup import escape
 
 
@@ -111,10 +113,8 @@ def train_command(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a stage-1 or stage-2 classifier (focal loss, balanced sampling, AdamW, early stopping)."""
-    from pairedge.core.optional import require
 
     require("torch", purpose="pairedge train")
-    from pairedge.core.errors import InputError
     from pairedge.export.datasets.training_data import load_with_copies
     from pairedge.export.jobs import train_to_dir
     from pairedge.export.train import TrainConfig
@@ -209,7 +209,6 @@ def feature_options(spec: Spec, history: int | None) -> dict[str, int]:
     Raises:
         InputError: ``--history`` with a spec that keeps no track history (``liang2026``).
     """
-    from pairedge.core.errors import InputError
 
     if history is None:
         return {}

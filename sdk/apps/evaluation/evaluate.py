@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 from pairedge.apps.evaluation.sources import StreamSource, parse_sources
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise import metrics_from_confusion
+from pairedge.core.metrics.pairwise import metrics_from_confusion, score_files
 from pairedge.core.metrics.pairwise_groups import DetectionScore
 from pairedge.core.metrics.pairwise_report import scored_accuracy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.output import JsonlWriter
 
 _STAGES = ("flow", "features", "stage1", "stage2", "total")
 
@@ -157,8 +158,6 @@ def evaluate(
         InputError: the text names several sources (evaluate each, then :func:`pool`).
         ModelError, BackendError, FormatError: from the model, the backends and the source.
     """
-    from pairedge.core.metrics.pairwise import score_files
-    from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import run_stream
 
     if not isinstance(deployment, Deployment):

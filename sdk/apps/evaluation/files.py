@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 from pairedge.apps.evaluation.confusion_png import render, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
+from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
 from pairedge.core.metrics.result import Table
 
 METRICS = (
@@ -25,7 +26,6 @@ METRICS = (
 
 def metric_label(name: str) -> str:
     """How tables name a metric: the two accuracies say what they count."""
-    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS
 
     return ACCURACY_LABELS.get(name, name)
 
@@ -38,7 +38,6 @@ def summary_table(report: EvalReport) -> Table:
 
 
 def _legend() -> list[str]:
-    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
 
     return [f"- `{k}`: {label}; {DEFINITIONS[k]}" for k, label in ACCURACY_LABELS.items()]
 

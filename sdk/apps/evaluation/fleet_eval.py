@@ -19,6 +19,7 @@ from pairedge.apps.fleet import Outcome, run_tasks
 from pairedge.core.errors import InputError
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.tracker_backends import check_tracker_name
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,6 @@ def evaluate_many(
         raise InputError("nothing to evaluate: no sources")
     if not isinstance(deployment, Deployment):
         deployment = Deployment(deployment)
-    from pairedge.runtime.tracker_backends import check_tracker_name
 
     boxes = None if match_boxes is None else str(match_boxes)
     tasks = [EvalTask(deployment, s, max_frames, check_tracker_name(tracker), boxes) for s in sources]

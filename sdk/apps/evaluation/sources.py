@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
+from pairedge.core import limits
 from pairedge.core.errors import InputError
+from pairedge.core.io.cad import read_cad_dir, read_cad_mat
+from pairedge.core.labels import CAD8, PAPER3, SIM7
+from pairedge.core.metrics.pairwise import read_pairwise_file, resolve_labels
 from pairedge.core.types import Detections
 
 NO_INTERACTION = "no_interaction"
@@ -196,7 +201,6 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
         raise InputError(f"boxes: expected 'truth' or 'detections', got {boxes!r}")
     if frames < 1:
         raise InputError(f"--frames: expected at least 1 frame per scene, got {frames}")
-    from pairedge.core import limits
 
     limits.check_sim_work(1, frames, "--frames")
     return StreamSource(
@@ -208,7 +212,6 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
 
 # -- openers ---------------------------------------------------------------------------------------------
 def _sim_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.core.labels import PAPER3, SIM7
     from pairedge.core.sim import Scene
 
     together = set(PAPER3.classes)
@@ -225,7 +228,6 @@ def _sim_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
 
 
 def _cad_sources(path: Path) -> list[StreamSource]:
-    from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 
     seqs = read_cad_dir(path) if path.is_dir() else [read_cad_mat(path)]
     if not seqs:
@@ -237,8 +239,6 @@ def _cad_sources(path: Path) -> list[StreamSource]:
 
 
 def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.core.io.cad import read_cad_mat
-    from pairedge.core.labels import CAD8
 
     seq = read_cad_mat(params["path"], fps=float(params["fps"]))
     for frame, timestamp, dets in seq.frames():
@@ -294,7 +294,6 @@ def _log_frames(
     params: dict[str, Any], model_labels: Sequence[str], notes: list[str]
 ) -> Iterator[SourceFrame]:
     from pairedge.apps.ros.bag import log_frames, open_log, pick_topic
-    from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
     from pairedge.apps.ros.runner import FrameDecoder
 
     truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None
@@ -318,7 +317,6 @@ def _log_frames(
 
 def _gold_by_frame(gold: str, model_labels: Sequence[str]) -> dict[int, FrameTruth]:
     """Per-frame truth from a pairwise ground-truth file (JSON Lines or CSV) in the model's labels."""
-    from pairedge.core.metrics.pairwise import read_pairwise_file, resolve_labels
 
     names = resolve_labels(gold, gold, tuple(model_labels) or None)
     parsed = read_pairwise_file(gold, names)

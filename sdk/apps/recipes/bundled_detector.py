@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from pairedge.calibration.fp16 import to_fp16
 from pairedge.core.modelfolder import sha256_file
 from pairedge.runtime.detectors.bundled import MANIFEST, detectors_dir
 
@@ -38,7 +39,6 @@ INFO = {
 def make(folder: Path, source: Path | None = None) -> dict[str, object]:
     """Write the fp16 copy and the manifest into ``folder``; returns the manifest."""
     import onnx
-    from pairedge.calibration.fp16 import to_fp16
 
     folder.mkdir(parents=True, exist_ok=True)
     if source is not None and source.resolve() != (folder / FP32).resolve():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.evaluation.sources import parse_sources
 
 
 def link_counts(
@@ -25,7 +26,6 @@ def link_counts(
     """Stage-1 TP / FP / FN of the pipeline of ``model`` over ``preset`` x ``seeds`` (pooled), at the model's
     ``p_interact`` threshold or ``tau``."""
     from pairedge.apps.evaluation.evaluate import evaluate, pool
-    from pairedge.apps.evaluation.sources import parse_sources
     from pairedge.runtime.config import PipelineConfig
 
     config = PipelineConfig(confirm_s=confirm_s, tau_interact=tau, operating_point="default")

@@ -21,6 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.recipes.default_model import (
+    TASK_STAGE,
+    _p1,
+    folder_roles,
+    held_out_sets,
+    read_summary,
+    stage_rows,
+    training_sets,
+)
 from pairedge.core.artefacts import artefact
 from pairedge.core.errors import ModelError
 from pairedge.core.modelfolder import write_manifest
@@ -77,15 +86,6 @@ def add_input_squash(
         SystemExit: the folder was built from another recipe, or the knee is not at the training maximum.
         ModelError: a training row's logits moved beyond :data:`TRAIN_ROW_TOLERANCE`.
     """
-    from pairedge.apps.recipes.default_model import (
-        TASK_STAGE,
-        _p1,
-        folder_roles,
-        held_out_sets,
-        read_summary,
-        stage_rows,
-        training_sets,
-    )
     from pairedge.export.qat_build import INT8_ROLES, build_int8
 
     if KNEE_QUANTILE != 1.0:

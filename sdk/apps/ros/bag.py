@@ -29,9 +29,11 @@ from pairedge.apps.ros.mcap import bound_decompression
 from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.apps.ros.runner import Frame, FrameDecoder, Output, RosRunner
 from pairedge.apps.ros.storage import STORAGE_OF_SUFFIX, check_log, read_messages
+from pairedge.core.bundled import describe_model
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
+from pairedge.runtime.output import JsonlWriter
 
 __all__ = [
     "MARKERS_TOPIC",
@@ -163,8 +165,6 @@ def run_log(
     Returns:
         The :class:`~pairedge.runtime.run.RunSummary` (drops include unpaired messages).
     """
-    from pairedge.core.bundled import describe_model
-    from pairedge.runtime.output import JsonlWriter
     from pairedge.runtime.run import (
         RUN_OUTPUTS,
         RunOptions,

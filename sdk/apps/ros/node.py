@@ -49,6 +49,10 @@ from pairedge.apps.ros.outputs import (
 from pairedge.apps.ros.qos import input_qos, output_qos
 from pairedge.apps.ros.runner import Output
 from pairedge.core.errors import MissingDependencyError, PairedgeError
+from pairedge.core.palette import label_colours
+from pairedge.runtime.config import PipelineConfig
+from pairedge.runtime.deployment import Deployment
+from pairedge.runtime.tracker import TrackerConfig
 
 #: Node name (the launch file names it the same), and the output topics beyond the bag path's two.
 NODE_NAME = "pairedge"
@@ -63,10 +67,7 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     Raises:
         InputError, ModelError, BackendError: as :meth:`Deployment.load` and :func:`open_run_detector`.
     """
-    from pairedge.runtime.config import PipelineConfig
-    from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.run import RunOptions, open_run_detector
-    from pairedge.runtime.tracker import TrackerConfig
 
     deployment = Deployment(
         config.model or None, precision=config.precision, backend=config.backend, flow=config.flow
@@ -101,7 +102,6 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
 def build_node(rclpy: Any) -> Any:
     """The node class (defined here so that importing this module never needs rclpy)."""
     import rclpy.qos as qos
-    from pairedge.core.palette import label_colours
     from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.node import Node
     from sensor_msgs.msg import CompressedImage, Image

@@ -28,6 +28,7 @@ from pairedge.apps.ros.messages import (
 )
 from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
+from pairedge.core.palette import label_colours
 from pairedge.core.types import Detections
 
 __all__ = ["MAX_REASONS", "OTHER_REASONS", "DropCounts", "Frame", "FrameDecoder", "Output", "RosRunner"]
@@ -187,7 +188,6 @@ class RosRunner:
         colours: tuple[tuple[int, int, int], ...] | None = None,
         messages: bool = True,
     ) -> None:
-        from pairedge.core.palette import label_colours
 
         self.pipe, self.store = pipe, store
         self.decoder = FrameDecoder(tolerance_s=tolerance_s, classes=classes)

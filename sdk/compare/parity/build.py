@@ -12,6 +12,7 @@ from pairedge.compare.parity.pack import PairRows, ParityPack, encode_png, save_
 from pairedge.compare.parity.replay import ReplayItem, flow_description, load_pipeline, replay
 from pairedge.core import limits
 from pairedge.core.errors import InputError
+from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.streamstate import StreamSnapshot
@@ -198,7 +199,6 @@ def pair_truth(rows: PairRows, truths: list[Any], labels: tuple[str, ...]) -> tu
     ``truths[k]`` is the :class:`~pairedge.apps.evaluation.sources.FrameTruth` of clip frame ``k`` (None:
     unknown); a row's truth is the first labelled pair of its frame with the same ``(id_a, id_b)``.
     """
-    from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 
     inter = np.full(len(rows), -1, np.int8)
     label = np.full(len(rows), -1, np.int64)

@@ -33,6 +33,7 @@ from pairedge.compare.parity.replay import (
 )
 from pairedge.compare.parity.verdict import ParityReport
 from pairedge.core.bundled import describe_model
+from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
 from pairedge.runtime.decisions import gated_labels, interact_probability
 from pairedge.runtime.deployment import Deployment
@@ -257,7 +258,6 @@ def replay_pack(
 def match_rows(ref_keys: np.ndarray, dev_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(ri, di)`` of the pair-frames present in both (keys (M, 3) ``frame, a, b``, unique
     within each side), ``ri`` increasing."""
-    from pairedge.core.metrics.pairwise_keys import lookup, row_keys
 
     rk, dk = row_keys(ref_keys, dev_keys)
     order = np.argsort(dk, kind="stable")

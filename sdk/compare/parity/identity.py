@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core.errors import ModelError
-from pairedge.core.modelfolder import sha256_file
+from pairedge.core.modelfolder import load_onnx, sha256_file
 from pairedge.runtime.loading import ModelPair
 
 
@@ -83,8 +83,6 @@ def declared_sources(meta_extra: Mapping[str, Any]) -> set[str]:
 def _quantization_sources(path: Path) -> set[str]:
     """fp32 hashes named by the ``pairedge.quantization`` metadata entry ``pairedge calibrate`` writes."""
     import json
-
-    from pairedge.core.modelfolder import load_onnx
 
     try:
         props = {p.key: p.value for p in load_onnx(path).metadata_props}

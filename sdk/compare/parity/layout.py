@@ -19,8 +19,12 @@ from typing import Any
 
 import numpy as np
 from pairedge.core import limits
-from pairedge.core.errors import FormatError
+from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.imagesize import image_size
 from pairedge.core.io.npz import ArrayInfo
+from pairedge.runtime.boxshape import MODES
+from pairedge.runtime.config import MAX_CONFIRM_S
+from pairedge.runtime.streamstate import check_paths, decode
 
 #: key -> (dtype kind, number of dimensions) of every array a pack must hold ("i" also accepts "u").
 ARRAYS: Mapping[str, tuple[str, int]] = {
@@ -170,7 +174,6 @@ def check_reference(file: Path, reference: Any) -> None:
     start = reference.get("start", 0)
     if type(start) is not int or start < 0:
         raise bad(f"'start' must be a frame number >= 0, got {start!r:.40}")
-    from pairedge.runtime.boxshape import MODES
 
     if reference.get("box_shape", "auto") not in MODES:
         raise bad(f"'box_shape' must be one of {', '.join(MODES)}, got {reference.get('box_shape')!r:.40}")
@@ -241,8 +244,6 @@ def check_stream_state(file: Path, text: str, infos: Mapping[str, ArrayInfo]) ->
     Raises:
         FormatError: naming what is malformed.
     """
-    from pairedge.core.errors import InputError
-    from pairedge.runtime.streamstate import check_paths, decode
 
     def bad(what: str, key: str = "stream_state") -> FormatError:
         return FormatError(file, f"stream state: {what}; the pack is corrupt", key)
@@ -340,7 +341,6 @@ def check_values(file: Path, data: Mapping[str, np.ndarray], reference: Mapping[
 def _check_frame_states(file: Path, data: Mapping[str, np.ndarray]) -> None:
     """Per-frame decisions: a flag, a ratio (NaN, or positive where the flag is set), a probability,
     seconds."""
-    from pairedge.runtime.config import MAX_CONFIRM_S
 
     _in_range(file, data["frame_box_shape"], "frame_box_shape", 0, 1)
     aspect = data["frame_aspect"]
@@ -401,7 +401,6 @@ def _check_frames(file: Path, data: Mapping[str, np.ndarray], size: Any) -> None
 
 
 def _check_png(file: Path, data: np.ndarray, what: str, size: Any, key: str) -> None:
-    from pairedge.core.io.imagesize import image_size
 
     found = image_size(data)
     if found is None or found[0] != "png":

@@ -64,6 +64,7 @@ import numpy as np
 from pairedge.compare.parity import layout
 from pairedge.core import limits
 from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.imagesize import check_image_bytes
 from pairedge.core.io.npz import NpzReader
 from pairedge.core.types import Detections
 from pairedge.runtime.streamstate import FrameState, StreamSnapshot
@@ -160,7 +161,6 @@ class ParityPack:
 def decode_png(data: np.ndarray, path: Path | None, what: str, key: str) -> np.ndarray:
     """(H, W, 3) uint8 BGR or (H, W) gray from PNG bytes, its header checked before decoding."""
     import cv2
-    from pairedge.core.io.imagesize import check_image_bytes
 
     check_image_bytes(data, f"{path or '<pack>'}, {what}")
     image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.compare.parity.levels import FAIL, SKIP, LevelResult
+from pairedge.core import limits
 
 #: Relations of a candidate to the pack's model that let a check pass (see :mod:`.identity`).
 VERIFIED_RELATIONS = ("same", "derived")
@@ -188,7 +189,6 @@ def replayed_line(r: dict[str, Any]) -> str:
 def _write(path: str | Path, text: str, what: str) -> Path:
     """Write ``text`` to ``path``; an existing path that is not a regular file (a FIFO would block, a device
     swallow the report) is refused first."""
-    from pairedge.core import limits
 
     out = Path(path).expanduser()
     if out.exists():

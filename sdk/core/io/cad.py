@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import FormatError
+from pairedge.core.features.orientation import from_cad_bins
 from pairedge.core.io.matfile import MatLoader
 from pairedge.core.io.textio import read_lines
 from pairedge.core.labels import CAD8
@@ -118,7 +119,6 @@ class CadSequence:
         cols = np.flatnonzero(self.present[r])
         if not orientation:
             return Detections.from_arrays(self.boxes[r, cols], cols + 1)
-        from pairedge.core.features.orientation import from_cad_bins
 
         angle, conf = from_cad_bins(self._pose_table[r, cols])
         return Detections.from_arrays(self.boxes[r, cols], cols + 1, None, angle, conf)

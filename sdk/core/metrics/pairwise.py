@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.labels import get_label_set
+from pairedge.core.metrics import pairwise_boxes as pb
 from pairedge.core.metrics.pairwise_classification import (
     PairwiseMetrics,
     classification_metrics,
@@ -105,8 +106,6 @@ def score_files(
     if match_boxes is None:
         return score(predicted, truth, tau=tau, allow_empty=allow_empty)
     from dataclasses import replace
-
-    from pairedge.core.metrics import pairwise_boxes as pb
 
     mapping = pb.match_ids(pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes), truth.frames)
     pb.check_matched(mapping, truth, match_boxes)

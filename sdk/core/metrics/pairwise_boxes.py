@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.mot import read_mot
 from pairedge.core.io.textio import is_number, iter_lines, parse_json, short
 from pairedge.core.metrics.box_matching import MIN_IOU, match_boxes
 from pairedge.core.metrics.pairwise_files import PairTable, PairwiseFile
@@ -104,7 +105,6 @@ def read_truth_boxes(path: str | Path) -> dict[int, FrameBoxes]:
     Raises:
         FormatError: a malformed MOT file; InputError: a row without a track id (a detection file).
     """
-    from pairedge.core.io.mot import read_mot
 
     table = read_mot(path)
     keep = np.ones(len(table), bool)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.mot import read_mot
 from pairedge.core.metrics.box_matching import MIN_IOU, iou_matrix, match_boxes, max_weight_assignment
 from pairedge.core.metrics.hota import hota
 from pairedge.core.metrics.pairwise_boxes import FrameBoxes
@@ -51,7 +52,6 @@ def read_tracks(path: str | Path, *, truth: bool) -> dict[int, FrameBoxes]:
     Raises:
         FormatError: a malformed file, or a row with id -1 (a detection file, not tracks).
     """
-    from pairedge.core.io.mot import read_mot
 
     table = read_mot(path)
     keep = table.scores != 0 if truth else np.ones(len(table), bool)

@@ -22,7 +22,10 @@ import logging
 from pairedge.core.errors import InputError, MissingDependencyError
 from pairedge.core.optional import install_hint
 from pairedge.gpu.cuda.base import Arg, BlockRule, Device, DeviceInfo, Kernel, Limits, Module
-from pairedge.gpu.cuda.status import BINDINGS, EMULATION_ENV, emulation_setting, importable
+from pairedge.gpu.cuda.driver import CudaPythonDevice
+from pairedge.gpu.cuda.emulated.device import EmulatedDevice
+from pairedge.gpu.cuda.pycuda_device import PyCudaDevice
+from pairedge.gpu.cuda.status import BINDINGS, EMULATION_ENV, cuda_devices, emulation_setting, importable
 
 KINDS: tuple[str, ...] = ("auto", "cuda-python", "pycuda", "hip-cpu")
 GPU_KINDS: tuple[str, ...] = ("cuda-python", "pycuda")
@@ -91,8 +94,6 @@ def open_device(kind: str = "auto", device: int = 0, *, emulation: bool = True) 
     """
     resolved = resolve_kind(kind, emulation=emulation)
     if resolved == "hip-cpu":
-        from pairedge.gpu.cuda.emulated.device import EmulatedDevice
-
         emulated = EmulatedDevice(device)
         LOG.warning(
             "pairedge: CUDA runs on the EMULATED device (HIP-CPU on the CPU%s): results are emulated, "
@@ -101,10 +102,7 @@ def open_device(kind: str = "auto", device: int = 0, *, emulation: bool = True) 
         )
         return emulated
     if resolved == "cuda-python":
-        from pairedge.gpu.cuda.driver import CudaPythonDevice
-
         return CudaPythonDevice(device)
-    from pairedge.gpu.cuda.pycuda_device import PyCudaDevice
 
     return PyCudaDevice(device)
 
@@ -123,7 +121,6 @@ def unavailable_reason(kind: str = "auto", *, emulation: bool = True, need_nvrtc
         return None if why is None else f"the emulated CUDA device (hip-cpu) is not usable here: {why}"
     if not importable(_DRIVERS[resolved]):
         return f"{resolved} is not installed; install it with: {install_hint('cuda')}"
-    from pairedge.gpu.cuda.status import cuda_devices
 
     devices, why = cuda_devices()
     if not devices:

@@ -11,6 +11,7 @@ from typing import Any
 import pairedge.core.metrics
 import pytest
 from pairedge.apps.cli import app
+from pairedge.apps.cli import score as score_command
 from pairedge.core.metrics.result import ScoreReport, Table
 from typer.testing import CliRunner
 
@@ -115,6 +116,7 @@ def fake_protocols(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any
         module.score_files = score_files  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, module.__name__, module)
         monkeypatch.setattr(pairedge.core.metrics, name, module, raising=False)
+        monkeypatch.setattr(score_command, name, module)  # the command's own reference to the protocol
     return calls
 
 
