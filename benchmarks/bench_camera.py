@@ -96,9 +96,7 @@ def run(
     """One ``pairedge run`` in process; its summary figures."""
     from pairedge.runtime.run import RunOptions, run_files
 
-    options = RunOptions(
-        detector=detector, tracker_backend=tracker, overlap=overlap, video=False, max_frames=frames
-    )
+    options = RunOptions(detector=detector, tracker=tracker, overlap=overlap, video=False, max_frames=frames)
     start = time.perf_counter()
     summary = run_files(video, detections, out, options)
     wall = time.perf_counter() - start

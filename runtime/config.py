@@ -11,6 +11,9 @@ from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, check_tracker_name
 
+#: When the tracker gives the ids (``PipelineConfig.tracking``).
+TRACKING_MODES = ("auto", "always", "never")
+
 
 @dataclass(frozen=True)
 class FlowConfig:
@@ -84,12 +87,13 @@ class PipelineConfig:
             ones until the camera height estimated from the boxes (:mod:`pairedge.runtime.viewpoint`) reaches
             a point's ``min_camera_height`` (the bundled model: 1.3 body heights), then that point.
             ``tau_interact`` and ``confirm_s``, when given, still win.
-        tracker: "auto" (track when the detections carry no ids), "always" (ignore given ids) or "never".
+        tracking: when the tracker gives the ids: "auto" (when the detections carry none), "always" (given
+            ids are ignored) or "never".
+        tracker: which tracker gives the ids (:mod:`pairedge.runtime.tracker_backends`): "iou" (the built-in
+            one, the default), "bytetrack", "ocsort" or "botsort" (camera-motion compensation; these three
+            need the ``trackers`` library and run with its defaults; ``tracker_config`` is the built-in one's
+            only). The same name as ``pairedge run --tracker`` and the ROS parameter ``tracker``.
         tracker_config: options of the built-in tracker.
-        tracker_backend: which tracker gives the ids (:mod:`pairedge.runtime.tracker_backends`): "iou" (the
-            built-in one, the default), "bytetrack", "ocsort" or "botsort" (camera-motion compensation; these
-            three need the ``trackers`` library and run with its defaults; ``tracker_config`` is the built-in
-            one's only).
         flow: optical-flow options.
         smoothing: per-pair smoothing options.
         validation: input sanitising options.
@@ -116,9 +120,9 @@ class PipelineConfig:
     tau_group: float | None = None
     confirm_s: float | None = None
     operating_point: str | None = None
-    tracker: str = "auto"
+    tracking: str = "auto"
+    tracker: str = DEFAULT_TRACKER
     tracker_config: TrackerConfig = field(default_factory=TrackerConfig)
-    tracker_backend: str = DEFAULT_TRACKER
     flow: FlowConfig = field(default_factory=FlowConfig)
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
@@ -129,9 +133,14 @@ class PipelineConfig:
     pair_radius: float | None = None
 
     def __post_init__(self) -> None:
-        if self.tracker not in ("auto", "always", "never"):
-            raise InputError(f"tracker: expected 'auto', 'always' or 'never', got {self.tracker!r}")
-        object.__setattr__(self, "tracker_backend", check_tracker_name(self.tracker_backend))
+        if self.tracking not in TRACKING_MODES:
+            raise InputError(f"tracking: expected 'auto', 'always' or 'never', got {self.tracking!r}")
+        if self.tracker in TRACKING_MODES:
+            raise InputError(
+                f"tracker: names the tracker that gives the ids (iou, bytetrack, ocsort, botsort), got "
+                f"{self.tracker!r}; when it runs is tracking={self.tracker!r}"
+            )
+        object.__setattr__(self, "tracker", check_tracker_name(self.tracker))
         if self.box_shape not in BOX_SHAPE_MODES:
             raise InputError(
                 f"box_shape: expected one of {', '.join(BOX_SHAPE_MODES)}, got {self.box_shape!r}"

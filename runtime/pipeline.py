@@ -102,7 +102,7 @@ class Pipeline:
         self.box_shape = BoxShapePolicy(cfg.box_shape, models.spec, models.stage2.metadata.norm_mean)
         self.repair = InputRepair(cfg.validation, cfg.max_people)
         self._observers = FeatureObservers()
-        self._tracker = make_tracker(cfg.tracker_backend, cfg.tracker_config)
+        self._tracker = make_tracker(cfg.tracker, cfg.tracker_config)
         self._tracking = False  # the built-in tracker gives this stream's ids
         self._smoother = PairSmoother(len(self.labels), cfg.smoothing)
         #: Frames whose flow field was computed, since load (0 when the flow never ran; see ``flow_problem``).
@@ -463,7 +463,7 @@ class Pipeline:
             The detections with ids (rows without one dropped and counted), coasted people appended, and an
             (N,) bool mask of the coasted rows.
         """
-        mode = self.config.tracker
+        mode = self.config.tracking
         missing = dets.track_ids < 0
         untracked = len(dets) == 0 and self._tracking  # an empty frame still ages the tracks
         if mode == "always" or (mode == "auto" and (untracked or (len(dets) > 0 and missing.all()))):

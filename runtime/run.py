@@ -42,7 +42,7 @@ from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.prefetch import cores, prefetched
 from pairedge.runtime.run_stats import RunStats, RunSummary
 from pairedge.runtime.tracker import TrackerConfig
-from pairedge.runtime.tracker_backends import tracker_phrase
+from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, tracker_phrase
 from pairedge.runtime.types import FrameResult
 
 #: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds,
@@ -113,9 +113,10 @@ class RunOptions:
         max_frames: stop after this many frames (None: the whole video).
         video: write the annotated video.
         fps: frame rate for timestamps; None = the video's (image folders: 30).
-        tracker: "auto" (track detections without ids), "always" or "never".
-        tracker_backend: the tracker that gives ids: "iou" (built in, the default), "bytetrack", "ocsort"
-            or "botsort" (``PipelineConfig.tracker_backend``).
+        tracking: when the tracker gives the ids: "auto" (detections without ids), "always" or "never"
+            (``PipelineConfig.tracking``).
+        tracker: the tracker that gives ids: "iou" (built in, the default), "bytetrack", "ocsort" or
+            "botsort" (``PipelineConfig.tracker``, ``pairedge run --tracker``).
         max_people: at most this many detections per frame (the most confident); None = no cap.
         confirm_s: seconds a link must hold before it is reported; None = the model's (see
             :class:`PipelineConfig`).
@@ -148,8 +149,8 @@ class RunOptions:
     max_frames: int | None = None
     video: bool = True
     fps: float | None = None
-    tracker: str = "auto"
-    tracker_backend: str = "iou"
+    tracking: str = "auto"
+    tracker: str = DEFAULT_TRACKER
     max_people: int | None = 100
     confirm_s: float | None = None
     operating_point: str | None = None
@@ -177,9 +178,9 @@ class RunOptions:
         if self.coast_frames is not None:
             tracker = replace(tracker, coast_frames=self.coast_frames)
         return PipelineConfig(
+            tracking=self.tracking,
             tracker=self.tracker,
             tracker_config=tracker,
-            tracker_backend=self.tracker_backend,
             flow=flow,
             max_people=self.max_people,
             confirm_s=self.confirm_s,
@@ -400,9 +401,7 @@ def run_files(
     try:
         dets = read_detections(detections) if detections is not None else None
         if dets is None:
-            timer = DetectorTimer(
-                open_run_detector(options).activate(), options.tracker_backend, options.guard
-            )
+            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker, options.guard)
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
@@ -438,7 +437,7 @@ def run_files(
                 if writer is not None:
                     writer.close()
             files["summary"] = str(folder / "summary.json")
-            notes = _notes(source, dets, timer, stats.frames, options.tracker_backend)
+            notes = _notes(source, dets, timer, stats.frames, options.tracker)
             if overlap:
                 notes.append(
                     "the detector of the next frame ran on a second thread while the pipeline stepped"

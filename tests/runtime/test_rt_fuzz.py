@@ -208,8 +208,8 @@ def test_pipeline_survives_seeded_mutations(tmp_path: Path, spec: str) -> None:
     mutate = _Mutator(seed={"pairedge": 9, "liang2026": 10}.get(spec, 11))
     configs = [
         PipelineConfig(),
-        PipelineConfig(tracker="always", max_people=5),
-        PipelineConfig(tracker="never"),
+        PipelineConfig(tracking="always", max_people=5),
+        PipelineConfig(tracking="never"),
     ]
     if name == "pairedge":  # far pairs skipped (the liang2026 spec refuses a radius)
         configs.append(PipelineConfig(pair_radius=2.0))

@@ -38,11 +38,24 @@ def test_names_and_the_builtin_default() -> None:
 
 
 def test_pipeline_and_run_options_choose_the_backend() -> None:
-    assert PipelineConfig().tracker_backend == "iou"
-    assert PipelineConfig(tracker_backend="OCSORT").tracker_backend == "ocsort"
-    assert RunOptions(tracker_backend="botsort").pipeline_config().tracker_backend == "botsort"
+    assert PipelineConfig().tracker == "iou"
+    assert PipelineConfig(tracker="OCSORT").tracker == "ocsort"
+    assert RunOptions(tracker="botsort").pipeline_config().tracker == "botsort"
     with pytest.raises(InputError, match="tracker backend"):
-        PipelineConfig(tracker_backend="deepsort")
+        PipelineConfig(tracker="deepsort")
+
+
+def test_tracker_names_the_tracker_and_tracking_says_when_it_runs() -> None:
+    """One name per meaning: ``tracker`` is the backend everywhere (CLI, ROS, PipelineConfig, RunOptions);
+    the mode is ``tracking``. The old spelling of the mode is refused with the new one in the message."""
+    assert PipelineConfig(tracking="always").tracking == "always"
+    assert RunOptions(tracking="never").pipeline_config().tracking == "never"
+    with pytest.raises(InputError, match=r"when it runs is tracking='always'"):
+        PipelineConfig(tracker="always")
+    with pytest.raises(InputError, match="tracking: expected 'auto', 'always' or 'never'"):
+        PipelineConfig(tracking="iou")
+    with pytest.raises(TypeError):
+        PipelineConfig(tracker_backend="iou")  # type: ignore[call-arg]
 
 
 def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,13 +136,13 @@ def test_botsort_compensates_camera_motion(gray: bool) -> None:
 
 @pytest.mark.parametrize("name", ["bytetrack", "botsort"])
 def test_pipeline_runs_a_library_tracker(tmp_path: Path, name: str) -> None:
-    """Pipeline(tracker_backend=...) gives the library's ids; boxes it has no id for yet are dropped and
+    """PipelineConfig(tracker=...) gives the library's ids; boxes it has no id for yet are dropped and
     counted as the built-in tracker's suppressed ones are; the frame reaches BoT-SORT's compensation."""
     pytest.importorskip("trackers", reason="Roboflow's trackers library is not installed")
     folder = tmp_path / "m"
     write_toy_model(folder / "stage1.onnx", stage=1, spec_name="pairedge", seed=1)
     write_toy_model(folder / "stage2.onnx", stage=2, spec_name="pairedge", seed=2)
-    cfg = PipelineConfig(features={"motion": "boxes"}, tracker_backend=name)
+    cfg = PipelineConfig(features={"motion": "boxes"}, tracker=name)
     frames, boxes = _panning(5, 10, gray=False)
     with Pipeline.load(folder, config=cfg) as pipe:
         assert isinstance(pipe._tracker, LibraryTracker) and pipe._tracker.uses_frame == (name == "botsort")

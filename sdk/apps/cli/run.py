@@ -241,7 +241,7 @@ def run(
         detector=detector or DEFAULT_DETECTOR,
         detector_backend=detector_backend,
         detector_layout=detector_layout,
-        tracker_backend=tracker,
+        tracker=tracker,
         dla_core=dla_core,
         pair_radius=pair_radius,
     )

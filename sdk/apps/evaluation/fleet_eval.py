@@ -35,7 +35,7 @@ class EvalTask:
 
 def evaluate_task(task: EvalTask) -> dict[str, Any]:
     """Evaluate one source; the report as a dict (module level, so Ray ships it by reference)."""
-    config = None if task.tracker == "iou" else PipelineConfig(tracker_backend=task.tracker)
+    config = None if task.tracker == "iou" else PipelineConfig(tracker=task.tracker)
     return evaluate(
         task.deployment, task.source, max_frames=task.max_frames, config=config, match_boxes=task.match_boxes
     ).to_dict()
@@ -69,7 +69,7 @@ def evaluate_many(
     """Evaluate a deployment (:func:`evaluate`: a folder path alone runs at fp32 on the "auto" backends) on
     every source (one task each) and pool the reports.
 
-    ``tracker``: the tracker backend for detections without ids (``PipelineConfig.tracker_backend``);
+    ``tracker``: the tracker backend for detections without ids (``PipelineConfig.tracker``);
     ``match_boxes``: a MOT ground truth the run's people are matched to by box before scoring
         (:func:`evaluate`).
 

@@ -77,8 +77,8 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     tracker = TrackerConfig(nms_iou=None) if config.uses_detector else TrackerConfig()
     pipe = deployment.load(
         PipelineConfig(
-            tracker=config.tracker_mode,
-            tracker_backend=config.tracker,
+            tracking=config.tracking,
+            tracker=config.tracker,
             tracker_config=tracker,
             max_people=config.max_people,
         )

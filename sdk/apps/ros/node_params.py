@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pairedge.core.errors import InputError
+from pairedge.runtime.config import TRACKING_MODES
 from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
 
@@ -24,8 +25,6 @@ from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, ch
 #: camera drivers publish with) or "reliable" (reliable, keep last ``qos_depth``: a reliable publisher
 #: such as ``ros2 bag play``; a best-effort subscriber also hears reliable publishers, not the reverse).
 QOS_PROFILES: tuple[str, ...] = ("sensor_data", "reliable")
-#: Tracker modes (``PipelineConfig.tracker``): track detections without ids, always, or never.
-TRACKER_MODES: tuple[str, ...] = ("auto", "always", "never")
 #: Most classes a ``classes`` filter may name, and the longest string parameter (bounded configuration).
 MAX_CLASSES, MAX_TEXT = 1000, 4096
 
@@ -88,7 +87,7 @@ PARAMETERS: tuple[Parameter, ...] = (
         "library)",
     ),
     Parameter(
-        "tracker_mode",
+        "tracking",
         "auto",
         "auto = track detections that carry no id, always = ignore given ids, "
         "never = use the detector's ids as they are",
@@ -147,7 +146,7 @@ class NodeConfig:
     detector: str = DEFAULT_DETECTOR
     detector_backend: str = "onnxruntime"
     tracker: str = DEFAULT_TRACKER
-    tracker_mode: str = "auto"
+    tracking: str = "auto"
     image_topic: str = "image"
     detections_topic: str = "detections"
     compressed: bool = False
@@ -176,7 +175,7 @@ class NodeConfig:
                     f"parameter {f.name}: expected at most {MAX_TEXT} characters, got {len(value)}"
                 )
         _choice("qos", self.qos, QOS_PROFILES)
-        _choice("tracker_mode", self.tracker_mode, TRACKER_MODES)
+        _choice("tracking", self.tracking, TRACKING_MODES)
         try:
             object.__setattr__(self, "tracker", check_tracker_name(self.tracker))
         except InputError as exc:

@@ -136,10 +136,10 @@ def test_reliable_qos_depth_and_compressed_images_when_asked(make_node: Any) -> 
 
 
 def test_node_runs_the_deployment_its_parameters_name(make_node: Any) -> None:
-    node = make_node(precision="fp32", max_people=7, tracker_mode="always")
+    node = make_node(precision="fp32", max_people=7, tracking="always")
     assert node.core.pipe.flow is None and node.core.runner.pipe is node.core.pipe
     config = node.core.pipe.config
-    assert (config.max_people, config.tracker, config.tracker_backend) == (7, "always", "iou")
+    assert (config.max_people, config.tracking, config.tracker) == (7, "always", "iou")
     assert any("precision fp32" in text for level, text in node.logged if level == "info")
     node.destroy_node()
     assert node.destroyed and not node.core.pipe.stage1.is_active
@@ -151,7 +151,7 @@ def test_node_hands_its_tracker_to_the_runtime(make_node: Any) -> None:
     from pairedge.runtime.tracker_backends import LibraryTracker
 
     node = make_node(tracker="botsort")
-    assert node.core.pipe.config.tracker_backend == "botsort"
+    assert node.core.pipe.config.tracker == "botsort"
     assert isinstance(node.core.pipe._tracker, LibraryTracker)
 
 

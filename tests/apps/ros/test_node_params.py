@@ -34,7 +34,7 @@ def test_values_are_checked() -> None:
             "sort",
             "parameter tracker: tracker backend: expected one of iou, bytetrack, ocsort, botsort, got 'sort'",
         ),
-        "tracker_mode": ("sometimes", "parameter tracker_mode: expected one of auto, always, never"),
+        "tracking": ("sometimes", "parameter tracking: expected one of auto, always, never"),
         "stamp_tolerance": (-0.1, r"parameter stamp_tolerance: expected a number in \[0, 10\], got -0.1"),
         "max_people": (1, r"parameter max_people: expected a number in \[2, 100000\], got 1"),
         "qos_depth": (0, "parameter qos_depth"),
