@@ -21,8 +21,8 @@ from pairedge.core.metrics.pairwise import score_files
 from pairedge.core.sim import Scene
 from pairedge.core.sim.output import pairs_record
 from pairedge.runtime import Pipeline, PipelineConfig
-from pairedge.runtime.output import JsonlWriter
-from pairedge.runtime.run import run_stream
+from pairedge.runtime.runner.output import JsonlWriter
+from pairedge.runtime.runner.run import run_stream
 
 METRICS = (
     "pair_precision",

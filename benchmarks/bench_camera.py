@@ -4,7 +4,7 @@ For each box source (``bundled``: the bundled YOLOX-Nano, no detection file; ``h
 ``--detector hog``; ``det``: PETS's ACF detections ``mot15/det/det.txt``; ``gt``: the ground-truth tracks
 ``mot15/gt/gt.txt``, ids given) and tracker (``iou``: built in; ``bytetrack`` / ``botsort``: Roboflow's
 ``trackers``, its defaults), this runs exactly what ``pairedge run vtest.avi ...`` runs
-(:func:`pairedge.runtime.run.run_files`, the bundled classifier model) and measures:
+(:func:`pairedge.runtime.runner.run.run_files`, the bundled classifier model) and measures:
 
 * the detector alone: decode + detect every frame on one thread, ms per frame and frames per second;
 * the whole pipeline, end to end (decode, detect, track, flow, features, classifiers, results written), frames
@@ -94,7 +94,7 @@ def run(
     frames: int | None,
 ) -> dict[str, Any]:
     """One ``pairedge run`` in process; its summary figures."""
-    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.runtime.runner.run import RunOptions, run_files
 
     options = RunOptions(detector=detector, tracker=tracker, overlap=overlap, video=False, max_frames=frames)
     start = time.perf_counter()

@@ -21,7 +21,7 @@ import numpy as np
 from _train_bench import DEFAULT_DATA, RESULTS, write
 from pairedge.core.sim import get_preset, simulate
 from pairedge.core.sim.config import PERSON_HEIGHT_M
-from pairedge.runtime.inputs import read_detections
+from pairedge.runtime.runner.inputs import read_detections
 from pairedge.runtime.viewpoint import ElevationEstimator
 
 BOUND = 1.3  # the bundled model's surveillance point: min_camera_height (body heights)

@@ -81,7 +81,7 @@ def sim_frames(count: int) -> Any:
 
 
 def pets_frames(data: Path, count: int) -> Any:
-    from pairedge.runtime.inputs import FrameSource, read_detections
+    from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
     root = data / "pets09_s2l1"
     dets = read_detections(root / "mot15" / "gt" / "gt.txt")

@@ -29,7 +29,7 @@ from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.apps.ros.write import write_log
 from pairedge.core.sim import simulate
 from pairedge.core.sim.output import write_scene
-from pairedge.runtime.run import resolve_model
+from pairedge.runtime.runner.run import resolve_model
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from _train_bench import write
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.sim import Scene
 from pairedge.runtime import Pipeline, PipelineConfig
-from pairedge.runtime.inputs import FrameSource, read_detections
+from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
 HERE = Path(__file__).resolve().parent
 PRESETS = ("static", "moving", "noisy", "surveillance")

@@ -1,9 +1,9 @@
 """``pairedge run`` on real video: PETS 2009 S2.L1 (768 x 576, 795 frames) with ground-truth tracks and with
 raw detections through the built-in tracker; latency, and per-person flow agreement with the box motion.
 
-1. The run library (:func:`pairedge.runtime.run.run_files`, what ``pairedge run`` calls) with the bundled
-   model over the whole video, once with the MOT ground truth ``mot15/gt/gt.txt`` (ids given; 1-based frames
-   mapped to video index + 1) and once with the raw ACF detections ``mot15/det/det.txt`` (ids -1: the
+1. The run library (:func:`pairedge.runtime.runner.run.run_files`, what ``pairedge run`` calls) with the
+   bundled model over the whole video, once with the MOT ground truth ``mot15/gt/gt.txt`` (ids given; 1-based
+   frames mapped to video index + 1) and once with the raw ACF detections ``mot15/det/det.txt`` (ids -1: the
    built-in tracker assigns them). Frames completed, per-stage latency, FPS, tracks, drops.
 2. Flow agreement, as in the simulator's flow check (``pairedge.core.sim.flowcheck``): for every ground-truth
    person present in two consecutive frames, the median of the runtime's flow (same backend and settings,
@@ -37,9 +37,9 @@ from pairedge.core.sim.flowcheck import summary as error_summary
 from pairedge.runtime import FlowConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.flow import FlowStream, get_flow_backend
-from pairedge.runtime.inputs import FrameSource
 from pairedge.runtime.memory import tune_allocator
-from pairedge.runtime.run import RunOptions, RunSummary, run_files
+from pairedge.runtime.runner.inputs import FrameSource
+from pairedge.runtime.runner.run import RunOptions, RunSummary, run_files
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"

@@ -59,7 +59,7 @@ from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import ModelError, PairedgeError
 from pairedge.core.io.mot import read_mot
 from pairedge.runtime import Pipeline, PipelineConfig
-from pairedge.runtime.inputs import FrameSource, read_detections
+from pairedge.runtime.runner.inputs import FrameSource, read_detections
 from pairedge.runtime.tracker import TrackerConfig
 
 HERE = Path(__file__).resolve().parent

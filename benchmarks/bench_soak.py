@@ -41,7 +41,7 @@ from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
 from pairedge.runtime.flow import get_flow_backend
 from pairedge.runtime.memory import tune_allocator
-from pairedge.runtime.run import resolve_model
+from pairedge.runtime.runner.run import resolve_model
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 W, H, PEOPLE = 96, 72, 5

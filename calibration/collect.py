@@ -30,8 +30,8 @@ from pairedge.core.io.featurefile import load_npz
 from pairedge.core.labels import CAD8, CAD_TOGETHER, PAPER3, SIM7
 from pairedge.core.seeds import parse_seeds
 from pairedge.runtime import Deployment
-from pairedge.runtime.inputs import FrameSource, read_detections
 from pairedge.runtime.observers import LastFeatures
+from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
 #: frame's pairs as ``(pairs (M, 2) int64, label names (M,))`` or None.
@@ -226,7 +226,7 @@ def collect_video(
     fps: float | None = None,
 ) -> Collected:
     """Samples of a video (or image folder) with a MOT / JRDB / CVML detection file (no truth)."""
-    from pairedge.runtime.run import file_items
+    from pairedge.runtime.runner.run import file_items
 
     dets = read_detections(detections)
     with FrameSource(video, fps) as source, Deployment(model, backend="onnxruntime").load() as pipe:

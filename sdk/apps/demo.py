@@ -38,7 +38,7 @@ from pairedge.core.metrics.result import ScoreReport
 from pairedge.core.seeds import parse_seeds
 from pairedge.runtime import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.output import JsonlWriter
+from pairedge.runtime.runner.output import JsonlWriter
 
 TOGETHER = frozenset(PAPER3.classes)
 #: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held
@@ -209,7 +209,7 @@ class DemoResult:
 
     Attributes:
         scene: which scene and boxes were scored (:class:`SceneInfo`).
-        summary: the run summary (:class:`pairedge.runtime.run.RunSummary`).
+        summary: the run summary (:class:`pairedge.runtime.runner.run.RunSummary`).
         report: pairwise metrics against the simulator's ground truth, or None (labels the simulator cannot
             map, see ``notes``).
         passed_accuracy: stage-2 accuracy over the true pairs stage 1 passed (NaN when none).
@@ -293,7 +293,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         ModelError: the bundled model is missing (or ``options.model`` is not a valid model folder).
         InputError: bad options (unknown preset, ...).
     """
-    from pairedge.runtime.run import remove_stale_outputs, stale_note
+    from pairedge.runtime.runner.run import remove_stale_outputs, stale_note
 
     start = time.perf_counter()
     options = options or DemoOptions()
@@ -340,9 +340,10 @@ def _run(
     """Run the deployment (:meth:`DemoOptions.deployment`) over the scene; (stats, labels, describe, files,
     notes).
 
-    ``notes``: what the pipeline decided a user should know (:func:`pairedge.runtime.run.pipeline_notes`:
+    ``notes``: what the pipeline decided a user should know
+        (:func:`pairedge.runtime.runner.run.pipeline_notes`:
     an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
-    from pairedge.runtime.run import open_video_writer, pipeline_notes, run_stream
+    from pairedge.runtime.runner.run import open_video_writer, pipeline_notes, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
     options = stream.options

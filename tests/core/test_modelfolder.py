@@ -246,7 +246,7 @@ def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
     """`pairedge run` (run_files) says when a model folder has no manifest, and records the check."""
     from pairedge.core.sim.output import write_scene
     from pairedge.runtime.deployment import Deployment
-    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.runtime.runner.run import RunOptions, run_files
 
     files = write_scene("static", 3, 4, tmp_path / "sim")
     model = tmp_path / "model"

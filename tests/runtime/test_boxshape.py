@@ -154,7 +154,7 @@ def test_bad_box_shape_settings_are_refused() -> None:
 
 
 def test_the_run_summary_says_when_box_shape_was_ignored(tmp_path: Path) -> None:
-    from pairedge.runtime.run import pipeline_notes
+    from pairedge.runtime.runner.run import pipeline_notes
 
     folder, _ = _folder(tmp_path)
     rng = np.random.default_rng(8)

@@ -15,7 +15,7 @@ from pairedge.runtime import Deployment, Pipeline
 from pairedge.runtime.backends.registry import canonical_backend_name
 from pairedge.runtime.deployment import check_flow_name
 from pairedge.runtime.flow.registry import FLOW_BACKENDS
-from pairedge.runtime.run import RunOptions
+from pairedge.runtime.runner.run import RunOptions
 from run_demo_helpers import toy_model
 
 

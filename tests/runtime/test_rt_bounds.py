@@ -20,8 +20,8 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.types import Detections
 from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
-from pairedge.runtime.inputs import FrameSource, iso_bmff_problem, read_detections
-from pairedge.runtime.run_stats import MAX_REASONS, RunStats
+from pairedge.runtime.runner.inputs import FrameSource, iso_bmff_problem, read_detections
+from pairedge.runtime.runner.stats import MAX_REASONS, RunStats
 from pairedge.runtime.validate import cap_people
 from rt_onnx_models import toy_metadata, toy_proto, toy_weights, write_toy_model
 from rt_scenes import scene
@@ -289,7 +289,7 @@ def test_ffmpeg_log_is_silenced_on_a_corrupt_video(tmp_path: Path) -> None:
         data[i] ^= 0xFF
     (tmp_path / "bad.mp4").write_bytes(bytes(data))
     code = (
-        "import sys; from pairedge.runtime.inputs import FrameSource\n"
+        "import sys; from pairedge.runtime.runner.inputs import FrameSource\n"
         "s = FrameSource(sys.argv[1]); n = sum(1 for _ in s); print(n, s.error)"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_LOGLEVEL"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pairedge.runtime import Pipeline
 from pairedge.runtime.flow import get_flow_backend
-from pairedge.runtime.run import resolve_model
+from pairedge.runtime.runner.run import resolve_model
 
 
 class _Closable:

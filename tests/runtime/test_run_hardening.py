@@ -12,7 +12,7 @@ import pytest
 from pairedge.core import limits, palette
 from pairedge.runtime import Diagnostics, FrameResult, Group
 from pairedge.runtime.groups import groups_from_index
-from pairedge.runtime.output import annotate
+from pairedge.runtime.runner.output import annotate
 
 LABELS = ("walking_together", "standing_together", "sitting_together")
 
@@ -57,7 +57,7 @@ def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: py
 
 def test_track_colours_are_shared() -> None:
     from pairedge.core.sim.preview import id_colour
-    from pairedge.runtime.output import track_colour
+    from pairedge.runtime.runner.output import track_colour
 
     assert [track_colour(k) for k in range(20)] == [id_colour(k) for k in range(20)]
     assert [track_colour(k) for k in range(20)] == [palette.track_colour(k) for k in range(20)]
@@ -232,8 +232,8 @@ def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None
     from pairedge.core.metrics.pairwise_files import read_pairwise_file
     from pairedge.core.types import Detections
     from pairedge.runtime import Pipeline
-    from pairedge.runtime.output import JsonlWriter
-    from pairedge.runtime.run import pipeline_notes, run_stream
+    from pairedge.runtime.runner.output import JsonlWriter
+    from pairedge.runtime.runner.run import pipeline_notes, run_stream
     from test_viewpoint import SIZE, pinhole_boxes
 
     points = {"surveillance": {"p_interact": 0.8, "confirm_s": 0.5, "min_camera_height": 1.3}}

@@ -11,7 +11,7 @@ import pytest
 from pairedge.core.errors import InputError, MissingDependencyError
 from pairedge.core.types import Detections
 from pairedge.runtime import Pipeline, PipelineConfig
-from pairedge.runtime.run import RunOptions
+from pairedge.runtime.runner.run import RunOptions
 from pairedge.runtime.tracker import IoUTracker, TrackerConfig
 from pairedge.runtime.tracker_backends import (
     DEFAULT_TRACKER,

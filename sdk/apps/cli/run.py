@@ -18,7 +18,7 @@ from pairedge.core.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.runtime.run import RunOptions, RunSummary
+    from pairedge.runtime.runner.run import RunOptions, RunSummary
     from rich.console import RenderableType
 
 
@@ -212,10 +212,10 @@ def run(
     """
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
-    from pairedge.runtime.inputs import FrameSource
-    from pairedge.runtime.live import is_live
     from pairedge.runtime.memory import tune_allocator
-    from pairedge.runtime.run import RunOptions, run_files
+    from pairedge.runtime.runner.inputs import FrameSource
+    from pairedge.runtime.runner.live import is_live
+    from pairedge.runtime.runner.run import RunOptions, run_files
 
     source = Path(source_text)
     live = is_live(source_text)
@@ -298,8 +298,8 @@ def run_live_command(
     spec: str, options: RunOptions, detections: Path | None, out: Path, reconnect_s: float = 30.0
 ) -> None:
     """``pairedge run`` on a camera or stream: until it ends, --max-frames, or Ctrl-C; then the summary."""
-    from pairedge.runtime.live import LiveOptions, live_target
-    from pairedge.runtime.run_live import run_live
+    from pairedge.runtime.runner.live import LiveOptions, live_target
+    from pairedge.runtime.runner.stream import run_live
 
     if detections is not None:
         raise fail("--detections: a live source has no detection file; people come from --detector")

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 if TYPE_CHECKING:
     from pairedge.apps.ros.bag import LogTopics
-    from pairedge.runtime.run import RunOptions
+    from pairedge.runtime.runner.run import RunOptions
 
 
 def run_log_command(

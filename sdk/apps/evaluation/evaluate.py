@@ -24,7 +24,7 @@ from pairedge.core.metrics.pairwise_groups import DetectionScore
 from pairedge.core.metrics.pairwise_report import scored_accuracy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.output import JsonlWriter
+from pairedge.runtime.runner.output import JsonlWriter
 
 _STAGES = ("flow", "features", "stage1", "stage2", "total")
 
@@ -158,7 +158,7 @@ def evaluate(
         InputError: the text names several sources (evaluate each, then :func:`pool`).
         ModelError, BackendError, FormatError: from the model, the backends and the source.
     """
-    from pairedge.runtime.run import run_stream
+    from pairedge.runtime.runner.run import run_stream
 
     if not isinstance(deployment, Deployment):
         deployment = Deployment(deployment)
@@ -223,7 +223,7 @@ def evaluate(
 
 
 def _run_sized(pipe: Any, items: Any, jsonl: Any, size: tuple[int, int]) -> Any:
-    from pairedge.runtime.run import RunStats
+    from pairedge.runtime.runner.run import RunStats
 
     stats = RunStats(pipe.labels)
     for index, image, dets, t in items:

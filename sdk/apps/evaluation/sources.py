@@ -249,7 +249,7 @@ def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
 
 
 def _video_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.runtime.inputs import FrameSource, read_detections
+    from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
     dets = read_detections(params["detections"])
     truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None

@@ -33,7 +33,7 @@ from pairedge.core.bundled import describe_model
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
-from pairedge.runtime.output import JsonlWriter
+from pairedge.runtime.runner.output import JsonlWriter
 
 __all__ = [
     "MARKERS_TOPIC",
@@ -157,15 +157,15 @@ def run_log(
     Args:
         log: rosbag2 folder or ``.mcap`` / ``.db3`` file.
         out: output folder (created).
-        options: :class:`~pairedge.runtime.run.RunOptions` (model, backends, video, max frames).
+        options: :class:`~pairedge.runtime.runner.run.RunOptions` (model, backends, video, max frames).
         topics: which topics to read and how to pair them.
         out_bag: write a copy of the log plus pairedge's topics here (same storage format), or None.
         on_frame: called with each :class:`~pairedge.runtime.types.FrameResult`.
 
     Returns:
-        The :class:`~pairedge.runtime.run.RunSummary` (drops include unpaired messages).
+        The :class:`~pairedge.runtime.runner.run.RunSummary` (drops include unpaired messages).
     """
-    from pairedge.runtime.run import (
+    from pairedge.runtime.runner.run import (
         RUN_OUTPUTS,
         RunOptions,
         RunStats,

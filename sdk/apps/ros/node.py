@@ -67,7 +67,7 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     Raises:
         InputError, ModelError, BackendError: as :meth:`Deployment.load` and :func:`open_run_detector`.
     """
-    from pairedge.runtime.run import RunOptions, open_run_detector
+    from pairedge.runtime.runner.run import RunOptions, open_run_detector
 
     deployment = Deployment(
         config.model or None, precision=config.precision, backend=config.backend, flow=config.flow

@@ -19,8 +19,8 @@ from pairedge.core import limits
 from pairedge.core.errors import FormatError
 from pairedge.core.sim.output import write_scene
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.inputs import FrameSource
-from pairedge.runtime.run import RunOptions, run_files
+from pairedge.runtime.runner.inputs import FrameSource
+from pairedge.runtime.runner.run import RunOptions, run_files
 from run_demo_helpers import toy_model
 from typer.testing import CliRunner
 
@@ -327,7 +327,7 @@ def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> Non
     from dataclasses import replace
 
     from pairedge.apps.cli.run import summary_table
-    from pairedge.runtime.run import RunStats
+    from pairedge.runtime.runner.run import RunStats
     from rich.console import Console
 
     long_label = "standing_together_near_the_entrance_of_the_building\nerror: x"
@@ -365,7 +365,7 @@ def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> Non
 def test_a_detection_file_that_is_a_device_or_folder_says_so(tmp_path: Path) -> None:
     """The true reason, not "no such file", for a detection path that exists but is not a regular file."""
     from pairedge.core.errors import FormatError
-    from pairedge.runtime.inputs import read_detections
+    from pairedge.runtime.runner.inputs import read_detections
 
     link = tmp_path / "det.txt"
     link.symlink_to("/dev/zero")

@@ -42,7 +42,7 @@ def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
     from pairedge.core.sim import Scene
     from pairedge.core.sim.output import pairs_record
     from pairedge.runtime import Pipeline
-    from pairedge.runtime.output import JsonlWriter
+    from pairedge.runtime.runner.output import JsonlWriter
 
     report = evaluate(Deployment(default_model_dir(), backend="onnxruntime"), SCENE)
     gold = [json.dumps({"labels": list(PAPER3.classes)})]

@@ -14,8 +14,8 @@ from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.io.mot import read_mot
 from pairedge.core.sim.output import write_scene
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.inputs import FrameSource, read_detections
-from pairedge.runtime.run import RunOptions, resolve_model, run_files
+from pairedge.runtime.runner.inputs import FrameSource, read_detections
+from pairedge.runtime.runner.run import RunOptions, resolve_model, run_files
 from run_demo_helpers import toy_model, video_frames
 from typer.testing import CliRunner
 

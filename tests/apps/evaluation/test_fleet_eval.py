@@ -11,7 +11,7 @@ from pairedge.apps.evaluation.fleet_eval import evaluate_many
 from pairedge.apps.evaluation.sources import StreamSource, parse_sources
 from pairedge.core.sim import simulate
 from pairedge.runtime import PipelineConfig
-from pairedge.runtime.run import resolve_model
+from pairedge.runtime.runner.run import resolve_model
 
 FRAMES = 8
 

@@ -30,7 +30,7 @@ from pairedge.apps.ros.messages import (  # noqa: E402
 )
 from pairedge.apps.ros.msgdefs import make_typestore  # noqa: E402
 from pairedge.apps.ros.write import write_log  # noqa: E402
-from pairedge.runtime.run import RunOptions, run_files  # noqa: E402
+from pairedge.runtime.runner.run import RunOptions, run_files  # noqa: E402
 
 FRAMES = 12
 

@@ -21,7 +21,7 @@ pytest.importorskip("rosbags")
 
 from pairedge.apps.ros.bag import list_topics, open_log, run_log  # noqa: E402
 from pairedge.apps.ros.mcap import MAGIC, bound_decompression, inflate, walk_mcap  # noqa: E402
-from pairedge.runtime.run import RunOptions  # noqa: E402
+from pairedge.runtime.runner.run import RunOptions  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 MiB = 1 << 20

@@ -32,7 +32,7 @@ from pairedge.apps.ros.runner import (  # noqa: E402
     FrameDecoder,
     RosRunner,
 )
-from pairedge.runtime.run import RunOptions  # noqa: E402
+from pairedge.runtime.runner.run import RunOptions  # noqa: E402
 
 
 def _run(write_messages, messages, tmp_path: Path, name: str = "log"):
@@ -266,7 +266,7 @@ def test_an_epoch_stamped_log_gives_the_results_of_the_same_clip_from_zero(
     video of it; the pipeline sees exact durations since the first frame, records keep ``stamp_ns``."""
     from pairedge.apps.ros.write import write_log
     from pairedge.core.sim.output import write_scene
-    from pairedge.runtime.run import run_files
+    from pairedge.runtime.runner.run import run_files
 
     epoch = 1_700_000_000 * 10**9
     frames = [(image, boxes, k / 15.0) for k, (image, boxes, _) in enumerate(sim_frames)]

@@ -304,7 +304,7 @@ def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch:
 
 def test_run_options_dla_core_needs_the_tensorrt_backend() -> None:
     from pairedge.runtime.deployment import Deployment
-    from pairedge.runtime.run import RunOptions
+    from pairedge.runtime.runner.run import RunOptions
 
     config = RunOptions(deployment=Deployment(backend="tensorrt"), dla_core=1).pipeline_config()
     assert config.backend_options == TensorRTOptions(dla_core=1)

@@ -11,7 +11,13 @@ import pytest
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise_files import read_pairwise_file
 from pairedge.runtime import Diagnostics, FrameResult, Group
-from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter, annotate, label_colour, track_colour
+from pairedge.runtime.runner.output import (
+    AnnotatedVideoWriter,
+    JsonlWriter,
+    annotate,
+    label_colour,
+    track_colour,
+)
 
 LABELS = ("walking_together", "standing_together", "sitting_together")
 

@@ -1,10 +1,10 @@
 """``pairedge run`` on a live source (a camera, a network stream, a GStreamer pipeline): the person detector
-on each delivered frame, the pipeline, the same output files as :func:`pairedge.runtime.run.run_files`.
+on each delivered frame, the pipeline, the same output files as :func:`pairedge.runtime.runner.run.run_files`.
 
-Frames come from :class:`pairedge.runtime.live.LiveSource` (latest-frame policy: frames that arrive while a
-step runs are dropped and counted); timestamps are capture times. Every model is loaded and warmed (the
-detector's first run, the classifiers on a batch, the flow on blank frames) before the source is opened, so
-the first seconds of a stream are not dropped while sessions start. After an outage the stream resumes as a
+Frames come from :class:`pairedge.runtime.runner.live.LiveSource` (latest-frame policy: frames that arrive
+while a step runs are dropped and counted); timestamps are capture times. Every model is loaded and warmed
+(the detector's first run, the classifiers on a batch, the flow on blank frames) before the source is opened,
+so the first seconds of a stream are not dropped while sessions start. After an outage the stream resumes as a
 new
 segment: the pipeline's stream state (flow, tracks, links) starts afresh, so people get new ids (ids keep
 increasing). The run ends when the source ends (a finite source at its end, a live one after its reconnect
@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pairedge.core.errors import BackendError
-from pairedge.runtime.live import LiveOptions, LiveSource, LiveTarget
-from pairedge.runtime.output import JsonlWriter
-from pairedge.runtime.run import (
+from pairedge.runtime.runner.live import LiveOptions, LiveSource, LiveTarget
+from pairedge.runtime.runner.output import JsonlWriter
+from pairedge.runtime.runner.run import (
     RUN_OUTPUTS,
     DetectorTimer,
     RunOptions,
@@ -34,7 +34,7 @@ from pairedge.runtime.run import (
     run_stream,
     stale_note,
 )
-from pairedge.runtime.run_stats import RunStats, RunSummary
+from pairedge.runtime.runner.stats import RunStats, RunSummary
 from pairedge.runtime.types import FrameResult
 
 #: Frame rate written into the annotated video of a live run when ``RunOptions.fps`` is not given.
@@ -71,9 +71,9 @@ def run_live(
     """Run the pipeline on a live source until it ends, ``options.max_frames`` frames, or Ctrl-C.
 
     Args:
-        spec: the live source (:func:`pairedge.runtime.live.live_target`). out: the output folder.
-        options: as :func:`~pairedge.runtime.run.run_files` (``detector``: the person detector; a live source
-            has no detection file). live: reconnection and timeouts. source: an unopened
+        spec: the live source (:func:`pairedge.runtime.runner.live.live_target`). out: the output folder.
+        options: as :func:`~pairedge.runtime.runner.run.run_files` (``detector``: the person detector; a live
+            source has no detection file). live: reconnection and timeouts. source: an unopened
             :class:`LiveSource` to use instead of opening ``spec`` (tests).
 
     Raises:

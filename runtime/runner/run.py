@@ -3,10 +3,10 @@ demo``.
 
 :func:`run_stream` feeds ``(index, image, detections, timestamp)`` items to a :class:`Pipeline`, writes each
 result to the optional JSON Lines and annotated-video writers and accumulates a
-:class:`~pairedge.runtime.run_stats.RunSummary` (people, pairs, interactions by label, per-stage latency
+:class:`~pairedge.runtime.runner.stats.RunSummary` (people, pairs, interactions by label, per-stage latency
 percentiles, FPS, everything dropped, how many frames were scored and had optical flow). :func:`run_files`
 does the same for a video file or image folder plus a MOT / JRDB / CVML detection file (see
-:mod:`pairedge.runtime.inputs` for how frame numbers are mapped), or without one a person detector
+:mod:`pairedge.runtime.runner.inputs` for how frame numbers are mapped), or without one a person detector
 (:mod:`pairedge.runtime.detectors`: OpenCV's HOG by default, or an ONNX model), and writes :data:`RUN_OUTPUTS`
 into an output folder: ``results.jsonl``, ``annotated.mp4`` (``.avi`` when the mp4 codec is missing; neither
 with ``video=False``) and ``summary.json``. Those of an earlier run in the same folder that this run does not
@@ -36,11 +36,11 @@ from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 from pairedge.runtime.detectors.guard import DetectorGuard, FrameCheck, GuardOptions, guarded
 from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
 from pairedge.runtime.detectors.registry import ENGINE_SUFFIX, HOG, detector_class, open_detector
-from pairedge.runtime.inputs import DetectionFile, FrameSource, read_detections
-from pairedge.runtime.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.prefetch import cores, prefetched
-from pairedge.runtime.run_stats import RunStats, RunSummary
+from pairedge.runtime.runner.inputs import DetectionFile, FrameSource, read_detections
+from pairedge.runtime.runner.output import AnnotatedVideoWriter, JsonlWriter
+from pairedge.runtime.runner.stats import RunStats, RunSummary
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, tracker_phrase
 from pairedge.runtime.types import FrameResult

@@ -45,7 +45,7 @@ class RunSummary:
             "operating_point", "p_interact", "confirm_s"}`` (the thresholds from that frame on).
         detector: without a detection file, the detector's figures (``DetectorTimer.record``: what ran, its
             layout, frames, boxes, ms per frame, non-finite candidates); None otherwise.
-        live: a live source's counts (:meth:`pairedge.runtime.live.LiveStats.to_dict`: frames captured,
+        live: a live source's counts (:meth:`pairedge.runtime.runner.live.LiveStats.to_dict`: frames captured,
             delivered, dropped, refused, outages, reconnects, reconnect_attempts, ended); None otherwise.
     """
 

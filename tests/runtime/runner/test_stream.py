@@ -12,9 +12,9 @@ import cv2
 import pytest
 from mjpeg_server import RestartableMjpegServer
 from pairedge.core.sim import Scene, get_preset
-from pairedge.runtime.live import LiveOptions
-from pairedge.runtime.run import RunOptions
-from pairedge.runtime.run_live import run_live
+from pairedge.runtime.runner.live import LiveOptions
+from pairedge.runtime.runner.run import RunOptions
+from pairedge.runtime.runner.stream import run_live
 from rtsp_server import rtsp_available, start_rtsp
 
 OUTAGE_S = 5.0

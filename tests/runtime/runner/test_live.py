@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from mjpeg_server import mjpeg_server
 from pairedge.core.errors import FormatError, InputError
-from pairedge.runtime.live import LiveOptions, LiveSource, is_live, live_target
+from pairedge.runtime.runner.live import LiveOptions, LiveSource, is_live, live_target
 
 
 class FakeCapture:
