@@ -48,7 +48,7 @@ from pairedge.compare.comparator import (
 )
 from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
-from pairedge.export.qat_data import RecipeRows, scene_rows
+from pairedge.export.qat.data import RecipeRows, scene_rows
 
 HERE = Path(__file__).resolve().parent
 HELD_OUT = ("4000-4001", ["static", "moving", "noisy"])

@@ -430,7 +430,7 @@ def test_eval_reports_both_accuracies_from_the_same_counts(tmp_path: Path) -> No
 
 
 def test_score_summary_labels_accuracies(tmp_path: Path) -> None:
-    from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
+    from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
 
     assert set(ACCURACY_LABELS) <= set(DEFINITIONS)
     assert scored_accuracy(np.array([[2, 1], [0, 1]])) == pytest.approx(0.75)

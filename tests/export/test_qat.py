@@ -17,14 +17,14 @@ from pairedge.calibration.infer import logits, session  # noqa: E402
 from pairedge.calibration.qdq_rules import check_qdq_rules  # noqa: E402
 from pairedge.core.errors import InputError, ModelError  # noqa: E402
 from pairedge.core.labels import PAPER3, STAGE1  # noqa: E402
-from pairedge.export import qat_fake  # noqa: E402
 from pairedge.export.checkpoint import Checkpoint  # noqa: E402
 from pairedge.export.models import KNEE_QUANTILE, ModelConfig, build_model, set_normalization  # noqa: E402
 from pairedge.export.onnx_export import export_checkpoint  # noqa: E402
 from pairedge.export.qat import EXPORT_TOLERANCE, export_int8, import_fp32, stage_info  # noqa: E402
-from pairedge.export.qat_equalize import equalize  # noqa: E402
-from pairedge.export.qat_export import gemm_inputs_quantized, qdq_graph  # noqa: E402
-from pairedge.export.qat_train import QatConfig, finetune  # noqa: E402
+from pairedge.export.qat import fake as qat_fake  # noqa: E402
+from pairedge.export.qat.equalize import equalize  # noqa: E402
+from pairedge.export.qat.export import gemm_inputs_quantized, qdq_graph  # noqa: E402
+from pairedge.export.qat.train import QatConfig, finetune  # noqa: E402
 from pairedge.export.train import predict_logits  # noqa: E402
 
 MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8)), STAGE1.classes)
@@ -324,8 +324,8 @@ def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path
     (verified), loadable as the folder's int8 precision, and the record names rows, epochs and checks."""
     from pairedge.core.modelfolder import read_manifest, verify_files
     from pairedge.export.datasets import FeatureData
-    from pairedge.export.qat_build import build_int8
-    from pairedge.export.qat_data import RecipeRows
+    from pairedge.export.qat.build import build_int8
+    from pairedge.export.qat.data import RecipeRows
 
     spec = ("pairedge", "2")  # the runtime checks the widths: 31 and 61 = 2 x 15 + 31
     _fp32(tmp_path, ModelConfig("stage1_mlp", 31, 2, hidden=(16, 8)), STAGE1.classes, spec=spec)
@@ -367,7 +367,7 @@ def test_the_folder_step_writes_registers_and_records_both_stages(tmp_path: Path
 
 
 def test_headroom_widens_every_range_and_keeps_rows_beyond_the_extremes_in_range(tmp_path: Path) -> None:
-    from pairedge.export.qat_train import first_layer_paths
+    from pairedge.export.qat.train import first_layer_paths
 
     path = _fp32(tmp_path, *RELATION)
     X = _rows(14, 1200, seed=5)

@@ -229,7 +229,7 @@ def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(
 def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None:  # noqa: ANN001
     import json
 
-    from pairedge.core.metrics.pairwise_files import read_pairwise_file
+    from pairedge.core.metrics.pairwise.files import read_pairwise_file
     from pairedge.core.types import Detections
     from pairedge.runtime import Pipeline
     from pairedge.runtime.runner.output import JsonlWriter

@@ -27,7 +27,7 @@ from pairedge.compare.parity.build import pair_truth
 from pairedge.compare.parity.pack import PairRows
 from pairedge.compare.parity.replay import replay
 from pairedge.core.metrics.pairwise import classification_metrics
-from pairedge.core.metrics.pairwise_report import scored_accuracy
+from pairedge.core.metrics.pairwise.report import scored_accuracy
 from pairedge.runtime.deployment import Deployment
 
 

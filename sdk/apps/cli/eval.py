@@ -9,7 +9,7 @@ from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.score import print_table
 from pairedge.apps.evaluation.sources import parse_sources
-from pairedge.core.metrics.pairwise_boxes import read_truth_boxes
+from pairedge.core.metrics.pairwise.boxes import read_truth_boxes
 from rich.markup import escape
 
 

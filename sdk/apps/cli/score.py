@@ -12,7 +12,7 @@ import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.core.errors import InputError
 from pairedge.core.metrics import pairwise, par, pcp, tracking
-from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS
+from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS
 from rich.markup import escape
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import numpy as np
 from pairedge.apps.evaluation.sources import StreamSource, parse_sources
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise import metrics_from_confusion, score_files
-from pairedge.core.metrics.pairwise_groups import DetectionScore
-from pairedge.core.metrics.pairwise_report import scored_accuracy
+from pairedge.core.metrics.pairwise.groups import DetectionScore
+from pairedge.core.metrics.pairwise.report import scored_accuracy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.output import JsonlWriter
@@ -66,7 +66,7 @@ class EvalReport:
     def summary(self) -> dict[str, float]:
         """Headline metrics from the counts (NaN where undefined), as ``pairedge score`` computes them:
         ``accuracy`` counts missed true pairs as wrong, ``accuracy_scored`` leaves them out
-        (:data:`pairedge.core.metrics.pairwise_report.ACCURACY_LABELS`)."""
+        (:data:`pairedge.core.metrics.pairwise.report.ACCURACY_LABELS`)."""
         nan = float("nan")
         out = dict.fromkeys(
             (
@@ -152,7 +152,7 @@ def evaluate(
             ``k + 1`` is the source's frame ``k``): the run's people are matched to the true people per frame
             by box IoU (Hungarian, IoU >= 0.5) before its pairs are scored, as ``pairedge score
             --match-boxes``
-            does (:mod:`pairedge.core.metrics.pairwise_boxes`): for a tracker's ids on raw detections.
+            does (:mod:`pairedge.core.metrics.pairwise.boxes`): for a tracker's ids on raw detections.
 
     Raises:
         InputError: the text names several sources (evaluate each, then :func:`pool`).

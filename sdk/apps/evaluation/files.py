@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from pairedge.apps.evaluation.confusion_png import render, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
-from pairedge.core.metrics.pairwise_report import ACCURACY_LABELS, DEFINITIONS
+from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS
 from pairedge.core.metrics.result import Table
 
 METRICS = (

@@ -21,7 +21,7 @@ pipeline-level F1 on one preset's validation clips, ``extra["operating_points"]`
 gives a fraction of stage 2's walking rows the box aspects of standing rows before training
 (:mod:`pairedge.export.aspect_swap`; validation rows included, held-out rows never). The last step makes
 ``stage{1,2}.int8.onnx`` from the final fp32 files by quantization-aware training
-(:data:`pairedge.core.bundled.QAT_RECIPE`, :mod:`pairedge.export.qat_build`; every Gemm in int8) and records
+(:data:`pairedge.core.bundled.QAT_RECIPE`, :mod:`pairedge.export.qat.build`; every Gemm in int8) and records
 it in ``recipe.json["int8"]``; ``--int8-only`` redoes only that step for an existing folder (minutes, no fp32
 retraining).
 """
@@ -48,7 +48,7 @@ from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
-from pairedge.export.qat_build import INT8_ROLES, build_int8
+from pairedge.export.qat.build import INT8_ROLES, build_int8
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train
 
 TASK_STAGE = {"stage1": 1, "paper3": 2}

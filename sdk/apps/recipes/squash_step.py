@@ -86,7 +86,7 @@ def add_input_squash(
         SystemExit: the folder was built from another recipe, or the knee is not at the training maximum.
         ModelError: a training row's logits moved beyond :data:`TRAIN_ROW_TOLERANCE`.
     """
-    from pairedge.export.qat_build import INT8_ROLES, build_int8
+    from pairedge.export.qat.build import INT8_ROLES, build_int8
 
     if KNEE_QUANTILE != 1.0:
         raise SystemExit(

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.box_matching import iou_matrix, max_weight_assignment
-from pairedge.core.metrics.pairwise_boxes import FrameBoxes
+from pairedge.core.metrics.pairwise.boxes import FrameBoxes
 
 #: The localisation thresholds HOTA averages over (TrackEval's ``np.arange(0.05, 0.99, 0.05)``).
 ALPHAS = np.arange(0.05, 0.99, 0.05)

@@ -39,7 +39,7 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.mot import read_mot
 from pairedge.core.metrics.box_matching import MIN_IOU, iou_matrix, match_boxes, max_weight_assignment
 from pairedge.core.metrics.hota import hota
-from pairedge.core.metrics.pairwise_boxes import FrameBoxes
+from pairedge.core.metrics.pairwise.boxes import FrameBoxes
 from pairedge.core.metrics.result import ScoreReport, Table
 
 #: Most distinct track ids on either side that take part in the IDF1 assignment.

@@ -21,7 +21,7 @@ from pairedge.core.io.jrdb import read_jrdb
 from pairedge.core.io.par import read_par
 from pairedge.core.io.stickmen import read_stickmen_images
 from pairedge.core.io.stickmen_json import read_stickmen_json
-from pairedge.core.metrics.pairwise_files import read_pairwise_file
+from pairedge.core.metrics.pairwise.files import read_pairwise_file
 from typer.testing import CliRunner
 
 runner = CliRunner()

@@ -15,7 +15,7 @@ from pairedge.core.io.par import read_par
 from pairedge.core.io.stickmen import read_stickmen_images
 from pairedge.core.labels import SIM7
 from pairedge.core.metrics.pairwise import score_files
-from pairedge.core.metrics.pairwise_files import read_pairwise_file
+from pairedge.core.metrics.pairwise.files import read_pairwise_file
 from pairedge.core.sim import SIM_ACTIONS, SimFrame, simulate
 from typer.testing import CliRunner
 

@@ -210,7 +210,7 @@ def test_shipped_int8_files_are_what_the_qat_recipe_declares(stage: int) -> None
     from pairedge.calibration.qdq_rules import check_qdq_rules
     from pairedge.core.bundled import QAT_RECIPE
     from pairedge.core.modelfolder import sha256_file
-    from pairedge.export.qat_export import gemm_inputs_quantized
+    from pairedge.export.qat.export import gemm_inputs_quantized
 
     fp32, int8 = _props(f"stage{stage}.onnx"), _props(f"stage{stage}.int8.onnx")
     assert {k: v for k, v in int8.items() if k not in ("pairedge.precision", "pairedge.quantization")} == fp32

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from pairedge.core.metrics.hota import ALPHAS, hota
-from pairedge.core.metrics.pairwise_boxes import FrameBoxes
+from pairedge.core.metrics.pairwise.boxes import FrameBoxes
 from pairedge.core.metrics.tracking import score_tracks
 
 

@@ -13,7 +13,7 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.stickmen import StickmenImage, write_stickmen, write_stickmen_images
 from pairedge.core.io.stickmen_json import read_stickmen_json, write_stickmen_json
 from pairedge.core.metrics.pcp import pcp_loose, pcp_strict, score_files, score_images
-from pairedge.core.metrics.pcp_core import loose_correct, stickman_windows, strict_correct, window_iou
+from pairedge.core.metrics.pcp.core import loose_correct, stickman_windows, strict_correct, window_iou
 
 GT = np.array([0.0, 0.0, 10.0, 0.0])  # horizontal, L = 10: rotations are exact
 

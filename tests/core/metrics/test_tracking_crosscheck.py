@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pairedge.core.io.mot import read_mot
-from pairedge.core.metrics.pairwise_boxes import FrameBoxes
+from pairedge.core.metrics.pairwise.boxes import FrameBoxes
 from pairedge.core.metrics.tracking import read_tracks, score_tracks
 from pairedge.runtime.tracker import IoUTracker
 

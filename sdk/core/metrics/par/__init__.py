@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.par import N_ACTIONS, ParFrame, read_par
-from pairedge.core.metrics.par_core import half_matches, safe_div, sample_prf, social_sums
-from pairedge.core.metrics.par_flat import (
+from pairedge.core.metrics.par.core import half_matches, safe_div, sample_prf, social_sums
+from pairedge.core.metrics.par.flat import (
     ParThresholds,
     PersonIndex,
     check_persons,

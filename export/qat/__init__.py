@@ -9,10 +9,10 @@ For each stage of a model folder:
    CPU with the same BLAS kernel;
 2. **fine-tune with fake quantization** as TensorRT's explicit quantization computes (int8 symmetric, zero
    point 0, per-output-channel weights, per-tensor activations, float bias), after range equalisation
-   (:mod:`pairedge.export.qat_equalize`), every layer reading its input once
-   (:mod:`pairedge.export.qat_fake`): distillation from the fp32 model on the recipe's training rows, the
-   epoch chosen on the training scenes' validation sequences (:mod:`pairedge.export.qat_train`);
-3. **export the QDQ graph** through the one Q/DQ writer (:mod:`pairedge.export.qat_export` on
+   (:mod:`pairedge.export.qat.equalize`), every layer reading its input once
+   (:mod:`pairedge.export.qat.fake`): distillation from the fp32 model on the recipe's training rows, the
+   epoch chosen on the training scenes' validation sequences (:mod:`pairedge.export.qat.train`);
+3. **export the QDQ graph** through the one Q/DQ writer (:mod:`pairedge.export.qat.export` on
    :mod:`pairedge.calibration.qdq_graph`) and verify it: ONNX checker, the Q/DQ rules
    ``pairedge calibrate`` and ``pairedge check`` apply
    (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`), every Gemm / MatMul input int8, and ONNX Runtime
@@ -38,8 +38,8 @@ from pairedge.core.errors import ModelError
 from pairedge.core.modelfolder import sha256_file
 from pairedge.core.modelmeta import ModelMetadata
 from pairedge.export.models import ModelConfig, build_model
-from pairedge.export.qat_export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
-from pairedge.export.qat_train import QatConfig, QatResult
+from pairedge.export.qat.export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
+from pairedge.export.qat.train import QatConfig, QatResult
 from pairedge.export.train import predict_logits
 from pairedge.runtime.backends.ort_session import make_session
 from torch import nn

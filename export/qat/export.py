@@ -7,7 +7,7 @@ uses too:
 1. the trained float weights and biases replace the fp32 file's (the initializer names are the torch
    state-dict keys);
 2. after the normalisation (the z-scoring and the input squashing stay float, first), ``Mul`` by the input
-   gains of the range equalisation (:mod:`pairedge.export.qat_equalize`);
+   gains of the range equalisation (:mod:`pairedge.export.qat.equalize`);
 3. every Gemm / MatMul between Q/DQ with the trained activation range of its layer
    (:class:`~pairedge.calibration.qdq_graph.LayerPlan`): int8 per-channel weights of the fp32 shape, the input
    read once, int8 per tensor; bias and output float.
@@ -23,7 +23,7 @@ import numpy as np
 from pairedge.calibration.qdq_graph import LayerPlan
 from pairedge.calibration.qdq_graph import qdq_graph as write_qdq
 from pairedge.core.errors import ModelError
-from pairedge.export import qat_fake
+from pairedge.export.qat import fake
 from torch import nn
 
 QUANTIZED_OPS = ("Gemm", "MatMul")
@@ -35,7 +35,7 @@ def qdq_graph(fp32: Any, model: nn.Module, gain: np.ndarray | None = None) -> An
 
     Args:
         fp32: the fp32 ModelProto whose weight initializers are named by the torch state-dict keys.
-        model: the fine-tuned model, its Linear layers :class:`~pairedge.export.qat_fake.QuantLinear` with
+        model: the fine-tuned model, its Linear layers :class:`~pairedge.export.qat.fake.QuantLinear` with
             calibrated ranges.
         gain: (F,) input gains multiplied into the normalisation's output (None: none).
 
@@ -50,7 +50,7 @@ def qdq_graph(fp32: Any, model: nn.Module, gain: np.ndarray | None = None) -> An
     out.CopyFrom(fp32)
     graph = out.graph
     inits = {t.name: t for t in graph.initializer}
-    layers = qat_fake.quant_layers(model)
+    layers = fake.quant_layers(model)
     plans = {}
     for path, layer in layers.items():
         for name, value in ((f"{path}.weight", layer.weight), (f"{path}.bias", layer.bias)):

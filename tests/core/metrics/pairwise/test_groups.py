@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise import Groups, group_activity, group_detection, pair_detection
-from pairedge.core.metrics.pairwise_keys import first_duplicate, lookup, row_keys
+from pairedge.core.metrics.pairwise.keys import first_duplicate, lookup, row_keys
 
 
 def make_groups(groups: list[tuple[int, list[int], int]]) -> Groups:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise_keys import first_duplicate, lookup, row_keys
+from pairedge.core.metrics.pairwise.keys import first_duplicate, lookup, row_keys
 
 #: Group-size buckets of :func:`group_detection`; the last one holds every size >= 5.
 SIZE_BUCKETS: tuple[str, ...] = ("1", "2", "3", "4", "5+")

@@ -1,6 +1,6 @@
 """The ``pairwise`` protocol (Liang et al. 2026; SPEC.md §7): scoring predictions against ground truth.
 
-Which pairs count for what (both files parsed by :mod:`pairedge.core.metrics.pairwise_files`):
+Which pairs count for what (both files parsed by :mod:`pairedge.core.metrics.pairwise.files`):
 
 - **Frames.** The ground-truth file defines the evaluated frames (its frame records; for CSV, the frames of
   its rows). Predictions for other frames are ignored and counted in ``details["pred_pairs_outside_gold"]``.
@@ -28,19 +28,19 @@ from pathlib import Path
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.labels import get_label_set
-from pairedge.core.metrics import pairwise_boxes as pb
-from pairedge.core.metrics.pairwise_classification import (
+from pairedge.core.metrics.pairwise import boxes as pb
+from pairedge.core.metrics.pairwise.classification import (
     PairwiseMetrics,
     classification_metrics,
     metrics_from_confusion,
 )
-from pairedge.core.metrics.pairwise_files import (
+from pairedge.core.metrics.pairwise.files import (
     PairTable,
     PairwiseFile,
     read_label_header,
     read_pairwise_file,
 )
-from pairedge.core.metrics.pairwise_groups import (
+from pairedge.core.metrics.pairwise.groups import (
     DetectionScore,
     GroupActivityScore,
     GroupDetectionScore,
@@ -49,8 +49,8 @@ from pairedge.core.metrics.pairwise_groups import (
     group_detection,
     pair_detection,
 )
-from pairedge.core.metrics.pairwise_keys import lookup, row_keys
-from pairedge.core.metrics.pairwise_report import build_report
+from pairedge.core.metrics.pairwise.keys import lookup, row_keys
+from pairedge.core.metrics.pairwise.report import build_report
 from pairedge.core.metrics.result import ScoreReport
 
 __all__ = [
@@ -94,12 +94,12 @@ def score_files(
         allow_empty: score a ground truth without any interacting pair or group (its false positives
             still count; ``pairedge eval`` pools such sources with others) instead of refusing it.
         match_boxes: a MOT ground-truth file with the true boxes: match the prediction's people (its
-            ``tracks``) to the true people per frame first (:mod:`pairedge.core.metrics.pairwise_boxes`).
+            ``tracks``) to the true people per frame first (:mod:`pairedge.core.metrics.pairwise.boxes`).
 
     Raises:
         FormatError: a file is malformed (names the file, line and problem).
         InputError: no label set is known, ``tau`` is not in [0, 1], or the box matching matched nothing
-            usable (:func:`pairedge.core.metrics.pairwise_boxes.check_matched`).
+            usable (:func:`pairedge.core.metrics.pairwise.boxes.check_matched`).
     """
     names = resolve_labels(pred, gold, labels)
     predicted, truth = read_pairwise_file(pred, names), read_pairwise_file(gold, names)

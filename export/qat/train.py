@@ -1,6 +1,6 @@
 """Quantization-aware fine-tuning of one stage: distil the fp32 model into its int8 fake-quantized copy.
 
-The student is the fp32 model itself with every Linear fake-quantized (:mod:`pairedge.export.qat_fake`);
+The student is the fp32 model itself with every Linear fake-quantized (:mod:`pairedge.export.qat.fake`);
 the teacher is the fp32 model, frozen. The loss is the mean squared logit difference to the teacher: the
 deployment check compares the int8 model with fp32 (decisions and logits), so matching fp32 is the
 objective, and it keeps the fp32 model's accuracy with it. Both models stay in eval mode (no dropout, no
@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from pairedge.calibration.infer import decisions as runtime_decisions
 from pairedge.core.errors import InputError
-from pairedge.export import qat_fake
-from pairedge.export.qat_equalize import equalize, first_layer_paths
+from pairedge.export.qat import fake
+from pairedge.export.qat.equalize import equalize, first_layer_paths
 from pairedge.export.train import deterministic, predict_logits
 from torch import nn
 
@@ -31,14 +31,14 @@ class QatConfig:
     """Hyper-parameters of one stage's fine-tuning (chosen on validation rows only).
 
     Attributes:
-        calibration: activation ranges: ``max``, ``percentile`` or ``mse`` (:func:`qat_fake.calibrate`).
+        calibration: activation ranges: ``max``, ``percentile`` or ``mse`` (:func:`fake.calibrate`).
         percentile: with ``percentile``: the percentile of the input magnitudes kept.
         epochs: fine-tuning epochs; lr: AdamW learning rate (cosine decay to 0); batch_size: rows per step.
         samples_per_epoch: rows drawn (uniformly, with replacement) per epoch; None = every training row.
         weight_decay: AdamW weight decay (0: stay at fp32's weights unless the loss says otherwise).
         seed: seeds the row draws and torch.
         equalize: the percentile of each z-scored column's magnitudes that
-            :mod:`~pairedge.export.qat_equalize` maps to the common input range; None: no input equalisation.
+            :mod:`~pairedge.export.qat.equalize` maps to the common input range; None: no input equalisation.
         equalize_strength: how far the column ranges are equalised (``range ** strength``): 1 moves the
             whole spread into the first layer's weights, 0.5 shares it between its input and its weights.
         hidden_strength: the same for the hidden units (cross-layer equalisation); 0: none.
@@ -70,9 +70,9 @@ class QatConfig:
     hidden_headroom: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.calibration not in qat_fake.CALIBRATIONS:
+        if self.calibration not in fake.CALIBRATIONS:
             raise InputError(
-                f"QAT calibration: expected one of {list(qat_fake.CALIBRATIONS)}, got {self.calibration!r}"
+                f"QAT calibration: expected one of {list(fake.CALIBRATIONS)}, got {self.calibration!r}"
             )
         if self.epochs < 0 or self.lr <= 0 or self.batch_size < 2 or not 50 < self.percentile <= 100:
             raise InputError(
@@ -148,11 +148,11 @@ def finetune(
             if config.equalize is None
             else equalize(student, X_train, config.equalize, config.equalize_strength, config.hidden_strength)
         )
-        qat_fake.prepare(student)
-        layers = qat_fake.quant_layers(student)
+        fake.prepare(student)
+        layers = fake.quant_layers(student)
         first = first_layer_paths(student)
         wide = {} if config.input_percentile is None else dict.fromkeys(first, config.input_percentile)
-        ranges = qat_fake.calibrate(student, X_train, config.calibration, config.percentile, wide)
+        ranges = fake.calibrate(student, X_train, config.calibration, config.percentile, wide)
         for path, layer in layers.items():  # headroom beyond the calibrated extremes
             ranges[path] *= config.input_headroom if path in first else config.hidden_headroom
             layer.amax.fill_(ranges[path])

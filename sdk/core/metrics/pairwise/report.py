@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pairedge.core.metrics.pairwise_classification import PairwiseMetrics
-from pairedge.core.metrics.pairwise_groups import (
+from pairedge.core.metrics.pairwise.classification import PairwiseMetrics
+from pairedge.core.metrics.pairwise.groups import (
     SIZE_BUCKETS,
     DetectionScore,
     GroupActivityScore,

@@ -19,7 +19,7 @@ import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.stickmen import N_PARTS, PARTS, StickmenImage, stick_problems
 from pairedge.core.io.stickmen_json import read_stickmen_file
-from pairedge.core.metrics.pcp_core import (
+from pairedge.core.metrics.pcp.core import (
     loose_correct,
     match_first,
     occluded,

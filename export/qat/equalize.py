@@ -118,7 +118,7 @@ def _ranges(magnitudes: np.ndarray, percentile: float | None) -> np.ndarray:
     """(C,) range of every column of (N, C) magnitudes: a percentile, or None: the MSE-optimal int8 range."""
     if percentile is not None:
         return np.percentile(magnitudes, percentile, axis=0)
-    from pairedge.export.qat_fake import mse_range
+    from pairedge.export.qat.fake import mse_range
 
     return np.array([mse_range(magnitudes[:, c]) for c in range(magnitudes.shape[1])])
 
@@ -148,7 +148,7 @@ def equalize(
     Args:
         X: (N, F) float32 raw training rows the ranges are measured on.
         percentile: the percentile of each channel's magnitudes taken as its range; None: the range that
-            minimises the channel's own mean squared int8 error (:func:`pairedge.export.qat_fake.mse_range`).
+            minimises the channel's own mean squared int8 error (:func:`pairedge.export.qat.fake.mse_range`).
         strength: 0 changes nothing, 1 equalises fully (the inputs, and the hidden units unless
             ``hidden_strength`` is given).
     """

@@ -10,7 +10,7 @@ import pytest
 from pairedge.apps.cli import app
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.metrics import pairwise
-from pairedge.core.metrics.pairwise_boxes import read_run_tracks, read_truth_boxes
+from pairedge.core.metrics.pairwise.boxes import read_run_tracks, read_truth_boxes
 from typer.testing import CliRunner
 
 HEADER = {"label_set": "paper3"}

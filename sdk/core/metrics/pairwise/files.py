@@ -30,8 +30,8 @@ import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.textio import is_number, iter_lines, parse_json, short
 from pairedge.core.labels import get_label_set
-from pairedge.core.metrics.pairwise_groups import Groups
-from pairedge.core.metrics.pairwise_keys import first_duplicate, row_keys
+from pairedge.core.metrics.pairwise.groups import Groups
+from pairedge.core.metrics.pairwise.keys import first_duplicate, row_keys
 
 _MAX_INT = 2**62
 

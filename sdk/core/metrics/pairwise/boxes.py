@@ -29,8 +29,8 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.mot import read_mot
 from pairedge.core.io.textio import is_number, iter_lines, parse_json, short
 from pairedge.core.metrics.box_matching import MIN_IOU, match_boxes
-from pairedge.core.metrics.pairwise_files import PairTable, PairwiseFile
-from pairedge.core.metrics.pairwise_groups import Groups
+from pairedge.core.metrics.pairwise.files import PairTable, PairwiseFile
+from pairedge.core.metrics.pairwise.groups import Groups
 
 EXPECTED = "a pairedge run results.jsonl with per-frame tracks"
 

@@ -9,7 +9,7 @@ folder's manifest. The rows and the split are the fp32 training run's own:
   (``split_by_sequence`` with its ``val_fraction`` and ``seed``): fine-tuning on the training sequences, the
   epoch chosen on the validation sequences;
 - stage 2: the pairs the runtime's stage 2 sees: the together pairs plus every pair the fp32 stage 1 gives
-  at least ``gate_floor`` (:class:`~pairedge.export.qat_train.QatConfig`), split by the sequences of the fp32
+  at least ``gate_floor`` (:class:`~pairedge.export.qat.train.QatConfig`), split by the sequences of the fp32
   stage-2 run's split.
 
 No held-out scene (``test_seeds``, the link settings' ``confirm`` seeds or any benchmark seed) is used.
@@ -28,8 +28,8 @@ from pairedge.core.artefacts import artefact, stage_artefacts
 from pairedge.core.modelfolder import register_files
 from pairedge.export.data import split_by_sequence
 from pairedge.export.qat import Int8File, config_of, export_int8, import_fp32, stage_info
-from pairedge.export.qat_data import RecipeRows, check_fingerprints, recipe_rows
-from pairedge.export.qat_train import finetune
+from pairedge.export.qat.data import RecipeRows, check_fingerprints, recipe_rows
+from pairedge.export.qat.train import finetune
 from pairedge.export.train import predict_logits
 
 #: Manifest roles of the files this step writes.
