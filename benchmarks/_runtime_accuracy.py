@@ -20,7 +20,7 @@ from pairedge.core.labels import PAPER3
 from pairedge.core.metrics.pairwise import score_files
 from pairedge.core.sim import Scene
 from pairedge.core.sim.output import pairs_record
-from pairedge.runtime import Pipeline, PipelineConfig
+from pairedge.runtime import Deployment, PipelineConfig
 from pairedge.runtime.runner.output import JsonlWriter
 from pairedge.runtime.runner.run import run_stream
 
@@ -59,7 +59,7 @@ def scene_accuracy(
 ) -> dict[str, Any]:
     """Pooled pairwise metrics of ``model`` (PAPER3 labels) over ``scenes`` ((preset, seed) pairs)."""
     gold = [json.dumps({"labels": list(PAPER3.classes)})]
-    with tempfile.TemporaryDirectory() as tmp, Pipeline.load(model, "onnxruntime", config=config) as pipe:
+    with tempfile.TemporaryDirectory() as tmp, Deployment(model, backend="onnxruntime").load(config) as pipe:
         if pipe.labels != PAPER3.classes:
             raise ValueError(f"{model}: expected PAPER3 labels, got {pipe.labels}")
         describe = pipe.describe()

@@ -205,7 +205,7 @@ def capture_fits(
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """The (points, vectors, scale) of every affine ego-motion fit the runtime makes on ``scenes``."""
     from pairedge.core.sim import Scene
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import Deployment
 
     fits: list[tuple[np.ndarray, np.ndarray, float]] = []
     original = egomotion.fit
@@ -218,7 +218,7 @@ def capture_fits(
     egomotion.fit = spy
     try:
         for preset, seed in scenes:
-            with Pipeline.load(model) as pipe:
+            with Deployment(model).load() as pipe:
                 for f in Scene(preset, seed).frames(frames):
                     pipe.step(f.image, f.truth, f.timestamp)
     finally:

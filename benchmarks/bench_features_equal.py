@@ -46,11 +46,11 @@ TOLERANCE = 1e-5
 def record(streams: dict[str, list[tuple[Any, ...]]], name: str, frames: Any, model: Path) -> None:
     """Run the pipeline over ``frames`` ((image, detections, timestamp) items) and keep every extractor call's
     inputs and outputs (as the extractor returned them) under ``name``."""
-    from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
+    from pairedge.runtime import Deployment, FlowConfig, PipelineConfig
 
     config = PipelineConfig(flow=FlowConfig("dis", preset="fast", scale=0.5))
     calls: list[tuple[Any, ...]] = []
-    with Pipeline.load(model, config=config) as pipe:
+    with Deployment(model).load(config) as pipe:
         extractor = pipe.extractor
         step = extractor.step
 

@@ -117,10 +117,10 @@ def cost(name: str, scale: float, people: int, n: int, warmup: int = 5, **option
 def pipeline_stages(n: int) -> dict[str, float]:
     from pairedge.core.bundled import default_model_dir
     from pairedge.core.types import Detections
-    from pairedge.runtime import Pipeline
+    from pairedge.runtime import Deployment
 
     rows = []
-    with Pipeline.load(default_model_dir(), flow="cuda") as pipe:
+    with Deployment(default_model_dir(), flow="cuda").load() as pipe:
         for i, (image, dets, t) in enumerate(boxes_scene(10, n + 5)):
             result = pipe.step(image, Detections.from_arrays(dets.boxes, dets.track_ids), t)
             if i >= 5:

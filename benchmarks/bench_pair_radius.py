@@ -32,7 +32,7 @@ import numpy as np
 from _train_bench import write
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.sim import Scene
-from pairedge.runtime import Pipeline, PipelineConfig
+from pairedge.runtime import Deployment, PipelineConfig
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +57,7 @@ def run(frames: Any, radius: float | None) -> dict[str, Any]:
     ms."""
     links: list[set[tuple[int, int]]] = []
     far, pairs, ms = 0.0, 0, 0.0
-    with Pipeline.load(default_model_dir(), config=PipelineConfig(pair_radius=radius)) as pipe:
+    with Deployment(default_model_dir()).load(PipelineConfig(pair_radius=radius)) as pipe:
         for image, dets, t, index in frames:
             r = pipe.step(image, dets, t, frame_index=index)
             kept = r.pairs[r.interacting]

@@ -63,7 +63,7 @@ from pairedge.core.bundled import RECIPE, default_model_dir
 from pairedge.core.features.liang2026 import farneback_flow, stage1_features, stage2_features_reference
 from pairedge.core.sim import Scene
 from pairedge.core.types import Detections
-from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
+from pairedge.runtime import Deployment, PipelineConfig, SmoothingConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.backends.ort_session import make_session
 from pairedge.runtime.loading import find_models
@@ -184,7 +184,7 @@ def time_runtime(model: Path, frames: list, smoothing: SmoothingConfig | None = 
     if smoothing is not None:
         config = PipelineConfig(backend_options=OrtOptions(intra_op_threads=1), smoothing=smoothing)
     cpu, wall, results = [], [], []
-    with Pipeline.load(model, "onnxruntime", config=config) as pipe:
+    with Deployment(model, backend="onnxruntime").load(config) as pipe:
         for image, dets, t in frames:
             c0, w0 = time.process_time(), time.perf_counter()
             result = pipe.step(image, dets, t)

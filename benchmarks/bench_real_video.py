@@ -58,7 +58,7 @@ from _train_bench import write
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import ModelError, PairedgeError
 from pairedge.core.io.mot import read_mot
-from pairedge.runtime import Pipeline, PipelineConfig
+from pairedge.runtime import Deployment, PipelineConfig
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
 from pairedge.runtime.tracker import TrackerConfig
 
@@ -198,7 +198,7 @@ def run_case(
         box_shape=box_shape,
         **gate,
     )
-    with Pipeline.load(model, config=config) as pipe:
+    with Deployment(model).load(config) as pipe:
         labels = list(pipe.labels)
         switched = None
         for index, image in source:

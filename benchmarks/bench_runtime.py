@@ -57,7 +57,7 @@ from pairedge.core.bundled import default_model_dir
 from pairedge.core.features import get_spec
 from pairedge.core.modelmeta import ModelMetadata
 from pairedge.core.types import Detections
-from pairedge.runtime import FlowConfig, Pipeline, PipelineConfig
+from pairedge.runtime import Deployment, FlowConfig, Pipeline, PipelineConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.memory import tune_allocator
@@ -137,7 +137,7 @@ def bench_people(
     model: Path, people: int, frames: int, warmup: int, config: PipelineConfig, sim: bool
 ) -> dict[str, Any]:
     scene = list(sim_scene(people, frames + warmup) if sim else boxes_scene(people, frames + warmup))
-    with Pipeline.load(model, config=config) as pipe:
+    with Deployment(model).load(config) as pipe:
         alone = (
             FlowStream(get_flow_backend(pipe.flow.name, **_flow_options(pipe.flow))) if pipe.flow else None
         )
@@ -211,7 +211,7 @@ def rss_mb() -> float:
 def bench_long(model: Path, total: int, config: PipelineConfig) -> dict[str, Any]:
     base = list(boxes_scene(5, 50, size=(160, 120), seed=7))
     warm = min(2000, total // 10)
-    with Pipeline.load(model, config=config) as pipe:
+    with Deployment(model).load(config) as pipe:
         start = time.perf_counter()
         samples: list[float] = []
         for k in range(total):

@@ -71,7 +71,7 @@ from pairedge.core.labels import PAPER3, SIM7
 from pairedge.core.seeds import parse_seeds
 from pairedge.core.sim import Scene, get_preset
 from pairedge.core.types import Detections
-from pairedge.runtime import Pipeline, PipelineConfig, SmoothingConfig
+from pairedge.runtime import Deployment, PipelineConfig, SmoothingConfig
 from pairedge.runtime.loading import find_models
 from pairedge.runtime.tracker import TrackerConfig
 
@@ -143,7 +143,7 @@ def run_scene(
     model: Path, preset: str, seed: int, frames: int, grid: list[Point], detector: str = "simulated"
 ) -> dict[Point, dict[str, int]]:
     """Counts per grid point for one scene (one pipeline per point, the same frames)."""
-    pipes = {c: Pipeline.load(model, config=config_of(c)) for c in grid}
+    pipes = {c: Deployment(model).load(config_of(c)) for c in grid}
     counts = {c: new_counts() for c in grid}
     try:
         for f in Scene(detector_config(preset, seed, detector), seed).frames(frames):

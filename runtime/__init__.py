@@ -1,11 +1,13 @@
 """The streaming runtime a robot embeds: pipeline, flow backends, classifier backends.
 
->>> from pairedge.runtime import Deployment, Pipeline
->>> with Pipeline.load("model_dir") as pipe:          # stage1.onnx + stage2.onnx
+>>> from pairedge.runtime import Deployment
+>>> with Deployment("model_dir").load() as pipe:  # stage1.onnx + stage2.onnx
 ...     result = pipe.step(frame_bgr, detections, timestamp)
 ...     result.interactions, result.groups, result.timings_ms
->>> with Deployment("model_dir", precision="int8", backend="auto").load() as pipe:  # the same, as one value
+>>> with Deployment("model_dir", precision="int8", backend="auto").load() as pipe:  # int8 files
 ...     ...
+
+``Deployment`` is the one door: it owns the precision and both backends and hands them down.
 
 Never imports torch; TensorRT / CUDA bindings are imported lazily by the backends that need them.
 """

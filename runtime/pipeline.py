@@ -158,7 +158,11 @@ class Pipeline:
         *,
         precision: str = "fp32",
     ) -> Pipeline:
-        """Load a model and build the pipeline.
+        """Load a model and build the pipeline: what :meth:`pairedge.runtime.Deployment.load` calls.
+
+        Open a model through :class:`~pairedge.runtime.Deployment` (``Deployment(folder, precision=...,
+        backend=..., flow=...).load(config)``); call this directly only for what a Deployment cannot name:
+        the two classifier files given one by one, or a :class:`FlowBackend` object the caller keeps.
 
         Args:
             model: a model folder with ``stage1.onnx`` and ``stage2.onnx`` (verified against its
