@@ -25,7 +25,7 @@ IoU thresholds 0.05 .. 0.95 of ``sqrt(DetA * AssA)``, with DetA, AssA and LocA.
 Also: mostly tracked / mostly lost true tracks (matched in >= 80 % / < 20 % of their frames).
 
 Cross-checked: MOTA, MOTP, ID switches, IDF1 / IDP / IDR and the counts against py-motmetrics on a real
-PETS run and constructed cases (``tests/core/metrics/test_tracking_crosscheck.py``), HOTA against hand
+PETS run and constructed cases (``tests/core/metrics/test_tracking.py``), HOTA against hand
 computations and the TrackEval port in Roboflow's ``trackers`` library.
 """
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 import typer
 from pairedge.apps.cli import app
 from pairedge.apps.cli.app import handle_errors
@@ -42,3 +44,91 @@ def test_pairedge_error_becomes_exit_code_one_without_traceback() -> None:
     assert result.exit_code == 1
     assert "gold.json, record 7: expected 3 labels, got 2" in result.output
     assert "Traceback" not in result.output
+
+
+# -- cli_deployment: The commands build their Deployment once, from the options they always had: a wrong
+# precision, classifier backend or flow backend is one error line before any work (no output folder, no pack
+# read, no source run).
+
+
+WRONG = [
+    (["--precision", "fp8"], "precision: expected one of fp32, fp16, int8, got 'fp8'"),
+    (["--backend", "tensorflow"], "unknown classifier backend 'tensorflow'"),
+    (["--flow", "opencv"], "unknown flow backend 'opencv'"),
+]
+
+
+def _one_error_line(res, needle: str) -> None:  # type: ignore[no-untyped-def]
+    assert res.exit_code == 1, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], res.stderr
+
+
+@pytest.mark.parametrize(("option", "needle"), WRONG)
+def test_run_refuses_a_wrong_deployment_before_the_video(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
+    video = tmp_path / "clip.mp4"
+    video.write_bytes(b"not a video")  # never opened: the deployment is judged first
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            str(video),
+            "--detections",
+            str(tmp_path / "none.txt"),
+            "--out",
+            str(tmp_path / "out"),
+            *option,
+        ],
+    )
+    _one_error_line(res, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("option", "needle"), WRONG)
+def test_eval_refuses_a_wrong_deployment_before_any_source(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        app,
+        ["eval", "default", "--data", "sim:static:seeds=0:frames=3", "--out", str(tmp_path / "out"), *option],
+    )
+    _one_error_line(res, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("option", "needle"), WRONG)
+def test_parity_check_refuses_a_wrong_deployment_before_the_pack(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(app, ["parity", "check", str(tmp_path / "never_read.npz"), "default", *option])
+    _one_error_line(res, needle)
+
+
+@pytest.mark.parametrize(("option", "needle"), WRONG[1:])
+def test_parity_pack_refuses_a_wrong_reference_before_the_clip(
+    option: list[str], needle: str, tmp_path: Path
+) -> None:
+    res = runner.invoke(app, ["parity", "pack", "default", "--out", str(tmp_path / "p.npz"), *option])
+    _one_error_line(res, needle)
+    assert not (tmp_path / "p.npz").exists()
+
+
+def test_eval_prints_the_deployment(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            "default",
+            "--data",
+            "sim:static:seeds=1000:frames=3",
+            "--backend",
+            "ort-cpu",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "model: the bundled model pairedge-default" in res.stdout
+    assert "precision fp32, classifier backend onnxruntime, flow auto" in res.stdout.replace("\n", " ")
