@@ -9,7 +9,7 @@ from typing import Any
 from pairedge.core.errors import InputError
 from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
 from pairedge.runtime.tracker import TrackerConfig
-from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, check_tracker_name
+from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
 
 #: When the tracker gives the ids (``PipelineConfig.tracking``).
 TRACKING_MODES = ("auto", "always", "never")
@@ -137,7 +137,7 @@ class PipelineConfig:
             raise InputError(f"tracking: expected 'auto', 'always' or 'never', got {self.tracking!r}")
         if self.tracker in TRACKING_MODES:
             raise InputError(
-                f"tracker: names the tracker that gives the ids (iou, bytetrack, ocsort, botsort), got "
+                f"tracker: names the tracker that gives the ids ({', '.join(TRACKER_NAMES)}), got "
                 f"{self.tracker!r}; when it runs is tracking={self.tracker!r}"
             )
         object.__setattr__(self, "tracker", check_tracker_name(self.tracker))

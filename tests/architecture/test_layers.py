@@ -3,13 +3,12 @@ kept, and an ast walk that counts every import, those inside functions too, find
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from package_tree import ROOT, copy_tree, source_files
+from package_tree import ROOT, copy_tree, module_imports, source_files
 
 try:
     import tomllib
@@ -18,43 +17,6 @@ except ModuleNotFoundError:  # Python 3.10
 
 #: Layers, top to bottom (the order of the import-linter contract).
 LAYERS = ("apps", "export", "calibration", "compare", "runtime", "gpu", "core")
-
-
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
-    """pairedge modules ``name`` imports anywhere in its file (module level, functions, branches); a name
-    that is not a module (``from m import func``) counts as its module. ``if TYPE_CHECKING:`` blocks
-    excluded."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: list[str] = []
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if (
-                isinstance(child, ast.If)
-                and isinstance(child.test, ast.Name)
-                and child.test.id == "TYPE_CHECKING"
-            ):
-                continue
-            if isinstance(child, ast.Import):
-                found.extend(a.name for a in child.names)
-            elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
-                if child.level:
-                    up = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
-                    base = f"{up}.{base}" if base else up
-                found.extend(
-                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in child.names
-                )
-            visit(child)
-
-    visit(ast.parse(path.read_text("utf-8")))
-    out = []
-    for target in found:
-        while target and target not in modules:
-            target = target.rpartition(".")[0]
-        if target:
-            out.append(target)
-    return out
 
 
 def _layer(module: str) -> str | None:
@@ -66,7 +28,7 @@ def _layer_edges() -> dict[tuple[str, str], list[str]]:
     modules = source_files()
     edges: dict[tuple[str, str], list[str]] = {}
     for name, path in modules.items():
-        for target in _imports(name, path, modules):
+        for target in module_imports(name, path, modules):
             a, b = _layer(name), _layer(target)
             if a and b and a != b:
                 edges.setdefault((a, b), []).append(f"{name} -> {target}")

@@ -6,6 +6,7 @@ ruff itself (a dev dependency) so that CI, which runs only pytest, enforces both
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,16 @@ def python_files() -> list[Path]:
     return [ROOT / p for p in out.stdout.split() if (ROOT / p).is_file()]
 
 
+@functools.cache
+def tree_lines() -> tuple[tuple[str, int, str], ...]:
+    """(path relative to the root, line number, line) of every tracked Python file, read once."""
+    return tuple(
+        (str(path.relative_to(ROOT)), n, line)
+        for path in python_files()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    )
+
+
 def ruff() -> list[str]:
     exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if exe is None:
@@ -34,22 +45,12 @@ def ruff() -> list[str]:
 
 
 def test_no_line_is_longer_than_the_limit() -> None:
-    long = [
-        f"{path.relative_to(ROOT)}:{n}: {len(line)} characters"
-        for path in python_files()
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if len(line) > LIMIT
-    ]
+    long = [f"{path}:{n}: {len(line)} characters" for path, n, line in tree_lines() if len(line) > LIMIT]
     assert not long, "lines over 110 characters:\n" + "\n".join(long)
 
 
 def test_fmt_skip_is_rare() -> None:
-    skips = [
-        f"{path.relative_to(ROOT)}:{n}"
-        for path in python_files()
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if "fmt: skip" in line or "fmt: off" in line
-    ]
+    skips = [f"{path}:{n}" for path, n, line in tree_lines() if "fmt: skip" in line or "fmt: off" in line]
     assert len(skips) < MAX_FMT_SKIPS, f"{len(skips)} hand-kept layouts:\n" + "\n".join(skips)
 
 

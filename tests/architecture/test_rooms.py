@@ -3,37 +3,19 @@ stages, which never import it (the pipeline a robot embeds needs no file readers
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
-from package_tree import source_files
+from package_tree import module_imports, source_files
 
 RUNNER = "pairedge.runtime.runner"
-
-
-def _imported(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-    return out
 
 
 def test_the_runner_is_a_room_of_its_own() -> None:
     modules = source_files()
     assert any(name.startswith(RUNNER + ".") for name in modules), "runtime/runner/ is gone"
-    stages = {
-        name: path
-        for name, path in modules.items()
-        if name.startswith("pairedge.runtime") and not name.startswith(RUNNER)
-    }
     offenders = sorted(
         f"{name} -> {target}"
-        for name, path in stages.items()
-        for target in _imported(path)
+        for name, path in modules.items()
+        if name.startswith("pairedge.runtime") and not name.startswith(RUNNER)
+        for target in module_imports(name, path, modules)
         if target == RUNNER or target.startswith(RUNNER + ".")
     )
     assert offenders == [], "the pipeline's stages import the runner:\n" + "\n".join(offenders)

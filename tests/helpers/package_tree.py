@@ -4,6 +4,7 @@ analysis (grimp / import-linter, the ast walk of ``test_layers``) can read as on
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -32,3 +33,40 @@ def copy_tree(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     return dest
+
+
+def module_imports(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
+    """pairedge modules ``name`` imports anywhere in its file (module level, functions, branches); a name
+    that is not a module (``from m import func``) counts as its module. ``if TYPE_CHECKING:`` blocks
+    excluded."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                    base = f"{up}.{base}" if base else up
+                found.extend(
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in child.names
+                )
+            visit(child)
+
+    visit(ast.parse(path.read_text("utf-8")))
+    out = []
+    for target in found:
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target:
+            out.append(target)
+    return out
