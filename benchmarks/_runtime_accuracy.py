@@ -56,10 +56,15 @@ def scene_accuracy(
     frames: int,
     config: PipelineConfig | None = None,
     boxes: str = "truth",
+    flow: str = "auto",
 ) -> dict[str, Any]:
-    """Pooled pairwise metrics of ``model`` (PAPER3 labels) over ``scenes`` ((preset, seed) pairs)."""
+    """Pooled pairwise metrics of ``model`` (PAPER3 labels, with flow backend ``flow``) over ``scenes``
+    ((preset, seed) pairs)."""
     gold = [json.dumps({"labels": list(PAPER3.classes)})]
-    with tempfile.TemporaryDirectory() as tmp, Deployment(model, backend="onnxruntime").load(config) as pipe:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Deployment(model, backend="onnxruntime", flow=flow).load(config) as pipe,
+    ):
         if pipe.labels != PAPER3.classes:
             raise ValueError(f"{model}: expected PAPER3 labels, got {pipe.labels}")
         describe = pipe.describe()

@@ -96,7 +96,9 @@ def run(
     """One ``pairedge run`` in process; its summary figures."""
     from pairedge.runtime.runner.run import RunOptions, run_files
 
-    options = RunOptions(detector=detector, tracker=tracker, overlap=overlap, video=False, max_frames=frames)
+    options = RunOptions(overlap=overlap, video=False, max_frames=frames).with_settings(
+        detector=detector, tracker=tracker
+    )
     start = time.perf_counter()
     summary = run_files(video, detections, out, options)
     wall = time.perf_counter() - start

@@ -48,9 +48,9 @@ def record(streams: dict[str, list[tuple[Any, ...]]], name: str, frames: Any, mo
     inputs and outputs (as the extractor returned them) under ``name``."""
     from pairedge.runtime import Deployment, FlowConfig, PipelineConfig
 
-    config = PipelineConfig(flow=FlowConfig("dis", preset="fast", scale=0.5))
+    config = PipelineConfig(flow=FlowConfig(preset="fast", scale=0.5))
     calls: list[tuple[Any, ...]] = []
-    with Deployment(model).load(config) as pipe:
+    with Deployment(model, flow="dis").load(config) as pipe:
         extractor = pipe.extractor
         step = extractor.step
 

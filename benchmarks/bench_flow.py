@@ -32,7 +32,7 @@ import cv2
 import numpy as np
 from _train_bench import write
 from bench_pets import box_flow_errors
-from bench_runtime import flow_label, machine, parse_flows
+from bench_runtime import FlowSetting, flow_label, machine, parse_flows
 from pairedge.apps.bench.measure import boxes_scene
 from pairedge.core.io.flo import endpoint_error, read_flo
 from pairedge.runtime import FlowConfig
@@ -47,7 +47,7 @@ FLOWS = (
 PASSES, LEVELS = ("clean", "final"), ("easy", "medium", "hard")
 
 
-def backend_of(flow: FlowConfig) -> Any:
+def backend_of(flow: FlowSetting) -> Any:
     """A flow backend with the setting's preset (DIS) and scale."""
     options: dict[str, Any] = {"scale": flow.scale or 1.0}
     if flow.backend == "dis":
@@ -55,7 +55,7 @@ def backend_of(flow: FlowConfig) -> Any:
     return get_flow_backend(flow.backend, **options)
 
 
-def sintel_errors(root: Path, flow: FlowConfig) -> dict[str, float]:
+def sintel_errors(root: Path, flow: FlowSetting) -> dict[str, float]:
     """Mean EPE per ``pass/level`` (and for zero flow under ``zero/...``)."""
     out: dict[str, float] = {}
     backend = backend_of(flow)
@@ -74,7 +74,7 @@ def sintel_errors(root: Path, flow: FlowConfig) -> dict[str, float]:
     return out
 
 
-def flow_ms(flow: FlowConfig, frames: int, warmup: int = 10) -> float:
+def flow_ms(flow: FlowSetting, frames: int, warmup: int = 10) -> float:
     """Median milliseconds of ``FlowStream.push`` at 640 x 480, 10 textured people."""
     stream = FlowStream(backend_of(flow))
     times = []
@@ -146,7 +146,7 @@ def main() -> int:
         if not folder.is_dir():
             raise SystemExit(f"{folder} not found; pass the shared data folder")
     # the runtime's default for the pairedge spec: backend "auto" -> DIS, preset "fast", the spec's scale 0.5
-    default = flow_label(FlowConfig("dis", "fast", 0.5))
+    default = flow_label(FlowSetting("dis", FlowConfig("fast", 0.5)))
     res: dict[str, Any] = {"machine": machine(), "default": default, "results": []}
     res["skipped"] = {}
     for flow in parse_flows(args.flows):

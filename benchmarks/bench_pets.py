@@ -30,11 +30,11 @@ from typing import Any
 
 import cv2
 import numpy as np
-from bench_runtime import flow_label, machine, parse_flows
+from bench_runtime import FlowSetting, flow_label, machine, parse_flows
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.io.mot import read_mot
 from pairedge.core.sim.flowcheck import summary as error_summary
-from pairedge.runtime import FlowConfig
+from pairedge.runtime import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.memory import tune_allocator
@@ -46,11 +46,13 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"
 INSET = (0.15, 0.05)
 
 
-def run_case(video: Path, detections: Path, model: Path, flow: FlowConfig) -> dict[str, Any]:
+def run_case(video: Path, detections: Path, model: Path, flow: FlowSetting) -> dict[str, Any]:
     """One full ``pairedge run`` over the video; the summary without file paths."""
     with tempfile.TemporaryDirectory() as tmp:
         options = RunOptions(
-            Deployment(model, flow=flow.backend), video=False, flow_preset=flow.preset, flow_scale=flow.scale
+            deployment=Deployment(model, flow=flow.backend),
+            config=PipelineConfig(flow=flow.config),
+            video=False,
         )
         summary: RunSummary = run_files(video, detections, tmp, options)
     out = summary.to_dict()
@@ -58,7 +60,7 @@ def run_case(video: Path, detections: Path, model: Path, flow: FlowConfig) -> di
     return out
 
 
-def box_flow_errors(video: Path, gt: Path, flow: FlowConfig, max_frames: int | None) -> dict[str, Any]:
+def box_flow_errors(video: Path, gt: Path, flow: FlowSetting, max_frames: int | None) -> dict[str, Any]:
     """Per person and frame pair: |median flow in the previous box - box-centre displacement| (px)."""
     options = {
         "scale": flow.scale or 0.5,

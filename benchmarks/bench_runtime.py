@@ -43,6 +43,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +135,10 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 def bench_people(
-    model: Path, people: int, frames: int, warmup: int, config: PipelineConfig, sim: bool
+    deployment: Deployment, people: int, frames: int, warmup: int, config: PipelineConfig, sim: bool
 ) -> dict[str, Any]:
     scene = list(sim_scene(people, frames + warmup) if sim else boxes_scene(people, frames + warmup))
-    with Deployment(model).load(config) as pipe:
+    with deployment.load(config) as pipe:
         alone = (
             FlowStream(get_flow_backend(pipe.flow.name, **_flow_options(pipe.flow))) if pipe.flow else None
         )
@@ -208,10 +209,10 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def bench_long(model: Path, total: int, config: PipelineConfig) -> dict[str, Any]:
+def bench_long(deployment: Deployment, total: int, config: PipelineConfig) -> dict[str, Any]:
     base = list(boxes_scene(5, 50, size=(160, 120), seed=7))
     warm = min(2000, total // 10)
-    with Deployment(model).load(config) as pipe:
+    with deployment.load(config) as pipe:
         start = time.perf_counter()
         samples: list[float] = []
         for k in range(total):
@@ -235,23 +236,43 @@ def bench_long(model: Path, total: int, config: PipelineConfig) -> dict[str, Any
 
 
 # -- sweeps -------------------------------------------------------------------------------------------------
-def parse_flows(text: str) -> list[FlowConfig]:
-    """``"dis:fast:0.5,dis:medium:1.0"`` -> FlowConfigs (``-`` = default preset / scale)."""
+@dataclass(frozen=True)
+class FlowSetting:
+    """One flow setting of a sweep: the flow backend (``Deployment.flow``) and its preset and scale."""
+
+    name: str
+    config: FlowConfig
+
+    @property
+    def backend(self) -> str:
+        return self.name
+
+    @property
+    def preset(self) -> str | None:
+        return self.config.preset
+
+    @property
+    def scale(self) -> float | None:
+        return self.config.scale
+
+    def label(self) -> str:
+        return f"{self.name} {self.preset or 'default'} / scale {self.scale if self.scale else 'default'}"
+
+
+def flow_label(flow: FlowSetting) -> str:
+    return flow.label()
+
+
+def parse_flows(text: str) -> list[FlowSetting]:
+    """``"dis:fast:0.5,dis:medium:1.0"`` -> flow settings (``-`` = default preset / scale)."""
     out = []
     for item in text.split(","):
         name, preset, scale = (item.split(":") + ["-", "-"])[:3]
-        out.append(
-            FlowConfig(
-                backend=name,
-                preset=None if preset == "-" else preset,
-                scale=None if scale == "-" else float(scale),
-            )
+        config = FlowConfig(
+            preset=None if preset == "-" else preset, scale=None if scale == "-" else float(scale)
         )
+        out.append(FlowSetting(name, config))
     return out
-
-
-def flow_label(flow: FlowConfig) -> str:
-    return f"{flow.backend} {flow.preset or 'default'} / scale {flow.scale if flow.scale else 'default'}"
 
 
 def criteria(by_n: dict[int, dict[str, Any]]) -> dict[str, float] | None:
@@ -274,16 +295,16 @@ def criteria(by_n: dict[int, dict[str, Any]]) -> dict[str, float] | None:
     }
 
 
-def sweep(model: Path, flow: FlowConfig, args: argparse.Namespace) -> dict[str, Any]:
+def sweep(model: Path, flow: FlowSetting, args: argparse.Namespace) -> dict[str, Any]:
     config = PipelineConfig(
-        flow=flow, backend_options=OrtOptions(intra_op_threads=1), pair_radius=args.pair_radius
+        flow=flow.config, backend_options=OrtOptions(intra_op_threads=1), pair_radius=args.pair_radius
     )
     people = [
-        bench_people(model, int(n), args.frames, args.warmup, config, args.sim)
+        bench_people(Deployment(model, flow=flow.name), int(n), args.frames, args.warmup, config, args.sim)
         for n in args.people.split(",")
     ]
     return {
-        "flow": flow_label(flow),
+        "flow": flow.label(),
         "people": people,
         "criteria": criteria({r["people"]: r for r in people}),
     }
@@ -363,11 +384,14 @@ def main(argv: list[str] | None = None) -> int:
 
             scenes = parse_scenes(args.accuracy_scenes)
             res["accuracy"] = [
-                scene_accuracy(model, scenes, args.accuracy_frames, PipelineConfig(flow=f)) for f in flows
+                scene_accuracy(
+                    model, scenes, args.accuracy_frames, PipelineConfig(flow=f.config), flow=f.name
+                )
+                for f in flows
             ]
         if args.long_frames:
-            config = PipelineConfig(flow=flows[0], backend_options=OrtOptions(intra_op_threads=1))
-            res["long_run"] = bench_long(model, args.long_frames, config)
+            config = PipelineConfig(flow=flows[0].config, backend_options=OrtOptions(intra_op_threads=1))
+            res["long_run"] = bench_long(Deployment(model, flow=flows[0].name), args.long_frames, config)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_runtime.json").write_text(json.dumps(res, indent=2) + "\n")
     skipped = plot(res, args.out / "bench_runtime.png")

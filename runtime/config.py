@@ -7,7 +7,9 @@ from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 from pairedge.core.errors import InputError
+from pairedge.core.settings import setting
 from pairedge.runtime.boxshape import MODES as BOX_SHAPE_MODES
+from pairedge.runtime.flow.dis import PRESETS as DIS_PRESETS
 from pairedge.runtime.tracker import TrackerConfig
 from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
 
@@ -17,17 +19,27 @@ TRACKING_MODES = ("auto", "always", "never")
 
 @dataclass(frozen=True)
 class FlowConfig:
-    """Optical flow.
+    """Optical-flow settings (which flow backend runs is the deployment's: ``Deployment.flow``).
 
     Attributes:
-        backend: a registered flow backend or "auto" (the one the model's feature spec was defined with).
         preset: DIS preset ("ultrafast", "fast", "medium"); None = "fast". Ignored by other backends.
         scale: resize factor in (0, 1]; None = the feature spec's ``default_flow_scale``.
     """
 
-    backend: str = "auto"
-    preset: str | None = None
-    scale: float | None = None
+    preset: str | None = field(
+        default=None,
+        metadata=setting(
+            "DIS preset: ultrafast, fast or medium; default: fast (other flow backends ignore it).",
+            name="flow_preset",
+            choices=tuple(DIS_PRESETS),
+        ),
+    )
+    scale: float | None = field(
+        default=None,
+        metadata=setting(
+            "Flow resize factor in (0, 1]; default: the model's feature spec's.", name="flow_scale", high=1.0
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -118,23 +130,81 @@ class PipelineConfig:
 
     tau_interact: float | None = None
     tau_group: float | None = None
-    confirm_s: float | None = None
-    operating_point: str | None = None
-    tracking: str = "auto"
-    tracker: str = DEFAULT_TRACKER
+    confirm_s: float | None = field(
+        default=None,
+        metadata=setting(
+            "Seconds a pair must stay above the stage-1 threshold before it is reported as interacting "
+            "(strangers who cross for a moment are not linked); default: the model's (the bundled model's "
+            "is chosen on simulator validation clips), 0 = at once.",
+            low=0.0,
+            high=60.0,
+        ),
+    )
+    operating_point: str | None = field(
+        default=None,
+        metadata=setting(
+            "A named operating point of the model: its own stage-1 threshold and link confirmation time. The "
+            "bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
+            "'default': the model's main one; default (auto): the main one until the camera height estimated "
+            "from the boxes calls for another.",
+        ),
+    )
+    tracking: str = field(
+        default="auto",
+        metadata=setting(
+            "When the tracker gives the ids: auto (detections that carry none), always (given ids are "
+            "ignored) or never (the detections' ids as they are).",
+            choices=TRACKING_MODES,
+            ros=True,
+        ),
+    )
+    tracker: str = field(
+        default=DEFAULT_TRACKER,
+        metadata=setting(
+            "Tracker that gives the ids: iou (built in, the default), bytetrack, ocsort or botsort "
+            "(camera-motion compensation, for a moving camera); the last three need pip install "
+            "'pairedge[trackers]' (docs/tracking.md) and run with the trackers library's defaults.",
+            choices=TRACKER_NAMES,
+            ros=True,
+        ),
+    )
     tracker_config: TrackerConfig = field(default_factory=TrackerConfig)
     flow: FlowConfig = field(default_factory=FlowConfig)
     smoothing: SmoothingConfig = field(default_factory=SmoothingConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
-    max_people: int | None = 100
+    max_people: int | None = field(
+        default=100,
+        metadata=setting(
+            "At most this many detections per frame go on (the most confident); bounds the work per frame at "
+            "n(n-1)/2 pairs.",
+            low=2,
+            high=100_000,
+            ros=True,
+        ),
+    )
     features: Mapping[str, Any] | None = None
-    box_shape: str = "auto"
+    box_shape: str = field(
+        default="auto",
+        metadata=setting(
+            "Box width/height as a posture cue: auto ignores it once every box has the same shape (a "
+            "sliding-window detector such as ACF or HOG), off always uses it, ignore never does.",
+            choices=BOX_SHAPE_MODES,
+        ),
+    )
     backend_options: object | None = None
-    pair_radius: float | None = None
+    pair_radius: float | None = field(
+        default=None,
+        metadata=setting(
+            "Skip pairs whose box centres are more than this many mean box heights apart (no features, no "
+            "classifier call; they are not in the results); default: every pair. "
+            "benchmarks/results/bench_pair_radius.md measures a radius that lost no link.",
+            low=0.0,
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.tracking not in TRACKING_MODES:
-            raise InputError(f"tracking: expected 'auto', 'always' or 'never', got {self.tracking!r}")
+            raise InputError(f"tracking: expected one of {', '.join(TRACKING_MODES)}, got {self.tracking!r}")
         if self.tracker in TRACKING_MODES:
             raise InputError(
                 f"tracker: names the tracker that gives the ids ({', '.join(TRACKER_NAMES)}), got "

@@ -319,16 +319,14 @@ def make_flow_backend(
 ) -> FlowBackend | None:
     """The flow backend of a pipeline, or None when the features need no flow.
 
-    ``flow``: a backend instance; "none" (no flow: box-only features); "auto" (``config.flow.backend``,
-    itself "auto" meaning the backend the spec was defined with) or a registered name.
+    ``flow``: a backend instance; "none" (no flow: box-only features); "auto" (the backend the spec was
+    defined with) or a registered name; ``config.flow`` gives its preset and scale.
     """
     if isinstance(flow, FlowBackend):
         return flow
     if flow in (None, "none") or not uses_flow:
         return None
-    name = config.flow.backend if flow == "auto" else flow
-    if name == "auto":
-        name = spec.flow_backend
+    name = spec.flow_backend if flow == "auto" else flow
     scale = config.flow.scale if config.flow.scale is not None else spec.default_flow_scale
     # the backend's own typed options for these settings (DIS takes the preset, the others ignore it)
     return get_flow_backend(name, flow_backend_class(name).options_for(scale, config.flow.preset))

@@ -25,6 +25,8 @@ from pairedge.core.features.compiled import implementation as feature_kernels
 from pairedge.core.types import Detections
 from pairedge.runtime.backends import Backend, get_backend
 from pairedge.runtime.backends.base import all_finite
+from pairedge.runtime.backends.registry import canonical_backend_name
+from pairedge.runtime.backends.tensorrt import TensorRTOptions
 from pairedge.runtime.boxshape import BoxShapePolicy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.decisions import gate_open, interact_probability, top1
@@ -186,9 +188,15 @@ class Pipeline:
         uses_flow = spec_uses_flow(models.spec, feature_config)
         flow_backend = make_flow_backend(flow, models.spec, uses_flow, config)
         owns_flow = not isinstance(flow, FlowBackend)  # a backend the caller passed stays theirs
+        one_by_one = isinstance(model, Sequence) and not isinstance(model, str)
         try:
-            stage1 = get_backend(backend, models.stage1, config.backend_options)
-            stage2 = get_backend(backend, models.stage2, config.backend_options)
+            options = config.backend_options
+            if canonical_backend_name(backend) == "tensorrt" and not one_by_one:
+                # a folder's files of one precision: their engines are that precision's (two files given
+                # one by one: the backend reads each file's precision from the artefact table)
+                options = TensorRTOptions.with_precision(options, models.precision)
+            stage1 = get_backend(backend, models.stage1, options)
+            stage2 = get_backend(backend, models.stage2, options)
             pipe = cls(models, stage1, stage2, flow_backend, config)
         except BaseException:
             if owns_flow and flow_backend is not None:

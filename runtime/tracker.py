@@ -36,12 +36,13 @@ with a new id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pairedge.core.assignment import max_weight_assignment
 from pairedge.core.boxes import iou_matrix, nms_keep
 from pairedge.core.errors import InputError
+from pairedge.core.settings import setting
 from pairedge.core.types import Detections
 from pairedge.runtime.tracking import appearance, kalman
 
@@ -89,7 +90,16 @@ class TrackerConfig:
     max_age: int = 30
     max_tracks: int = 512
     nms_iou: float | None = 0.35
-    coast_frames: int = 3
+    coast_frames: int = field(
+        default=3,
+        metadata=setting(
+            "Frames the built-in tracker keeps a person the detector missed, at the predicted box (marked "
+            "coasted in the output), so a short miss does not cut their links; 0 = never. The default is "
+            "chosen on simulator validation scenes (benchmarks/bench_tracker.py).",
+            low=0,
+            high=15,
+        ),
+    )
     coast_min_hits: int = 3
     noise: kalman.MotionNoise = kalman.MotionNoise()
 

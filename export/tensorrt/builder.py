@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairedge.core.artefacts import check_precision
+from pairedge.core.artefacts import DEFAULT_PRECISION, check_precision
 from pairedge.core.errors import BackendError, DeviceUnavailableError, InputError
 from pairedge.export.tensorrt.layer_info import (
     enable_detailed_layers,
@@ -110,7 +110,7 @@ class BuildSettings:
             (``BuilderFlag.GPU_FALLBACK``); without it such layers are a :class:`BuildError` naming them.
     """
 
-    precision: str = "fp32"
+    precision: str = DEFAULT_PRECISION
     profile: Profile = field(default_factory=Profile)
     workspace_mib: int = 256
     timing_cache: Path | None = None

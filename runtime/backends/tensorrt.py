@@ -24,7 +24,7 @@ device to run the buffer handling for real.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,25 @@ class TensorRTOptions:
     device_id: int = 0
     memory: str = "auto"
     dla_core: int | None = None
+
+    @staticmethod
+    def with_precision(options: object | None, precision: str) -> object | None:
+        """``options`` (the tensorrt backend's, or None) naming the engines of ``precision``, the precision
+        of the model files the pipeline opened: the engine is found by it, not by the ONNX file's name.
+        Another backend's options come back unchanged (that backend refuses them with its own message).
+
+        Raises:
+            InputError: ``options`` that name another precision.
+        """
+        if not isinstance(options, TensorRTOptions | None):
+            return options
+        options = options or TensorRTOptions()
+        if options.precision is not None and options.precision != precision:
+            raise InputError(
+                f"backend_options.precision: {options.precision!r} contradicts the model files' precision "
+                f"{precision!r}"
+            )
+        return replace(options, precision=precision)
 
     def __post_init__(self) -> None:
         if self.memory not in KINDS:

@@ -19,30 +19,25 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pairedge.core.bundled import describe_model, resolve_model_dir
-from pairedge.core.errors import BackendError, InputError
+from pairedge.core.errors import BackendError
 from pairedge.core.io.textio import printable
 from pairedge.core.types import Detections
-from pairedge.runtime.backends.tensorrt import TensorRTOptions
-from pairedge.runtime.config import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.detectors import Detector
-from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
 from pairedge.runtime.detectors.guard import DetectorGuard, FrameCheck, GuardOptions, guarded
-from pairedge.runtime.detectors.postprocess import MAX_DETECTIONS
-from pairedge.runtime.detectors.registry import ENGINE_SUFFIX, HOG, detector_class, open_detector
 from pairedge.runtime.pipeline import Pipeline
 from pairedge.runtime.prefetch import cores, prefetched
 from pairedge.runtime.runner.inputs import DetectionFile, FrameSource, read_detections
 from pairedge.runtime.runner.output import AnnotatedVideoWriter, JsonlWriter
 from pairedge.runtime.runner.stats import RunStats, RunSummary
-from pairedge.runtime.tracker import TrackerConfig
-from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, tracker_phrase
+from pairedge.runtime.settings import RunSettings
+from pairedge.runtime.tracker_backends import tracker_phrase
 from pairedge.runtime.types import FrameResult
 
 #: One input of :func:`run_stream`: frame index, image (or None), detections, timestamp in seconds,
@@ -101,107 +96,32 @@ def run_stream(
 
 
 @dataclass(frozen=True)
-class RunOptions:
-    """Options of :func:`run_files` (``pairedge run``) beside the :class:`Deployment` it runs.
+class RunOptions(RunSettings):
+    """Options of :func:`run_files` (``pairedge run``): the run settings (:class:`RunSettings`: the
+    deployment, the pipeline's configuration, the detector) and the runner's own.
 
     Attributes:
-        deployment: the model folder, precision, classifier backend and flow backend
-            (:class:`~pairedge.runtime.deployment.Deployment`); default: the bundled model at fp32, "auto"
-            backends.
-        flow_preset: DIS preset; None = the default ("fast").
-        flow_scale: flow resize factor; None = the feature spec's default.
+        deployment, config, detector: see :class:`~pairedge.runtime.settings.RunSettings` (default: the
+            bundled model at fp32 on the "auto" backends, the default pipeline, the bundled detector).
         max_frames: stop after this many frames (None: the whole video).
         video: write the annotated video.
         fps: frame rate for timestamps; None = the video's (image folders: 30).
-        tracking: when the tracker gives the ids: "auto" (detections without ids), "always" or "never"
-            (``PipelineConfig.tracking``).
-        tracker: the tracker that gives ids: "iou" (built in, the default), "bytetrack", "ocsort" or
-            "botsort" (``PipelineConfig.tracker``, ``pairedge run --tracker``).
-        max_people: at most this many detections per frame (the most confident); None = no cap.
-        confirm_s: seconds a link must hold before it is reported; None = the model's (see
-            :class:`PipelineConfig`).
-        operating_point: a named operating point of the model (e.g. "surveillance"); None = its default.
-        coast_frames: frames the built-in tracker keeps a missed person at the predicted box
-            (``TrackerConfig.coast_frames``); None = the tracker's default.
-        box_shape: "auto", "off" or "ignore" (``PipelineConfig.box_shape``).
-        detector: without a detection file, the person detector: "yolox-nano" (the bundled CNN, the default),
-            "hog" (OpenCV's built-in), the path of an ``.onnx`` detector
-            (:mod:`pairedge.runtime.detectors.layouts`) or of a ``.engine`` from ``pairedge build
-            --detector``.
-        detector_backend: the ONNX Runtime detector of an ``.onnx`` file: "onnxruntime" (CPU),
-            "onnxruntime-cuda" or "onnxruntime-tensorrt".
-        detector_layout: an ``.onnx`` detector's output layout, overriding the one told apart from its graph
-            (:data:`~pairedge.runtime.detectors.layouts.LAYOUTS`); None: tell it apart.
         guard: how the detector's first frames are judged
             (:class:`~pairedge.runtime.detectors.guard.GuardOptions`).
         overlap: run the detector of the next frame on a second thread while the pipeline steps (a video or
             image folder with a detector; :mod:`pairedge.runtime.prefetch`); None: when two or more cores are
             there.
-        pair_radius: ``PipelineConfig.pair_radius`` (pairs farther apart than this many mean box heights are
-            skipped); None = every pair.
-        dla_core: with the ``tensorrt`` backend, the Jetson DLA core whose engines run the classifiers (the
-            ones ``pairedge build --dla-core N`` made, ``engines/<tag>-dla<N>/``); None = the GPU's.
     """
 
-    deployment: Deployment = field(default_factory=Deployment)
-    flow_preset: str | None = None
-    flow_scale: float | None = None
     max_frames: int | None = None
     video: bool = True
     fps: float | None = None
-    tracking: str = "auto"
-    tracker: str = DEFAULT_TRACKER
-    max_people: int | None = 100
-    confirm_s: float | None = None
-    operating_point: str | None = None
-    coast_frames: int | None = None
-    box_shape: str = "auto"
-    detector: str | Path = DEFAULT_DETECTOR
-    detector_backend: str = "onnxruntime"
-    detector_layout: str | None = None
     guard: GuardOptions = field(default_factory=GuardOptions)
     overlap: bool | None = None
 
     def overlaps(self) -> bool:
         """Whether a detector stream runs one frame ahead on a second thread (:attr:`overlap`)."""
         return self.overlap if self.overlap is not None else cores() >= 2
-
-    dla_core: int | None = None
-    pair_radius: float | None = None
-
-    def pipeline_config(self, detector: bool = False) -> PipelineConfig:
-        """The pipeline's configuration; ``detector``: the boxes come from a pairedge detector, which already
-        suppressed its duplicates (the tracker then keeps overlapping people: ``TrackerConfig.nms_iou``
-        None)."""
-        flow = FlowConfig(preset=self.flow_preset, scale=self.flow_scale)
-        tracker = TrackerConfig(nms_iou=None) if detector else TrackerConfig()
-        if self.coast_frames is not None:
-            tracker = replace(tracker, coast_frames=self.coast_frames)
-        return PipelineConfig(
-            tracking=self.tracking,
-            tracker=self.tracker,
-            tracker_config=tracker,
-            flow=flow,
-            max_people=self.max_people,
-            confirm_s=self.confirm_s,
-            operating_point=self.operating_point,
-            box_shape=self.box_shape,
-            backend_options=self._backend_options(),
-            pair_radius=self.pair_radius,
-        )
-
-    def _backend_options(self) -> object | None:
-        """``TensorRTOptions(dla_core=...)`` when a DLA core is asked for (only the tensorrt backend has
-        one)."""
-        if self.dla_core is None:
-            return None
-        if self.deployment.backend != "tensorrt":
-            raise InputError(
-                f"--dla-core: needs --backend tensorrt (the engines pairedge build --dla-core N made), "
-                f"got --backend {self.deployment.backend}"
-            )
-
-        return TensorRTOptions(dla_core=self.dla_core)
 
 
 def resolve_model(model: str | Path | None) -> Path:
@@ -333,32 +253,10 @@ def _item_bytes(item: StreamItem) -> int:
     return int(image.nbytes) if image is not None else 0
 
 
-def open_run_detector(options: RunOptions) -> Detector:
-    """The detector of :attr:`RunOptions.detector`, keeping at most ``max_people`` boxes per frame (the most
-    confident; :data:`~pairedge.runtime.detectors.postprocess.MAX_DETECTIONS` when uncapped), in the layout
-    :attr:`RunOptions.detector_layout` forces when given.
-
-    Raises:
-        InputError: a layout forced on a detector that has none to choose (HOG, a TensorRT engine: its
-        manifest records the layout it was built with).
-    """
-
-    spec = str(options.detector).strip()
-    is_hog = spec.lower() == HOG
-    cls = detector_class(HOG if is_hog else options.detector_backend)
-    cap = min(options.max_people or MAX_DETECTIONS, MAX_DETECTIONS)
-    layout = options.detector_layout
-    if layout is not None and (is_hog or spec.lower().endswith(ENGINE_SUFFIX)):
-        what = (
-            "OpenCV's HOG detector has no output layout"
-            if is_hog
-            else ("a TensorRT engine reads the layout its manifest records: rebuild it from the ONNX")
-        )
-        raise InputError(f"--detector-layout: {what}")
-    extra = {"layout": layout} if layout is not None else {}
-    return open_detector(
-        options.detector, options.detector_backend, cls.options_type(max_detections=cap, **extra)
-    )
+def open_run_detector(options: RunSettings) -> Detector:
+    """The detector of ``options.detector`` (:meth:`DetectorConfig.open`), keeping at most the pipeline's
+    ``max_people`` boxes per frame."""
+    return options.detector.open(options.config.max_people)
 
 
 def detector_items(source: FrameSource, timer: DetectorTimer, max_frames: int | None) -> Iterator[StreamItem]:
@@ -401,7 +299,9 @@ def run_files(
     try:
         dets = read_detections(detections) if detections is not None else None
         if dets is None:
-            timer = DetectorTimer(open_run_detector(options).activate(), options.tracker, options.guard)
+            timer = DetectorTimer(
+                open_run_detector(options).activate(), options.config.tracker, options.guard
+            )
         deployment = options.deployment
         folder = Path(out).expanduser()
         if folder.exists() and not folder.is_dir():
@@ -437,7 +337,7 @@ def run_files(
                 if writer is not None:
                     writer.close()
             files["summary"] = str(folder / "summary.json")
-            notes = _notes(source, dets, timer, stats.frames, options.tracker)
+            notes = _notes(source, dets, timer, stats.frames, options.config.tracker)
             if overlap:
                 notes.append(
                     "the detector of the next frame ran on a second thread while the pipeline stepped"

@@ -84,7 +84,7 @@ def run_live(
     folder = Path(out).expanduser()
     if folder.exists() and not folder.is_dir():
         raise BackendError(f"--out: expected a folder, got the existing file {folder}")
-    timer = DetectorTimer(open_run_detector(options).activate(), options.tracker, options.guard)
+    timer = DetectorTimer(open_run_detector(options).activate(), options.config.tracker, options.guard)
     ended_by = ""
     try:
         deployment = options.deployment

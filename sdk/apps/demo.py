@@ -72,22 +72,21 @@ class DemoOptions:
         boxes: ``"truth"`` (exact visible boxes and ids, as the paper evaluates on ground-truth tracks) or
             ``"detections"`` (the simulated detector and tracker: jitter, misses of occluded people, identity
             switches; pairs of people the detector misses count as missed, so every metric drops).
-        model: model folder; None = the bundled default model.
+        deployment: what runs: by default the bundled model at fp32 on ONNX Runtime CPU with the model's own
+            flow backend (the demo promises a CPU run).
         video: write the annotated video.
         examples: how many frames' interactions to keep for printing.
-        flow_preset: DIS preset; None = the runtime's default ("fast").
-        flow_scale: flow resize factor; None = the feature spec's default.
+        flow: the flow settings (DIS preset, scale).
     """
 
     preset: str = "static"
     seed: int = DEMO_SEED
     frames: int = 150
     boxes: str = "truth"
-    model: Path | None = None
+    deployment: Deployment = field(default_factory=lambda: cpu_deployment())
     video: bool = True
     examples: int = 3
-    flow_preset: str | None = None
-    flow_scale: float | None = None
+    flow: FlowConfig = field(default_factory=FlowConfig)
 
     def __post_init__(self) -> None:
         if self.boxes not in ("detections", "truth"):
@@ -95,10 +94,11 @@ class DemoOptions:
         if self.frames < 2:
             raise InputError(f"demo frames: expected at least 2, got {self.frames}")
 
-    def deployment(self) -> Deployment:
-        """What the demo runs: ``model`` (the bundled one by default) at fp32 on ONNX Runtime CPU, with the
-        model's own flow backend (the demo promises a CPU run; no backend option)."""
-        return Deployment(self.model, backend="onnxruntime")
+
+def cpu_deployment(model: str | Path | None = None) -> Deployment:
+    """``model`` (None: the bundled one) at fp32 on ONNX Runtime CPU with the model's own flow backend: what
+    the demo runs."""
+    return Deployment(model, backend="onnxruntime")
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         on_frame: called with each :class:`~pairedge.runtime.types.FrameResult` (progress bars).
 
     Raises:
-        ModelError: the bundled model is missing (or ``options.model`` is not a valid model folder).
+        ModelError: the bundled model is missing (or ``options.deployment`` names no valid model folder).
         InputError: bad options (unknown preset, ...).
     """
     from pairedge.runtime.runner.run import remove_stale_outputs, stale_note
@@ -301,7 +301,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out: expected a folder, got the existing file {folder}; choose another")
     folder.mkdir(parents=True, exist_ok=True)
-    deployment = options.deployment()
+    deployment = options.deployment
     scene = scene_info(options, deployment.folder)
     earlier = remove_stale_outputs(folder, DEMO_OUTPUTS, ())
     stream = _SceneStream(options, folder)
@@ -337,7 +337,7 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
 def _run(
     deployment: Deployment, scene: SceneInfo, folder: Path, stream: _SceneStream, collect: Any
 ) -> tuple[Any, tuple[str, ...], dict[str, Any], dict[str, str], list[str]]:
-    """Run the deployment (:meth:`DemoOptions.deployment`) over the scene; (stats, labels, describe, files,
+    """Run the deployment (:attr:`DemoOptions.deployment`) over the scene; (stats, labels, describe, files,
     notes).
 
     ``notes``: what the pipeline decided a user should know
@@ -347,7 +347,7 @@ def _run(
 
     files = {"results": str(folder / "results.jsonl")}
     options = stream.options
-    config = PipelineConfig(flow=FlowConfig(preset=options.flow_preset, scale=options.flow_scale))
+    config = PipelineConfig(flow=options.flow)
     with deployment.load(config) as pipe:
         header = {
             "source": f"simulator preset {scene.preset} seed {scene.seed}",

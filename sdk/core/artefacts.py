@@ -36,6 +36,8 @@ from pairedge.core.errors import InputError
 
 #: Every precision a model folder can hold, in the order reports list them.
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "int8")
+#: The precision a deployment and an engine build use unless told otherwise.
+DEFAULT_PRECISION = PRECISIONS[0]
 #: The two classifier stages (1: interaction gate, 2: interaction class).
 STAGES: tuple[int, ...] = (1, 2)
 #: Classifier backends that run an artefact's ONNX file (every precision).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from pairedge.apps.cli import app
-from pairedge.apps.demo import DEMO_SEED, DemoOptions, example_frames, run_demo, scene_role
+from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, example_frames, run_demo, scene_role
 from pairedge.core.bundled import RECIPE, default_model_dir
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise.files import read_pairwise_file
@@ -23,7 +23,9 @@ BUNDLED = (default_model_dir() / "stage1.onnx").is_file() and (default_model_dir
 
 def test_demo_library_writes_everything(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
-    result = run_demo(tmp_path / "out", DemoOptions(frames=20, model=model, boxes="detections"))
+    result = run_demo(
+        tmp_path / "out", DemoOptions(frames=20, deployment=cpu_deployment(model), boxes="detections")
+    )
     out = tmp_path / "out"
     assert result.summary.frames == 20
     assert set(result.files) >= {"results", "video", "gt_sim7", "gt_paper3", "metrics", "summary"}
@@ -123,8 +125,9 @@ def test_demo_never_imports_torch(tmp_path: Path) -> None:
     model = toy_model(tmp_path / "model")
     code = (
         "import sys\n"
-        "from pairedge.apps.demo import DemoOptions, run_demo\n"
-        f"run_demo({str(tmp_path / 'out')!r}, DemoOptions(frames=6, model={str(model)!r}, video=False))\n"
+        "from pairedge.apps.demo import DemoOptions, cpu_deployment, run_demo\n"
+        f"options = DemoOptions(frames=6, deployment=cpu_deployment({str(model)!r}), video=False)\n"
+        f"run_demo({str(tmp_path / 'out')!r}, options)\n"
         "bad = [m for m in ('torch', 'tensorrt', 'pairedge.export') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

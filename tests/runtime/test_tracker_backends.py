@@ -40,7 +40,7 @@ def test_names_and_the_builtin_default() -> None:
 def test_pipeline_and_run_options_choose_the_backend() -> None:
     assert PipelineConfig().tracker == "iou"
     assert PipelineConfig(tracker="OCSORT").tracker == "ocsort"
-    assert RunOptions(tracker="botsort").pipeline_config().tracker == "botsort"
+    assert RunOptions().with_settings(tracker="botsort").pipeline_config().tracker == "botsort"
     with pytest.raises(InputError, match="tracker backend"):
         PipelineConfig(tracker="deepsort")
 
@@ -49,10 +49,10 @@ def test_tracker_names_the_tracker_and_tracking_says_when_it_runs() -> None:
     """One name per meaning: ``tracker`` is the backend everywhere (CLI, ROS, PipelineConfig, RunOptions);
     the mode is ``tracking``. The old spelling of the mode is refused with the new one in the message."""
     assert PipelineConfig(tracking="always").tracking == "always"
-    assert RunOptions(tracking="never").pipeline_config().tracking == "never"
+    assert RunOptions().with_settings(tracking="never").pipeline_config().tracking == "never"
     with pytest.raises(InputError, match=r"when it runs is tracking='always'"):
         PipelineConfig(tracker="always")
-    with pytest.raises(InputError, match="tracking: expected 'auto', 'always' or 'never'"):
+    with pytest.raises(InputError, match="tracking: expected one of auto, always, never"):
         PipelineConfig(tracking="iou")
     with pytest.raises(TypeError):
         PipelineConfig(tracker_backend="iou")  # type: ignore[call-arg]

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from pairedge.apps.cli.app import app, console, err_console, handle_errors
 from pairedge.apps.cli.check import run_checks
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_model_dir
 from pairedge.core.errors import InputError
 from pairedge.gpu.tensorrt import load_tensorrt
@@ -43,14 +44,27 @@ class _RichSink:
 
 @app.command("build")
 @handle_errors
+@with_settings(
+    "precision",
+    "dla_core",
+    "detector",
+    "detector_layout",
+    defaults={"detector": None},
+    notes={
+        "dla_core": "pairedge build: builds the engines for that core (fp16 or int8, a fixed --profile "
+        "N,N,N) into engines/<device>-sm<cc>-trt<version>-dla<N>/.",
+        "detector": "pairedge build: builds that detector's engine instead of the classifiers' (the bundled "
+        "one: fp16 from its fp16 ONNX, in ./engines/<device tag>/ unless --out; an .onnx of input "
+        "[1, 3, H, W] of a fixed size: MODEL.<precision>.engine in DIR/engines/<device tag>/ beside it), "
+        "run with pairedge run VIDEO --detector MODEL.<precision>.engine.",
+        "detector_layout": "pairedge build: recorded in the engine manifest.",
+    },
+)
 def build_command(
     model_dir: Path | None = typer.Argument(
         None,
         help="The model folder (stage{1,2}.onnx, .fp16.onnx, .int8.onnx); not the installed bundled model. "
         "Leave it out with --detector.",
-    ),
-    precision: str = typer.Option(
-        "fp32", "--precision", help="fp32, fp16 or int8 (Q/DQ from pairedge calibrate)."
     ),
     profile: str | None = typer.Option(
         None, "--profile", help="Pairs per call MIN,OPT,MAX of the optimization profile (default 1,64,512)."
@@ -68,34 +82,14 @@ def build_command(
         help="pairedge check target (default: the installed TensorRT's, else tensorrt-10.3).",
     ),
     verbose: bool = typer.Option(False, "--verbose", help="Forward TensorRT's verbose log."),
-    dla_core: int | None = typer.Option(
-        None,
-        "--dla-core",
-        min=0,
-        help="Build for this DLA core of a Jetson Orin (fp16 or int8, a fixed --profile N,N,N); the engines "
-        "go to engines/<device>-sm<cc>-trt<version>-dla<N>/ and run with the tensorrt backend's dla_core "
-        "option.",
-    ),
     gpu_fallback: bool = typer.Option(
         False,
         "--gpu-fallback",
         help="With --dla-core: layers the DLA cannot run go to the GPU (without it they stop the build, "
         "named).",
     ),
-    detector: str | None = typer.Option(
-        None,
-        "--detector",
-        help="Build a person detector instead: 'yolox-nano' (the bundled one; fp16 from its fp16 ONNX; "
-        "engine in ./engines/<device tag>/ unless --out) or an exported .onnx (the layouts pairedge run "
-        "--help lists; input [1, 3, H, W] of a fixed size): MODEL.<precision>.engine in DIR/engines/<device "
-        "tag>/ beside it, run with `pairedge run VIDEO --detector MODEL.<precision>.engine`.",
-    ),
-    detector_layout: str | None = typer.Option(
-        None,
-        "--detector-layout",
-        help="With --detector: the output layout, overriding the one told apart from the graph (recorded in "
-        "the engine manifest).",
-    ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Check, then build the stage-1 and stage-2 engines with their manifests (needs TensorRT and a GPU);
     with --detector, the engine of a person detector."""
@@ -104,6 +98,8 @@ def build_command(
     from pairedge.export.tensorrt.layer_info import int8_requested, int8_summary
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    precision, dla_core = settings["precision"], settings["dla_core"]
+    detector, detector_layout = settings["detector"], settings["detector_layout"]
     if detector is not None:
         if model_dir is not None or profile is not None:
             raise InputError(
@@ -136,7 +132,7 @@ def build_command(
                 "manifest into the model folder, never into the package: copy the model first (pairedge "
                 "calibrate default --out ~/model, or cp -r the folder) and build that copy"
             )
-    settings = BuildSettings(
+    build = BuildSettings(
         precision,
         Profile.parse(profile),
         workspace,
@@ -145,7 +141,7 @@ def build_command(
         dla_core=dla_core,
         gpu_fallback=gpu_fallback,
     )
-    settings.check_dla_profile()
+    build.check_dla_profile()
     files = stage_onnx_files(model_dir, precision)
     trt = _installed_tensorrt()
     chosen = target or _default_target(trt)
@@ -164,7 +160,7 @@ def build_command(
             )
         )
         built = build_model_folder(
-            model_dir, settings, out=out, trt=trt, progress=lambda stage: _RichSink(progress, stage)
+            model_dir, build, out=out, trt=trt, progress=lambda stage: _RichSink(progress, stage)
         )
     for b in built:
         m = b.manifest
@@ -204,7 +200,7 @@ def _build_detector(
     from pairedge.export.tensorrt.detector import build_detector, read_build_graph
 
     onnx, root = detector_source(spec, precision)
-    settings = BuildSettings(
+    build = BuildSettings(
         precision,
         workspace_mib=workspace,
         timing_cache=timing_cache,
@@ -216,7 +212,7 @@ def _build_detector(
     trt = _installed_tensorrt()
     if not run_checks([onnx], target or _default_target(trt)):
         raise typer.Exit(code=1)
-    built = build_detector(onnx, settings, out=out, root=root, trt=trt or load_tensorrt(), layout=layout)
+    built = build_detector(onnx, build, out=out, root=root, trt=trt or load_tensorrt(), layout=layout)
     m = built.manifest
     h, w = m.input_size
     console.print(

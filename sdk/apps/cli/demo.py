@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.core.io.textio import printable
 from rich.markup import escape
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 @app.command()
 @handle_errors
+@with_settings("model", "flow_preset", "flow_scale")
 def demo(
     out: Path = typer.Option(
         Path("pairedge_demo"),
@@ -39,18 +41,13 @@ def demo(
         "--boxes",
         help="truth (ground-truth boxes and ids) or detections (simulated detector + tracker).",
     ),
-    model: Path | None = typer.Option(
-        None, "--model", help="Model folder; default (or 'default'): the bundled model."
-    ),
     no_video: bool = typer.Option(False, "--no-video", help="Do not write the annotated video."),
-    flow_preset: str | None = typer.Option(
-        None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
-    ),
-    flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
+    *,
+    settings: Chosen,
 ) -> None:
     """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
     from pairedge.apps.cli.run import check_scored, frame_progress
-    from pairedge.apps.demo import DEMO_SEED, DemoOptions, run_demo
+    from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, run_demo
     from pairedge.runtime.memory import tune_allocator
 
     tune_allocator()
@@ -60,10 +57,9 @@ def demo(
         seed=DEMO_SEED if seed is None else seed,
         frames=frames,
         boxes=boxes,
-        model=model,
+        deployment=cpu_deployment(settings["model"]),
         video=not no_video,
-        flow_preset=flow_preset,
-        flow_scale=flow_scale,
+        flow=settings.run().config.flow,
     )
     with frame_progress(f"simulating and running {printable(preset)} seed {options.seed}", frames) as advance:
         result = run_demo(out, options, on_frame=advance)

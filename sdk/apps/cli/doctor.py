@@ -4,11 +4,11 @@ folder."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.folder_check import inspect_model_folder
 from pairedge.apps.probe import probe
 from pairedge.core.bundled import describe_model, resolve_model_dir
@@ -23,20 +23,25 @@ if TYPE_CHECKING:
 
 @app.command()
 @handle_errors
+@with_settings(
+    "model",
+    defaults={"model": None},
+    notes={
+        "model": "pairedge doctor: which precisions and backends run here (files checked as the runtime "
+        "checks them, realistic batches of 1, 64 and 512 pairs on each); exit code 1 when nothing in it runs "
+        "or a file is broken. Default: the machine only."
+    },
+)
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the probe as JSON instead of a table."),
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        help="A model folder (or default, the bundled model): which precisions and backends run here (files "
-        "checked as the runtime checks them, realistic batches of 1, 64 and 512 pairs on each); exit code 1 "
-        "when nothing in it runs or a file is broken.",
-    ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Report Python, numpy, OpenCV, ONNX Runtime (providers), torch, TensorRT, CUDA / GPU, the emulated CUDA
     device (HIP-CPU) and nvcc; on a Jetson the L4T / JetPack version, power mode and clocks; where OpenCV and
     numpy come from (a pip build shadowing JetPack's is flagged); rosbags and ray."""
 
+    model = settings["model"]
     found = probe()
     report = None
     if model is not None:

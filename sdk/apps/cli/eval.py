@@ -8,6 +8,7 @@ import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.score import print_table
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.core.metrics.pairwise.boxes import read_truth_boxes
 from rich.markup import escape
@@ -15,6 +16,7 @@ from rich.markup import escape
 
 @app.command("eval")
 @handle_errors
+@with_settings("precision", "backend", "flow", "tracker")
 def eval_command(
     model: Path = typer.Argument(
         ...,
@@ -39,19 +41,6 @@ def eval_command(
         "run's people to the true people per frame (Hungarian, IoU >= 0.5) before scoring pairs, as "
         "pairedge score --match-boxes does; for tracker ids on raw detections.",
     ),
-    tracker: str = typer.Option(
-        "iou",
-        "--tracker",
-        help="Tracker for detections without ids: iou (built in), bytetrack, ocsort, botsort (see pairedge "
-        "run).",
-    ),
-    precision: str = typer.Option(
-        "fp32", "--precision", help="fp32, fp16 or int8 files of the model folder."
-    ),
-    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
-    flow: str = typer.Option(
-        "auto", "--flow", help="Flow backend: auto (the model's), dis, farneback, none."
-    ),
     frames: int | None = typer.Option(
         None, "--frames", min=1, help="Frames per source (default: all / 300)."
     ),
@@ -67,18 +56,18 @@ def eval_command(
     workers: int | None = typer.Option(
         None, "--workers", min=1, help="CPUs of the local Ray instance (default: all)."
     ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
     from dataclasses import replace
 
     from pairedge.apps.evaluation.files import summary_table, write_eval
     from pairedge.apps.evaluation.fleet_eval import evaluate_many
-    from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.loading import find_models
-    from pairedge.runtime.tracker_backends import check_tracker_name
 
-    check_tracker_name(tracker)
-    deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
+    run = settings.run(model=str(model))
+    deployment = run.deployment
     find_models(
         deployment.folder, deployment.precision
     )  # a wrong model folder: one line now, not once per source
@@ -97,7 +86,7 @@ def eval_command(
             address=address,
             workers=workers,
             on_done=lambda _: advance(),
-            tracker=tracker,
+            config=run.config,
             match_boxes=match_boxes,
         )
     failures = result.failures

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.sources import parse_scene, parse_sources
 from pairedge.core import limits
 from pairedge.core.bundled import describe_model
@@ -28,14 +29,6 @@ parity_app = typer.Typer(
 app.add_typer(parity_app, name="parity")
 
 
-class BoxShape(str, Enum):
-    """``PipelineConfig.box_shape`` of the reference."""
-
-    auto = "auto"
-    off = "off"
-    ignore = "ignore"
-
-
 class Boxes(str, Enum):
     """Which boxes a simulator clip feeds the pipeline."""
 
@@ -45,6 +38,14 @@ class Boxes(str, Enum):
 
 @parity_app.command("pack")
 @handle_errors
+@with_settings(
+    "backend",
+    "flow",
+    "box_shape",
+    "operating_point",
+    defaults={"backend": "onnxruntime"},
+    notes={"backend": "The pack's reference: the fp32 files on the CPU by default."},
+)
 def pack_command(
     model: Path = typer.Argument(
         ..., help="The fp32 model folder (stage1.onnx + stage2.onnx), or default (the bundled model)."
@@ -73,16 +74,8 @@ def pack_command(
     boxes: Boxes = typer.Option(
         Boxes.truth, "--boxes", help="Scene boxes: truth or detections (simulated detector)."
     ),
-    backend: str = typer.Option("onnxruntime", "--backend", help="Reference classifier backend."),
-    flow: str = typer.Option("auto", "--flow", help="Reference flow backend (auto: the model's)."),
-    box_shape: BoxShape = typer.Option(
-        BoxShape.auto,
-        "--box-shape",
-        help="Box-shape features: auto (ignored for a fixed-ratio detector), off, ignore.",
-    ),
-    operating_point: str | None = typer.Option(
-        None, "--operating-point", help="auto (default), default, or a named operating point of the model."
-    ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Run the fp32 model over a short clip and write a portable parity pack.
 
@@ -91,7 +84,6 @@ def pack_command(
     the run exactly.
     """
     from pairedge.compare.parity.build import build_pack
-    from pairedge.runtime.deployment import Deployment
 
     limits.check_sim_work(
         1, start + frames, "--start + --frames"
@@ -103,7 +95,8 @@ def pack_command(
         raise fail("--detections goes with --video; a --scene, --log or --cad clip brings its own")
     if video is None and log is None and gold is not None:
         raise fail("--gold goes with --video or --log; a --scene or --cad clip brings its own truth")
-    reference = Deployment(str(model), backend=backend, flow=flow)  # the fp32 files: a pack's reference
+    run = settings.run(model=str(model))  # the fp32 files: a pack's reference
+    reference = run.deployment
     folder = reference.folder
     source = _clip_source(scene, video, detections, gold, cad, log, start + frames, boxes.value)
     with stage_progress(f"packing {printable(source.name)}", start + frames) as advance:
@@ -114,8 +107,8 @@ def pack_command(
             frames=frames,
             on_frame=advance,
             start=start,
-            box_shape=box_shape.value,
-            operating_point=operating_point,
+            box_shape=run.config.box_shape,
+            operating_point=run.config.operating_point,
         )
     size = out.stat().st_size / 1e6
     where = f"frames {start}-{start + pack.num_frames - 1}" if start else f"{pack.num_frames} frames"
@@ -169,12 +162,10 @@ def _clip_source(
 
 @parity_app.command("check")
 @handle_errors
+@with_settings("precision", "backend", "flow", notes={"flow": "auto: the pack's reference flow."})
 def check_command(
     pack: Path = typer.Argument(..., help="The parity pack (.npz) from `pairedge parity pack`."),
     model: Path = typer.Argument(..., help="The deployed model folder (or engine folder)."),
-    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
-    flow: str = typer.Option("auto", "--flow", help="Flow backend (auto: the pack's reference flow)."),
-    precision: str = typer.Option("fp32", "--precision", help="fp32, fp16 or int8 files of the folder."),
     model_only: bool = typer.Option(
         False, "--model-only", help="Features from the pack: no frames, no flow."
     ),
@@ -183,13 +174,14 @@ def check_command(
     tolerances: Path | None = typer.Option(
         None, "--tolerances", help='JSON overriding level tolerances, e.g. {"logit_max": {"int8": 2.0}}.'
     ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Replay the pack through this device's pipeline; PASS (exit 0) or FAIL (exit 1) over four levels."""
     from pairedge.compare.parity import CheckOptions, check_pack, load_pack
-    from pairedge.runtime.deployment import Deployment
 
     tol = read_tolerances(tolerances)  # before the pack: a bad option costs nothing
-    deployment = Deployment(str(model), precision=precision, backend=backend, flow=flow)
+    deployment = settings.run(model=str(model)).deployment
     pk = load_pack(pack)
     options = CheckOptions(model_only=model_only, tolerances=tol)
     with stage_progress(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ import typer
 from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.run_log import run_log_command
+from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.core.errors import FormatError
 from pairedge.core.io.textio import printable
 from rich.markup import escape
@@ -22,16 +22,32 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 
-class BoxShape(str, Enum):
-    """``--box-shape`` (``PipelineConfig.box_shape``)."""
-
-    auto = "auto"
-    off = "off"
-    ignore = "ignore"
+#: The help panel of the options that apply to ROS 2 logs only.
+ROS_PANEL = "ROS 2 log"
 
 
 @app.command()
 @handle_errors
+@with_settings(
+    "model",
+    "precision",
+    "backend",
+    "flow",
+    "flow_preset",
+    "flow_scale",
+    "dla_core",
+    "detector",
+    "detector_layout",
+    "detector_backend",
+    "tracker",
+    "tracking",
+    "coast_frames",
+    "max_people",
+    "confirm_s",
+    "operating_point",
+    "box_shape",
+    "pair_radius",
+)
 def run(
     source_text: str = typer.Argument(
         ...,
@@ -48,49 +64,16 @@ def run(
         "the built-in tracker assigns ids. Without it a video runs --detector; a ROS 2 log uses "
         "--detections-topic.",
     ),
-    detector: str | None = typer.Option(
-        None,
-        "--detector",
-        help="Person detector when there is no --detections: 'yolox-nano' (the bundled CNN, YOLOX-Nano, "
-        "Apache-2.0; the default), 'hog' (OpenCV's built-in HOG, no weights file), an exported .onnx "
-        "detector (its layout told apart from the graph: YOLOX raw or decoded, YOLOv5, Ultralytics "
-        "YOLOv8/11 with or without NMS, RT-DETR / D-FINE; COCO class 0 kept) or the .engine pairedge build "
-        "--detector made.",
-    ),
-    detector_layout: str | None = typer.Option(
-        None,
-        "--detector-layout",
-        help="Read an .onnx detector's output as this layout instead of the one told apart from its graph: "
-        "yolox-raw, yolox, yolov5, ultralytics, ultralytics-nms, ultralytics-rtdetr, detr (docs/runtime.md).",
-    ),
-    detector_backend: str = typer.Option(
-        "onnxruntime",
-        "--detector-backend",
-        help="ONNX Runtime provider of an .onnx --detector: onnxruntime (CPU), onnxruntime-cuda, "
-        "onnxruntime-tensorrt.",
-    ),
-    pair_radius: float | None = typer.Option(
-        None,
-        "--pair-radius",
-        help="Skip pairs whose box centres are more than this many mean box heights apart (no features, no "
-        "classifier call; they are not in the results). Default: every pair. See "
-        "benchmarks/results/bench_pair_radius.md for a radius that lost no link.",
-    ),
-    dla_core: int | None = typer.Option(
-        None,
-        "--dla-core",
-        min=0,
-        help="With --backend tensorrt: run the classifiers on this Jetson DLA core, with the engines "
-        "pairedge build --dla-core N made (engines/<tag>-dla<N>/).",
-    ),
     image_topic: str | None = typer.Option(
         None,
         "--image-topic",
+        rich_help_panel=ROS_PANEL,
         help="ROS 2 log: sensor_msgs/Image or CompressedImage topic (default: the only one).",
     ),
     detections_topic: str | None = typer.Option(
         None,
         "--detections-topic",
+        rich_help_panel=ROS_PANEL,
         help="ROS 2 log: vision_msgs/Detection2DArray topic (default: the only one).",
     ),
     stamp_tolerance: float = typer.Option(
@@ -98,86 +81,23 @@ def run(
         "--stamp-tolerance",
         min=0.0,
         max=10.0,
+        rich_help_panel=ROS_PANEL,
         help="ROS 2 log: largest image / detections header-stamp difference of a pair, seconds.",
     ),
     detection_class: list[str] = typer.Option(
         [],
         "--detection-class",
+        rich_help_panel=ROS_PANEL,
         help="ROS 2 log: keep detections of this class id (repeatable; default: all).",
     ),
     out_bag: Path | None = typer.Option(
         None,
         "--out-bag",
+        rich_help_panel=ROS_PANEL,
         help="ROS 2 log: write a copy with /pairedge/interactions and /pairedge/markers here.",
     ),
-    list_topics: bool = typer.Option(False, "--list-topics", help="ROS 2 log: list its topics and exit."),
-    model: Path | None = typer.Option(
-        None,
-        "--model",
-        help="Model folder (stage1.onnx + stage2.onnx); default (or 'default'): the bundled model.",
-    ),
-    backend: str = typer.Option("auto", "--backend", help="Classifier backend: auto, onnxruntime, ..."),
-    precision: str = typer.Option(
-        "fp32",
-        "--precision",
-        help="Model files to run: fp32, fp16 or int8 (from pairedge calibrate; with "
-        "--backend tensorrt, the engines pairedge build made from them).",
-    ),
-    flow: str = typer.Option(
-        "auto",
-        "--flow",
-        help="Flow backend: auto (the model's), dis, farneback, reference (CPU twin of cuda), cuda (NVIDIA "
-        "GPU, fused pooling), none.",
-    ),
-    flow_preset: str | None = typer.Option(
-        None, "--flow-preset", help="DIS preset: ultrafast, fast, medium."
-    ),
-    flow_scale: float | None = typer.Option(None, "--flow-scale", help="Flow resize factor in (0, 1]."),
-    max_people: int = typer.Option(
-        100,
-        "--max-people",
-        min=2,
-        max=100_000,
-        help="At most this many detections per frame go on (the most confident); bounds the work per frame "
-        "at n(n-1)/2 pairs.",
-    ),
-    confirm_s: float | None = typer.Option(
-        None,
-        "--confirm-s",
-        min=0.0,
-        max=60.0,
-        help="Seconds a pair must stay above the stage-1 threshold before it is reported as interacting "
-        "(strangers who cross for a moment are not linked); default: the model's (the bundled model's is "
-        "chosen on simulator validation clips), 0 = at once.",
-    ),
-    operating_point: str | None = typer.Option(
-        None,
-        "--operating-point",
-        help="A named operating point of the model: its own stage-1 threshold and link confirmation time. "
-        "The bundled model has 'surveillance' (elevated cameras with many strangers near each other); "
-        "default: the model's main one.",
-    ),
-    coast_frames: int | None = typer.Option(
-        None,
-        "--coast-frames",
-        min=0,
-        max=15,
-        help="Frames the built-in tracker keeps a person the detector missed, at the predicted box (marked "
-        "coasted in the output), so a short miss does not cut their links; 0 = never. Default: the "
-        "tracker's (chosen on simulator validation scenes, see benchmarks/bench_tracker.py).",
-    ),
-    tracker: str = typer.Option(
-        "iou",
-        "--tracker",
-        help="Tracker for detections without ids: iou (built in, the default), bytetrack, ocsort, or botsort "
-        "(camera-motion compensation, for a moving camera); the last three need pip install "
-        "'.[trackers]' (see docs/tracking.md) and run with the trackers library's defaults.",
-    ),
-    box_shape: BoxShape = typer.Option(
-        BoxShape.auto,
-        "--box-shape",
-        help="Box width/height as a posture cue: 'auto' ignores it once every box has the same shape (a "
-        "sliding-window detector such as ACF or HOG), 'off' always uses it, 'ignore' never does.",
+    list_topics: bool = typer.Option(
+        False, "--list-topics", rich_help_panel=ROS_PANEL, help="ROS 2 log: list its topics and exit."
     ),
     out: Path = typer.Option(
         Path("out"),
@@ -203,6 +123,8 @@ def run(
         max=10000.0,
         help="Frame rate for timestamps (default: the video's; images: 30).",
     ),
+    *,
+    settings: Chosen,
 ) -> None:
     """Run the runtime over a video: JSON Lines results, annotated video, summary table.
 
@@ -210,8 +132,6 @@ def run(
     with --no-video). Those files of an earlier run there that this run does not rewrite are removed (a note
     says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
     """
-    from pairedge.runtime.deployment import Deployment
-    from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
     from pairedge.runtime.memory import tune_allocator
     from pairedge.runtime.runner.inputs import FrameSource
     from pairedge.runtime.runner.live import is_live
@@ -226,25 +146,7 @@ def run(
             "log (a rosbag2 folder, an .mcap or .db3 file)",
         )
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
-    options = RunOptions(
-        deployment=Deployment(model, precision=precision, backend=backend, flow=flow),
-        flow_preset=flow_preset,
-        flow_scale=flow_scale,
-        max_frames=max_frames,
-        video=not no_video,
-        fps=fps,
-        max_people=max_people,
-        confirm_s=confirm_s,
-        operating_point=operating_point,
-        coast_frames=coast_frames,
-        box_shape=box_shape.value,
-        detector=detector or DEFAULT_DETECTOR,
-        detector_backend=detector_backend,
-        detector_layout=detector_layout,
-        tracker=tracker,
-        dla_core=dla_core,
-        pair_radius=pair_radius,
-    )
+    options = settings.run(RunOptions(max_frames=max_frames, video=not no_video, fps=fps))
     from pairedge.apps.ros.bag import is_log
 
     ros_only = {
@@ -277,7 +179,7 @@ def run(
             f"{printable(str(source))}: --list-topics, --out-bag and the topic options are for ROS 2 "
             "logs (a rosbag2 folder with metadata.yaml, or an .mcap / .db3 file)"
         )
-    if detections is not None and (detector is not None or detector_layout is not None):
+    if detections is not None and settings.given & {"detector", "detector_layout"}:
         raise fail(
             "--detections and --detector / --detector-layout exclude each other: boxes come from a file "
             "or from a detector"

@@ -19,7 +19,6 @@ from pairedge.apps.fleet import Outcome, run_tasks
 from pairedge.core.errors import InputError
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.tracker_backends import check_tracker_name
 
 
 @dataclass(frozen=True)
@@ -29,15 +28,18 @@ class EvalTask:
     deployment: Deployment
     source: StreamSource
     max_frames: int | None = None
-    tracker: str = "iou"
+    config: PipelineConfig | None = None
     match_boxes: str | None = None
 
 
 def evaluate_task(task: EvalTask) -> dict[str, Any]:
     """Evaluate one source; the report as a dict (module level, so Ray ships it by reference)."""
-    config = None if task.tracker == "iou" else PipelineConfig(tracker=task.tracker)
     return evaluate(
-        task.deployment, task.source, max_frames=task.max_frames, config=config, match_boxes=task.match_boxes
+        task.deployment,
+        task.source,
+        max_frames=task.max_frames,
+        config=task.config,
+        match_boxes=task.match_boxes,
     ).to_dict()
 
 
@@ -63,13 +65,14 @@ def evaluate_many(
     address: str | None = None,
     workers: int | None = None,
     on_done: Callable[[Outcome[dict[str, Any]]], None] | None = None,
-    tracker: str = "iou",
+    config: PipelineConfig | None = None,
     match_boxes: str | Path | None = None,
 ) -> FleetResult:
     """Evaluate a deployment (:func:`evaluate`: a folder path alone runs at fp32 on the "auto" backends) on
     every source (one task each) and pool the reports.
 
-    ``tracker``: the tracker backend for detections without ids (``PipelineConfig.tracker``);
+    ``config``: the pipeline's configuration (its ``tracker`` gives the ids of detections without them);
+        None: the defaults;
     ``match_boxes``: a MOT ground truth the run's people are matched to by box before scoring
         (:func:`evaluate`).
 
@@ -82,7 +85,7 @@ def evaluate_many(
         deployment = Deployment(deployment)
 
     boxes = None if match_boxes is None else str(match_boxes)
-    tasks = [EvalTask(deployment, s, max_frames, check_tracker_name(tracker), boxes) for s in sources]
+    tasks = [EvalTask(deployment, s, max_frames, config, boxes) for s in sources]
     outcomes = run_tasks(
         evaluate_task,
         tasks,

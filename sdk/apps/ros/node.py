@@ -50,9 +50,6 @@ from pairedge.apps.ros.qos import input_qos, output_qos
 from pairedge.apps.ros.runner import Output
 from pairedge.core.errors import MissingDependencyError, PairedgeError
 from pairedge.core.palette import label_colours
-from pairedge.runtime.config import PipelineConfig
-from pairedge.runtime.deployment import Deployment
-from pairedge.runtime.tracker import TrackerConfig
 
 #: Node name (the launch file names it the same), and the output topics beyond the bag path's two.
 NODE_NAME = "pairedge"
@@ -67,32 +64,14 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     Raises:
         InputError, ModelError, BackendError: as :meth:`Deployment.load` and :func:`open_run_detector`.
     """
-    from pairedge.runtime.runner.run import RunOptions, open_run_detector
+    from pairedge.runtime.runner.run import open_run_detector
 
-    deployment = Deployment(
-        config.model or None, precision=config.precision, backend=config.backend, flow=config.flow
-    )
-    # a pairedge detector has suppressed its duplicates: the tracker keeps overlapping people (RunOptions does
-    # so)
-    tracker = TrackerConfig(nms_iou=None) if config.uses_detector else TrackerConfig()
-    pipe = deployment.load(
-        PipelineConfig(
-            tracking=config.tracking,
-            tracker=config.tracker,
-            tracker_config=tracker,
-            max_people=config.max_people,
-        )
-    )
+    deployment = config.deployment
+    pipe = deployment.load(config.pipeline_config(detector=config.uses_detector))
     if not config.uses_detector:
         return pipe, None, deployment.describe()
     try:
-        options = RunOptions(
-            deployment=deployment,
-            detector=config.detector.strip(),
-            detector_backend=config.detector_backend,
-            max_people=config.max_people,
-        )
-        detector = open_run_detector(options).activate()
+        detector = open_run_detector(config).activate()
         return pipe, detector, f"{deployment.describe()}, detector {detector.describe()}"
     except BaseException:
         pipe.close()

@@ -1,9 +1,11 @@
 """The ROS 2 node's parameters: one table that the node declares, the package's YAML is checked against and
 the docs' table is generated from.
 
-:data:`PARAMETERS` lists every parameter with its default, its ROS parameter type and what it does.
-:class:`NodeConfig` is the checked value the node runs with (each field one parameter, checked once with the
-one-line :class:`~pairedge.core.errors.InputError` a robot's log shows). :func:`render_yaml` writes
+:data:`PARAMETERS` lists every parameter with its default, its ROS parameter type and what it does, read off
+the settings' fields: the run settings the node shares with ``pairedge run``
+(:data:`pairedge.runtime.settings.SETTINGS`, ``ros=True``) and the node's own fields of :class:`NodeConfig`,
+the checked value the node runs with (checked once with the one-line
+:class:`~pairedge.core.errors.InputError` a robot's log shows). :func:`render_yaml` writes
 ``ros2/pairedge_ros/config/pairedge.yaml`` and :func:`markdown_table` the table of ``docs/ros2.md``; tests
 hold both files to them, so code, parameter file and docs cannot drift apart.
 """
@@ -11,15 +13,14 @@ hold both files to them, so code, parameter file and docs cannot drift apart.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pairedge.core.errors import InputError
-from pairedge.runtime.config import TRACKING_MODES
-from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR
-from pairedge.runtime.tracker_backends import DEFAULT_TRACKER, TRACKER_NAMES, check_tracker_name
+from pairedge.core.settings import Setting, declared, setting
+from pairedge.runtime.settings import SETTINGS, RunSettings
 
 #: QoS profiles of the input subscriptions: "sensor_data" (best effort, keep last ``qos_depth``: what
 #: camera drivers publish with) or "reliable" (reliable, keep last ``qos_depth``: a reliable publisher
@@ -31,18 +32,21 @@ MAX_CLASSES, MAX_TEXT = 1000, 4096
 
 @dataclass(frozen=True)
 class Parameter:
-    """One ROS parameter of the node.
+    """One ROS parameter of the node (read off its setting).
 
     Attributes:
         name: the parameter name (``--ros-args -p name:=value``).
         default: its default; its Python type is the ROS parameter type (str: STRING, bool: BOOL,
-            int: INTEGER, float: DOUBLE), so a YAML value of another type is refused by rclpy.
+            int: INTEGER, float: DOUBLE), so a YAML value of another type is refused by rclpy. A setting
+            whose default is None ("none", "the model's") has the empty string.
         description: one line for the YAML comment, the docs and the parameter descriptor.
+        setting: the setting it stands for.
     """
 
     name: str
     default: str | bool | int | float
     description: str
+    setting: Setting
 
     @property
     def type_name(self) -> str:
@@ -50,153 +54,103 @@ class Parameter:
         return {str: "string", bool: "bool", int: "integer", float: "double"}[type(self.default)]
 
 
-#: Every parameter of the node, in the order of the YAML file and the docs.
-PARAMETERS: tuple[Parameter, ...] = (
-    Parameter(
-        "model",
-        "",
-        "model folder (stage1.onnx + stage2.onnx, calibrated variants); empty = the bundled model",
-    ),
-    Parameter("precision", "fp32", "which files of the model folder run: fp32, fp16 or int8"),
-    Parameter(
-        "backend",
-        "auto",
-        "classifier backend: auto, onnxruntime, onnxruntime-cuda, onnxruntime-tensorrt, "
-        "tensorrt (or an alias such as ort-cpu, ort-cuda, trt)",
-    ),
-    Parameter(
-        "flow", "auto", "optical flow backend: auto (the model's), dis, farneback, reference, cuda, none"
-    ),
-    Parameter(
-        "detector",
-        DEFAULT_DETECTOR,
-        "the person detector run on each image (the node then subscribes to the image only): "
-        f"'{DEFAULT_DETECTOR}' (the bundled CNN, the default), 'hog' (OpenCV's people detector), an .onnx or "
-        ".engine detector path; empty = boxes come from detections_topic",
-    ),
-    Parameter(
-        "detector_backend",
-        "onnxruntime",
-        "ONNX Runtime provider of an .onnx detector: onnxruntime, onnxruntime-cuda or onnxruntime-tensorrt",
-    ),
-    Parameter(
-        "tracker",
-        DEFAULT_TRACKER,
-        f"tracker backend that gives ids: {', '.join(TRACKER_NAMES)} "
-        f"(pairedge.runtime.tracker_backends; {DEFAULT_TRACKER} is built in, the others need the trackers "
-        "library)",
-    ),
-    Parameter(
-        "tracking",
-        "auto",
-        "auto = track detections that carry no id, always = ignore given ids, "
-        "never = use the detector's ids as they are",
-    ),
-    Parameter(
-        "image_topic",
-        "image",
-        "sensor_msgs/Image input (CompressedImage when compressed is true); a "
-        "relative name, remapped by the launch file",
-    ),
-    Parameter(
-        "detections_topic",
-        "detections",
-        "vision_msgs/Detection2DArray input (unused when detector is set); remapped by the launch file",
-    ),
-    Parameter("compressed", False, "subscribe to sensor_msgs/CompressedImage instead of sensor_msgs/Image"),
-    Parameter(
-        "stamp_tolerance", 0.01, "largest image / detections header stamp difference of a pair, seconds"
-    ),
-    Parameter("classes", "", "comma-separated detection class ids to keep (e.g. 'person,1'); empty = all"),
-    Parameter(
-        "max_people",
-        100,
-        "at most this many detections per frame go on (the most confident); bounds "
-        "the work per frame at n(n-1)/2 pairs",
-    ),
-    Parameter("qos", "sensor_data", "QoS of the input subscriptions: sensor_data (best effort) or reliable"),
-    Parameter("qos_depth", 5, "history depth (keep last N) of each input subscription"),
-    Parameter(
-        "pairing_queue",
-        64,
-        "most unpaired images and most unpaired detection messages kept while "
-        "waiting for their partner (the oldest is dropped beyond it)",
-    ),
-    Parameter("output_depth", 10, "history depth of the output publishers (reliable, keep last N)"),
-    Parameter(
-        "diagnostics_period", 1.0, "seconds between diagnostic_msgs/DiagnosticArray reports on /diagnostics"
-    ),
-)
-
-_BY_NAME: Mapping[str, Parameter] = {p.name: p for p in PARAMETERS}
-
-
 @dataclass(frozen=True)
-class NodeConfig:
-    """The node's parameters, checked. Field names and defaults are :data:`PARAMETERS`'s.
+class NodeConfig(RunSettings):
+    """The node's parameters, checked: the run settings the node has as parameters (``ros=True``: model,
+    precision, backend, flow, tracking, tracker, max_people, detector, detector_backend) in
+    :attr:`deployment`, :attr:`config` and :attr:`detector`, and the node's own below, each declared once
+    here with its default and description. :data:`PARAMETERS` is read off them.
 
     Raises:
         InputError: a value of the wrong type or out of range, naming the parameter.
     """
 
-    model: str = ""
-    precision: str = "fp32"
-    backend: str = "auto"
-    flow: str = "auto"
-    detector: str = DEFAULT_DETECTOR
-    detector_backend: str = "onnxruntime"
-    tracker: str = DEFAULT_TRACKER
-    tracking: str = "auto"
-    image_topic: str = "image"
-    detections_topic: str = "detections"
-    compressed: bool = False
-    stamp_tolerance: float = 0.01
-    classes: str = ""
-    max_people: int = 100
-    qos: str = "sensor_data"
-    qos_depth: int = 5
-    pairing_queue: int = 64
-    output_depth: int = 10
-    diagnostics_period: float = 1.0
+    image_topic: str = field(
+        default="image",
+        metadata=setting(
+            "sensor_msgs/Image input (CompressedImage when compressed is true); a relative name, remapped by "
+            "the launch file",
+            ros=True,
+        ),
+    )
+    detections_topic: str = field(
+        default="detections",
+        metadata=setting(
+            "vision_msgs/Detection2DArray input (unused when detector is set); remapped by the launch file",
+            ros=True,
+        ),
+    )
+    compressed: bool = field(
+        default=False,
+        metadata=setting("subscribe to sensor_msgs/CompressedImage instead of sensor_msgs/Image", ros=True),
+    )
+    stamp_tolerance: float = field(
+        default=0.01,
+        metadata=setting(
+            "largest image / detections header stamp difference of a pair, seconds",
+            low=0.0,
+            high=10.0,
+            ros=True,
+        ),
+    )
+    classes: str = field(
+        default="",
+        metadata=setting(
+            "comma-separated detection class ids to keep (e.g. 'person,1'); empty = all", ros=True
+        ),
+    )
+    qos: str = field(
+        default="sensor_data",
+        metadata=setting(
+            "QoS of the input subscriptions: sensor_data (best effort) or reliable",
+            choices=QOS_PROFILES,
+            ros=True,
+        ),
+    )
+    qos_depth: int = field(
+        default=5,
+        metadata=setting(
+            "history depth (keep last N) of each input subscription", low=1, high=1000, ros=True
+        ),
+    )
+    pairing_queue: int = field(
+        default=64,
+        metadata=setting(
+            "most unpaired images and most unpaired detection messages kept while waiting for their partner "
+            "(the oldest is dropped beyond it)",
+            low=2,
+            high=10_000,
+            ros=True,
+        ),
+    )
+    output_depth: int = field(
+        default=10,
+        metadata=setting(
+            "history depth of the output publishers (reliable, keep last N)", low=1, high=1000, ros=True
+        ),
+    )
+    diagnostics_period: float = field(
+        default=1.0,
+        metadata=setting(
+            "seconds between diagnostic_msgs/DiagnosticArray reports on /diagnostics",
+            low=0.05,
+            high=3600.0,
+            ros=True,
+        ),
+    )
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value, kind = getattr(self, f.name), type(_BY_NAME[f.name].default)
-            if kind is float and type(value) is int:  # a YAML "1" for a double: what was meant is clear
-                object.__setattr__(self, f.name, float(value))
-            elif type(value) is not kind:
-                type_name = _BY_NAME[f.name].type_name
-                raise InputError(
-                    f"parameter {f.name}: expected {'an' if type_name == 'integer' else 'a'} "
-                    f"{type_name}, got {value!r}"
-                )
-            if kind is str and len(value) > MAX_TEXT:
-                raise InputError(
-                    f"parameter {f.name}: expected at most {MAX_TEXT} characters, got {len(value)}"
-                )
-        _choice("qos", self.qos, QOS_PROFILES)
-        _choice("tracking", self.tracking, TRACKING_MODES)
-        try:
-            object.__setattr__(self, "tracker", check_tracker_name(self.tracker))
-        except InputError as exc:
-            raise InputError(f"parameter tracker: {exc}") from None
         for name in ("image_topic", "detections_topic"):
             if not getattr(self, name).strip():
                 raise InputError(f"parameter {name}: expected a topic name, got an empty string")
-        _bounded("stamp_tolerance", self.stamp_tolerance, 0.0, 10.0)
-        _bounded("diagnostics_period", self.diagnostics_period, 0.05, 3600.0)
-        _bounded("max_people", self.max_people, 2, 100_000)
-        _bounded("qos_depth", self.qos_depth, 1, 1000)
-        _bounded("pairing_queue", self.pairing_queue, 2, 10_000)
-        _bounded("output_depth", self.output_depth, 1, 1000)
         self.class_set()  # checked here, once
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> NodeConfig:
+    def from_values(cls, values: Mapping[str, Any]) -> NodeConfig:  # type: ignore[override]
         """The config of ``values`` (parameter name -> value; missing names keep their defaults).
 
         Raises:
-            InputError: an unknown parameter name, or a bad value.
+            InputError: an unknown parameter name, or a bad value (naming the parameter).
         """
         unknown = sorted(set(values) - set(_BY_NAME))
         if unknown:
@@ -204,7 +158,20 @@ class NodeConfig:
                 f"unknown parameter(s) {', '.join(unknown)}; expected names of "
                 "pairedge.apps.ros.node_params.PARAMETERS"
             )
-        return cls(**dict(values))
+        checked = {name: _checked(_BY_NAME[name], value) for name, value in values.items()}
+        run = {n: v for n, v in checked.items() if n in SETTINGS}
+        for name, value in run.items():  # one at a time: the error names the parameter
+            try:
+                RunSettings.from_values({name: value})
+            except InputError as exc:
+                raise InputError(f"parameter {name}: {str(exc).removeprefix(name + ': ')}") from None
+        own = {n: v for n, v in checked.items() if n not in SETTINGS}
+        return cls.from_run(RunSettings.from_values(run), **own)
+
+    @classmethod
+    def from_run(cls, run: RunSettings, **own: Any) -> NodeConfig:
+        """The config of the run settings ``run`` and the node's own parameters ``own``."""
+        return cls(deployment=run.deployment, config=run.config, detector=run.detector, **own)
 
     def class_set(self) -> frozenset[str] | None:
         """The ``classes`` filter as a set of class ids (None: keep every class)."""
@@ -216,17 +183,47 @@ class NodeConfig:
     @property
     def uses_detector(self) -> bool:
         """True when the node runs a person detector on each image (no detections subscription)."""
-        return bool(self.detector.strip())
+        return self.detector.detector is not None
 
 
-def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InputError(f"parameter {name}: expected one of {', '.join(choices)}, got {value!r}")
+def _ros_default(s: Setting) -> str | bool | int | float:
+    """A setting's default as a ROS parameter value: None is the empty string, a path its text."""
+    if s.default is None:
+        if s.kind not in (str, Path):
+            raise TypeError(f"setting {s.name}: a ROS parameter of type {s.kind.__name__} needs a default")
+        return ""
+    return str(s.default) if isinstance(s.default, Path) else s.default
 
 
-def _bounded(name: str, value: float, low: float, high: float) -> None:
-    if not (math.isfinite(value) and low <= value <= high):
-        raise InputError(f"parameter {name}: expected a number in [{low:g}, {high:g}], got {value}")
+def _checked(p: Parameter, value: Any) -> Any:
+    """``value`` of parameter ``p`` when its type is the parameter's (an int for a double taken as a float)
+    and a number within the setting's bounds, a string within :data:`MAX_TEXT` characters and one of its
+    choices; the empty string of a setting that takes None (no detector, the bundled model) as None."""
+    kind = type(p.default)
+    if kind is float and type(value) is int:  # a YAML "1" for a double: what was meant is clear
+        value = float(value)
+    elif type(value) is not kind:
+        article = "an" if p.type_name == "integer" else "a"
+        raise InputError(f"parameter {p.name}: expected {article} {p.type_name}, got {value!r}")
+    if kind is str:
+        if len(value) > MAX_TEXT:
+            raise InputError(f"parameter {p.name}: expected at most {MAX_TEXT} characters, got {len(value)}")
+        if p.setting.choices and p.setting.owner is NodeConfig and value not in p.setting.choices:
+            raise InputError(
+                f"parameter {p.name}: expected one of {', '.join(p.setting.choices)}, got {value!r}"
+            )
+        if p.setting.optional and not value.strip():
+            return None
+    p.setting.check_bounds(value, f"parameter {p.name}")
+    return value
+
+
+#: Every parameter of the node, in the order of the YAML file and the docs.
+PARAMETERS: tuple[Parameter, ...] = tuple(
+    Parameter(s.name, _ros_default(s), s.help, s) for s in declared(NodeConfig) if s.ros
+)
+
+_BY_NAME: Mapping[str, Parameter] = {p.name: p for p in PARAMETERS}
 
 
 def yaml_scalar(value: str | bool | int | float) -> str:

@@ -117,7 +117,6 @@ def reference_flow(
         return deployment, config
     preset, scale = ref_flow.get("preset"), ref_flow.get("scale")
     flow = FlowConfig(
-        backend=config.flow.backend,
         preset=preset or config.flow.preset,
         scale=scale if scale is not None else config.flow.scale,
     )

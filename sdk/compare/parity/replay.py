@@ -45,7 +45,6 @@ def load_pipeline(
     config = config or PipelineConfig()
     if flow_preset is not None or flow_scale is not None:
         flow_cfg = FlowConfig(
-            backend=config.flow.backend,
             preset=flow_preset or config.flow.preset,
             scale=flow_scale if flow_scale is not None else config.flow.scale,
         )

@@ -166,13 +166,13 @@ def test_outputs_of_an_earlier_run_are_removed_and_noted(
 
 
 def test_demo_removes_outputs_it_does_not_rewrite(tmp_path: Path) -> None:
-    from pairedge.apps.demo import DemoOptions, run_demo
+    from pairedge.apps.demo import DemoOptions, cpu_deployment, run_demo
 
     model = toy_model(tmp_path / "model")
     out = tmp_path / "out"
-    run_demo(out, DemoOptions(frames=4, model=model))
+    run_demo(out, DemoOptions(frames=4, deployment=cpu_deployment(model)))
     assert (out / "demo.mp4").is_file()
-    result = run_demo(out, DemoOptions(frames=4, model=model, video=False))
+    result = run_demo(out, DemoOptions(frames=4, deployment=cpu_deployment(model), video=False))
     assert not (out / "demo.mp4").exists()
     assert any("removed demo.mp4 of an earlier run" in n for n in result.notes)
 

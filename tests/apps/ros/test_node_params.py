@@ -1,31 +1,46 @@
-"""The node's one parameter table (pairedge.apps.ros.node_params): NodeConfig has exactly its fields and
-defaults, and every bad value is refused with a one-line error that names the parameter."""
+"""The node's one parameter table (pairedge.apps.ros.node_params): read off the run settings the node shares
+with ``pairedge run`` and NodeConfig's own fields, and every bad value is refused with a one-line error that
+names the parameter."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from pairedge.apps.ros.node_params import PARAMETERS, NodeConfig, markdown_table, render_yaml, yaml_scalar
 from pairedge.core.errors import InputError
+from pairedge.runtime.settings import SETTINGS, RunSettings
 
 
-def test_config_fields_are_the_table() -> None:
-    fields = dataclasses.fields(NodeConfig)
-    assert [f.name for f in fields] == [p.name for p in PARAMETERS]
-    assert [f.default for f in fields] == [p.default for p in PARAMETERS]
-    assert all(type(f.default) is type(p.default) for f, p in zip(fields, PARAMETERS, strict=True))
+def test_the_table_is_the_run_settings_and_the_node_fields() -> None:
+    run = [p.name for p in PARAMETERS if p.name in SETTINGS]
+    assert run == [s.name for s in SETTINGS.values() if s.ros]
+    own = [
+        f.name for f in dataclasses.fields(NodeConfig) if f.name not in {"deployment", "config", "detector"}
+    ]
+    assert [p.name for p in PARAMETERS if p.name not in SETTINGS] == own
+    for p in PARAMETERS:  # the default of each parameter is its setting's (None: the empty string)
+        default = p.setting.default
+        assert p.default == (
+            "" if default is None else str(default) if isinstance(default, Path) else default
+        )
     assert len({p.name for p in PARAMETERS}) == len(PARAMETERS)
     assert all(p.description and "\n" not in p.description for p in PARAMETERS)
     default = NodeConfig()
     assert default.class_set() is None and default.uses_detector  # the bundled detector by default
+    assert NodeConfig.from_values({}) == default
+    # the node's run settings are the library's: the same defaults as pairedge run and RunSettings
+    assert RunSettings.from_values({}).values() == {n: v for n, v in default.values().items()}
+    assert NodeConfig.from_values({"detector": ""}).uses_detector is False
+    assert NodeConfig.from_values({"model": ""}).deployment.model == "default"
 
 
 def test_values_are_checked() -> None:
     cfg = NodeConfig.from_values(
         {"classes": " person, 1 ,,", "stamp_tolerance": 0, "detector": "hog", "tracker": " BoTSORT"}
     )
-    assert cfg.tracker == "botsort"  # the runtime's registry judges and spells the name
+    assert cfg.config.tracker == "botsort"  # the runtime's registry judges and spells the name
     assert cfg.class_set() == frozenset({"person", "1"}) and cfg.uses_detector
     assert cfg.stamp_tolerance == 0.0 and type(cfg.stamp_tolerance) is float  # an int for a double is taken
     bad = {

@@ -302,15 +302,30 @@ def test_pipeline_runs_both_stages_on_the_dla(full_model_dir: Path, monkeypatch:
         pipeline.close()
 
 
-def test_run_options_dla_core_needs_the_tensorrt_backend() -> None:
+def test_deployment_dla_core_needs_the_tensorrt_backend() -> None:
+    """The deployment owns the DLA core and hands it to the tensorrt backend's options; the pipeline hands
+    the precision of the files it opened (the engines are found by both); another backend refuses a DLA
+    core."""
+    from pairedge.runtime.config import PipelineConfig
     from pairedge.runtime.deployment import Deployment
-    from pairedge.runtime.runner.run import RunOptions
 
-    config = RunOptions(deployment=Deployment(backend="tensorrt"), dla_core=1).pipeline_config()
+    config = Deployment(backend="tensorrt", dla_core=1, precision="fp16").config()
     assert config.backend_options == TensorRTOptions(dla_core=1)
-    assert RunOptions(deployment=Deployment(backend="tensorrt")).pipeline_config().backend_options is None
-    with pytest.raises(InputError, match="--dla-core: needs --backend tensorrt"):
-        RunOptions(deployment=Deployment(backend="onnxruntime"), dla_core=0).pipeline_config()
+    assert Deployment(backend="tensorrt").config().backend_options is None
+    given = PipelineConfig(backend_options=TensorRTOptions(device_id=1))
+    assert Deployment(backend="tensorrt", dla_core=0).config(given).backend_options == TensorRTOptions(
+        device_id=1, dla_core=0
+    )
+    assert TensorRTOptions.with_precision(None, "int8") == TensorRTOptions(precision="int8")
+    with pytest.raises(InputError, match="contradicts the model files' precision 'fp16'"):
+        TensorRTOptions.with_precision(TensorRTOptions(precision="int8"), "fp16")
+    with pytest.raises(InputError, match="contradicts the deployment's dla_core"):
+        Deployment(backend="tensorrt", dla_core=0).config(
+            PipelineConfig(backend_options=TensorRTOptions(dla_core=1))
+        )
+    with pytest.raises(InputError, match="dla_core: needs backend tensorrt"):
+        Deployment(backend="onnxruntime", dla_core=0)
+    assert Deployment().config().backend_options is None
 
 
 def test_cli_run_on_dla_engines(
@@ -378,4 +393,4 @@ def test_cli_run_on_dla_engines(
     assert ("Runtime.DLA_core=", 0) in trt.calls
     refused = runner.invoke(app, [*args, "--backend", "onnxruntime", "--dla-core", "0"])
     lines = refused.stderr.splitlines()
-    assert refused.exit_code == 1 and len(lines) == 1 and "--dla-core: needs --backend tensorrt" in lines[0]
+    assert refused.exit_code == 1 and len(lines) == 1 and "dla_core: needs backend tensorrt" in lines[0]
