@@ -29,6 +29,7 @@ from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 from pairedge.core.io.featurefile import load_npz
 from pairedge.core.labels import CAD8, CAD_TOGETHER, PAPER3, SIM7
 from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import get_preset, simulate
 from pairedge.runtime import Deployment
 from pairedge.runtime.observers import LastFeatures
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
@@ -52,7 +53,6 @@ def parse_scenes(text: str) -> list[tuple[str, tuple[int, ...]]]:
 
     Seeds after a preset are ranges or single seeds separated by ``+`` or ``,``: ``static:0-3+7``.
     """
-    from pairedge.core.sim import get_preset
 
     out: list[tuple[str, tuple[int, ...]]] = []
     preset: str | None = None
@@ -189,7 +189,6 @@ def collect_scenes(
 
     ``boxes``: "detections" (the simulated detector and tracker, as on a robot) or "truth".
     """
-    from pairedge.core.sim import simulate
 
     if boxes not in ("detections", "truth"):
         raise InputError(f"boxes: expected 'detections' or 'truth', got {boxes!r}")

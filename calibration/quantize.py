@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.qdq_graph import qdq_graph
+from pairedge.calibration.ranges import layer_plans
 from pairedge.core.errors import InputError
 from pairedge.core.modelmeta import INPUT_NAME
 
@@ -136,8 +138,6 @@ def calibrate_ranges(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
     several times (with other ``exclude`` lists): "gemm": the layer plans
     (:func:`pairedge.calibration.ranges.layer_plans`); "all": the entropy range overrides (None otherwise)."""
     if config.placement == "gemm":
-        from pairedge.calibration.ranges import layer_plans
-
         return layer_plans(model, X, config)
     return entropy_ranges(model, X, config) if config.method == "entropy" else None
 
@@ -149,8 +149,6 @@ def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: Any = None)
     ``ranges``: :func:`calibrate_ranges` of the same model, rows and config (computed when None).
     """
     if config.placement == "gemm":
-        from pairedge.calibration.qdq_graph import qdq_graph
-
         plans = ranges if ranges is not None else calibrate_ranges(model, X, config)
         return qdq_graph(model, plans, config.exclude)
     return _ort_quantize(model, X, config, ranges)

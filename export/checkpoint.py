@@ -20,6 +20,7 @@ from pairedge.core import limits
 from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.io.textio import read_json
 from pairedge.core.modelmeta import ModelMetadata, finite_floats
+from pairedge.core.version import __version__
 from pairedge.export.models import ModelConfig, build_model, get_normalization
 from torch import nn
 
@@ -47,7 +48,6 @@ class Checkpoint:
 
     def metadata(self) -> ModelMetadata:
         """The ONNX metadata of this model (normalisation statistics read from its buffers)."""
-        from pairedge.core.version import __version__
 
         mean, std = get_normalization(self.model)
         return ModelMetadata(

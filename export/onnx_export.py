@@ -25,6 +25,7 @@ from pairedge.core.modelfolder import Manifest, register_files
 from pairedge.core.modelmeta import INPUT_NAME, OUTPUT_NAME, ModelMetadata
 from pairedge.export.checkpoint import Checkpoint, check_finite
 from pairedge.export.models import count_parameters, get_normalization
+from pairedge.runtime.backends.ort_session import make_session
 from torch import nn
 
 DEFAULT_OPSET = 17
@@ -159,7 +160,6 @@ def max_abs_difference(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -
 
 def parity_stats(model: nn.Module, onnx_path: str | Path, X: np.ndarray) -> tuple[float, float]:
     """(max |ONNX Runtime(X) - torch(X)|, max |torch(X)|) for raw features X (N, F) float32."""
-    from pairedge.runtime.backends.ort_session import make_session
 
     session = make_session(onnx_path, what=str(onnx_path))
     (got,) = session.run([OUTPUT_NAME], {INPUT_NAME: np.ascontiguousarray(X, np.float32)})

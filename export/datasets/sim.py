@@ -24,6 +24,8 @@ from pairedge.core.errors import InputError
 from pairedge.core.features import spec_layout
 from pairedge.core.io.featurefile import FeatureData
 from pairedge.core.labels import PAPER3, SIM7, STAGE1
+from pairedge.core.sim import simulate
+from pairedge.runtime.flow import FlowStream, get_flow_backend
 
 TASKS = ("stage1", "paper3", "sim7")
 _KEY = np.int64(1) << np.int64(31)
@@ -91,8 +93,6 @@ def scene_rows(
     spec: str, preset: str, seed: int, ds: SimDataset
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(stage-1 (M, F1), stage-2 (M, F2) float32, SIM7 labels (M,) int64)`` of one scene's kept frames."""
-    from pairedge.core.sim import simulate
-    from pairedge.runtime.flow import FlowStream, get_flow_backend
 
     spec_obj = spec_layout(spec, ds.spec_version)
     extractor = spec_obj.make_extractor(dict(ds.feature_config))

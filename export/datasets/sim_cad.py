@@ -25,6 +25,7 @@ import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.io.cad import CadPerson, CadSequence
 from pairedge.core.labels import CAD8, SIM7
+from pairedge.core.sim import Scene
 
 #: SIM7 name -> CAD8 name; SIM7 classes not listed are unlabelled (``standing_together`` is handled by
 #: group size, see the module docstring).
@@ -67,7 +68,6 @@ def sim_cad_sequence(preset: str, seed: int, frames: int = 300, number: int = 0)
     ``number`` becomes :attr:`CadSequence.sequence`. Frames are numbered 1..frames; track ``k`` of the result
     is the k-th distinct simulator track id in order of appearance.
     """
-    from pairedge.core.sim import Scene
 
     if frames < 2:
         raise InputError(f"expected frames >= 2, got {frames}")

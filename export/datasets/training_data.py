@@ -22,6 +22,7 @@ from pairedge.core.errors import InputError
 from pairedge.core.io.cad import read_cad_dir
 from pairedge.core.io.featurefile import FeatureData, load_npz
 from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import get_preset
 from pairedge.export.datasets.cad import cad_features
 from pairedge.export.datasets.cad_context import AUGMENTATIONS
 from pairedge.export.datasets.sim import SimDataset, sim_features
@@ -147,8 +148,6 @@ def load_with_copies(
             )
     if source.startswith(SIM_PREFIX):
         from dataclasses import replace
-
-        from pairedge.core.sim import get_preset
 
         ds = replace(
             parse_sim_source(source, stage, labels),

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from pairedge.core.errors import ModelError
 from pairedge.export.models import RelationNet, Stage1MLP, Standardize
+from pairedge.export.qat.fake import mse_range
 from torch import nn
 
 #: Bounds of every gain (a channel that never fires, or a constant column, keeps a bounded factor).
@@ -118,7 +119,6 @@ def _ranges(magnitudes: np.ndarray, percentile: float | None) -> np.ndarray:
     """(C,) range of every column of (N, C) magnitudes: a percentile, or None: the MSE-optimal int8 range."""
     if percentile is not None:
         return np.percentile(magnitudes, percentile, axis=0)
-    from pairedge.export.qat.fake import mse_range
 
     return np.array([mse_range(magnitudes[:, c]) for c in range(magnitudes.shape[1])])
 

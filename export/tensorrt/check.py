@@ -36,11 +36,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.core import limits
 from pairedge.core.artefacts import CALIBRATION_FILE, find
 from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.core.modelfolder import load_onnx
 from pairedge.export.tensorrt.onnx_ops import DEFAULT_TARGET, TARGETS, UNSUPPORTED, Target, supported
+from pairedge.runtime.backends.model import check_external_data
 
 FP16_MAX = 65504.0
 _FLOAT, _INT64, _FLOAT16, _DOUBLE = 1, 7, 10, 11
@@ -141,7 +143,6 @@ def read_model(file: Path) -> Any:
         ModelError: not ONNX; external data outside the folder, missing, not a regular file or too large.
     """
     from onnx.external_data_helper import load_external_data_for_model
-    from pairedge.runtime.backends.model import check_external_data
 
     model = load_onnx(file, "an ONNX model (.onnx)")
     if check_external_data(file.resolve(), model):
@@ -322,7 +323,6 @@ def _check_dynamic(model: Any) -> list[Finding]:
 def _check_qdq(model: Any) -> list[Finding]:
     """Explicit-quantization rules: :func:`pairedge.calibration.qdq_rules.check_qdq_rules` (the one
     checker)."""
-    from pairedge.calibration.qdq_rules import check_qdq_rules
 
     return [
         Finding("error", f"qdq-{issue.rule}", issue.node, issue.message) for issue in check_qdq_rules(model)

@@ -36,9 +36,18 @@ from pairedge.core.labels import PAPER3, SIM7
 from pairedge.core.metrics.pairwise import score_files
 from pairedge.core.metrics.result import ScoreReport
 from pairedge.core.seeds import parse_seeds
+from pairedge.core.sim import Scene
+from pairedge.core.sim.output import pairs_record
 from pairedge.runtime import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.output import JsonlWriter
+from pairedge.runtime.runner.run import (
+    open_video_writer,
+    pipeline_notes,
+    remove_stale_outputs,
+    run_stream,
+    stale_note,
+)
 
 TOGETHER = frozenset(PAPER3.classes)
 #: The default demo scene: seed 1000 of ``static``, the first test seed of the bundled model's recipe (held
@@ -245,7 +254,6 @@ class _SceneStream:
     """Simulated frames as runtime input, writing the ground truth files while they stream."""
 
     def __init__(self, options: DemoOptions, out: Path) -> None:
-        from pairedge.core.sim import Scene
 
         self.scene = Scene(options.preset, options.seed)
         self.options = options
@@ -257,7 +265,6 @@ class _SceneStream:
         self.keep_truth: set[int] = set()
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray, Any, float]]:
-        from pairedge.core.sim.output import pairs_record
 
         for f in self.scene.frames(self.options.frames):
             record = pairs_record(f)
@@ -293,7 +300,6 @@ def run_demo(out: str | Path, options: DemoOptions | None = None, on_frame: Any 
         ModelError: the bundled model is missing (or ``options.deployment`` names no valid model folder).
         InputError: bad options (unknown preset, ...).
     """
-    from pairedge.runtime.runner.run import remove_stale_outputs, stale_note
 
     start = time.perf_counter()
     options = options or DemoOptions()
@@ -343,7 +349,6 @@ def _run(
     ``notes``: what the pipeline decided a user should know
         (:func:`pairedge.runtime.runner.run.pipeline_notes`:
     an unverified model folder, box shape ignored), as ``pairedge run`` prints them."""
-    from pairedge.runtime.runner.run import open_video_writer, pipeline_notes, run_stream
 
     files = {"results": str(folder / "results.jsonl")}
     options = stream.options

@@ -35,6 +35,16 @@ from pairedge.core.modelfolder import (
     summary_problems,
     verify_files,
 )
+from pairedge.runtime.backends.registry import backend_class
+from pairedge.runtime.backends.tensorrt_loader import (
+    EngineEnvironment,
+    EngineManifest,
+    check_compatible,
+    manifest_path,
+    read_verified_engine,
+)
+from pairedge.runtime.flow import available_flow_backends
+from pairedge.runtime.loading import find_models, spec_uses_flow
 
 #: Backends tried for every precision whose ONNX files are present: the table's ONNX backends.
 ORT_BACKENDS = artefacts.ONNX_BACKENDS
@@ -144,7 +154,6 @@ def inspect_model_folder(folder: str | Path, gpu: LocalGpu | None = None) -> Fol
     Raises:
         ModelError: ``folder`` is not a directory (everything else is reported, not raised).
     """
-    from pairedge.runtime.backends.registry import backend_class
 
     path = Path(folder).expanduser().absolute()
     if not path.is_dir():
@@ -207,7 +216,6 @@ def _integrity(path: Path) -> tuple[str, list[str]]:
 
 def _load(path: Path, precision: str) -> tuple[Any, str | None]:
     """The checked model pair of ``precision`` (or None) and why it does not load."""
-    from pairedge.runtime.loading import find_models
 
     try:
         return find_models(path, precision), None
@@ -217,8 +225,6 @@ def _load(path: Path, precision: str) -> tuple[Any, str | None]:
 
 def _describe(pair: Any) -> tuple[str, str | None]:
     """The fp32 models' spec line and the flow backend they need (None: box-only / no flow)."""
-    from pairedge.runtime.flow import available_flow_backends
-    from pairedge.runtime.loading import spec_uses_flow
 
     meta, spec = pair.stage2.metadata, pair.stage2.spec
     try:
@@ -250,7 +256,6 @@ def realistic_rows(model: Any, n: int, seed: int = 0) -> np.ndarray:
 def _ort_reason(backend: str, pair: Any) -> str | None:
     """None when both stages run realistic batches of :data:`BATCH_SIZES` pairs on ``backend`` with finite
     logits; else why not (one line)."""
-    from pairedge.runtime.backends.registry import backend_class
 
     cls = backend_class(backend)
     for model in (pair.stage1, pair.stage2):
@@ -306,13 +311,6 @@ def _engines(path: Path, gpu: LocalGpu | None) -> tuple[list[RunOption], list[st
 
 def _engine_reason(folder: Path, engine: Path, stage: int, gpu: LocalGpu, problems: list[str]) -> str | None:
     """Why ``engine`` cannot run here (None: it can), with the checks the TensorRT backend makes first."""
-    from pairedge.runtime.backends.tensorrt_loader import (
-        EngineEnvironment,
-        EngineManifest,
-        check_compatible,
-        manifest_path,
-        read_verified_engine,
-    )
 
     if not os.path.lexists(engine):
         return f"{engine.name} missing"

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core.errors import FormatError, ModelError
+from pairedge.core.features import compiled
 from pairedge.core.limits import read_bytes
+from pairedge.gpu.cuda.status import binding_check, driver_check, emulation_check, emulation_setting
+from pairedge.gpu.cuda.status import cuda_devices as layer_devices
+from pairedge.runtime.detectors.bundled import bundled_detector
+from pairedge.runtime.detectors.hog import HogDetector
+from pairedge.runtime.flow import available_flow_backends
 
 
 @dataclass(frozen=True)
@@ -102,14 +108,12 @@ def _torch_check() -> Check:
 def cuda_devices() -> tuple[list[tuple[str, str]], str | None]:
     """The CUDA devices as ``(name, "major.minor" compute capability)`` through the driver API (libcuda),
     without any Python CUDA package, and None; or ``([], why there is none)`` (the CUDA layer's probe)."""
-    from pairedge.gpu.cuda.status import cuda_devices as layer_devices
 
     return layer_devices()
 
 
 def _cuda_checks() -> list[Check]:
     """The CUDA layer's rows: its bindings, the driver and GPUs, and the emulated device (nothing opened)."""
-    from pairedge.gpu.cuda.status import binding_check, driver_check, emulation_check
 
     rows = [Check(kind, *binding_check(kind)) for kind in ("cuda-python", "pycuda")]
     rows.append(Check("CUDA driver / GPU", *driver_check()))
@@ -140,8 +144,6 @@ def _flow_backends_check() -> Check:
     """Which registered flow backends run here (the CUDA one needs cuda-python or pycuda, a driver and a GPU,
     or ``PAIREDGE_CUDA_EMULATION=hip-cpu`` and the emulated device's toolchain: then it is "cuda
     (emulated)")."""
-    from pairedge.gpu.cuda.status import emulation_setting
-    from pairedge.runtime.flow import available_flow_backends  # lazy: the runtime registry, no GPU import
 
     found = available_flow_backends()
     emulated = emulation_setting()[0]
@@ -404,8 +406,6 @@ def probe() -> Probe:
 def _detector_check() -> Check:
     """The bundled person detector (the default of ``pairedge run`` without detections): what it is, where it
     comes from, its licence, whether its files match their manifest; and whether HOG runs here."""
-    from pairedge.runtime.detectors.bundled import bundled_detector
-    from pairedge.runtime.detectors.hog import HogDetector
 
     hog = (
         "HOG available (--detector hog)"
@@ -428,7 +428,6 @@ def _detector_check() -> Check:
 def _feature_kernels_check() -> Check:
     """Whether the features' hot loops run compiled (``_pairkernel``, built by pip where a C compiler is) or
     by numpy."""
-    from pairedge.core.features import compiled
 
     if compiled.implementation() == "compiled":
         return Check("feature kernels", True, "compiled (_pairkernel: pair block, flow sums, track history)")
@@ -458,7 +457,6 @@ def gpu_skip_reason(*, need_tensorrt: bool = False, need_cuda_python: bool = Fal
 def emulation_skip_reason() -> str | None:
     """None when the emulated CUDA device (HIP-CPU) can be built here; otherwise the exact reason, as the
     ``CUDA emulation`` row of ``pairedge doctor`` prints it."""
-    from pairedge.gpu.cuda.status import emulation_check
 
     ok, detail = emulation_check()
     return None if ok else f"CUDA emulation: {detail}"

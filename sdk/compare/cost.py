@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.runtime.backends.model import load_model
+from pairedge.runtime.backends.ort import OnnxRuntimeBackend
 
 #: The pair counts every latency figure is given at (one person pair ... 100 people's 4,950 pairs).
 PAIR_COUNTS = (1, 64, 512, 4950)
@@ -129,8 +131,6 @@ def precision_costs(
         ``{precision: {"macs_per_pair", "int8_macs_per_pair", "int8_share", "bytes", "latency_ms": {pairs:
         p50}, "vs_fp32": {pairs: ratio}}}`` (``vs_fp32`` when fp32 is among ``files``).
     """
-    from pairedge.runtime.backends.model import load_model
-    from pairedge.runtime.backends.ort import OnnxRuntimeBackend
 
     backends = [OnnxRuntimeBackend(load_model(path)).activate() for path in files.values()]
     try:

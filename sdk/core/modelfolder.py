@@ -41,6 +41,7 @@ from pairedge.core import limits
 from pairedge.core.artefacts import stage_artefacts
 from pairedge.core.errors import FormatError, InputError, ModelError, ModelIntegrityError
 from pairedge.core.modelmeta import ModelMetadata
+from pairedge.core.version import __version__
 
 MANIFEST_NAME = "manifest.json"
 #: Version of the manifest's own layout (not of pairedge).
@@ -334,7 +335,6 @@ def _entry(folder: Path, name: str, role: str) -> FileEntry:
 
 def _summary(folder: Path) -> dict[str, Any]:
     """Spec, labels and thresholds from the fp32 stage files' metadata (empty when absent)."""
-    from pairedge.core.version import __version__
 
     metas = {}
     for stage in stage_artefacts("fp32"):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.apps.probe import probe
+from pairedge.core.version import __version__
 
 #: Where Jetson boards expose their clocks (read when present; absent elsewhere).
 _CPU_FREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
@@ -70,7 +71,6 @@ def jetson() -> dict[str, Any] | None:
 def environment() -> dict[str, Any]:
     """CPU, GPU, library versions (``pairedge doctor``'s probe), Jetson power mode and clocks when
     readable."""
-    from pairedge.core.version import __version__
 
     checks = probe().as_dict()
     gpu = next((v for k, v in checks.items() if "gpu" in k.lower()), None)

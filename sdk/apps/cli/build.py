@@ -15,6 +15,7 @@ from pairedge.core.bundled import BUNDLED_NAME, in_installed_package, resolve_mo
 from pairedge.core.errors import InputError
 from pairedge.gpu.tensorrt import load_tensorrt
 from pairedge.gpu.tensorrt.versions import TrtVersion
+from pairedge.runtime.detectors.bundled import bundled_detector, is_bundled_name
 from rich.markup import escape
 
 
@@ -229,7 +230,6 @@ def detector_source(spec: str, precision: str) -> tuple[Path, Path | None]:
     """The ONNX file of ``--detector SPEC`` and the folder its ``engines/<device tag>/`` goes under: a bundled
     detector's verified file (fp16: its fp16 copy) under the current folder (the package is not a place for
     engines), or the given path under its own folder (None)."""
-    from pairedge.runtime.detectors.bundled import bundled_detector, is_bundled_name
 
     if not is_bundled_name(spec):
         return Path(spec).expanduser(), None

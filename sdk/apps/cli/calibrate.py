@@ -7,6 +7,17 @@ from pathlib import Path
 import typer
 from pairedge.apps.cli.app import app, console, err_console, handle_errors
 from pairedge.apps.cli.score import print_table
+from pairedge.calibration.api import (
+    DEFAULT_HEADROOM,
+    DEFAULT_METHOD,
+    DEFAULT_PERCENTILE,
+    CalibrateOptions,
+    check_out,
+    check_scenes,
+    parse_pair,
+    quant_config,
+)
+from pairedge.calibration.api import calibrate as run_calibration
 from pairedge.core.bundled import describe_model, resolve_model_dir
 from pairedge.core.metrics.result import Table
 from rich.markup import escape
@@ -79,17 +90,6 @@ def calibrate(
     strict: bool = typer.Option(False, "--strict", help="A small stratum is an error (exit code 1)."),
 ) -> None:
     """Write stage{1,2}.int8.onnx (QDQ for TensorRT) and stage{1,2}.fp16.onnx beside the fp32 models."""
-    from pairedge.calibration.api import (
-        DEFAULT_HEADROOM,
-        DEFAULT_METHOD,
-        DEFAULT_PERCENTILE,
-        CalibrateOptions,
-        check_out,
-        check_scenes,
-        parse_pair,
-        quant_config,
-    )
-    from pairedge.calibration.api import calibrate as run_calibration
 
     options = CalibrateOptions(
         scenes=scenes,

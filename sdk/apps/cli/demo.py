@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.apps.cli.settings import Chosen, with_settings
+from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, run_demo
 from pairedge.core.io.textio import printable
+from pairedge.runtime.memory import tune_allocator
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -47,8 +49,6 @@ def demo(
 ) -> None:
     """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
     from pairedge.apps.cli.run import check_scored, frame_progress
-    from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, run_demo
-    from pairedge.runtime.memory import tune_allocator
 
     tune_allocator()
 

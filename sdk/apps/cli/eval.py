@@ -9,8 +9,10 @@ from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.score import print_table
 from pairedge.apps.cli.settings import Chosen, with_settings
+from pairedge.apps.evaluation.files import summary_table, write_eval
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.core.metrics.pairwise.boxes import read_truth_boxes
+from pairedge.runtime.loading import find_models
 from rich.markup import escape
 
 
@@ -62,9 +64,7 @@ def eval_command(
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
     from dataclasses import replace
 
-    from pairedge.apps.evaluation.files import summary_table, write_eval
     from pairedge.apps.evaluation.fleet_eval import evaluate_many
-    from pairedge.runtime.loading import find_models
 
     run = settings.run(model=str(model))
     deployment = run.deployment

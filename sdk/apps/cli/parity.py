@@ -12,6 +12,9 @@ from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.sources import parse_scene, parse_sources
+from pairedge.apps.ros.bag import is_log
+from pairedge.compare.parity import CheckOptions, check_pack, load_pack
+from pairedge.compare.parity.build import build_pack
 from pairedge.core import limits
 from pairedge.core.bundled import describe_model
 from pairedge.core.errors import InputError
@@ -83,7 +86,6 @@ def pack_command(
     point's thresholds) and, with --start, its state at the clip's first frame, so `parity check` replays
     the run exactly.
     """
-    from pairedge.compare.parity.build import build_pack
 
     limits.check_sim_work(
         1, start + frames, "--start + --frames"
@@ -144,7 +146,6 @@ def _clip_source(
     boxes: str,
 ) -> Any:
     """The one :class:`~pairedge.apps.evaluation.sources.StreamSource` the options name."""
-    from pairedge.apps.ros.bag import is_log
 
     if log is not None:
         if not is_log(log):
@@ -178,7 +179,6 @@ def check_command(
     settings: Chosen,
 ) -> None:
     """Replay the pack through this device's pipeline; PASS (exit 0) or FAIL (exit 1) over four levels."""
-    from pairedge.compare.parity import CheckOptions, check_pack, load_pack
 
     tol = read_tolerances(tolerances)  # before the pack: a bad option costs nothing
     deployment = settings.run(model=str(model)).deployment

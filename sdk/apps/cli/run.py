@@ -13,8 +13,13 @@ from pairedge.apps.cli.app import app, console, fail, handle_errors
 from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.run_log import run_log_command
 from pairedge.apps.cli.settings import Chosen, with_settings
+from pairedge.apps.ros.bag import LogTopics, is_log
 from pairedge.core.errors import FormatError
 from pairedge.core.io.textio import printable
+from pairedge.runtime.memory import tune_allocator
+from pairedge.runtime.runner.inputs import FrameSource
+from pairedge.runtime.runner.live import LiveOptions, is_live, live_target
+from pairedge.runtime.runner.stream import run_live
 from rich.markup import escape
 
 if TYPE_CHECKING:
@@ -132,9 +137,6 @@ def run(
     with --no-video). Those files of an earlier run there that this run does not rewrite are removed (a note
     says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
     """
-    from pairedge.runtime.memory import tune_allocator
-    from pairedge.runtime.runner.inputs import FrameSource
-    from pairedge.runtime.runner.live import is_live
     from pairedge.runtime.runner.run import RunOptions, run_files
 
     source = Path(source_text)
@@ -147,7 +149,6 @@ def run(
         )
     tune_allocator()  # keep freed per-frame temporaries for reuse (pairedge.runtime.memory)
     options = settings.run(RunOptions(max_frames=max_frames, video=not no_video, fps=fps))
-    from pairedge.apps.ros.bag import is_log
 
     ros_only = {
         "--list-topics": list_topics,
@@ -169,8 +170,6 @@ def run(
             "--reconnect-s: for live sources (a camera, an rtsp:// or http:// stream, a GStreamer pipeline)"
         )
     if is_log(source):
-        from pairedge.apps.ros.bag import LogTopics
-
         topics = LogTopics(image_topic, detections_topic, stamp_tolerance, frozenset(detection_class) or None)
         run_log_command(source, options, topics, out, out_bag, list_topics)
         return
@@ -200,8 +199,6 @@ def run_live_command(
     spec: str, options: RunOptions, detections: Path | None, out: Path, reconnect_s: float = 30.0
 ) -> None:
     """``pairedge run`` on a camera or stream: until it ends, --max-frames, or Ctrl-C; then the summary."""
-    from pairedge.runtime.runner.live import LiveOptions, live_target
-    from pairedge.runtime.runner.stream import run_live
 
     if detections is not None:
         raise fail("--detections: a live source has no detection file; people come from --detector")

@@ -142,7 +142,8 @@ def with_settings(
             return func(*args, **kwargs, **{PARAMETER: Chosen(values, _given(values))})
 
         keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        wrapper.__signature__ = signature.replace(parameters=[*keyword, *generated])  # type: ignore[attr-defined]
+        shown = signature.replace(parameters=[*keyword, *generated])  # what Typer reads the options from
+        wrapper.__signature__ = shown  # type: ignore[attr-defined]
         wrapper.__annotations__ = annotations
         return wrapper  # type: ignore[return-value]
 

@@ -7,10 +7,13 @@ from pathlib import Path
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.apps.cli.progress import stage_progress
+from pairedge.apps.ros.write import write_log
 from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
+from pairedge.core.sim import simulate as simulate_frames
+from pairedge.core.sim.output import write_scene
 from rich.markup import escape
 from rich.table import Table
 
@@ -36,7 +39,6 @@ def simulate(
     ),
 ) -> None:
     """Simulate a scene: video, JRDB JSON, MOT gt/det, stickmen, JRDB-PAR labels, pairwise ground truth."""
-    from pairedge.core.sim.output import write_scene
 
     if bag not in (None, "mcap", "sqlite3"):
         raise InputError(f"--bag: expected mcap or sqlite3, got '{printable(bag)}'")
@@ -54,9 +56,6 @@ def simulate(
             preset, seed, frames, out, png=png, preview=preview, on_frame=lambda _: advance(1)
         )
     if bag is not None:
-        from pairedge.apps.ros.write import write_log
-        from pairedge.core.sim import simulate as simulate_frames
-
         items = (
             (f.image, f.detections, f.timestamp) for f in simulate_frames(preset, seed=seed, frames=frames)
         )

@@ -25,6 +25,7 @@ from pairedge.core.metrics.pairwise.report import scored_accuracy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.output import JsonlWriter
+from pairedge.runtime.runner.run import RunStats, run_stream
 
 _STAGES = ("flow", "features", "stage1", "stage2", "total")
 
@@ -158,7 +159,6 @@ def evaluate(
         InputError: the text names several sources (evaluate each, then :func:`pool`).
         ModelError, BackendError, FormatError: from the model, the backends and the source.
     """
-    from pairedge.runtime.runner.run import run_stream
 
     if not isinstance(deployment, Deployment):
         deployment = Deployment(deployment)
@@ -223,7 +223,6 @@ def evaluate(
 
 
 def _run_sized(pipe: Any, items: Any, jsonl: Any, size: tuple[int, int]) -> Any:
-    from pairedge.runtime.runner.run import RunStats
 
     stats = RunStats(pipe.labels)
     for index, image, dets, t in items:

@@ -25,13 +25,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.ros.bag import LOG_SUFFIXES, is_log, log_frames, open_log, pick_topic
 from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
+from pairedge.apps.ros.runner import FrameDecoder
 from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 from pairedge.core.labels import CAD8, PAPER3, SIM7
 from pairedge.core.metrics.pairwise import read_pairwise_file, resolve_labels
+from pairedge.core.sim import Scene, get_preset
 from pairedge.core.types import Detections
+from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
 NO_INTERACTION = "no_interaction"
 
@@ -134,7 +138,6 @@ def parse_sources(
         _refuse_files(
             data, "simulator scenes bring their own boxes and truth", detections=detections, gold=gold
         )
-        from pairedge.core.sim import get_preset
         from pairedge.export.datasets.training_data import parse_sim_scenes
 
         ds = parse_sim_scenes(data, frames)  # presets x seeds x frames bounded before any rendering
@@ -152,7 +155,6 @@ def parse_sources(
             f"--data {data}: not found; expected sim:PRESET..., a CAD folder / annoNN.mat, a ROS 2 log or a "
             "folder of logs, or a video"
         )
-    from pairedge.apps.ros.bag import is_log
 
     if is_log(path):
         _refuse_files(data, "a ROS 2 log brings its own detections topic", detections=detections)
@@ -194,7 +196,6 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
         seed_value = int(seed) if sep else 0
     except ValueError:
         raise InputError(f"--scene: expected PRESET:SEED such as static:0, got {text!r}") from None
-    from pairedge.core.sim import get_preset
 
     get_preset(preset)
     if boxes not in ("truth", "detections"):
@@ -212,7 +213,6 @@ def parse_scene(text: str, frames: int, boxes: str = "truth") -> StreamSource:
 
 # -- openers ---------------------------------------------------------------------------------------------
 def _sim_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.core.sim import Scene
 
     together = set(PAPER3.classes)
     for f in Scene(params["preset"], int(params["seed"])).frames(int(params["frames"])):
@@ -249,7 +249,6 @@ def _cad_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator
 
 
 def _video_frames(params: dict[str, Any], model_labels: Sequence[str]) -> Iterator[SourceFrame]:
-    from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
     dets = read_detections(params["detections"])
     truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None
@@ -271,7 +270,6 @@ GOLD_NAMES = ("gold.jsonl", "pairs_gt_paper3.jsonl")
 def _find_logs(folder: Path) -> list[Path]:
     """Every ROS 2 log below ``folder`` (rosbag2 folders, bare .mcap / .db3 files), sorted; not inside a
     log."""
-    from pairedge.apps.ros.bag import LOG_SUFFIXES
 
     folders = sorted(p.parent for p in folder.rglob("metadata.yaml"))
     # not p.is_file(): a FIFO or device named like a log is listed, then refused with its reason when opened
@@ -293,8 +291,6 @@ def _log_source(log: Path, gold: str | Path | None, name: str | None = None) -> 
 def _log_frames(
     params: dict[str, Any], model_labels: Sequence[str], notes: list[str]
 ) -> Iterator[SourceFrame]:
-    from pairedge.apps.ros.bag import log_frames, open_log, pick_topic
-    from pairedge.apps.ros.runner import FrameDecoder
 
     truth = _gold_by_frame(params["gold"], model_labels) if params.get("gold") else None
     with open_log(params["log"]) as reader:

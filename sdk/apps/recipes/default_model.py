@@ -36,8 +36,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.recipes.link_policy import choose_confirm_s, choose_operating_point
+from pairedge.core import limits
 from pairedge.core.artefacts import RECIPE_FILE, RECIPE_ROLE, artefact, stage_artefacts
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
+from pairedge.core.errors import PairedgeError
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.modelfolder import write_manifest
 from pairedge.core.seeds import parse_seeds
@@ -192,8 +195,6 @@ def read_summary(out: Path) -> dict[str, Any]:
     Raises:
         SystemExit: one line saying what is wrong with it (missing, not a regular file, too large, not JSON).
     """
-    from pairedge.core import limits
-    from pairedge.core.errors import PairedgeError
 
     path = out / "recipe.json"
     try:
@@ -334,7 +335,6 @@ def link_settings(out: Path, recipe: dict[str, Any]) -> tuple[dict[str, Any], di
         Stage 1's metadata additions (``confirm_s``, ``operating_points``) and the ``recipe.json`` record
         (the choices and every validation row behind them).
     """
-    from pairedge.apps.recipes.link_policy import choose_confirm_s, choose_operating_point
 
     c = recipe["confirm"]
     seeds, grid, frames = (
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if args.add_input_squash:
-        from pairedge.apps.recipes.squash_step import add_input_squash
+        from pairedge.apps.recipes.squash_step import add_input_squash  # it imports this module
 
         summary = add_input_squash(args.out, RECIPE, QAT_RECIPE, say=None if args.no_progress else print)
         print(f"added the input squash to {args.out} in {summary['input_squash']['seconds']} s")

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.evaluation.evaluate import evaluate, pool
 from pairedge.apps.evaluation.sources import parse_sources
+from pairedge.runtime.config import PipelineConfig
 
 
 def link_counts(
@@ -25,8 +27,6 @@ def link_counts(
 ) -> dict[str, int]:
     """Stage-1 TP / FP / FN of the pipeline of ``model`` over ``preset`` x ``seeds`` (pooled), at the model's
     ``p_interact`` threshold or ``tau``."""
-    from pairedge.apps.evaluation.evaluate import evaluate, pool
-    from pairedge.runtime.config import PipelineConfig
 
     config = PipelineConfig(confirm_s=confirm_s, tau_interact=tau, operating_point="default")
     sources = parse_sources(f"sim:{preset}:seeds={seeds}:frames={frames}:boxes=truth")

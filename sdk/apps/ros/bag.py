@@ -34,6 +34,16 @@ from pairedge.core.errors import FormatError, InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
 from pairedge.runtime.runner.output import JsonlWriter
+from pairedge.runtime.runner.run import (
+    RUN_OUTPUTS,
+    RunOptions,
+    RunStats,
+    open_video_writer,
+    pipeline_notes,
+    remove_stale_outputs,
+    stale_note,
+    switch_record,
+)
 
 __all__ = [
     "MARKERS_TOPIC",
@@ -165,16 +175,6 @@ def run_log(
     Returns:
         The :class:`~pairedge.runtime.runner.run.RunSummary` (drops include unpaired messages).
     """
-    from pairedge.runtime.runner.run import (
-        RUN_OUTPUTS,
-        RunOptions,
-        RunStats,
-        open_video_writer,
-        pipeline_notes,
-        remove_stale_outputs,
-        stale_note,
-        switch_record,
-    )
 
     options = options or RunOptions()
     topics = topics or LogTopics()

@@ -50,6 +50,7 @@ from pairedge.apps.ros.qos import input_qos, output_qos
 from pairedge.apps.ros.runner import Output
 from pairedge.core.errors import MissingDependencyError, PairedgeError
 from pairedge.core.palette import label_colours
+from pairedge.runtime.runner.run import open_run_detector
 
 #: Node name (the launch file names it the same), and the output topics beyond the bag path's two.
 NODE_NAME = "pairedge"
@@ -64,7 +65,6 @@ def open_pipeline(config: NodeConfig) -> tuple[Any, Any | None, str]:
     Raises:
         InputError, ModelError, BackendError: as :meth:`Deployment.load` and :func:`open_run_detector`.
     """
-    from pairedge.runtime.runner.run import open_run_detector
 
     deployment = config.deployment
     pipe = deployment.load(config.pipeline_config(detector=config.uses_detector))

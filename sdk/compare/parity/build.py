@@ -13,6 +13,7 @@ from pairedge.compare.parity.replay import ReplayItem, flow_description, load_pi
 from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.metrics.pairwise.keys import lookup, row_keys
+from pairedge.core.version import __version__
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.streamstate import StreamSnapshot
@@ -188,7 +189,6 @@ def _reference(pipe: Any, config: PipelineConfig, source: Any, clip: _Clip, size
 
 
 def _version() -> str:
-    from pairedge.core.version import __version__
 
     return str(__version__)
 

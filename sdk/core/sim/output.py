@@ -36,6 +36,7 @@ from pairedge.core.sim.config import SimConfig, get_preset
 from pairedge.core.sim.labels import MODE_LABELS, SIM_ACTIONS, SIM_GLOBAL
 from pairedge.core.sim.preview import draw_preview
 from pairedge.core.sim.scene import STICK_JOINTS, Scene, SimFrame
+from pairedge.core.version import __version__
 
 JRDB_FILE = "labels_2d_activity_social_stitched.json"
 TOGETHER = frozenset(MODE_LABELS)
@@ -249,7 +250,6 @@ class _Writer:
     def scene_info(self, seed: int, frames: int) -> dict[str, Any]:
         cfg = self.scene.config
         w, h = self.scene.size
-        from pairedge.core.version import __version__
 
         return {
             "preset": cfg.name,
