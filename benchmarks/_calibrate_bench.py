@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from pairedge.calibration.collect import Collected
 from pairedge.calibration.infer import agreement, logits, session
-from pairedge.core.metrics.pairwise import classification_metrics
+from pairedge.measure.metrics.pairwise import classification_metrics
 from pairedge.runtime.deployment import Deployment
 
 PRECISIONS = ("fp16", "int8")

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from pairedge.core.io.par import ParFrame
 from pairedge.core.io.stickmen import StickmenImage
-from pairedge.core.metrics.par import score_frames
-from pairedge.core.metrics.pcp import pcp_loose, pcp_strict
+from pairedge.measure.metrics.par import score_frames
+from pairedge.measure.metrics.pcp import pcp_loose, pcp_strict
 
 #: A frontal upright stickman (6, 4) at the origin: torso, arms, head (Buffy part order).
 _TEMPLATE = np.array(

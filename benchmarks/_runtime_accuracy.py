@@ -3,7 +3,7 @@
 Used by ``bench_runtime.py`` (does a more accurate flow change the bundled model's accuracy?) and
 ``bench_paper_pipeline.py`` (pairedge vs the paper's pipeline). Each scene is simulated in memory, run through
 a :class:`~pairedge.runtime.Pipeline` with the given configuration (ground-truth boxes and ids by default),
-and all scenes are pooled into one pairwise score (:mod:`pairedge.core.metrics.pairwise`) against the
+and all scenes are pooled into one pairwise score (:mod:`pairedge.measure.metrics.pairwise`) against the
 simulator's pairs mapped onto the model's labels (PAPER3: the "together" pairs; other pairs are stage-1
 negatives).
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.core.labels import PAPER3
-from pairedge.core.metrics.pairwise import score_files
-from pairedge.core.sim import Scene
-from pairedge.core.sim.output import pairs_record
+from pairedge.measure.metrics.pairwise import score_files
+from pairedge.measure.sim import Scene
+from pairedge.measure.sim.output import pairs_record
 from pairedge.runtime import Deployment, PipelineConfig
 from pairedge.runtime.runner.output import JsonlWriter
 from pairedge.runtime.runner.run import run_stream

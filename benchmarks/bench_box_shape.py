@@ -40,10 +40,10 @@ from pairedge.core.errors import PairedgeError
 from pairedge.core.features import spec_layout
 from pairedge.core.labels import PAPER3
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import simulate
-from pairedge.core.sim.config import get_preset
 from pairedge.export.datasets.sim import match_labels
 from pairedge.export.evaluation import classification_metrics
+from pairedge.measure.sim import simulate
+from pairedge.measure.sim.config import get_preset
 from pairedge.runtime.backends import get_backend
 from pairedge.runtime.boxshape import AspectMonitor, neutral_columns
 from pairedge.runtime.flow import FlowStream, get_flow_backend

@@ -17,10 +17,10 @@ Reported, per variant (:data:`RECIPES`):
 
 * **the headline**: accuracy, MPCA and macro-F1 of the pooled out-of-fold predictions (each row predicted
   once per seed, by the model whose outer fold held it out), computed exactly as ``pairedge score`` computes
-  them (:func:`pairedge.core.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8 classes
-      as
-  the seed documents define it (``mpca_over_all_classes``; the present-classes ``mpca`` is reported beside it
-  and labelled where the two differ), macro-F1 over all 8 classes (absent ones 0); the mean ± std over
+  them (:func:`pairedge.measure.metrics.pairwise.classification_metrics`, SPEC §7): MPCA over all C = 8
+  classes as the seed documents define it (``mpca_over_all_classes``; the present-classes ``mpca`` is
+  reported beside it and labelled where the two differ), macro-F1 over all 8 classes (absent ones 0); the
+  mean ± std over
   the seeds and each seed's value;
 * the per-class recall and precision of the pooled predictions (mean over seeds) and their confusion matrix
   (summed over seeds);
@@ -83,15 +83,15 @@ from _train_bench import DEFAULT_DATA, environment, write
 from pairedge.core.errors import PairedgeError
 from pairedge.core.io.cad import DEFAULT_FPS, read_cad_dir
 from pairedge.core.io.featurefile import concat_rows
-from pairedge.core.metrics.pairwise import classification_metrics
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import get_preset
 from pairedge.export.data import sequence_folds, split_by_sequence
 from pairedge.export.datasets.cad import cad_features
 from pairedge.export.datasets.cad_context import AUGMENTATIONS
 from pairedge.export.datasets.sim_cad import sim_cad_sequence
 from pairedge.export.train import TrainConfig, predict_logits
 from pairedge.export.train_report import confusion_markdown
+from pairedge.measure.metrics.pairwise import classification_metrics
+from pairedge.measure.sim import get_preset
 
 #: The ``pairedge`` spec version of the recipes with context: version 2 + the long-horizon / group context.
 CONTEXT_SPEC = "3"
@@ -232,9 +232,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def protocol_metrics(y_true: np.ndarray, y_pred: np.ndarray, labels: tuple[str, ...]) -> dict[str, Any]:
     """Accuracy, both MPCAs, both macro-F1s, per-class table and confusion of predicted class ids, exactly as
-    ``pairedge score`` computes them (:func:`pairedge.core.metrics.pairwise.classification_metrics`; the keys
-    are its summary names: ``mpca`` over the classes present in ``y_true``, ``mpca_over_all_classes`` over all
-    C, ``macro_f1`` over all C, ``macro_f1_present``); ``classes`` = how many classes ``y_true`` holds."""
+    ``pairedge score`` computes them (:func:`pairedge.measure.metrics.pairwise.classification_metrics`; the
+    keys are its summary names: ``mpca`` over the classes present in ``y_true``, ``mpca_over_all_classes``
+    over all C, ``macro_f1`` over all C, ``macro_f1_present``); ``classes`` = how many classes ``y_true``
+    holds."""
     m = classification_metrics(y_true, y_pred, len(labels), labels=labels)
     per_class = {
         name: {
@@ -498,7 +499,7 @@ def headline_lines(r: dict[str, Any]) -> list[str]:
         "## Headline: pooled out-of-fold predictions, scored as `pairedge score` scores them",
         "",
         "Each seed's out-of-fold predictions (every row predicted once, by the model whose outer fold held "
-        "it out) are scored together by `pairedge.core.metrics.pairwise.classification_metrics` (the code "
+        "it out) are scored together by `pairedge.measure.metrics.pairwise.classification_metrics` (the code "
         f"`pairedge score` runs): accuracy; **MPCA over all {len(r['labels'])} classes** (the seed "
         f"documents' definition, `mpca_over_all_classes`); macro-F1 over all {len(r['labels'])} classes (an "
         "absent class counts 0). Mean ± std over the seeds, then each seed's MPCA. "

@@ -12,7 +12,7 @@ For each box source (``bundled``: the bundled YOLOX-Nano, no detection file; ``h
   :mod:`pairedge.runtime.prefetch`); ``--threads 1,2``; OpenCV on one thread, ONNX Runtime one intra-op
   thread, so "two" means the two threads of the overlap and nothing more;
 * tracking against ``gt.txt``: MOTA, IDF1, HOTA, ID switches
-  (:func:`pairedge.core.metrics.tracking.tracking_metrics`, every reported person, coasted ones included;
+  (:func:`pairedge.measure.metrics.tracking.tracking_metrics`, every reported person, coasted ones included;
   cross-checked with py-motmetrics where installed);
 * pairs against the pairs of the ``gt.txt`` run (the same pipeline on the true tracks): pair precision,
   recall, F1 and the share of correct links whose label (walking / standing together) matches, with the
@@ -48,8 +48,8 @@ from _train_bench import write
 from bench_real_video import Together, ground_positions, ground_speeds, together_matrix
 from bench_tracking import motmetrics_agrees, read_results, tracks_to_mot, write_gold
 from pairedge.core.io.mot import read_mot
-from pairedge.core.metrics import pairwise
-from pairedge.core.metrics.tracking import tracking_metrics
+from pairedge.measure.metrics import pairwise
+from pairedge.measure.metrics.tracking import tracking_metrics
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"

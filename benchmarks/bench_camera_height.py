@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 from _train_bench import DEFAULT_DATA, RESULTS, write
-from pairedge.core.sim import get_preset, simulate
-from pairedge.core.sim.config import PERSON_HEIGHT_M
+from pairedge.measure.sim import get_preset, simulate
+from pairedge.measure.sim.config import PERSON_HEIGHT_M
 from pairedge.runtime.runner.inputs import read_detections
 from pairedge.runtime.viewpoint import ElevationEstimator
 

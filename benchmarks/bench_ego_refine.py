@@ -204,7 +204,7 @@ def capture_fits(
     model: Path, scenes: list[tuple[str, int]], frames: int
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """The (points, vectors, scale) of every affine ego-motion fit the runtime makes on ``scenes``."""
-    from pairedge.core.sim import Scene
+    from pairedge.measure.sim import Scene
     from pairedge.runtime import Deployment
 
     fits: list[tuple[np.ndarray, np.ndarray, float]] = []

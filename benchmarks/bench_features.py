@@ -250,9 +250,9 @@ def bench_pets(data: Path, frames: int) -> dict[str, Any]:
 def bench_sim_egomotion(frames: int, seeds: tuple[int, ...] = (0, 1, 2)) -> dict[str, Any]:
     """Estimated vs true camera motion at the people's centres on the simulator's ``moving`` preset."""
     try:
-        from pairedge.core.sim import simulate
+        from pairedge.measure.sim import simulate
     except ImportError as exc:
-        return {"skipped": f"pairedge.core.sim unavailable ({exc})"}
+        return {"skipped": f"pairedge.measure.sim unavailable ({exc})"}
     from pairedge.core.features import egomotion
 
     errors: dict[str, list[float]] = {m: [] for m in egomotion.METHODS}

@@ -74,7 +74,7 @@ def spec_version(pipe: Any) -> str:
 
 def sim_frames(count: int) -> Any:
     """A held-out simulator scene of the ``moving`` preset (lawnmower camera: the affine ego-motion path)."""
-    from pairedge.core.sim import Scene
+    from pairedge.measure.sim import Scene
 
     for f in Scene("moving", 1000).frames(count):
         yield f.image, f.truth, f.timestamp

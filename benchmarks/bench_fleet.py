@@ -27,8 +27,8 @@ from _train_bench import write
 from pairedge.apps.evaluation.fleet_eval import evaluate_many
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.apps.ros.write import write_log
-from pairedge.core.sim import simulate
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim import simulate
+from pairedge.measure.sim.output import write_scene
 from pairedge.runtime.runner.run import resolve_model
 
 

@@ -50,7 +50,7 @@ def timed(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
 
 def bench_pairwise(n: int, c: int, repeat: int, seed: int) -> dict[str, Any]:
     """classification_metrics vs one bincount pass over the same (N,) int64 arrays."""
-    from pairedge.core.metrics.pairwise import classification_metrics
+    from pairedge.measure.metrics.pairwise import classification_metrics
 
     rng = np.random.default_rng(seed)
     y_true = rng.integers(0, c, n, dtype=np.int64)
@@ -79,7 +79,7 @@ def bench_pairwise(n: int, c: int, repeat: int, seed: int) -> dict[str, Any]:
 
 def bench_pairs(n: int, repeat: int, seed: int) -> dict[str, Any]:
     """Stage-1 pair detection on n predicted and n true (frame, id_a, id_b) pairs, half shared."""
-    from pairedge.core.metrics.pairwise import pair_detection
+    from pairedge.measure.metrics.pairwise import pair_detection
 
     rng = np.random.default_rng(seed)
 
@@ -129,7 +129,7 @@ def write_pairwise_files(folder: Path, frames: int, pairs_per_frame: int, seed: 
 
 def bench_files(frames: int, pairs_per_frame: int, repeat: int, seed: int) -> dict[str, Any]:
     """End-to-end ``score_files`` (JSON parsing, validation, all pairwise metrics) on synthetic files."""
-    from pairedge.core.metrics.pairwise import score_files
+    from pairedge.measure.metrics.pairwise import score_files
 
     with tempfile.TemporaryDirectory() as tmp:
         pred, gold = write_pairwise_files(Path(tmp), frames, pairs_per_frame, seed)

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 from _train_bench import write
 from pairedge.core.bundled import default_model_dir
-from pairedge.core.sim import Scene
+from pairedge.measure.sim import Scene
 from pairedge.runtime import Deployment, PipelineConfig
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
 

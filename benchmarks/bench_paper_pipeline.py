@@ -61,8 +61,8 @@ from _runtime_accuracy import parse_scenes, scene_accuracy
 from bench_runtime import machine
 from pairedge.core.bundled import RECIPE, default_model_dir
 from pairedge.core.features.liang2026 import farneback_flow, stage1_features, stage2_features_reference
-from pairedge.core.sim import Scene
 from pairedge.core.types import Detections
+from pairedge.measure.sim import Scene
 from pairedge.runtime import Deployment, PipelineConfig, SmoothingConfig
 from pairedge.runtime.backends.ort import OrtOptions
 from pairedge.runtime.backends.ort_session import make_session

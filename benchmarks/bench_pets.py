@@ -5,9 +5,10 @@ raw detections through the built-in tracker; latency, and per-person flow agreem
    bundled model over the whole video, once with the MOT ground truth ``mot15/gt/gt.txt`` (ids given; 1-based
    frames mapped to video index + 1) and once with the raw ACF detections ``mot15/det/det.txt`` (ids -1: the
    built-in tracker assigns them). Frames completed, per-stage latency, FPS, tracks, drops.
-2. Flow agreement, as in the simulator's flow check (``pairedge.core.sim.flowcheck``): for every ground-truth
-   person present in two consecutive frames, the median of the runtime's flow (same backend and settings,
-   vectors scaled back to full-resolution pixels) inside the person's previous box, against the box-centre
+2. Flow agreement, as in the simulator's flow check (``pairedge.measure.sim.flowcheck``): for every
+   ground-truth person present in two consecutive frames, the median of the runtime's flow (same backend and
+   settings, vectors scaled back to full-resolution pixels) inside the person's previous box, against the
+   box-centre
    displacement; over the whole box and over the inner box the ``pairedge`` features pool (15 % of the width
    and 5 % of the height trimmed on each side). The error of "zero flow" (= |displacement|) is the baseline;
    the "gain" is the median flow's component along the displacement divided by the displacement (1 = the
@@ -33,7 +34,7 @@ import numpy as np
 from bench_runtime import FlowSetting, flow_label, machine, parse_flows
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.io.mot import read_mot
-from pairedge.core.sim.flowcheck import summary as error_summary
+from pairedge.measure.sim.flowcheck import summary as error_summary
 from pairedge.runtime import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.flow import FlowStream, get_flow_backend

@@ -70,7 +70,7 @@ def _logits(folder: Path, rows: RecipeRows) -> dict[str, dict[str, np.ndarray]]:
 
 
 def _mpca(y: np.ndarray, pred: np.ndarray, classes: int) -> float:
-    from pairedge.core.metrics.pairwise import classification_metrics
+    from pairedge.measure.metrics.pairwise import classification_metrics
 
     return float(classification_metrics(y, pred, classes).mpca)
 

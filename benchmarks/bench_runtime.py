@@ -116,8 +116,8 @@ def toy_mlp(path: Path, spec_name: str, stage: int, seed: int) -> None:
 
 
 def sim_scene(people: int, frames: int, seed: int = 0) -> Iterator[tuple]:
-    from pairedge.core.sim import get_preset, simulate
-    from pairedge.core.sim.config import with_people
+    from pairedge.measure.sim import get_preset, simulate
+    from pairedge.measure.sim.config import with_people
 
     for f in simulate(with_people(get_preset("static"), people), seed=seed, frames=frames):
         yield f.image, f.truth, f.timestamp

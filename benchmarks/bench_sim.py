@@ -30,8 +30,8 @@ from typing import Any  # noqa: E402
 
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
-from pairedge.core.sim import Scene, get_preset  # noqa: E402
-from pairedge.core.sim.config import with_people  # noqa: E402
+from pairedge.measure.sim import Scene, get_preset  # noqa: E402
+from pairedge.measure.sim.config import with_people  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CASES = (("static", 10), ("panorama", 30), ("moving", 7), ("crowd", 80))

@@ -1,6 +1,6 @@
 """Synthetic benchmark: liang2026 vs pairedge features, static vs moving camera, held-out seeds.
 
-Simulator scenes (``pairedge.core.sim``) with exact pair labels, fixed seeds. Models are trained on the
+Simulator scenes (``pairedge.measure.sim``) with exact pair labels, fixed seeds. Models are trained on the
 ``static`` preset only (training seeds, with a sequence-level validation split among them for early
 stopping) and tested on **held-out seeds never used in training** of ``static`` and of ``moving`` (a
 lawnmower-height camera with pan, forward motion and shake that training never saw: the zero-shot

@@ -69,8 +69,8 @@ from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import PairedgeError
 from pairedge.core.labels import PAPER3, SIM7
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import Scene, get_preset
 from pairedge.core.types import Detections
+from pairedge.measure.sim import Scene, get_preset
 from pairedge.runtime import Deployment, PipelineConfig, SmoothingConfig
 from pairedge.runtime.loading import find_models
 from pairedge.runtime.tracker import TrackerConfig

@@ -15,15 +15,15 @@ then
 
 1. writes the run's ``tracks`` as a MOT file (``tracks.txt``, frame = run frame + 1; every reported person,
    coasted ones included, and a second file without the coasted boxes) and scores it against ``gt.txt`` with
-   :func:`pairedge.core.metrics.tracking.tracking_metrics` (MOTA, ID switches, IDF1 at IoU >= 0.5; HOTA,
+   :func:`pairedge.measure.metrics.tracking.tracking_metrics` (MOTA, ID switches, IDF1 at IoU >= 0.5; HOTA,
    DetA, AssA over IoU 0.05 .. 0.95), and cross-checks MOTA / IDF1 / ID switches / the counts against
    py-motmetrics on the same file when it is installed (``motmetrics_agrees``);
 2. scores the run's pairs against the ground-plane "together" of ``bench_real_video.py`` (its functions, its
    default rule) written as a pairwise ground truth (``pets_together.jsonl``: every video frame, each
    together pair labelled ``standing_together`` when both people are slower than the rule's ``still``
    speed, else ``walking_together``), with box matching:
-   :func:`pairedge.core.metrics.pairwise.score_files` ``(..., match_boxes=gt.txt, tau=0)`` (``tau`` 0: every
-   pair the run reported counts; the run applied its own gate);
+   :func:`pairedge.measure.metrics.pairwise.score_files` ``(..., match_boxes=gt.txt, tau=0)`` (``tau`` 0:
+   every pair the run reported counts; the run applied its own gate);
 3. runs ``pairedge score -p pairwise --pred results.jsonl --gold pets_together.jsonl --match-boxes gt.txt
    --tau 0`` as a subprocess and checks that its pair F1 is the in-process one (the acceptance of issue 28);
 4. recomputes pair precision / recall independently, as ``bench_real_video.py`` does (scipy's
@@ -54,8 +54,8 @@ from _matching import match_to_truth
 from _train_bench import write
 from bench_real_video import Together, ground_positions, ground_speeds, together_matrix
 from pairedge.core.io.mot import read_mot, write_mot
-from pairedge.core.metrics import pairwise
-from pairedge.core.metrics.tracking import tracking_metrics
+from pairedge.measure.metrics import pairwise
+from pairedge.measure.metrics.tracking import tracking_metrics
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "pets09_s2l1"
@@ -155,7 +155,7 @@ def motmetrics_agrees(mot: Path, gt: Path, m: dict[str, Any]) -> bool | None:
         import motmetrics as mm
     except ImportError:
         return None
-    from pairedge.core.metrics.tracking import read_tracks
+    from pairedge.measure.metrics.tracking import read_tracks
 
     pred, truth = read_tracks(mot, truth=False), read_tracks(gt, truth=True)
     acc = mm.MOTAccumulator(auto_id=False)

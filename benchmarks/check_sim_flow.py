@@ -24,8 +24,8 @@ from typing import Any
 
 import cv2
 import numpy as np
-from pairedge.core.sim import simulate
-from pairedge.core.sim.flowcheck import background_flow_errors, person_flow_errors, summary
+from pairedge.measure.sim import simulate
+from pairedge.measure.sim.flowcheck import background_flow_errors, person_flow_errors, summary
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,7 +29,7 @@ from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 from pairedge.core.io.featurefile import load_npz
 from pairedge.core.labels import CAD8, CAD_TOGETHER, PAPER3, SIM7
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import get_preset, simulate
+from pairedge.measure.sim import get_preset, simulate
 from pairedge.runtime import Deployment
 from pairedge.runtime.observers import LastFeatures
 from pairedge.runtime.runner.inputs import FrameSource, read_detections

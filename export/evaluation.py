@@ -1,6 +1,6 @@
 """Classification metrics for model selection and training reports: the ``pairwise`` protocol's numbers.
 
-A thin adapter over :func:`pairedge.core.metrics.pairwise.classification_metrics` (SPEC §7) that returns a
+A thin adapter over :func:`pairedge.measure.metrics.pairwise.classification_metrics` (SPEC §7) that returns a
 JSON-serialisable dict: accuracy; MPCA = mean over classes present in the ground truth of TP_c / N_c (also
 ``mpca_all_classes``, divided by C); macro-F1 with P = TP / (TP + FP); per-class table; confusion matrix.
 """
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pairedge.core.metrics.pairwise import classification_metrics as _pairwise
+from pairedge.measure.metrics.pairwise import classification_metrics as _pairwise
 
 
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, labels: Sequence[str]) -> dict[str, Any]:

@@ -430,7 +430,7 @@ def test_eval_reports_both_accuracies_from_the_same_counts(tmp_path: Path) -> No
 
 
 def test_score_summary_labels_accuracies(tmp_path: Path) -> None:
-    from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
+    from pairedge.measure.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS, scored_accuracy
 
     assert set(ACCURACY_LABELS) <= set(DEFINITIONS)
     assert scored_accuracy(np.array([[2, 1], [0, 1]])) == pytest.approx(0.75)
@@ -473,7 +473,7 @@ def _fits(text: str, width: int = 80) -> None:
 
 def test_column_groups_split_a_wide_table_whole() -> None:
     from pairedge.apps.cli.score import column_groups, rich_tables
-    from pairedge.core.metrics.result import Table
+    from pairedge.measure.metrics.result import Table
     from rich.console import Console
 
     names = tuple(f"a_long_class_name_{k}" for k in range(8))

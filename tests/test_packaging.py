@@ -90,7 +90,7 @@ def test_wheel_contains_every_subpackage(tmp_path: Path) -> None:
 
 def test_runtime_import_does_not_import_torch() -> None:
     code = (
-        "import sys, pairedge, pairedge.runtime, pairedge.apps.cli, pairedge.core.metrics;"
+        "import sys, pairedge, pairedge.runtime, pairedge.apps.cli, pairedge.measure.metrics;"
         "bad = sorted(m for m in ('torch', 'tensorrt', 'pycuda') if m in sys.modules);"
         "print(','.join(bad))"
     )

@@ -24,7 +24,7 @@ from pairedge.core.errors import InputError
 from pairedge.core.features import spec_layout
 from pairedge.core.io.featurefile import FeatureData
 from pairedge.core.labels import PAPER3, SIM7, STAGE1
-from pairedge.core.sim import simulate
+from pairedge.measure.sim import simulate
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 
 TASKS = ("stage1", "paper3", "sim7")

@@ -25,7 +25,7 @@ import numpy as np
 from pairedge.core.errors import InputError
 from pairedge.core.io.cad import CadPerson, CadSequence
 from pairedge.core.labels import CAD8, SIM7
-from pairedge.core.sim import Scene
+from pairedge.measure.sim import Scene
 
 #: SIM7 name -> CAD8 name; SIM7 classes not listed are unlabelled (``standing_together`` is handled by
 #: group size, see the module docstring).

@@ -22,10 +22,10 @@ from pairedge.core.errors import InputError
 from pairedge.core.io.cad import read_cad_dir
 from pairedge.core.io.featurefile import FeatureData, load_npz
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import get_preset
 from pairedge.export.datasets.cad import cad_features
 from pairedge.export.datasets.cad_context import AUGMENTATIONS
 from pairedge.export.datasets.sim import SimDataset, sim_features
+from pairedge.measure.sim import get_preset
 
 SIM_PREFIX = "sim:"
 

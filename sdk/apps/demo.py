@@ -11,7 +11,7 @@ optimistically).
 Nothing is downloaded and no GPU or torch is needed. The simulator's pair labels (SIM7) are mapped onto the
 model's labels: for the paper's three classes (the bundled model), the "together" pairs keep their label
 (walking / standing / sitting together) and every other pair is a stage-1 negative — the same ground truth as
-``pairs_gt_paper3.jsonl`` of ``pairedge simulate``. Scoring uses :mod:`pairedge.core.metrics.pairwise`.
+``pairs_gt_paper3.jsonl`` of ``pairedge simulate``. Scoring uses :mod:`pairedge.measure.metrics.pairwise`.
 
 Outputs in the chosen folder (:data:`DEMO_OUTPUTS`): ``demo.mp4`` (annotated; ``.avi`` without the mp4 codec;
 neither with ``video=False``), ``results.jsonl`` (the runtime's JSON Lines), ``pairs_gt.jsonl`` (SIM7 ground
@@ -33,11 +33,11 @@ import numpy as np
 from pairedge.core.bundled import RECIPE, describe_model, is_bundled
 from pairedge.core.errors import InputError
 from pairedge.core.labels import PAPER3, SIM7
-from pairedge.core.metrics.pairwise import score_files
-from pairedge.core.metrics.result import ScoreReport
 from pairedge.core.seeds import parse_seeds
-from pairedge.core.sim import Scene
-from pairedge.core.sim.output import pairs_record
+from pairedge.measure.metrics.pairwise import score_files
+from pairedge.measure.metrics.result import ScoreReport
+from pairedge.measure.sim import Scene
+from pairedge.measure.sim.output import pairs_record
 from pairedge.runtime import FlowConfig, PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.output import JsonlWriter

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise import classification_metrics
+from pairedge.measure.metrics.pairwise import classification_metrics
 from pairedge.runtime.decisions import gate_open, interact_probability, top1
 from pairedge.runtime.pipeline import softmax
 

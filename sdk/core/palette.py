@@ -1,7 +1,7 @@
 """One colour palette for every picture pairedge draws, and labels that stay legible on any scene.
 
 The annotated video of ``pairedge run`` / ``pairedge demo`` (:mod:`pairedge.runtime.runner.output`) and the
-simulator preview (:mod:`pairedge.core.sim.preview`) take their colours from here, so a label has the same
+simulator preview (:mod:`pairedge.measure.sim.preview`) take their colours from here, so a label has the same
 colour in both:
 
 * :data:`LABEL_COLOURS`: BGR colour of each known interaction label, by name (the SIM7 labels, which include

@@ -13,7 +13,7 @@ from pairedge.apps.cli import app
 from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, example_frames, run_demo, scene_role
 from pairedge.core.bundled import RECIPE, default_model_dir
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise.files import read_pairwise_file
+from pairedge.measure.metrics.pairwise.files import read_pairwise_file
 from run_demo_helpers import toy_model, video_frames
 from typer.testing import CliRunner
 

@@ -16,7 +16,7 @@ except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
 #: Layers, top to bottom (the order of the import-linter contract).
-LAYERS = ("apps", "export", "calibration", "compare", "runtime", "gpu", "core")
+LAYERS = ("apps", "export", "calibration", "compare", "measure", "runtime", "gpu", "core")
 
 
 def _layer(module: str) -> str | None:
@@ -102,7 +102,15 @@ def test_docs_architecture_matches_the_tree() -> None:
             children |= {m.split(".")[2] for m in modules if m.startswith("pairedge.apps.")}
         missing = sorted(c for c in children if c not in doc)
         assert missing == [], f"docs/architecture.md does not name {layer}'s {missing}"
-    for folder in ("sdk/core", "sdk/gpu", "sdk/compare", "sdk/apps", "tests/helpers", "tests/benchmarks"):
+    for folder in (
+        "sdk/core",
+        "sdk/gpu",
+        "sdk/measure",
+        "sdk/compare",
+        "sdk/apps",
+        "tests/helpers",
+        "tests/benchmarks",
+    ):
         assert folder.split("/")[-1] in doc and (ROOT / folder).is_dir()
-    for tests_dir in ("core", "gpu", "runtime", "compare", "export", "calibration", "apps"):
+    for tests_dir in ("core", "gpu", "runtime", "measure", "compare", "export", "calibration", "apps"):
         assert (ROOT / "tests" / tests_dir).is_dir() and f"tests/{tests_dir}/" in doc

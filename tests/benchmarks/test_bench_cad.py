@@ -143,7 +143,7 @@ def test_headline_is_the_pooled_protocol_metric_not_the_fold_mean():
     """Two folds, each holding one class: every fold's present-classes MPCA is 1.0 for a model that always
     answers that fold's class, but pooled over all C = 3 classes the same predictions score as `pairedge
     score` scores them (2 of 3 classes right -> MPCA 2/3; macro-F1 over all 3 classes)."""
-    from pairedge.core.metrics.pairwise import classification_metrics  # what `pairedge score` runs
+    from pairedge.measure.metrics.pairwise import classification_metrics  # what `pairedge score` runs
 
     y = np.array([0] * 10 + [1] * 10 + [2] * 5)
     groups = np.array(["s0"] * 10 + ["s1"] * 10 + ["s1"] * 5)

@@ -14,7 +14,7 @@ from rt_onnx_models import write_toy_model  # noqa: E402
 
 
 def _four_people(tmp_path: Path) -> tuple[Path, list]:
-    from pairedge.core.sim import Scene
+    from pairedge.measure.sim import Scene
 
     model = tmp_path / "liang"
     write_toy_model(model / "stage1.onnx", 1)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pairedge.core.metrics.tracking import tracking_metrics
+from pairedge.measure.metrics.tracking import tracking_metrics
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_tracking import motmetrics_agrees, plan  # noqa: E402

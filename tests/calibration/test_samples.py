@@ -78,7 +78,7 @@ def test_check_stage_rejects_bad_samples() -> None:
 def test_video_with_detections_goes_through_the_run_readers(tmp_path: Path) -> None:
     from cal_data import model_dir
     from pairedge.calibration.collect import collect_video
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
 
     files = write_scene("static", seed=1, frames=30, out=tmp_path)
     video, dets = files.out / files.video, files.out / "det" / "tracked.txt"

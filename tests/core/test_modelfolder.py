@@ -244,7 +244,7 @@ def test_manifest_is_readable_by_others(folder: Path) -> None:
 
 def test_run_reports_an_unverified_folder(tmp_path: Path) -> None:
     """`pairedge run` (run_files) says when a model folder has no manifest, and records the check."""
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
     from pairedge.runtime.deployment import Deployment
     from pairedge.runtime.runner.run import RunOptions, run_files
 

@@ -214,7 +214,7 @@ def test_cli_run_flow_cuda_and_reference(tmp_path, monkeypatch):
     runs. With ``PAIREDGE_CUDA_EMULATION=hip-cpu`` it runs on the emulated device and scores what the
     reference scores."""
     from pairedge.apps.cli import app
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
     from run_demo_helpers import toy_model
     from typer.testing import CliRunner
 

@@ -18,8 +18,8 @@ import pytest
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import FormatError, InputError, ModelError
 from pairedge.core.features import get_spec
-from pairedge.core.sim import Scene
 from pairedge.core.types import Detections
+from pairedge.measure.sim import Scene
 from pairedge.runtime import FlowConfig, FrameResult, Pipeline, PipelineConfig, SmoothingConfig
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 from pairedge.runtime.pipeline import STAGES, softmax

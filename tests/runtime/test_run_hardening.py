@@ -38,8 +38,8 @@ def _result() -> FrameResult:
 # -- one palette, legible labels ----------------------------------------------------------------------------
 def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
     from pairedge.core.labels import SIM7
-    from pairedge.core.sim import Scene
-    from pairedge.core.sim.preview import draw_preview
+    from pairedge.measure.sim import Scene
+    from pairedge.measure.sim.preview import draw_preview
 
     marker = (1, 2, 250)  # a colour nothing else draws
     frame = next(iter(Scene("static", 0).frames(1)))
@@ -56,7 +56,7 @@ def test_video_and_preview_take_label_colours_from_the_one_table(monkeypatch: py
 
 
 def test_track_colours_are_shared() -> None:
-    from pairedge.core.sim.preview import id_colour
+    from pairedge.measure.sim.preview import id_colour
     from pairedge.runtime.runner.output import track_colour
 
     assert [track_colour(k) for k in range(20)] == [id_colour(k) for k in range(20)]
@@ -229,8 +229,8 @@ def test_pipeline_drops_a_frame_above_the_pixel_ceiling_with_its_reason(
 def test_operating_point_switch_is_noted_and_marked_in_results(tmp_path) -> None:  # noqa: ANN001
     import json
 
-    from pairedge.core.metrics.pairwise.files import read_pairwise_file
     from pairedge.core.types import Detections
+    from pairedge.measure.metrics.pairwise.files import read_pairwise_file
     from pairedge.runtime import Pipeline
     from pairedge.runtime.runner.output import JsonlWriter
     from pairedge.runtime.runner.run import pipeline_notes, run_stream

@@ -193,8 +193,8 @@ def test_a_bad_nms_iou_is_refused() -> None:
 @pytest.mark.data
 def test_pets_raw_detections_get_stable_ids(shared_data: Path) -> None:
     """PETS09 S2L1's raw ACF detections (no ids, margin scores): CLEAR MOT against the ground truth."""
-    from pairedge.core.metrics.pairwise.boxes import FrameBoxes
-    from pairedge.core.metrics.tracking import read_tracks, score_tracks
+    from pairedge.measure.metrics.pairwise.boxes import FrameBoxes
+    from pairedge.measure.metrics.tracking import read_tracks, score_tracks
 
     base = shared_data / "pets09_s2l1" / "mot15"
     det = np.loadtxt(base / "det" / "det.txt", delimiter=",")

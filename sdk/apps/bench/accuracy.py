@@ -26,8 +26,8 @@ from pairedge.compare.comparator import (
 from pairedge.compare.parity.build import pair_truth
 from pairedge.compare.parity.pack import PairRows
 from pairedge.compare.parity.replay import replay
-from pairedge.core.metrics.pairwise import classification_metrics
-from pairedge.core.metrics.pairwise.report import scored_accuracy
+from pairedge.measure.metrics.pairwise import classification_metrics
+from pairedge.measure.metrics.pairwise.report import scored_accuracy
 from pairedge.runtime.deployment import Deployment
 
 

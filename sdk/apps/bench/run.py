@@ -46,7 +46,7 @@ from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.artefacts import PRECISIONS, check_precision, stage_files
 from pairedge.core.bundled import resolve_model_dir
 from pairedge.core.errors import BackendError, InputError, ModelError
-from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS
+from pairedge.measure.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS
 from pairedge.runtime.backends.registry import BACKENDS, canonical_backend_name
 from pairedge.runtime.deployment import Deployment
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from pairedge.apps.bench.run import BenchResult, BenchRow
-from pairedge.core.metrics.result import Table
+from pairedge.measure.metrics.result import Table
 
 #: Markdown columns: accuracy, MPCA and macro-F1 over the true interacting pairs the pipeline scored; the
 #: agreement figures, near-ties and logit errors from the comparator (:mod:`pairedge.compare.comparator`).

@@ -19,7 +19,7 @@ from pairedge.calibration.api import (
 )
 from pairedge.calibration.api import calibrate as run_calibration
 from pairedge.core.bundled import describe_model, resolve_model_dir
-from pairedge.core.metrics.result import Table
+from pairedge.measure.metrics.result import Table
 from rich.markup import escape
 
 

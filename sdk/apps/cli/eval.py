@@ -11,7 +11,7 @@ from pairedge.apps.cli.score import print_table
 from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.files import summary_table, write_eval
 from pairedge.apps.evaluation.sources import parse_sources
-from pairedge.core.metrics.pairwise.boxes import read_truth_boxes
+from pairedge.measure.metrics.pairwise.boxes import read_truth_boxes
 from pairedge.runtime.loading import find_models
 from rich.markup import escape
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.core.errors import InputError
-from pairedge.core.metrics import pairwise, par, pcp, tracking
-from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS
+from pairedge.measure.metrics import pairwise, par, pcp, tracking
+from pairedge.measure.metrics.pairwise.report import ACCURACY_LABELS
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.core.metrics.result import ScoreReport, Table
+    from pairedge.measure.metrics.result import ScoreReport, Table
 
 
 class Protocol(str, Enum):
@@ -32,7 +32,8 @@ class PcpMode(str, Enum):
 
 
 class ParVariant(str, Enum):
-    """``pairedge.core.metrics.par.VARIANTS`` (not imported here: it pulls numpy into ``pairedge --help``)."""
+    """``pairedge.measure.metrics.par.VARIANTS`` (not imported here: it pulls numpy into ``pairedge
+    --help``)."""
 
     official = "official"
     corrected = "corrected"
@@ -279,7 +280,7 @@ def rich_tables(table: Table, width: int) -> list[Any]:
 
 
 def print_table(table: Table, out: Any = None) -> None:
-    """Print ``table`` (:class:`pairedge.core.metrics.result.Table`) to fit ``out`` (default: the CLI
+    """Print ``table`` (:class:`pairedge.measure.metrics.result.Table`) to fit ``out`` (default: the CLI
     console)."""
     out = out or console
     for part in rich_tables(table, out.width):
@@ -299,7 +300,7 @@ def _par_settings(report: ScoreReport) -> str | None:
 
 def print_report(report: ScoreReport) -> None:
     """Print a report's summary, tables and notes; every table fits the terminal (see :func:`rich_tables`)."""
-    from pairedge.core.metrics.result import Table
+    from pairedge.measure.metrics.result import Table
 
     rows = tuple((summary_label(name), value) for name, value in report.summary.items())
     print_table(Table(f"{report.protocol}: summary", ("metric", "value"), rows))
@@ -313,6 +314,6 @@ def print_report(report: ScoreReport) -> None:
 
 
 def summary_label(name: str) -> str:
-    """How a summary key is shown: the two accuracies say what they count (``pairedge.core.metrics``)."""
+    """How a summary key is shown: the two accuracies say what they count (``pairedge.measure.metrics``)."""
 
     return ACCURACY_LABELS.get(name, name)

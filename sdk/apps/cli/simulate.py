@@ -12,8 +12,8 @@ from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
-from pairedge.core.sim import simulate as simulate_frames
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim import simulate as simulate_frames
+from pairedge.measure.sim.output import write_scene
 from rich.markup import escape
 from rich.table import Table
 

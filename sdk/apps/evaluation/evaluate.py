@@ -2,7 +2,7 @@
 
 :func:`evaluate` runs the deployed pipeline (any precision, classifier backend and flow backend, chosen by
 registry name) over one stream, writes its predictions and the truth in the pairwise schema and scores them
-with :func:`pairedge.core.metrics.pairwise.score_files` — the same code as ``pairedge score``. The
+with :func:`pairedge.measure.metrics.pairwise.score_files` — the same code as ``pairedge score``. The
 :class:`EvalReport` keeps the *counts* behind every metric (confusion matrix, missing predictions, stage-1 and
 group TP/FP/FN, group-activity votes), so :func:`pool` merges reports of many sources (run one per process or
 one Ray task per log) into exactly the numbers a single pass over all of them would give.
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from pairedge.apps.evaluation.sources import StreamSource, parse_sources
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise import metrics_from_confusion, score_files
-from pairedge.core.metrics.pairwise.groups import DetectionScore
-from pairedge.core.metrics.pairwise.report import scored_accuracy
+from pairedge.measure.metrics.pairwise import metrics_from_confusion, score_files
+from pairedge.measure.metrics.pairwise.groups import DetectionScore
+from pairedge.measure.metrics.pairwise.report import scored_accuracy
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.output import JsonlWriter
@@ -67,7 +67,7 @@ class EvalReport:
     def summary(self) -> dict[str, float]:
         """Headline metrics from the counts (NaN where undefined), as ``pairedge score`` computes them:
         ``accuracy`` counts missed true pairs as wrong, ``accuracy_scored`` leaves them out
-        (:data:`pairedge.core.metrics.pairwise.report.ACCURACY_LABELS`)."""
+        (:data:`pairedge.measure.metrics.pairwise.report.ACCURACY_LABELS`)."""
         nan = float("nan")
         out = dict.fromkeys(
             (
@@ -153,7 +153,7 @@ def evaluate(
             ``k + 1`` is the source's frame ``k``): the run's people are matched to the true people per frame
             by box IoU (Hungarian, IoU >= 0.5) before its pairs are scored, as ``pairedge score
             --match-boxes``
-            does (:mod:`pairedge.core.metrics.pairwise.boxes`): for a tracker's ids on raw detections.
+            does (:mod:`pairedge.measure.metrics.pairwise.boxes`): for a tracker's ids on raw detections.
 
     Raises:
         InputError: the text names several sources (evaluate each, then :func:`pool`).

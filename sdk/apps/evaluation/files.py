@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from pairedge.apps.evaluation.confusion_png import render, write_png
 from pairedge.apps.evaluation.evaluate import EvalReport
-from pairedge.core.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS
-from pairedge.core.metrics.result import Table
+from pairedge.measure.metrics.pairwise.report import ACCURACY_LABELS, DEFINITIONS
+from pairedge.measure.metrics.result import Table
 
 METRICS = (
     "accuracy",

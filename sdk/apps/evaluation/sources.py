@@ -32,9 +32,9 @@ from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.cad import read_cad_dir, read_cad_mat
 from pairedge.core.labels import CAD8, PAPER3, SIM7
-from pairedge.core.metrics.pairwise import read_pairwise_file, resolve_labels
-from pairedge.core.sim import Scene, get_preset
 from pairedge.core.types import Detections
+from pairedge.measure.metrics.pairwise import read_pairwise_file, resolve_labels
+from pairedge.measure.sim import Scene, get_preset
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
 
 NO_INTERACTION = "no_interaction"

@@ -12,8 +12,8 @@ from pairedge.compare.parity.pack import PairRows, ParityPack, encode_png, save_
 from pairedge.compare.parity.replay import ReplayItem, flow_description, load_pipeline, replay
 from pairedge.core import limits
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise.keys import lookup, row_keys
 from pairedge.core.version import __version__
+from pairedge.measure.metrics.pairwise.keys import lookup, row_keys
 from pairedge.runtime.config import PipelineConfig
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.streamstate import StreamSnapshot

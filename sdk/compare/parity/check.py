@@ -33,7 +33,7 @@ from pairedge.compare.parity.replay import (
 )
 from pairedge.compare.parity.verdict import ParityReport
 from pairedge.core.bundled import describe_model
-from pairedge.core.metrics.pairwise.keys import lookup, row_keys
+from pairedge.measure.metrics.pairwise.keys import lookup, row_keys
 from pairedge.runtime.config import FlowConfig, PipelineConfig, SmoothingConfig
 from pairedge.runtime.decisions import gated_labels, interact_probability
 from pairedge.runtime.deployment import Deployment

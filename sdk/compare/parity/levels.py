@@ -34,7 +34,7 @@ from pairedge.compare.comparator import (
 )
 from pairedge.core.artefacts import PRECISIONS
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise import classification_metrics, pair_detection
+from pairedge.measure.metrics.pairwise import classification_metrics, pair_detection
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 

@@ -21,7 +21,7 @@ from pairedge.core.io.jrdb import read_jrdb
 from pairedge.core.io.par import read_par
 from pairedge.core.io.stickmen import read_stickmen_images
 from pairedge.core.io.stickmen_json import read_stickmen_json
-from pairedge.core.metrics.pairwise.files import read_pairwise_file
+from pairedge.measure.metrics.pairwise.files import read_pairwise_file
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -396,7 +396,7 @@ def test_export_of_garbage_checkpoints_is_one_line(tmp_path: Path) -> None:
 
 
 def test_run_with_infinite_fps_is_one_line(tmp_path: Path) -> None:
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
 
     scene = write_scene("static", 0, 3, tmp_path / "scene")
     video, mot = Path(scene.out) / scene.video, Path(scene.out) / "gt" / "gt.txt"

@@ -230,7 +230,7 @@ def _readers() -> dict[str, tuple[str, bytes, Callable[[Path], object]]]:
     from pairedge.core.io.par import read_par
     from pairedge.core.io.stickmen import read_stickmen_images
     from pairedge.core.io.stickmen_json import read_stickmen_json
-    from pairedge.core.metrics.pairwise.files import read_label_header, read_pairwise_file
+    from pairedge.measure.metrics.pairwise.files import read_label_header, read_pairwise_file
     from pairedge.runtime.runner.inputs import read_detections
 
     def pairwise(path: Path) -> object:

@@ -17,7 +17,7 @@ import pytest
 from pairedge.apps.cli import app
 from pairedge.core import limits
 from pairedge.core.errors import FormatError
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim.output import write_scene
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.runner.inputs import FrameSource
 from pairedge.runtime.runner.run import RunOptions, run_files

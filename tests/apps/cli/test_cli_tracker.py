@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from pairedge.apps.cli import app
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim.output import write_scene
 from run_demo_helpers import toy_model
 from typer.testing import CliRunner
 

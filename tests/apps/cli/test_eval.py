@@ -17,7 +17,7 @@ from pairedge.apps.evaluation.evaluate import evaluate
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.core.bundled import default_model_dir
 from pairedge.core.errors import InputError
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim.output import write_scene
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.loading import find_models
 from parity_helpers import box_only_toy
@@ -42,9 +42,9 @@ def test_evaluate_matches_pairedge_score(tmp_path: Path) -> None:
     """evaluate() agrees with an independent run: the runtime's JSON Lines scored by score_files."""
     from pairedge.apps.evaluation.evaluate import evaluate
     from pairedge.core.labels import PAPER3
-    from pairedge.core.metrics.pairwise import score_files
-    from pairedge.core.sim import Scene
-    from pairedge.core.sim.output import pairs_record
+    from pairedge.measure.metrics.pairwise import score_files
+    from pairedge.measure.sim import Scene
+    from pairedge.measure.sim.output import pairs_record
     from pairedge.runtime import Pipeline
     from pairedge.runtime.runner.output import JsonlWriter
 
@@ -478,7 +478,7 @@ def test_truth_without_interacting_pairs_still_counts_false_positives(tmp_path: 
     """A source whose truth has no interacting pair is scored (its false positives pool), not 'no truth'."""
     from pairedge.apps.evaluation.evaluate import evaluate
     from pairedge.core.errors import FormatError
-    from pairedge.core.metrics.pairwise import score_files
+    from pairedge.measure.metrics.pairwise import score_files
 
     labels = ["walking_together", "standing_together", "sitting_together"]
     head = json.dumps({"labels": labels}) + "\n"

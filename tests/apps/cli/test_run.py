@@ -13,7 +13,7 @@ from detector_models import detr_model, raw_model, ultralytics_model
 from pairedge.apps.cli import app
 from pairedge.core.errors import FormatError, ModelError
 from pairedge.core.io.mot import read_mot
-from pairedge.core.sim.output import write_scene
+from pairedge.measure.sim.output import write_scene
 from pairedge.runtime.deployment import Deployment
 from pairedge.runtime.detectors.hog import HogDetector
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
@@ -410,7 +410,7 @@ def test_an_implausible_detector_stops_the_run_in_one_line(tmp_path: Path) -> No
 
 def test_a_raw_yolox_read_as_decoded_stops_the_run(tmp_path: Path) -> None:
     """The bundled raw YOLOX-Nano forced to the decoded layout: grid offsets become corner phantoms."""
-    from pairedge.core.sim import Scene, get_preset
+    from pairedge.measure.sim import Scene, get_preset
 
     folder = tmp_path / "scene"
     folder.mkdir()

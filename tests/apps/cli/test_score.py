@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pairedge.core.metrics
+import pairedge.measure.metrics
 import pytest
 from pairedge.apps.cli import app
 from pairedge.apps.cli import score as score_command
 from pairedge.apps.cli.app import console
 from pairedge.apps.cli.score import ParVariant, _par_settings, print_report
 from pairedge.core.io.par import ParFrame, write_par
-from pairedge.core.metrics import par
-from pairedge.core.metrics.par import ParThresholds
-from pairedge.core.metrics.result import ScoreReport, Table
+from pairedge.measure.metrics import par
+from pairedge.measure.metrics.par import ParThresholds
+from pairedge.measure.metrics.result import ScoreReport, Table
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -112,7 +112,7 @@ def fake_protocols(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any
     """Replace pcp / par with recorders so dispatch is tested independently of their implementations."""
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     for name in ("pcp", "par"):
-        module = types.ModuleType(f"pairedge.core.metrics.{name}")
+        module = types.ModuleType(f"pairedge.measure.metrics.{name}")
 
         def score_files(*args: Any, _name: str = name, **kwargs: Any) -> ScoreReport:
             calls.append((_name, args, kwargs))
@@ -121,7 +121,7 @@ def fake_protocols(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any
 
         module.score_files = score_files  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, module.__name__, module)
-        monkeypatch.setattr(pairedge.core.metrics, name, module, raising=False)
+        monkeypatch.setattr(pairedge.measure.metrics, name, module, raising=False)
         monkeypatch.setattr(score_command, name, module)  # the command's own reference to the protocol
     return calls
 

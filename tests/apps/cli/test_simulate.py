@@ -14,9 +14,9 @@ from pairedge.core.io.mot import read_mot
 from pairedge.core.io.par import read_par
 from pairedge.core.io.stickmen import read_stickmen_images
 from pairedge.core.labels import SIM7
-from pairedge.core.metrics.pairwise import score_files
-from pairedge.core.metrics.pairwise.files import read_pairwise_file
-from pairedge.core.sim import SIM_ACTIONS, SimFrame, simulate
+from pairedge.measure.metrics.pairwise import score_files
+from pairedge.measure.metrics.pairwise.files import read_pairwise_file
+from pairedge.measure.sim import SIM_ACTIONS, SimFrame, simulate
 from typer.testing import CliRunner
 
 PRESET, SEED, FRAMES = "moving", 3, 12
@@ -166,7 +166,7 @@ class _NoCodec:
 
 
 def test_png_fallback_when_the_codec_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
 
     monkeypatch.setattr(cv2, "VideoWriter", _NoCodec)
     result = write_scene("static", 0, 3, tmp_path)

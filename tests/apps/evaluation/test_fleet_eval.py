@@ -9,7 +9,7 @@ import pytest
 from pairedge.apps.evaluation.evaluate import evaluate, pool
 from pairedge.apps.evaluation.fleet_eval import evaluate_many
 from pairedge.apps.evaluation.sources import StreamSource, parse_sources
-from pairedge.core.sim import simulate
+from pairedge.measure.sim import simulate
 from pairedge.runtime import PipelineConfig
 from pairedge.runtime.runner.run import resolve_model
 
@@ -42,7 +42,7 @@ def test_local_fleet_equals_pooling_serial_reports_and_reports_failures() -> Non
 def _sim_logs(root: Path, count: int) -> None:
     """``count`` simulated robot logs with their gold pairs, laid out as ``pairedge simulate --bag`` does."""
     from pairedge.apps.ros.write import write_log
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
 
     for k in range(count):
         preset = ("static", "moving")[k % 2]

@@ -15,7 +15,7 @@ Message = tuple[str, str, Any, int]
 @pytest.fixture(scope="session")
 def sim_frames() -> list[tuple[Any, Any, float]]:
     """Ten frames of a simulated scene with interactions: (BGR image, ground-truth boxes, seconds)."""
-    from pairedge.core.sim import simulate
+    from pairedge.measure.sim import simulate
 
     return [(f.image, f.truth, f.timestamp) for f in simulate("static", seed=2, frames=10)]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pairedge.core.errors import FormatError, InputError
-from pairedge.core.sim import simulate
 from pairedge.core.types import Detections
+from pairedge.measure.sim import simulate
 
 pytest.importorskip("rosbags")
 
@@ -38,7 +38,7 @@ FRAMES = 12
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     """A simulated scene as PNG frames + MOT ground truth, and the same frames in memory."""
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
 
     folder = tmp_path_factory.mktemp("scene")
     write_scene("static", 2, FRAMES, folder, png=True)

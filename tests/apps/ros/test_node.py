@@ -85,7 +85,7 @@ def feed(fake: Any, node: Any, frames: list[Any], wait: bool = False) -> int:
 @pytest.fixture(scope="module")
 def frames20() -> list[Any]:
     """Twenty frames (15 fps) of a simulated scene whose pairs are confirmed after about ten frames."""
-    from pairedge.core.sim import simulate
+    from pairedge.measure.sim import simulate
 
     return [(f.image, f.truth, f.timestamp) for f in simulate("static", seed=2, frames=20)]
 

@@ -39,7 +39,7 @@ def types(monkeypatch: pytest.MonkeyPatch) -> MessageTypes:
 @pytest.fixture(scope="module")
 def results() -> list[Any]:
     """Results of a simulated scene with interacting pairs and groups (the bundled model, no flow)."""
-    from pairedge.core.sim import simulate
+    from pairedge.measure.sim import simulate
 
     out = []
     with Deployment(backend="ort-cpu", flow="none").load() as pipe:

@@ -265,7 +265,7 @@ def test_an_epoch_stamped_log_gives_the_results_of_the_same_clip_from_zero(
     """A bag stamped like a real robot (1.7e9 s) links pairs on the same frames as the clip from 0 and as the
     video of it; the pipeline sees exact durations since the first frame, records keep ``stamp_ns``."""
     from pairedge.apps.ros.write import write_log
-    from pairedge.core.sim.output import write_scene
+    from pairedge.measure.sim.output import write_scene
     from pairedge.runtime.runner.run import run_files
 
     epoch = 1_700_000_000 * 10**9

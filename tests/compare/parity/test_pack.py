@@ -31,7 +31,7 @@ def test_pack_holds_clip_reference_truth_and_identity(pack_path: Path) -> None:
     assert pk.reference["image_size"] == [640, 480] and not pk.reference["box_only"]
     assert len(pk.identity["stage2_sha256"]) == 64
     # the stored frames are lossless: the first frame decodes to the simulator's pixels
-    from pairedge.core.sim import Scene
+    from pairedge.measure.sim import Scene
 
     first = next(Scene("static", 0).frames(1)).image
     assert np.array_equal(pk.image(0), first)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from pairedge.core.features import egomotion, get_spec
 
-sim = pytest.importorskip("pairedge.core.sim")
+sim = pytest.importorskip("pairedge.measure.sim")
 
 
 def frames_and_flows(preset: str, seed: int, n: int, scale: float = 0.5):

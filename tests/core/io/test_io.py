@@ -24,7 +24,7 @@ from pairedge.core.io.par import read_par
 from pairedge.core.io.stickmen import read_stickmen
 from pairedge.core.io.stickmen_json import read_stickmen_json
 from pairedge.core.io.textio import iter_lines, json_value_bound
-from pairedge.core.metrics.pairwise import read_pairwise_file
+from pairedge.measure.metrics.pairwise import read_pairwise_file
 
 PAPER3 = ("walking_together", "standing_together", "sitting_together")
 STICK = "1 2 3 4\n" * 6

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pairedge.core.errors import InputError
 from pairedge.core.labels import CAD8, SIM7
-from pairedge.core.sim import simulate
 from pairedge.export.datasets.sim_cad import SIM_TO_CAD, sim_cad_sequence, to_cad_bin
+from pairedge.measure.sim import simulate
 
 
 def test_heading_to_cad_bins_by_hand() -> None:

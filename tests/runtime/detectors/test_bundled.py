@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pairedge.core.errors import ModelIntegrityError
 from pairedge.core.modelfolder import sha256_file
-from pairedge.core.sim import Scene, get_preset
+from pairedge.measure.sim import Scene, get_preset
 from pairedge.runtime.detectors import bundled as bundled_module
 from pairedge.runtime.detectors import open_detector
 from pairedge.runtime.detectors.bundled import DEFAULT_DETECTOR, bundled_detector, detectors_dir

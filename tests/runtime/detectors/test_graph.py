@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pairedge.core.sim import Scene, get_preset
+from pairedge.measure.sim import Scene, get_preset
 from pairedge.runtime.detectors import open_detector
 from pairedge.runtime.detectors.bundled import bundled_detector
 from pairedge.runtime.detectors.graph import read_detector_graph

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 from pairedge.core.errors import InputError
-from pairedge.core.metrics.pairwise.files import read_pairwise_file
+from pairedge.measure.metrics.pairwise.files import read_pairwise_file
 from pairedge.runtime import Diagnostics, FrameResult, Group
 from pairedge.runtime.runner.output import (
     AnnotatedVideoWriter,

@@ -11,7 +11,7 @@ from pathlib import Path
 import cv2
 import pytest
 from mjpeg_server import RestartableMjpegServer
-from pairedge.core.sim import Scene, get_preset
+from pairedge.measure.sim import Scene, get_preset
 from pairedge.runtime.runner.live import LiveOptions
 from pairedge.runtime.runner.run import RunOptions
 from pairedge.runtime.runner.stream import run_live
