@@ -193,8 +193,8 @@ def mcap_zstd_bomb(folder: Path) -> list[str]:
 
 def compressed_image_bag(folder: Path) -> list[str]:
     """An MCAP log of 6 CompressedImage frames (one a PNG of 20,000 x 20,000 px) with their detections."""
-    from pairedge.apps.ros.messages import build, detections_to_msg, header
-    from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, make_typestore
+    from pairedge.core.io.ros.messages import build, detections_to_msg, header
+    from pairedge.core.io.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, make_typestore
     from pairedge.core.types import Detections
     from rosbags.rosbag2 import StoragePlugin, Writer
 

@@ -134,7 +134,7 @@ def _default(classes: dict[str, type], desc: Any) -> Any:
 
 def message_classes() -> dict[str, type]:
     """Every message type of :data:`PACKAGES` as a strict class, by rosbags type name (``pkg/msg/Type``)."""
-    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.io.ros.msgdefs import make_typestore
 
     store = make_typestore()
     classes: dict[str, type] = {}

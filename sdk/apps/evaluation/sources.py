@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 from pairedge.apps.ros.bag import LOG_SUFFIXES, is_log, log_frames, open_log, pick_topic
-from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.apps.ros.runner import FrameDecoder
 from pairedge.core import limits
 from pairedge.core.errors import InputError
 from pairedge.core.io.cad import read_cad_dir, read_cad_mat
+from pairedge.core.io.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.core.labels import CAD8, PAPER3, SIM7
 from pairedge.core.types import Detections
 from pairedge.measure.metrics.pairwise import read_pairwise_file, resolve_labels

@@ -8,8 +8,7 @@ runtime (``pairedge run LOG``), :mod:`~pairedge.apps.ros.write` records frames a
 ``ros2/pairedge_ros``) around :mod:`~pairedge.apps.ros.node_core`, the node without rclpy: its parameters are
 one table (:mod:`~pairedge.apps.ros.node_params`), its QoS profiles :mod:`~pairedge.apps.ros.qos`, its
 latest-frame worker thread :mod:`~pairedge.apps.ros.worker` and its messages
-:mod:`~pairedge.apps.ros.outputs`. :mod:`~pairedge.apps.ros.storage` and
-:mod:`~pairedge.apps.ros.mcap` check a log before rosbags reads it (regular files, an MCAP file's record
-framing, bounded chunk inflation, sqlite3 messages measured first); :mod:`~pairedge.apps.ros.bagcopy` writes
+:mod:`~pairedge.apps.ros.outputs`. Reading a log is the core's (:mod:`pairedge.core.io.ros`: the checks
+before rosbags reads it, the type store, the message conversions); :mod:`~pairedge.apps.ros.bagcopy` writes
 ``--out-bag`` aside and moves it into place whole.
 """

@@ -1,8 +1,8 @@
 """``pairedge run LOG``: a ROS 2 log (rosbag2 folder, ``.mcap`` or ``.db3`` file) through the runtime.
 
 Read with the pure-Python ``rosbags`` library (``pip install '.[ros]'``; no ROS installation), after
-:func:`pairedge.apps.ros.storage.check_log` has checked that every file is a regular file within the ceilings
-(an MCAP file's record framing is walked first, chunks inflate with a bound). Frames come from
+:func:`pairedge.core.io.ros.storage.check_log` has checked that every file is a regular file within the
+ceilings (an MCAP file's record framing is walked first, chunks inflate with a bound). Frames come from
 ``--image-topic`` (``sensor_msgs/Image`` or ``CompressedImage``), boxes from ``--detections-topic``
 (``vision_msgs/Detection2DArray``), paired by header stamp (:mod:`pairedge.apps.ros.matching`, which also
 holds back a stamp that jumps until the messages after it confirm it). The pipeline sees seconds since the
@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from pairedge.apps.ros.bagcopy import MARKERS_TOPIC, RESULTS_TOPIC, BagCopy, plan_out_bag
-from pairedge.apps.ros.mcap import bound_decompression
-from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.apps.ros.runner import Frame, FrameDecoder, Output, RosRunner
-from pairedge.apps.ros.storage import STORAGE_OF_SUFFIX, check_log, read_messages
 from pairedge.core.bundled import describe_model
 from pairedge.core.errors import FormatError, InputError
+from pairedge.core.io.ros.mcap import bound_decompression
+from pairedge.core.io.ros.msgdefs import COMPRESSED_IMAGE, DETECTION_ARRAY, IMAGE, make_typestore
+from pairedge.core.io.ros.storage import STORAGE_OF_SUFFIX, check_log, read_messages
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
 from pairedge.runtime.runner.output import JsonlWriter
@@ -101,7 +101,7 @@ def open_log(path: str | Path) -> Iterator[Any]:
 
     Raises:
         FormatError: missing, not made of regular files, beyond a ceiling
-            (:func:`~pairedge.apps.ros.storage.check_log`), or a log rosbags cannot read (its reason).
+            (:func:`~pairedge.core.io.ros.storage.check_log`), or a log rosbags cannot read (its reason).
     """
     rosbag2 = require("rosbags.rosbag2", extra="ros", purpose="reading ROS 2 logs")
     p = Path(path).expanduser()

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairedge.apps.ros.msgdefs import MARKER_ARRAY, STRING
-from pairedge.apps.ros.storage import STORAGE_OF_SUFFIX
 from pairedge.core.errors import InputError
+from pairedge.core.io.ros.msgdefs import MARKER_ARRAY, STRING
+from pairedge.core.io.ros.storage import STORAGE_OF_SUFFIX
 from pairedge.core.io.textio import printable
 from pairedge.core.optional import require
 

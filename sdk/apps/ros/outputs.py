@@ -1,6 +1,6 @@
 """The live node's output messages, built directly as rclpy messages (no CDR round trip).
 
-The bag path builds rosbags messages (:mod:`pairedge.apps.ros.messages`); rclpy has its own generated
+The bag path builds rosbags messages (:mod:`pairedge.core.io.ros.messages`); rclpy has its own generated
 classes, which check every field's type when it is set (a float64 field takes a ``float``, never an
 ``int``; a ``byte`` field takes ``bytes`` of length 1). This module builds those directly from a frame's
 result: the earlier node built rosbags messages, serialised them to CDR and deserialised the bytes into
@@ -98,7 +98,7 @@ class MarkerSpec:
 
 
 def marker_specs(result: Any, colours: Sequence[tuple[int, int, int]]) -> list[MarkerSpec]:
-    """The markers of a frame's result (what :func:`pairedge.apps.ros.messages.result_to_markers` draws).
+    """The markers of a frame's result (what :func:`pairedge.core.io.ros.messages.result_to_markers` draws).
 
     Args:
         result: a :class:`~pairedge.runtime.types.FrameResult`.

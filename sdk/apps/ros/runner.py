@@ -18,7 +18,8 @@ from typing import Any
 import cv2
 import numpy as np
 from pairedge.apps.ros.matching import MAX_REASONS, OTHER_REASONS, DropCounts, Match, StampMatcher
-from pairedge.apps.ros.messages import (
+from pairedge.core.errors import InputError
+from pairedge.core.io.ros.messages import (
     TrackIds,
     detections_from_msg,
     image_to_bgr,
@@ -26,7 +27,6 @@ from pairedge.apps.ros.messages import (
     result_to_string,
     stamp_ns,
 )
-from pairedge.core.errors import InputError
 from pairedge.core.io.textio import printable
 from pairedge.core.palette import label_colours
 from pairedge.core.types import Detections
@@ -170,7 +170,7 @@ class RosRunner:
     Args:
         pipe: a loaded :class:`~pairedge.runtime.Pipeline`.
         store: the rosbags type store used to build output messages
-            (:func:`~pairedge.apps.ros.msgdefs.make_typestore`).
+            (:func:`~pairedge.core.io.ros.msgdefs.make_typestore`).
         tolerance_s, classes: see :class:`FrameDecoder`.
         colours: BGR colour per label id for the markers (default: :mod:`pairedge.core.palette`, as in the
             video).

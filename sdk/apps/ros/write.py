@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
-from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.core.errors import InputError
+from pairedge.core.io.ros.messages import bgr_to_image, detections_to_msg
+from pairedge.core.io.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
 from pairedge.core.optional import require
 from pairedge.core.types import Detections
 

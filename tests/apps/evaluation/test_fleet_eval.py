@@ -93,8 +93,8 @@ def test_ray_fleet_equals_local_on_eight_logs(tmp_path: Path) -> None:
 
 def test_log_source_reports_messages_dropped_while_pairing(tmp_path: Path) -> None:
     pytest.importorskip("rosbags")
-    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.core.io.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.core.io.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = make_typestore()

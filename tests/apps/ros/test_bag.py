@@ -21,15 +21,15 @@ from pairedge.apps.ros.bag import (  # noqa: E402
     open_log,
     run_log,
 )
-from pairedge.apps.ros.messages import (  # noqa: E402
+from pairedge.apps.ros.write import write_log  # noqa: E402
+from pairedge.core.io.ros.messages import (  # noqa: E402
     TrackIds,
     bgr_to_image,
     detections_from_msg,
     detections_to_msg,
     image_to_bgr,
 )
-from pairedge.apps.ros.msgdefs import make_typestore  # noqa: E402
-from pairedge.apps.ros.write import write_log  # noqa: E402
+from pairedge.core.io.ros.msgdefs import make_typestore  # noqa: E402
 from pairedge.runtime.runner.run import RunOptions, run_files  # noqa: E402
 
 FRAMES = 12
@@ -137,7 +137,7 @@ def test_output_bag_that_fails_to_open_leaves_nothing_behind(scene, tmp_path: Pa
 
 def test_unpaired_messages_are_dropped_and_reported(scene, tmp_path: Path) -> None:
     """Images without detections and detections without images: dropped, counted, the rest still runs."""
-    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE
+    from pairedge.core.io.ros.msgdefs import DETECTION_ARRAY, IMAGE
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     _, frames = scene

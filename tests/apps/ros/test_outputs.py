@@ -13,8 +13,6 @@ import pytest
 pytest.importorskip("rosbags")
 
 import fake_rclpy  # noqa: E402
-from pairedge.apps.ros.messages import result_to_markers  # noqa: E402
-from pairedge.apps.ros.msgdefs import make_typestore  # noqa: E402
 from pairedge.apps.ros.outputs import (  # noqa: E402
     MESSAGE_TYPES,
     P_INTERACT_CLASS,
@@ -26,6 +24,8 @@ from pairedge.apps.ros.outputs import (  # noqa: E402
     pairs_msg,
     string_msg,
 )
+from pairedge.core.io.ros.messages import result_to_markers  # noqa: E402
+from pairedge.core.io.ros.msgdefs import make_typestore  # noqa: E402
 from pairedge.core.palette import label_colours  # noqa: E402
 from pairedge.runtime import Deployment  # noqa: E402
 

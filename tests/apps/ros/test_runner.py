@@ -1,6 +1,6 @@
 """One bad message never ends a log: it is dropped and counted with its true reason; the other frames run.
 
-Each log is the same ten simulated frames with one message made hostile (see conftest.py).
+Each log is the same ten simulated frames with one message made hostile (see tests/helpers/ros_logs.py).
 """
 
 from __future__ import annotations
@@ -18,13 +18,6 @@ pytest.importorskip("rosbags")
 
 from pairedge.apps.ros.bag import run_log  # noqa: E402
 from pairedge.apps.ros.matching import StampMatcher  # noqa: E402
-from pairedge.apps.ros.messages import (  # noqa: E402
-    BOX_OUT_OF_RANGE,
-    TrackIds,
-    detections_from_msg,
-    image_to_bgr,
-)
-from pairedge.apps.ros.msgdefs import COMPRESSED_IMAGE  # noqa: E402
 from pairedge.apps.ros.runner import (  # noqa: E402
     MAX_REASONS,
     OTHER_REASONS,
@@ -32,6 +25,13 @@ from pairedge.apps.ros.runner import (  # noqa: E402
     FrameDecoder,
     RosRunner,
 )
+from pairedge.core.io.ros.messages import (  # noqa: E402
+    BOX_OUT_OF_RANGE,
+    TrackIds,
+    detections_from_msg,
+    image_to_bgr,
+)
+from pairedge.core.io.ros.msgdefs import COMPRESSED_IMAGE  # noqa: E402
 from pairedge.runtime.runner.run import RunOptions  # noqa: E402
 
 
@@ -73,7 +73,7 @@ def test_a_compressed_image_that_declares_400_megapixels_drops_that_frame(
 
 
 def test_raw_images_are_checked_before_any_reshape() -> None:
-    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.io.ros.msgdefs import make_typestore
 
     store = make_typestore()
     msg = store.types["sensor_msgs/msg/Image"]
@@ -151,8 +151,8 @@ def test_an_opencv_error_in_one_frame_is_dropped_with_its_reason(monkeypatch) ->
 
 
 def _fake_pairs(n: int, stamps: list[int] | None = None):
-    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.io.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.core.io.ros.msgdefs import make_typestore
     from pairedge.core.types import Detections
 
     store = make_typestore()
@@ -335,8 +335,8 @@ def test_a_box_beyond_float32_drops_only_that_box(frame_messages, write_messages
 
 
 def test_box_values_nan_inf_and_overflowing_corners() -> None:
-    from pairedge.apps.ros.messages import detections_to_msg
-    from pairedge.apps.ros.msgdefs import make_typestore
+    from pairedge.core.io.ros.messages import detections_to_msg
+    from pairedge.core.io.ros.msgdefs import make_typestore
     from pairedge.core.types import Detections
 
     store = make_typestore()
@@ -381,8 +381,8 @@ def test_one_undecodable_message_is_dropped_and_the_log_goes_on(
 
 def test_fuzzed_messages_never_end_the_stream() -> None:
     """Random byte flips, cuts and garbage in image and detection CDR: every message is used or dropped."""
-    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.core.io.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.core.io.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
     from pairedge.core.types import Detections
 
     store = make_typestore()

@@ -3,7 +3,7 @@
 Before rosbags sees a log (:func:`check_log`): every file of it must be a regular file (a FIFO would block,
 ``/dev/zero`` never ends; :func:`pairedge.core.limits.regular_file`), ``metadata.yaml`` at most
 :data:`~pairedge.core.limits.MAX_SIDECAR_BYTES`, every MCAP file's record framing within the ceilings
-(:func:`pairedge.apps.ros.mcap.walk_mcap`), and a log whose files are zstd-compressed whole is refused
+(:func:`pairedge.core.io.ros.mcap.walk_mcap`), and a log whose files are zstd-compressed whole is refused
 (rosbags would inflate each into a temporary file of any size before reading a byte).
 
 While reading (:func:`read_messages`): a sqlite3 message is measured with ``length(data)`` in SQL and read
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from pairedge.apps.ros.mcap import inflate, walk_mcap
 from pairedge.core import limits
 from pairedge.core.errors import FormatError
+from pairedge.core.io.ros.mcap import inflate, walk_mcap
 from pairedge.core.io.textio import printable
 
 STORAGE_OF_SUFFIX = {".mcap": "mcap", ".db3": "sqlite3"}

@@ -20,7 +20,7 @@ from pairedge.core.errors import FormatError
 pytest.importorskip("rosbags")
 
 from pairedge.apps.ros.bag import list_topics, open_log, run_log  # noqa: E402
-from pairedge.apps.ros.mcap import MAGIC, bound_decompression, inflate, walk_mcap  # noqa: E402
+from pairedge.core.io.ros.mcap import MAGIC, bound_decompression, inflate, walk_mcap  # noqa: E402
 from pairedge.runtime.runner.run import RunOptions  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -239,8 +239,8 @@ def test_metadata_listing_a_device_and_whole_file_compression_are_refused(sim_fr
 
 def test_compressed_logs_that_rosbags_writes_still_run(sim_frames, tmp_path: Path) -> None:
     """zstd chunks (MCAP storage compression) and per-message zstd go through the bounded inflaters."""
-    from pairedge.apps.ros.messages import bgr_to_image, detections_to_msg
-    from pairedge.apps.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
+    from pairedge.core.io.ros.messages import bgr_to_image, detections_to_msg
+    from pairedge.core.io.ros.msgdefs import DETECTION_ARRAY, IMAGE, make_typestore
     from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
     store = make_typestore()
@@ -266,7 +266,7 @@ def test_sqlite_messages_above_the_ceiling_are_dropped_unread(
 ) -> None:
     """sqlite3: each message is measured with length(data) in SQL; one too big is dropped, the rest run."""
     import numpy as np
-    from pairedge.apps.ros.messages import bgr_to_image
+    from pairedge.core.io.ros.messages import bgr_to_image
 
     store = frame_messages.store
 
