@@ -42,6 +42,7 @@ from pairedge.calibration.collect import (
 from pairedge.calibration.default_set import default_source
 from pairedge.calibration.equalize import equalize
 from pairedge.calibration.fp16 import to_fp16
+from pairedge.calibration.infer import agreement, decisions, logits, session
 from pairedge.calibration.output import folder_report, write_folder
 from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.calibration.quantize import (
@@ -337,7 +338,6 @@ def _collect(
 
 def _fill_predictions(collected: Collected, models: Any) -> None:
     """Where the truth is unknown, the stratification class is the fp32 model's decision (in place)."""
-    from pairedge.calibration.infer import decisions, logits, session
 
     tau = models.threshold("p_interact")
     for st, file in ((collected.stage1, models.stage1), (collected.stage2, models.stage2)):
@@ -410,7 +410,6 @@ def _plan(samples: StageSamples, options: CalibrateOptions) -> _Plan:
 
 def _int8(plan: _Plan, pre: Any, options: CalibrateOptions, tau: float) -> tuple[Any, Any, Any, Any, Any]:
     """(QDQ model, its QuantConfig, the search result, the first agreement on the search rows, the ranges)."""
-    from pairedge.calibration.infer import agreement, logits, session
 
     stage, X = plan.samples.stage, plan.chosen.X
     val = plan.search if len(plan.search) else plan.chosen
@@ -441,7 +440,6 @@ def within_float_budget(model: Any, search: Any, share: float) -> Any:
 def _held_out(plan: _Plan, models: dict[str, Any], tau: float) -> dict[str, Any]:
     """Agreement of every precision of ``models`` (precision -> ModelProto, in the report's order) with its
     fp32 model on the report rows (stage 2 also on the gated ones)."""
-    from pairedge.calibration.infer import agreement, logits, session
 
     stage, rows = plan.samples.stage, plan.report
     reference = logits(session(models["fp32"]), rows.X)

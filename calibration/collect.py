@@ -33,6 +33,7 @@ from pairedge.measure.sim import get_preset, simulate
 from pairedge.runtime import Deployment
 from pairedge.runtime.observers import LastFeatures
 from pairedge.runtime.runner.inputs import FrameSource, read_detections
+from pairedge.runtime.runner.run import file_items
 
 #: One frame for :func:`collect_frames`: image (or None), detections, timestamp, and the truth of the
 #: frame's pairs as ``(pairs (M, 2) int64, label names (M,))`` or None.
@@ -225,7 +226,6 @@ def collect_video(
     fps: float | None = None,
 ) -> Collected:
     """Samples of a video (or image folder) with a MOT / JRDB / CVML detection file (no truth)."""
-    from pairedge.runtime.runner.run import file_items
 
     dets = read_detections(detections)
     with FrameSource(video, fps) as source, Deployment(model, backend="onnxruntime").load() as pipe:

@@ -21,6 +21,7 @@ from pairedge.calibration.quantize import stamp
 from pairedge.calibration.report import write_reports
 from pairedge.core import artefacts
 from pairedge.core.modelfolder import MANIFEST_NAME, register_files, sha256_file
+from pairedge.core.version import __version__
 
 if TYPE_CHECKING:
     from pairedge.calibration.api import CalibrateOptions
@@ -33,7 +34,6 @@ def folder_report(
     """The ``calibration.json`` content of one run (``stages``: per stage what :func:`write_folder`
     writes)."""
     import onnxruntime
-    from pairedge.core.version import __version__
 
     inputs = {str(folder / name): sha256_file(folder / name) for name in artefacts.stage_files("fp32")}
     for extra in (options.video, options.detections, *options.features):

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.calibration.infer import agreement, logits, session
 from pairedge.calibration.qdq_graph import qdq_graph
 from pairedge.calibration.ranges import layer_plans
 from pairedge.core.errors import InputError
@@ -368,7 +369,6 @@ def search_exclusions(
     sensitive node is left). ``val_X`` must not be the data the final numbers are reported on. ``ranges``:
     :func:`calibrate_ranges` of ``model``, ``cal_X`` and ``config`` (computed when None).
     """
-    from pairedge.calibration.infer import agreement, logits, session
 
     nodes = list(candidates) if candidates is not None else compute_nodes(model, config.placement)
     reference = logits(session(model), val_X)

@@ -28,6 +28,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from pairedge.core.errors import PairedgeError
+from pairedge.core.version import __version__
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
@@ -194,8 +195,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from pairedge.core.version import __version__
-
         console.print(__version__, highlight=False)
         raise typer.Exit()
 

@@ -7,6 +7,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import typer
+from pairedge.apps.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
 from pairedge.apps.bench.table import terminal_legend, terminal_lines, write_bench
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.apps.cli.progress import stage_progress
@@ -82,7 +83,6 @@ def bench_command(
 ) -> None:
     """Benchmark every precision on every backend and recommend the fastest one that passes the accuracy
     gate."""
-    from pairedge.apps.bench.run import DEFAULT_DATA, BenchOptions, check_options, run_bench
 
     opts = BenchOptions(
         precisions=_split(precisions),

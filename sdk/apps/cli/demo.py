@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
+from pairedge.apps.cli.run import check_scored, frame_progress, summary_table
 from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, run_demo
 from pairedge.core.io.textio import printable
@@ -48,7 +49,6 @@ def demo(
     settings: Chosen,
 ) -> None:
     """Main job in one command: simulate a scene, run the bundled model on CPU, score it, write a video."""
-    from pairedge.apps.cli.run import check_scored, frame_progress
 
     tune_allocator()
 
@@ -70,7 +70,6 @@ def demo(
 def print_demo(result: DemoResult) -> None:
     """The scene (seed, box source, held out or not), interactions of a few frames, metrics, latency,
     files."""
-    from pairedge.apps.cli.run import summary_table
 
     style = "yellow" if result.scene.role in ("training", "validation") else "bold"
     console.print(

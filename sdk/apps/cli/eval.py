@@ -10,6 +10,7 @@ from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.score import print_table
 from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.files import summary_table, write_eval
+from pairedge.apps.evaluation.fleet_eval import evaluate_many
 from pairedge.apps.evaluation.sources import parse_sources
 from pairedge.measure.metrics.pairwise.boxes import read_truth_boxes
 from pairedge.runtime.loading import find_models
@@ -63,8 +64,6 @@ def eval_command(
 ) -> None:
     """Evaluate a model on each source, pool the counts, write JSON + Markdown + a confusion-matrix PNG."""
     from dataclasses import replace
-
-    from pairedge.apps.evaluation.fleet_eval import evaluate_many
 
     run = settings.run(model=str(model))
     deployment = run.deployment

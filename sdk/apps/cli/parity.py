@@ -13,7 +13,7 @@ from pairedge.apps.cli.progress import stage_progress
 from pairedge.apps.cli.settings import Chosen, with_settings
 from pairedge.apps.evaluation.sources import parse_scene, parse_sources
 from pairedge.apps.ros.bag import is_log
-from pairedge.compare.parity import CheckOptions, check_pack, load_pack
+from pairedge.compare.parity import CheckOptions, Tolerances, check_pack, load_pack
 from pairedge.compare.parity.build import build_pack
 from pairedge.core import limits
 from pairedge.core.bundled import describe_model
@@ -22,7 +22,7 @@ from pairedge.core.io.textio import printable
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.compare.parity import ParityPack, ParityReport, Tolerances
+    from pairedge.compare.parity import ParityPack, ParityReport
 
 parity_app = typer.Typer(
     name="parity",
@@ -205,8 +205,6 @@ def read_tolerances(path: Path | None) -> Tolerances:
     """The ``--tolerances`` JSON (a regular file within :data:`pairedge.core.limits.MAX_SIDECAR_BYTES`) over
     the defaults; every value a finite number >= 0 (checked by :class:`Tolerances`, naming the level and
     key)."""
-    from pairedge.compare.parity import Tolerances
-
     if path is None:
         return Tolerances()
     text = limits.read_text(path, "a tolerances JSON file (--tolerances)", limits.MAX_SIDECAR_BYTES)

@@ -19,11 +19,11 @@ from pairedge.core.io.textio import printable
 from pairedge.runtime.memory import tune_allocator
 from pairedge.runtime.runner.inputs import FrameSource
 from pairedge.runtime.runner.live import LiveOptions, is_live, live_target
+from pairedge.runtime.runner.run import RunOptions, RunSummary, run_files
 from pairedge.runtime.runner.stream import run_live
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from pairedge.runtime.runner.run import RunOptions, RunSummary
     from rich.console import RenderableType
 
 
@@ -137,8 +137,6 @@ def run(
     with --no-video). Those files of an earlier run there that this run does not rewrite are removed (a note
     says which); nothing else in the folder is touched. Exit 1 when no frame at all was scored.
     """
-    from pairedge.runtime.runner.run import RunOptions, run_files
-
     source = Path(source_text)
     live = is_live(source_text)
     if not live and not source.exists():  # before any option is judged: the first thing wrong is the path

@@ -6,17 +6,15 @@ import math
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
 from pairedge.core.errors import InputError
 from pairedge.measure.metrics import pairwise, par, pcp, tracking
 from pairedge.measure.metrics.pairwise.report import ACCURACY_LABELS
+from pairedge.measure.metrics.result import ScoreReport, Table
 from rich.markup import escape
-
-if TYPE_CHECKING:
-    from pairedge.measure.metrics.result import ScoreReport, Table
 
 
 class Protocol(str, Enum):
@@ -31,12 +29,8 @@ class PcpMode(str, Enum):
     strict = "strict"
 
 
-class ParVariant(str, Enum):
-    """``pairedge.measure.metrics.par.VARIANTS`` (not imported here: it pulls numpy into ``pairedge
-    --help``)."""
-
-    official = "official"
-    corrected = "corrected"
+#: ``--par-variant``: the choices of :data:`pairedge.measure.metrics.par.VARIANTS`.
+ParVariant = Enum("ParVariant", {v: v for v in par.VARIANTS}, type=str)  # type: ignore[misc]
 
 
 #: PAR option -> ``ParThresholds`` field it sets (the released defaults: 0.6 / 0.6 / 0.5).
@@ -300,7 +294,6 @@ def _par_settings(report: ScoreReport) -> str | None:
 
 def print_report(report: ScoreReport) -> None:
     """Print a report's summary, tables and notes; every table fits the terminal (see :func:`rich_tables`)."""
-    from pairedge.measure.metrics.result import Table
 
     rows = tuple((summary_label(name), value) for name, value in report.summary.items())
     print_table(Table(f"{report.protocol}: summary", ("metric", "value"), rows))

@@ -174,12 +174,12 @@ def test_eval_cli_reports_an_unwritable_png_as_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pairedge.apps.cli import app
-    from pairedge.apps.evaluation import fleet_eval
+    from pairedge.apps.cli import eval as cli_eval
     from pairedge.apps.evaluation.fleet_eval import FleetResult
     from typer.testing import CliRunner
 
     report = _report(np.eye(2), ("a", "b"))
-    monkeypatch.setattr(fleet_eval, "evaluate_many", lambda *a, **k: FleetResult(report, ()))
+    monkeypatch.setattr(cli_eval, "evaluate_many", lambda *a, **k: FleetResult(report, ()))
     (tmp_path / "confusion.png").mkdir()
     from pairedge.core.bundled import default_model_dir
 
