@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 from pairedge.apps.cli.app import app, console, handle_errors
-from pairedge.apps.cli.run import check_scored, frame_progress, summary_table
 from pairedge.apps.cli.settings import Chosen, with_settings
+from pairedge.apps.cli.summary import check_scored, frame_progress, summary_table
 from pairedge.apps.demo import DEMO_SEED, DemoOptions, cpu_deployment, run_demo
 from pairedge.core.io.textio import printable
 from pairedge.runtime.memory import tune_allocator

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pairedge.apps.cli.app import console, fail
+from pairedge.apps.cli.summary import check_scored, frame_progress, print_summary
 from pairedge.apps.ros.bag import list_topics, run_log
 from pairedge.core.io.textio import printable
 from rich.markup import escape
@@ -23,7 +24,6 @@ def run_log_command(
     Every name that comes from the log (topics, types) is echoed through
     :func:`~pairedge.core.io.textio.printable` and Rich escaping, so it cannot start a line of its own.
     """
-    from pairedge.apps.cli.run import check_scored, frame_progress, print_summary
     from rich.table import Table
 
     name = printable(source.name)

@@ -326,7 +326,7 @@ def test_run_output_fits_80_columns_without_progress_residue(
 def test_summary_table_fits_80_columns_with_long_labels_and_big_numbers() -> None:
     from dataclasses import replace
 
-    from pairedge.apps.cli.run import summary_table
+    from pairedge.apps.cli.summary import summary_table
     from pairedge.runtime.runner.run import RunStats
     from rich.console import Console
 
