@@ -24,6 +24,7 @@ from pairedge.core.errors import InputError
 from pairedge.core.features import spec_layout
 from pairedge.core.io.featurefile import FeatureData
 from pairedge.core.labels import PAPER3, SIM7, STAGE1
+from pairedge.core.seeds import parse_seeds
 from pairedge.measure.sim import simulate
 from pairedge.runtime.flow import FlowStream, get_flow_backend
 
@@ -165,3 +166,21 @@ def sim_features(spec: str, ds: SimDataset | None = None) -> FeatureData:
     """Build training arrays of ``ds.task`` from simulator scenes; ``groups`` = ``"<preset>-<seed>"``."""
     ds = ds or SimDataset()
     return sim_feature_sets(spec, ds)[ds.task]
+
+
+def recipe_feature_sets(
+    recipe: Mapping[str, Any], seeds: str, presets: list[str], tasks: tuple[str, ...]
+) -> dict[str, FeatureData]:
+    """The rows of ``tasks`` for ``presets`` x ``seeds`` (a seed range text) in one pass over the scenes,
+    with a recipe's scene settings (``spec``, ``frames``, ``stride``, ``boxes``, ``feature_config``): what
+    the bundled model's recipe and its QAT step both train on."""
+    ds = SimDataset(
+        presets=tuple(presets),
+        seeds=parse_seeds(seeds),
+        frames=int(recipe["frames"]),
+        stride=int(recipe["stride"]),
+        boxes=str(recipe["boxes"]),
+        task="stage1",
+        feature_config=dict(recipe["feature_config"]),
+    )
+    return sim_feature_sets(str(recipe["spec"]), ds, tasks)

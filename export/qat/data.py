@@ -23,10 +23,9 @@ import numpy as np
 from pairedge.core.errors import ModelError
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.labels import PAPER3
-from pairedge.core.seeds import parse_seeds
 from pairedge.export.aspect_swap import borrow_standing_aspect
 from pairedge.export.datasets import FeatureData
-from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
+from pairedge.export.datasets.sim import recipe_feature_sets
 
 #: The tasks of one pass: stage-1 rows and stage-2 rows of every pair (the paper3 rows are a subset).
 _TASKS = ("stage1", "sim7")
@@ -48,16 +47,7 @@ class RecipeRows:
 
 
 def _one_pass(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict[str, FeatureData]:
-    ds = SimDataset(
-        presets=tuple(presets),
-        seeds=parse_seeds(seeds),
-        frames=int(recipe["frames"]),
-        stride=int(recipe["stride"]),
-        boxes=str(recipe["boxes"]),
-        task="stage1",
-        feature_config=dict(recipe["feature_config"]),
-    )
-    return sim_feature_sets(str(recipe["spec"]), ds, _TASKS)
+    return recipe_feature_sets(recipe, seeds, presets, _TASKS)
 
 
 def scene_parts(recipe: dict[str, Any], which: str = "train") -> list[tuple[str, list[str]]]:

@@ -43,11 +43,10 @@ from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.core.errors import PairedgeError
 from pairedge.core.io.featurefile import concat_rows
 from pairedge.core.modelfolder import write_manifest
-from pairedge.core.seeds import parse_seeds
 from pairedge.export.aspect_swap import borrow_standing_aspect
 from pairedge.export.datasets import FeatureData
 from pairedge.export.datasets.fingerprint import blas_info, value_summary
-from pairedge.export.datasets.sim import SimDataset, sim_feature_sets
+from pairedge.export.datasets.sim import recipe_feature_sets
 from pairedge.export.evaluation import classification_metrics
 from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
@@ -63,17 +62,8 @@ CHECK_SEEDS = "0"
 
 def feature_sets(recipe: dict[str, Any], seeds: str, presets: list[str]) -> dict[str, FeatureData]:
     """The stage-1 and stage-2 rows of ``presets`` x ``seeds`` (one pass over the scenes)."""
-    ds = SimDataset(
-        presets=tuple(presets),
-        seeds=parse_seeds(seeds),
-        frames=int(recipe["frames"]),
-        stride=int(recipe["stride"]),
-        boxes=str(recipe["boxes"]),
-        task="stage1",
-        feature_config=dict(recipe["feature_config"]),
-    )
     tasks = (recipe["stage1"]["task"], recipe["stage2"]["task"])
-    return sim_feature_sets(str(recipe["spec"]), ds, tasks)
+    return recipe_feature_sets(recipe, seeds, presets, tasks)
 
 
 def training_sets(recipe: dict[str, Any], which: str = "train") -> dict[str, FeatureData]:
