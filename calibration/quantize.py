@@ -18,29 +18,24 @@ Q/DQ placement (``QuantConfig.placement``):
   its ReLU, both inputs of a product and the inputs and output of a Concat, each with its own scale (18
   roundings in the relation network instead of 7): the naive baseline the benchmarks compare with.
 
-ONNX Runtime's histogram calibrators (Entropy, Percentile) stack the calibration batches and crash when the
-last batch is smaller than the others; :class:`ArrayReader` therefore feeds equal batches (a single batch
-up to ``batch_rows`` rows; above that, equal batches with the last one padded by rows from the start).
+ONNX Runtime's data reader and entropy calibrator come from :mod:`pairedge.calibration.ort_calibrators`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import logging
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pairedge.calibration.infer import agreement, logits, session
+from pairedge.calibration.ort_calibrators import ArrayReader, entropy_ranges, entropy_ranges_of_file, quiet
 from pairedge.calibration.qdq_graph import qdq_graph
 from pairedge.calibration.ranges import layer_plans
 from pairedge.core.errors import InputError
-from pairedge.core.modelmeta import INPUT_NAME
 
 METHODS = ("minmax", "entropy", "percentile")
 PLACEMENTS = ("gemm", "all")
@@ -96,36 +91,12 @@ class QuantConfig:
             )
 
 
-class ArrayReader:
-    """ONNX Runtime ``CalibrationDataReader`` over (N, F) rows, in equal batches (see module docstring)."""
-
-    def __init__(self, X: np.ndarray, batch_rows: int = 8192) -> None:
-        X = np.ascontiguousarray(X, np.float32)
-        if not len(X):
-            raise InputError("calibration needs at least one sample, got zero")
-        k = -(-len(X) // batch_rows)
-        size = -(-len(X) // k)
-        padded = np.concatenate([X, X[: k * size - len(X)]]) if k * size > len(X) else X
-        self.batches = [padded[i * size : (i + 1) * size] for i in range(k)]
-        self._next = 0
-
-    def get_next(self) -> dict[str, np.ndarray] | None:
-        if self._next >= len(self.batches):
-            return None
-        batch = self.batches[self._next]
-        self._next += 1
-        return {INPUT_NAME: batch}
-
-    def rewind(self) -> None:
-        self._next = 0
-
-
 def preprocess(model: Any) -> Any:
     """Shape inference and constant folding (ONNX Runtime's ``quant_pre_process``) of a ModelProto."""
     import onnx
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    with tempfile.TemporaryDirectory(prefix="pairedge-pre-") as tmp, _quiet():
+    with tempfile.TemporaryDirectory(prefix="pairedge-pre-") as tmp, quiet():
         src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
         onnx.save(model, str(src))
         quant_pre_process(str(src), str(dst), skip_symbolic_shape=True)
@@ -140,7 +111,7 @@ def calibrate_ranges(model: Any, X: np.ndarray, config: QuantConfig) -> Any:
     (:func:`pairedge.calibration.ranges.layer_plans`); "all": the entropy range overrides (None otherwise)."""
     if config.placement == "gemm":
         return layer_plans(model, X, config)
-    return entropy_ranges(model, X, config) if config.method == "entropy" else None
+    return entropy_ranges(model, X, config.batch_rows) if config.method == "entropy" else None
 
 
 def quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: Any = None) -> Any:
@@ -173,7 +144,7 @@ def _ort_quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[s
     }
     if config.method == "percentile":
         extra["CalibPercentile"] = config.percentile
-    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, _quiet():
+    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, quiet():
         src, dst = Path(tmp) / "in.onnx", Path(tmp) / "out.onnx"
         onnx.save(model, str(src))
         if config.method == "entropy":
@@ -181,7 +152,7 @@ def _ort_quantize(model: Any, X: np.ndarray, config: QuantConfig, ranges: dict[s
             # quantized bins) leaves the KL search a single candidate: the min-max range. Compute the
             # entropy ranges with enough bins and hand them over as range overrides.
             extra["TensorQuantOverrides"] = (
-                ranges if ranges is not None else _entropy_ranges(src, Path(tmp), X, config)
+                ranges if ranges is not None else entropy_ranges_of_file(src, Path(tmp), X, config.batch_rows)
             )
             method = CalibrationMethod.MinMax
         try:
@@ -240,60 +211,6 @@ def float_outputs(model: Any) -> Any:
         graph.node.remove(dq)
         graph.node.remove(q)
     return model
-
-
-ENTROPY_BINS = 2048
-ENTROPY_QUANTIZED_BINS = 128
-
-
-def entropy_ranges(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Any]:
-    """The entropy ranges :func:`quantize` would compute for ``model`` and rows ``X`` (to reuse them)."""
-    import onnx
-
-    with tempfile.TemporaryDirectory(prefix="pairedge-q-") as tmp, _quiet():
-        src = Path(tmp) / "in.onnx"
-        onnx.save(model, str(src))
-        return _entropy_ranges(src, Path(tmp), X, config)
-
-
-def _entropy_ranges(
-    src: Path, tmp: Path, X: np.ndarray, config: QuantConfig
-) -> dict[str, list[dict[str, float]]]:
-    """KL-divergence (entropy) activation ranges of every tensor, as ``TensorQuantOverrides``."""
-    from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
-
-    calibrator = create_calibrator(
-        str(src),
-        None,
-        str(tmp / "augmented.onnx"),
-        CalibrationMethod.Entropy,
-        extra_options={
-            "symmetric": True,
-            "num_bins": ENTROPY_BINS,
-            "num_quantized_bins": ENTROPY_QUANTIZED_BINS,
-        },
-    )
-    calibrator.collect_data(ArrayReader(X, config.batch_rows))
-    ranges = calibrator.compute_data()
-    out = {}
-    for name, value in ranges.items():
-        lo, hi = (float(v) for v in value.range_value)
-        bound = max(abs(lo), abs(hi), 1e-12)
-        out[name] = [{"rmin": np.float32(-bound), "rmax": np.float32(bound)}]
-    return out
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Silence ONNX Runtime's quantization tools (they print progress to stdout and log warnings)."""
-    logger = logging.getLogger()
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        logger.setLevel(level)
 
 
 def compute_nodes(model: Any, placement: str = "all") -> list[str]:

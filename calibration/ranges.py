@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pairedge.calibration.infer import session
+from pairedge.calibration.ort_calibrators import entropy_ranges as ort_entropy_ranges
 from pairedge.calibration.qdq_graph import LayerPlan, weighted_nodes
 from pairedge.core.modelmeta import INPUT_NAME
 
@@ -101,10 +102,7 @@ def layer_plans(model: Any, X: np.ndarray, config: QuantConfig) -> dict[str, Lay
 
 
 def entropy_ranges(model: Any, X: np.ndarray, batch_rows: int = 8192) -> dict[str, float]:
-    """Tensor name -> symmetric KL-divergence (entropy) range of ``model``'s tensors on rows ``X``."""
-    # ONNX Runtime's entropy calibrator, as quantize runs it (quantize imports this module: lazily here)
-    from pairedge.calibration.quantize import QuantConfig
-    from pairedge.calibration.quantize import entropy_ranges as ort_entropy
-
-    ranges = ort_entropy(model, X, QuantConfig(method="entropy", batch_rows=batch_rows))
+    """Tensor name -> symmetric KL-divergence (entropy) range of ``model``'s tensors on rows ``X`` (ONNX
+    Runtime's entropy calibrator, as the "all" placement of :mod:`pairedge.calibration.quantize` runs it)."""
+    ranges = ort_entropy_ranges(model, X, batch_rows)
     return {name: float(value[0]["rmax"]) for name, value in ranges.items()}

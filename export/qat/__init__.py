@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from pairedge.calibration.infer import logits
 from pairedge.calibration.qdq_rules import check_qdq_rules
 from pairedge.calibration.quantize import stamp
 from pairedge.core.errors import ModelError
@@ -145,7 +146,6 @@ def export_int8(
             then).
     """
     import onnx
-    from pairedge.calibration.infer import logits
 
     fp32 = onnx.load(str(fp32_path))
     qdq = qdq_graph(fp32, result.model, result.gains)

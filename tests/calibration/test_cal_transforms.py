@@ -10,7 +10,8 @@ from onnx import TensorProto, numpy_helper
 from pairedge.calibration.equalize import equalize
 from pairedge.calibration.fp16 import to_fp16
 from pairedge.calibration.infer import agreement, logits, session
-from pairedge.calibration.quantize import ArrayReader, QuantConfig, preprocess, quantize, search_exclusions
+from pairedge.calibration.ort_calibrators import ArrayReader
+from pairedge.calibration.quantize import QuantConfig, preprocess, quantize, search_exclusions
 from pairedge.core.errors import InputError
 
 

@@ -384,20 +384,7 @@ def main(argv: list[str] | None = None) -> None:
         help="only (re)build stage{1,2}.int8.onnx of an existing folder by quantization-aware training from "
         "its fp32 files (minutes; no fp32 retraining), record it in recipe.json and rewrite manifest.json",
     )
-    parser.add_argument(
-        "--add-input-squash",
-        action="store_true",
-        help="give an existing folder trained without the recipe's input squash the squash, its knees at the "
-        "training maximum (the trained weights stay those of a squashed model), re-score it and rebuild its "
-        "int8 files (minutes; pairedge.apps.recipes.squash_step)",
-    )
     args = parser.parse_args(argv)
-    if args.add_input_squash:
-        from pairedge.apps.recipes.squash_step import add_input_squash  # it imports this module
-
-        summary = add_input_squash(args.out, RECIPE, QAT_RECIPE, say=None if args.no_progress else print)
-        print(f"added the input squash to {args.out} in {summary['input_squash']['seconds']} s")
-        return
     if args.int8_only:
         record = build_int8_step(args.out, progress=not args.no_progress)["int8"]
         for key, st in record["stages"].items():

@@ -8,11 +8,12 @@ therefore takes the shipped fp32 weights, sets the knees from the rebuilt traini
 stages with the squash in the graph, checks that the logits of every training row are unchanged, re-scores
 the held-out presets, and rebuilds the int8 files by QAT from the new fp32 files.
 
-    python -m pairedge.apps.recipes.default_model --out sdk/models/default --add-input-squash
+    python -m pairedge.apps.recipes.squash_step --out sdk/models/default
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from pairedge.apps.recipes.default_model import (
     training_sets,
 )
 from pairedge.core.artefacts import artefact
+from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.core.errors import ModelError
 from pairedge.core.modelfolder import write_manifest
 from pairedge.export.evaluation import classification_metrics
@@ -155,3 +157,18 @@ def add_input_squash(
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, folder_roles(out))
     return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pairedge.apps.recipes.squash_step [--out DIR] [--no-progress]``: the step on a folder (the
+    bundled model's by default) that :mod:`pairedge.apps.recipes.default_model` built without the squash."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=default_model_dir(), help="the model folder")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    summary = add_input_squash(args.out, RECIPE, QAT_RECIPE, say=None if args.no_progress else print)
+    print(f"added the input squash to {args.out} in {summary['input_squash']['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -24,6 +24,7 @@ from pairedge.core.optional import install_hint
 from pairedge.gpu.cuda.base import Arg, BlockRule, Device, DeviceInfo, Kernel, Limits, Module
 from pairedge.gpu.cuda.driver import CudaPythonDevice
 from pairedge.gpu.cuda.emulated.device import EmulatedDevice
+from pairedge.gpu.cuda.emulated.toolchain import unavailable_reason as emulated_reason
 from pairedge.gpu.cuda.pycuda_device import PyCudaDevice
 from pairedge.gpu.cuda.status import BINDINGS, EMULATION_ENV, cuda_devices, emulation_setting, importable
 
@@ -115,8 +116,6 @@ def unavailable_reason(kind: str = "auto", *, emulation: bool = True, need_nvrtc
     except (InputError, MissingDependencyError) as exc:
         return str(exc)
     if resolved == "hip-cpu":
-        from pairedge.gpu.cuda.emulated import unavailable_reason as emulated_reason
-
         why = emulated_reason()
         return None if why is None else f"the emulated CUDA device (hip-cpu) is not usable here: {why}"
     if not importable(_DRIVERS[resolved]):

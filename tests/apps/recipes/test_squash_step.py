@@ -93,7 +93,7 @@ def test_the_folder_step_refuses_a_folder_that_has_the_squash_or_another_recipe(
 
 @pytest.mark.parametrize("kind", ["missing", "garbage", "list", "dev_zero", "fifo", "huge"])
 def test_a_bad_recipe_json_is_one_line_before_any_work(tmp_path: Path, kind: str) -> None:
-    """``--add-input-squash`` / ``--int8-only`` / ``--record-check`` read recipe.json through one bounded
+    """The squash step / ``--int8-only`` / ``--record-check`` read recipe.json through one bounded
     reader: a missing, non-JSON, non-object, device, FIFO or oversized file is one ``error:`` line."""
     import os
 
