@@ -293,10 +293,10 @@ def test_export_int8_keeps_the_fp32_metadata_and_names_its_source(tmp_path: Path
 def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_computes_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pairedge.calibration.infer as infer
+    import pairedge.export.qat as qat  # the export check's own reference to ONNX Runtime's logits
 
     path, result, X = _quantized(tmp_path, MLP)
-    real = infer.logits
+    real = logits
 
     def shifted(rows: int, by: float):
         def fake(sess, x):  # ONNX Runtime's logits, with the first `rows` rows moved by `by`
@@ -306,13 +306,13 @@ def test_export_check_accepts_isolated_rounding_ties_and_refuses_a_file_that_com
 
         return fake
 
-    monkeypatch.setattr(infer, "logits", shifted(1, 0.1))  # one row of 1,000 a few ties apart: accepted
+    monkeypatch.setattr(qat, "logits", shifted(1, 0.1))  # one row of 1,000 a few ties apart: accepted
     written = export_int8(path, result, tmp_path / "a.int8.onnx", stage_info({}, "stage1", result), X[:1000])
     # ONNX Runtime's fused int8 kernels requantize between layers: a few rows move by one int8 step (~0.005
     # here), far inside the tolerance; unfused (node by node) the file equals the fake model to 1e-7
     assert 0.09 < written.export_max_abs_diff < 0.11 and written.export_p999_abs_diff < 0.2 * EXPORT_TOLERANCE
     for rows, by, what in ((1000, 0.06, "percentile"), (1, 0.3, "at worst")):
-        monkeypatch.setattr(infer, "logits", shifted(rows, by))
+        monkeypatch.setattr(qat, "logits", shifted(rows, by))
         out = tmp_path / f"b{rows}.int8.onnx"
         with pytest.raises(ModelError, match=what):
             export_int8(path, result, out, stage_info({}, "stage1", result), X[:1000])
