@@ -109,3 +109,8 @@ def test_a_short_real_run(tmp_path: Path, shared_data: Path) -> None:
     bundled = next(r for r in res["runs"] if r["source"] == "bundled")
     assert bundled["frames"] == 30 and bundled["detector"]["layout"] == "yolox-raw"
     assert bundled["scores"]["whole video"]["tracking"]["idf1"] > 0.4 and res["motmetrics_agrees"]
+    by_iou = bundled["scores"]["whole video"]["pairs_vs_gt_run_by_match_iou"]
+    headline = bundled["scores"]["whole video"]["pairs_vs_gt_run"]
+    assert by_iou["0.5"]["pair_f1"] == headline["pair_f1"]  # the diagnostic's 0.5 row is the headline
+    assert set(by_iou) == {"0.5", "0.4", "0.3"}
+    assert "by box-matching IoU" in (out / "bench_camera.md").read_text()

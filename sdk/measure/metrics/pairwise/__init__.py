@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from pairedge.core.errors import FormatError, InputError
 from pairedge.core.labels import get_label_set
+from pairedge.measure.metrics.box_matching import MIN_IOU
 from pairedge.measure.metrics.pairwise import boxes as pb
 from pairedge.measure.metrics.pairwise.classification import (
     PairwiseMetrics,
@@ -83,6 +84,7 @@ def score_files(
     labels: str | Sequence[str] | None = None,
     allow_empty: bool = False,
     match_boxes: str | Path | None = None,
+    match_iou: float = MIN_IOU,
 ) -> ScoreReport:
     """Score a prediction file against a ground-truth file (JSON Lines or CSV).
 
@@ -95,22 +97,28 @@ def score_files(
             still count; ``pairedge eval`` pools such sources with others) instead of refusing it.
         match_boxes: a MOT ground-truth file with the true boxes: match the prediction's people (its
             ``tracks``) to the true people per frame first (:mod:`pairedge.measure.metrics.pairwise.boxes`).
+        match_iou: the IoU a predicted box needs with a true one to be that person (0.5, the MOT
+            convention; a lower value shows how much of a score is box agreement rather than wrong people).
 
     Raises:
         FormatError: a file is malformed (names the file, line and problem).
         InputError: no label set is known, ``tau`` is not in [0, 1], or the box matching matched nothing
-            usable (:func:`pairedge.measure.metrics.pairwise.boxes.check_matched`).
+            usable (:func:`pairedge.measure.metrics.pairwise.boxes.check_matched`), or ``match_iou`` is not in
+            (0, 1].
     """
+    if isinstance(match_iou, bool) or not isinstance(match_iou, int | float) or not 0.0 < match_iou <= 1.0:
+        raise InputError(f"match_iou: expected a number in (0, 1], got {match_iou!r}")
     names = resolve_labels(pred, gold, labels)
     predicted, truth = read_pairwise_file(pred, names), read_pairwise_file(gold, names)
     if match_boxes is None:
         return score(predicted, truth, tau=tau, allow_empty=allow_empty)
     from dataclasses import replace
 
-    mapping = pb.match_ids(pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes), truth.frames)
-    pb.check_matched(mapping, truth, match_boxes)
+    boxes = pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes)
+    mapping = pb.match_ids(*boxes, truth.frames, match_iou)
+    pb.check_matched(mapping, truth, match_boxes, match_iou)
     report = score(pb.remap(predicted, mapping), truth, tau=tau, allow_empty=allow_empty)
-    details, note = pb.matching_summary(mapping, match_boxes)
+    details, note = pb.matching_summary(mapping, match_boxes, match_iou)
     return replace(report, details={**report.details, **details}, notes=(*report.notes, note))
 
 

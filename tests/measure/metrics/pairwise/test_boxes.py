@@ -85,6 +85,29 @@ def test_pairs_scored_after_matching(tmp_path: Path) -> None:
     assert any("box matching" in n for n in rep.notes)
 
 
+def test_match_iou_sets_how_close_a_box_must_be(tmp_path: Path) -> None:
+    """Track 8 of frame 0 moved to x = 25: IoU 100 / 300 = 1/3 with true person 2 (below the MOT 0.5)."""
+    run, gold, gt = _write(tmp_path)
+    rows = [json.loads(line) for line in run.read_text().splitlines()]
+    rows[1]["tracks"][1]["box"] = [25, 0, 10, 20]
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    strict = pairwise.score_files(run, gold, match_boxes=gt)
+    # 8 matches nobody: (7,8)@0 and (8,9)@0 are false positives, (1,2)@1 the one true positive
+    assert strict.summary["pair_precision"] == pytest.approx(1 / 3)
+    assert strict.details["box_matching"]["min_iou"] == 0.5
+    loose = pairwise.score_files(run, gold, match_boxes=gt, match_iou=0.3)
+    assert loose.summary["pair_precision"] == pytest.approx(2 / 3)  # (7,8)@0 is the true (1,2) again
+    assert loose.details["box_matching"]["min_iou"] == 0.3
+    assert any("IoU >= 0.3" in n for n in loose.notes)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.5, float("nan"), True, "0.5"])
+def test_a_bad_match_iou_is_refused(tmp_path: Path, bad: object) -> None:
+    run, gold, gt = _write(tmp_path)
+    with pytest.raises(InputError, match="match_iou"):
+        pairwise.score_files(run, gold, match_boxes=gt, match_iou=bad)  # type: ignore[arg-type]
+
+
 def test_cli_match_boxes(tmp_path: Path) -> None:
     run, gold, gt = _write(tmp_path)
     out = tmp_path / "r.json"
