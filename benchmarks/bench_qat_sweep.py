@@ -14,6 +14,11 @@ below it (``bench_qat.py``). This benchmark asks whether the QAT step or the fp3
 2. **Diagnostics of the shipped ``stage2.int8.onnx``** on the same rows: its QAT weights with the activations
    left in float (no activation Q/DQ: how much of the gap is weight rounding and QAT drift), and each Gemm in
    turn kept in float (weights and input; what a per-layer mixed-precision fallback could recover).
+3. **Hidden activations bounded at the source** (a diagnostic, not the shipped model): every ReLU of the
+   fp32 stage 2 clipped at a percentile of its outputs on the QAT training rows (no retraining), then the
+   best-on-validation QAT variant's config without hidden equalisation (scaling through a clip is not
+   exact); the fake-quantized model (within the export check's tolerance of its int8 file) against that
+   clipped fp32, and the clipped fp32's held-out MPCA against the shipped one's.
 
 Writes ``benchmarks/results/bench_qat_sweep.json`` and ``.md``. Run from the repository root::
 
@@ -23,6 +28,7 @@ Writes ``benchmarks/results/bench_qat_sweep.json`` and ``.md``. Run from the rep
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shutil
 import sys
@@ -34,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import torch
 from bench_qat import HELD_OUT, VALIDATION, score_rows
 from onnx import numpy_helper
 from pairedge.calibration.infer import logits, session
@@ -44,7 +51,9 @@ from pairedge.export.qat import config_of, export_int8, import_fp32, stage_info
 from pairedge.export.qat.build import stage_rows
 from pairedge.export.qat.data import RecipeRows, recipe_rows, scene_rows
 from pairedge.export.qat.train import finetune
+from pairedge.export.train import predict_logits
 from pairedge.runtime.loading import find_models
+from torch import nn
 
 HERE = Path(__file__).resolve().parent
 #: (name, overrides of the recipe's stage-2 QAT config).
@@ -58,6 +67,9 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("MSE ranges", {"calibration": "mse"}),
     ("percentile 99.9, lr 3e-4", {"percentile": 99.9, "lr": 3e-4}),
 )
+
+#: Percentiles of each hidden ReLU's outputs on the QAT training rows that the bounded diagnostic clips at.
+CLIPS = (99.9, 99.0)
 
 
 def float_gemms(model: onnx.ModelProto, names: set[str]) -> onnx.ModelProto:
@@ -81,6 +93,48 @@ def float_gemms(model: onnx.ModelProto, names: set[str]) -> onnx.ModelProto:
         name = f"{node.input[1]}_float"
         graph.initializer.append(numpy_helper.from_array(q * scale.reshape(shape), name))
         node.input[1] = name
+    return out
+
+
+def clipped_relus(model: nn.Module, X: np.ndarray, percentile: float) -> nn.Module:
+    """A copy of a torch model with every ReLU replaced by ``Hardtanh(0, c)``, ``c`` the ``percentile`` of
+    that ReLU's outputs on (N, F) rows ``X`` (every 5th row)."""
+    out = copy.deepcopy(model).eval()
+    relus = [(name, mod) for name, mod in out.named_modules() if isinstance(mod, nn.ReLU)]
+    seen: dict[str, list[torch.Tensor]] = {name: [] for name, _ in relus}
+    hooks = [
+        mod.register_forward_hook(lambda _m, _i, o, n=name: seen[n].append(o.detach().flatten()))
+        for name, mod in relus
+    ]
+    with torch.no_grad():
+        out(torch.from_numpy(np.ascontiguousarray(X[::5], np.float32)))
+    for h in hooks:
+        h.remove()
+    for name, _ in relus:
+        bound = float(np.percentile(torch.cat(seen[name]).numpy(), percentile))
+        parent_name, _, leaf = name.rpartition(".")
+        parent = out.get_submodule(parent_name) if parent_name else out
+        setattr(parent, leaf, nn.Hardtanh(0.0, max(bound, 1e-3)))
+    return out
+
+
+def torch_evaluate(
+    reference: nn.Module, candidate: nn.Module, base: dict[str, Any], sets: dict[str, Any]
+) -> dict[str, Any]:
+    """Figures of a torch candidate against a torch stage-2 reference (stage 1 as in :func:`evaluate`)."""
+    out = {}
+    for name, (rows, rule) in sets.items():
+        z = {
+            "fp32": {
+                "stage1": base[name]["fp32"]["stage1"],
+                "stage2_all": predict_logits(reference, rows.stage2_all),
+            },
+            "int8": {
+                "stage1": base[name]["int8"]["stage1"],
+                "stage2_all": predict_logits(candidate, rows.stage2_all),
+            },
+        }
+        out[name] = figures(rows, z, rule)
     return out
 
 
@@ -171,6 +225,21 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     for name, r in res["one_gemm_float"].items():
         lines.append(row(f"{name} in float", r))
+    b = res["bounded"]
+    lines += [
+        "",
+        "## Hidden activations bounded at the source (diagnostic; fake-quantized model vs the clipped fp32)",
+        "",
+        f"QAT config: the recipe's with {b['qat_overrides']}.",
+        "",
+        head.replace(
+            "| held-out MPCA drop (points) |",
+            "| held-out MPCA drop (points) | clipped fp32 MPCA vs shipped fp32 (points) |",
+        )
+        + "---:|",
+    ]
+    for pct, r in b["rows"].items():
+        lines.append(row(f"ReLUs clipped at p{pct}", r) + f" {r['fp32_mpca_change_points']:+.2f} |")
     lines += ["", f"Environment: {res['environment']}", ""]
     return "\n".join(lines)
 
@@ -225,6 +294,19 @@ def main(argv: list[str] | None = None) -> int:
     res["chosen_on_validation"] = max(
         res["variants"], key=lambda n: res["variants"][n]["validation"]["top1_gated"]
     )
+    chosen = {**res["variants"][res["chosen_on_validation"]]["overrides"], "hidden_strength": 0.0}
+    config = replace(config_of(QAT_RECIPE, "stage2"), **chosen)
+    X_train, X_val = stage_rows(train, models, metas, config.gate_floor)["stage2"]
+    shipped_mpca = res["shipped"]["held_out"]["mpca_fp32"]
+    res["bounded"] = {"qat_overrides": chosen, "rows": {}}
+    for pct in CLIPS:
+        t = time.time()
+        bounded = clipped_relus(models["stage2"], X_train, pct)
+        result = finetune(bounded, 2, X_train, X_val, config, tau)
+        figs = torch_evaluate(bounded, result.model, base, sets)
+        figs["fp32_mpca_change_points"] = 100 * (figs["held_out"]["mpca_fp32"] - shipped_mpca)
+        res["bounded"]["rows"][f"{pct:g}"] = {**figs, "seconds": time.time() - t}
+        print(row(f"ReLUs clipped at p{pct:g}", figs), flush=True)
     res["seconds"] = time.time() - t0
     res["environment"] = f"Python {sys.version.split()[0]}, numpy {np.__version__}, onnx {onnx.__version__}"
     args.out.mkdir(parents=True, exist_ok=True)
