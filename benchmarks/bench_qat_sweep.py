@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,11 +40,11 @@ from typing import Any
 import numpy as np
 import onnx
 import torch
+from _train_bench import write
 from bench_qat import HELD_OUT, VALIDATION, score_rows
 from onnx import numpy_helper
 from pairedge.calibration.infer import logits, session
 from pairedge.compare.comparator import DecisionRule
-from pairedge.compare.parity.verdict import json_safe
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.export.qat import config_of, export_int8, import_fp32, stage_info
 from pairedge.export.qat.build import stage_rows
@@ -118,26 +117,6 @@ def clipped_relus(model: nn.Module, X: np.ndarray, percentile: float) -> nn.Modu
     return out
 
 
-def torch_evaluate(
-    reference: nn.Module, candidate: nn.Module, base: dict[str, Any], sets: dict[str, Any]
-) -> dict[str, Any]:
-    """Figures of a torch candidate against a torch stage-2 reference (stage 1 as in :func:`evaluate`)."""
-    out = {}
-    for name, (rows, rule) in sets.items():
-        z = {
-            "fp32": {
-                "stage1": base[name]["fp32"]["stage1"],
-                "stage2_all": predict_logits(reference, rows.stage2_all),
-            },
-            "int8": {
-                "stage1": base[name]["int8"]["stage1"],
-                "stage2_all": predict_logits(candidate, rows.stage2_all),
-            },
-        }
-        out[name] = figures(rows, z, rule)
-    return out
-
-
 def figures(rows: RecipeRows, z: dict[str, dict[str, np.ndarray]], rule: DecisionRule) -> dict[str, Any]:
     """bench_qat's comparator figures of candidate logits ``z["int8"]`` against ``z["fp32"]``, plus the
     stage-2 logit error (max, p99) on the gated pairs."""
@@ -151,16 +130,34 @@ def figures(rows: RecipeRows, z: dict[str, dict[str, np.ndarray]], rule: Decisio
     }
 
 
+#: Stage-2 logits of (N, F) rows: an ONNX session's or a torch model's.
+Logits = Callable[[np.ndarray], np.ndarray]
+
+
+def onnx_logits(model: onnx.ModelProto | Path) -> Logits:
+    sess = session(model)
+    return lambda X: logits(sess, X)
+
+
+def torch_logits(model: nn.Module) -> Logits:
+    return lambda X: predict_logits(model, X)
+
+
 def evaluate(
-    stage2: onnx.ModelProto | Path, base: dict[str, dict[str, dict[str, np.ndarray]]], sets: dict[str, Any]
+    candidate: Logits,
+    base: dict[str, dict[str, dict[str, np.ndarray]]],
+    sets: dict[str, RecipeRows],
+    rule: DecisionRule,
+    reference: Logits | None = None,
 ) -> dict[str, Any]:
-    """Figures of one stage-2 candidate on every row set (stage 1 stays the shipped fp32 vs int8)."""
-    sess = session(stage2)
+    """Figures of one stage-2 candidate on every row set against ``reference`` (None: the shipped fp32
+    stage 2); stage 1 stays the shipped fp32 vs int8."""
     out = {}
-    for name, (rows, rule) in sets.items():
+    for name, rows in sets.items():
+        ref = base[name]["fp32"]["stage2_all"] if reference is None else reference(rows.stage2_all)
         z = {
-            "fp32": base[name]["fp32"],
-            "int8": {"stage1": base[name]["int8"]["stage1"], "stage2_all": logits(sess, rows.stage2_all)},
+            "fp32": {"stage1": base[name]["fp32"]["stage1"], "stage2_all": ref},
+            "int8": {"stage1": base[name]["int8"]["stage1"], "stage2_all": candidate(rows.stage2_all)},
         }
         out[name] = figures(rows, z, rule)
     return out
@@ -257,37 +254,38 @@ def main(argv: list[str] | None = None) -> int:
     tau = find_models(folder).threshold("p_interact")
     rule = DecisionRule(tau=tau)
     sets = {"validation": scene_rows(RECIPE, [VALIDATION]), "held_out": scene_rows(RECIPE, [HELD_OUT])}
-    sets = {k: (rows, rule) for k, rows in sets.items()}
-    base = {k: base_logits(folder, rows) for k, (rows, _) in sets.items()}
+    base = {k: base_logits(folder, rows) for k, rows in sets.items()}
     shipped = onnx.load(str(folder / "stage2.int8.onnx"))
     gemms = [n.name for n in shipped.graph.node if n.op_type == "Gemm"]
     res: dict[str, Any] = {
         "command": "OMP_NUM_THREADS=1 python benchmarks/bench_qat_sweep.py",
-        "shipped": evaluate(shipped, base, sets),
-        "activations_float": evaluate(float_gemms(shipped, set(gemms)), base, sets),
-        "one_gemm_float": {g: evaluate(float_gemms(shipped, {g}), base, sets) for g in gemms},
+        "shipped": evaluate(onnx_logits(shipped), base, sets, rule),
+        "activations_float": evaluate(onnx_logits(float_gemms(shipped, set(gemms))), base, sets, rule),
+        "one_gemm_float": {
+            g: evaluate(onnx_logits(float_gemms(shipped, {g})), base, sets, rule) for g in gemms
+        },
         "variants": {},
     }
     train = recipe_rows(RECIPE, "train")
     loaded = {k: import_fp32(folder / f"{k}.onnx") for k in ("stage1", "stage2")}
     models = {k: m for k, (m, _) in loaded.items()}
     metas = {k: meta for k, (_, meta) in loaded.items()}
+    recipe_config = config_of(QAT_RECIPE, "stage2")
+    # every variant keeps the recipe's gate floor: one split of the training rows serves them all
+    X_train, X_val = stage_rows(train, models, metas, recipe_config.gate_floor)["stage2"]
+    check = X_val[:: max(1, len(X_val) // 4096)]
     with tempfile.TemporaryDirectory(prefix="bench-qat-sweep-") as tmp:
+        out = Path(tmp) / "stage2.int8.onnx"
         for name, over in VARIANTS[: args.variants]:
             t = time.time()
-            config = replace(config_of(QAT_RECIPE, "stage2"), **over)
-            X_train, X_val = stage_rows(train, models, metas, config.gate_floor)["stage2"]
-            result = finetune(models["stage2"], 2, X_train, X_val, config, tau)
-            recipe = json.loads(json.dumps(QAT_RECIPE))
+            result = finetune(models["stage2"], 2, X_train, X_val, replace(recipe_config, **over), tau)
+            recipe = copy.deepcopy(QAT_RECIPE)
             recipe["stage2"].update(over)
-            out = Path(tmp) / "stage2.int8.onnx"
-            shutil.copy(folder / "stage2.onnx", Path(tmp) / "stage2.onnx")
-            check = X_val[:: max(1, len(X_val) // 4096)]
-            export_int8(Path(tmp) / "stage2.onnx", result, out, stage_info(recipe, "stage2", result), check)
+            export_int8(folder / "stage2.onnx", result, out, stage_info(recipe, "stage2", result), check)
             res["variants"][name] = {
                 "overrides": over,
                 "best_epoch": result.best_epoch,
-                **evaluate(out, base, sets),
+                **evaluate(onnx_logits(out), base, sets, rule),
                 "seconds": time.time() - t,
             }
             print(row(name, res["variants"][name]), flush=True)
@@ -295,24 +293,21 @@ def main(argv: list[str] | None = None) -> int:
         res["variants"], key=lambda n: res["variants"][n]["validation"]["top1_gated"]
     )
     chosen = {**res["variants"][res["chosen_on_validation"]]["overrides"], "hidden_strength": 0.0}
-    config = replace(config_of(QAT_RECIPE, "stage2"), **chosen)
-    X_train, X_val = stage_rows(train, models, metas, config.gate_floor)["stage2"]
+    config = replace(recipe_config, **chosen)
     shipped_mpca = res["shipped"]["held_out"]["mpca_fp32"]
     res["bounded"] = {"qat_overrides": chosen, "rows": {}}
     for pct in CLIPS:
         t = time.time()
         bounded = clipped_relus(models["stage2"], X_train, pct)
         result = finetune(bounded, 2, X_train, X_val, config, tau)
-        figs = torch_evaluate(bounded, result.model, base, sets)
+        figs = evaluate(torch_logits(result.model), base, sets, rule, reference=torch_logits(bounded))
         figs["fp32_mpca_change_points"] = 100 * (figs["held_out"]["mpca_fp32"] - shipped_mpca)
         res["bounded"]["rows"][f"{pct:g}"] = {**figs, "seconds": time.time() - t}
         print(row(f"ReLUs clipped at p{pct:g}", figs), flush=True)
     res["seconds"] = time.time() - t0
     res["environment"] = f"Python {sys.version.split()[0]}, numpy {np.__version__}, onnx {onnx.__version__}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_qat_sweep.json").write_text(json.dumps(json_safe(res), indent=2) + "\n")
     text = markdown(res)
-    (args.out / "bench_qat_sweep.md").write_text(text)
+    write("bench_qat_sweep", res, text, args.out)
     print(text)
     return 0
 

@@ -114,8 +114,8 @@ def score_files(
         return score(predicted, truth, tau=tau, allow_empty=allow_empty)
     from dataclasses import replace
 
-    boxes = pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes)
-    mapping = pb.match_ids(*boxes, truth.frames, match_iou)
+    run_tracks, true_boxes = pb.read_run_tracks(pred), pb.read_truth_boxes(match_boxes)
+    mapping = pb.match_ids(run_tracks, true_boxes, truth.frames, match_iou)
     pb.check_matched(mapping, truth, match_boxes, match_iou)
     report = score(pb.remap(predicted, mapping), truth, tau=tau, allow_empty=allow_empty)
     details, note = pb.matching_summary(mapping, match_boxes, match_iou)
