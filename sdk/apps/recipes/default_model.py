@@ -168,7 +168,7 @@ def record_check(out: Path, recipe: dict[str, Any] = RECIPE, full: bool = False)
     path = out / "recipe.json"
     summary = read_summary(out)
     if summary.get("recipe") != recipe:
-        raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
+        raise SystemExit(f"error: {path}: was built from another recipe; rebuild the model instead")
     summary["check"] = check_fingerprints(recipe)
     if full:
         for key, values in full_summaries(recipe).items():
@@ -212,7 +212,7 @@ def build_int8_step(
     path = out / "recipe.json"
     summary = read_summary(out)
     if summary.get("recipe") != recipe:
-        raise SystemExit(f"{path}: was built from another recipe; rebuild the model instead")
+        raise SystemExit(f"error: {path}: was built from another recipe; rebuild the model instead")
     summary["int8"] = build_int8(out, recipe, qat_recipe, say=print if progress else None)
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, folder_roles(out))

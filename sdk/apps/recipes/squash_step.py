@@ -92,17 +92,17 @@ def add_input_squash(
 
     if KNEE_QUANTILE != 1.0:
         raise SystemExit(
-            f"the knee is the {KNEE_QUANTILE} quantile of the training rows, not their maximum: "
+            f"error: the knee is the {KNEE_QUANTILE} quantile of the training rows, not their maximum: "
             "the trained weights are not those of a squashed model; retrain instead"
         )
     t0 = time.perf_counter()
     path = out / "recipe.json"
     summary = read_summary(out)
     if summary.get("recipe") == recipe:
-        raise SystemExit(f"{path}: the folder already has the recipe's input squash; nothing to do")
+        raise SystemExit(f"error: {path}: the folder already has the recipe's input squash; nothing to do")
     if summary.get("recipe") != without_squash(recipe):
         raise SystemExit(
-            f"{path}: was not built from this recipe without the squash; rebuild the model instead"
+            f"error: {path}: was not built from this recipe without the squash; rebuild the model instead"
         )
     train_sets, tests = training_sets(recipe), held_out_sets(recipe)
     record: dict[str, Any] = {"knee_quantile": KNEE_QUANTILE, "stages": {}}
