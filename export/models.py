@@ -30,6 +30,8 @@ from pairedge.core.errors import InputError
 from torch import nn
 
 ARCHITECTURES = ("stage1_mlp", "relation_net", "residual_mlp", "paper_adaptive_geometric")
+#: Architectures whose hidden activations can be bounded (:attr:`ModelConfig.activation_bound`).
+BOUNDED_ARCHITECTURES = ("stage1_mlp", "relation_net")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ class ModelConfig:
         input_squash: ``c``: beyond each column's knee (its training rows' :data:`KNEE_QUANTILE` of ``|z|``)
             a z-score grows as ``knee + c * log1p((|z| - knee) / c)`` inside the graph (:class:`Standardize`);
             None: the plain z-scores.
+        activation_bound: ``b``: every hidden activation is ``min(max(x, 0), b)`` (ONNX ``Clip``) instead
+            of a ReLU (``stage1_mlp``, ``relation_net``): each hidden int8 range is at most ``b`` by
+            construction and a relation network's product ``ea * eb`` at most ``b**2``, whatever row comes
+            in; None: ReLU.
     """
 
     architecture: str
@@ -61,8 +67,19 @@ class ModelConfig:
     pair_features: int = 0
     ignored_features: tuple[int, ...] = ()
     input_squash: float | None = None
+    activation_bound: float | None = None
 
     def __post_init__(self) -> None:
+        bound = self.activation_bound
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, int | float) or not 0.01 <= bound <= 100
+        ):
+            raise InputError(f"model config: activation_bound must be None or in [0.01, 100], got {bound!r}")
+        if bound is not None and self.architecture not in BOUNDED_ARCHITECTURES:
+            raise InputError(
+                f"model config: activation_bound applies to {BOUNDED_ARCHITECTURES}, not "
+                f"{self.architecture!r}"
+            )
         squash = self.input_squash
         if squash is not None and (
             isinstance(squash, bool) or not isinstance(squash, int | float) or not 0.1 <= squash <= 100
@@ -200,13 +217,18 @@ class Standardize(nn.Module):
         return z if self.keep is None else z * self.keep
 
 
-def _mlp(widths: Sequence[int], dropout: float, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+def hidden_activation(bound: float | None = None) -> nn.Module:
+    """A ReLU, or with ``bound`` the ReLU clipped at it (``nn.Hardtanh(0, bound)``, exported as ``Clip``)."""
+    return nn.ReLU() if bound is None else nn.Hardtanh(0.0, float(bound))
+
+
+def _mlp(widths: Sequence[int], dropout: float, bound: float | None = None) -> nn.Sequential:
     """Linear/activation/dropout stack over ``widths`` (in, h1, ..., out); no activation after the last."""
     layers: list[nn.Module] = []
     for i, (n_in, n_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
         layers.append(nn.Linear(n_in, n_out))
         if i < len(widths) - 2:
-            layers.append(activation())
+            layers.append(hidden_activation(bound))
             layers.append(nn.Dropout(dropout))
     return nn.Sequential(*layers)
 
@@ -217,7 +239,9 @@ class Stage1MLP(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.norm = Standardize(config.num_features, config.ignored_features, config.input_squash)
-        self.net = _mlp((config.num_features, *config.hidden, config.num_classes), config.dropout)
+        self.net = _mlp(
+            (config.num_features, *config.hidden, config.num_classes), config.dropout, config.activation_bound
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.norm(x))
@@ -235,12 +259,17 @@ class RelationNet(nn.Module):
         enc, head = config.hidden
         self.fp, self.fq = config.person_features, config.pair_features
         self.norm = Standardize(config.num_features, config.ignored_features, config.input_squash)
-        self.person = nn.Sequential(nn.Linear(self.fp, enc), nn.ReLU(), nn.Linear(enc, enc), nn.ReLU())
+        bound = config.activation_bound
+        self.person = nn.Sequential(
+            nn.Linear(self.fp, enc), hidden_activation(bound), nn.Linear(enc, enc), hidden_activation(bound)
+        )
         pair_width = enc if self.fq > 0 else 0
-        self.pair = nn.Sequential(nn.Linear(self.fq, enc), nn.ReLU()) if self.fq > 0 else nn.Identity()
+        self.pair = (
+            nn.Sequential(nn.Linear(self.fq, enc), hidden_activation(bound)) if self.fq > 0 else nn.Identity()
+        )
         self.head = nn.Sequential(
             nn.Linear(4 * enc + pair_width, head),
-            nn.ReLU(),
+            hidden_activation(bound),
             nn.Dropout(config.dropout),
             nn.Linear(head, config.num_classes),
         )

@@ -56,6 +56,8 @@ class TrainConfig:
         input_squash: squash the z-scores beyond each column's knee inside the graph (``c`` of
             :class:`pairedge.export.models.Standardize`: bounded inputs for every precision, int8 above all);
             None: plain z-scores.
+        activation_bound: hidden activations clipped to ``[0, b]`` instead of ReLUs
+            (:attr:`pairedge.export.models.ModelConfig.activation_bound`: bounded int8 ranges); None: ReLU.
     """
 
     architecture: str | None = None
@@ -75,6 +77,7 @@ class TrainConfig:
     input_noise: float = 0.0
     ignore_features: tuple[str, ...] = ()
     input_squash: float | None = None
+    activation_bound: float | None = None
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.patience < 1 or self.batch_size < 2 or self.lr <= 0:
@@ -181,6 +184,7 @@ def resolve_model_config(data: FeatureData, stage: int, config: TrainConfig) -> 
             pair_features=data.pair_features if arch == "relation_net" else 0,
             ignored_features=ignored_columns(data, config.ignore_features),
             input_squash=config.input_squash,
+            activation_bound=config.activation_bound,
         )
     )
 

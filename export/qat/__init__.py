@@ -78,6 +78,7 @@ def model_config(meta: ModelMetadata, weights: Mapping[str, Any]) -> ModelConfig
         person_features=int(weights["person.0.weight"].shape[1]) if "person.0.weight" in weights else 0,
         pair_features=int(weights["pair.0.weight"].shape[1]) if "pair.0.weight" in weights else 0,
         input_squash=train.get("input_squash"),
+        activation_bound=train.get("activation_bound"),
     )
 
 

@@ -7,7 +7,8 @@ the narrow channels a handful of int8 steps. :func:`equalize` rescales channels 
 
 - **inputs**: each z-scored column is multiplied by ``gain[c]`` inside the normalisation
   (:class:`EqualizedStandardize`) and the first layers' weight columns by ``1 / gain[c]``;
-- **hidden units** (cross-layer equalisation, Nagel et al. 2019): a ReLU is positively homogeneous, so unit
+- **hidden units** (cross-layer equalisation, Nagel et al. 2019; ReLU models only: a bounded activation
+  ``min(max(x, 0), b)`` is not homogeneous, and bounded already): a ReLU is positively homogeneous, so unit
   ``k`` of a layer can be scaled by ``s[k] > 0`` (its weight row and bias) and the next layer's weight
   column divided by ``s[k]``; a relation network's head reads ``ea``, ``eb``, ``|ea - eb|`` (scaled by
   ``s``) and ``ea * eb`` (scaled by ``s**2``), and its columns are divided accordingly.
@@ -92,7 +93,7 @@ def _links(model: nn.Module) -> list[Link]:
     """The hidden-unit links of the two bundled architectures, in forward order."""
     if isinstance(model, Stage1MLP):
         linears = [m for m in model.net if isinstance(m, nn.Linear)]
-        relus = [m for m in model.net if isinstance(m, nn.ReLU)]
+        relus = [m for m in model.net if isinstance(m, nn.ReLU | nn.Hardtanh)]
         return [Link(r, a, ((b, 0, 1),)) for r, a, b in zip(relus, linears[:-1], linears[1:], strict=True)]
     assert isinstance(model, RelationNet)
     enc = model.person[0].out_features
@@ -153,6 +154,14 @@ def equalize(
             ``hidden_strength`` is given).
     """
     layers = _first_layers(model)
+    hidden = strength if hidden_strength is None else hidden_strength
+    links = _links(model) if hidden > 0 else []
+    bounded = [link.relu for link in links if not isinstance(link.relu, nn.ReLU)]
+    if bounded:  # min(max(x, 0), b) is not positively homogeneous: scaling a unit moves its bound
+        raise ModelError(
+            f"range equalisation: hidden units behind {type(bounded[0]).__name__} (a bounded activation) "
+            "cannot be rescaled exactly; use hidden_strength 0 (their ranges are bounded already)"
+        )
     rows = torch.from_numpy(np.ascontiguousarray(X[:: max(1, -(-len(X) // RANGE_ROWS))], np.float32))
     norm = model.norm
     assert isinstance(norm, Standardize)
@@ -168,8 +177,7 @@ def equalize(
     with torch.no_grad():
         for layer, cols in layers:
             layer.weight.div_(torch.from_numpy(gain[cols])[None, :])
-        hidden = strength if hidden_strength is None else hidden_strength
-        for link in _links(model) if hidden > 0 else []:
+        for link in links:
             s = _gains(_ranges(_magnitudes(model, rows, link.relu), percentile), hidden)
             scale = torch.from_numpy(s)
             link.producer.weight.mul_(scale[:, None])

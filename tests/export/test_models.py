@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pairedge.core.errors import InputError  # noqa: E402
+from pairedge.core.labels import STAGE1  # noqa: E402
 from pairedge.export.models import (  # noqa: E402
     ModelConfig,
     build_model,
@@ -107,3 +108,25 @@ def test_bad_configs_are_input_errors() -> None:
 def test_config_round_trip() -> None:
     config = ModelConfig("relation_net", 14, 8, hidden=(32, 64), person_features=4, pair_features=6)
     assert ModelConfig.from_dict(config.to_dict()) == config
+    bounded = ModelConfig("stage1_mlp", 7, 2, activation_bound=1.0)
+    assert ModelConfig.from_dict(bounded.to_dict()) == bounded
+
+
+@pytest.mark.parametrize("bound", [0, -1.0, 1e3, True, "1", float("nan")])
+def test_an_activation_bound_outside_its_range_is_an_input_error(bound: object) -> None:
+    with pytest.raises(InputError, match="activation_bound"):
+        ModelConfig("stage1_mlp", 7, 2, activation_bound=bound)  # type: ignore[arg-type]
+
+
+def test_only_relu_architectures_take_an_activation_bound_and_the_train_config_carries_it() -> None:
+    from pairedge.export.datasets import FeatureData
+    from pairedge.export.train import TrainConfig, resolve_model_config
+
+    with pytest.raises(InputError, match="activation_bound applies to"):
+        ModelConfig("residual_mlp", 10, 3, activation_bound=1.0)
+    data = FeatureData.from_arrays(
+        np.zeros((4, 7), np.float32), np.array([0, 1, 0, 1]), np.array(["s"] * 4), STAGE1.classes
+    )
+    config = resolve_model_config(data, 1, TrainConfig(activation_bound=2.0))
+    assert config.activation_bound == 2.0
+    assert [type(m).__name__ for m in build_model(config).net][1::3] == ["Hardtanh", "Hardtanh"]

@@ -36,8 +36,18 @@ SQUASHED = (
     ModelConfig("relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6, input_squash=1.0),
     PAPER3.classes,
 )
-CASES = [MLP, RELATION, SQUASHED]
-IDS = ["stage1_mlp", "relation_net", "relation_net_squashed"]
+#: Hidden activations bounded at 1 (``Clip(0, 1)`` in the graph instead of ``Relu``).
+BOUNDED_MLP = (ModelConfig("stage1_mlp", 9, 2, hidden=(16, 8), activation_bound=1.0), STAGE1.classes)
+BOUNDED = (
+    ModelConfig(
+        "relation_net", 14, 3, hidden=(8, 16), person_features=4, pair_features=6, activation_bound=1.0
+    ),
+    PAPER3.classes,
+)
+RELU_CASES = [MLP, RELATION, SQUASHED]
+RELU_IDS = ["stage1_mlp", "relation_net", "relation_net_squashed"]
+CASES = [*RELU_CASES, BOUNDED_MLP, BOUNDED]
+IDS = [*RELU_IDS, "stage1_mlp_bounded", "relation_net_bounded"]
 
 
 def _rows(f: int, n: int = 3000, seed: int = 0) -> np.ndarray:
@@ -70,7 +80,13 @@ def _fp32(
         feature_spec_version=spec[1],
         thresholds={"p_interact": 0.5},
         data_fingerprint="sha256:t",
-        extra={"train": {"hidden": list(config.hidden), "input_squash": config.input_squash}},
+        extra={
+            "train": {
+                "hidden": list(config.hidden),
+                "input_squash": config.input_squash,
+                "activation_bound": config.activation_bound,
+            }
+        },
     )
     path = tmp_path / f"stage{stage}.onnx"
     export_checkpoint(ckpt, path, check_batches=(3,))
@@ -97,7 +113,7 @@ def test_import_refuses_a_graph_it_cannot_rebuild(tmp_path: Path) -> None:
         import_fp32(path)
 
 
-@pytest.mark.parametrize(("config", "labels"), CASES, ids=IDS)
+@pytest.mark.parametrize(("config", "labels"), RELU_CASES, ids=RELU_IDS)
 def test_equalisation_keeps_the_fp32_function_and_halves_the_input_spread(
     config: ModelConfig, labels: tuple, tmp_path: Path
 ) -> None:
@@ -119,12 +135,64 @@ def test_equalisation_keeps_the_fp32_function_and_halves_the_input_spread(
         assert spread(u) == pytest.approx(spread(z) ** 0.5, rel=1e-3)
 
 
+@pytest.mark.parametrize(("config", "labels"), [BOUNDED_MLP, BOUNDED], ids=IDS[3:])
+def test_bounded_activations_are_clips_in_the_graph_and_bound_every_hidden_value(
+    config: ModelConfig, labels: tuple, tmp_path: Path
+) -> None:
+    """``activation_bound`` replaces every ReLU by Clip(0, b): torch and ONNX Runtime agree, the import
+    rebuilds it, and no row, however far out, drives a hidden value beyond b."""
+    from onnx import numpy_helper
+
+    path = _fp32(tmp_path, config, labels)
+    proto = onnx.load(str(path))
+    ops = [n.op_type for n in proto.graph.node]
+    assert "Relu" not in ops and ops.count("Clip") == (2 if config.architecture == "stage1_mlp" else 6)
+    consts = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
+    consts |= {
+        n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+        for n in proto.graph.node
+        if n.op_type == "Constant"
+    }
+    for clip in (n for n in proto.graph.node if n.op_type == "Clip"):
+        assert (float(consts[clip.input[1]]), float(consts[clip.input[2]])) == (0.0, 1.0)
+    model, _ = import_fp32(path)
+    assert all(
+        isinstance(m, torch.nn.Hardtanh)
+        for m in model.modules()
+        if isinstance(m, torch.nn.Hardtanh | torch.nn.ReLU)
+    )
+    X = _rows(config.num_features, 400, seed=4)
+    X[:50] *= 1e4  # far beyond anything the model was set up on
+    assert np.abs(predict_logits(model, X) - logits(session(path), X)).max() < 1e-4
+    seen: list[torch.Tensor] = []
+    for m in model.modules():
+        if isinstance(m, torch.nn.Hardtanh):
+            m.register_forward_hook(lambda _m, _i, out: seen.append(out.detach()))
+    predict_logits(model, X)
+    assert seen and all(float(t.min()) >= 0.0 and float(t.max()) <= 1.0 for t in seen)
+
+
+def test_hidden_equalisation_refuses_bounded_units_and_input_equalisation_keeps_the_function(
+    tmp_path: Path,
+) -> None:
+    """Scaling a unit behind Clip(0, b) moves its bound, so cross-layer equalisation would change the fp32
+    function: refused with the fix named; the input gains (inside the normalisation) stay exact."""
+    X = _rows(14, seed=2)
+    model, _ = import_fp32(_fp32(tmp_path, *BOUNDED))
+    before = predict_logits(model, X)
+    with pytest.raises(ModelError, match="hidden_strength 0"):
+        equalize(model, X, 99.9, 0.5)
+    assert np.array_equal(predict_logits(model, X), before)  # refused before anything moved
+    equalize(model, X, 99.9, 0.5, hidden_strength=0.0)
+    assert np.abs(predict_logits(model, X) - before).max() < 1e-4 * max(1.0, np.abs(before).max())
+
+
 def _quantized(tmp_path: Path, case: tuple) -> tuple:
     """A fake-quantized model (no fine-tuning), its fp32 file and rows."""
     config, labels = case
     path = _fp32(tmp_path, config, labels)
     X = _rows(config.num_features, seed=3)
-    cfg = QatConfig(epochs=0, calibration="max")
+    cfg = QatConfig(epochs=0, calibration="max", hidden_strength=0.0 if config.activation_bound else 0.5)
     result = finetune(import_fp32(path)[0], 1 if labels == STAGE1.classes else 2, X, X[:500], cfg)
     return path, result, X
 
@@ -397,3 +465,22 @@ def test_headroom_widens_every_range_and_keeps_rows_beyond_the_extremes_in_range
         QatConfig(input_headroom=0.5)
     with pytest.raises(InputError, match="headroom"):
         QatConfig(hidden_headroom=float("nan"))
+
+
+def test_post_training_quantization_takes_a_bounded_model(tmp_path: Path) -> None:
+    """``pairedge calibrate``'s PTQ on a Clip(0, 1) graph: the column scales fold where they are exact (the
+    inputs; never through a Clip, where scaling moves the bound), every Gemm reads an int8 input once, the
+    Q/DQ rules hold, and the int8 logits follow fp32."""
+    from pairedge.calibration.equalize import equalize as ptq_equalize
+    from pairedge.calibration.quantize import QuantConfig, preprocess, quantize
+
+    path = _fp32(tmp_path, *BOUNDED)
+    X = _rows(14, seed=6)
+    pre = preprocess(onnx.load(str(path)))
+    eq, _ = ptq_equalize(pre, X, strength=1.0)
+    np.testing.assert_allclose(logits(session(eq), X), logits(session(pre), X), atol=2e-4, rtol=1e-4)
+    q = quantize(eq, X, QuantConfig(method="percentile", percentile=99.99))
+    assert check_qdq_rules(q) == [] and gemm_inputs_quantized(q) == []
+    assert sum(n.op_type == "Clip" for n in q.graph.node) == 6
+    fp32 = logits(session(path), X)
+    assert np.abs(logits(session(q), X) - fp32).max() < 0.1 * max(1.0, float(np.abs(fp32).max()))

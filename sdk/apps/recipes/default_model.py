@@ -230,6 +230,7 @@ def train_config(stage: dict[str, Any]) -> TrainConfig:
         seed=int(stage["seed"]),
         ignore_features=tuple(stage.get("ignore_features", ())),
         input_squash=stage.get("input_squash"),
+        activation_bound=stage.get("activation_bound"),
     )
 
 
