@@ -73,6 +73,14 @@ def train_command(
         "knee + c*log1p((|z| - knee)/c) inside the model (the bundled model: c = 1): heavy tails bounded "
         "for fp32, fp16 and int8 alike, every training row unchanged. Default: off.",
     ),
+    activation_bound: float | None = typer.Option(
+        None,
+        "--activation-bound",
+        min=0.01,
+        max=100.0,
+        help="stage1_mlp / relation_net: clip every hidden activation to [0, B] instead of a ReLU (Clip in "
+        "the ONNX graph): every hidden int8 range bounded by construction. Default: off (ReLU).",
+    ),
     augment: str = typer.Option(
         "",
         "--augment",
@@ -138,6 +146,7 @@ def train_command(
         balance_sequences=balance_sequences,
         ignore_features=tuple(n.strip() for n in ignore_features.split(",") if n.strip()),
         input_squash=input_squash,
+        activation_bound=activation_bound,
     )
     names = tuple(a.strip() for a in augment.split(",") if a.strip())
     rows, copies = load_with_copies(

@@ -230,3 +230,20 @@ def test_aspect_swap_is_recorded_and_refused_where_it_cannot_apply(tmp_path: Pat
         ).exit_code
         == 2
     )
+
+
+def test_train_bounds_the_hidden_activations_when_asked(tmp_path: Path) -> None:
+    """``--activation-bound 1`` on stage1_mlp: Clip(0, 1) in the exported graph, recorded in the checkpoint;
+    on the paper's residual_mlp (BatchNorm + SiLU, no ReLU to bound) one error line."""
+    import onnx
+
+    data = _npz(tmp_path / "f.npz")
+    args = ["train", "--data", str(data), "--arch", "stage1_mlp", "--activation-bound", "1", *ARGS]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    ops = [n.op_type for n in onnx.load(str(tmp_path / "a" / "stage2.onnx")).graph.node]
+    assert ops.count("Clip") == 2 and "Relu" not in ops
+    assert json.loads((tmp_path / "a" / "model.json").read_text())["model"]["activation_bound"] == 1.0
+    refused = runner.invoke(app, [*args[:3], "--activation-bound", "1", *ARGS, "--out", str(tmp_path / "b")])
+    assert refused.exit_code == 1 and "activation_bound applies to" in refused.output
+    assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1
