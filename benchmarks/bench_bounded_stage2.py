@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _precisions import parity_summary, run_cli
 from _train_bench import write
-from bench_qat import HELD_OUT, VALIDATION
+from bench_precisions import PETS
+from bench_qat import HELD_OUT, PACK_FRAMES, VALIDATION, parity
 from pairedge.apps.recipes.default_model import folder_roles, train_config
 from pairedge.calibration.infer import logits, session
 from pairedge.compare.comparator import DecisionRule, compare_stage
+from pairedge.compare.parity.levels import Tolerances
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
 from pairedge.core.modelfolder import write_manifest
 from pairedge.export.jobs import resolve_data
@@ -66,9 +67,8 @@ VARIANTS: tuple[tuple[str, float | None, int | None], ...] = (
 )
 PRESETS = ("static", "moving", "noisy", "surveillance")
 #: Parity's int8 logit tolerance (``pairedge parity check --precision int8``).
-PARITY_P99, PARITY_MAX = 0.25, 1.0
-PETS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pets09_s2l1"
-#: The held-out packs of issue 38 (``pairedge parity pack FOLDER ARGS --frames PACK_FRAMES``).
+PARITY_P99, PARITY_MAX = Tolerances().logit_p99["int8"], Tolerances().logit_max["int8"]
+#: The held-out packs of issue 38 (``pairedge parity pack FOLDER ARGS``, bench_qat's frame count).
 PACKS: dict[str, list[str]] = {
     "static:4000": ["--scene", "static:4000"],
     "moving:4001": ["--scene", "moving:4001"],
@@ -88,7 +88,6 @@ PACKS: dict[str, list[str]] = {
     ],
     "PETS det.txt": ["--video", str(PETS / "vtest.avi"), "--detections", str(PETS / "mot15/det/det.txt")],
 }
-PACK_FRAMES = 150
 
 
 def int8_figures(
@@ -142,13 +141,12 @@ def figures(
 def retrain(
     variant: tuple[str, float | None, int | None],
     train_rows: RecipeRows,
-    s1_model: Any,
-    metas: dict[str, Any],
+    qat_rows: tuple[np.ndarray, np.ndarray],
     tmp: Path,
     tau: float,
 ) -> dict[str, Any]:
-    """Train stage 2 with the recipe (the variant's activation bound and patience), export it, QAT, export the
-    int8 file."""
+    """Train stage 2 with the recipe (the variant's activation bound and patience), export it, QAT on
+    ``qat_rows`` (training, validation rows of the recipe's QAT split), export the int8 file."""
     t = time.time()
     _, bound, patience = variant
     config = replace(train_config(RECIPE["stage2"]), activation_bound=bound)
@@ -160,13 +158,11 @@ def retrain(
     tag = f"{'relu' if bound is None else f'bounded-{bound:g}'}-{patience or 'recipe'}"
     fp32_path, int8_path = tmp / f"stage2-{tag}.onnx", tmp / f"stage2-{tag}.int8.onnx"
     export_checkpoint(ckpt, fp32_path)
-    model, meta = import_fp32(fp32_path)
+    model, _ = import_fp32(fp32_path)
     qat = config_of(QAT_RECIPE, "stage2")
     if bound is not None:  # a bounded unit cannot be rescaled exactly (and needs no equalising)
         qat = replace(qat, hidden_strength=0.0)
-    X_train, X_val = stage_rows(
-        train_rows, {"stage1": s1_model, "stage2": model}, {**metas, "stage2": meta}, qat.gate_floor
-    )["stage2"]
+    X_train, X_val = qat_rows
     q = finetune(model, 2, X_train, X_val, qat, tau)
     check = X_val[:: max(1, len(X_val) // 4096)]
     export_int8(fp32_path, q, int8_path, stage_info(QAT_RECIPE, "stage2", q), check)
@@ -188,27 +184,6 @@ def variant_folder(shipped: Path, fp32: Path, int8: Path, out: Path) -> Path:
     shutil.copy2(fp32, out / "stage2.onnx")
     shutil.copy2(int8, out / "stage2.int8.onnx")
     write_manifest(out, folder_roles(out))
-    return out
-
-
-def parity(folder: Path, tmp: Path) -> dict[str, Any]:
-    """``parity pack FOLDER`` (its fp32 files) and ``parity check --precision int8`` on every pack of
-    :data:`PACKS` (the PETS ones only where the data is)."""
-    out: dict[str, Any] = {}
-    for i, (name, args) in enumerate(PACKS.items()):
-        if "--video" in args and not (PETS / "vtest.avi").is_file():
-            continue
-        pack, report = tmp / f"pack-{i}.npz", tmp / f"parity-{i}.json"
-        rc = run_cli(
-            ["parity", "pack", str(folder), "--out", str(pack), "--frames", str(PACK_FRAMES), *args],
-            tmp / f"pack-{i}.log",
-        )
-        if rc != 0:
-            out[name] = {"verdict": "ERROR", "summary": (tmp / f"pack-{i}.log").read_text()[-500:]}
-            continue
-        check = ["parity", "check", str(pack), str(folder), "--precision", "int8", "--backend", "onnxruntime"]
-        rc = run_cli([*check, "--json", str(report)], tmp / f"check-{i}.log")
-        out[name] = parity_summary(report, rc)
     return out
 
 
@@ -286,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     folder = args.model
     s1_model, meta1 = import_fp32(folder / "stage1.onnx")
-    metas = {"stage1": meta1}
+    _, meta2 = import_fp32(folder / "stage2.onnx")
     tau = float(meta1.thresholds.get("p_interact", 0.5))
     rule = DecisionRule(tau=tau)
     sets = {
@@ -302,15 +277,23 @@ def main(argv: list[str] | None = None) -> int:
         "variants": {},
     }
     train_rows = recipe_rows(RECIPE, "train")
+    # the QAT rows depend on stage 1's gate and the recipe's sequence split only: one split for every variant
+    qat_rows = stage_rows(
+        train_rows,
+        {"stage1": s1_model},
+        {"stage1": meta1, "stage2": meta2},
+        config_of(QAT_RECIPE, "stage2").gate_floor,
+    )["stage2"]
+    packs = {k: a for k, a in PACKS.items() if "--video" not in a or (PETS / "vtest.avi").is_file()}
     with tempfile.TemporaryDirectory(prefix="bench-bounded-") as tmp:
         for variant in VARIANTS:
-            run = retrain(variant, train_rows, s1_model, metas, Path(tmp), tau)
+            run = retrain(variant, train_rows, qat_rows, Path(tmp), tau)
             name, bound, patience = variant
             fp32, int8 = run.pop("fp32"), run.pop("int8")
             figs = figures(fp32, int8, sets, s1, rule)
             if bound is not None:  # parity on the held-out packs, in a folder with the shipped stage 1
                 where = Path(tmp) / f"parity-{len(res['variants'])}"
-                figs["parity"] = parity(variant_folder(folder, fp32, int8, where / "model"), where)
+                figs["parity"] = parity(variant_folder(folder, fp32, int8, where / "model"), where, packs)
             res["variants"][name] = {"activation_bound": bound, "patience": patience, **run, **figs}
             print(name, figs["held_out"], flush=True)
     res["seconds"] = time.time() - t0

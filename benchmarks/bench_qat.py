@@ -133,44 +133,23 @@ def evaluate(folder: Path, seeds: str, presets: list[str]) -> dict[str, Any]:
     return out
 
 
-def parity(folder: Path, tmp: Path) -> dict[str, Any]:
-    """``parity pack`` (fp32) + ``parity check --precision int8`` on each held-out pack."""
-    out = {}
-    for scene in PACKS:
-        pack, report = tmp / f"{scene.replace(':', '-')}.npz", tmp / f"{scene.replace(':', '-')}.json"
+def parity(folder: Path, tmp: Path, packs: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """``parity pack FOLDER ARGS --frames PACK_FRAMES`` (fp32) + ``parity check --precision int8`` on each
+    held-out pack: ``packs`` maps a name to its ``parity pack`` source arguments (None: the scenes of
+    :data:`PACKS`)."""
+    packs = packs if packs is not None else {scene: ["--scene", scene] for scene in PACKS}
+    out: dict[str, Any] = {}
+    for i, (name, args) in enumerate(packs.items()):
+        pack, report, log = tmp / f"pack-{i}.npz", tmp / f"parity-{i}.json", tmp / f"pack-{i}.log"
         rc = run_cli(
-            [
-                "parity",
-                "pack",
-                str(folder),
-                "--out",
-                str(pack),
-                "--scene",
-                scene,
-                "--frames",
-                str(PACK_FRAMES),
-            ],
-            tmp / "pack.log",
+            ["parity", "pack", str(folder), "--out", str(pack), *args, "--frames", str(PACK_FRAMES)], log
         )
         if rc != 0:
-            out[scene] = {"verdict": "ERROR", "summary": (tmp / "pack.log").read_text()[-500:]}
+            out[name] = {"verdict": "ERROR", "summary": log.read_text()[-500:]}
             continue
-        rc = run_cli(
-            [
-                "parity",
-                "check",
-                str(pack),
-                str(folder),
-                "--precision",
-                "int8",
-                "--backend",
-                "onnxruntime",
-                "--json",
-                str(report),
-            ],
-            tmp / "check.log",
-        )
-        out[scene] = parity_summary(report, rc)
+        check = ["parity", "check", str(pack), str(folder), "--precision", "int8", "--backend", "onnxruntime"]
+        rc = run_cli([*check, "--json", str(report)], tmp / f"check-{i}.log")
+        out[name] = parity_summary(report, rc)
     return out
 
 
