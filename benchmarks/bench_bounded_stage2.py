@@ -260,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.time()
     folder = args.model
+    missing = [
+        n
+        for n in ("stage1.onnx", "stage1.int8.onnx", "stage2.onnx", "stage2.int8.onnx", "recipe.json")
+        if not (folder / n).is_file()
+    ]
+    if missing:
+        raise SystemExit(f"error: --model {folder}: expected a model folder with {', '.join(missing)}")
     s1_model, meta1 = import_fp32(folder / "stage1.onnx")
     _, meta2 = import_fp32(folder / "stage2.onnx")
     tau = float(meta1.thresholds.get("p_interact", 0.5))

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_bounded_stage2 import int8_figures, markdown, quality  # noqa: E402
+from bench_bounded_stage2 import int8_figures, main, markdown, quality  # noqa: E402
 from pairedge.compare.comparator import DecisionRule  # noqa: E402
 
 
@@ -93,3 +93,12 @@ def test_the_report_shows_every_file_pair_and_its_verdict() -> None:
     assert "0.800 / 0.700" in text and "| 0.7000 |" in text
     assert "| bounded at 1 | moving:4001 | PASS | - | 0.200 / 0.500 | 99.60 % / 100.00 % |" in text
     assert "| bounded at 1 | PETS det.txt | ERROR |" in text
+
+
+def test_a_folder_without_the_model_files_is_one_error_line(tmp_path: Path) -> None:
+    (tmp_path / "stage1.onnx").write_bytes(b"")
+    with pytest.raises(
+        SystemExit, match=r"^error: --model .*: expected a model folder with stage1.int8.onnx, "
+    ):
+        main(["--model", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
