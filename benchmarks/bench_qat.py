@@ -133,23 +133,32 @@ def evaluate(folder: Path, seeds: str, presets: list[str]) -> dict[str, Any]:
     return out
 
 
-def parity(folder: Path, tmp: Path, packs: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """``parity pack FOLDER ARGS --frames PACK_FRAMES`` (fp32) + ``parity check --precision int8`` on each
+def parity(
+    folder: Path,
+    tmp: Path,
+    packs: dict[str, list[str]] | None = None,
+    precisions: tuple[str, ...] = ("int8",),
+) -> dict[str, Any]:
+    """``parity pack FOLDER ARGS --frames PACK_FRAMES`` (fp32) + ``parity check --precision P`` on each
     held-out pack: ``packs`` maps a name to its ``parity pack`` source arguments (None: the scenes of
-    :data:`PACKS`)."""
+    :data:`PACKS`). One precision: ``{pack: summary}``; several: ``{pack: {precision: summary}}``."""
     packs = packs if packs is not None else {scene: ["--scene", scene] for scene in PACKS}
     out: dict[str, Any] = {}
     for i, (name, args) in enumerate(packs.items()):
-        pack, report, log = tmp / f"pack-{i}.npz", tmp / f"parity-{i}.json", tmp / f"pack-{i}.log"
+        pack, log = tmp / f"pack-{i}.npz", tmp / f"pack-{i}.log"
         rc = run_cli(
             ["parity", "pack", str(folder), "--out", str(pack), *args, "--frames", str(PACK_FRAMES)], log
         )
         if rc != 0:
             out[name] = {"verdict": "ERROR", "summary": log.read_text()[-500:]}
             continue
-        check = ["parity", "check", str(pack), str(folder), "--precision", "int8", "--backend", "onnxruntime"]
-        rc = run_cli([*check, "--json", str(report)], tmp / f"check-{i}.log")
-        out[name] = parity_summary(report, rc)
+        got = {}
+        for precision in precisions:
+            report = tmp / f"parity-{i}-{precision}.json"
+            check = ["parity", "check", str(pack), str(folder), "--precision", precision]
+            rc = run_cli([*check, "--backend", "onnxruntime", "--json", str(report)], tmp / f"check-{i}.log")
+            got[precision] = parity_summary(report, rc)
+        out[name] = got[precisions[0]] if len(precisions) == 1 else got
     return out
 
 

@@ -15,7 +15,8 @@ For each stage of a model folder:
 3. **export the QDQ graph** through the one Q/DQ writer (:mod:`pairedge.export.qat.export` on
    :mod:`pairedge.calibration.qdq_graph`) and verify it: ONNX checker, the Q/DQ rules
    ``pairedge calibrate`` and ``pairedge check`` apply
-   (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`), every Gemm / MatMul input int8, and ONNX Runtime
+   (:func:`pairedge.calibration.qdq_rules.check_qdq_rules`), every Gemm / MatMul input int8 (but the layers a
+   sensitivity sweep keeps float, :mod:`pairedge.export.qat.sensitivity`), and ONNX Runtime
    against the fake-quantized torch model.
 
 The file carries the fp32 file's metadata unchanged, plus ``pairedge.precision = "int8"`` and
@@ -39,7 +40,8 @@ from pairedge.core.errors import ModelError
 from pairedge.core.modelfolder import sha256_file
 from pairedge.core.modelmeta import ModelMetadata
 from pairedge.export.models import ModelConfig, build_model
-from pairedge.export.qat.export import QUANTIZED_OPS, gemm_inputs_quantized, qdq_graph
+from pairedge.export.qat import fake
+from pairedge.export.qat.export import QUANTIZED_OPS, float_nodes, gemm_inputs_quantized, qdq_graph
 from pairedge.export.qat.train import QatConfig, QatResult
 from pairedge.export.train import predict_logits
 from pairedge.runtime.backends.ort_session import make_session
@@ -138,23 +140,26 @@ def export_int8(
     """Write the QDQ file of ``result`` beside ``fp32_path`` as ``out`` and verify it (module docstring).
 
     Args:
-        info: the ``pairedge.quantization`` entry (``fp32_sha256`` is added here).
+        info: the ``pairedge.quantization`` entry (``fp32_sha256`` and ``excluded_nodes``, the Gemm / MatMul
+            nodes of the float layers, are added here).
         check_X: (N, F) float32 rows ONNX Runtime and the fake-quantized model are compared on.
 
     Raises:
-        ModelError: the file breaks a Q/DQ rule, leaves a Gemm / MatMul input in float, or differs from the
-            fake-quantized model beyond :data:`EXPORT_TOLERANCE` / :data:`EXPORT_MAX` (nothing is written
-            then).
+        ModelError: the file breaks a Q/DQ rule, leaves a Gemm / MatMul input of a quantized layer in
+            float, or differs from the fake-quantized model beyond :data:`EXPORT_TOLERANCE` /
+            :data:`EXPORT_MAX` (nothing is written then).
     """
     import onnx
 
     fp32 = onnx.load(str(fp32_path))
     qdq = qdq_graph(fp32, result.model, result.gains)
-    problems = [str(i) for i in check_qdq_rules(qdq)] + gemm_inputs_quantized(qdq)
+    kept = {f"{path}.weight" for path in fake.float_layers(result.model)}
+    problems = [str(i) for i in check_qdq_rules(qdq)] + gemm_inputs_quantized(qdq, kept)
     if problems:
         raise ModelError(
             f"{out.name}: the QAT graph is not int8 as TensorRT needs it: " + "; ".join(problems[:4])
         )
+    info = {**info, "excluded_nodes": float_nodes(qdq, kept)}
     stamp(qdq, "int8", {**info, "method": "qat", "fp32_sha256": sha256_file(fp32_path)})
     want = predict_logits(result.model, check_X)
 
@@ -184,9 +189,12 @@ def export_int8(
     )
 
 
-def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[str, Any]:
-    """The ``pairedge.quantization`` entry of one stage (without the fp32 hash, added at export)."""
-    return {
+def stage_info(
+    qat_recipe: dict[str, Any], key: str, result: QatResult, sweep: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``pairedge.quantization`` entry of one stage (without the fp32 hash and the float nodes, added at
+    export); ``sweep``: the sensitivity sweep's record (:meth:`SweepResult.to_dict`) when one ran."""
+    info = {
         "qat_recipe": qat_recipe,
         "best_epoch": result.best_epoch,
         "validation": {k: round(v, 6) for k, v in result.validation.items()},
@@ -194,6 +202,9 @@ def stage_info(qat_recipe: dict[str, Any], key: str, result: QatResult) -> dict[
         "excluded_nodes": [],
         "stage": key,
     }
+    if sweep is not None:
+        info["sensitivity"] = sweep
+    return info
 
 
 def config_of(qat_recipe: dict[str, Any], key: str) -> QatConfig:

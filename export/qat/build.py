@@ -12,6 +12,10 @@ folder's manifest. The rows and the split are the fp32 training run's own:
   at least ``gate_floor`` (:class:`~pairedge.export.qat.train.QatConfig`), split by the sequences of the fp32
   stage-2 run's split.
 
+A stage whose QAT config has a ``float_budget`` first gets the per-layer sensitivity sweep on its validation
+sequences (:mod:`pairedge.export.qat.sensitivity`); the layers it keeps float are fine-tuned and written
+float (no Q/DQ: fp16 on TensorRT), named in the file's ``excluded_nodes`` and in ``recipe.json``.
+
 No held-out scene (``test_seeds``, the link settings' ``confirm`` seeds or any benchmark seed) is used.
 Deterministic on CPU for the same rows (one thread, seeded).
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from pairedge.core.modelfolder import register_files
 from pairedge.export.data import split_by_sequence
 from pairedge.export.qat import Int8File, config_of, export_int8, import_fp32, stage_info
 from pairedge.export.qat.data import RecipeRows, check_fingerprints, recipe_rows
+from pairedge.export.qat.sensitivity import float_sweep
 from pairedge.export.qat.train import finetune
 from pairedge.export.train import predict_logits
 
@@ -99,27 +105,39 @@ def build_int8(
     splits = stage_rows(rows, models, metas, config_of(qat_recipe, "stage2").gate_floor)
     tau = float(metas["stage1"].thresholds.get("p_interact", 0.5))
     files: dict[str, Int8File] = {}
+    sweeps: dict[str, dict[str, Any]] = {}
     for number, key in ((1, "stage1"), (2, "stage2")):
-        say(f"{key}: quantization-aware fine-tuning")
         X_train, X_val = splits[key]
-        result = finetune(models[key], number, X_train, X_val, config_of(qat_recipe, key), tau)
+        config = config_of(qat_recipe, key)
+        if config.float_budget > 0:
+            say(f"{key}: per-layer sensitivity sweep on the validation sequences")
+            sweep = float_sweep(models[key], number, X_train, X_val, config, tau)
+            config = replace(config, float_layers=sweep.float_layers)
+            sweeps[key] = sweep.to_dict()
+            share = f"{100 * sweep.float_mac_share:.1f} % of the multiply-adds"
+            say(f"{key}: float: {', '.join(sweep.float_layers) or 'none'} ({share})")
+        say(f"{key}: quantization-aware fine-tuning")
+        result = finetune(models[key], number, X_train, X_val, config, tau)
         check = X_val[:: max(1, len(X_val) // CHECK_ROWS)]
         out = folder / artefact(number, "int8").onnx
-        files[key] = export_int8(
-            folder / artefact(number, "fp32").onnx, result, out, stage_info(qat_recipe, key, result), check
-        )
+        info = stage_info(qat_recipe, key, result, sweeps.get(key))
+        files[key] = export_int8(folder / artefact(number, "fp32").onnx, result, out, info, check)
     register_files(folder, INT8_ROLES)
     return {
         "qat_recipe": qat_recipe,
         "training_data_matches_fp32": same_data,
-        "stages": {key: _record(f, splits[key]) for key, f in files.items()},
+        "stages": {key: _record(f, splits[key], sweeps.get(key)) for key, f in files.items()},
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
 
-def _record(file: Int8File, split: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+def _record(
+    file: Int8File, split: tuple[np.ndarray, np.ndarray], sweep: dict[str, Any] | None
+) -> dict[str, Any]:
     result = file.result
     return {
+        "float_layers": list(sweep["float_layers"]) if sweep else [],
+        "sensitivity": sweep,
         "file": file.path.name,
         "gemm_matmul_int8": file.quantized_ops,
         "train_rows": len(split[0]),

@@ -18,10 +18,17 @@ training rows: ``strength`` 1 gives every channel the range 1, 0.5 shares the sp
 and the next layer's weights (whose per-channel int8 grid then sees the spread). A relation network's two
 persons share one encoder, so their input columns share one gain. Per-channel weight quantization is
 unchanged by the row scaling; the per-tensor activation ranges are calibrated afterwards.
+
+The same homogeneity bounds the hidden units at the source (:func:`unit_bounds`, :func:`bound_units`):
+every unit clipped at a percentile of its own training outputs, ``min(relu(x), c)``, is rewritten exactly as
+``c * min(relu(x / c), 1)``, a model of the same architecture with ``activation_bound=1`` whose every hidden
+value lies in ``[0, 1]``, each unit filling the same range: the fp32 model changes only on the rows beyond a
+unit's percentile, and every per-tensor int8 grid of a hidden layer serves all its units alike.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -185,3 +192,74 @@ def equalize(
             for layer, first, power in link.consumers:
                 layer.weight[:, first : first + len(s)].div_(scale[None, :] ** power)
     return gain
+
+
+#: Smallest bound of a unit, as a share of the median bound of its layer's units that fire (a unit that
+#: fires on fewer rows than the percentile leaves keeps a small, non-zero bound).
+UNIT_BOUND_FLOOR = 1e-2
+
+
+def unit_bounds(model: nn.Module, X: np.ndarray, percentile: float) -> list[np.ndarray]:
+    """Per hidden unit, the ``percentile`` of its ReLU's outputs on (N, F) raw rows ``X`` (evenly subsampled
+    to :data:`RANGE_ROWS`; both persons' calls of a relation network's encoder pooled): one (units,) array
+    per link of :func:`_links`, in forward order, each at least :data:`UNIT_BOUND_FLOOR` of its layer's
+    median firing bound (and 1e-3)."""
+    if not 0.0 < percentile <= 100.0:
+        raise ModelError(f"unit bounds: expected a percentile in (0, 100], got {percentile!r}")
+    links = _links(model)
+    bounded = [link.relu for link in links if not isinstance(link.relu, nn.ReLU)]
+    if bounded:
+        raise ModelError(
+            f"unit bounds: the model's hidden units are bounded already ({type(bounded[0]).__name__})"
+        )
+    rows = torch.from_numpy(np.ascontiguousarray(X[:: max(1, -(-len(X) // RANGE_ROWS))], np.float32))
+    model.eval()
+    out = []
+    for link in links:
+        q = np.percentile(_magnitudes(model, rows, link.relu), percentile, axis=0).astype(np.float64)
+        firing = q[q > 0]
+        floor = max(1e-3, UNIT_BOUND_FLOOR * float(np.median(firing))) if firing.size else 1e-3
+        out.append(np.maximum(q, floor))
+    return out
+
+
+def bound_units(model: nn.Module, bounded: nn.Module, bounds: list[np.ndarray]) -> nn.Module:
+    """``bounded`` (a fresh model of ``model``'s architecture built with ``activation_bound=1``) loaded with
+    ``model``'s weights rescaled so that it computes ``model`` with every hidden unit ``k`` of link ``i``
+    clipped at ``bounds[i][k]``: ``min(relu(w.x + b), c) = c * min(relu(w.x / c + b / c), 1)``, the unit's row
+    divided by ``c`` and its consumers' columns multiplied by ``c`` (``c**2`` for a relation network's
+    ``ea * eb``). Exact up to float rounding; ``model`` is not modified. Returns ``bounded`` (eval mode)."""
+    work = copy.deepcopy(model).eval()
+    links = _links(work)
+    if len(bounds) != len(links):
+        raise ModelError(
+            f"unit bounds: expected {len(links)} arrays (one per hidden layer), got {len(bounds)}"
+        )
+    with torch.no_grad():
+        for link, c in zip(links, bounds, strict=True):
+            if c.shape != (link.producer.out_features,) or not (np.isfinite(c).all() and (c > 0).all()):
+                raise ModelError(
+                    f"unit bounds: expected {link.producer.out_features} finite positive bounds, "
+                    f"got shape {c.shape}"
+                )
+            scale = torch.from_numpy(c.astype(np.float64))
+            link.producer.weight.copy_((link.producer.weight.double() / scale[:, None]).float())
+            link.producer.bias.copy_((link.producer.bias.double() / scale).float())
+            for layer, first, power in link.consumers:
+                cols = layer.weight[:, first : first + len(c)].double() * scale[None, :] ** power
+                layer.weight[:, first : first + len(c)] = cols.float()
+    inner = [m for m in bounded.modules() if isinstance(m, nn.Hardtanh)]
+    if len(inner) != len(links) or any(m.min_val != 0.0 or m.max_val != 1.0 for m in inner):
+        raise ModelError("unit bounds: the target model must be built with activation_bound=1")
+    bounded.load_state_dict(work.state_dict())
+    return bounded.eval()
+
+
+def clip_units(model: nn.Module, bounds: list[np.ndarray]) -> nn.Module:
+    """A copy of ``model`` whose every hidden unit ``k`` of link ``i`` is clipped at ``bounds[i][k]`` by
+    forward hooks: the definition :func:`bound_units` rewrites exactly (for checks and diagnostics)."""
+    work = copy.deepcopy(model).eval()
+    for link, c in zip(_links(work), bounds, strict=True):
+        cap = torch.from_numpy(np.asarray(c, np.float32))
+        link.relu.register_forward_hook(lambda _m, _i, out, cap=cap: torch.minimum(out, cap))
+    return work

@@ -10,7 +10,8 @@ uses too:
    gains of the range equalisation (:mod:`pairedge.export.qat.equalize`);
 3. every Gemm / MatMul between Q/DQ with the trained activation range of its layer
    (:class:`~pairedge.calibration.qdq_graph.LayerPlan`): int8 per-channel weights of the fp32 shape, the input
-   read once, int8 per tensor; bias and output float.
+   read once, int8 per tensor; bias and output float. A layer the config keeps float
+   (:mod:`pairedge.export.qat.sensitivity`) gets its trained float weights and no Q/DQ.
 
 :func:`gemm_inputs_quantized` is the structural check the recipe and its tests apply to the result.
 """
@@ -51,15 +52,20 @@ def qdq_graph(fp32: Any, model: nn.Module, gain: np.ndarray | None = None) -> An
     graph = out.graph
     inits = {t.name: t for t in graph.initializer}
     layers = fake.quant_layers(model)
+    floats = fake.float_layers(model)
     plans = {}
-    for path, layer in layers.items():
+    for path, layer in {**layers, **floats}.items():
         for name, value in ((f"{path}.weight", layer.weight), (f"{path}.bias", layer.bias)):
             if name not in inits:
                 raise ModelError(f"the fp32 graph has no initializer {name!r} for the trained layer {path!r}")
             array = value.detach().cpu().numpy().astype(np.float32)
             inits[name].CopyFrom(numpy_helper.from_array(array, name))
-        plans[f"{path}.weight"] = LayerPlan(amax=float(np.float32(layer.amax)))
-    missing = [n.name for n in graph.node if n.op_type in QUANTIZED_OPS and n.input[1] not in plans]
+        if path in layers:
+            plans[f"{path}.weight"] = LayerPlan(amax=float(np.float32(layer.amax)))
+    kept = {f"{path}.weight" for path in floats}
+    missing = [
+        n.name for n in graph.node if n.op_type in QUANTIZED_OPS and n.input[1] not in set(plans) | kept
+    ]
     if missing:
         raise ModelError(f"Gemm / MatMul {missing[:3]}: their weights are no trained quantized layer")
     if gain is not None:
@@ -98,15 +104,22 @@ def _insert_gain(graph: Any, gain: np.ndarray) -> None:
     graph.node.insert(list(graph.node).index(last) + 1, mul)
 
 
-def gemm_inputs_quantized(model: Any) -> list[str]:
+def float_nodes(model: Any, float_weights: set[str]) -> list[str]:
+    """Names of the Gemm / MatMul nodes of ``model`` that read one of ``float_weights`` (initializer names of
+    the layers kept float), in graph order."""
+    return [n.name for n in model.graph.node if n.op_type in QUANTIZED_OPS and n.input[1] in float_weights]
+
+
+def gemm_inputs_quantized(model: Any, float_weights: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Every Gemm / MatMul of ``model`` whose activation or weight input does not come straight from a
-    DequantizeLinear (fed by a QuantizeLinear, or an int8 constant for the weight); [] when all run in
+    DequantizeLinear (fed by a QuantizeLinear, or an int8 constant for the weight), except those reading a
+    weight of ``float_weights`` (the layers a sensitivity sweep keeps float); [] when all the others run in
     int8."""
     producer = {o: n for n in model.graph.node for o in n.output}
     consts = {t.name: t.data_type for t in model.graph.initializer}
     problems = []
     for node in model.graph.node:
-        if node.op_type not in QUANTIZED_OPS:
+        if node.op_type not in QUANTIZED_OPS or node.input[1] in float_weights:
             continue
         for k, what in ((0, "activation"), (1, "weight")):
             dq = producer.get(node.input[k])

@@ -17,7 +17,7 @@ on training rows (:func:`calibrate`) and then kept fixed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 
 import numpy as np
@@ -94,15 +94,23 @@ class QuantLinear(nn.Module):
         return F.linear(fake_activation(x, self.act_scale()), fake_weight(self.weight), self.bias)
 
 
-def prepare(model: nn.Module) -> nn.Module:
+def prepare(model: nn.Module, keep_float: Collection[str] = (), _prefix: str = "") -> nn.Module:
     """Swap every ``nn.Linear`` of ``model`` (in place) for a :class:`QuantLinear` with the same
-    parameters."""
+    parameters, except the layers whose module paths are in ``keep_float`` (they stay float: fp16 on
+    TensorRT)."""
     for name, child in list(model.named_children()):
+        path = f"{_prefix}{name}"
         if isinstance(child, nn.Linear):
-            setattr(model, name, QuantLinear(child))
+            if path not in keep_float:
+                setattr(model, name, QuantLinear(child))
         else:
-            prepare(child)
+            prepare(child, keep_float, f"{path}.")
     return model
+
+
+def float_layers(model: nn.Module) -> dict[str, nn.Linear]:
+    """The layers :func:`prepare` left float, by module path."""
+    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
 
 
 def quant_layers(model: nn.Module) -> dict[str, QuantLinear]:

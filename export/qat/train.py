@@ -50,6 +50,11 @@ class QatConfig:
             glitch) saturate later (as ``pairedge calibrate``'s).
         gate_floor: stage 2 only: its rows are the together pairs plus every pair the fp32 stage 1 gives at
             least this ``p_interact`` (what the runtime's stage 2 sees, with a margin below the threshold).
+        float_layers: module paths of the Linear layers kept float (no Q/DQ: fp16 on TensorRT), e.g. the
+            ones :func:`pairedge.export.qat.sensitivity.float_sweep` chose.
+        float_budget: the largest share of the multiply-adds per row the sensitivity sweep may keep float
+            (0: no sweep, every layer int8 but ``float_layers``); float_target: the validation agreement
+            at which the sweep stops adding layers.
     """
 
     calibration: str = "percentile"
@@ -68,8 +73,19 @@ class QatConfig:
     input_percentile: float | None = None
     input_headroom: float = 1.0
     hidden_headroom: float = 1.0
+    float_layers: tuple[str, ...] = ()
+    float_budget: float = 0.0
+    float_target: float = 0.995
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "float_layers", tuple(self.float_layers))
+        if not all(isinstance(p, str) and p for p in self.float_layers):
+            raise InputError(f"QAT config: float_layers: expected module paths, got {self.float_layers!r}")
+        if not (0.0 <= self.float_budget <= 1.0 and 0.0 < self.float_target <= 1.0):
+            raise InputError(
+                f"QAT config: expected float_budget in [0, 1] and float_target in (0, 1], got "
+                f"{self.float_budget}, {self.float_target}"
+            )
         if self.calibration not in fake.CALIBRATIONS:
             raise InputError(
                 f"QAT calibration: expected one of {list(fake.CALIBRATIONS)}, got {self.calibration!r}"
@@ -142,20 +158,7 @@ def finetune(
     """
     with deterministic(config.seed):
         teacher = copy.deepcopy(fp32).eval()
-        student = copy.deepcopy(fp32).eval()
-        gains = (
-            None
-            if config.equalize is None
-            else equalize(student, X_train, config.equalize, config.equalize_strength, config.hidden_strength)
-        )
-        fake.prepare(student)
-        layers = fake.quant_layers(student)
-        first = first_layer_paths(student)
-        wide = {} if config.input_percentile is None else dict.fromkeys(first, config.input_percentile)
-        ranges = fake.calibrate(student, X_train, config.calibration, config.percentile, wide)
-        for path, layer in layers.items():  # headroom beyond the calibrated extremes
-            ranges[path] *= config.input_headroom if path in first else config.hidden_headroom
-            layer.amax.fill_(ranges[path])
+        student, ranges, gains = quantized_student(fp32, X_train, config)
         t_train = torch.from_numpy(predict_logits(teacher, X_train))
         t_val = predict_logits(teacher, X_val)
         history: list[dict[str, Any]] = [
@@ -179,6 +182,37 @@ def finetune(
         student.eval()
     validation = {k: float(v) for k, v in history[best].items() if k not in ("epoch", "loss")}
     return QatResult(student, ranges, history, best, validation, gains)
+
+
+def quantized_student(
+    fp32: nn.Module, X_train: np.ndarray, config: QatConfig
+) -> tuple[nn.Module, dict[str, float], np.ndarray | None]:
+    """A fake-quantized copy of ``fp32`` before fine-tuning: equalised, its Linear layers but
+    ``config.float_layers`` quantized, the activation ranges calibrated on (N, F) ``X_train``. Returns the
+    student (eval mode), its ranges by layer path and the (F,) input gains (None: no equalisation).
+
+    Raises:
+        InputError: a ``float_layers`` path that is no Linear layer of the model.
+    """
+    linears = {name for name, m in fp32.named_modules() if isinstance(m, nn.Linear)}
+    unknown = sorted(set(config.float_layers) - linears)
+    if unknown:
+        raise InputError(f"QAT config: float_layers {unknown}: expected Linear layers of {sorted(linears)}")
+    student = copy.deepcopy(fp32).eval()
+    gains = (
+        None
+        if config.equalize is None
+        else equalize(student, X_train, config.equalize, config.equalize_strength, config.hidden_strength)
+    )
+    fake.prepare(student, config.float_layers)
+    layers = fake.quant_layers(student)
+    first = first_layer_paths(student)
+    wide = {} if config.input_percentile is None else dict.fromkeys(first, config.input_percentile)
+    ranges = fake.calibrate(student, X_train, config.calibration, config.percentile, wide)
+    for path, layer in layers.items():  # headroom beyond the calibrated extremes
+        ranges[path] *= config.input_headroom if path in first else config.hidden_headroom
+        layer.amax.fill_(ranges[path])
+    return student, ranges, gains
 
 
 def _key(row: dict[str, float]) -> tuple[float, float]:

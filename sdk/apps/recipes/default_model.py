@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pairedge.apps.recipes.bound_step import apply_unit_bound, rescore_stage2
 from pairedge.apps.recipes.link_policy import choose_confirm_s, choose_operating_point
 from pairedge.core import limits
 from pairedge.core.artefacts import RECIPE_FILE, RECIPE_ROLE, artefact, stage_artefacts
@@ -51,6 +52,7 @@ from pairedge.export.evaluation import classification_metrics
 from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
 from pairedge.export.qat.build import INT8_ROLES, build_int8
+from pairedge.export.qat.data import recipe_rows
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train
 
 TASK_STAGE = {"stage1": 1, "paper3": 2}
@@ -308,10 +310,16 @@ def build_default_model(
         export_checkpoint(
             replace(stage1_ckpt, extra={**stage1_ckpt.extra, **extra}), out / artefact(1, "fp32").onnx
         )
+    rows = None
+    if "unit_bound" in recipe["stage2"]:  # the last fp32 step: stage 2's hidden units bounded at the source
+        rows = recipe_rows(recipe, "train")
+        summary["unit_bound"] = apply_unit_bound(out, recipe, QAT_RECIPE, rows)
+        summary["stages"]["stage2"]["held_out"] = rescore_stage2(out, recipe, tests)
     summary["check"] = check_fingerprints(recipe)
     for name in INT8_ROLES:  # made from the fp32 files just written, never left from an older model
         (out / name).unlink(missing_ok=True)
-    summary["int8"] = build_int8(out, recipe, QAT_RECIPE, say=print if progress else None) if int8 else None
+    say = print if progress else None
+    summary["int8"] = build_int8(out, recipe, QAT_RECIPE, rows=rows, say=say) if int8 else None
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "recipe.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_manifest(out, folder_roles(out))
