@@ -44,7 +44,6 @@ from _train_bench import write
 from bench_bounded_stage2 import PACKS, PRESETS, int8_figures, quality
 from bench_precisions import PETS
 from bench_qat import HELD_OUT, PACK_FRAMES, VALIDATION, parity
-from pairedge.apps.recipes.bound_step import bound_model
 from pairedge.calibration.infer import logits, session
 from pairedge.compare.comparator import DecisionRule
 from pairedge.core.bundled import QAT_RECIPE, RECIPE, default_model_dir
@@ -54,6 +53,7 @@ from pairedge.export.qat.build import stage_rows
 from pairedge.export.qat.data import recipe_rows, scene_rows
 from pairedge.export.qat.sensitivity import float_sweep
 from pairedge.export.qat.train import finetune
+from pairedge.export.qat.unit_bound import bound_model
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -163,10 +163,11 @@ def choose(runs: dict[str, dict[str, Any]]) -> tuple[str, list[str]]:
 
 
 def calibrated_copy(folder: Path, tmp: Path) -> tuple[Path, int]:
-    """A copy of the shipped folder calibrated by ``pairedge calibrate --scenes`` (PTQ int8 and fp16)."""
+    """A new folder: the shipped fp32 files calibrated by ``pairedge calibrate --scenes --out`` (PTQ int8 and
+    fp16), and calibrate's exit code."""
     out = tmp / "calibrated"
-    shutil.copytree(folder, out)
-    rc = run_cli(["calibrate", str(out), "--scenes", CALIBRATION_SCENES], tmp / "calibrate.log")
+    args = ["calibrate", str(folder), "--out", str(out), "--scenes", CALIBRATION_SCENES]
+    rc = run_cli(args, tmp / "cal.log")
     return out, rc
 
 
@@ -300,7 +301,11 @@ def main(argv: list[str] | None = None) -> int:
             calibrated, rc = calibrated_copy(folder, tmp)
             res["calibrate_exit_code"] = rc
             name = f"calibrate --scenes {CALIBRATION_SCENES}"
-            res["parity"][name] = parity(calibrated, tmp / "ptq", packs, ("int8", "fp16"))
+            if rc != 0:  # never parity of files calibrate did not write
+                error = {"verdict": "ERROR", "summary": (tmp / "cal.log").read_text()[-500:]}
+                res["parity"][name] = {pack: {"int8": error, "fp16": error} for pack in packs}
+            else:
+                res["parity"][name] = parity(calibrated, tmp / "ptq", packs, ("int8", "fp16"))
     for packs in res["parity"].values():  # one shape: pack -> precision -> summary
         for pack, got in packs.items():
             if "verdict" in got:

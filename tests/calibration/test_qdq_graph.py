@@ -54,14 +54,32 @@ def _emulate(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, plan: LayerPlan
     return xq @ wq.T + (0 if b is None else b)
 
 
+def _x86_without_vnni() -> bool:
+    """An x86 CPU with AVX2 but no VNNI: ONNX Runtime's fused int8 MatMul then multiplies u8 x s8 with
+    VPMADDUBSW, whose 16-bit pair sums saturate (ONNX Runtime's quantization docs: the U8S8 saturation
+    issue); its QGemm path does not."""
+    try:
+        flags = set(open("/proc/cpuinfo").read().split())
+    except OSError:
+        return False
+    return "avx2" in flags and not flags & {"avx512_vnni", "avx_vnni"}
+
+
 @pytest.mark.parametrize("matmul", [False, True])
 def test_the_graph_computes_the_int8_arithmetic(matmul: bool) -> None:
+    from pairedge.runtime.backends.ort_session import make_session
+
     x = RNG.normal(size=(200, 6)).astype(np.float32)
     p1, p2 = LayerPlan(3.0), LayerPlan(4.0)
     q = qdq_graph(_mlp(matmul), {"w1": p1, "w2": p2})
     assert check_qdq_rules(q) == []
     h = np.maximum(_emulate(x, W1, B1, p1), 0).astype(np.float32)
     want = _emulate(h, W2, None if matmul else B2, p2)
+    # the operators as ONNX defines them (no fused kernels): the int8 arithmetic up to float rounding
+    exact = np.abs(logits(make_session(q, optimization="disable"), x) - want).max(axis=1)
+    assert exact.max() < 1e-4
+    if matmul and _x86_without_vnni():
+        pytest.skip("ONNX Runtime's fused int8 MatMul saturates on AVX2 without VNNI (the U8S8 issue)")
     diff = np.abs(logits(session(q), x) - want).max(axis=1)
     # float32 vs float64 hidden values: a value on a rounding tie may land one int8 step apart in a few rows
     assert (diff < 2e-4).mean() > 0.95

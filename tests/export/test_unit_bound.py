@@ -91,9 +91,9 @@ def test_a_unit_that_rarely_fires_keeps_a_small_positive_bound(tmp_path: Path) -
 
 
 def test_the_bound_step_writes_a_clip_graph_that_imports_back(tmp_path: Path) -> None:
-    from pairedge.apps.recipes.bound_step import bound_model, without_unit_bound
     from pairedge.core.bundled import RECIPE
     from pairedge.export.onnx_export import export_model
+    from pairedge.export.qat.unit_bound import bound_model, without_unit_bound
 
     assert "unit_bound" in RECIPE["stage2"] and "unit_bound" not in without_unit_bound(RECIPE)["stage2"]
     assert without_unit_bound(without_unit_bound(RECIPE)) == without_unit_bound(RECIPE)

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pairedge.apps.recipes.bound_step import apply_unit_bound, rescore_stage2
 from pairedge.apps.recipes.link_policy import choose_confirm_s, choose_operating_point
 from pairedge.core import limits
 from pairedge.core.artefacts import RECIPE_FILE, RECIPE_ROLE, artefact, stage_artefacts
@@ -53,6 +52,7 @@ from pairedge.export.jobs import resolve_data
 from pairedge.export.onnx_export import export_checkpoint
 from pairedge.export.qat.build import INT8_ROLES, build_int8
 from pairedge.export.qat.data import recipe_rows
+from pairedge.export.qat.unit_bound import apply_unit_bound, rescore_stage2
 from pairedge.export.train import TrainConfig, checkpoint_of, predict_logits, train
 
 TASK_STAGE = {"stage1": 1, "paper3": 2}

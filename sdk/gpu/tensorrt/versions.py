@@ -155,18 +155,19 @@ def network_flags(trt: Any, version: TrtVersion) -> int:
 def precision_flags(trt: Any, version: TrtVersion, precision: str, *, dla: bool = False) -> list[Any]:
     """The ``BuilderFlag`` members to set for ``precision`` (empty on strongly typed generations).
 
-    Weakly typed 10.x: fp16 -> ``[FP16]``; int8 from a Q/DQ ONNX -> ``[INT8]`` (explicit quantization needs
-    the flag there; layers outside Q/DQ pairs stay fp32); fp32 -> ``[]``. For a DLA build (``dla``) int8 is
-    ``[INT8, FP16]``: the DLA runs nothing in fp32, so the layers outside Q/DQ pairs must be allowed fp16
-    (what ``trtexec --useDLACore --int8 --fp16`` does). Strongly typed generations take the types from the
-    ONNX graph, DLA or not.
+    Weakly typed 10.x: fp16 -> ``[FP16]``; int8 from a Q/DQ ONNX -> ``[INT8, FP16]`` (explicit quantization
+    needs INT8 there; FP16 lets the layers outside Q/DQ pairs, such as the Gemms a sensitivity sweep keeps
+    float, run in fp16 rather than fp32, as ``trtexec --int8 --fp16``; on the DLA, which runs nothing in
+    fp32, it is required); fp32 -> ``[]``. Strongly typed generations take the types from the ONNX graph,
+    DLA or not: there the float Gemms of an int8 file run in fp32. ``dla`` is accepted for the callers'
+    symmetry; it no longer changes the flags.
     """
     check_precision(precision)
     if not generation(version).precision_flags or precision == "fp32":
         return []
     if precision == "fp16":
         return [trt.BuilderFlag.FP16]
-    return [trt.BuilderFlag.INT8, trt.BuilderFlag.FP16] if dla else [trt.BuilderFlag.INT8]
+    return [trt.BuilderFlag.INT8, trt.BuilderFlag.FP16]
 
 
 def has_progress_monitor(trt: Any) -> bool:

@@ -26,7 +26,7 @@ def expected_calls(
     gen: str, precision: str, onnx: str, width: int, workspace: int, cache: int
 ) -> list[tuple]:
     flags = STRONG if gen == "10.13" else 0
-    precision_flag = {"10.3": {"fp16": ["FP16"], "int8": ["INT8"]}}.get(gen, {}).get(precision, [])
+    precision_flag = {"10.3": {"fp16": ["FP16"], "int8": ["INT8", "FP16"]}}.get(gen, {}).get(precision, [])
     return [
         ("ILogger.__init__",),
         ("Builder.__init__", True),
@@ -65,7 +65,8 @@ def test_call_sequence(gen: str, precision: str, full_model_dir: Path, tmp_path:
     assert trt.calls == expected_calls(gen, precision, str(onnx), F1, 64, 0)
     assert out.num_features == F1 and out.input_name == "features" and out.output_names == ("logits",)
     assert out.network_flags == (STRONG if gen == "10.13" else 0)
-    assert out.builder_flags == ((precision.upper(),) if gen == "10.3" and precision != "fp32" else ())
+    weak = {"fp16": ("FP16",), "int8": ("INT8", "FP16")}  # int8 allows fp16 outside the Q/DQ pairs
+    assert out.builder_flags == (weak.get(precision, ()) if gen == "10.3" else ())
     assert sink.events[0] == ("start", "Building engine", None, 2) and sink.events[-1] == (
         "finish",
         "Building engine",
@@ -157,7 +158,7 @@ def test_build_model_folder_writes_engines_and_manifests(gen: str, full_model_di
         assert m.onnx["file"] == f"stage{b.stage}.int8.onnx" and len(m.onnx["sha256"]) == 64
         assert m.engine["size"] == b.engine.stat().st_size
         assert m.num_features == (F1 if b.stage == 1 else F2) and m.feature_spec == "pairedge"
-        assert m.build["builder_flags"] == (["INT8"] if gen == "10.3" else [])
+        assert m.build["builder_flags"] == (["INT8", "FP16"] if gen == "10.3" else [])
         assert plan_of(b.engine)["network_flags"] == (STRONG if gen == "10.13" else 0)
     folder_manifest = json.loads((full_model_dir / "manifest.json").read_text())
     roles = {f["name"]: f["role"] for f in folder_manifest["files"]}
