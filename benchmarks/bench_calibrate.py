@@ -51,6 +51,7 @@ from _train_bench import environment, write
 from pairedge.calibration.api import (
     DEFAULT_HEADROOM,
     DEFAULT_METHOD,
+    DEFAULT_PERCENTILE,
     DEFAULT_STRENGTH,
     CalibrateOptions,
     calibrate,
@@ -75,7 +76,12 @@ QUICK = ("minmax, headroom 1/1", "percentile 99.99", "minmax, headroom 1.5/1.5")
 #: Every selection agreement (both stages, every calibration set) must reach this, and no MPCA drop exceed
 #: MAX_SELECTION_MPCA_DROP points, for a candidate to be eligible.
 MIN_SELECTION_AGREEMENT, MAX_SELECTION_MPCA_DROP = 0.995, 0.25
-DEFAULT = {"method": DEFAULT_METHOD, "headroom": DEFAULT_HEADROOM}
+#: calibrate's defaults as a candidate's options (the percentile only counts for the percentile method).
+DEFAULT = {
+    "method": DEFAULT_METHOD,
+    "headroom": DEFAULT_HEADROOM,
+    **({"percentile": DEFAULT_PERCENTILE} if DEFAULT_METHOD == "percentile" else {}),
+}
 VARIANTS = {
     "naive": {"method": "minmax", "placement": "all", "equalize": False, "target_agreement": None},
     "all-int8": {"target_agreement": None},

@@ -63,7 +63,7 @@ class QuantConfig:
     """
 
     method: str = "percentile"
-    percentile: float = 99.99
+    percentile: float = 99.9
     exclude: tuple[str, ...] = ()
     batch_rows: int = 8192
     placement: str = "gemm"

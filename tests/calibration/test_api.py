@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pairedge.calibration.api import DEFAULT_HEADROOM, DEFAULT_METHOD, CalibrateOptions
+from pairedge.calibration.api import DEFAULT_HEADROOM, DEFAULT_METHOD, DEFAULT_PERCENTILE, CalibrateOptions
 from pairedge.calibration.default_set import RESERVED_SEEDS
 from pairedge.calibration.quantize import QuantConfig
 
@@ -18,6 +18,8 @@ def test_defaults_are_the_selected_candidate() -> None:
     chosen = d["selection"][d["selected"]]["options"]
     assert chosen["method"] == DEFAULT_METHOD
     assert "copies" not in chosen and tuple(chosen["headroom"]) == DEFAULT_HEADROOM
+    if DEFAULT_METHOD == "percentile":  # the percentile is part of the choice, not only the method
+        assert chosen["percentile"] == DEFAULT_PERCENTILE
     assert d["default_is_selected"] is True
 
 
@@ -30,7 +32,11 @@ def test_selection_rows_are_reserved_and_never_reported() -> None:
 
 def test_quant_config_defaults_are_calibrates() -> None:
     q, o = QuantConfig(), CalibrateOptions()
-    assert (q.method, (q.input_headroom, q.hidden_headroom)) == (o.method, o.headroom)
+    assert (q.method, q.percentile, (q.input_headroom, q.hidden_headroom)) == (
+        o.method,
+        o.percentile,
+        o.headroom,
+    )
 
 
 def test_the_calibrate_help_names_the_default_method() -> None:

@@ -154,14 +154,15 @@ def test_bundled_model_every_gemm_int8_close_to_fp32() -> None:
     """Plain int8 on the bundled model as calibrate makes it (equalized, then quantized): every Gemm reads one
     int8 input, and the logits stay within a few percent of their spread (measured: p99 error 3 % of the
     median spread for stage 1, 4 % for stage 2; the held-out agreement gate is
-    benchmarks/bench_calibrate.py's)."""
+    benchmarks/bench_calibrate.py's). Ranges at the 99.99th percentile: the graph's closeness, not the
+    default range rule (chosen by decisions on selection seeds), is under test here."""
     from pairedge.calibration.api import DEFAULT_STRENGTH
     from pairedge.calibration.equalize import equalize
 
     for stage, st in ((1, scene_samples().stage1), (2, scene_samples().stage2)):
         pre = preprocess(onnx.load(str(model_dir() / f"stage{stage}.onnx")))
         eq, _ = equalize(pre, st.X[::2], strength=DEFAULT_STRENGTH)
-        q = quantize(eq, st.X[::2], QuantConfig())
+        q = quantize(eq, st.X[::2], QuantConfig(percentile=99.99))
         dq = {n.output[0] for n in q.graph.node if n.op_type == "DequantizeLinear"}
         gemms = [n for n in q.graph.node if n.op_type == "Gemm"]
         assert gemms and all(g.input[0] in dq and g.input[1] in dq for g in gemms)

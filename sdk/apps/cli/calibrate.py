@@ -61,7 +61,11 @@ def calibrate(
         None, "--method", help="Activation ranges: percentile (default), minmax or entropy."
     ),
     percentile: float | None = typer.Option(
-        None, "--percentile", min=50.0, max=100.0, help="The percentile kept by --method percentile (99.99)."
+        None,
+        "--percentile",
+        min=50.0,
+        max=100.0,
+        help=f"The percentile kept by --method percentile ({DEFAULT_PERCENTILE:g}).",
     ),
     headroom: str | None = typer.Option(
         None,
