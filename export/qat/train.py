@@ -78,6 +78,10 @@ class QatConfig:
     float_target: float = 0.995
 
     def __post_init__(self) -> None:
+        if isinstance(self.float_layers, str):  # tuple("person.0") would be its characters
+            raise InputError(
+                f"QAT config: float_layers: expected a list of module paths, got {self.float_layers!r}"
+            )
         object.__setattr__(self, "float_layers", tuple(self.float_layers))
         if not all(isinstance(p, str) and p for p in self.float_layers):
             raise InputError(f"QAT config: float_layers: expected module paths, got {self.float_layers!r}")

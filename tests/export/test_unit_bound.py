@@ -129,6 +129,8 @@ def test_float_layers_stay_float_and_unknown_ones_are_refused(tmp_path: Path) ->
     assert set(qat_fake.quant_layers(student)) == {"person.2", "pair.0", "head.0", "head.3"}
     with pytest.raises(InputError, match="float_layers"):
         quantized_student(model, X, QatConfig(float_layers=("person.9",)))
+    with pytest.raises(InputError, match="a list of module paths"):
+        QatConfig(float_layers="person.0")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="float_budget"):
         QatConfig(float_budget=1.5)
 
