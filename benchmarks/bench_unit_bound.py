@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 from _precisions import run_cli
 from _train_bench import write
-from bench_bounded_stage2 import PACKS, PRESETS, int8_figures, quality
+from bench_bounded_stage2 import PACKS, PRESETS
+from bench_bounded_stage2 import figures as stage2_figures
 from bench_precisions import PETS
 from bench_qat import HELD_OUT, PACK_FRAMES, VALIDATION, parity
 from pairedge.calibration.infer import logits, session
@@ -136,15 +137,8 @@ def candidate(
 
 
 def figures(run: dict[str, Any], sets: dict[str, Any], s1: dict[str, np.ndarray], rule: DecisionRule) -> dict:
-    """int8 against its own fp32 (validation, held out) and fp32 quality (validation, test) of one run."""
-    f32, i8 = session(run["fp32"]), session(run["int8"])
-    out: dict[str, Any] = {}
-    for key in ("validation", "held_out"):
-        rows = sets[key]
-        out[key] = int8_figures(
-            rows, s1[key], logits(f32, rows.stage2_all), logits(i8, rows.stage2_all), rule
-        )
-    out["quality"] = {k: quality(sets[k], logits(f32, sets[k].stage2.X)) for k in ("validation", "test")}
+    """bench_bounded_stage2's figures of one run's (fp32, int8) files plus the mean MPCA per row set."""
+    out = stage2_figures(run["fp32"], run["int8"], sets, s1, rule)
     out["mean_mpca"] = {k: float(np.mean([v["mpca"] for v in q.values()])) for k, q in out["quality"].items()}
     return out
 
