@@ -70,6 +70,12 @@ DEFAULT_METHOD = "percentile"
 DEFAULT_PERCENTILE = 99.9
 DEFAULT_STRENGTH = 0.5
 DEFAULT_HEADROOM = (1.0, 1.0)
+#: The agreement the mixed-precision search must reach on the search rows. They are few and come from the
+#: calibration scenes, so the search needs a margin over the 99 % that the deployed files are held to: on the
+#: selection seeds (6000-6011), ``--scenes static:0-1,moving:0-1`` gives stage-2 top-1 agreement 98.57 %
+#: at a 0.99 target (all int8) and 99.43 % at 0.995 (the first layers float, 7.3 % of the multiply-adds);
+#: QAT's sweep uses the same 0.995 (``QatConfig.float_target``). ``benchmarks/bench_calibrate.py`` reports it.
+DEFAULT_TARGET_AGREEMENT = 0.995
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,7 @@ class CalibrateOptions:
     equalize_strength: float = DEFAULT_STRENGTH
     placement: str = "gemm"
     headroom: tuple[float, float] = DEFAULT_HEADROOM
-    target_agreement: float | None = 0.99
+    target_agreement: float | None = DEFAULT_TARGET_AGREEMENT
     max_float_share: float = 0.10
     max_rows: int = 4096
     min_per_stratum: int = 20

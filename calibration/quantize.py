@@ -279,15 +279,18 @@ def search_exclusions(
 ) -> SearchResult:
     """Find which nodes to keep in float so the validation agreement reaches ``target``.
 
-    Per-node sensitivity: quantize one node at a time (every other node excluded) and measure the decision
-    agreement with fp32 on ``val_X``. Nodes whose quantization alone changes no decision are never excluded.
-    Then greedy forward selection: at each step, exclude the sensitive node whose exclusion gives the
-    highest agreement of the whole quantized model on ``val_X``, until it reaches ``target`` (or no
-    sensitive node is left). ``val_X`` must not be the data the final numbers are reported on. ``ranges``:
-    :func:`calibrate_ranges` of ``model``, ``cal_X`` and ``config`` (computed when None).
+    The candidates are layers (:func:`weight_groups`: the Gemms of a shared encoder are one layer).
+    Per-layer sensitivity: quantize one layer at a time (every other one excluded) and measure the decision
+    agreement with fp32 on ``val_X`` (recorded for each of its nodes). Layers whose quantization alone
+    changes no decision are never excluded. Then greedy forward selection: at each step, exclude the
+    sensitive layer whose exclusion gives the highest agreement of the whole quantized model on ``val_X``,
+    until it reaches ``target`` (or no sensitive layer is left). ``val_X`` must not be the data the final
+    numbers are reported on. ``ranges``: :func:`calibrate_ranges` of ``model``, ``cal_X`` and ``config``
+    (computed when None).
     """
 
     nodes = list(candidates) if candidates is not None else compute_nodes(model, config.placement)
+    layers = weight_groups(model, nodes)
     reference = logits(session(model), val_X)
     # Excluding nodes does not change the calibrated ranges: compute them once.
     ranges = calibrate_ranges(model, cal_X, config) if ranges is None else ranges
@@ -298,20 +301,36 @@ def search_exclusions(
         return a.agreement, a.max_abs
 
     sensitivity: dict[str, float] = {}
-    for node in nodes:
-        others = tuple(sorted((set(nodes) | set(config.exclude)) - {node}))
-        sensitivity[node] = measure(others)[0]
+    for layer in layers:
+        others = tuple(sorted((set(nodes) | set(config.exclude)) - set(layer)))
+        value = measure(others)[0]
+        sensitivity.update(dict.fromkeys(layer, value))
     excluded: list[str] = list(config.exclude)
     first = measure(excluded)
     steps = [Step(tuple(excluded), first[0], first[1])]
-    left = [n for n in nodes if sensitivity[n] < 1.0 and n not in excluded]
+    left = [g for g in layers if sensitivity[g[0]] < 1.0 and not set(g) & set(excluded)]
     while steps[-1].agreement < target and left:
-        tried = {n: measure([*excluded, n]) for n in left}
-        best = max(left, key=lambda n: (tried[n][0], -sensitivity[n]))
-        excluded.append(best)
+        tried = {g: measure([*excluded, *g]) for g in left}
+        best = max(left, key=lambda g: (tried[g][0], -sensitivity[g[0]]))
+        excluded.extend(best)
         left.remove(best)
         steps.append(Step(tuple(excluded), tried[best][0], tried[best][1]))
     return SearchResult(sensitivity, tuple(steps))
+
+
+def weight_groups(model: Any, nodes: Sequence[str]) -> list[tuple[str, ...]]:
+    """``nodes`` grouped into layers, in graph order: nodes that read the same weight initializer (a shared
+    encoder called once per person, exported as one Gemm per call) are one layer, kept in float or
+    quantized together; a node without a weight initializer is a layer of its own."""
+    weights = {i.name for i in model.graph.initializer}
+    wanted = set(nodes)
+    groups: dict[str, list[str]] = {}
+    for n in model.graph.node:
+        if n.name not in wanted:
+            continue
+        weight = next((i for i in n.input[1:2] if i in weights), None)
+        groups.setdefault(weight if weight is not None else f"node:{n.name}", []).append(n.name)
+    return [tuple(g) for g in groups.values()]
 
 
 def _with_exclude(config: QuantConfig, exclude: Sequence[str]) -> QuantConfig:

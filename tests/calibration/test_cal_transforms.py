@@ -11,7 +11,14 @@ from pairedge.calibration.equalize import equalize
 from pairedge.calibration.fp16 import to_fp16
 from pairedge.calibration.infer import agreement, logits, session
 from pairedge.calibration.ort_calibrators import ArrayReader
-from pairedge.calibration.quantize import QuantConfig, preprocess, quantize, search_exclusions
+from pairedge.calibration.quantize import (
+    QuantConfig,
+    compute_nodes,
+    preprocess,
+    quantize,
+    search_exclusions,
+    weight_groups,
+)
 from pairedge.core.errors import InputError
 
 
@@ -79,4 +86,22 @@ def test_search_reaches_the_target_by_keeping_nodes_in_float() -> None:
     assert result.sensitivity and min(result.sensitivity.values()) < 1.0
     agreements = [s.agreement for s in result.steps]
     assert agreements[-1] >= agreements[0] and len(result.steps) > 1
-    assert len(result.steps[-1].excluded) == len(result.steps) - 1
+    # each step keeps one more layer in float: all the Gemms of one weight (a shared encoder) at once
+    groups = {g[0]: g for g in weight_groups(pre, compute_nodes(pre, coarse.placement))}
+    for before, after in zip(result.steps, result.steps[1:], strict=False):
+        added = after.excluded[len(before.excluded) :]
+        assert after.excluded[: len(before.excluded)] == before.excluded and added == groups[added[0]]
+
+
+def test_a_shared_encoder_is_one_layer() -> None:
+    from pairedge.core.bundled import default_model_dir
+
+    pre = preprocess(onnx.load(str(default_model_dir() / "stage2.onnx")))
+    groups = weight_groups(pre, compute_nodes(pre, "gemm"))
+    by_weight = {}
+    for n in pre.graph.node:
+        if n.op_type == "Gemm":
+            by_weight.setdefault(n.input[1], []).append(n.name)
+    # the relation network's person encoder runs once per person: its two Gemm calls are one layer
+    assert sorted(map(sorted, groups)) == sorted(map(sorted, by_weight.values()))
+    assert any(len(g) == 2 for g in groups) and sum(map(len, groups)) == len(compute_nodes(pre, "gemm"))

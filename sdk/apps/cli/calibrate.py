@@ -11,6 +11,7 @@ from pairedge.calibration.api import (
     DEFAULT_HEADROOM,
     DEFAULT_METHOD,
     DEFAULT_PERCENTILE,
+    DEFAULT_TARGET_AGREEMENT,
     CalibrateOptions,
     check_out,
     check_scenes,
@@ -77,7 +78,7 @@ def calibrate(
         False, "--no-equalize", help="Do not absorb per-column scales before the quantized Gemms."
     ),
     target: float = typer.Option(
-        0.99,
+        DEFAULT_TARGET_AGREEMENT,
         "--target-agreement",
         min=0.0,
         max=1.0,
